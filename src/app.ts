@@ -1,0 +1,133 @@
+// Builds the HTTP application: plugins, auth, error handling and every module's routes.
+// It never listens; main.ts (or a test) decides that.
+import crypto from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Config } from './config.ts';
+import type { Database } from './db/index.ts';
+import type { SecretBox } from './lib/crypto.ts';
+import { registerAuth } from './http/auth.ts';
+import { HttpError } from './http/errors.ts';
+import { ErrorBody } from './http/schemas.ts';
+import { describeValidationError } from './http/validation.ts';
+import { createMetrics, type Metrics } from './http/metrics.ts';
+import { opsRoutes } from './modules/ops/routes.ts';
+import { accountRoutes } from './modules/accounts/routes.ts';
+import { tokenRoutes } from './modules/tokens/routes.ts';
+import { memberRoutes } from './modules/members/routes.ts';
+import { numberingRoutes } from './modules/numbering/routes.ts';
+
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  box: SecretBox;
+  /** A pino logger; without one the app logs nothing (tests). */
+  logger?: FastifyBaseLogger;
+  metrics?: Metrics;
+}
+
+export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** Request URLs in logs never carry the token. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&](?:token|authToken)=)[^&]*/gi, '$1[redacted]');
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config, database } = deps;
+  const app = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    bodyLimit: config.bodyLimitBytes,
+    requestIdHeader: 'x-request-id',
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    },
+    ajv: { customOptions: { allErrors: false } },
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  app.addSchema(ErrorBody);
+  const metrics = deps.metrics ?? createMetrics();
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'callplane API',
+        version: '2.0.0',
+        description: 'Self-hostable control plane for AI phone agents, wire-compatible with Vida API v2. Authenticate with the `token` query parameter.',
+      },
+      servers: [{ url: config.publicUrl }],
+      components: { securitySchemes: { apiKeyAuth: { type: 'apiKey', in: 'query', name: 'token' } } },
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
+  });
+  // The reference page and its assets are public, like the document they render.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) route.config = { ...(route.config ?? {}), public: true };
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    metrics.observeRequest(req.method, req.routeOptions.url ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof HttpError) {
+      return reply.status(err.statusCode).send({ success: false, message: err.message, ...err.extra, requestId: req.id });
+    }
+    if (err.validation) {
+      const message = describeValidationError(err.validation, err.validationContext ?? 'body');
+      return reply.status(400).send({ success: false, message, requestId: req.id });
+    }
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      return reply.status(status).send({ success: false, message: clientErrorMessage(err), requestId: req.id });
+    }
+    req.log.error({ err }, 'unhandled error');
+    return reply.status(500).send({ success: false, message: 'Internal server error', requestId: req.id });
+  });
+
+  app.setNotFoundHandler((req, reply) =>
+    reply.status(404).send({ success: false, message: `Route ${req.method} ${req.url.split('?')[0]} not found`, requestId: req.id }));
+
+  registerAuth(app, database.db);
+
+  const ctx = { ...deps, metrics };
+  await app.register(opsRoutes, ctx);
+  await app.register(tokenRoutes, ctx);
+  await app.register(accountRoutes, ctx);
+  await app.register(memberRoutes, ctx);
+  await app.register(numberingRoutes, ctx);
+
+  app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  return app;
+}
+
+export type AppContext = AppDeps & { metrics: Metrics };
+
+function clientErrorMessage(err: FastifyError): string {
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return 'Request body is not valid JSON';
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'Request body is empty but Content-Type is application/json';
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'Request body is too large';
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return `Unsupported Content-Type; send application/json`;
+    default:
+      return err.message.startsWith('Unexpected') || err.message.includes('JSON')
+        ? 'Request body is not valid JSON'
+        : err.message;
+  }
+}

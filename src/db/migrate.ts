@@ -1,0 +1,28 @@
+// Applies the migrations in src/db/migrations (one set for both engines) and reports status.
+import { Migrator, type Migration, type MigrationProvider } from 'kysely';
+import type { Database } from './index.ts';
+import type { Dialect } from './types.ts';
+import { foundation } from './migrations/0001-foundation.ts';
+
+function migrations(dialect: Dialect): Record<string, Migration> {
+  return {
+    '0001-foundation': foundation(dialect),
+  };
+}
+
+function migrator(database: Database): Migrator {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(database.dialect) };
+  return new Migrator({ db: database.db, provider });
+}
+
+export async function migrateToLatest(database: Database): Promise<string[]> {
+  const { error, results } = await migrator(database).migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** True when every known migration has been applied (used by /readyz). */
+export async function migrationsApplied(database: Database): Promise<boolean> {
+  const all = await migrator(database).getMigrations();
+  return all.every((m) => m.executedAt !== undefined);
+}

@@ -1,0 +1,119 @@
+// Row types of every table, as Kysely sees them. Booleans are stored as 0/1 integers on
+// both engines (better-sqlite3 cannot bind JS booleans); times are unix milliseconds.
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+
+export type AccountKind = 'partner' | 'reseller' | 'organization' | 'agent';
+type Flag = number;
+
+export interface AccountsTable {
+  id: Generated<number>;
+  kind: AccountKind;
+  parent_id: number | null;
+  partner_id: number | null;
+  reseller_id: number | null;
+  org_id: number | null;
+  name: string;
+  email: string | null;
+  external_account_id: string | null;
+  external_billing_id: string | null;
+  product_plan_id: string | null;
+  offered_product_plan_id: string | null;
+  sell_plan_id: string | null;
+  product_plan_term: string | null;
+  vida_premium: ColumnType<Flag, Flag | undefined, Flag>;
+  sms_enabled: ColumnType<Flag, Flag | undefined, Flag>;
+  sms_brand_id: string | null;
+  sms_campaign_id: string | null;
+  hipaa_setting: string | null;
+  hipaa_enabled_default: ColumnType<Flag, Flag | undefined, Flag>;
+  org_account_type: string | null;
+  active: ColumnType<Flag, Flag | undefined, Flag>;
+  onboarding_complete: ColumnType<Flag, Flag | undefined, Flag>;
+  subscribed: ColumnType<Flag, Flag | undefined, Flag>;
+  billing_id: string | null;
+  billing_subscription_id: string | null;
+  canceled_at: number | null;
+  voice_minutes_current: ColumnType<number, number | undefined, number>;
+  voice_minutes_previous: ColumnType<number, number | undefined, number>;
+  voice_minutes_all_time: ColumnType<number, number | undefined, number>;
+  messages_current: ColumnType<number, number | undefined, number>;
+  messages_previous: ColumnType<number, number | undefined, number>;
+  messages_all_time: ColumnType<number, number | undefined, number>;
+  timezone: string | null;
+  /** JSON object of profile fields (firstName, businessName, …). */
+  details: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TokensTable {
+  id: Generated<number>;
+  account_id: number;
+  hash: string;
+  prefix: string;
+  type: 'admin' | 'one-time';
+  description: string;
+  created_by: number | null;
+  created_at: number;
+  expires_at: number | null;
+  used_at: number | null;
+}
+
+export interface UsersTable {
+  id: Generated<number>;
+  account_id: number;
+  email: string;
+  role: string;
+  permitted_account_ids: string;
+  redirect_url: string | null;
+  send_welcome_email: Flag;
+  status: 'invited' | 'active';
+  created_at: number;
+  updated_at: number;
+}
+
+export interface NumberingProvidersTable {
+  id: Generated<number>;
+  org_id: number;
+  provider_id: string;
+  is_default: Flag;
+  enabled: Flag;
+  /** JSON of the non-secret settings. */
+  config: string;
+  /** AES-256-GCM sealed JSON of the secret settings. */
+  secrets: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface IntegrationsTable {
+  id: Generated<number>;
+  account_id: number;
+  org_id: number | null;
+  app_id: string;
+  app_version: string;
+  /** AES-256-GCM sealed JSON of appData: integrations carry API tokens. */
+  app_data: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DB {
+  accounts: AccountsTable;
+  tokens: TokensTable;
+  users: UsersTable;
+  numbering_providers: NumberingProvidersTable;
+  integrations: IntegrationsTable;
+}
+
+export type Db = Kysely<DB>;
+export type Executor = Kysely<DB> | Transaction<DB>;
+export type Dialect = 'sqlite' | 'postgres';
+
+export type AccountRow = Selectable<AccountsTable>;
+export type NewAccount = Insertable<AccountsTable>;
+export type AccountUpdate = Updateable<AccountsTable>;
+export type TokenRow = Selectable<TokensTable>;
+export type UserRow = Selectable<UsersTable>;
+export type NumberingProviderRow = Selectable<NumberingProvidersTable>;
+export type IntegrationRow = Selectable<IntegrationsTable>;

@@ -1,0 +1,123 @@
+// The callplane command: `serve` (API and/or workers), `migrate`, `token`.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { buildApp, redactUrl } from './app.ts';
+import { ConfigError, loadConfig, type Config, type Role } from './config.ts';
+import { openDatabase, type Database } from './db/index.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { loadSecretKey, SecretBox } from './lib/crypto.ts';
+import { bootstrapAdmin } from './modules/tokens/service.ts';
+import { maintenanceJobs, Worker } from './worker.ts';
+
+const USAGE = `usage: callplane [serve] [--role api|worker|all]
+       callplane migrate
+       callplane token     (prints where the bootstrap admin token is, or creates the partner account)`;
+
+function open(config: Config): Database {
+  return openDatabase({
+    databaseUrl: config.databaseUrl,
+    sqliteFile: path.join(config.dataDir, 'callplane.db'),
+    poolSize: config.dbPoolSize,
+  });
+}
+
+async function prepare(config: Config, database: Database, log: pino.Logger): Promise<void> {
+  const applied = await migrateToLatest(database);
+  if (applied.length) log.info({ applied }, 'migrations applied');
+  const { partnerId, newToken } = await bootstrapAdmin(database.db, database.dialect, config.adminToken);
+  if (newToken) {
+    const file = path.join(config.dataDir, 'admin-token');
+    fs.mkdirSync(config.dataDir, { recursive: true });
+    fs.writeFileSync(file, newToken + '\n', { mode: 0o600 });
+    // Printed once, on the first start only; it is stored as a hash from now on.
+    process.stdout.write(`\n  callplane partner account ${partnerId} created.\n  Admin token (shown once, also written to ${file}):\n\n    ${newToken}\n\n`);
+  }
+}
+
+async function serve(config: Config, role: Role, log: pino.Logger): Promise<void> {
+  const database = open(config);
+  log.info({ database: database.description, role }, 'starting');
+  await prepare(config, database, log);
+  const { key } = loadSecretKey(config.secretKey, config.dataDir);
+  if (!config.secretKey && database.dialect === 'postgres') {
+    log.warn('CALLPLANE_SECRET_KEY is not set: using a key file in DATA_DIR; every process sharing this database needs the same key');
+  }
+  const box = new SecretBox(key);
+  const stops: (() => Promise<void>)[] = [];
+
+  if (role === 'worker' || role === 'all') {
+    const worker = new Worker(maintenanceJobs(database), log.child({ component: 'worker' }));
+    worker.start();
+    stops.push(() => worker.stop());
+  }
+  if (role === 'api' || role === 'all') {
+    const app = await buildApp({ config, database, box, logger: log });
+    await app.listen({ port: config.port, host: config.host });
+    stops.unshift(() => app.close());
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 15_000).unref();
+    for (const stop of stops) await stop().catch((err) => log.error({ err }, 'shutdown step failed'));
+    await database.close();
+    clearTimeout(force);
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { role: { type: 'string', default: 'all' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) return void console.log(USAGE);
+  const command = positionals[0] ?? 'serve';
+  const config = loadConfig();
+  const log = pino({
+    level: config.logLevel,
+    redact: { paths: ['req.headers.authorization', 'req.query.token', 'token', 'authToken', 'password'], censor: '[redacted]' },
+    serializers: {
+      req: (req: { method: string; url: string; id: string; ip?: string }) => ({ id: req.id, method: req.method, url: redactUrl(req.url), ip: req.ip }),
+    },
+  });
+  switch (command) {
+    case 'serve': {
+      const role = values.role as Role;
+      if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`--role must be api, worker or all (got '${role}')`);
+      return serve(config, role, log);
+    }
+    case 'migrate': {
+      const database = open(config);
+      const applied = await migrateToLatest(database);
+      console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+      return database.close();
+    }
+    case 'token': {
+      const database = open(config);
+      await prepare(config, database, log);
+      const file = path.join(config.dataDir, 'admin-token');
+      console.log(fs.existsSync(file) ? `the bootstrap admin token is in ${file}` : 'the partner token was set with CALLPLANE_ADMIN_TOKEN or shown on the first start');
+      return database.close();
+    }
+    default:
+      console.error(USAGE);
+      process.exitCode = 2;
+  }
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) {
+    console.error(`callplane: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(err);
+  process.exit(1);
+});

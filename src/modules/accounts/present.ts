@@ -1,0 +1,79 @@
+// How accounts, providers and integrations look on the wire (contract field names, unix seconds,
+// secrets masked).
+import type { AccountRow, IntegrationRow, NumberingProviderRow } from '../../db/types.ts';
+import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
+import { bool, toUnixSeconds } from '../../lib/time.ts';
+
+export const ACCOUNT_TYPE = { partner: 'partner', reseller: 'reseller', organization: 'organization', agent: 'account' } as const;
+
+const SECRET_KEY = /token|secret|password|passwd|key|auth|credential/i;
+
+export function maskRecord(data: Record<string, string>, isSecret: (k: string) => boolean): Record<string, string> {
+  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, isSecret(k) ? maskSecret(v) : v]));
+}
+
+export function presentProvider(row: NumberingProviderRow, box: SecretBox) {
+  const secrets = row.secrets ? box.openJson<Record<string, string>>(row.secrets) : {};
+  return {
+    providerId: row.provider_id,
+    default: bool(row.is_default),
+    enabled: bool(row.enabled),
+    config: { ...JSON.parse(row.config), ...maskRecord(secrets, () => true) } as Record<string, string>,
+    createdAt: toUnixSeconds(row.created_at),
+    updatedAt: toUnixSeconds(row.updated_at),
+  };
+}
+
+export function presentIntegration(row: IntegrationRow, box: SecretBox) {
+  return {
+    appId: row.app_id,
+    appVersion: row.app_version,
+    appData: maskRecord(box.openJson<Record<string, string>>(row.app_data), (k) => SECRET_KEY.test(k)),
+    createdAt: toUnixSeconds(row.created_at),
+  };
+}
+
+function username(row: AccountRow): string {
+  return row.email ?? `${ACCOUNT_TYPE[row.kind]}-${row.id}`;
+}
+
+/** The common view of any account on the ladder, with the fields of its own level. */
+export function presentAccount(row: AccountRow) {
+  const base = {
+    id: row.id,
+    accountType: ACCOUNT_TYPE[row.kind],
+    username: username(row),
+    name: row.name,
+    email: row.email,
+    active: bool(row.active),
+    externalAccountId: row.external_account_id,
+    externalBillingId: row.external_billing_id,
+    createdAt: toUnixSeconds(row.created_at)!,
+    updatedAt: toUnixSeconds(row.updated_at)!,
+    profile: JSON.parse(row.details) as Record<string, string>,
+  };
+  switch (row.kind) {
+    case 'partner':
+      return { ...base, partnerName: row.name };
+    case 'reseller':
+      return {
+        ...base, resellerName: row.name, partnerId: row.partner_id,
+        productPlanId: row.product_plan_id, offeredProductPlanId: row.offered_product_plan_id,
+        sellPlanId: row.sell_plan_id, hipaaEnabledDefault: bool(row.hipaa_enabled_default),
+        resellerStatus: bool(row.active) ? 'enabled' : 'disabled',
+      };
+    case 'organization':
+      return {
+        ...base, orgName: row.name, resellerId: row.reseller_id, partnerId: row.partner_id,
+        productPlanId: row.product_plan_id, offeredProductPlanId: row.offered_product_plan_id,
+        productPlanTerm: row.product_plan_term,
+        vidaPremium: bool(row.vida_premium), smsEnabled: bool(row.sms_enabled),
+        smsBrandId: row.sms_brand_id, smsCampaignId: row.sms_campaign_id,
+        hipaaSetting: row.hipaa_setting, orgAccountType: row.org_account_type,
+        onboardingComplete: bool(row.onboarding_complete), subscribed: bool(row.subscribed),
+        canceledAt: toUnixSeconds(row.canceled_at), timezone: row.timezone,
+      };
+    case 'agent':
+      return { ...base, accountName: row.name, organizationId: row.org_id, resellerId: row.reseller_id };
+  }
+}

@@ -1,0 +1,462 @@
+// Rules of the tenancy ladder: who may create, list, change and delete which accounts.
+// Each method resolves its targets through the caller's Scope and owns its transaction.
+import type { Config } from '../../config.ts';
+import type { AccountKind, AccountRow, AccountUpdate, Db, Executor } from '../../db/types.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
+import type { Scope } from '../../http/auth.ts';
+import { pageInfo, pageOf, type PageQuery } from '../../http/pagination.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { flag, nowMs } from '../../lib/time.ts';
+import { accountRepo, ANCESTOR_COLUMN } from './repository.ts';
+import { ACCOUNT_TYPE, presentAccount, presentIntegration, presentProvider } from './present.ts';
+import { integrationRepo, numberingRepo } from '../numbering/repository.ts';
+import { normalizeProviderConfig, providerSpec, type NormalizedProvider } from '../numbering/catalog.ts';
+import { memberRepo } from '../members/repository.ts';
+
+export interface IntegrationInput { appId: string; appVersion: string; appData: Record<string, string> }
+export interface ProviderInput { providerId: string; default?: boolean; enabled?: boolean; config: Record<string, string> }
+
+export interface CreateResellerInput {
+  resellerName: string; email?: string; productPlanId?: string; offeredProductPlanId?: string;
+  sellPlanId?: string; hipaaEnabledDefault?: boolean; resellerStatus?: 'enabled' | 'disabled';
+}
+
+export interface CreateOrganizationInput {
+  orgName: string; email?: string; accountName?: string; orgAccountType?: 'internal' | 'customer';
+  productPlanId?: string; offeredProductPlanId?: string; externalAccountId?: string; externalBillingId?: string;
+  hipaaSetting?: 'on' | 'off' | 'inherit'; numberingProviders?: ProviderInput[]; vidaPremium?: boolean;
+  smsEnabled?: boolean; smsBrandId?: string; smsCampaignId?: string; integrations?: IntegrationInput[];
+  timezone?: string;
+}
+
+export interface CreateAccountInput {
+  accountName?: string; externalAccountId?: string; externalBillingId?: string; integrations?: IntegrationInput[];
+}
+
+export interface AccountDetailsInput {
+  name?: string; partnerName?: string; resellerName?: string; orgName?: string; accountName?: string;
+  firstName?: string; lastName?: string; description?: string; image?: string; businessName?: string;
+  businessAddress?: string; email?: string;
+}
+
+export interface UpdateOrganizationInput {
+  active?: boolean; productPlanId?: string; offeredProductPlanId?: string | null; email?: string; orgName?: string;
+  smsEnabled?: boolean; smsBrandId?: string | null; smsCampaignId?: string | null; vidaPremium?: boolean;
+  externalAccountId?: string | null; externalBillingId?: string | null; hipaaSetting?: 'on' | 'off' | 'inherit';
+  orgAccountType?: 'internal' | 'customer'; timezone?: string;
+}
+
+export interface UpdateAccountInput {
+  active?: boolean; accountName?: string; externalAccountId?: string | null; externalBillingId?: string | null;
+}
+
+export interface SearchInput extends PageQuery {
+  accountType: string; queryText?: string; createdStart?: number; createdEnd?: number;
+  canceledStart?: number; canceledEnd?: number; subscribed?: boolean; canceled?: boolean; active?: boolean;
+  onboardingComplete?: boolean; productPlanId?: string; productPlanTerm?: string; billingSubscriptionId?: string;
+  billingId?: string; externalAccountId?: string; [range: string]: unknown;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const PROFILE_FIELDS = ['firstName', 'lastName', 'description', 'image', 'businessName', 'businessAddress'] as const;
+const NAME_FIELD: Record<AccountKind, keyof AccountDetailsInput> = {
+  partner: 'partnerName', reseller: 'resellerName', organization: 'orgName', agent: 'accountName',
+};
+
+/** Usage ranges of searchAccounts: query prefix → column. */
+const USAGE_RANGES: Record<string, keyof AccountRow> = {
+  currentBillingPeriodVoiceMinutes: 'voice_minutes_current',
+  previousBillingPeriodVoiceMinutes: 'voice_minutes_previous',
+  currentBillingPeriodMessages: 'messages_current',
+  previousBillingPeriodMessages: 'messages_previous',
+  allTimeVoiceMinutes: 'voice_minutes_all_time',
+  allTimeMessages: 'messages_all_time',
+};
+
+const SEARCH_KIND: Record<string, AccountKind> = {
+  partner: 'partner', reseller: 'reseller', organization: 'organization', org: 'organization', account: 'agent', agent: 'agent',
+};
+
+export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Config, 'defaultPlanId'> }) {
+  const { db, box } = deps;
+
+  function validateIntegrations(list: IntegrationInput[] | undefined, field = 'integrations'): IntegrationInput[] {
+    const seen = new Set<string>();
+    return (list ?? []).map((it, i) => {
+      const f = `${field}[${i}]`;
+      if (!it.appId.trim()) throw new Invalid(`${f}.appId must not be empty`);
+      if (!it.appVersion.trim()) throw new Invalid(`${f}.appVersion must not be empty`);
+      if (seen.has(it.appId)) throw new Invalid(`${f}.appId '${it.appId}' appears more than once`);
+      seen.add(it.appId);
+      return it;
+    });
+  }
+
+  function validateProviders(list: ProviderInput[] | undefined): (NormalizedProvider & { isDefault: boolean; enabled: boolean })[] {
+    const items = (list ?? []).map((p, i) => {
+      const field = `numberingProviders[${i}]`;
+      const spec = providerSpec(p.providerId, `${field}.providerId`);
+      return { ...normalizeProviderConfig(spec, p.config, `${field}.config`), isDefault: p.default === true, enabled: p.enabled !== false };
+    });
+    const ids = new Set<string>();
+    items.forEach((p, i) => {
+      if (ids.has(p.providerId)) throw new Invalid(`numberingProviders[${i}].providerId '${p.providerId}' appears more than once`);
+      ids.add(p.providerId);
+    });
+    if (items.filter((p) => p.isDefault).length > 1) throw new Invalid('numberingProviders may have only one default provider');
+    if (items.length > 0 && !items.some((p) => p.isDefault)) items[0].isDefault = true;
+    return items;
+  }
+
+  async function insertIntegrations(tx: Executor, account: AccountRow, list: IntegrationInput[], now: number) {
+    for (const it of list) {
+      await integrationRepo.insert(tx, {
+        account_id: account.id, org_id: account.org_id, app_id: it.appId, app_version: it.appVersion,
+        app_data: box.sealJson(it.appData), created_at: now, updated_at: now,
+      });
+    }
+  }
+
+  async function inviteAdmin(tx: Executor, accountId: number, email: string | undefined, now: number) {
+    if (!email) return;
+    await memberRepo.insert(tx, {
+      account_id: accountId, email: email.toLowerCase(), role: 'admin', permitted_account_ids: '[]',
+      redirect_url: null, send_welcome_email: 1, status: 'invited', created_at: now, updated_at: now,
+    });
+  }
+
+  /** Writes in a transaction, turning a duplicate externalAccountId into a 409. */
+  async function write<T>(fn: (tx: Executor) => Promise<T>, externalAccountId?: string | null): Promise<T> {
+    try {
+      return await db.transaction().execute(fn);
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        throw new Conflict(externalAccountId
+          ? `externalAccountId '${externalAccountId}' is already used by another account of this reseller`
+          : 'a record with these values already exists');
+      }
+      throw err;
+    }
+  }
+
+  async function organizationView(org: AccountRow, ex: Executor = db) {
+    const [providers, integrations, agents] = await Promise.all([
+      numberingRepo.listForOrg(ex, org.id),
+      integrationRepo.listForAccount(ex, org.id),
+      accountRepo.list(ex, { kind: 'agent', within: org, limit: 1 }),
+    ]);
+    return {
+      ...presentAccount(org),
+      defaultAccountId: agents.rows[0]?.id ?? null,
+      numberingProviders: providers.map((p) => presentProvider(p, box)),
+      integrations: integrations.map((i) => presentIntegration(i, box)),
+    };
+  }
+
+  async function agentView(agent: AccountRow, ex: Executor = db) {
+    const integrations = await integrationRepo.listForAccount(ex, agent.id);
+    return { ...presentAccount(agent), integrations: integrations.map((i) => presentIntegration(i, box)) };
+  }
+
+  async function listKind(scope: Scope, parent: AccountRow, kind: AccountKind, q: PageQuery & { active?: boolean }) {
+    const page = pageOf(q);
+    const { rows, total } = await accountRepo.list(db, {
+      kind, within: scope.actor, parentId: parent.id, active: q.active, limit: page?.limit, offset: page?.offset,
+    });
+    return { rows: rows.map(presentAccount), total, ...pageInfo(page, total) };
+  }
+
+  return {
+    async createReseller(scope: Scope, targetPartnerId: number, input: CreateResellerInput) {
+      scope.requireActor(['partner'], 'create a reseller');
+      const partner = await scope.account(targetPartnerId, ['partner'], 'targetPartnerId');
+      if (!input.resellerName.trim()) throw new Invalid('resellerName must not be empty');
+      const now = nowMs();
+      const reseller = await write(async (tx) => {
+        const row = await accountRepo.insert(tx, {
+          kind: 'reseller', parent_id: partner.id, partner_id: partner.id, reseller_id: null, org_id: null,
+          name: input.resellerName.trim(), email: input.email?.toLowerCase() ?? null,
+          external_account_id: null, external_billing_id: null,
+          product_plan_id: input.productPlanId ?? null, offered_product_plan_id: input.offeredProductPlanId ?? null,
+          sell_plan_id: input.sellPlanId ?? null, product_plan_term: null, sms_brand_id: null, sms_campaign_id: null,
+          hipaa_setting: null, hipaa_enabled_default: flag(input.hipaaEnabledDefault === true),
+          org_account_type: null, active: flag(input.resellerStatus !== 'disabled'),
+          billing_id: null, billing_subscription_id: null, canceled_at: null, timezone: null,
+          details: '{}', created_at: now, updated_at: now,
+        });
+        await inviteAdmin(tx, row.id, input.email, now);
+        return row;
+      });
+      const view = presentAccount(reseller);
+      return { success: true, message: 'Reseller created', reseller: view, organization: view };
+    },
+
+    async listResellers(scope: Scope, targetPartnerId: number, q: PageQuery & { active?: boolean }) {
+      scope.requireActor(['partner'], 'list resellers');
+      const partner = await scope.account(targetPartnerId, ['partner'], 'targetPartnerId');
+      const { rows, total, ...rest } = await listKind(scope, partner, 'reseller', q);
+      return { success: true, message: 'Success', resellers: rows, total, ...rest };
+    },
+
+    async createOrganization(scope: Scope, targetResellerId: number, input: CreateOrganizationInput) {
+      scope.requireActor(['partner', 'reseller'], 'create an organization');
+      const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId');
+      if (!input.orgName.trim()) throw new Invalid('orgName must not be empty');
+      if (input.email !== undefined && !EMAIL.test(input.email)) throw new Invalid('email must be a valid email address');
+      const providers = validateProviders(input.numberingProviders);
+      const integrations = validateIntegrations(input.integrations);
+      const now = nowMs();
+      const org = await write(async (tx) => {
+        const row = await accountRepo.insert(tx, {
+          kind: 'organization', parent_id: reseller.id, partner_id: reseller.partner_id, reseller_id: reseller.id, org_id: null,
+          name: input.orgName.trim(), email: input.email?.toLowerCase() ?? null,
+          external_account_id: input.externalAccountId ?? null, external_billing_id: input.externalBillingId ?? null,
+          product_plan_id: input.productPlanId ?? reseller.sell_plan_id ?? deps.config.defaultPlanId,
+          offered_product_plan_id: input.offeredProductPlanId ?? null, sell_plan_id: null, product_plan_term: null,
+          vida_premium: flag(input.vidaPremium === true), sms_enabled: flag(input.smsEnabled === true),
+          sms_brand_id: input.smsBrandId ?? null, sms_campaign_id: input.smsCampaignId ?? null,
+          hipaa_setting: input.hipaaSetting ?? 'inherit', org_account_type: input.orgAccountType ?? 'customer',
+          billing_id: null, billing_subscription_id: null, canceled_at: null, timezone: input.timezone ?? null,
+          details: '{}', created_at: now, updated_at: now,
+        });
+        // Every organization starts with one agent account, so tasks can be queued at once.
+        await accountRepo.insert(tx, {
+          kind: 'agent', parent_id: row.id, partner_id: row.partner_id, reseller_id: row.reseller_id, org_id: row.id,
+          name: input.accountName?.trim() || `${row.name} Agent`, email: null,
+          external_account_id: null, external_billing_id: null, product_plan_id: null, offered_product_plan_id: null,
+          sell_plan_id: null, product_plan_term: null, sms_brand_id: null, sms_campaign_id: null, hipaa_setting: null,
+          org_account_type: null, billing_id: null, billing_subscription_id: null, canceled_at: null, timezone: null,
+          details: '{}', created_at: now, updated_at: now,
+        });
+        for (const p of providers) {
+          await numberingRepo.insert(tx, {
+            org_id: row.id, provider_id: p.providerId, is_default: flag(p.isDefault), enabled: flag(p.enabled),
+            config: JSON.stringify(p.config), secrets: Object.keys(p.secrets).length ? box.sealJson(p.secrets) : null,
+            created_at: now, updated_at: now,
+          });
+        }
+        await insertIntegrations(tx, row, integrations, now);
+        await inviteAdmin(tx, row.id, input.email, now);
+        return row;
+      }, input.externalAccountId);
+      return { success: true, message: 'Organization created', organization: await organizationView(org) };
+    },
+
+    async deleteOrganization(scope: Scope, targetResellerId: number, targetOrganizationId: number) {
+      scope.requireActor(['partner', 'reseller'], 'delete an organization');
+      const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId');
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      if (org.reseller_id !== reseller.id) throw new NotFound(`targetOrganizationId ${org.id} was not found under reseller ${reseller.id}`);
+      const descendants = await db.transaction().execute(async (tx) => {
+        const n = await accountRepo.countDescendants(tx, org);
+        await accountRepo.delete(tx, org.id);
+        return n;
+      });
+      return { success: true, message: 'Organization deleted', deletedAccounts: descendants + 1 };
+    },
+
+    async listOrganizations(scope: Scope, targetResellerId: number, q: PageQuery & { active?: boolean }) {
+      scope.requireActor(['partner', 'reseller'], 'list organizations');
+      const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId');
+      const { rows, total, ...rest } = await listKind(scope, reseller, 'organization', q);
+      return { success: true, message: 'Success', organizations: rows, total, ...rest };
+    },
+
+    async getAccount(scope: Scope, targetAccountId?: number) {
+      const account = await scope.target(targetAccountId);
+      const details = account.kind === 'organization' ? await organizationView(account)
+        : account.kind === 'agent' ? await agentView(account) : presentAccount(account);
+      return { success: true, message: 'Success', id: account.id, username: details.username, accountType: ACCOUNT_TYPE[account.kind], details };
+    },
+
+    async updateAccountDetails(scope: Scope, targetAccountId: number | undefined, input: AccountDetailsInput) {
+      const account = await scope.target(targetAccountId);
+      if (Object.keys(input).length === 0) throw new Invalid('body must contain at least one field to update');
+      const patch: AccountUpdate = {};
+      for (const [kind, field] of Object.entries(NAME_FIELD)) {
+        if (input[field] === undefined) continue;
+        if (kind !== account.kind) throw new Invalid(`${field} applies only to ${kind === 'agent' ? 'agent' : kind} accounts`);
+        if (!input[field]!.trim()) throw new Invalid(`${field} must not be empty`);
+        patch.name = input[field]!.trim();
+      }
+      if (input.email !== undefined) {
+        if (!EMAIL.test(input.email)) throw new Invalid('email must be a valid email address');
+        patch.email = input.email.toLowerCase();
+      }
+      const profile = JSON.parse(account.details) as Record<string, string>;
+      for (const f of [...PROFILE_FIELDS, 'name'] as const) if (input[f] !== undefined) profile[f] = input[f]!;
+      patch.details = JSON.stringify(profile);
+      patch.updated_at = nowMs();
+      const updated = await write((tx) => accountRepo.update(tx, account.id, patch));
+      return { success: true, message: 'Account details updated', account: presentAccount(updated!) };
+    },
+
+    async listAccounts(scope: Scope, targetOrganizationId: number, q: PageQuery & { active?: boolean }) {
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const { rows, total, ...rest } = await listKind(scope, org, 'agent', q);
+      return { success: true, message: 'Success', accounts: rows, total, ...rest };
+    },
+
+    async createAccount(scope: Scope, targetOrganizationId: number, input: CreateAccountInput) {
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const integrations = validateIntegrations(input.integrations);
+      const now = nowMs();
+      const agent = await write(async (tx) => {
+        const row = await accountRepo.insert(tx, {
+          kind: 'agent', parent_id: org.id, partner_id: org.partner_id, reseller_id: org.reseller_id, org_id: org.id,
+          name: input.accountName?.trim() || `${org.name} Agent`, email: null,
+          external_account_id: input.externalAccountId ?? null, external_billing_id: input.externalBillingId ?? null,
+          product_plan_id: null, offered_product_plan_id: null, sell_plan_id: null, product_plan_term: null,
+          sms_brand_id: null, sms_campaign_id: null, hipaa_setting: null, org_account_type: null, billing_id: null,
+          billing_subscription_id: null, canceled_at: null, timezone: null, details: '{}', created_at: now, updated_at: now,
+        });
+        await insertIntegrations(tx, row, integrations, now);
+        return row;
+      }, input.externalAccountId);
+      return { success: true, message: 'Account created', account: String(agent.id), accountId: agent.id, details: await agentView(agent) };
+    },
+
+    async deleteAccount(scope: Scope, targetOrganizationId: number, targetAccountId: number) {
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const agent = await scope.account(targetAccountId, ['agent']);
+      if (agent.org_id !== org.id) throw new NotFound(`targetAccountId ${agent.id} was not found in organization ${org.id}`);
+      await db.transaction().execute((tx) => accountRepo.delete(tx, agent.id));
+      return { success: true, message: 'Account deleted' };
+    },
+
+    async updateOrganization(scope: Scope, targetOrganizationId: number, input: UpdateOrganizationInput) {
+      scope.requireActor(['partner', 'reseller'], 'update organization settings');
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const patch: AccountUpdate = {};
+      const updated: string[] = [];
+      const failed: { field: string; message: string }[] = [];
+      const set = (field: string, apply: () => void) => { apply(); updated.push(field); };
+      for (const [field, value] of Object.entries(input) as [keyof UpdateOrganizationInput, unknown][]) {
+        switch (field) {
+          case 'email':
+            if (!EMAIL.test(String(value))) failed.push({ field, message: "Invalid email provided. Doesn't look like a valid email address." });
+            else set(field, () => (patch.email = String(value).toLowerCase()));
+            break;
+          case 'orgName':
+            if (!String(value).trim()) failed.push({ field, message: 'orgName must not be empty' });
+            else set(field, () => (patch.name = String(value).trim()));
+            break;
+          case 'active': set(field, () => (patch.active = flag(value as boolean))); break;
+          case 'vidaPremium': set(field, () => (patch.vida_premium = flag(value as boolean))); break;
+          case 'smsEnabled': set(field, () => (patch.sms_enabled = flag(value as boolean))); break;
+          case 'productPlanId': set(field, () => (patch.product_plan_id = value as string)); break;
+          case 'offeredProductPlanId': set(field, () => (patch.offered_product_plan_id = value as string | null)); break;
+          case 'smsBrandId': set(field, () => (patch.sms_brand_id = value as string | null)); break;
+          case 'smsCampaignId': set(field, () => (patch.sms_campaign_id = value as string | null)); break;
+          case 'externalAccountId': set(field, () => (patch.external_account_id = value as string | null)); break;
+          case 'externalBillingId': set(field, () => (patch.external_billing_id = value as string | null)); break;
+          case 'hipaaSetting': set(field, () => (patch.hipaa_setting = value as string)); break;
+          case 'orgAccountType': set(field, () => (patch.org_account_type = value as string)); break;
+          case 'timezone':
+            if (!isTimeZone(String(value))) failed.push({ field, message: `timezone '${value}' is not an IANA time zone` });
+            else set(field, () => (patch.timezone = String(value)));
+            break;
+          default: break;
+        }
+      }
+      const failedSettings = failed.map((f) => f.field);
+      if (updated.length === 0) {
+        throw new Invalid(failed[0]?.message ?? 'No settings updated', failed.length ? { failedSettings } : {});
+      }
+      patch.updated_at = nowMs();
+      await write((tx) => accountRepo.update(tx, org.id, patch), patch.external_account_id);
+      return {
+        success: true, message: 'Organization settings updated', updatedSettings: updated,
+        ...(failed.length ? { failedSettings } : {}),
+      };
+    },
+
+    async updateAccount(scope: Scope, targetAccountId: number, input: UpdateAccountInput) {
+      scope.requireActor(['partner', 'reseller'], 'update account settings');
+      const agent = await scope.account(targetAccountId, ['agent']);
+      const patch: AccountUpdate = {};
+      const updated: string[] = [];
+      const failed: string[] = [];
+      if (input.accountName !== undefined) {
+        if (input.accountName.trim()) { patch.name = input.accountName.trim(); updated.push('accountName'); } else failed.push('accountName');
+      }
+      if (input.active !== undefined) { patch.active = flag(input.active); updated.push('active'); }
+      if (input.externalAccountId !== undefined) { patch.external_account_id = input.externalAccountId; updated.push('externalAccountId'); }
+      if (input.externalBillingId !== undefined) { patch.external_billing_id = input.externalBillingId; updated.push('externalBillingId'); }
+      if (updated.length === 0) {
+        throw new Invalid(failed.length ? 'accountName must not be empty' : 'No settings updated', failed.length ? { failedSettings: failed } : {});
+      }
+      patch.updated_at = nowMs();
+      await write((tx) => accountRepo.update(tx, agent.id, patch), patch.external_account_id);
+      return { success: true, message: 'Account settings updated', updatedSettings: updated, ...(failed.length ? { failedSettings: failed } : {}) };
+    },
+
+    async searchAccounts(scope: Scope, q: SearchInput) {
+      const kind = SEARCH_KIND[q.accountType.toLowerCase()];
+      if (!kind) throw new Invalid(`accountType must be one of: partner, reseller, organization, account`);
+      let query = db.selectFrom('accounts').where('kind', '=', kind).where(ANCESTOR_COLUMN[scope.actor.kind], '=', scope.actor.id);
+      if (q.queryText) {
+        const like = `%${q.queryText.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+        query = query.where((eb) => eb.or([
+          eb(eb.fn('lower', ['name']), 'like', like),
+          eb(eb.fn('lower', ['email']), 'like', like),
+          eb(eb.fn('lower', ['external_account_id']), 'like', like),
+        ]));
+      }
+      const eq = <K extends keyof AccountRow>(col: K, v: unknown) => { if (v !== undefined) query = query.where(col as any, '=', v as any); };
+      eq('active', q.active === undefined ? undefined : flag(q.active));
+      eq('subscribed', q.subscribed === undefined ? undefined : flag(q.subscribed));
+      eq('onboarding_complete', q.onboardingComplete === undefined ? undefined : flag(q.onboardingComplete));
+      eq('product_plan_id', q.productPlanId);
+      eq('product_plan_term', q.productPlanTerm);
+      eq('billing_subscription_id', q.billingSubscriptionId);
+      eq('billing_id', q.billingId);
+      eq('external_account_id', q.externalAccountId);
+      if (q.canceled !== undefined) query = query.where('canceled_at', q.canceled ? 'is not' : 'is', null);
+      if (q.createdStart !== undefined) query = query.where('created_at', '>=', q.createdStart * 1000);
+      if (q.createdEnd !== undefined) query = query.where('created_at', '<=', q.createdEnd * 1000);
+      if (q.canceledStart !== undefined) query = query.where('canceled_at', '>=', q.canceledStart * 1000);
+      if (q.canceledEnd !== undefined) query = query.where('canceled_at', '<=', q.canceledEnd * 1000);
+      for (const [param, col] of Object.entries(USAGE_RANGES)) {
+        const min = q[`${param}Min`] as number | undefined;
+        const max = q[`${param}Max`] as number | undefined;
+        if (min !== undefined) query = query.where(col as any, '>=', min);
+        if (max !== undefined) query = query.where(col as any, '<=', max);
+      }
+      const page = pageOf(q) ?? (q.pagination === false ? undefined : pageOf({ pagination: true }));
+      const { n } = await query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      let rowsQ = query.selectAll().orderBy('id');
+      if (page) rowsQ = rowsQ.limit(page.limit).offset(page.offset);
+      const rows = await rowsQ.execute();
+      const total = Number(n);
+      return {
+        success: true, message: 'Success', totalAccounts: total,
+        pageSize: page?.pageSize ?? total, pageNumber: page?.page ?? 0,
+        accounts: rows.map(presentAccount),
+      };
+    },
+
+    async getByExternalId(scope: Scope, externalAccountId: string) {
+      scope.requireActor(['partner', 'reseller'], 'fetch an account by externalAccountId');
+      if (!externalAccountId.trim()) throw new Invalid('externalAccountId must not be empty');
+      const [row] = await accountRepo.findByExternalId(db, scope.actor, externalAccountId);
+      if (!row) throw new NotFound(`No account found with externalAccountId '${externalAccountId}'`);
+      return {
+        success: true, message: 'Success',
+        account: { ...presentAccount(row), organizationId: row.kind === 'organization' ? row.id : row.org_id },
+      };
+    },
+  };
+}
+
+export type AccountService = ReturnType<typeof accountService>;
+
+export function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}

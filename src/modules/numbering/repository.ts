@@ -1,0 +1,32 @@
+// Queries on numbering_providers and integrations (settings that hang off an account).
+import type { Executor, IntegrationRow, NumberingProviderRow } from '../../db/types.ts';
+
+export const numberingRepo = {
+  async listForOrg(db: Executor, orgId: number): Promise<NumberingProviderRow[]> {
+    return db.selectFrom('numbering_providers').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+  },
+  async find(db: Executor, orgId: number, providerId: string): Promise<NumberingProviderRow | undefined> {
+    return db.selectFrom('numbering_providers').selectAll().where('org_id', '=', orgId)
+      .where('provider_id', '=', providerId).executeTakeFirst();
+  },
+  async insert(db: Executor, row: Omit<NumberingProviderRow, 'id'>): Promise<NumberingProviderRow> {
+    return db.insertInto('numbering_providers').values(row).returningAll().executeTakeFirstOrThrow();
+  },
+  async update(db: Executor, id: number, patch: Partial<Omit<NumberingProviderRow, 'id'>>): Promise<void> {
+    await db.updateTable('numbering_providers').set(patch).where('id', '=', id).execute();
+  },
+  /** Only one provider of an organization is its default. */
+  async clearDefault(db: Executor, orgId: number, exceptId: number): Promise<void> {
+    await db.updateTable('numbering_providers').set({ is_default: 0 })
+      .where('org_id', '=', orgId).where('id', '!=', exceptId).execute();
+  },
+};
+
+export const integrationRepo = {
+  async listForAccount(db: Executor, accountId: number): Promise<IntegrationRow[]> {
+    return db.selectFrom('integrations').selectAll().where('account_id', '=', accountId).orderBy('id').execute();
+  },
+  async insert(db: Executor, row: Omit<IntegrationRow, 'id'>): Promise<IntegrationRow> {
+    return db.insertInto('integrations').values(row).returningAll().executeTakeFirstOrThrow();
+  },
+};

@@ -1,0 +1,79 @@
+// Numbering providers of an organization: the carriers its calls and texts go through.
+import type { Db } from '../../db/types.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { Invalid, NotFound } from '../../http/errors.ts';
+import type { Scope } from '../../http/auth.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { flag, nowMs } from '../../lib/time.ts';
+import { presentProvider } from '../accounts/present.ts';
+import { normalizeProviderConfig, PROVIDERS, providerSpec } from './catalog.ts';
+import { numberingRepo } from './repository.ts';
+
+export interface ProviderBody { providerId: string; default?: boolean; enabled?: boolean; config?: Record<string, string> }
+
+export function numberingService(deps: { db: Db; box: SecretBox }) {
+  const { db, box } = deps;
+  const ancestors = ['partner', 'reseller'] as const;
+
+  return {
+    catalog(scope: Scope) {
+      scope.requireActor(ancestors, 'list numbering providers');
+      const numberingProviders = Object.values(PROVIDERS).map(({ aliases, patterns, ...spec }) => ({
+        ...spec, acceptedAliases: aliases,
+      }));
+      return { success: true, message: 'Numbering providers fetched successfully', numberingProviders };
+    },
+
+    async add(scope: Scope, targetOrganizationId: number, body: ProviderBody) {
+      scope.requireActor(ancestors, 'add a numbering provider');
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const spec = providerSpec(body.providerId, 'providerId');
+      if (!body.config) throw new Invalid('config is required');
+      const p = normalizeProviderConfig(spec, body.config, 'config');
+      const now = nowMs();
+      try {
+        const row = await db.transaction().execute(async (tx) => {
+          const first = (await numberingRepo.listForOrg(tx, org.id)).length === 0;
+          const isDefault = body.default === true || first;
+          const inserted = await numberingRepo.insert(tx, {
+            org_id: org.id, provider_id: p.providerId, is_default: flag(isDefault), enabled: flag(body.enabled !== false),
+            config: JSON.stringify(p.config), secrets: Object.keys(p.secrets).length ? box.sealJson(p.secrets) : null,
+            created_at: now, updated_at: now,
+          });
+          if (isDefault) await numberingRepo.clearDefault(tx, org.id, inserted.id);
+          return inserted;
+        });
+        return { success: true, message: 'Numbering provider added', numberingProvider: presentProvider(row, box) };
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new Invalid(`providerId '${p.providerId}' is already configured for organization ${org.id}; use PUT to change it`);
+        throw err;
+      }
+    },
+
+    async update(scope: Scope, targetOrganizationId: number, body: ProviderBody) {
+      scope.requireActor(ancestors, 'update a numbering provider');
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const spec = providerSpec(body.providerId, 'providerId');
+      const row = await numberingRepo.find(db, org.id, spec.providerId);
+      if (!row) throw new NotFound(`providerId '${spec.providerId}' is not configured for organization ${org.id}`);
+      if (body.default === undefined && body.enabled === undefined && body.config === undefined) {
+        throw new Invalid('nothing to update: send default, enabled or config');
+      }
+      const patch = body.config ? normalizeProviderConfig(spec, body.config, 'config', true) : undefined;
+      const updated = await db.transaction().execute(async (tx) => {
+        const config = { ...JSON.parse(row.config), ...(patch?.config ?? {}) };
+        const secrets = { ...(row.secrets ? box.openJson<Record<string, string>>(row.secrets) : {}), ...(patch?.secrets ?? {}) };
+        await numberingRepo.update(tx, row.id, {
+          config: JSON.stringify(config),
+          secrets: Object.keys(secrets).length ? box.sealJson(secrets) : null,
+          ...(body.default !== undefined ? { is_default: flag(body.default) } : {}),
+          ...(body.enabled !== undefined ? { enabled: flag(body.enabled) } : {}),
+          updated_at: nowMs(),
+        });
+        if (body.default === true) await numberingRepo.clearDefault(tx, org.id, row.id);
+        return (await numberingRepo.find(tx, org.id, spec.providerId))!;
+      });
+      return { success: true, message: 'Numbering provider updated', numberingProvider: presentProvider(updated, box) };
+    },
+  };
+}

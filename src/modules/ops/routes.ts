@@ -1,0 +1,36 @@
+// Liveness, readiness and metrics: what an orchestrator and Prometheus ask of every process.
+import { Type } from '@sinclair/typebox';
+import type { App, AppContext } from '../../app.ts';
+import { migrationsApplied } from '../../db/migrate.ts';
+
+export async function opsRoutes(app: App, ctx: AppContext): Promise<void> {
+  const open = { config: { public: true } };
+
+  app.get('/healthz', {
+    ...open,
+    schema: { operationId: 'healthz', tags: ['Operations'], description: 'Liveness: the process answers. Touches no database.',
+      response: { 200: Type.Object({ status: Type.Literal('ok') }) } },
+  }, async () => ({ status: 'ok' as const }));
+
+  app.get('/readyz', {
+    ...open,
+    schema: { operationId: 'readyz', tags: ['Operations'], description: 'Readiness: the database answers and every migration is applied.',
+      response: { 200: Type.Object({ status: Type.String(), database: Type.String() }, { additionalProperties: true }),
+        503: Type.Object({ status: Type.String(), reason: Type.String() }) } },
+  }, async (_req, reply) => {
+    try {
+      await ctx.database.ping();
+      if (!(await migrationsApplied(ctx.database))) {
+        return reply.status(503).send({ status: 'unavailable', reason: 'migrations pending' });
+      }
+      return { status: 'ready', database: ctx.database.dialect };
+    } catch {
+      return reply.status(503).send({ status: 'unavailable', reason: 'database unreachable' });
+    }
+  });
+
+  app.get('/metrics', { ...open, schema: { hide: true } }, async (_req, reply) => {
+    reply.header('content-type', ctx.metrics.registry.contentType);
+    return ctx.metrics.registry.metrics();
+  });
+}

@@ -1,0 +1,38 @@
+// Queries on the tokens table. Only hashes are stored; the prefix is what listings show.
+import type { Executor, TokenRow } from '../../db/types.ts';
+
+export const tokenRepo = {
+  async findByHash(db: Executor, hash: string): Promise<TokenRow | undefined> {
+    return db.selectFrom('tokens').selectAll().where('hash', '=', hash).executeTakeFirst();
+  },
+
+  async insert(db: Executor, row: Omit<TokenRow, 'id'>): Promise<TokenRow> {
+    return db.insertInto('tokens').values(row).returningAll().executeTakeFirstOrThrow();
+  },
+
+  /** Marks a one-time token used; false when another request used it first. */
+  async consume(db: Executor, id: number, now: number): Promise<boolean> {
+    const r = await db.updateTable('tokens').set({ used_at: now })
+      .where('id', '=', id).where('used_at', 'is', null).executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  },
+
+  async listForAccount(db: Executor, accountId: number): Promise<TokenRow[]> {
+    return db.selectFrom('tokens').selectAll().where('account_id', '=', accountId)
+      .where('type', '=', 'admin').orderBy('id').execute();
+  },
+
+  async deleteForAccount(db: Executor, accountId: number, by: { hash?: string; prefix?: string }): Promise<number> {
+    let q = db.deleteFrom('tokens').where('account_id', '=', accountId);
+    if (by.hash) q = q.where('hash', '=', by.hash);
+    else if (by.prefix) q = q.where('prefix', '=', by.prefix);
+    else return 0;
+    const r = await q.executeTakeFirst();
+    return Number(r.numDeletedRows);
+  },
+
+  async pruneExpired(db: Executor, now: number): Promise<number> {
+    const r = await db.deleteFrom('tokens').where('type', '=', 'one-time').where('expires_at', '<', now).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  },
+};

@@ -1,0 +1,153 @@
+// API tokens: random, shown once, stored as SHA-256 hashes, listed by prefix, deleted at once.
+// One-time tokens are single-use and expire within minutes.
+import { sql } from 'kysely';
+import type { AccountRow, Db, Dialect, TokenRow } from '../../db/types.ts';
+import { Invalid, NotFound } from '../../http/errors.ts';
+import type { Scope } from '../../http/auth.ts';
+import { hashToken, newToken, tokenPrefix, VISIBLE_PREFIX_LENGTH } from '../../lib/crypto.ts';
+import { nowMs, toUnixSeconds } from '../../lib/time.ts';
+import { accountRepo, ANCESTOR_COLUMN } from '../accounts/repository.ts';
+import { memberRepo } from '../members/repository.ts';
+import { tokenRepo } from './repository.ts';
+
+export function presentToken(row: TokenRow, full?: string) {
+  return {
+    id: row.id,
+    token: full ?? `${row.prefix}…`,
+    description: row.description,
+    type: row.type,
+    timestamp: String(toUnixSeconds(row.created_at)),
+    userId: row.account_id,
+    ...(row.expires_at ? { expiresAt: toUnixSeconds(row.expires_at) } : {}),
+  };
+}
+
+/** Inserts a new token, retrying in the (astronomically unlikely) case of a prefix collision. */
+async function issue(db: Db, account: AccountRow, fields: Pick<TokenRow, 'type' | 'description' | 'created_by' | 'expires_at'>, value?: string) {
+  for (let attempt = 0; ; attempt++) {
+    const token = value ?? newToken();
+    try {
+      const row = await tokenRepo.insert(db, {
+        account_id: account.id, hash: hashToken(token), prefix: tokenPrefix(token),
+        created_at: nowMs(), used_at: null, ...fields,
+      });
+      return { row, token };
+    } catch (err) {
+      if (value !== undefined || attempt >= 3) throw err;
+    }
+  }
+}
+
+export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
+  const { db } = deps;
+  return {
+    async list(scope: Scope, targetAccountId?: number) {
+      const account = await scope.target(targetAccountId);
+      const rows = await tokenRepo.listForAccount(db, account.id);
+      return { success: true, message: 'Success', tokens: rows.map((r) => presentToken(r)) };
+    },
+
+    async create(scope: Scope, input: { type: string; description: string }, targetAccountId?: number) {
+      if (input.type !== 'admin') throw new Invalid("type must be 'admin' (the only permission currently supported)");
+      if (!input.description.trim()) throw new Invalid('description must not be empty');
+      const account = await scope.target(targetAccountId);
+      const { row, token } = await issue(db, account, {
+        type: 'admin', description: input.description.trim(), created_by: scope.actor.id, expires_at: null,
+      });
+      return { success: true, message: 'Token created successfully', token: presentToken(row, token) };
+    },
+
+    /** Deletes by the full token (anywhere in the caller's subtree) or by its listed prefix. */
+    async remove(scope: Scope, value: string, targetAccountId?: number) {
+      const given = value.trim().replace(/…$|\.\.\.$/, '');
+      if (given.length < VISIBLE_PREFIX_LENGTH) throw new Invalid('token must be a full token or the prefix shown by GET /api/v2/tokens');
+      let deleted = 0;
+      if (given.length > VISIBLE_PREFIX_LENGTH) {
+        const row = await tokenRepo.findByHash(db, hashToken(given));
+        if (row) {
+          const owner = await scope.account(row.account_id).catch(() => undefined);
+          if (owner && (targetAccountId === undefined || owner.id === targetAccountId)) {
+            deleted = await tokenRepo.deleteForAccount(db, owner.id, { hash: row.hash });
+          }
+        }
+      } else {
+        const account = await scope.target(targetAccountId);
+        deleted = await tokenRepo.deleteForAccount(db, account.id, { prefix: given });
+      }
+      if (deleted === 0) throw new NotFound('token was not found');
+      return { success: true, message: 'Token deleted successfully' };
+    },
+
+    async oneTime(scope: Scope, q: { email: string; externalAccountId?: string; customerId?: string }) {
+      scope.requireActor(['partner', 'reseller'], 'generate a one-time auth token');
+      const email = q.email.trim().toLowerCase();
+      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new Invalid('email must be a valid email address');
+      let account: AccountRow | undefined;
+      if (q.customerId !== undefined) {
+        if (!/^\d+$/.test(q.customerId)) throw new Invalid('customerId must be an account id');
+        account = await scope.account(Number(q.customerId), undefined, 'customerId');
+      } else if (q.externalAccountId !== undefined) {
+        [account] = await accountRepo.findByExternalId(db, scope.actor, q.externalAccountId);
+        if (!account) throw new NotFound(`No account found with externalAccountId '${q.externalAccountId}'`);
+      } else {
+        const match = await db.selectFrom('users').innerJoin('accounts', 'accounts.id', 'users.account_id')
+          .select('users.account_id').where('users.email', '=', email)
+          .where(`accounts.${ANCESTOR_COLUMN[scope.actor.kind]}` as 'accounts.id', '=', scope.actor.id)
+          .orderBy('users.id').executeTakeFirst();
+        if (!match) throw new NotFound(`No account found for email ${email}`);
+        account = await scope.account(match.account_id);
+      }
+      const memberHolder = account.kind === 'agent' ? await scope.account(account.org_id!) : account;
+      const member = await memberRepo.findByEmail(db, memberHolder.id, email);
+      if (!member) {
+        if (q.externalAccountId === undefined) throw new NotFound(`${email} is not a member of account ${memberHolder.id}`);
+        const now = nowMs();
+        await memberRepo.insert(db, {
+          account_id: memberHolder.id, email, role: 'admin', permitted_account_ids: '[]', redirect_url: null,
+          send_welcome_email: 0, status: 'active', created_at: now, updated_at: now,
+        });
+      }
+      const { row, token } = await issue(db, account, {
+        type: 'one-time', description: `one-time for ${email}`, created_by: scope.actor.id,
+        expires_at: nowMs() + deps.oneTimeTokenTtlSeconds * 1000,
+      });
+      return { success: true, message: 'Auth token created', authToken: token, accountId: account.id, expiresAt: toUnixSeconds(row.expires_at) };
+    },
+  };
+}
+
+export type TokenService = ReturnType<typeof tokenService>;
+
+/**
+ * First start: creates the partner (root) account and its token. With CALLPLANE_ADMIN_TOKEN the
+ * given value is registered (idempotently); otherwise a new token is returned once, for printing.
+ */
+export async function bootstrapAdmin(db: Db, dialect: Dialect, adminToken: string | undefined): Promise<{ partnerId: number; newToken?: string }> {
+  return db.transaction().execute(async (tx) => {
+    if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(7214001)`.execute(tx);
+    let partner = await tx.selectFrom('accounts').selectAll().where('kind', '=', 'partner').where('parent_id', 'is', null)
+      .orderBy('id').executeTakeFirst();
+    const created = !partner;
+    if (!partner) {
+      const now = nowMs();
+      partner = await accountRepo.insert(tx, {
+        kind: 'partner', parent_id: null, partner_id: null, reseller_id: null, org_id: null, name: 'Partner', email: null,
+        external_account_id: null, external_billing_id: null, product_plan_id: null, offered_product_plan_id: null,
+        sell_plan_id: null, product_plan_term: null, sms_brand_id: null, sms_campaign_id: null, hipaa_setting: null,
+        org_account_type: null, billing_id: null, billing_subscription_id: null, canceled_at: null, timezone: null,
+        details: '{}', created_at: now, updated_at: now,
+      });
+    }
+    const base = { type: 'admin' as const, created_by: null, expires_at: null, used_at: null, created_at: nowMs(), account_id: partner.id };
+    if (adminToken) {
+      if (!(await tokenRepo.findByHash(tx, hashToken(adminToken)))) {
+        await tokenRepo.insert(tx, { ...base, hash: hashToken(adminToken), prefix: tokenPrefix(adminToken), description: 'CALLPLANE_ADMIN_TOKEN' });
+      }
+      return { partnerId: partner.id };
+    }
+    if (!created) return { partnerId: partner.id };
+    const token = newToken();
+    await tokenRepo.insert(tx, { ...base, hash: hashToken(token), prefix: tokenPrefix(token), description: 'bootstrap admin token' });
+    return { partnerId: partner.id, newToken: token };
+  });
+}
