@@ -1,0 +1,35 @@
+// `npm test`: runs every test file under test/ with node's test runner (via tsx), once per
+// engine inside each file, and ends with one line the CI runner reads: "N passed, N failed".
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const only = process.argv.slice(2);
+function collect(dir) {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? collect(p) : e.name.endsWith('.test.ts') ? [p] : [];
+  });
+}
+const files = (only.length ? only.map((f) => path.resolve(f)) : collect(path.join(root, 'test'))).sort();
+if (!process.env.TEST_DATABASE_URL) {
+  console.log('note: TEST_DATABASE_URL is not set; PostgreSQL suites are skipped (.ci/run sets it).');
+}
+const tap = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-tap-')), 'out.tap');
+const child = spawn(process.execPath, [
+  '--import', 'tsx', '--test', '--test-concurrency=2',
+  '--test-reporter=spec', '--test-reporter-destination=stdout',
+  '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+  ...files,
+], { stdio: 'inherit', cwd: root });
+child.on('exit', (code) => {
+  const out = fs.existsSync(tap) ? fs.readFileSync(tap, 'utf8') : '';
+  const count = (k) => Number((out.match(new RegExp(`^# ${k} (\\d+)`, 'm')) ?? [])[1] ?? 0);
+  const passed = count('pass');
+  const failed = count('fail') + count('cancelled');
+  const skipped = count('skipped');
+  console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
+  process.exit(code === 0 && failed === 0 && passed > 0 ? 0 : 1);
+});

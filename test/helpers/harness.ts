@@ -1,0 +1,128 @@
+// One app on one fresh database per test file, for each engine under test.
+// SQLite: a new file in a temp dir. PostgreSQL (when TEST_DATABASE_URL is set): a new database,
+// dropped afterwards. Nothing of our own is mocked.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import pg from 'pg';
+import { buildApp, type App } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { openDatabase, type Database } from '../../src/db/index.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { SecretBox } from '../../src/lib/crypto.ts';
+import { bootstrapAdmin } from '../../src/modules/tokens/service.ts';
+
+export type Engine = 'sqlite' | 'postgres';
+export const PG_URL = process.env.TEST_DATABASE_URL;
+export const ENGINES: Engine[] = PG_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+/** Engines not under test in this run (reported as skipped, never silently dropped). */
+export const SKIPPED_ENGINES: Engine[] = PG_URL ? [] : ['postgres'];
+
+export interface Reply { status: number; body: any; headers: Record<string, unknown> }
+export interface CallOptions { token?: string | null; query?: Record<string, unknown>; body?: unknown; payload?: string; headers?: Record<string, string> }
+
+export interface Harness {
+  engine: Engine;
+  app: App;
+  database: Database;
+  config: Config;
+  box: SecretBox;
+  partnerId: number;
+  adminToken: string;
+  call(method: string, url: string, opts?: CallOptions): Promise<Reply>;
+  /** A reseller under the partner, with its own token. */
+  reseller(name?: string): Promise<{ id: number; token: string }>;
+  /** An organization under a reseller, with its own token and its default agent. */
+  organization(resellerId: number, body?: Record<string, unknown>): Promise<{ id: number; agentId: number; token: string }>;
+  /** An agent account in an organization, with its own token. */
+  agent(orgId: number, body?: Record<string, unknown>): Promise<{ id: number; token: string }>;
+  tokenFor(accountId: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `callplane_test_${crypto.randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(PG_URL!);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export async function startHarness(engine: Engine, env: Record<string, string> = {}): Promise<Harness> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-test-'));
+  let drop = async () => {};
+  let databaseUrl: string | undefined;
+  if (engine === 'postgres') {
+    const created = await createPgDatabase();
+    databaseUrl = created.url;
+    drop = created.drop;
+  }
+  const config = loadConfig({ DATA_DIR: dataDir, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...env });
+  const database = openDatabase({ databaseUrl, sqliteFile: path.join(dataDir, 'callplane.db'), poolSize: 5 });
+  await migrateToLatest(database);
+  const { partnerId, newToken } = await bootstrapAdmin(database.db, database.dialect, undefined);
+  const box = new SecretBox(crypto.randomBytes(32));
+  const app = await buildApp({ config, database, box });
+  await app.ready();
+  const adminToken = newToken!;
+
+  const call: Harness['call'] = async (method, url, opts = {}) => {
+    const token = opts.token === undefined ? adminToken : opts.token;
+    const query: Record<string, string> = {};
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) query[k] = String(v);
+    if (token !== null) query.token = token;
+    const res = await app.inject({
+      method: method as any, url, query,
+      ...(opts.payload !== undefined ? { payload: opts.payload } : opts.body !== undefined ? { payload: opts.body as any } : {}),
+      headers: opts.headers,
+    });
+    let body: any = res.body;
+    try { body = res.json(); } catch { /* not JSON */ }
+    return { status: res.statusCode, body, headers: res.headers };
+  };
+
+  const tokenFor = async (accountId: number) => {
+    const r = await call('POST', '/api/v2/tokens', { query: { targetAccountId: accountId }, body: { type: 'admin', description: 'test' } });
+    if (r.status !== 200) throw new Error(`token for ${accountId}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body.token.token as string;
+  };
+
+  let n = 0;
+  return {
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor,
+    async reseller(name) {
+      const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
+      if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
+      return { id: r.body.reseller.id, token: await tokenFor(r.body.reseller.id) };
+    },
+    async organization(resellerId, body = {}) {
+      const r = await call('POST', '/api/v2/createOrganization', { query: { targetResellerId: resellerId }, body: { orgName: `Org ${++n}`, ...body } });
+      if (r.status !== 201) throw new Error(`organization: ${r.status} ${JSON.stringify(r.body)}`);
+      const org = r.body.organization;
+      return { id: org.id, agentId: org.defaultAccountId, token: await tokenFor(org.id) };
+    },
+    async agent(orgId, body = {}) {
+      const r = await call('POST', '/api/v2/createAccount', { query: { targetOrganizationId: orgId }, body });
+      if (r.status !== 201) throw new Error(`agent: ${r.status} ${JSON.stringify(r.body)}`);
+      return { id: r.body.accountId, token: await tokenFor(r.body.accountId) };
+    },
+    async close() {
+      await app.close();
+      await database.close();
+      await drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
