@@ -9,9 +9,9 @@ import type { Config } from './config.ts';
 import type { Database } from './db/index.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import { registerAuth } from './http/auth.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError, Invalid } from './http/errors.ts';
 import { ErrorBody } from './http/schemas.ts';
-import { describeValidationError } from './http/validation.ts';
+import { describeValidationError, findNonFiniteNumber, findNulCharacter } from './http/validation.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { opsRoutes } from './modules/ops/routes.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
@@ -42,7 +42,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
-    requestIdHeader: 'x-request-id',
+    // false: Fastify would otherwise take the header verbatim; genReqId checks it first, so a
+    // client cannot put spaces or markup into our logs and response headers.
+    requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
@@ -100,6 +102,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     reply.status(404).send({ success: false, message: `Route ${req.method} ${req.url.split('?')[0]} not found`, requestId: req.id }));
 
   registerAuth(app, database.db);
+  // Before schema validation, so no route ever sees a NUL character (PostgreSQL refuses them).
+  app.addHook('preValidation', async (req) => {
+    const field = findNulCharacter(req.params, '') ?? findNulCharacter(req.query, '') ?? findNulCharacter(req.body, 'body');
+    if (field !== undefined) throw new Invalid(`${field} must not contain NUL characters`);
+  });
+  app.addHook('preHandler', async (req) => {
+    const field = findNonFiniteNumber(req.params, '') ?? findNonFiniteNumber(req.query, '') ?? findNonFiniteNumber(req.body, 'body');
+    if (field !== undefined) throw new Invalid(`${field} must be a finite number`);
+  });
 
   const ctx = { ...deps, metrics };
   await app.register(opsRoutes, ctx);

@@ -25,11 +25,13 @@ export function errors(...codes: number[]): Record<number, TSchema> {
 }
 
 /** An id of an account at any level of the ladder: a positive integer, sent as a number or a string. */
-export const AccountId = (description: string) => Type.Integer({ minimum: 1, description });
+// The maximum is PostgreSQL's integer range: a larger id would fail inside the query (a 500).
+export const AccountId = (description: string) => Type.Integer({ minimum: 1, maximum: 2147483647, description });
 
 export const PaginationQuery = {
   pagination: Type.Optional(Type.Boolean({ description: 'Whether to paginate; without it every row is returned' })),
-  page: Type.Optional(Type.Integer({ minimum: 0, description: 'Page number (0-based)' })),
+  // Bounded so page × pageSize stays an exact integer that fits an SQL OFFSET.
+  page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Page number (0-based)' })),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Rows per page (default 20)' })),
 };
 

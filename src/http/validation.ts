@@ -48,3 +48,39 @@ export function describeValidationError(errors: FastifySchemaValidationError[], 
       return `${name} ${e.message ?? 'is invalid'}`;
   }
 }
+
+/**
+ * The path (as in validation messages: `a.b[0].c`) of the first key or value that fails `bad`.
+ * Iterative: a deeply nested body must not overflow the stack.
+ */
+function findValue(value: unknown, root: string, bad: (v: unknown) => boolean): string | undefined {
+  const stack: [unknown, string][] = [[value, root]];
+  const join = (base: string, key: string) => (base === 'body' || base === '' ? key : `${base}.${key}`);
+  while (stack.length) {
+    const [v, at] = stack.pop()!;
+    if (bad(v)) return at;
+    if (ArrayBuffer.isView(v)) continue; // raw uploads are parsed (and checked) by their own route
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${at}[${i}]`]);
+    } else if (v !== null && typeof v === 'object') {
+      const entries = Object.entries(v);
+      for (const [k] of entries) if (bad(k)) return join(at, k.replace(/\u0000/g, '\\0'));
+      for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i][1], join(at, entries[i][0])]);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Where a string (key or value) holds a NUL character. PostgreSQL text and jsonb cannot store NUL
+ * at all, so such input is refused up front on both engines instead of failing inside a query.
+ */
+export const findNulCharacter = (value: unknown, root: string) =>
+  findValue(value, root, (v) => typeof v === 'string' && v.includes('\u0000'));
+
+/**
+ * Where a number is not finite. The validator coerces "1e400" to Infinity and then skips its
+ * minimum/maximum checks for non-finite numbers, so this runs on the validated (coerced) input.
+ */
+export const findNonFiniteNumber = (value: unknown, root: string) =>
+  findValue(value, root, (v) => typeof v === 'number' && !Number.isFinite(v));
