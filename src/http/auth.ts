@@ -14,6 +14,9 @@ export const KIND_LABEL: Record<AccountKind, string> = {
   partner: 'Partner', reseller: 'Reseller', organization: 'Organization', agent: 'Account',
 };
 
+/** Account ids are 32-bit serials on PostgreSQL. */
+const MAX_ACCOUNT_ID = 2_147_483_647;
+
 export class Scope {
   constructor(readonly db: Db, readonly actor: AccountRow, readonly token: Pick<TokenRow, 'id' | 'type'>) {}
 
@@ -24,7 +27,10 @@ export class Scope {
 
   /** An account within the actor's subtree; 404 for a missing id and for another tenant's. */
   async account(id: number, kinds?: readonly AccountKind[], field = 'targetAccountId'): Promise<AccountRow> {
-    const row = id === this.actor.id ? this.actor : await accountRepo.findById(this.db, id);
+    // Ids no account can have (beyond PostgreSQL's integer column) are simply not found, rather
+    // than reaching the database as an out-of-range parameter.
+    const row = id === this.actor.id ? this.actor
+      : Number.isSafeInteger(id) && id >= 1 && id <= MAX_ACCOUNT_ID ? await accountRepo.findById(this.db, id) : undefined;
     if (!row || !this.contains(row)) throw new NotFound(`${field} ${id} was not found`);
     if (kinds && !kinds.includes(row.kind)) {
       throw new NotFound(`${field} ${id} is not ${kinds.map((k) => articleFor(KIND_LABEL[k])).join(' or ')}`);

@@ -1,7 +1,7 @@
 // API tokens: random, shown once, stored as SHA-256 hashes, listed by prefix, deleted at once.
 // One-time tokens are single-use and expire within minutes.
 import { sql } from 'kysely';
-import type { AccountRow, Db, Dialect, TokenRow } from '../../db/types.ts';
+import type { AccountRow, Db, Dialect, Executor, TokenRow } from '../../db/types.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { hashToken, newToken, tokenPrefix, VISIBLE_PREFIX_LENGTH } from '../../lib/crypto.ts';
@@ -119,6 +119,22 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
 export type TokenService = ReturnType<typeof tokenService>;
 
 /**
+ * The visible prefix for an operator-chosen token. Prefixes are unique (DELETE finds a token by
+ * its prefix), and a rotated CALLPLANE_ADMIN_TOKEN often shares its first characters with the
+ * previous one; then a prefix derived from the hash is shown instead, which reveals nothing.
+ */
+async function freePrefix(db: Executor, token: string, hash: string): Promise<string> {
+  // Every prefix is exactly VISIBLE_PREFIX_LENGTH long: DELETE tells prefixes from tokens by length.
+  const step = VISIBLE_PREFIX_LENGTH - 'adm_'.length;
+  const candidates = [tokenPrefix(token)];
+  for (let i = 0; i + step <= hash.length; i += step) candidates.push(`adm_${hash.slice(i, i + step)}`);
+  for (const prefix of candidates) {
+    if (!(await db.selectFrom('tokens').select('id').where('prefix', '=', prefix).executeTakeFirst())) return prefix;
+  }
+  throw new Error('no free prefix for the admin token');
+}
+
+/**
  * First start: creates the partner (root) account and its token. With CALLPLANE_ADMIN_TOKEN the
  * given value is registered (idempotently); otherwise a new token is returned once, for printing.
  */
@@ -140,8 +156,9 @@ export async function bootstrapAdmin(db: Db, dialect: Dialect, adminToken: strin
     }
     const base = { type: 'admin' as const, created_by: null, expires_at: null, used_at: null, created_at: nowMs(), account_id: partner.id };
     if (adminToken) {
-      if (!(await tokenRepo.findByHash(tx, hashToken(adminToken)))) {
-        await tokenRepo.insert(tx, { ...base, hash: hashToken(adminToken), prefix: tokenPrefix(adminToken), description: 'CALLPLANE_ADMIN_TOKEN' });
+      const hash = hashToken(adminToken);
+      if (!(await tokenRepo.findByHash(tx, hash))) {
+        await tokenRepo.insert(tx, { ...base, hash, prefix: await freePrefix(tx, adminToken, hash), description: 'CALLPLANE_ADMIN_TOKEN' });
       }
       return { partnerId: partner.id };
     }
