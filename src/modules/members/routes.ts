@@ -7,7 +7,7 @@ import { memberService } from './service.ts';
 const tags = ['Accounts'];
 const Member = Obj({ id: Type.Integer(), email: Type.String(), role: Type.String(), permittedAccountIds: Type.Array(Type.Integer()) });
 const TargetAccount = { targetAccountId: Type.Optional(AccountId('Act on this descendant account instead of your own')) };
-const MemberIds = Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 1000 });
+const MemberIds = Type.Array(Type.Integer({ minimum: 1, maximum: 2147483647 }), { maxItems: 1000 });
 
 export async function memberRoutes(app: App, ctx: AppContext): Promise<void> {
   const members = memberService({ db: ctx.database.db });

@@ -37,6 +37,8 @@ export function memberService(deps: { db: Db }) {
   const { db } = deps;
 
   async function holder(scope: Scope, targetAccountId?: number): Promise<AccountRow> {
+    // An agent token is below every holder: 403 even when it names an account (its own included).
+    scope.requireActor(HOLDERS, 'manage members');
     return scope.target(targetAccountId, HOLDERS);
   }
 
@@ -45,8 +47,20 @@ export function memberService(deps: { db: Db }) {
     return email.toLowerCase();
   }
 
+  // The link an invitation would carry: only a web address, never javascript: or data: URLs.
+  function checkRedirectUrl(url: string | undefined): string | null {
+    if (url === undefined) return null;
+    let parsed: URL | undefined;
+    try { parsed = new URL(url); } catch { /* reported below */ }
+    if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) {
+      throw new Invalid('redirectUrl must be an http or https URL');
+    }
+    return url;
+  }
+
   function checkRole(role: string | undefined): string {
-    const r = role ?? 'admin';
+    // Roles are compared as stored; 'Admin' and 'admin' must not become two roles.
+    const r = role === undefined ? 'admin' : role.trim().toLowerCase();
     if (!ROLE.test(r)) throw new Invalid('role must be a short lowercase name such as admin or member');
     return r;
   }
@@ -67,7 +81,7 @@ export function memberService(deps: { db: Db }) {
       return await memberRepo.insert(db, {
         account_id: account.id, email, role: checkRole(input.role),
         permitted_account_ids: await checkPermitted(scope, account, input.permittedAccountIds),
-        redirect_url: input.redirectUrl ?? null, send_welcome_email: input.sendWelcomeEmail === false ? 0 : 1,
+        redirect_url: checkRedirectUrl(input.redirectUrl), send_welcome_email: input.sendWelcomeEmail === false ? 0 : 1,
         status: 'invited', created_at: now, updated_at: now,
       });
     } catch (err) {
@@ -139,7 +153,7 @@ export function memberService(deps: { db: Db }) {
       const row = await memberRepo.find(db, account.id, targetUserId);
       if (!row || row.role !== 'admin') throw new NotFound(`targetUserId ${targetUserId} is not an admin user of account ${account.id}`);
       await remove(account, targetUserId, 'targetUserId');
-      return { success: true, message: 'Admin user deleted' };
+      return { success: true, message: 'Admin user successfully removed from your organization' };
     },
   };
 }

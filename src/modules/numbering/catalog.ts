@@ -23,7 +23,8 @@ export const PROVIDERS: Record<string, ProviderSpec> = {
     optionalConfig: ['phoneNumber', 'messagingServiceSid', 'apiBaseUrl'],
     secretConfig: ['authToken'],
     aliases: { twilioAccountSid: 'accountSid', twilioAuthToken: 'authToken', twilioPhoneNumber: 'phoneNumber' },
-    patterns: { accountSid: /^AC[0-9a-fA-F]{32}$/, messagingServiceSid: /^MG[0-9a-fA-F]{32}$/, apiBaseUrl: /^https?:\/\/\S+$/ },
+    // Twilio issues SIDs as AC/MG + 32 lowercase hex digits.
+    patterns: { accountSid: /^AC[0-9a-f]{32}$/, messagingServiceSid: /^MG[0-9a-f]{32}$/, apiBaseUrl: /^https?:\/\/\S+$/ },
   },
   simulated: {
     providerId: 'simulated',
@@ -44,7 +45,9 @@ export interface NormalizedProvider {
 }
 
 export function providerSpec(providerId: string, field: string): ProviderSpec {
-  const spec = PROVIDERS[providerId.trim().toLowerCase()];
+  // Own keys only: 'constructor' or 'toString' must not find Object's members (a 500).
+  const key = providerId.trim().toLowerCase();
+  const spec = Object.hasOwn(PROVIDERS, key) ? PROVIDERS[key] : undefined;
   if (!spec) {
     throw new Invalid(`${field} '${providerId}' is not supported (supported: ${Object.keys(PROVIDERS).join(', ')})`);
   }
@@ -60,12 +63,12 @@ export function normalizeProviderConfig(spec: ProviderSpec, raw: Record<string, 
   const secrets: Record<string, string> = {};
   const known = new Set([...spec.requiredConfig, ...spec.optionalConfig]);
   for (const [key, value] of Object.entries(raw)) {
-    const name = spec.aliases[key] ?? key;
+    const name = Object.hasOwn(spec.aliases, key) ? spec.aliases[key] : key;
     if (!known.has(name)) {
       throw new Invalid(`${field}.${key} is not a ${spec.providerId} setting (known: ${[...known].join(', ')})`);
     }
     if (typeof value !== 'string' || value.trim() === '') throw new Invalid(`${field}.${key} must be a non-empty string`);
-    const pattern = spec.patterns[name];
+    const pattern = Object.hasOwn(spec.patterns, name) ? spec.patterns[name] : undefined;
     if (pattern && !pattern.test(value.trim())) throw new Invalid(`${field}.${key} has an invalid format`);
     (spec.secretConfig.includes(name) ? secrets : config)[name] = value.trim();
   }
