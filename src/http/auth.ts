@@ -86,14 +86,13 @@ export function readToken(req: FastifyRequest): string | undefined {
 }
 
 export async function authenticate(db: Db, token: string, now = Date.now()): Promise<Scope> {
-  const row = await tokenRepo.findByHash(db, hashToken(token));
-  if (!row) throw new Unauthorized('Unauthorized: unknown or deleted token');
+  const found = await tokenRepo.findWithAccountByHash(db, hashToken(token));
+  if (!found) throw new Unauthorized('Unauthorized: unknown or deleted token');
+  const { token: row, account } = found;
   if (row.expires_at !== null && row.expires_at <= now) throw new Unauthorized('Unauthorized: token has expired');
   if (row.type === 'one-time' && !(await tokenRepo.consume(db, row.id, now))) {
     throw new Unauthorized('Unauthorized: one-time token has already been used');
   }
-  const account = await accountRepo.findById(db, row.account_id);
-  if (!account) throw new Unauthorized('Unauthorized: unknown or deleted token');
   return new Scope(db, account, row);
 }
 

@@ -1,9 +1,22 @@
 // Queries on the tokens table. Only hashes are stored; the prefix is what listings show.
-import type { Executor, TokenRow } from '../../db/types.ts';
+import type { AccountRow, Executor, TokenRow } from '../../db/types.ts';
+
+export type TokenWithAccount = { token: Pick<TokenRow, 'id' | 'type' | 'expires_at' | 'used_at'>; account: AccountRow };
 
 export const tokenRepo = {
   async findByHash(db: Executor, hash: string): Promise<TokenRow | undefined> {
     return db.selectFrom('tokens').selectAll().where('hash', '=', hash).executeTakeFirst();
+  },
+
+  /** The token and the account it belongs to, in one round trip (this runs on every request). */
+  async findWithAccountByHash(db: Executor, hash: string): Promise<TokenWithAccount | undefined> {
+    const row = await db.selectFrom('tokens').innerJoin('accounts', 'accounts.id', 'tokens.account_id')
+      .selectAll('accounts')
+      .select(['tokens.id as token_id', 'tokens.type as token_type', 'tokens.expires_at as token_expires_at', 'tokens.used_at as token_used_at'])
+      .where('tokens.hash', '=', hash).executeTakeFirst();
+    if (!row) return undefined;
+    const { token_id, token_type, token_expires_at, token_used_at, ...account } = row;
+    return { token: { id: token_id, type: token_type, expires_at: token_expires_at, used_at: token_used_at }, account };
   },
 
   async insert(db: Executor, row: Omit<TokenRow, 'id'>): Promise<TokenRow> {
