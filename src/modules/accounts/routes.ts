@@ -6,7 +6,15 @@ import { accountService } from './service.ts';
 
 const tags = ['Accounts'];
 const Str = (description?: string) => Type.String({ maxLength: 500, ...(description ? { description } : {}) });
-const Nullable = (description: string) => Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description });
+// `nullable` rather than a union with Type.Null(): the validator coerces types, and in a union whose
+// first branch is a string it turns null into '' before the null branch is tried, so null never cleared.
+const Nullable = (description: string) => Type.Unsafe<string | null>({ type: 'string', nullable: true, maxLength: 500, description });
+// A plain string enum, so a bad value is answered "<field> must be one of: …" (a union of literals
+// reports only its first branch: 'must be "on"').
+const OneOf = <T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+const HipaaSetting = OneOf(['on', 'off', 'inherit'] as const);
+const OrgAccountType = OneOf(['internal', 'customer'] as const);
 const Active = Type.Optional(Type.Boolean({ description: 'Only rows with this active state' }));
 
 const Integration = Type.Object({
@@ -40,7 +48,7 @@ export async function accountRoutes(app: App, ctx: AppContext): Promise<void> {
         productPlanId: Type.Optional(Str()),
         sellPlanId: Type.Optional(Str('callplane extension: the product plan new organizations of this reseller get by default')),
         hipaaEnabledDefault: Type.Optional(Type.Boolean()),
-        resellerStatus: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
+        resellerStatus: Type.Optional(OneOf(['enabled', 'disabled'] as const)),
       }),
       response: { 201: Envelope({ reseller: AccountView, organization: AccountView }), ...errors(400, 403, 404, 409) },
     },
@@ -62,18 +70,19 @@ export async function accountRoutes(app: App, ctx: AppContext): Promise<void> {
         orgName: Type.String({ minLength: 1, maxLength: 200 }),
         email: Type.Optional(Type.String({ format: 'email', maxLength: 320 })),
         accountName: Type.Optional(Str('Name of the default agent account created with the organization')),
-        orgAccountType: Type.Optional(Type.Union([Type.Literal('internal'), Type.Literal('customer')])),
+        orgAccountType: Type.Optional(OrgAccountType),
         productPlanId: Type.Optional(Str('Defaults to the reseller sell-plan')),
         offeredProductPlanId: Type.Optional(Str()),
         externalAccountId: Type.Optional(Str()),
         externalBillingId: Type.Optional(Str()),
-        hipaaSetting: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off'), Type.Literal('inherit')])),
+        hipaaSetting: Type.Optional(HipaaSetting),
         numberingProviders: Type.Optional(Type.Array(NumberingProvider, { maxItems: 10 })),
         vidaPremium: Type.Optional(Type.Boolean()),
         smsEnabled: Type.Optional(Type.Boolean()),
         smsBrandId: Type.Optional(Str()),
         smsCampaignId: Type.Optional(Str()),
         integrations: Integrations,
+        timezone: Type.Optional(Str('callplane extension: IANA time zone of the organization (task limits, daily counts)')),
       }),
       response: { 201: Envelope({ organization: AccountView }), ...errors(400, 403, 404, 409) },
     },
@@ -165,8 +174,8 @@ export async function accountRoutes(app: App, ctx: AppContext): Promise<void> {
         smsCampaignId: Type.Optional(Nullable('SMS campaign id')), vidaPremium: Type.Optional(Type.Boolean()),
         externalAccountId: Type.Optional(Nullable('Set null to remove it')),
         externalBillingId: Type.Optional(Nullable('Set null to remove it')),
-        hipaaSetting: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off'), Type.Literal('inherit')])),
-        orgAccountType: Type.Optional(Type.Union([Type.Literal('internal'), Type.Literal('customer')])),
+        hipaaSetting: Type.Optional(HipaaSetting),
+        orgAccountType: Type.Optional(OrgAccountType),
         timezone: Type.Optional(Str('callplane extension: IANA time zone of the organization (task limits, daily counts)')),
       }),
       response: { 200: Settings, ...errors(400, 403, 404, 409) },

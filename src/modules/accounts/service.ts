@@ -1,5 +1,6 @@
 // Rules of the tenancy ladder: who may create, list, change and delete which accounts.
 // Each method resolves its targets through the caller's Scope and owns its transaction.
+import { sql, type SqlBool } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { AccountKind, AccountRow, AccountUpdate, Db, Executor } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -77,6 +78,19 @@ const USAGE_RANGES: Record<string, keyof AccountRow> = {
 const SEARCH_KIND: Record<string, AccountKind> = {
   partner: 'partner', reseller: 'reseller', organization: 'organization', org: 'organization', account: 'agent', agent: 'agent',
 };
+
+/** Times are stored in ms (bigint); these bounds are whole ms, clamped to what a Date can hold. */
+const MAX_MS = 8.64e15;
+const clampMs = (ms: number) => Math.max(-MAX_MS, Math.min(MAX_MS, ms));
+/** The first ms of the second `seconds` (rounded up): answers show createdAt in whole seconds. */
+const msFrom = (seconds: number) => clampMs(Math.ceil(seconds) * 1000);
+/** The last ms of the second `seconds`, so an end bound equal to a shown createdAt includes it. */
+const msUntil = (seconds: number) => clampMs(Math.floor(seconds) * 1000 + 999);
+
+/** A blank externalAccountId means none: it is stored as null, never as '' (which is unique per reseller). */
+function externalId(value: string | null | undefined): string | null | undefined {
+  return typeof value === 'string' && !value.trim() ? null : value;
+}
 
 export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Config, 'defaultPlanId'> }) {
   const { db, box } = deps;
@@ -204,6 +218,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId');
       if (!input.orgName.trim()) throw new Invalid('orgName must not be empty');
       if (input.email !== undefined && !EMAIL.test(input.email)) throw new Invalid('email must be a valid email address');
+      if (input.timezone !== undefined && !isTimeZone(input.timezone)) throw new Invalid(`timezone '${input.timezone}' is not an IANA time zone`);
       const providers = validateProviders(input.numberingProviders);
       const integrations = validateIntegrations(input.integrations);
       const now = nowMs();
@@ -211,8 +226,9 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
         const row = await accountRepo.insert(tx, {
           kind: 'organization', parent_id: reseller.id, partner_id: reseller.partner_id, reseller_id: reseller.id, org_id: null,
           name: input.orgName.trim(), email: input.email?.toLowerCase() ?? null,
-          external_account_id: input.externalAccountId ?? null, external_billing_id: input.externalBillingId ?? null,
-          product_plan_id: input.productPlanId ?? reseller.sell_plan_id ?? deps.config.defaultPlanId,
+          external_account_id: externalId(input.externalAccountId) ?? null, external_billing_id: input.externalBillingId ?? null,
+          // A blank productPlanId is an omitted one: the organization still needs a plan.
+          product_plan_id: input.productPlanId?.trim() || reseller.sell_plan_id || deps.config.defaultPlanId,
           offered_product_plan_id: input.offeredProductPlanId ?? null, sell_plan_id: null, product_plan_term: null,
           vida_premium: flag(input.vidaPremium === true), sms_enabled: flag(input.smsEnabled === true),
           sms_brand_id: input.smsBrandId ?? null, sms_campaign_id: input.smsCampaignId ?? null,
@@ -306,7 +322,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
         const row = await accountRepo.insert(tx, {
           kind: 'agent', parent_id: org.id, partner_id: org.partner_id, reseller_id: org.reseller_id, org_id: org.id,
           name: input.accountName?.trim() || `${org.name} Agent`, email: null,
-          external_account_id: input.externalAccountId ?? null, external_billing_id: input.externalBillingId ?? null,
+          external_account_id: externalId(input.externalAccountId) ?? null, external_billing_id: input.externalBillingId ?? null,
           product_plan_id: null, offered_product_plan_id: null, sell_plan_id: null, product_plan_term: null,
           sms_brand_id: null, sms_campaign_id: null, hipaa_setting: null, org_account_type: null, billing_id: null,
           billing_subscription_id: null, canceled_at: null, timezone: null, details: '{}', created_at: now, updated_at: now,
@@ -345,11 +361,14 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
           case 'active': set(field, () => (patch.active = flag(value as boolean))); break;
           case 'vidaPremium': set(field, () => (patch.vida_premium = flag(value as boolean))); break;
           case 'smsEnabled': set(field, () => (patch.sms_enabled = flag(value as boolean))); break;
-          case 'productPlanId': set(field, () => (patch.product_plan_id = value as string)); break;
+          case 'productPlanId':
+            if (!String(value).trim()) failed.push({ field, message: 'productPlanId must not be empty' });
+            else set(field, () => (patch.product_plan_id = String(value).trim()));
+            break;
           case 'offeredProductPlanId': set(field, () => (patch.offered_product_plan_id = value as string | null)); break;
           case 'smsBrandId': set(field, () => (patch.sms_brand_id = value as string | null)); break;
           case 'smsCampaignId': set(field, () => (patch.sms_campaign_id = value as string | null)); break;
-          case 'externalAccountId': set(field, () => (patch.external_account_id = value as string | null)); break;
+          case 'externalAccountId': set(field, () => (patch.external_account_id = externalId(value as string | null))); break;
           case 'externalBillingId': set(field, () => (patch.external_billing_id = value as string | null)); break;
           case 'hipaaSetting': set(field, () => (patch.hipaa_setting = value as string)); break;
           case 'orgAccountType': set(field, () => (patch.org_account_type = value as string)); break;
@@ -382,7 +401,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
         if (input.accountName.trim()) { patch.name = input.accountName.trim(); updated.push('accountName'); } else failed.push('accountName');
       }
       if (input.active !== undefined) { patch.active = flag(input.active); updated.push('active'); }
-      if (input.externalAccountId !== undefined) { patch.external_account_id = input.externalAccountId; updated.push('externalAccountId'); }
+      if (input.externalAccountId !== undefined) { patch.external_account_id = externalId(input.externalAccountId); updated.push('externalAccountId'); }
       if (input.externalBillingId !== undefined) { patch.external_billing_id = input.externalBillingId; updated.push('externalBillingId'); }
       if (updated.length === 0) {
         throw new Invalid(failed.length ? 'accountName must not be empty' : 'No settings updated', failed.length ? { failedSettings: failed } : {});
@@ -398,11 +417,10 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       let query = db.selectFrom('accounts').where('kind', '=', kind).where(ANCESTOR_COLUMN[scope.actor.kind], '=', scope.actor.id);
       if (q.queryText) {
         const like = `%${q.queryText.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-        query = query.where((eb) => eb.or([
-          eb(eb.fn('lower', ['name']), 'like', like),
-          eb(eb.fn('lower', ['email']), 'like', like),
-          eb(eb.fn('lower', ['external_account_id']), 'like', like),
-        ]));
+        // ESCAPE is spelled out: SQLite's LIKE has no escape character by default, so '_' and '%'
+        // in the search text would otherwise be wildcards there.
+        const matches = (col: 'name' | 'email' | 'external_account_id') => sql<SqlBool>`lower(${sql.ref(col)}) like ${like} escape '\\'`;
+        query = query.where((eb) => eb.or([matches('name'), matches('email'), matches('external_account_id')]));
       }
       const eq = <K extends keyof AccountRow>(col: K, v: unknown) => { if (v !== undefined) query = query.where(col as any, '=', v as any); };
       eq('active', q.active === undefined ? undefined : flag(q.active));
@@ -414,10 +432,10 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       eq('billing_id', q.billingId);
       eq('external_account_id', q.externalAccountId);
       if (q.canceled !== undefined) query = query.where('canceled_at', q.canceled ? 'is not' : 'is', null);
-      if (q.createdStart !== undefined) query = query.where('created_at', '>=', q.createdStart * 1000);
-      if (q.createdEnd !== undefined) query = query.where('created_at', '<=', q.createdEnd * 1000);
-      if (q.canceledStart !== undefined) query = query.where('canceled_at', '>=', q.canceledStart * 1000);
-      if (q.canceledEnd !== undefined) query = query.where('canceled_at', '<=', q.canceledEnd * 1000);
+      if (q.createdStart !== undefined) query = query.where('created_at', '>=', msFrom(q.createdStart));
+      if (q.createdEnd !== undefined) query = query.where('created_at', '<=', msUntil(q.createdEnd));
+      if (q.canceledStart !== undefined) query = query.where('canceled_at', '>=', msFrom(q.canceledStart));
+      if (q.canceledEnd !== undefined) query = query.where('canceled_at', '<=', msUntil(q.canceledEnd));
       for (const [param, col] of Object.entries(USAGE_RANGES)) {
         const min = q[`${param}Min`] as number | undefined;
         const max = q[`${param}Max`] as number | undefined;
