@@ -30,9 +30,23 @@ export interface AppDeps {
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
 
-/** Request URLs in logs never carry the token. */
+const SECRET_PARAMS = new Set(['token', 'authtoken']);
+
+/**
+ * Request URLs in logs never carry the token. Keys are compared decoded, because the query
+ * parser decodes them too: `?tok%65n=…` authenticates exactly like `?token=…`.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&](?:token|authToken)=)[^&]*/gi, '$1[redacted]');
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const params = url.slice(q + 1).split('&').map((pair) => {
+    const eq = pair.indexOf('=');
+    const rawKey = eq < 0 ? pair : pair.slice(0, eq);
+    let key = rawKey;
+    try { key = decodeURIComponent(rawKey.replace(/\+/g, ' ')); } catch { /* undecodable: compare as sent */ }
+    return SECRET_PARAMS.has(key.trim().toLowerCase()) ? `${rawKey}=[redacted]` : pair;
+  });
+  return `${url.slice(0, q)}?${params.join('&')}`;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -42,6 +56,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
+    // While shutting down, requests already on an open connection are still answered normally
+    // (the database closes only after the server); Fastify's own 503 would not be our error shape.
+    return503OnClosing: false,
     // false: Fastify would otherwise take the header verbatim; genReqId checks it first, so a
     // client cannot put spaces or markup into our logs and response headers.
     requestIdHeader: false,

@@ -39,6 +39,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql:// (unset it to use the embedded SQLite database)');
   }
+  if (databaseUrl) {
+    // The URL itself is not echoed: it usually carries a password.
+    try {
+      new URL(databaseUrl);
+    } catch {
+      throw new ConfigError('DATABASE_URL is not a valid URL (expected postgres://user:password@host:5432/database)');
+    }
+  }
   const adminToken = env.CALLPLANE_ADMIN_TOKEN || undefined;
   if (adminToken !== undefined && adminToken.length < 24) {
     throw new ConfigError('CALLPLANE_ADMIN_TOKEN must be at least 24 characters long');

@@ -1,5 +1,6 @@
 // The callplane command: `serve` (API and/or workers), `migrate`, `token`.
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
@@ -15,16 +16,33 @@ const USAGE = `usage: callplane [serve] [--role api|worker|all]
        callplane migrate
        callplane token     (prints where the bootstrap admin token is, or creates the partner account)`;
 
+/** A failure at boot that the operator must fix; printed as one line, without a stack. */
+class StartupError extends Error {}
+
 function open(config: Config): Database {
-  return openDatabase({
-    databaseUrl: config.databaseUrl,
-    sqliteFile: path.join(config.dataDir, 'callplane.db'),
-    poolSize: config.dbPoolSize,
-  });
+  try {
+    return openDatabase({
+      databaseUrl: config.databaseUrl,
+      sqliteFile: path.join(config.dataDir, 'callplane.db'),
+      poolSize: config.dbPoolSize,
+    });
+  } catch (err) {
+    throw new StartupError(`cannot open the database: ${(err as Error).message}`);
+  }
+}
+
+/** Migrations are the first query of every command: an unreachable database surfaces here. */
+async function migrate(database: Database): Promise<string[]> {
+  try {
+    return await migrateToLatest(database);
+  } catch (err) {
+    await database.close().catch(() => {});
+    throw new StartupError(`cannot use the database ${database.description}: ${(err as Error).message}`);
+  }
 }
 
 async function prepare(config: Config, database: Database, log: pino.Logger): Promise<void> {
-  const applied = await migrateToLatest(database);
+  const applied = await migrate(database);
   if (applied.length) log.info({ applied }, 'migrations applied');
   const { partnerId, newToken } = await bootstrapAdmin(database.db, database.dialect, config.adminToken);
   if (newToken) {
@@ -46,16 +64,27 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   }
   const box = new SecretBox(key);
   const stops: (() => Promise<void>)[] = [];
+  let port: number | undefined;
 
   if (role === 'worker' || role === 'all') {
     const worker = new Worker(maintenanceJobs(database), log.child({ component: 'worker' }));
     worker.start();
-    stops.push(() => worker.stop());
+    // The worker's timers are unref'd (so tests and embedders are never held open); without a
+    // listening server nothing else keeps a worker-only process alive until it is told to stop.
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    stops.push(async () => { clearInterval(keepAlive); await worker.stop(); });
   }
   if (role === 'api' || role === 'all') {
     const app = await buildApp({ config, database, box, logger: log });
-    await app.listen({ port: config.port, host: config.host });
+    try {
+      await app.listen({ port: config.port, host: config.host });
+    } catch (err) {
+      for (const stop of stops) await stop().catch(() => {});
+      await database.close().catch(() => {});
+      throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
+    }
     stops.unshift(() => app.close());
+    port = (app.server.address() as AddressInfo).port;
   }
 
   let stopping = false;
@@ -71,6 +100,8 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  // One line an operator (or a test) can wait for: everything this role runs has started.
+  log.info({ role, ...(port === undefined ? {} : { port }) }, 'ready');
 }
 
 async function main(): Promise<void> {
@@ -96,7 +127,7 @@ async function main(): Promise<void> {
     }
     case 'migrate': {
       const database = open(config);
-      const applied = await migrateToLatest(database);
+      const applied = await migrate(database);
       console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
       return database.close();
     }
@@ -117,6 +148,10 @@ main().catch((err) => {
   if (err instanceof ConfigError) {
     console.error(`callplane: ${err.message}`);
     process.exit(2);
+  }
+  if (err instanceof StartupError) {
+    console.error(`callplane: ${err.message}`);
+    process.exit(1);
   }
   console.error(err);
   process.exit(1);

@@ -1,0 +1,374 @@
+// The callplane command as an operator runs it: a real `node --import tsx src/main.ts` process
+// on a temp DATA_DIR and a free port, spoken to over real HTTP and stopped with real signals.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { PG_URL } from './helpers/harness.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const TOKEN_RE = /cpl_[A-Za-z0-9_-]{43}/;
+const dirs: string[] = [];
+after(() => { for (const d of dirs) fs.rmSync(d, { recursive: true, force: true }); });
+
+function tempDir(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-proc-'));
+  dirs.push(d);
+  return d;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface Proc {
+  child: ChildProcess;
+  port: number;
+  /** stdout and stderr so far, interleaved. */
+  output(): string;
+  stdout(): string;
+  stderr(): string;
+  waitFor(re: RegExp, ms?: number): Promise<void>;
+  exit(ms?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>;
+}
+
+const running = new Set<ChildProcess>();
+after(() => { for (const c of running) c.kill('SIGKILL'); });
+
+/** Starts the command with a clean environment: nothing leaks in from the test runner's. */
+async function start(args: string[], env: Record<string, string>): Promise<Proc> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let out = '', so = '', se = '';
+  child.stdout!.on('data', (b) => { out += b; so += b; });
+  child.stderr!.on('data', (b) => { out += b; se += b; });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => { running.delete(child); resolve({ code, signal }); }));
+  const exit = async (ms = 20_000) => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no exit within ${ms} ms; output:\n${out}`)), ms); });
+    try { return await Promise.race([exited, timeout]); } finally { clearTimeout(timer); }
+  };
+  return {
+    child, port, exit,
+    output: () => out, stdout: () => so, stderr: () => se,
+    async waitFor(re, ms = 30_000) {
+      const deadline = Date.now() + ms;
+      while (!re.test(out)) {
+        if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode} before ${re}; output:\n${out}`);
+        if (Date.now() > deadline) throw new Error(`no ${re} within ${ms} ms; output:\n${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async stop() {
+      const t0 = Date.now();
+      child.kill('SIGTERM');
+      const r = await exit(10_000);
+      return { ...r, ms: Date.now() - t0 };
+    },
+  };
+}
+
+/** Runs a command to completion. */
+async function run(args: string[], env: Record<string, string>) {
+  const p = await start(args, env);
+  const { code } = await p.exit(60_000);
+  return { code, stdout: p.stdout(), stderr: p.stderr(), output: p.output() };
+}
+
+const READY = /"msg":"ready"/;
+
+async function get(port: number, pathAndQuery: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`http://127.0.0.1:${port}${pathAndQuery}`, { headers });
+  const text = await res.text();
+  let body: any = text;
+  try { body = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, body, headers: res.headers };
+}
+
+describe('callplane serve (SQLite)', () => {
+  const dataDir = tempDir();
+  let firstToken = '';
+
+  it('on the first start prints the admin token once and writes it to DATA_DIR/admin-token with mode 0600', async () => {
+    const p = await start(['serve'], { DATA_DIR: dataDir });
+    try {
+      await p.waitFor(READY);
+      const printed = p.stdout().match(new RegExp(TOKEN_RE.source, 'g')) ?? [];
+      assert.equal(printed.length, 1, `expected the token printed exactly once:\n${p.output()}`);
+      firstToken = printed[0];
+      const file = path.join(dataDir, 'admin-token');
+      assert.equal(fs.readFileSync(file, 'utf8').trim(), firstToken);
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      const res = await get(p.port, `/api/v2/account?token=${encodeURIComponent(firstToken)}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.body.success, true);
+      assert.equal(res.body.accountType, 'partner');
+      const wrong = await get(p.port, `/api/v2/account?token=cpl_${'A'.repeat(43)}`);
+      assert.equal(wrong.status, 401);
+    } finally {
+      const { code, signal } = await p.stop();
+      assert.equal(signal, null);
+      assert.equal(code, 0);
+    }
+  });
+
+  it('a second start on the same DATA_DIR prints no token, keeps the file, and the first token still works', async () => {
+    assert.ok(firstToken, 'depends on the first start');
+    const before = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8');
+    const p = await start(['serve'], { DATA_DIR: dataDir });
+    try {
+      await p.waitFor(READY);
+      assert.doesNotMatch(p.output(), TOKEN_RE);
+      assert.doesNotMatch(p.output(), /admin token/i);
+      assert.equal(fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8'), before);
+      const res = await get(p.port, `/api/v2/account?token=${encodeURIComponent(firstToken)}`);
+      assert.equal(res.status, 200);
+    } finally {
+      assert.equal((await p.stop()).code, 0);
+    }
+  });
+
+  it('request logs never carry the token, however the query spells it', async () => {
+    assert.ok(firstToken, 'depends on the first start');
+    const p = await start(['serve'], { DATA_DIR: dataDir });
+    try {
+      await p.waitFor(READY);
+      const t = encodeURIComponent(firstToken);
+      const urls = [
+        `/api/v2/account?token=${t}`,
+        `/api/v2/account?targetAccountId=1&token=${t}`,
+        `/api/v2/account?TOKEN=${t}`,
+        `/api/v2/account?tok%65n=${t}`,
+        `/api/v2/account?token=${t}&token=${t}`,
+        `/api/v2/noSuchRoute?token=${t}`,
+        `/api/v2/listResellers?token=${t}&targetPartnerId=abc`,
+      ];
+      const answers = [];
+      for (const u of urls) answers.push((await get(p.port, u)).status);
+      assert.equal(answers[3], 200, 'a percent-encoded key authenticates, so it must be redacted too');
+      assert.equal((await get(p.port, '/api/v2/account', { authorization: `Bearer ${firstToken}` })).status, 200);
+      await p.waitFor(/noSuchRoute/);
+      await new Promise((r) => setTimeout(r, 200)); // let the last response lines flush
+      assert.match(p.output(), /"url":"\/api\/v2\/account\?token=\[redacted\]"/, 'requests are logged, with the token redacted');
+      assert.ok(!p.output().includes(firstToken), `the token appears in the output:\n${p.output()}`);
+      assert.ok(!p.output().includes(t));
+      assert.ok(!p.output().includes(firstToken.slice(4, 20)), 'not even a fragment of the token is logged');
+    } finally {
+      assert.equal((await p.stop()).code, 0);
+    }
+  });
+
+  it('SIGTERM stops a serving process promptly with exit code 0, even with a request in flight', async () => {
+    const p = await start(['serve'], { DATA_DIR: dataDir });
+    await p.waitFor(READY);
+    // A request whose body is only half sent when the signal arrives: surely in flight.
+    const body = JSON.stringify({ description: 'in flight' });
+    const req = http.request({
+      host: '127.0.0.1', port: p.port, method: 'POST', path: `/api/v2/account?token=${encodeURIComponent(firstToken)}`,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const inFlight = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (c) => { text += c; });
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on('error', reject);
+    });
+    req.write(body.slice(0, 5));
+    await new Promise((r) => setTimeout(r, 200));
+    const stopping = p.stop();
+    await p.waitFor(/shutting down/);
+    req.end(body.slice(5));
+    const { code, signal, ms } = await stopping;
+    assert.match(p.output(), /shutting down/);
+    const answer = await inFlight;
+    assert.equal(answer.status, 200, `the request in flight is answered, not dropped: ${answer.text}`);
+    assert.equal(JSON.parse(answer.text).success, true);
+  });
+});
+
+describe('callplane serve with CALLPLANE_ADMIN_TOKEN', () => {
+  it('the given token works and is never printed, not even in request logs or errors', async () => {
+    const dataDir = tempDir();
+    const secret = `op-chosen-${crypto.randomBytes(16).toString('hex')}`;
+    const p = await start(['serve'], { DATA_DIR: dataDir, CALLPLANE_ADMIN_TOKEN: secret });
+    try {
+      await p.waitFor(READY);
+      const ok = await get(p.port, `/api/v2/account?token=${secret}`);
+      assert.equal(ok.status, 200);
+      assert.equal(ok.body.success, true);
+      assert.equal((await get(p.port, `/api/v2/tokens?token=${secret}`)).status, 200);
+      assert.equal((await get(p.port, `/api/v2/nope?token=${secret}`)).status, 404);
+      assert.equal((await get(p.port, `/api/v2/account?token=${secret}x`)).status, 401);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.doesNotMatch(p.output(), TOKEN_RE, 'no generated token is printed either');
+      assert.ok(!fs.existsSync(path.join(dataDir, 'admin-token')), 'no token file is written');
+    } finally {
+      assert.equal((await p.stop()).code, 0);
+    }
+    assert.ok(!p.output().includes(secret), `the token appears in the output:\n${p.output()}`);
+    assert.match(p.output(), /"msg":"ready"/);
+  });
+
+  it('a CALLPLANE_ADMIN_TOKEN shorter than 24 characters is refused with exit code 2, without echoing it', async () => {
+    const r = await run(['serve'], { DATA_DIR: tempDir(), CALLPLANE_ADMIN_TOKEN: 'short-secret-1' });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /CALLPLANE_ADMIN_TOKEN must be at least 24 characters/);
+    assert.ok(!r.output.includes('short-secret-1'));
+  });
+});
+
+describe('callplane roles and commands', () => {
+  it('--role api serves HTTP', async () => {
+    const p = await start(['serve', '--role', 'api'], { DATA_DIR: tempDir() });
+    try {
+      await p.waitFor(READY);
+      const res = await get(p.port, '/healthz');
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body, { status: 'ok' });
+      assert.equal((await get(p.port, '/readyz')).body.status, 'ready');
+    } finally {
+      assert.equal((await p.stop()).code, 0);
+    }
+  });
+
+  it('--role worker does not listen, and stops on SIGTERM with code 0', async () => {
+    const p = await start(['serve', '--role', 'worker'], { DATA_DIR: tempDir() });
+    try {
+      await p.waitFor(READY);
+      assert.match(p.output(), /"role":"worker"/);
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.equal(p.child.exitCode, null, `a worker keeps running until it is told to stop:\n${p.output()}`);
+      await assert.rejects(get(p.port, '/healthz'), 'nothing listens on the port');
+    } finally {
+      const { code, ms } = await p.stop();
+      assert.equal(code, 0);
+      assert.ok(ms < 5000, `took ${ms} ms`);
+    }
+  });
+
+  it('--role nope exits 2 and says which roles exist', async () => {
+    const r = await run(['serve', '--role', 'nope'], { DATA_DIR: tempDir() });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--role must be api, worker or all/);
+    assert.match(r.stderr, /nope/);
+    assert.doesNotMatch(r.output, /\n\s+at /, 'no stack trace');
+  });
+
+  it('an unknown command exits 2 with the usage', async () => {
+    const r = await run(['frobnicate'], { DATA_DIR: tempDir() });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /usage: callplane/);
+  });
+
+  it('migrate applies the migrations once, then reports the database up to date', async () => {
+    const dataDir = tempDir();
+    const first = await run(['migrate'], { DATA_DIR: dataDir });
+    assert.equal(first.code, 0, first.output);
+    assert.match(first.stdout, /applied: \S+/);
+    assert.ok(fs.existsSync(path.join(dataDir, 'callplane.db')));
+    const second = await run(['migrate'], { DATA_DIR: dataDir });
+    assert.equal(second.code, 0, second.output);
+    assert.match(second.stdout, /database is up to date/);
+  });
+
+  it('a DATABASE_URL that is not PostgreSQL, or not a URL, exits 2 with a clear message and no password', async () => {
+    for (const url of ['mysql://root:hunter2pw@localhost/db', 'postgres://u:hunter2pw@[not-a-host/db']) {
+      for (const cmd of [['serve'], ['migrate']]) {
+        const r = await run(cmd, { DATA_DIR: tempDir(), DATABASE_URL: url });
+        assert.equal(r.code, 2, `${url} ${cmd}: ${r.output}`);
+        assert.match(r.stderr, /^callplane: DATABASE_URL (must start with postgres|is not a valid URL)/m);
+        assert.ok(!r.output.includes('hunter2pw'), 'the password is not echoed');
+        assert.doesNotMatch(r.output, /\n\s+at /, 'no stack trace');
+      }
+    }
+  });
+
+  it('an unreachable PostgreSQL exits non-zero with one line naming the database, without the password', async () => {
+    const port = await freePort(); // nothing listens there
+    const r = await run(['serve'], { DATA_DIR: tempDir(), DATABASE_URL: `postgres://u:hunter2pw@127.0.0.1:${port}/db` });
+    assert.equal(r.code, 1, r.output);
+    assert.match(r.stderr, new RegExp(`^callplane: cannot use the database postgres://127\\.0\\.0\\.1:${port}/db: .*ECONNREFUSED`, 'm'));
+    assert.ok(!r.output.includes('hunter2pw'));
+    assert.doesNotMatch(r.output, /\n\s+at /, 'no stack trace');
+  });
+
+  it('a port already in use exits 1 with a clear message', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      const r = await run(['serve', '--role', 'api'], { DATA_DIR: tempDir(), PORT: String(port) });
+      assert.equal(r.code, 1, r.output);
+      assert.match(r.stderr, new RegExp(`^callplane: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`, 'm'));
+    } finally {
+      blocker.close();
+    }
+  });
+});
+
+describe('callplane serve (PostgreSQL)', { skip: PG_URL ? false : 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {
+  it('the first start on a fresh PostgreSQL database prints a token that authenticates; SIGTERM exits 0', async () => {
+    const name = `callplane_proc_${crypto.randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const url = new URL(PG_URL!);
+    url.pathname = `/${name}`;
+    try {
+      const dataDir = tempDir();
+      const p = await start(['serve'], { DATA_DIR: dataDir, DATABASE_URL: url.toString(), CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
+      let token = '';
+      try {
+        await p.waitFor(READY);
+        token = (p.stdout().match(TOKEN_RE) ?? [''])[0];
+        assert.ok(token, `no token printed:\n${p.output()}`);
+        const res = await get(p.port, `/api/v2/account?token=${token}`);
+        assert.equal(res.status, 200);
+        const ready = await get(p.port, '/readyz');
+        assert.equal(ready.body.database, 'postgres');
+      } finally {
+        const { code } = await p.stop();
+        assert.equal(code, 0);
+      }
+      assert.equal(p.output().split(token).length - 1, 1, 'the token is printed once and never logged');
+      // A second process on the same database finds the partner and prints nothing.
+      const again = await start(['serve', '--role', 'api'], { DATA_DIR: tempDir(), DATABASE_URL: url.toString(), CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
+      try {
+        await again.waitFor(READY);
+        assert.doesNotMatch(again.output(), TOKEN_RE);
+        assert.equal((await get(again.port, `/api/v2/account?token=${token}`)).status, 200);
+      } finally {
+        assert.equal((await again.stop()).code, 0);
+      }
+    } finally {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    }
+  });
+});
