@@ -167,8 +167,10 @@ forEachEngine('every route', (h) => {
   });
 
   it('every /api/v2 operation has a unique operationId and a 401 response documented', () => {
+    const doc = h().app.swagger() as any;
     const seen = new Set<string>();
     for (const op of ops) {
+      assert.ok(doc.paths[op.path][op.method.toLowerCase()].responses?.['401'], `${op.method} ${op.path} does not document its 401`);
       assert.ok(op.operationId, `${op.method} ${op.path} has no operationId`);
       assert.ok(!seen.has(op.operationId!), `operationId ${op.operationId} is used twice`);
       seen.add(op.operationId!);
