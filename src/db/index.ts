@@ -46,12 +46,34 @@ export function openDatabase(opts: DatabaseOptions): Database {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
     db,
     dialect: 'sqlite',
     description: `sqlite:${file}`,
     ping: async () => void (await sql`select 1`.execute(db)),
     close: () => db.destroy(),
+  };
+}
+
+/**
+ * Kysely prepares every query afresh; compiling the SQL was the largest cost of a simple
+ * authenticated read. Statements are reusable (we never stream), so keep the most recent ones.
+ */
+function withStatementCache(sqlite: SQLite.Database, size = 500) {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => void sqlite.close(),
+    prepare(source: string) {
+      let stmt = cache.get(source);
+      if (stmt) {
+        cache.delete(source); // re-insert: most recently used last
+      } else {
+        stmt = sqlite.prepare(source);
+        if (cache.size >= size) cache.delete(cache.keys().next().value!);
+      }
+      cache.set(source, stmt);
+      return stmt;
+    },
   };
 }
