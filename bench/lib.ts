@@ -7,7 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { createScratchPgDatabase } from '../test/helpers/scratch-pg.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 export const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
@@ -34,21 +34,16 @@ export async function startServer(engine: Engine, role = 'api', extraEnv: Record
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-bench-'));
   const port = await freePort();
   const token = `cpl_bench_${crypto.randomBytes(24).toString('base64url')}`;
-  let dbName: string | undefined;
+  let drop = async () => {};
   const env: Record<string, string> = {
     ...process.env as Record<string, string>, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1',
     CALLPLANE_ADMIN_TOKEN: token, LOG_LEVEL: 'warn', ...extraEnv,
   };
   delete env.DATABASE_URL;
   if (engine === 'postgres') {
-    dbName = `callplane_bench_${crypto.randomBytes(5).toString('hex')}`;
-    const c = new pg.Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query(`CREATE DATABASE ${dbName}`);
-    await c.end();
-    const u = new URL(PG_URL!);
-    u.pathname = `/${dbName}`;
-    env.DATABASE_URL = u.toString();
+    const scratch = await createScratchPgDatabase(PG_URL!, 'callplane_bench');
+    drop = scratch.drop;
+    env.DATABASE_URL = scratch.url;
   }
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', role], {
     env, stdio: ['ignore', 'ignore', 'inherit'], cwd: path.resolve(import.meta.dirname, '..'),
@@ -67,12 +62,7 @@ export async function startServer(engine: Engine, role = 'api', extraEnv: Record
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;
-      if (dbName) {
-        const c = new pg.Client({ connectionString: PG_URL });
-        await c.connect();
-        await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-        await c.end();
-      }
+      await drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -12,6 +12,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PG_URL } from './helpers/harness.ts';
+import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN_RE = /cpl_[A-Za-z0-9_-]{43}/;
@@ -331,13 +332,8 @@ describe('callplane roles and commands', () => {
 
 describe('callplane serve (PostgreSQL)', { skip: PG_URL ? false : 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {
   it('the first start on a fresh PostgreSQL database prints a token that authenticates; SIGTERM exits 0', async () => {
-    const name = `callplane_proc_${crypto.randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: PG_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const url = new URL(PG_URL!);
-    url.pathname = `/${name}`;
+    const scratch = await createScratchPgDatabase(PG_URL!, 'callplane_proc');
+    const url = scratch.url;
     try {
       const dataDir = tempDir();
       const p = await start(['serve'], { DATA_DIR: dataDir, DATABASE_URL: url.toString(), CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
@@ -365,10 +361,7 @@ describe('callplane serve (PostgreSQL)', { skip: PG_URL ? false : 'set TEST_DATA
         assert.equal((await again.stop()).code, 0);
       }
     } finally {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+      await scratch.drop();
     }
   });
 });

@@ -11,6 +11,7 @@ import { PG_URL, type Engine, type Harness } from '../helpers/harness.ts';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { bootstrapAdmin } from '../../src/modules/tokens/service.ts';
+import { createScratchPgDatabase } from '../helpers/scratch-pg.ts';
 
 const sha256 = (s: string) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
 
@@ -352,25 +353,10 @@ async function freshDatabase(engine: Engine): Promise<{ database: Database; clos
     await migrateToLatest(database);
     return { database, close: async () => { await database.close(); fs.rmSync(dir, { recursive: true, force: true }); } };
   }
-  const name = `callplane_boot_${crypto.randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(PG_URL!);
-  url.pathname = `/${name}`;
-  const database = openDatabase({ databaseUrl: url.toString(), poolSize: 5 });
+  const scratch = await createScratchPgDatabase(PG_URL!, 'callplane_boot');
+  const database = openDatabase({ databaseUrl: scratch.url, poolSize: 5 });
   await migrateToLatest(database);
-  return {
-    database,
-    close: async () => {
-      await database.close();
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
+  return { database, close: async () => { await database.close(); await scratch.drop(); } };
 }
 
 async function partners(database: Database) {
