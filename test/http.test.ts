@@ -7,7 +7,9 @@ import { after, before, describe, it } from 'node:test';
 import { forEachEngine } from './helpers/engines.ts';
 import { ENGINES, startHarness, type Harness, type Reply } from './helpers/harness.ts';
 
-const CONTRACT = JSON.parse(fs.readFileSync('/work/shared/reference/vida-api-v2.openapi.json', 'utf8'));
+// A copy of the public contract (shared/reference/vida-api-v2.openapi.json), kept with the tests
+// so they do not depend on where the checkout lives.
+const CONTRACT = JSON.parse(fs.readFileSync(new URL('./fixtures/vida-api-v2.openapi.json', import.meta.url), 'utf8'));
 const METHODS = ['get', 'post', 'put', 'delete', 'patch'] as const;
 // What the task calls a nonsense string: it arrives URL-encoded as x%00, i.e. "x" and a NUL byte.
 const NONSENSE = 'x\u0000';
