@@ -1,0 +1,38 @@
+// Picks an organization's carrier from its default numbering provider (src/modules/numbering):
+// twilio when configured, otherwise the SIMULATED carrier, which says so in every result.
+import { PermanentCarrierError, type Carrier } from './carrier.ts';
+import { SimulatedCarrier, type SimulatedOptions } from './simulated.ts';
+import { TwilioCarrier, type TwilioOptions } from './twilio.ts';
+
+export * from './carrier.ts';
+export * from './simulated.ts';
+export * from './twilio.ts';
+
+/** The default provider's stored settings: plain config and opened secrets. */
+export interface ProviderSettings {
+  providerId: string;
+  config: Record<string, string>;
+  secrets?: Record<string, string>;
+}
+
+export interface CarrierOptions {
+  twilio?: TwilioOptions;
+  /** Overrides for the simulated carrier (tests shorten callSeconds). */
+  simulated?: SimulatedOptions;
+}
+
+/** The carrier for an organization; null or a disabled provider → simulated. */
+export function createCarrier(provider: ProviderSettings | null | undefined, opts: CarrierOptions = {}): Carrier {
+  if (!provider || provider.providerId === 'simulated') {
+    const cfg = provider?.config ?? {};
+    return new SimulatedCarrier({ callSeconds: cfg.callSeconds, phoneNumber: cfg.phoneNumber, ...opts.simulated });
+  }
+  if (provider.providerId === 'twilio') {
+    const all = { ...provider.config, ...provider.secrets };
+    return new TwilioCarrier({
+      accountSid: all.accountSid, authToken: all.authToken, phoneNumber: all.phoneNumber,
+      messagingServiceSid: all.messagingServiceSid, apiBaseUrl: all.apiBaseUrl,
+    }, opts.twilio);
+  }
+  throw new PermanentCarrierError(`provider '${provider.providerId}' cannot place calls or send texts`, provider.providerId);
+}
