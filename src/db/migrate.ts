@@ -3,10 +3,12 @@ import { Migrator, type Migration, type MigrationProvider } from 'kysely';
 import type { Database } from './index.ts';
 import type { Dialect } from './types.ts';
 import { foundation } from './migrations/0001-foundation.ts';
+import { tasks } from './migrations/0002-tasks.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
+    '0002-tasks': tasks(dialect),
   };
 }
 

@@ -117,3 +117,101 @@ export type TokenRow = Selectable<TokensTable>;
 export type UserRow = Selectable<UsersTable>;
 export type NumberingProviderRow = Selectable<NumberingProvidersTable>;
 export type IntegrationRow = Selectable<IntegrationsTable>;
+
+// --- Tasks and the queue (migration 0002-tasks) -------------------------------------------
+
+/** The queue states shared by every queue table (tasks, and webhook deliveries later). */
+export type QueueState = 'pending' | 'running' | 'finished' | 'failed' | 'canceled';
+export type TaskType = 'call' | 'text' | 'ping';
+
+export interface TasksTable {
+  /** `tsk_` + time-sortable id (src/lib/ids.ts). */
+  id: string;
+  org_id: number;
+  /** The agent that runs it. */
+  account_id: number;
+  type: TaskType;
+  state: ColumnType<QueueState, QueueState | undefined, QueueState>;
+  /** E.164. */
+  target: string | null;
+  context: string | null;
+  greeting: string | null;
+  wait_to_greet: ColumnType<Flag, Flag | undefined, Flag>;
+  /** JSON of the caller's metadata. */
+  meta: string | null;
+  external_task_id: string | null;
+  /** As requested (null = now). */
+  scheduled_for: number | null;
+  /** When it may next be claimed; moved by limits and retries. */
+  run_at: number;
+  /** Incremented by each claim. */
+  attempt: ColumnType<number, number | undefined, number>;
+  max_attempts: ColumnType<number, number | undefined, number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  cancel_requested_at: number | null;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  provider: string | null;
+  provider_ref: string | null;
+  /** JSON of the outcome (duration, status, latency for ping). */
+  result: string | null;
+  error: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+/** The outbox: one row per state change, written in the transaction that made it. */
+export interface TaskEventsTable {
+  id: string;
+  org_id: number;
+  task_id: string;
+  type: 'task.pending' | 'task.running' | 'task.finished' | 'task.failed' | 'task.canceled' | 'task.retrying';
+  /** JSON. */
+  payload: string;
+  created_at: number;
+}
+
+export interface OrgTaskLimitsTable {
+  org_id: number;
+  /** JSON: businessHours, daily, concurrencyPerRun, cooldowns. */
+  config: string;
+  updated_at: number;
+}
+
+/** The counted semaphore for concurrencyPerRun: incremented at claim, decremented on every exit. */
+export interface OrgSemaphoresTable {
+  org_id: number;
+  running: ColumnType<number, number | undefined, number>;
+}
+
+export interface OrgDailyCountersTable {
+  org_id: number;
+  /** YYYY-MM-DD in the organization's time zone. */
+  day: string;
+  /** calls, texts, tasks, and finished/failed/canceled per type. */
+  kind: string;
+  n: ColumnType<number, number | undefined, number>;
+}
+
+export interface TargetCooldownsTable {
+  org_id: number;
+  kind: string;
+  target: string;
+  last_at: number;
+}
+
+export interface DB {
+  tasks: TasksTable;
+  task_events: TaskEventsTable;
+  org_task_limits: OrgTaskLimitsTable;
+  org_semaphores: OrgSemaphoresTable;
+  org_daily_counters: OrgDailyCountersTable;
+  target_cooldowns: TargetCooldownsTable;
+}
+
+export type TaskRow = Selectable<TasksTable>;
+export type NewTask = Insertable<TasksTable>;
+export type TaskEventRow = Selectable<TaskEventsTable>;

@@ -1,0 +1,310 @@
+// The durable queue: claim / lease / heartbeat / complete / retry / rescue over any table that has
+// the queue columns (tasks now, webhook deliveries next). Owners plug in through hooks that run in
+// the same transaction as the state change (admission limits, semaphores, outbox events, counters).
+import { sql, type Expression, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { DB, Dialect, Executor, QueueState } from '../db/types.ts';
+
+/** The columns a table needs to be a queue. */
+export interface QueueColumns {
+  id: string;
+  state: QueueState;
+  run_at: number;
+  attempt: number;
+  max_attempts: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+}
+
+/** Tables of DB whose rows carry the queue columns (checked at compile time). */
+export type QueueTable = { [K in keyof DB]: Selectable<DB[K]> extends QueueColumns ? K : never }[keyof DB];
+// The intersection changes nothing for a concrete table; it lets generic code see the queue columns.
+export type QueueRow<T extends QueueTable> = Selectable<DB[T]> & QueueColumns;
+
+/** Extra column values for a transition: plain values or SQL expressions (e.g. coalesce). */
+export type Patch<Row> = { [K in keyof Row]?: Row[K] | Expression<unknown> };
+
+/** What a worker holds after a claim; any claimed row is one. The owner is the engine's worker id. */
+export interface Lease {
+  id: string;
+  attempt: number;
+}
+
+export type FinalState = 'finished' | 'failed' | 'canceled';
+/** Why a transition happened; `transition` is an owner-independent move made with transition(). */
+export type Cause = 'claim' | 'complete' | 'retry' | 'rescue' | 'transition';
+
+export type Admission = { admit: true } | { admit: false; until: number };
+export const ADMIT: Admission = Object.freeze({ admit: true });
+/** The row stays pending with run_at moved to `until` (ms). */
+export const deferUntil = (until: number): Admission => ({ admit: false, until });
+
+export interface QueueHooks<Row> {
+  /**
+   * Decides, inside the claim transaction, whether a due row may start now (semaphore free, daily
+   * cap not reached, business hours, cooldown). Side effects (taking a semaphore slot) commit or
+   * roll back with the claim.
+   */
+  admit?(tx: Transaction<DB>, row: Row, now: number): Promise<Admission>;
+  /**
+   * The order in which one claim runs admit() over its candidates (default run_at, id). When
+   * admit() locks shared rows (a semaphore per organization), order by that key so two workers
+   * take those locks in the same order instead of deadlocking on PostgreSQL.
+   */
+  admitOrder?(a: Row, b: Row): number;
+  /**
+   * Runs after every state change, in its transaction, with the row as written. Throwing rolls the
+   * change back. Every exit from `running` comes through here, so it is where semaphores are released.
+   */
+  onTransition?(tx: Transaction<DB>, row: Row, from: QueueState, to: QueueState, cause: Cause): Promise<void>;
+  /** Extra columns to write with a transition (updated_at, started_at, finished_at, error …). */
+  stamp?(t: { from: QueueState; to: QueueState; now: number; cause: Cause }): Patch<Row>;
+}
+
+export interface QueueOptions<T extends QueueTable> extends QueueHooks<QueueRow<T>> {
+  table: T;
+  dialect: Dialect;
+  /** Unique per process (and per runner when one process runs several for one table). */
+  workerId: string;
+  /** How long a claim holds a row without a heartbeat. Default 30 s. */
+  leaseMs?: number;
+  /** Delay before attempt `attempt + 1` when retry() is given no time. Default exponentialBackoff. */
+  backoff?(attempt: number): number;
+  /** The clock (unix ms); tests pass their own. */
+  now?(): number;
+}
+
+/** 1 s, 2 s, 4 s … capped, with ±jitter so failures that happened together do not retry together. */
+export function exponentialBackoff(attempt: number, opts: { baseMs?: number; maxMs?: number; jitter?: number } = {}): number {
+  const { baseMs = 1000, maxMs = 3_600_000, jitter = 0.2 } = opts;
+  const raw = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.max(0, Math.round(raw * (1 + jitter * (2 * Math.random() - 1))));
+}
+
+/** Runs `fn` in the caller's transaction when given one, otherwise in a new one. */
+export function inTransaction<R>(ex: Executor, fn: (tx: Transaction<DB>) => Promise<R>): Promise<R> {
+  return ex.isTransaction ? fn(ex as Transaction<DB>) : ex.transaction().execute(fn);
+}
+
+export class QueueEngine<T extends QueueTable> {
+  readonly table: T;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly now: () => number;
+  readonly #opts: QueueOptions<T>;
+  /** Queries go through Kysely<any>: the table is generic, its queue columns are checked by QueueTable. */
+  readonly #t: string;
+
+  constructor(opts: QueueOptions<T>) {
+    if (!opts.workerId) throw new Error('queue: workerId is required');
+    this.#opts = opts;
+    this.table = opts.table;
+    this.#t = opts.table;
+    this.workerId = opts.workerId;
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /**
+   * Claims up to `n` due pending rows, oldest run_at first, and returns them as running with
+   * attempt + 1 and a lease owned by this worker. Rows the admit hook defers get their run_at
+   * moved instead; further candidates are then tried so a few deferred rows do not starve the batch.
+   *
+   * PostgreSQL: SELECT … FOR UPDATE SKIP LOCKED, so concurrent workers claim disjoint rows.
+   * SQLite: one connection per process serialises transactions (Kysely's connection mutex).
+   */
+  async claim(ex: Executor, n: number): Promise<QueueRow<T>[]> {
+    if (!(n > 0)) return [];
+    // A deadlock between admit hooks of two workers aborts one claim; nothing was written, so
+    // try again (only when the claim owns its transaction).
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.#claim(ex, n);
+      } catch (err) {
+        if (ex.isTransaction || tries >= 3 || (err as { code?: string }).code !== '40P01') throw err;
+      }
+    }
+  }
+
+  async #claim(ex: Executor, n: number): Promise<QueueRow<T>[]> {
+    const { admit, admitOrder, onTransition } = this.#opts;
+    return inTransaction(ex, async (tx) => {
+      const now = this.now();
+      const q = tx as unknown as Kysely<any>;
+      const claimed: QueueRow<T>[] = [];
+      // Bounded: each round either claims or defers every candidate (deferred rows leave the due set).
+      for (let round = 0; round < 4 && claimed.length < n; round++) {
+        const want = n - claimed.length;
+        let select = q.selectFrom(this.#t).selectAll()
+          .where('state', '=', 'pending').where('run_at', '<=', now)
+          .orderBy('run_at').orderBy('id').limit(want);
+        if (this.#opts.dialect === 'postgres') select = select.forUpdate().skipLocked();
+        const candidates = (await select.execute()) as QueueRow<T>[];
+        if (candidates.length === 0) break;
+
+        const admitted: string[] = [];
+        const admissionOrder = admitOrder ? [...candidates].sort(admitOrder) : candidates;
+        for (const row of admissionOrder) {
+          const a = admit ? await admit(tx, row, now) : ADMIT;
+          if (a.admit) {
+            admitted.push(row.id);
+          } else {
+            // Never defer into the past: the row would be selected again in this very loop.
+            await q.updateTable(this.#t).set({ run_at: Math.max(Math.ceil(a.until), now + 1) })
+              .where('id', '=', row.id).execute();
+          }
+        }
+        if (admitted.length > 0) {
+          const rows = (await q.updateTable(this.#t)
+            .set({
+              ...this.#stamp('pending', 'running', now, 'claim'),
+              state: 'running',
+              attempt: sql`attempt + 1`,
+              lease_owner: this.workerId,
+              lease_expires_at: now + this.leaseMs,
+            })
+            .where('id', 'in', admitted).where('state', '=', 'pending')
+            .returningAll().execute()) as QueueRow<T>[];
+          const order = new Map(candidates.map((r, i) => [r.id, i]));
+          rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+          for (const row of rows) await onTransition?.(tx, row, 'pending', 'running', 'claim');
+          claimed.push(...rows);
+        }
+        if (candidates.length < want) break;
+      }
+      return claimed;
+    });
+  }
+
+  /**
+   * Extends the leases this worker still holds; returns those rows (as stored, so the caller can
+   * see e.g. a cancel request). A lease missing from the result was lost: stop working on it.
+   */
+  async heartbeat(ex: Executor, leases: readonly Lease[]): Promise<QueueRow<T>[]> {
+    if (leases.length === 0) return [];
+    const q = ex as unknown as Kysely<any>;
+    return (await q.updateTable(this.#t)
+      .set({ lease_expires_at: this.now() + this.leaseMs })
+      .where('state', '=', 'running').where('lease_owner', '=', this.workerId)
+      .where((eb) => eb.or(leases.map((l) => eb.and([eb('id', '=', l.id), eb('attempt', '=', l.attempt)]))))
+      .returningAll().execute()) as QueueRow<T>[];
+  }
+
+  /**
+   * Moves a held row to a final state. Returns the row, or undefined when this worker no longer
+   * holds that attempt (rescued, reclaimed, or finished elsewhere): then nothing is changed.
+   */
+  async complete(ex: Executor, lease: Lease, outcome: { state: FinalState; set?: Patch<QueueRow<T>> }): Promise<QueueRow<T> | undefined> {
+    return inTransaction(ex, (tx) => this.#leave(tx, lease, outcome.state, 'complete', outcome.set ?? {}));
+  }
+
+  /**
+   * Returns a held row to pending at `runAt` (default now + backoff(attempt)), or to failed when
+   * its attempts are spent. Undefined (and no change) when the lease is no longer held.
+   */
+  async retry(ex: Executor, lease: Lease, opts: { runAt?: number; set?: Patch<QueueRow<T>> } = {}): Promise<QueueRow<T> | undefined> {
+    return inTransaction(ex, async (tx) => {
+      const q = tx as unknown as Kysely<any>;
+      const current = (await this.#held(q, lease)
+        .select(['attempt', 'max_attempts']).executeTakeFirst()) as { attempt: number; max_attempts: number } | undefined;
+      if (!current) return undefined;
+      if (current.attempt >= current.max_attempts) return this.#leave(tx, lease, 'failed', 'retry', opts.set ?? {});
+      const now = this.now();
+      const runAt = opts.runAt ?? now + (this.#opts.backoff ?? exponentialBackoff)(current.attempt);
+      return this.#leave(tx, lease, 'pending', 'retry', { ...opts.set, run_at: Math.max(0, Math.round(runAt)) } as Patch<QueueRow<T>>);
+    });
+  }
+
+  /**
+   * Returns running rows whose lease expired (their worker died or stalled) to pending, due now,
+   * or to failed when their attempts are spent. Any worker may rescue any row.
+   */
+  async rescue(ex: Executor, limit = 100): Promise<QueueRow<T>[]> {
+    const { onTransition } = this.#opts;
+    return inTransaction(ex, async (tx) => {
+      const now = this.now();
+      const q = tx as unknown as Kysely<any>;
+      let select = q.selectFrom(this.#t).selectAll()
+        .where('state', '=', 'running').where('lease_expires_at', '<', now)
+        .orderBy('lease_expires_at').limit(limit);
+      if (this.#opts.dialect === 'postgres') select = select.forUpdate().skipLocked();
+      const expired = (await select.execute()) as QueueRow<T>[];
+      const out: QueueRow<T>[] = [];
+      for (const row of expired) {
+        const to: QueueState = row.attempt >= row.max_attempts ? 'failed' : 'pending';
+        const updated = (await q.updateTable(this.#t)
+          .set({
+            ...this.#stamp('running', to, now, 'rescue'),
+            ...(to === 'pending' ? { run_at: now } : {}),
+            state: to,
+            lease_owner: null,
+            lease_expires_at: null,
+          })
+          .where('id', '=', row.id).where('state', '=', 'running').where('attempt', '=', row.attempt)
+          .returningAll().executeTakeFirst()) as QueueRow<T> | undefined;
+        if (!updated) continue;
+        await onTransition?.(tx, updated, 'running', to, 'rescue');
+        out.push(updated);
+      }
+      return out;
+    });
+  }
+
+  /**
+   * Moves a row from one of `from` to `to` whoever holds it, with the hooks: cancelling a pending
+   * row, or finishing a row from outside its worker (a carrier's status callback). Undefined when
+   * the row is not in one of `from`.
+   */
+  async transition(ex: Executor, id: string, from: readonly QueueState[], to: QueueState,
+    set: Patch<QueueRow<T>> = {}): Promise<QueueRow<T> | undefined> {
+    const { onTransition } = this.#opts;
+    return inTransaction(ex, async (tx) => {
+      const q = tx as unknown as Kysely<any>;
+      let select = q.selectFrom(this.#t).select('state').where('id', '=', id).where('state', 'in', from);
+      if (this.#opts.dialect === 'postgres') select = select.forUpdate();
+      const current = (await select.executeTakeFirst()) as { state: QueueState } | undefined;
+      if (!current) return undefined;
+      const updated = (await q.updateTable(this.#t)
+        .set({
+          ...this.#stamp(current.state, to, this.now(), 'transition'),
+          ...set,
+          state: to,
+          ...(to !== 'running' ? { lease_owner: null, lease_expires_at: null } : {}),
+        })
+        .where('id', '=', id).where('state', '=', current.state)
+        .returningAll().executeTakeFirst()) as QueueRow<T> | undefined;
+      if (updated) await onTransition?.(tx, updated, current.state, to, 'transition');
+      return updated;
+    });
+  }
+
+  /** The earliest run_at among pending rows (due or not), or null when none are pending. */
+  async nextRunAt(ex: Executor): Promise<number | null> {
+    const q = ex as unknown as Kysely<any>;
+    const row = await q.selectFrom(this.#t).select((eb) => eb.fn.min('run_at').as('next'))
+      .where('state', '=', 'pending').executeTakeFirst();
+    const next = row?.next;
+    return next === null || next === undefined ? null : Number(next);
+  }
+
+  #held(q: Kysely<any>, lease: Lease) {
+    return q.selectFrom(this.#t)
+      .where('id', '=', lease.id).where('state', '=', 'running')
+      .where('lease_owner', '=', this.workerId).where('attempt', '=', lease.attempt);
+  }
+
+  /** The guarded exit from running: only the holder of this exact attempt may move the row. */
+  async #leave(tx: Transaction<DB>, lease: Lease, to: QueueState, cause: Cause, set: Patch<QueueRow<T>>): Promise<QueueRow<T> | undefined> {
+    const q = tx as unknown as Kysely<any>;
+    const row = (await q.updateTable(this.#t)
+      .set({ ...this.#stamp('running', to, this.now(), cause), ...set, state: to, lease_owner: null, lease_expires_at: null })
+      .where('id', '=', lease.id).where('state', '=', 'running')
+      .where('lease_owner', '=', this.workerId).where('attempt', '=', lease.attempt)
+      .returningAll().executeTakeFirst()) as QueueRow<T> | undefined;
+    if (row) await this.#opts.onTransition?.(tx, row, 'running', to, cause);
+    return row;
+  }
+
+  #stamp(from: QueueState, to: QueueState, now: number, cause: Cause): Record<string, unknown> {
+    return (this.#opts.stamp?.({ from, to, now, cause }) ?? {}) as Record<string, unknown>;
+  }
+}

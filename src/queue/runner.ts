@@ -1,0 +1,233 @@
+// Runs a queue: claims up to its free capacity, runs one handler per row with an AbortSignal,
+// keeps leases alive while handlers run, settles each row, rescues expired leases, and sleeps
+// until woken (notify, a LISTEN hint, the earliest future run_at, or the poll interval).
+import type { Db } from '../db/types.ts';
+import { QueueEngine, exponentialBackoff, type FinalState, type Patch, type QueueRow, type QueueTable } from './engine.ts';
+import { Waker, type Wakeups } from './waker.ts';
+
+export type AbortCause = 'canceled' | 'lease-lost' | 'shutdown';
+
+/** The reason on a handler's aborted signal. */
+export class QueueAbortError extends Error {
+  constructor(readonly kind: AbortCause) {
+    super(`queue: ${kind}`);
+    this.name = 'QueueAbortError';
+  }
+}
+
+/** What a handler asks for; returning nothing means finished. */
+export type Outcome<Row> =
+  | { kind: 'complete'; state: FinalState; set?: Patch<Row> }
+  | { kind: 'retry'; runAt?: number; set?: Patch<Row> };
+
+export interface HandlerContext {
+  /** Aborted with a QueueAbortError when the row is canceled, its lease is lost, or the runner stops. */
+  signal: AbortSignal;
+}
+
+export interface RunnerOptions<T extends QueueTable> {
+  engine: QueueEngine<T>;
+  db: Db;
+  handler(row: QueueRow<T>, ctx: HandlerContext): Promise<Outcome<QueueRow<T>> | void>;
+  /** Rows run at once by this runner. Default 10. */
+  concurrency?: number;
+  /** Longest sleep without a wakeup. Default 1000 ms. */
+  pollMs?: number;
+  /** Lease renewal interval. Default a third of the engine's lease. */
+  heartbeatMs?: number;
+  /** How often this runner returns expired leases to pending; 0 disables. Default 5000 ms. */
+  rescueEveryMs?: number;
+  /** Subscribes the runner to wakeups for its table (in-process notify and LISTEN hints). */
+  wakeups?: Wakeups;
+  /** Checked on each heartbeat's fresh copy of a row: true aborts its handler as canceled. */
+  isCancelRequested?(row: QueueRow<T>): boolean;
+  /** Columns to record when a handler throws (e.g. the error message). */
+  errorPatch?(err: unknown, row: QueueRow<T>): Patch<QueueRow<T>>;
+  /** Delay before retrying a row whose handler threw. Default exponentialBackoff(attempt). */
+  backoff?(row: QueueRow<T>, err: unknown): number;
+  log?: { error(obj: object, msg: string): void };
+}
+
+interface InFlight<Row> {
+  row: Row;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+export class QueueRunner<T extends QueueTable> {
+  readonly #o: Required<Pick<RunnerOptions<T>, 'concurrency' | 'pollMs' | 'heartbeatMs' | 'rescueEveryMs'>> & RunnerOptions<T>;
+  readonly #waker = new Waker();
+  readonly #inFlight = new Map<string, InFlight<QueueRow<T>>>();
+  #loop: Promise<void> | undefined;
+  #stopping = false;
+  #timers: NodeJS.Timeout[] = [];
+  #beating = false;
+  #rescuing = false;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(opts: RunnerOptions<T>) {
+    this.#o = {
+      ...opts,
+      concurrency: opts.concurrency ?? 10,
+      pollMs: opts.pollMs ?? 1000,
+      heartbeatMs: opts.heartbeatMs ?? Math.max(10, Math.floor(opts.engine.leaseMs / 3)),
+      rescueEveryMs: opts.rescueEveryMs ?? 5000,
+    };
+    if (!(this.#o.concurrency >= 1)) throw new Error('queue runner: concurrency must be at least 1');
+  }
+
+  /** Rows this runner is running now. */
+  get running(): number {
+    return this.#inFlight.size;
+  }
+
+  start(): void {
+    if (this.#loop) return;
+    this.#unsubscribe = this.#o.wakeups?.on(this.#o.engine.table, () => this.#waker.notify());
+    this.#timers.push(setInterval(() => void this.#heartbeat(), this.#o.heartbeatMs));
+    if (this.#o.rescueEveryMs > 0) {
+      this.#timers.push(setInterval(() => void this.#rescue(), this.#o.rescueEveryMs));
+      void this.#rescue(); // rows a crashed predecessor held need not wait a whole interval
+    }
+    this.#loop = this.#run();
+  }
+
+  /** Due work may exist: look now instead of at the next poll. */
+  notify(): void {
+    this.#waker.notify();
+  }
+
+  /** Aborts the handler of a row this runner is running; false when it is not running here. */
+  cancel(id: string): boolean {
+    const job = this.#inFlight.get(id);
+    if (!job) return false;
+    job.controller.abort(new QueueAbortError('canceled'));
+    return true;
+  }
+
+  /**
+   * Stops claiming and waits for running handlers (their leases kept alive meanwhile). After
+   * `timeoutMs` the rest are aborted as 'shutdown' and get `graceMs` more; a handler still running
+   * after that keeps its row until the lease expires and a rescuer takes it.
+   */
+  async stop(opts: { timeoutMs?: number; graceMs?: number } = {}): Promise<void> {
+    const { timeoutMs = 10_000, graceMs = 2000 } = opts;
+    this.#stopping = true;
+    this.#unsubscribe?.();
+    this.#waker.notify();
+    await this.#loop;
+    const drained = () => Promise.allSettled([...this.#inFlight.values()].map((j) => j.done)).then(() => true);
+    const timeout = (ms: number) => new Promise<false>((r) => setTimeout(() => r(false), ms).unref());
+    if (!(await Promise.race([drained(), timeout(timeoutMs)]))) {
+      for (const job of this.#inFlight.values()) job.controller.abort(new QueueAbortError('shutdown'));
+      await Promise.race([drained(), timeout(graceMs)]);
+    }
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    this.#loop = undefined;
+  }
+
+  async #run(): Promise<void> {
+    const { engine, db, concurrency, pollMs } = this.#o;
+    while (!this.#stopping) {
+      let sleep = pollMs;
+      const free = concurrency - this.#inFlight.size;
+      if (free > 0) {
+        try {
+          const rows = await engine.claim(db, free);
+          if (this.#stopping) {
+            // Claimed while stop() was called: still run them, stop() drains them like the rest.
+            for (const row of rows) this.#start(row);
+            break;
+          }
+          for (const row of rows) this.#start(row);
+          if (rows.length === free) continue; // a full batch: more may be due right now
+          const next = await engine.nextRunAt(db);
+          if (next !== null) {
+            const wait = next - engine.now();
+            // A due row we could not claim is locked by another worker's claim or just deferred;
+            // look again shortly rather than spinning.
+            sleep = Math.min(pollMs, wait > 0 ? wait + 1 : 20);
+          }
+        } catch (err) {
+          this.#o.log?.error({ err, queue: engine.table }, 'queue claim failed');
+        }
+      }
+      await this.#waker.wait(sleep);
+    }
+  }
+
+  #start(row: QueueRow<T>): void {
+    const controller = new AbortController();
+    const job: InFlight<QueueRow<T>> = { row, controller, done: Promise.resolve() };
+    this.#inFlight.set(row.id, job);
+    job.done = this.#execute(job).finally(() => {
+      this.#inFlight.delete(row.id);
+      this.#waker.notify(); // a slot is free
+    });
+  }
+
+  async #execute(job: InFlight<QueueRow<T>>): Promise<void> {
+    const { engine, db, handler } = this.#o;
+    const { row, controller } = job;
+    let outcome: Outcome<QueueRow<T>>;
+    try {
+      outcome = (await handler(row, { signal: controller.signal })) ?? { kind: 'complete', state: 'finished' };
+    } catch (err) {
+      outcome = this.#onThrow(row, err, controller.signal);
+    }
+    try {
+      // The engine ignores a stale lease, so a handler that outlived its lease changes nothing.
+      if (outcome.kind === 'complete') await engine.complete(db, row, { state: outcome.state, set: outcome.set });
+      else await engine.retry(db, row, { runAt: outcome.runAt, set: outcome.set });
+    } catch (err) {
+      // The lease expires and the rescuer returns the row; nothing is lost.
+      this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed');
+    }
+  }
+
+  #onThrow(row: QueueRow<T>, err: unknown, signal: AbortSignal): Outcome<QueueRow<T>> {
+    const set = this.#o.errorPatch?.(err, row);
+    const cause = signal.aborted && signal.reason instanceof QueueAbortError ? signal.reason.kind : undefined;
+    if (cause === 'canceled') return { kind: 'complete', state: 'canceled', set };
+    if (cause === 'shutdown') return { kind: 'retry', runAt: this.#o.engine.now(), set };
+    const delay = this.#o.backoff ? this.#o.backoff(row, err) : exponentialBackoff(row.attempt);
+    return { kind: 'retry', runAt: this.#o.engine.now() + delay, set };
+  }
+
+  async #heartbeat(): Promise<void> {
+    if (this.#beating || this.#inFlight.size === 0) return;
+    this.#beating = true;
+    try {
+      const jobs = [...this.#inFlight.values()];
+      const held = await this.#o.engine.heartbeat(this.#o.db, jobs.map((j) => j.row));
+      const fresh = new Map(held.map((r) => [r.id, r]));
+      for (const job of jobs) {
+        const row = fresh.get(job.row.id);
+        if (!row) {
+          // Only abort if the job is still the one we asked about (it may have just finished).
+          if (this.#inFlight.get(job.row.id) === job) job.controller.abort(new QueueAbortError('lease-lost'));
+        } else if (this.#o.isCancelRequested?.(row)) {
+          job.controller.abort(new QueueAbortError('canceled'));
+        }
+      }
+    } catch (err) {
+      this.#o.log?.error({ err, queue: this.#o.engine.table }, 'queue heartbeat failed');
+    } finally {
+      this.#beating = false;
+    }
+  }
+
+  async #rescue(): Promise<void> {
+    if (this.#rescuing || this.#stopping) return;
+    this.#rescuing = true;
+    try {
+      const rows = await this.#o.engine.rescue(this.#o.db);
+      if (rows.length > 0) this.#waker.notify();
+    } catch (err) {
+      this.#o.log?.error({ err, queue: this.#o.engine.table }, 'queue rescue failed');
+    } finally {
+      this.#rescuing = false;
+    }
+  }
+}
