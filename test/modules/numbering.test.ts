@@ -40,6 +40,25 @@ forEachEngine('numbering providers', (h) => {
     return res.body.details.numberingProviders;
   }
 
+  it('concurrent updates of one provider merge their settings; neither is lost', async () => {
+    const { r, o } = await tenant();
+    assert.equal((await add(r.token, o.id, { providerId: 'twilio', config: { accountSid: sid(), authToken: authToken() } })).status, 200);
+    const mg = () => `MG${crypto.randomBytes(16).toString('hex')}`;
+    for (let round = 0; round < 5; round++) {
+      const phone = `+1415555${String(1000 + round)}`;
+      const service = mg();
+      const [a, b] = await Promise.all([
+        put(r.token, o.id, { providerId: 'twilio', config: { phoneNumber: phone } }),
+        put(r.token, o.id, { providerId: 'twilio', config: { messagingServiceSid: service } }),
+      ]);
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+      assert.equal(b.status, 200, JSON.stringify(b.body));
+      const config = JSON.parse((await rows(o.id))[0].config);
+      assert.equal(config.phoneNumber, phone);
+      assert.equal(config.messagingServiceSid, service);
+    }
+  });
+
   // ── catalog ─────────────────────────────────────────────────────────────────
 
   it('a reseller and a partner list twilio and simulated with their required settings', async () => {

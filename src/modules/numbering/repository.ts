@@ -5,9 +5,10 @@ export const numberingRepo = {
   async listForOrg(db: Executor, orgId: number): Promise<NumberingProviderRow[]> {
     return db.selectFrom('numbering_providers').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
   },
-  async find(db: Executor, orgId: number, providerId: string): Promise<NumberingProviderRow | undefined> {
-    return db.selectFrom('numbering_providers').selectAll().where('org_id', '=', orgId)
-      .where('provider_id', '=', providerId).executeTakeFirst();
+  /** `lock` takes a row lock: PostgreSQL only (SQLite has no FOR UPDATE; its single writer serialises writes). */
+  async find(db: Executor, orgId: number, providerId: string, opts: { lock?: boolean } = {}): Promise<NumberingProviderRow | undefined> {
+    const q = db.selectFrom('numbering_providers').selectAll().where('org_id', '=', orgId).where('provider_id', '=', providerId);
+    return (opts.lock ? q.forUpdate() : q).executeTakeFirst();
   },
   async insert(db: Executor, row: Omit<NumberingProviderRow, 'id'>): Promise<NumberingProviderRow> {
     return db.insertInto('numbering_providers').values(row).returningAll().executeTakeFirstOrThrow();

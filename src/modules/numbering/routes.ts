@@ -16,7 +16,7 @@ const Body = (requireConfig: boolean) => Type.Object({
 const TargetOrg = Type.Object({ targetOrganizationId: AccountId('Organization id') });
 
 export async function numberingRoutes(app: App, ctx: AppContext): Promise<void> {
-  const numbering = numberingService({ db: ctx.database.db, box: ctx.box });
+  const numbering = numberingService({ db: ctx.database.db, dialect: ctx.database.dialect, box: ctx.box });
 
   app.get('/api/v2/numberingProviders', {
     schema: { operationId: 'listNumberingProviders', tags, security: Security,

@@ -1,5 +1,5 @@
 // Numbering providers of an organization: the carriers its calls and texts go through.
-import type { Db } from '../../db/types.ts';
+import type { Db, Dialect } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
@@ -11,7 +11,7 @@ import { numberingRepo } from './repository.ts';
 
 export interface ProviderBody { providerId: string; default?: boolean; enabled?: boolean; config?: Record<string, string> }
 
-export function numberingService(deps: { db: Db; box: SecretBox }) {
+export function numberingService(deps: { db: Db; dialect: Dialect; box: SecretBox }) {
   const { db, box } = deps;
   const ancestors = ['partner', 'reseller'] as const;
 
@@ -54,13 +54,15 @@ export function numberingService(deps: { db: Db; box: SecretBox }) {
       scope.requireActor(ancestors, 'update a numbering provider');
       const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
       const spec = providerSpec(body.providerId, 'providerId');
-      const row = await numberingRepo.find(db, org.id, spec.providerId);
-      if (!row) throw new NotFound(`providerId '${spec.providerId}' is not configured for organization ${org.id}`);
       if (body.default === undefined && body.enabled === undefined && body.config === undefined) {
         throw new Invalid('nothing to update: send default, enabled or config');
       }
       const patch = body.config ? normalizeProviderConfig(spec, body.config, 'config', true) : undefined;
+      // Read and write in one transaction, the row locked on PostgreSQL, so two concurrent
+      // updates merge their settings instead of one overwriting the other.
       const updated = await db.transaction().execute(async (tx) => {
+        const row = await numberingRepo.find(tx, org.id, spec.providerId, { lock: deps.dialect === 'postgres' });
+        if (!row) throw new NotFound(`providerId '${spec.providerId}' is not configured for organization ${org.id}`);
         const config = { ...JSON.parse(row.config), ...(patch?.config ?? {}) };
         const secrets = { ...(row.secrets ? box.openJson<Record<string, string>>(row.secrets) : {}), ...(patch?.secrets ?? {}) };
         await numberingRepo.update(tx, row.id, {

@@ -65,7 +65,8 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
       if (given.length > VISIBLE_PREFIX_LENGTH) {
         const row = await tokenRepo.findByHash(db, hashToken(given));
         if (row) {
-          const owner = await scope.account(row.account_id).catch(() => undefined);
+          // Only "not in your subtree" becomes a 404; a database failure stays a failure.
+          const owner = await scope.account(row.account_id).catch((err) => { if (err instanceof NotFound) return undefined; throw err; });
           if (owner && (targetAccountId === undefined || owner.id === targetAccountId)) {
             deleted = await tokenRepo.deleteForAccount(db, owner.id, { hash: row.hash });
           }
