@@ -9,6 +9,7 @@ import { ConfigError, loadConfig, type Config, type Role } from './config.ts';
 import { openDatabase, type Database } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { loadSecretKey, SecretBox } from './lib/crypto.ts';
+import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
 import { maintenanceJobs, Worker } from './worker.ts';
 
@@ -55,6 +56,15 @@ async function prepare(config: Config, database: Database, log: pino.Logger): Pr
 }
 
 async function serve(config: Config, role: Role, log: pino.Logger): Promise<void> {
+  let lock: { release(): void } | undefined;
+  if (!config.databaseUrl) {
+    try {
+      lock = lockDataDir(config.dataDir);
+    } catch (err) {
+      if (err instanceof DataDirLocked) throw new StartupError(err.message);
+      throw err;
+    }
+  }
   const database = open(config);
   log.info({ database: database.description, role }, 'starting');
   await prepare(config, database, log);

@@ -150,6 +150,29 @@ describe('callplane serve (SQLite)', () => {
     }
   });
 
+  it('a second serve on the same SQLite DATA_DIR is refused while the first runs, and allowed after it stops', async () => {
+    const dir = tempDir();
+    const first = await start(['serve'], { DATA_DIR: dir });
+    try {
+      await first.waitFor(READY);
+      assert.equal(fs.readFileSync(path.join(dir, 'serve.pid'), 'utf8').trim(), String(first.child.pid));
+      const second = await run(['serve', '--role', 'worker'], { DATA_DIR: dir });
+      assert.equal(second.code, 1, second.output);
+      assert.match(second.stderr, new RegExp(`^callplane: another callplane process \\(pid ${first.child.pid}\\) is serving`, 'm'));
+    } finally {
+      assert.equal((await first.stop()).code, 0);
+    }
+    assert.ok(!fs.existsSync(path.join(dir, 'serve.pid')), 'the pid file is removed on a clean stop');
+    // A pid file left by a process that no longer exists (as after SIGKILL) is taken over.
+    fs.writeFileSync(path.join(dir, 'serve.pid'), '2147483646\n');
+    const again = await start(['serve'], { DATA_DIR: dir });
+    try {
+      await again.waitFor(READY);
+    } finally {
+      assert.equal((await again.stop()).code, 0);
+    }
+  });
+
   it('request logs never carry the token, however the query spells it', async () => {
     assert.ok(firstToken, 'depends on the first start');
     const p = await start(['serve'], { DATA_DIR: dataDir });
