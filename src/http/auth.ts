@@ -8,14 +8,13 @@ import { ANCESTOR_COLUMN, accountRepo } from '../modules/accounts/repository.ts'
 import { tokenRepo } from '../modules/tokens/repository.ts';
 import { hashToken } from '../lib/crypto.ts';
 import { Forbidden, NotFound, Unauthorized } from './errors.ts';
+import { MAX_ACCOUNT_ID } from './schemas.ts';
 
 export const KIND_LEVEL: Record<AccountKind, number> = { partner: 0, reseller: 1, organization: 2, agent: 3 };
 export const KIND_LABEL: Record<AccountKind, string> = {
   partner: 'Partner', reseller: 'Reseller', organization: 'Organization', agent: 'Account',
 };
 
-/** Account ids are 32-bit serials on PostgreSQL. */
-const MAX_ACCOUNT_ID = 2_147_483_647;
 
 export class Scope {
   constructor(readonly db: Db, readonly actor: AccountRow, readonly token: Pick<TokenRow, 'id' | 'type'>) {}

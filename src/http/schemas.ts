@@ -25,8 +25,9 @@ export function errors(...codes: number[]): Record<number, TSchema> {
 }
 
 /** An id of an account at any level of the ladder: a positive integer, sent as a number or a string. */
-// The maximum is PostgreSQL's integer range: a larger id would fail inside the query (a 500).
-export const AccountId = (description: string) => Type.Integer({ minimum: 1, maximum: 2147483647, description });
+/** Account ids are 32-bit serials on PostgreSQL: a larger id would fail inside the query (a 500). */
+export const MAX_ACCOUNT_ID = 2_147_483_647;
+export const AccountId = (description: string) => Type.Integer({ minimum: 1, maximum: MAX_ACCOUNT_ID, description });
 
 export const PaginationQuery = {
   pagination: Type.Optional(Type.Boolean({ description: 'Whether to paginate; without it every row is returned' })),

@@ -10,6 +10,9 @@ export const ANCESTOR_COLUMN = {
   agent: 'id',
 } as const satisfies Record<AccountKind, string>;
 
+export type NewAccountFields = Omit<NewAccount, 'kind' | 'parent_id' | 'partner_id' | 'reseller_id' | 'org_id' | 'details' | 'created_at' | 'updated_at'>
+  & { details?: string };
+
 export interface ListFilter {
   kind: AccountKind;
   /** Restrict to descendants of this account (by its kind's ancestor column). */
@@ -25,7 +28,16 @@ export const accountRepo = {
     return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
   },
 
-  async insert(db: Executor, row: NewAccount): Promise<AccountRow> {
+  /**
+   * A new account of `kind` under `parent` (null: the root partner). The ancestor columns come
+   * from the parent; settings not named keep their column defaults (NULL, 0 or '{}').
+   */
+  async create(db: Executor, kind: AccountKind, parent: AccountRow | null, fields: NewAccountFields, now: number): Promise<AccountRow> {
+    const row: NewAccount = {
+      details: '{}', ...fields, kind, created_at: now, updated_at: now,
+      parent_id: parent?.id ?? null, partner_id: parent?.partner_id ?? null,
+      reseller_id: parent?.reseller_id ?? null, org_id: parent?.org_id ?? null,
+    };
     const inserted = await db.insertInto('accounts').values(row).returningAll().executeTakeFirstOrThrow();
     // Every row names itself in its own kind's ancestor column, so that "X is within P"
     // is always `X[column of P's kind] = P.id`.

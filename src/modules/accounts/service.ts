@@ -8,6 +8,7 @@ import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { pageInfo, pageOf, type PageQuery } from '../../http/pagination.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { canonicalTimeZone, isEmail } from '../../lib/checks.ts';
 import { flag, nowMs } from '../../lib/time.ts';
 import { accountRepo, ANCESTOR_COLUMN } from './repository.ts';
 import { ACCOUNT_TYPE, presentAccount, presentIntegration, presentProvider } from './present.ts';
@@ -59,7 +60,6 @@ export interface SearchInput extends PageQuery {
   billingId?: string; externalAccountId?: string; [range: string]: unknown;
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const PROFILE_FIELDS = ['firstName', 'lastName', 'description', 'image', 'businessName', 'businessAddress'] as const;
 const NAME_FIELD: Record<AccountKind, keyof AccountDetailsInput> = {
   partner: 'partnerName', reseller: 'resellerName', organization: 'orgName', agent: 'accountName',
@@ -188,17 +188,12 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       if (!input.resellerName.trim()) throw new Invalid('resellerName must not be empty');
       const now = nowMs();
       const reseller = await write(async (tx) => {
-        const row = await accountRepo.insert(tx, {
-          kind: 'reseller', parent_id: partner.id, partner_id: partner.id, reseller_id: null, org_id: null,
+        const row = await accountRepo.create(tx, 'reseller', partner, {
           name: input.resellerName.trim(), email: input.email?.toLowerCase() ?? null,
-          external_account_id: null, external_billing_id: null,
           product_plan_id: input.productPlanId ?? null, offered_product_plan_id: input.offeredProductPlanId ?? null,
-          sell_plan_id: input.sellPlanId ?? null, product_plan_term: null, sms_brand_id: null, sms_campaign_id: null,
-          hipaa_setting: null, hipaa_enabled_default: flag(input.hipaaEnabledDefault === true),
-          org_account_type: null, active: flag(input.resellerStatus !== 'disabled'),
-          billing_id: null, billing_subscription_id: null, canceled_at: null, timezone: null,
-          details: '{}', created_at: now, updated_at: now,
-        });
+          sell_plan_id: input.sellPlanId ?? null, hipaa_enabled_default: flag(input.hipaaEnabledDefault === true),
+          active: flag(input.resellerStatus !== 'disabled'),
+        }, now);
         await inviteAdmin(tx, row.id, input.email, now);
         return row;
       });
@@ -217,34 +212,26 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       scope.requireActor(['partner', 'reseller'], 'create an organization');
       const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId');
       if (!input.orgName.trim()) throw new Invalid('orgName must not be empty');
-      if (input.email !== undefined && !EMAIL.test(input.email)) throw new Invalid('email must be a valid email address');
-      if (input.timezone !== undefined && !isTimeZone(input.timezone)) throw new Invalid(`timezone '${input.timezone}' is not an IANA time zone`);
+      if (input.email !== undefined && !isEmail(input.email)) throw new Invalid('email must be a valid email address');
+      const timezone = input.timezone === undefined ? undefined : canonicalTimeZone(input.timezone);
+      if (input.timezone !== undefined && !timezone) throw new Invalid(`timezone '${input.timezone}' is not an IANA time zone`);
       const providers = validateProviders(input.numberingProviders);
       const integrations = validateIntegrations(input.integrations);
       const now = nowMs();
       const org = await write(async (tx) => {
-        const row = await accountRepo.insert(tx, {
-          kind: 'organization', parent_id: reseller.id, partner_id: reseller.partner_id, reseller_id: reseller.id, org_id: null,
+        const row = await accountRepo.create(tx, 'organization', reseller, {
           name: input.orgName.trim(), email: input.email?.toLowerCase() ?? null,
           external_account_id: externalId(input.externalAccountId) ?? null, external_billing_id: input.externalBillingId ?? null,
           // A blank productPlanId is an omitted one: the organization still needs a plan.
           product_plan_id: input.productPlanId?.trim() || reseller.sell_plan_id || deps.config.defaultPlanId,
-          offered_product_plan_id: input.offeredProductPlanId ?? null, sell_plan_id: null, product_plan_term: null,
+          offered_product_plan_id: input.offeredProductPlanId ?? null,
           vida_premium: flag(input.vidaPremium === true), sms_enabled: flag(input.smsEnabled === true),
           sms_brand_id: input.smsBrandId ?? null, sms_campaign_id: input.smsCampaignId ?? null,
           hipaa_setting: input.hipaaSetting ?? 'inherit', org_account_type: input.orgAccountType ?? 'customer',
-          billing_id: null, billing_subscription_id: null, canceled_at: null, timezone: input.timezone ?? null,
-          details: '{}', created_at: now, updated_at: now,
-        });
+          timezone: timezone ?? null,
+        }, now);
         // Every organization starts with one agent account, so tasks can be queued at once.
-        await accountRepo.insert(tx, {
-          kind: 'agent', parent_id: row.id, partner_id: row.partner_id, reseller_id: row.reseller_id, org_id: row.id,
-          name: input.accountName?.trim() || `${row.name} Agent`, email: null,
-          external_account_id: null, external_billing_id: null, product_plan_id: null, offered_product_plan_id: null,
-          sell_plan_id: null, product_plan_term: null, sms_brand_id: null, sms_campaign_id: null, hipaa_setting: null,
-          org_account_type: null, billing_id: null, billing_subscription_id: null, canceled_at: null, timezone: null,
-          details: '{}', created_at: now, updated_at: now,
-        });
+        await accountRepo.create(tx, 'agent', row, { name: input.accountName?.trim() || `${row.name} Agent` }, now);
         for (const p of providers) {
           await numberingRepo.insert(tx, {
             org_id: row.id, provider_id: p.providerId, is_default: flag(p.isDefault), enabled: flag(p.enabled),
@@ -297,7 +284,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
         patch.name = input[field]!.trim();
       }
       if (input.email !== undefined) {
-        if (!EMAIL.test(input.email)) throw new Invalid('email must be a valid email address');
+        if (!isEmail(input.email)) throw new Invalid('email must be a valid email address');
         patch.email = input.email.toLowerCase();
       }
       const profile = JSON.parse(account.details) as Record<string, string>;
@@ -319,14 +306,10 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       const integrations = validateIntegrations(input.integrations);
       const now = nowMs();
       const agent = await write(async (tx) => {
-        const row = await accountRepo.insert(tx, {
-          kind: 'agent', parent_id: org.id, partner_id: org.partner_id, reseller_id: org.reseller_id, org_id: org.id,
-          name: input.accountName?.trim() || `${org.name} Agent`, email: null,
+        const row = await accountRepo.create(tx, 'agent', org, {
+          name: input.accountName?.trim() || `${org.name} Agent`,
           external_account_id: externalId(input.externalAccountId) ?? null, external_billing_id: input.externalBillingId ?? null,
-          product_plan_id: null, offered_product_plan_id: null, sell_plan_id: null, product_plan_term: null,
-          sms_brand_id: null, sms_campaign_id: null, hipaa_setting: null, org_account_type: null, billing_id: null,
-          billing_subscription_id: null, canceled_at: null, timezone: null, details: '{}', created_at: now, updated_at: now,
-        });
+        }, now);
         await insertIntegrations(tx, row, integrations, now);
         return row;
       }, input.externalAccountId);
@@ -351,7 +334,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       for (const [field, value] of Object.entries(input) as [keyof UpdateOrganizationInput, unknown][]) {
         switch (field) {
           case 'email':
-            if (!EMAIL.test(String(value))) failed.push({ field, message: "Invalid email provided. Doesn't look like a valid email address." });
+            if (!isEmail(String(value))) failed.push({ field, message: "Invalid email provided. Doesn't look like a valid email address." });
             else set(field, () => (patch.email = String(value).toLowerCase()));
             break;
           case 'orgName':
@@ -372,10 +355,12 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
           case 'externalBillingId': set(field, () => (patch.external_billing_id = value as string | null)); break;
           case 'hipaaSetting': set(field, () => (patch.hipaa_setting = value as string)); break;
           case 'orgAccountType': set(field, () => (patch.org_account_type = value as string)); break;
-          case 'timezone':
-            if (!isTimeZone(String(value))) failed.push({ field, message: `timezone '${value}' is not an IANA time zone` });
-            else set(field, () => (patch.timezone = String(value)));
+          case 'timezone': {
+            const zone = canonicalTimeZone(String(value));
+            if (!zone) failed.push({ field, message: `timezone '${value}' is not an IANA time zone` });
+            else set(field, () => (patch.timezone = zone));
             break;
+          }
           default: break;
         }
       }
@@ -469,12 +454,3 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
 }
 
 export type AccountService = ReturnType<typeof accountService>;
-
-export function isTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -7,9 +7,9 @@ import type { Scope } from '../../http/auth.ts';
 import { ANCESTOR_COLUMN } from '../accounts/repository.ts';
 import { bool, nowMs, toUnixSeconds } from '../../lib/time.ts';
 import { memberRepo } from './repository.ts';
+import { isEmail } from '../../lib/checks.ts';
 
 const HOLDERS = ['partner', 'reseller', 'organization'] as const;
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const ROLE = /^[a-z][a-z0-9_-]{0,31}$/;
 
 export interface InviteInput {
@@ -43,7 +43,7 @@ export function memberService(deps: { db: Db }) {
   }
 
   function checkEmail(email: string): string {
-    if (!EMAIL.test(email)) throw new Invalid('email must be a valid email address');
+    if (!isEmail(email)) throw new Invalid('email must be a valid email address');
     return email.toLowerCase();
   }
 

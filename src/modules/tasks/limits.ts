@@ -1,6 +1,8 @@
 // An organization's task limits: their shape and validation, the wall-clock arithmetic they need
 // (business hours and daily rollover in a time zone, DST included, with Intl only), and the
 // admission rule the queue applies when it is about to claim a call or text. Pure functions.
+import { canonicalTimeZone } from '../../lib/checks.ts';
+
 
 export interface BusinessHours {
   /** IANA time zone the window is read in. */
@@ -200,23 +202,11 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/**
- * A real IANA zone name, as the runtime's time-zone data knows it. Offsets such as "+05:00" are
- * refused even where Intl accepts them: they have no DST rules and are not zones. The name is
- * returned in its canonical case ("america/chicago" → "America/Chicago"), but an alias is kept as
- * written (ICU would turn "Asia/Kolkata" into "Asia/Calcutta").
- */
+/** A real IANA zone name in its canonical case (see canonicalTimeZone), or a message. */
 export function validTimeZone(value: unknown): Checked<string> {
   if (typeof value !== 'string' || value.trim() === '') return fail('must be an IANA time zone name, such as America/New_York');
-  const name = value.trim();
-  if (!/^[A-Za-z]/.test(name)) return fail(`'${name}' is not an IANA time zone`);
-  let resolved: string;
-  try {
-    resolved = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
-  } catch {
-    return fail(`'${name}' is not an IANA time zone`);
-  }
-  return { ok: true, value: resolved.toLowerCase() === name.toLowerCase() ? resolved : name };
+  const zone = canonicalTimeZone(value);
+  return zone ? { ok: true, value: zone } : fail(`'${value.trim()}' is not an IANA time zone`);
 }
 
 /** Minutes since midnight for "HH:MM" (00:00–23:59, and 24:00 when `allowEndOfDay`). */

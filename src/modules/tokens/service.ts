@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import type { AccountRow, Db, Dialect, Executor, TokenRow } from '../../db/types.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
+import { isEmail } from '../../lib/checks.ts';
 import { hashToken, newToken, tokenPrefix, VISIBLE_PREFIX_LENGTH } from '../../lib/crypto.ts';
 import { nowMs, toUnixSeconds } from '../../lib/time.ts';
 import { accountRepo, ANCESTOR_COLUMN } from '../accounts/repository.ts';
@@ -82,7 +83,7 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
     async oneTime(scope: Scope, q: { email: string; externalAccountId?: string; customerId?: string }) {
       scope.requireActor(['partner', 'reseller'], 'generate a one-time auth token');
       const email = q.email.trim().toLowerCase();
-      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new Invalid('email must be a valid email address');
+      if (!isEmail(email)) throw new Invalid('email must be a valid email address');
       let account: AccountRow | undefined;
       if (q.customerId !== undefined) {
         if (!/^\d+$/.test(q.customerId)) throw new Invalid('customerId must be an account id');
@@ -147,13 +148,7 @@ export async function bootstrapAdmin(db: Db, dialect: Dialect, adminToken: strin
     const created = !partner;
     if (!partner) {
       const now = nowMs();
-      partner = await accountRepo.insert(tx, {
-        kind: 'partner', parent_id: null, partner_id: null, reseller_id: null, org_id: null, name: 'Partner', email: null,
-        external_account_id: null, external_billing_id: null, product_plan_id: null, offered_product_plan_id: null,
-        sell_plan_id: null, product_plan_term: null, sms_brand_id: null, sms_campaign_id: null, hipaa_setting: null,
-        org_account_type: null, billing_id: null, billing_subscription_id: null, canceled_at: null, timezone: null,
-        details: '{}', created_at: now, updated_at: now,
-      });
+      partner = await accountRepo.create(tx, 'partner', null, { name: 'Partner' }, now);
     }
     const base = { type: 'admin' as const, created_by: null, expires_at: null, used_at: null, created_at: nowMs(), account_id: partner.id };
     if (adminToken) {
