@@ -74,6 +74,13 @@ export const accountRepo = {
     return { rows: await rows.execute(), total: Number(n) };
   },
 
+  /** The organization's oldest agent (the one created with it), without counting the others. */
+  async firstAgentId(db: Executor, orgId: number): Promise<number | null> {
+    const r = await db.selectFrom('accounts').select('id').where('org_id', '=', orgId).where('kind', '=', 'agent')
+      .orderBy('id').limit(1).executeTakeFirst();
+    return r?.id ?? null;
+  },
+
   async findByExternalId(db: Executor, within: Pick<AccountRow, 'id' | 'kind'>, externalAccountId: string): Promise<AccountRow[]> {
     return db.selectFrom('accounts').selectAll()
       .where(ANCESTOR_COLUMN[within.kind], '=', within.id)

@@ -155,14 +155,14 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
   }
 
   async function organizationView(org: AccountRow, ex: Executor = db) {
-    const [providers, integrations, agents] = await Promise.all([
+    const [providers, integrations, defaultAccountId] = await Promise.all([
       numberingRepo.listForOrg(ex, org.id),
       integrationRepo.listForAccount(ex, org.id),
-      accountRepo.list(ex, { kind: 'agent', within: org, limit: 1 }),
+      accountRepo.firstAgentId(ex, org.id),
     ]);
     return {
       ...presentAccount(org),
-      defaultAccountId: agents.rows[0]?.id ?? null,
+      defaultAccountId,
       numberingProviders: providers.map((p) => presentProvider(p, box)),
       integrations: integrations.map((i) => presentIntegration(i, box)),
     };
