@@ -18,6 +18,8 @@ import { accountRoutes } from './modules/accounts/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
 import { memberRoutes } from './modules/members/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
+import { taskRoutes } from './modules/tasks/routes.ts';
+import type { TaskRuntime } from './modules/tasks/runtime.ts';
 
 export interface AppDeps {
   config: Config;
@@ -26,6 +28,8 @@ export interface AppDeps {
   /** A pino logger; without one the app logs nothing (tests). */
   logger?: FastifyBaseLogger;
   metrics?: Metrics;
+  /** The process's task queue (shared with its worker); without one the API makes its own. */
+  tasks?: TaskRuntime;
 }
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -135,6 +139,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(accountRoutes, ctx);
   await app.register(memberRoutes, ctx);
   await app.register(numberingRoutes, ctx);
+  await app.register(taskRoutes, ctx);
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;

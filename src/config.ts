@@ -20,9 +20,37 @@ export interface Config {
   readonly defaultPlanId: string;
   readonly oneTimeTokenTtlSeconds: number;
   readonly dbPoolSize: number;
+  /** Tasks one worker process runs at once (CALLPLANE_WORKER_CONCURRENCY). */
+  readonly workerConcurrency: number;
+  /** How long an answered SIMULATED call lasts, in seconds (CALLPLANE_SIMULATED_CALL_SECONDS). */
+  readonly simulatedCallSeconds: number;
+  /** Longest a call is followed before we end it or give up waiting for its final status. */
+  readonly callMaxSeconds: number;
+  /**
+   * Lets outbound HTTP reach private, loopback and link-local addresses and non-Twilio API bases
+   * (development and tests only; CALLPLANE_ALLOW_PRIVATE_TARGETS).
+   */
+  readonly allowPrivateTargets: boolean;
 }
 
 export class ConfigError extends Error {}
+
+function num(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be a number between ${min} and ${max} (got '${raw}')`);
+  }
+  return n;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'false' || raw === '0' || raw === 'no') return false;
+  if (raw === 'true' || raw === '1' || raw === 'yes') return true;
+  throw new ConfigError(`${name} must be true or false (got '${env[name]}')`);
+}
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -72,5 +100,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultPlanId: env.CALLPLANE_DEFAULT_PLAN_ID || 'standard',
     oneTimeTokenTtlSeconds: int(env, 'CALLPLANE_ONE_TIME_TOKEN_TTL_SECONDS', 300, 10, 3600),
     dbPoolSize: int(env, 'CALLPLANE_DB_POOL_SIZE', 10, 1, 200),
+    workerConcurrency: int(env, 'CALLPLANE_WORKER_CONCURRENCY', 50, 1, 1000),
+    simulatedCallSeconds: num(env, 'CALLPLANE_SIMULATED_CALL_SECONDS', 3, 0, 9999),
+    callMaxSeconds: int(env, 'CALLPLANE_CALL_MAX_SECONDS', 3600, 1, 86_400),
+    allowPrivateTargets: bool(env, 'CALLPLANE_ALLOW_PRIVATE_TARGETS'),
   });
 }

@@ -12,6 +12,7 @@ import { loadSecretKey, SecretBox } from './lib/crypto.ts';
 import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
 import { maintenanceJobs, Worker } from './worker.ts';
+import { TaskRuntime } from './modules/tasks/runtime.ts';
 
 const USAGE = `usage: callplane [serve] [--role api|worker|all]
        callplane migrate
@@ -75,8 +76,11 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   const box = new SecretBox(key);
   const stops: (() => Promise<void>)[] = [];
   let port: number | undefined;
+  const tasks = new TaskRuntime({ database, config, box, log: log.child({ component: 'tasks' }) });
 
   if (role === 'worker' || role === 'all') {
+    await tasks.startWorker();
+    stops.push(() => tasks.stop());
     const worker = new Worker(maintenanceJobs(database), log.child({ component: 'worker' }));
     worker.start();
     // The worker's timers are unref'd (so tests and embedders are never held open); without a
@@ -85,7 +89,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     stops.push(async () => { clearInterval(keepAlive); await worker.stop(); });
   }
   if (role === 'api' || role === 'all') {
-    const app = await buildApp({ config, database, box, logger: log });
+    const app = await buildApp({ config, database, box, logger: log, tasks });
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (err) {

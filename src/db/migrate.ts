@@ -4,11 +4,13 @@ import type { Database } from './index.ts';
 import type { Dialect } from './types.ts';
 import { foundation } from './migrations/0001-foundation.ts';
 import { tasks } from './migrations/0002-tasks.ts';
+import { taskContent } from './migrations/0003-task-content.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
     '0002-tasks': tasks(dialect),
+    '0003-task-content': taskContent(dialect),
   };
 }
 

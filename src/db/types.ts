@@ -136,6 +136,10 @@ export interface TasksTable {
   target: string | null;
   context: string | null;
   greeting: string | null;
+  /** The body of a text. */
+  content: string | null;
+  /** Context for this task only (the agent operations' `taskContext`). */
+  task_context: string | null;
   wait_to_greet: ColumnType<Flag, Flag | undefined, Flag>;
   /** JSON of the caller's metadata. */
   meta: string | null;
@@ -185,6 +189,18 @@ export interface OrgTaskLimitsTable {
 export interface OrgSemaphoresTable {
   org_id: number;
   running: ColumnType<number, number | undefined, number>;
+  /** concurrencyPerRun, copied here so the claim can skip full organizations in SQL. */
+  max_running: ColumnType<number, number | undefined, number>;
+}
+
+/** Tasks of an organization by state, kept by every insert, transition and delete. */
+export interface OrgTaskCountsTable {
+  org_id: number;
+  pending: ColumnType<number, number | undefined, number>;
+  running: ColumnType<number, number | undefined, number>;
+  finished: ColumnType<number, number | undefined, number>;
+  failed: ColumnType<number, number | undefined, number>;
+  canceled: ColumnType<number, number | undefined, number>;
 }
 
 export interface OrgDailyCountersTable {
@@ -209,6 +225,7 @@ export interface DB {
   org_task_limits: OrgTaskLimitsTable;
   org_semaphores: OrgSemaphoresTable;
   org_daily_counters: OrgDailyCountersTable;
+  org_task_counts: OrgTaskCountsTable;
   target_cooldowns: TargetCooldownsTable;
 }
 

@@ -1,7 +1,7 @@
 // The durable queue: claim / lease / heartbeat / complete / retry / rescue over any table that has
 // the queue columns (tasks now, webhook deliveries next). Owners plug in through hooks that run in
 // the same transaction as the state change (admission limits, semaphores, outbox events, counters).
-import { sql, type Expression, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable, type SqlBool, type Transaction } from 'kysely';
 import type { DB, Dialect, Executor, QueueState } from '../db/types.ts';
 
 /** The columns a table needs to be a queue. */
@@ -51,6 +51,12 @@ export interface QueueHooks<Row> {
    * take those locks in the same order instead of deadlocking on PostgreSQL.
    */
   admitOrder?(a: Row, b: Row): number;
+  /**
+   * Narrows the claim's candidates with SQL, before admit() runs: rows that certainly cannot start
+   * (their organization's semaphore is full) are then never selected, locked or deferred one by
+   * one. admit() stays the authority; this only saves work.
+   */
+  claimFilter?(eb: ExpressionBuilder<any, any>): Expression<SqlBool>;
   /**
    * Runs after every state change, in its transaction, with the row as written. Throwing rolls the
    * change back. Every exit from `running` comes through here, so it is where semaphores are released.
@@ -137,6 +143,7 @@ export class QueueEngine<T extends QueueTable> {
         let select = q.selectFrom(this.#t).selectAll()
           .where('state', '=', 'pending').where('run_at', '<=', now)
           .orderBy('run_at').orderBy('id').limit(want);
+        if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
         if (this.#opts.dialect === 'postgres') select = select.forUpdate().skipLocked();
         const candidates = (await select.execute()) as QueueRow<T>[];
         if (candidates.length === 0) break;
@@ -277,11 +284,15 @@ export class QueueEngine<T extends QueueTable> {
     });
   }
 
-  /** The earliest run_at among pending rows (due or not), or null when none are pending. */
+  /** The earliest run_at among pending rows the claim would consider (due or not), or null. */
   async nextRunAt(ex: Executor): Promise<number | null> {
     const q = ex as unknown as Kysely<any>;
-    const row = await q.selectFrom(this.#t).select((eb) => eb.fn.min('run_at').as('next'))
-      .where('state', '=', 'pending').executeTakeFirst();
+    let select = q.selectFrom(this.#t).select((eb) => eb.fn.min('run_at').as('next'))
+      .where('state', '=', 'pending');
+    // Rows the claim would not select (a full semaphore) do not make anything due: their release
+    // wakes the runners instead.
+    if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
+    const row = await select.executeTakeFirst();
     const next = row?.next;
     return next === null || next === undefined ? null : Number(next);
   }

@@ -12,6 +12,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { SecretBox } from '../../src/lib/crypto.ts';
 import { bootstrapAdmin } from '../../src/modules/tokens/service.ts';
 import { createScratchPgDatabase } from './scratch-pg.ts';
+import { TaskRuntime, type TaskRuntimeDeps } from '../../src/modules/tasks/runtime.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 export const PG_URL = process.env.TEST_DATABASE_URL;
@@ -30,6 +31,8 @@ export interface Harness {
   box: SecretBox;
   partnerId: number;
   adminToken: string;
+  /** The task queue of this harness; its runner runs only when started with `worker: true`. */
+  tasks: TaskRuntime;
   call(method: string, url: string, opts?: CallOptions): Promise<Reply>;
   /** A reseller under the partner, with its own token. */
   reseller(name?: string): Promise<{ id: number; token: string }>;
@@ -41,7 +44,14 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(engine: Engine, env: Record<string, string> = {}): Promise<Harness> {
+export interface HarnessOptions {
+  /** Run the task worker in the harness's process (as `--role all` does). */
+  worker?: boolean;
+  /** Shorter leases, heartbeats, carrier settings for tests. */
+  runtime?: Partial<Omit<TaskRuntimeDeps, 'database' | 'config' | 'box'>>;
+}
+
+export async function startHarness(engine: Engine, env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-test-'));
   let drop = async () => {};
   let databaseUrl: string | undefined;
@@ -55,7 +65,9 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   await migrateToLatest(database);
   const { partnerId, newToken } = await bootstrapAdmin(database.db, database.dialect, undefined);
   const box = new SecretBox(crypto.randomBytes(32));
-  const app = await buildApp({ config, database, box });
+  const tasks = new TaskRuntime({ database, config, box, ...opts.runtime });
+  if (opts.worker) await tasks.startWorker();
+  const app = await buildApp({ config, database, box, tasks });
   await app.ready();
   const adminToken = newToken!;
 
@@ -82,7 +94,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
@@ -100,6 +112,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
       return { id: r.body.accountId, token: await tokenFor(r.body.accountId) };
     },
     async close() {
+      await tasks.stop();
       await app.close();
       await database.close();
       await drop();

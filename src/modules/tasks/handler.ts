@@ -1,0 +1,168 @@
+// What running a task means: a ping answers at once (the platform's synthetic check); a call or a
+// text goes to the organization's carrier. Results and errors are written through the queue's
+// guarded completion, so a worker that lost its lease changes nothing.
+import type { Config } from '../../config.ts';
+import type { Db, NumberingProviderRow, TaskRow } from '../../db/types.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { bool } from '../../lib/time.ts';
+import {
+  CarrierError, createCarrier, PermanentCarrierError, TransientCarrierError, TWILIO,
+  type Carrier, type CarrierOptions, type TaskOutcome,
+} from '../../providers/index.ts';
+import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
+import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
+
+type Row = QueueRow<'tasks'>;
+
+export const TWILIO_STATUS_PATH = '/api/v2/providers/twilio/status';
+export const TWILIO_TWIML_PATH = '/api/v2/providers/twilio/twiml';
+
+/**
+ * The carrier of an organization: its default enabled numbering provider, else its first enabled
+ * one, else the SIMULATED carrier (which says so in every result).
+ */
+export async function providerFor(db: Db, orgId: number): Promise<NumberingProviderRow | undefined> {
+  const rows = await db.selectFrom('numbering_providers').selectAll()
+    .where('org_id', '=', orgId).where('enabled', '=', 1).orderBy('is_default', 'desc').orderBy('id').execute();
+  return rows.find((r) => r.provider_id === 'twilio' || r.provider_id === 'simulated') ?? rows[0];
+}
+
+/** A twilio apiBaseUrl must be Twilio's own unless the operator allows private targets. */
+function checkApiBase(url: string | undefined, config: Config): void {
+  if (!url || config.allowPrivateTargets) return;
+  let host = '';
+  try {
+    const u = new URL(url);
+    if (u.protocol !== 'https:') throw new Error('not https');
+    host = u.hostname.toLowerCase();
+  } catch {
+    throw new PermanentCarrierError(`twilio: apiBaseUrl '${url}' must be an https URL`, TWILIO);
+  }
+  if (host !== 'twilio.com' && !host.endsWith('.twilio.com')) {
+    throw new PermanentCarrierError(`twilio: apiBaseUrl must be a twilio.com address (got '${host}')`, TWILIO);
+  }
+}
+
+export function carrierFor(row: NumberingProviderRow | undefined, box: SecretBox, config: Config, opts: CarrierOptions = {}): Carrier {
+  if (!row) return createCarrier(null, { ...opts, simulated: { callSeconds: config.simulatedCallSeconds, ...opts.simulated } });
+  const cfg = JSON.parse(row.config) as Record<string, string>;
+  const secrets = row.secrets ? box.openJson<Record<string, string>>(row.secrets) : {};
+  if (row.provider_id === TWILIO) checkApiBase(cfg.apiBaseUrl ?? secrets.apiBaseUrl, config);
+  return createCarrier({ providerId: row.provider_id, config: cfg, secrets },
+    { ...opts, simulated: { ...(cfg.callSeconds ? {} : { callSeconds: config.simulatedCallSeconds }), ...opts.simulated } });
+}
+
+export interface TaskHandlerDeps {
+  db: Db;
+  box: SecretBox;
+  config: Config;
+  carrierOptions?: CarrierOptions;
+  log?: { warn(obj: object, msg: string): void };
+}
+
+const done = (outcome: TaskOutcome, extra: Patch<Row> = {}): Outcome<Row> => ({
+  kind: 'complete',
+  state: outcome.state,
+  set: { result: JSON.stringify(outcome.result), error: outcome.error ?? null, ...extra },
+});
+
+const failed = (error: string, extra: Patch<Row> = {}): Outcome<Row> => ({ kind: 'complete', state: 'failed', set: { error, ...extra } });
+
+/** Waits until the signal fires or `ms` pass; answers which. */
+function until(signal: AbortSignal, ms: number): Promise<'aborted' | 'timeout'> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve('aborted');
+    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve('timeout'); }, ms);
+    const onAbort = () => { clearTimeout(timer); resolve('aborted'); };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export function createTaskHandler(deps: TaskHandlerDeps) {
+  const { db, box, config } = deps;
+  const callMaxMs = config.callMaxSeconds * 1000;
+
+  async function ping(row: Row): Promise<Outcome<Row>> {
+    const startedAt = Date.now();
+    const due = row.scheduled_for ?? row.created_at;
+    // One round trip to the database: the check covers the store the queue depends on.
+    const probe = Date.now();
+    await db.selectFrom('tasks').select('id').where('id', '=', row.id).executeTakeFirst();
+    const result = {
+      provider: null, outcome: 'pong',
+      queueLatencyMs: Math.max(0, startedAt - due),
+      databaseRoundTripMs: Date.now() - probe,
+      attempt: row.attempt,
+    };
+    return { kind: 'complete', state: 'finished', set: { result: JSON.stringify(result) } };
+  }
+
+  /** Records who carries the task and its carrier id while the call is in progress. */
+  async function note(row: Row, set: Patch<Row>): Promise<void> {
+    await db.updateTable('tasks').set({ ...set, updated_at: Date.now() } as never)
+      .where('id', '=', row.id).where('state', '=', 'running').where('attempt', '=', row.attempt).execute();
+  }
+
+  async function carrierTask(row: Row, signal: AbortSignal): Promise<Outcome<Row>> {
+    const carrier = carrierFor(await providerFor(db, row.org_id), box, config, deps.carrierOptions);
+    const who: Patch<Row> = { provider: carrier.name };
+    const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
+    if (row.type === 'text') {
+      const sent = await carrier.sendText({ taskId: row.id, to: row.target!, body: row.content ?? '', statusCallbackUrl }, signal);
+      const ref = { ...who, provider_ref: sent.providerRef };
+      if (sent.final) return done(sent.final, ref);
+      await note(row, { ...ref, result: JSON.stringify({ provider: sent.provider, providerRef: sent.providerRef, status: sent.status }) });
+      return awaitFinal(row, carrier, sent.providerRef, signal, ref);
+    }
+    const twimlUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_TWIML_PATH}?taskId=${encodeURIComponent(row.id)}`;
+    const call = await carrier.placeCall({
+      taskId: row.id, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
+      statusCallbackUrl, twimlUrl,
+    }, signal);
+    const ref = { ...who, provider_ref: call.providerRef };
+    if (call.final) return done(call.final, ref);
+    await note(row, { ...ref, result: JSON.stringify({ provider: call.provider, providerRef: call.providerRef, status: call.status }) });
+    return awaitFinal(row, carrier, call.providerRef, signal, ref);
+  }
+
+  /**
+   * The carrier reports the end through its status callback, which moves the task to its final
+   * state (and so takes the lease: this worker's heartbeat then aborts the signal as lease-lost).
+   * A cancel request ends the call; silence for callMaxSeconds ends it too and fails the task.
+   */
+  async function awaitFinal(row: Row, carrier: Carrier, providerRef: string, signal: AbortSignal, ref: Patch<Row>): Promise<Outcome<Row>> {
+    const how = await until(signal, callMaxMs);
+    const reason = signal.reason instanceof QueueAbortError ? signal.reason.kind : undefined;
+    if (how === 'aborted' && reason === 'lease-lost') throw signal.reason; // settled elsewhere
+    if (row.type === 'call') {
+      await carrier.endCall(providerRef, AbortSignal.timeout(10_000)).catch((err) =>
+        deps.log?.warn({ err, taskId: row.id }, 'ending the call failed'));
+    }
+    if (how === 'aborted' && reason === 'canceled') {
+      return { kind: 'complete', state: 'canceled', set: { ...ref, error: null } };
+    }
+    if (how === 'aborted') throw signal.reason; // shutdown: the runner returns it to the queue
+    return failed(`${carrier.name}: no final status within ${config.callMaxSeconds} s; ${row.type === 'call' ? 'the call was ended' : 'gave up waiting'}`, ref);
+  }
+
+  return async function handle(row: Row, ctx: HandlerContext): Promise<Outcome<Row>> {
+    if (row.type === 'ping') return ping(row);
+    try {
+      return await carrierTask(row, ctx.signal);
+    } catch (err) {
+      if (err instanceof QueueAbortError || ctx.signal.aborted) throw err;
+      if (err instanceof TransientCarrierError) {
+        if (err.maybeApplied) {
+          // The carrier may have placed the call or sent the text and only its answer was lost;
+          // trying again could reach the person twice.
+          return failed(`${err.message} (the ${row.type} may have gone out; not retried so it is not repeated)`, { provider: err.carrier });
+        }
+        if (row.attempt >= row.max_attempts) return failed(`${err.message} (after ${row.attempt} attempts)`, { provider: err.carrier });
+        const delay = err.retryAfterMs ?? exponentialBackoff(row.attempt);
+        return { kind: 'retry', runAt: Date.now() + delay, set: { error: err.message, provider: err.carrier } };
+      }
+      if (err instanceof CarrierError) return failed(err.message, { provider: err.carrier });
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,172 @@
+// One submitted task, read and checked field by field, whatever the door it came through
+// (POST /tasks, the agent queueing operations, a CSV row). Every refusal names the field.
+import type { NewTask, TaskType } from '../../db/types.ts';
+import { newId } from '../../lib/ids.ts';
+import { invalidPhoneMessage, normalizePhone } from '../../lib/phone.ts';
+import { flag } from '../../lib/time.ts';
+import { normalizeScheduledFor, staggered, type Scheduled } from './schedule.ts';
+
+export const TASK_TYPES: readonly TaskType[] = ['call', 'text', 'ping'];
+export const MAX_TEXT = 10_000;
+/** Ten SMS segments: Twilio's own ceiling for one message body. */
+export const MAX_CONTENT = 1600;
+export const MAX_EXTERNAL_ID = 255;
+export const MAX_META_BYTES = 16 * 1024;
+export const DEFAULT_MAX_ATTEMPTS = 3;
+
+/** A task as submitted, before checking. Strings from a CSV, typed JSON from the API. */
+export interface RawTask {
+  type?: unknown;
+  target?: unknown;
+  context?: unknown;
+  taskContext?: unknown;
+  content?: unknown;
+  message?: unknown;
+  greeting?: unknown;
+  waitToGreet?: unknown;
+  accountId?: unknown;
+  scheduledFor?: unknown;
+  meta?: unknown;
+  externalTaskId?: unknown;
+}
+
+export interface ItemContext {
+  orgId: number;
+  /** The agent the task runs as when the item names none. */
+  defaultAccountId: number;
+  /** Agents of the organization the caller may name (the caller's whole org, or only itself). */
+  allowedAccount(id: number): boolean;
+  now: number;
+  /** Prefix for field names in messages: '' for a single task, 'targets[3].' for a batch item. */
+  field?: string;
+  /** The stagger of a batch: item `index` × `spacingSec` later than its schedule. */
+  index?: number;
+  spacingSec?: number;
+}
+
+export type Checked = { ok: true; task: NewTask; notes: string[] } | { ok: false; message: string };
+
+const fail = (message: string): { ok: false; message: string } => ({ ok: false, message });
+
+function optionalString(v: unknown, name: string, max: number): { ok: true; value: string | null } | { ok: false; message: string } {
+  if (v === undefined || v === null) return { ok: true, value: null };
+  if (typeof v !== 'string') return fail(`${name} must be a string`);
+  if (v.length > max) return fail(`${name} must be at most ${max} characters`);
+  return { ok: true, value: v === '' ? null : v };
+}
+
+function readBool(v: unknown, name: string): { ok: true; value: boolean } | { ok: false; message: string } {
+  if (v === undefined || v === null || v === '') return { ok: true, value: false };
+  if (typeof v === 'boolean') return { ok: true, value: v };
+  if (v === 'true' || v === '1') return { ok: true, value: true };
+  if (v === 'false' || v === '0') return { ok: true, value: false };
+  return fail(`${name} must be a boolean (true or false)`);
+}
+
+function readInt(v: unknown): number | undefined {
+  if (typeof v === 'number' && Number.isInteger(v)) return v;
+  if (typeof v === 'string' && /^\s*\d+\s*$/.test(v)) return Number(v);
+  return undefined;
+}
+
+/** Checks one task; on success the row to insert (id, times and queue columns set). */
+export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
+  const f = ctx.field ?? '';
+  const notes: string[] = [];
+  if (raw.type === undefined || raw.type === null || raw.type === '') return fail(`${f}type is required (call, text or ping)`);
+  if (typeof raw.type !== 'string' || !TASK_TYPES.includes(raw.type as TaskType)) {
+    return fail(`${f}type must be one of call, text, ping (got ${JSON.stringify(raw.type)})`);
+  }
+  const type = raw.type as TaskType;
+
+  let target: string | null = null;
+  if (raw.target !== undefined && raw.target !== null && raw.target !== '') {
+    const phone = normalizePhone(raw.target);
+    if (!phone.ok) return fail(invalidPhoneMessage(`${f}target`, raw.target, phone.reason));
+    target = phone.e164;
+  } else if (type !== 'ping') {
+    return fail(`${f}target is required for ${type} tasks`);
+  }
+
+  const context = optionalString(raw.context, `${f}context`, MAX_TEXT);
+  if (!context.ok) return context;
+  const taskContext = optionalString(raw.taskContext, `${f}taskContext`, MAX_TEXT);
+  if (!taskContext.ok) return taskContext;
+  const greeting = optionalString(raw.greeting, `${f}greeting`, MAX_TEXT);
+  if (!greeting.ok) return greeting;
+  const contentField = raw.content !== undefined && raw.content !== null ? 'content' : 'message';
+  const content = optionalString(raw.content ?? raw.message, `${f}${contentField}`, MAX_CONTENT);
+  if (!content.ok) return content;
+  let body = content.value;
+  if (type === 'text' && body === null) {
+    if (greeting.value === null) return fail(`${f}content is required for text tasks (the message to send; 'message' is accepted too)`);
+    body = greeting.value;
+    notes.push(`${f}content was empty: the greeting is sent as the message`);
+  }
+  const wait = readBool(raw.waitToGreet, `${f}waitToGreet`);
+  if (!wait.ok) return wait;
+
+  let accountId = ctx.defaultAccountId;
+  if (raw.accountId !== undefined && raw.accountId !== null && raw.accountId !== '') {
+    const id = readInt(raw.accountId);
+    if (id === undefined || id < 1) return fail(`${f}accountId must be a positive integer`);
+    if (!ctx.allowedAccount(id)) return fail(`${f}accountId ${id} is not an agent of this organization`);
+    accountId = id;
+  }
+
+  const sched = normalizeScheduledFor(raw.scheduledFor === '' ? undefined : raw.scheduledFor, ctx.now, `${f}scheduledFor`);
+  if (!sched.ok) return sched;
+  if (sched.note) notes.push(sched.note);
+  const when: Scheduled = ctx.index && ctx.spacingSec ? staggered(sched, ctx.index, ctx.spacingSec) : sched;
+
+  let meta: string | null = null;
+  if (raw.meta !== undefined && raw.meta !== null && raw.meta !== '') {
+    let value = raw.meta;
+    if (typeof value === 'string') {
+      try { value = JSON.parse(value); } catch { return fail(`${f}meta must be a JSON object`); }
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail(`${f}meta must be an object`);
+    meta = JSON.stringify(value);
+    if (Buffer.byteLength(meta) > MAX_META_BYTES) return fail(`${f}meta must be at most ${MAX_META_BYTES} bytes as JSON`);
+  }
+  const externalTaskId = optionalString(raw.externalTaskId, `${f}externalTaskId`, MAX_EXTERNAL_ID);
+  if (!externalTaskId.ok) return externalTaskId;
+
+  const now = ctx.now;
+  return {
+    ok: true,
+    notes,
+    task: {
+      id: newId('tsk', now),
+      org_id: ctx.orgId,
+      account_id: accountId,
+      type,
+      state: 'pending',
+      target,
+      context: context.value,
+      task_context: taskContext.value,
+      content: type === 'text' ? body : content.value,
+      greeting: greeting.value,
+      wait_to_greet: flag(wait.value),
+      meta,
+      external_task_id: externalTaskId.value,
+      scheduled_for: when.scheduledForMs,
+      run_at: when.runAtMs,
+      attempt: 0,
+      max_attempts: DEFAULT_MAX_ATTEMPTS,
+      lease_owner: null,
+      lease_expires_at: null,
+      cancel_requested_at: null,
+      idempotency_key: null,
+      request_hash: null,
+      provider: null,
+      provider_ref: null,
+      result: null,
+      error: null,
+      created_at: now,
+      updated_at: now,
+      started_at: null,
+      finished_at: null,
+    },
+  };
+}

@@ -1,0 +1,46 @@
+// How a task looks on the wire: the contract's field names, unix seconds for times.
+import type { TaskRow } from '../../db/types.ts';
+import { bool, toUnixSeconds } from '../../lib/time.ts';
+
+function json(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export function presentTask(row: TaskRow) {
+  return {
+    id: row.id,
+    type: row.type,
+    state: row.state,
+    target: row.target,
+    context: row.context,
+    taskContext: row.task_context,
+    content: row.content,
+    greeting: row.greeting,
+    waitToGreet: bool(row.wait_to_greet),
+    accountId: row.account_id,
+    organizationId: row.org_id,
+    externalTaskId: row.external_task_id,
+    meta: json(row.meta),
+    scheduledFor: toUnixSeconds(row.scheduled_for),
+    /** When the queue will next consider it: scheduledFor, or later when a limit or a retry moved it. */
+    runAt: row.state === 'pending' ? toUnixSeconds(row.run_at) : null,
+    createdAt: toUnixSeconds(row.created_at),
+    updatedAt: toUnixSeconds(row.updated_at),
+    startedAt: toUnixSeconds(row.started_at),
+    finishedAt: toUnixSeconds(row.finished_at),
+    attempts: row.attempt,
+    maxAttempts: row.max_attempts,
+    cancelRequestedAt: toUnixSeconds(row.cancel_requested_at),
+    provider: row.provider,
+    providerRef: row.provider_ref,
+    result: json(row.result),
+    error: row.error,
+  };
+}
+
+export type TaskView = ReturnType<typeof presentTask>;

@@ -1,0 +1,174 @@
+// Every Tasks operation of the contract, plus the agent queueing operations (outboundCall/Sms).
+import { Type } from '@sinclair/typebox';
+import type { App, AppContext } from '../../app.ts';
+import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { TaskRuntime } from './runtime.ts';
+import { taskService } from './service.ts';
+
+const tags = ['Tasks'];
+const Target = { targetAccountId: Type.Optional(AccountId('Organization or agent to act on (resellers and partners; an organization or agent token acts on itself)')) };
+const TargetQuery = Type.Object(Target);
+const TaskId = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200, description: 'Task ID' }) });
+const Task = Obj({
+  id: Type.String(), type: Type.String(), state: Type.String(), target: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.Number(),
+}, 'A task; times are unix seconds. See docs/tasks.md for every field.');
+const Text = (description: string) => Type.Optional(Type.String({ description }));
+const LooseInt = (description: string) => Type.Optional(Type.Union([Type.Integer(), Type.String()], { description }));
+
+const TaskBody = Type.Object({
+  type: Type.String({ description: 'call, text or ping' }),
+  target: Text('Phone number (E.164, or international format); required for call and text'),
+  context: Text('Context for the agent'),
+  taskContext: Text('Context for this task only'),
+  greeting: Text('What the agent opens with'),
+  content: Text('The message of a text task (also accepted as message)'),
+  message: Text('Alias of content'),
+  waitToGreet: Type.Optional(Type.Boolean({ description: 'Let the callee speak first' })),
+  accountId: LooseInt('Agent of the organization that runs the task (default: the organization\'s first agent)'),
+  scheduledFor: LooseInt('Unix seconds; absent or 0 = now'),
+  meta: Type.Optional(Type.Unknown({ description: 'Your metadata (a JSON object)' })),
+  externalTaskId: Text('Your identifier for the task'),
+}, { additionalProperties: true });
+
+const BatchBody = Type.Object({
+  target: Text('One destination (backwards-compatible form)'),
+  targets: Type.Optional(Type.Array(Type.Unknown(), { description: 'Destinations: phone numbers, or objects with a target and per-item options' })),
+  context: Text('Context for every item'),
+  taskContext: Text('Task context for every item'),
+  greeting: Text('Greeting for every item'),
+  content: Text('Message for every item (outboundSms)'),
+  waitToGreet: Type.Optional(Type.Boolean()),
+  accountId: LooseInt('Agent for every item'),
+  agentId: LooseInt('Agent for every item (alias of accountId)'),
+  scheduledFor: LooseInt('Unix seconds for every item'),
+  scheduleSpacingSec: LooseInt('Stagger item n by n × this many seconds'),
+  meta: Type.Optional(Type.Unknown()),
+  externalTaskId: Text('Identifier for every created task'),
+}, { additionalProperties: true });
+
+const ListQuery = Type.Object({
+  ...Target,
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Max number of tasks to return (default 100)' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Offset for pagination' })),
+  since: Type.Optional(Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'updatedAt >= since (unix seconds)' })),
+  until: Type.Optional(Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'updatedAt <= until (unix seconds)' })),
+  sort: Type.Optional(Type.String({ description: 'createdAt, updatedAt or scheduledFor (default createdAt)' })),
+  order: Type.Optional(Type.String({ description: 'asc or desc (default desc)' })),
+  state: Type.Optional(Type.String({ description: 'pending, running, finished, failed or canceled' })),
+  type: Type.Optional(Type.String({ description: 'call, text or ping' })),
+  accountId: Type.Optional(AccountId('Only tasks of this agent')),
+});
+
+const UpdateBody = Type.Object({
+  state: Type.Optional(Type.String({ description: '"canceled" cancels the task' })),
+  context: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  taskContext: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  greeting: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  content: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  waitToGreet: Type.Optional(Type.Boolean()),
+  scheduledFor: Type.Optional(Type.Union([Type.Integer(), Type.String(), Type.Null()])),
+}, { additionalProperties: true });
+
+const Limits = Obj({
+  businessHours: Type.Unknown(), daily: Type.Unknown(), concurrencyPerRun: Type.Number(), cooldowns: Type.Unknown(),
+});
+const LimitsBody = Type.Object({
+  businessHours: Type.Optional(Type.Unknown({ description: '{timezone, days [0–6, 0 = Sunday], start "HH:MM", end "HH:MM"}, or null' })),
+  daily: Type.Optional(Type.Unknown({ description: '{calls, texts, tasks}: caps per local day (resellers and partners only)' })),
+  concurrencyPerRun: Type.Optional(Type.Unknown({ description: 'Tasks running at once (resellers and partners only)' })),
+  cooldowns: Type.Optional(Type.Unknown({ description: '{calls, texts}: seconds between attempts to the same number' })),
+}, { additionalProperties: true });
+
+export async function taskRoutes(app: App, ctx: AppContext): Promise<void> {
+  const runtime = ctx.tasks ?? new TaskRuntime({ database: ctx.database, config: ctx.config, box: ctx.box });
+  const tasks = taskService({ db: ctx.database.db, dialect: ctx.database.dialect, runtime });
+
+  app.post('/api/v2/tasks', {
+    schema: {
+      operationId: 'createTask', tags, security: Security, summary: 'Create a new task (call, text or ping)',
+      description: 'Send an Idempotency-Key header to make retries safe: the same key and body within 24 h answer with the first task.',
+      querystring: TargetQuery, body: TaskBody,
+      response: { 201: Envelope({ task: Task }), ...errors(400, 403, 404, 409, 422) },
+    },
+  }, async (req, reply) => {
+    const key = req.headers['idempotency-key'];
+    const result = await tasks.create(req.scope, req.query.targetAccountId, req.body, Array.isArray(key) ? key[0] : key);
+    if (result.replayed) reply.header('idempotent-replayed', 'true');
+    return reply.status(201).send(result.body);
+  });
+
+  app.get('/api/v2/tasks', {
+    schema: {
+      operationId: 'listTasks', tags, security: Security, summary: 'Fetch all tasks', querystring: ListQuery,
+      response: { 200: Envelope({ total: Type.Number(), tasks: Type.Array(Task) }), ...errors(400, 403, 404) },
+    },
+  }, async (req) => tasks.list(req.scope, req.query));
+
+  app.get('/api/v2/tasks/stats', {
+    schema: {
+      operationId: 'taskStats', tags, security: Security, summary: 'Task counts by state', querystring: TargetQuery,
+      response: { 200: Envelope({ total: Type.Number(), byState: Obj({ pending: Type.Number(), running: Type.Number(), finished: Type.Number() }) }), ...errors(403, 404) },
+    },
+  }, async (req) => tasks.stats(req.scope, req.query.targetAccountId));
+
+  app.get('/api/v2/tasks/dailyCounts', {
+    schema: {
+      operationId: 'taskDailyCounts', tags, security: Security, summary: 'Today\'s counts of calls, texts and tasks (the organization\'s day)',
+      querystring: Type.Object({ ...Target, date: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'Another day (YYYY-MM-DD, the organization\'s time zone)' })) }),
+      response: { 200: Envelope({ counts: Obj({ calls: Type.Number(), texts: Type.Number(), tasks: Type.Number(), date: Type.String() }) }), ...errors(400, 403, 404) },
+    },
+  }, async (req) => tasks.dailyCounts(req.scope, req.query.targetAccountId, req.query.date));
+
+  app.get('/api/v2/tasks/limits', {
+    schema: {
+      operationId: 'getTaskLimits', tags, security: Security, summary: 'Fetch task limits', querystring: TargetQuery,
+      response: { 200: Envelope({ limits: Limits }), ...errors(403, 404) },
+    },
+  }, async (req) => tasks.getLimits(req.scope, req.query.targetAccountId));
+
+  app.post('/api/v2/tasks/limits', {
+    schema: {
+      operationId: 'updateTaskLimits', tags, security: Security, summary: 'Update task limits',
+      description: 'daily and concurrencyPerRun may be changed only by a reseller or partner acting with targetAccountId.',
+      querystring: TargetQuery, body: LimitsBody,
+      response: { 200: Envelope({ limits: Limits }), ...errors(400, 403, 404) },
+    },
+  }, async (req) => tasks.setLimits(req.scope, req.query.targetAccountId, req.body));
+
+  app.get('/api/v2/tasks/:taskId', {
+    schema: {
+      operationId: 'getTask', tags, security: Security, summary: 'Fetch a specific task', params: TaskId, querystring: TargetQuery,
+      response: { 200: Envelope({ task: Task }), ...errors(403, 404) },
+    },
+  }, async (req) => tasks.get(req.scope, req.query.targetAccountId, req.params.taskId));
+
+  app.post('/api/v2/tasks/:taskId', {
+    schema: {
+      operationId: 'updateTask', tags, security: Security, summary: 'Update or cancel a task', params: TaskId, querystring: TargetQuery, body: UpdateBody,
+      response: { 200: Envelope({ task: Task }), ...errors(400, 403, 404, 409) },
+    },
+  }, async (req) => tasks.update(req.scope, req.query.targetAccountId, req.params.taskId, req.body));
+
+  app.delete('/api/v2/tasks/:taskId', {
+    schema: {
+      operationId: 'deleteTask', tags, security: Security, summary: 'Delete a task that is not running', params: TaskId, querystring: TargetQuery,
+      response: { 200: Envelope({}), ...errors(403, 404, 409) },
+    },
+  }, async (req) => tasks.remove(req.scope, req.query.targetAccountId, req.params.taskId));
+
+  const Batch = Envelope({ inserted: Type.Integer(), tasks: Type.Array(Task) });
+  app.post('/api/v2/agent/outboundCall', {
+    schema: {
+      operationId: 'agentOutboundCall', tags: ['Agents'], security: Security, summary: 'Queue outbound call(s) from your agent',
+      querystring: TargetQuery, body: BatchBody, response: { 200: Batch, ...errors(400, 403, 404) },
+    },
+  }, async (req) => tasks.queueBatch(req.scope, req.query.targetAccountId, req.body, 'call'));
+
+  app.post('/api/v2/agent/outboundSms', {
+    schema: {
+      operationId: 'agentOutboundSms', tags: ['Agents'], security: Security, summary: 'Queue outbound text message(s) from your agent',
+      querystring: TargetQuery, body: BatchBody, response: { 200: Batch, ...errors(400, 403, 404) },
+    },
+  }, async (req) => tasks.queueBatch(req.scope, req.query.targetAccountId, req.body, 'text'));
+}

@@ -1,0 +1,82 @@
+// The task queue of one process: the engine the API uses for transitions (cancel, carrier status
+// callbacks), the wakeups it signals on insert, and, in a worker process, the runner that claims
+// and runs tasks (plus the LISTEN connection that hears other processes on PostgreSQL).
+import crypto from 'node:crypto';
+import os from 'node:os';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/index.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import type { CarrierOptions } from '../../providers/index.ts';
+import type { QueueEngine } from '../../queue/engine.ts';
+import { QueueRunner } from '../../queue/runner.ts';
+import { listenForWakeups, Wakeups, type QueueListener } from '../../queue/waker.ts';
+import { createTaskHandler } from './handler.ts';
+import { createTaskEngine, TASKS } from './queue.ts';
+
+export interface TaskRuntimeDeps {
+  database: Database;
+  config: Config;
+  box: SecretBox;
+  log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Tests shorten leases and heartbeats; production uses the defaults. */
+  leaseMs?: number;
+  heartbeatMs?: number;
+  rescueEveryMs?: number;
+  carrierOptions?: CarrierOptions;
+}
+
+export class TaskRuntime {
+  readonly wakeups = new Wakeups();
+  readonly engine: QueueEngine<'tasks'>;
+  readonly workerId: string;
+  #runner: QueueRunner<'tasks'> | undefined;
+  #listener: QueueListener | undefined;
+
+  constructor(readonly deps: TaskRuntimeDeps) {
+    this.workerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
+    this.engine = createTaskEngine({ dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs });
+  }
+
+  get running(): number {
+    return this.#runner?.running ?? 0;
+  }
+
+  /** Starts claiming and running tasks in this process. */
+  async startWorker(): Promise<void> {
+    if (this.#runner) return;
+    const { database, config, box, log } = this.deps;
+    if (database.dialect === 'postgres' && config.databaseUrl) {
+      this.#listener = await listenForWakeups({ databaseUrl: config.databaseUrl, wakeups: this.wakeups, log });
+    }
+    this.#runner = new QueueRunner({
+      engine: this.engine,
+      db: database.db,
+      handler: createTaskHandler({ db: database.db, box, config, carrierOptions: this.deps.carrierOptions, log }),
+      concurrency: config.workerConcurrency,
+      wakeups: this.wakeups,
+      heartbeatMs: this.deps.heartbeatMs,
+      rescueEveryMs: this.deps.rescueEveryMs,
+      isCancelRequested: (row) => row.cancel_requested_at !== null,
+      errorPatch: (err) => ({ error: err instanceof Error ? err.message.slice(0, 1000) : String(err) }),
+      log,
+    });
+    this.#runner.start();
+  }
+
+  /** New or rescheduled tasks are due: wake this process's runner now. */
+  notify(): void {
+    this.wakeups.emit(TASKS);
+  }
+
+  /** Ends a task this process is running (a cancel request); false when it runs elsewhere or not at all. */
+  cancelLocal(id: string): boolean {
+    return this.#runner?.cancel(id) ?? false;
+  }
+
+  async stop(): Promise<void> {
+    await this.#runner?.stop();
+    this.#runner = undefined;
+    await this.#listener?.close();
+    this.#listener = undefined;
+  }
+}

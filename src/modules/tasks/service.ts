@@ -1,0 +1,406 @@
+// Task operations: submit (one, many, idempotent), read, update, cancel, delete, statistics,
+// daily counts and limits. The organization a request acts on is the caller's own (an agent acts
+// on its organization, restricted to its own tasks), or, for a reseller or partner, the
+// organization or agent named by targetAccountId.
+import crypto from 'node:crypto';
+import type { AccountRow, Db, Dialect, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { Scope } from '../../http/auth.ts';
+import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/errors.ts';
+import { notifyQueue } from '../../queue/waker.ts';
+import { accountRepo } from '../accounts/repository.ts';
+import { checkTask, type ItemContext, type RawTask } from './items.ts';
+import { dayTimeZone, localDay, mergeLimits, RESTRICTED_LIMIT_FIELDS, validateLimits } from './limits.ts';
+import { presentTask } from './present.ts';
+import { loadLimits, TASKS } from './queue.ts';
+import { taskRepo } from './repository.ts';
+import type { TaskRuntime } from './runtime.ts';
+import { normalizeScheduledFor, normalizeSpacing } from './schedule.ts';
+
+/** How long an Idempotency-Key holds its first answer. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
+export const MAX_IDEMPOTENCY_KEY = 255;
+/** Items one agent queueing request may carry (larger batches: POST /tasks/csv). */
+export const MAX_BATCH = 1000;
+
+export interface TaskServiceDeps {
+  db: Db;
+  dialect: Dialect;
+  runtime: TaskRuntime;
+}
+
+/** The organization a request acts on and, for an agent's token, the agent it is limited to. */
+export interface TaskTenant {
+  org: AccountRow;
+  agent?: AccountRow;
+}
+
+const SORT = { createdAt: 'created_at', updatedAt: 'updated_at', scheduledFor: 'scheduled_for' } as const;
+
+export interface ListQuery {
+  targetAccountId?: number;
+  limit?: number;
+  offset?: number;
+  since?: number;
+  until?: number;
+  sort?: string;
+  order?: string;
+  state?: string;
+  type?: string;
+  accountId?: number;
+}
+
+export interface UpdateBody {
+  state?: unknown;
+  context?: unknown;
+  taskContext?: unknown;
+  greeting?: unknown;
+  content?: unknown;
+  waitToGreet?: unknown;
+  scheduledFor?: unknown;
+}
+
+export interface BatchBody extends RawTask {
+  targets?: unknown;
+  agentId?: unknown;
+  scheduleSpacingSec?: unknown;
+}
+
+const STATES: readonly QueueState[] = ['pending', 'running', 'finished', 'failed', 'canceled'];
+const FINAL: readonly QueueState[] = ['finished', 'failed', 'canceled'];
+
+/** A stable fingerprint of a request body: keys sorted at every level. */
+export function requestHash(body: unknown): string {
+  const canon = (v: unknown): unknown => Array.isArray(v) ? v.map(canon)
+    : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
+  return crypto.createHash('sha256').update(JSON.stringify(canon(body ?? null))).digest('hex');
+}
+
+export function taskService(deps: TaskServiceDeps) {
+  const { db, dialect, runtime } = deps;
+
+  async function tenant(scope: Scope, targetAccountId: number | undefined): Promise<TaskTenant> {
+    const account = await scope.target(targetAccountId, ['organization', 'agent']);
+    if (account.kind === 'organization') return { org: account };
+    const org = await accountRepo.findById(db, account.org_id!);
+    if (!org) throw new NotFound(`organization of account ${account.id} was not found`);
+    return { org, agent: account };
+  }
+
+  /** What checkTask needs to know about the organization, for the accounts a batch names. */
+  async function itemContext(t: TaskTenant, items: RawTask[], now: number): Promise<Omit<ItemContext, 'field' | 'index' | 'spacingSec'>> {
+    const defaultAccountId = t.agent?.id ?? (await accountRepo.firstAgentId(db, t.org.id));
+    if (defaultAccountId === null) throw new Invalid(`organization ${t.org.id} has no agent account to run tasks; create one first`);
+    const named = new Set<number>();
+    for (const item of items) {
+      const id = typeof item.accountId === 'number' ? item.accountId : typeof item.accountId === 'string' ? Number(item.accountId) : NaN;
+      if (Number.isSafeInteger(id) && id > 0 && id <= 2_147_483_647) named.add(id);
+    }
+    let agents = new Set<number>();
+    if (t.agent) agents = new Set([t.agent.id]);
+    else if (named.size > 0) {
+      const rows = await db.selectFrom('accounts').select('id')
+        .where('org_id', '=', t.org.id).where('kind', '=', 'agent').where('id', 'in', [...named]).execute();
+      agents = new Set(rows.map((r) => r.id));
+    }
+    return { orgId: t.org.id, defaultAccountId, allowedAccount: (id) => agents.has(id), now };
+  }
+
+  /** Inserts checked rows in one transaction and wakes the runners. */
+  async function insert(rows: NewTask[], now: number): Promise<TaskRow[]> {
+    if (rows.length === 0) return [];
+    const inserted = await db.transaction().execute(async (tx) => {
+      const out = await taskRepo.insert(tx, rows, now);
+      await notifyQueue(tx, dialect, TASKS);
+      return out;
+    });
+    runtime.notify();
+    return inserted;
+  }
+
+  async function find(t: TaskTenant, id: string): Promise<TaskRow> {
+    const row = id.length <= 64 ? await taskRepo.find(db, t.org.id, id) : undefined;
+    if (!row || (t.agent && row.account_id !== t.agent.id)) throw new NotFound(`Task ${id} was not found`);
+    return row;
+  }
+
+  async function cancel(row: TaskRow): Promise<{ row: TaskRow; message: string }> {
+    const now = Date.now();
+    if (row.state === 'pending') {
+      const moved = await runtime.engine.transition(db, row.id, ['pending'], 'canceled', { error: null });
+      if (moved) return { row: moved, message: 'Task canceled.' };
+      row = (await taskRepo.find(db, row.org_id, row.id)) ?? row; // claimed meanwhile
+    }
+    if (row.state === 'running') {
+      const updated = await db.updateTable('tasks').set({ cancel_requested_at: row.cancel_requested_at ?? now, updated_at: now })
+        .where('id', '=', row.id).where('state', '=', 'running').returningAll().executeTakeFirst();
+      if (updated) {
+        runtime.cancelLocal(row.id);
+        return { row: updated, message: 'Cancel requested: the running task is being ended; it becomes canceled when the carrier confirms.' };
+      }
+      row = (await taskRepo.find(db, row.org_id, row.id)) ?? row;
+    }
+    if (row.state === 'canceled') return { row, message: 'Task was already canceled.' };
+    throw new Conflict(`Task ${row.id} is already ${row.state} and cannot be canceled`);
+  }
+
+  async function idempotent(t: TaskTenant, key: string, hash: string, make: () => Promise<TaskRow>): Promise<{ row: TaskRow; replayed: boolean }> {
+    const now = Date.now();
+    for (let tries = 0; tries < 2; tries++) {
+      const existing = await taskRepo.findByIdempotencyKey(db, t.org.id, key);
+      if (existing && existing.created_at > now - IDEMPOTENCY_WINDOW_MS) {
+        if (existing.request_hash !== hash) {
+          throw new HttpError(422, `Idempotency-Key '${key}' was already used within 24 hours with a different request body (task ${existing.id}); send a new key for a new task`);
+        }
+        return { row: existing, replayed: true };
+      }
+      if (existing) await taskRepo.releaseIdempotencyKey(db, existing.id);
+      try {
+        return { row: await make(), replayed: false };
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err; // a concurrent request with the same key won: answer as it did
+      }
+    }
+    throw new Conflict(`Idempotency-Key '${key}' is being used by a concurrent request; retry`);
+  }
+
+  return {
+    tenant,
+
+    async create(scope: Scope, targetAccountId: number | undefined, body: RawTask, idempotencyKey: string | undefined) {
+      const t = await tenant(scope, targetAccountId);
+      const now = Date.now();
+      if (idempotencyKey !== undefined && (idempotencyKey === '' || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)) {
+        throw new Invalid(`Idempotency-Key header must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`);
+      }
+      const checked = checkTask(body, await itemContext(t, [body], now));
+      if (!checked.ok) throw new Invalid(checked.message);
+      const task = checked.task;
+      const make = async () => (await insert([task], now))[0];
+      let row: TaskRow;
+      let replayed = false;
+      if (idempotencyKey) {
+        task.idempotency_key = idempotencyKey;
+        task.request_hash = requestHash(body);
+        ({ row, replayed } = await idempotent(t, idempotencyKey, task.request_hash, make));
+      } else {
+        row = await make();
+      }
+      return {
+        replayed,
+        body: {
+          success: true,
+          message: replayed ? 'Task already created with this Idempotency-Key.' : 'Task created successfully.',
+          task: presentTask(row),
+          ...(checked.notes.length && !replayed ? { warnings: checked.notes } : {}),
+        },
+      };
+    },
+
+    /** The agent queueing operations: one `target` or many `targets`, all accepted or none. */
+    async queueBatch(scope: Scope, targetAccountId: number | undefined, body: BatchBody, type: 'call' | 'text') {
+      const t = await tenant(scope, targetAccountId);
+      const now = Date.now();
+      const { targets, agentId, scheduleSpacingSec, ...common } = body;
+      const shared: RawTask = { ...common, accountId: common.accountId ?? agentId };
+      let raws: { raw: RawTask; field: string }[];
+      if (targets === undefined || targets === null) {
+        if (body.target === undefined || body.target === null) throw new Invalid('target or targets is required');
+        raws = [{ raw: shared, field: '' }];
+      } else {
+        if (!Array.isArray(targets)) throw new Invalid('targets must be an array of phone numbers or of objects with a target');
+        if (targets.length === 0) throw new Invalid('targets must not be empty');
+        if (targets.length > MAX_BATCH) throw new Invalid(`targets may hold at most ${MAX_BATCH} items; upload larger batches with POST /api/v2/tasks/csv`);
+        if (body.target !== undefined) throw new Invalid('send either target or targets, not both');
+        raws = targets.map((item, i) => {
+          const field = `targets[${i}].`;
+          if (typeof item === 'string') return { raw: { ...shared, target: item }, field };
+          if (item && typeof item === 'object' && !Array.isArray(item)) {
+            const { agentId: itemAgent, ...rest } = item as Record<string, unknown>;
+            const own: RawTask = { ...rest };
+            if (itemAgent !== undefined && own.accountId === undefined) own.accountId = itemAgent;
+            return { raw: { ...shared, ...own }, field };
+          }
+          throw new Invalid(`targets[${i}] must be a phone number or an object with a target`);
+        });
+      }
+      const spacing = normalizeSpacing(scheduleSpacingSec);
+      if (!spacing.ok) throw new Invalid(spacing.message);
+      const ctx = await itemContext(t, raws.map((r) => r.raw), now);
+      const rows: NewTask[] = [];
+      for (const [index, { raw, field }] of raws.entries()) {
+        // A per-item scheduledFor is that item's own time; the stagger applies to the shared one.
+        const ownTime = raw.scheduledFor !== shared.scheduledFor;
+        const checked = checkTask({ ...raw, type }, { ...ctx, field, index: ownTime ? 0 : index, spacingSec: spacing.spacingSec });
+        if (!checked.ok) throw new Invalid(checked.message);
+        rows.push(checked.task);
+      }
+      const inserted = await insert(rows, now);
+      return {
+        success: true,
+        message: type === 'call' ? 'Outbound call initiated.' : 'Outbound SMS initiated.',
+        inserted: inserted.length,
+        tasks: inserted.map(presentTask),
+      };
+    },
+
+    /** Inserts rows already checked (the CSV import); one transaction per call. */
+    insertChecked: insert,
+    itemContext,
+
+    async list(scope: Scope, q: ListQuery) {
+      const t = await tenant(scope, q.targetAccountId);
+      const sort = q.sort ?? 'createdAt';
+      if (!Object.hasOwn(SORT, sort)) throw new Invalid(`sort must be one of ${Object.keys(SORT).join(', ')}`);
+      const order = (q.order ?? 'desc').toLowerCase();
+      if (order !== 'asc' && order !== 'desc') throw new Invalid('order must be asc or desc');
+      if (q.state !== undefined && !STATES.includes(q.state as QueueState)) throw new Invalid(`state must be one of ${STATES.join(', ')}`);
+      if (q.type !== undefined && !['call', 'text', 'ping'].includes(q.type)) throw new Invalid('type must be one of call, text, ping');
+      if (q.since !== undefined && q.until !== undefined && q.since > q.until) throw new Invalid('since must not be after until');
+      let accountId = q.accountId;
+      if (t.agent) {
+        if (accountId !== undefined && accountId !== t.agent.id) throw new NotFound(`accountId ${accountId} was not found`);
+        accountId = t.agent.id;
+      }
+      const limit = q.limit ?? 100;
+      const offset = q.offset ?? 0;
+      const { rows, total } = await taskRepo.list(db, {
+        orgId: t.org.id, accountId, state: q.state as QueueState | undefined, type: q.type as TaskType | undefined,
+        since: q.since === undefined ? undefined : q.since * 1000,
+        until: q.until === undefined ? undefined : q.until * 1000 + 999,
+        sort: SORT[sort as keyof typeof SORT], order, limit, offset,
+      });
+      return { success: true, total, limit, offset, tasks: rows.map(presentTask) };
+    },
+
+    async get(scope: Scope, targetAccountId: number | undefined, id: string) {
+      const t = await tenant(scope, targetAccountId);
+      return { success: true, task: presentTask(await find(t, id)) };
+    },
+
+    async update(scope: Scope, targetAccountId: number | undefined, id: string, body: UpdateBody) {
+      const t = await tenant(scope, targetAccountId);
+      let row = await find(t, id);
+      const { state, ...fields } = body;
+      if (state !== undefined && state !== 'canceled') {
+        throw new Invalid(`state can only be set to "canceled" (got ${JSON.stringify(state)}); the queue moves tasks through the other states`);
+      }
+      const given = Object.entries(fields).filter(([, v]) => v !== undefined);
+      if (given.length === 0 && state === undefined) {
+        throw new Invalid('nothing to update: send state "canceled", or context, taskContext, greeting, content, waitToGreet or scheduledFor');
+      }
+      let message = 'Task updated successfully.';
+      if (given.length > 0) {
+        if (row.state !== 'pending') throw new Conflict(`Task ${id} is ${row.state}; only a pending task can be changed`);
+        const now = Date.now();
+        // The stored task re-checked with the changes applied: the same rules as a new one.
+        const merged: RawTask = {
+          type: row.type, target: row.target, accountId: row.account_id,
+          context: fields.context !== undefined ? fields.context : row.context,
+          taskContext: fields.taskContext !== undefined ? fields.taskContext : row.task_context,
+          greeting: fields.greeting !== undefined ? fields.greeting : row.greeting,
+          content: fields.content !== undefined ? fields.content : row.content,
+          waitToGreet: fields.waitToGreet !== undefined ? fields.waitToGreet : row.wait_to_greet === 1,
+        };
+        const checked = checkTask(merged, { orgId: t.org.id, defaultAccountId: row.account_id, allowedAccount: (a) => a === row.account_id, now });
+        if (!checked.ok) throw new Invalid(checked.message);
+        const set: Partial<TaskRow> = {
+          context: checked.task.context, task_context: checked.task.task_context, greeting: checked.task.greeting,
+          content: checked.task.content, wait_to_greet: checked.task.wait_to_greet, updated_at: now,
+        };
+        if (fields.scheduledFor !== undefined) {
+          const sched = normalizeScheduledFor(fields.scheduledFor, now);
+          if (!sched.ok) throw new Invalid(sched.message);
+          set.scheduled_for = sched.scheduledForMs;
+          set.run_at = sched.runAtMs;
+        }
+        const updated = await db.transaction().execute(async (tx) => {
+          const r = await tx.updateTable('tasks').set(set).where('id', '=', row.id).where('state', '=', 'pending')
+            .returningAll().executeTakeFirst();
+          if (r && set.run_at !== undefined) await notifyQueue(tx, dialect, TASKS);
+          return r;
+        });
+        if (!updated) throw new Conflict(`Task ${id} started running meanwhile; only a pending task can be changed`);
+        if (set.run_at !== undefined) runtime.notify();
+        row = updated;
+      }
+      if (state === 'canceled') ({ row, message } = await cancel(row));
+      return { success: true, message, task: presentTask(row) };
+    },
+
+    async remove(scope: Scope, targetAccountId: number | undefined, id: string) {
+      const t = await tenant(scope, targetAccountId);
+      const row = await find(t, id);
+      if (row.state === 'running') {
+        throw new Conflict(`Task ${id} is running; cancel it first (POST with state "canceled"), then delete it`);
+      }
+      const deleted = await db.transaction().execute((tx) => taskRepo.delete(tx, row));
+      if (!deleted) throw new Conflict(`Task ${id} changed state meanwhile; read it again`);
+      return { success: true, message: 'Task deleted successfully.' };
+    },
+
+    async stats(scope: Scope, targetAccountId: number | undefined) {
+      const t = await tenant(scope, targetAccountId);
+      const c = await taskRepo.counts(db, t.org.id);
+      const byState = Object.fromEntries(STATES.map((s) => [s, Number(c?.[s] ?? 0)])) as Record<QueueState, number>;
+      const total = STATES.reduce((sum, s) => sum + byState[s], 0);
+      // The contract's description calls failed tasks "errored"; both names are given.
+      return { success: true, total, byState: { ...byState, errored: byState.failed } };
+    },
+
+    async dailyCounts(scope: Scope, targetAccountId: number | undefined, date: string | undefined) {
+      const t = await tenant(scope, targetAccountId);
+      const limits = await loadLimits(db, t.org.id);
+      const timezone = dayTimeZone(t.org.timezone, limits);
+      const day = date ?? localDay(Date.now(), timezone);
+      const n = await taskRepo.daily(db, t.org.id, day);
+      return {
+        success: true,
+        counts: { calls: n.calls ?? 0, texts: n.texts ?? 0, tasks: n.tasks ?? 0, date: day, timezone },
+        limits: limits.daily,
+      };
+    },
+
+    async getLimits(scope: Scope, targetAccountId: number | undefined) {
+      const t = await tenant(scope, targetAccountId);
+      return { success: true, limits: await loadLimits(db, t.org.id) };
+    },
+
+    async setLimits(scope: Scope, targetAccountId: number | undefined, body: unknown) {
+      const t = await tenant(scope, targetAccountId);
+      if (t.agent) throw new Forbidden('An agent account cannot change its organization\'s task limits');
+      const checked = validateLimits(body);
+      if (!checked.ok) throw new Invalid(checked.message);
+      const restricted = RESTRICTED_LIMIT_FIELDS.filter((k) => checked.limits[k] !== undefined);
+      if (restricted.length > 0 && !scope.isAncestorOf(t.org)) {
+        throw new Forbidden(`Only a reseller or partner (with targetAccountId) may change ${restricted.join(' and ')}; an organization may change businessHours and cooldowns`);
+      }
+      const now = Date.now();
+      const limits = await db.transaction().execute(async (tx) => {
+        let current = tx.selectFrom('org_task_limits').select('org_id').where('org_id', '=', t.org.id);
+        if (dialect === 'postgres') current = current.forUpdate();
+        await current.executeTakeFirst();
+        const merged = mergeLimits(await loadLimits(tx, t.org.id), checked.limits);
+        const config = JSON.stringify(merged);
+        await tx.insertInto('org_task_limits').values({ org_id: t.org.id, config, updated_at: now })
+          .onConflict((oc) => oc.column('org_id').doUpdateSet({ config, updated_at: now })).execute();
+        await tx.insertInto('org_semaphores').values({ org_id: t.org.id, running: 0, max_running: merged.concurrencyPerRun })
+          .onConflict((oc) => oc.column('org_id').doUpdateSet({ max_running: merged.concurrencyPerRun })).execute();
+        // Tasks a limit had put off are looked at again under the new limits (never earlier than
+        // their own schedule; retries keep their backoff).
+        await tx.updateTable('tasks')
+          .set((eb) => ({ run_at: eb.fn('coalesce', [eb.ref('scheduled_for'), eb.val(now)]) }))
+          .where('org_id', '=', t.org.id).where('state', '=', 'pending').where('attempt', '=', 0)
+          .where('run_at', '>', now).where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', eb.ref('run_at'))]))
+          .execute();
+        await notifyQueue(tx, dialect, TASKS);
+        return merged;
+      });
+      runtime.notify();
+      return { success: true, message: 'Task limits updated successfully.', limits };
+    },
+  };
+}
+
+export type TaskService = ReturnType<typeof taskService>;
+export { FINAL as FINAL_STATES };
