@@ -11,6 +11,8 @@ import {
 } from '../../providers/index.ts';
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
+import { outcomeRetryDelayMs } from './limits.ts';
+import { loadLimits } from './queue.ts';
 
 type Row = QueueRow<'tasks'>;
 
@@ -120,9 +122,24 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
       statusCallbackUrl, twimlUrl,
     }, signal);
     const ref = { ...who, provider_ref: call.providerRef };
-    if (call.final) return done(call.final, ref);
+    if (call.final) return settleCall(row, call.final, ref);
     await note(row, { ...ref, result: JSON.stringify({ provider: call.provider, providerRef: call.providerRef, status: call.status }) });
     return awaitFinal(row, carrier, call.providerRef, signal, ref);
+  }
+
+  /**
+   * A call's outcome, or one more attempt later when it was busy or unanswered and the
+   * organization's limits ask for retries (the attempt budget grows to allow it).
+   */
+  async function settleCall(row: Row, outcome: TaskOutcome, ref: Patch<Row>): Promise<Outcome<Row>> {
+    const delay = outcome.state === 'finished'
+      ? outcomeRetryDelayMs(await loadLimits(db, row.org_id), String(outcome.result.outcome), row.attempt) : null;
+    if (delay === null) return done(outcome, ref);
+    await note(row, { max_attempts: Math.max(row.max_attempts, row.attempt + 1) });
+    return {
+      kind: 'retry', runAt: Date.now() + delay,
+      set: { ...ref, result: JSON.stringify(outcome.result), error: `${outcome.result.outcome} on attempt ${row.attempt}; trying again in ${delay / 1000} s` },
+    };
   }
 
   /**

@@ -17,6 +17,11 @@ export interface BusinessHours {
 
 export interface DailyCaps { calls: number | null; texts: number | null; tasks: number | null }
 export interface Cooldowns { calls: number | null; texts: number | null }
+/**
+ * Busy and no-answer are outcomes of a call that was placed, not failures: by default they end
+ * the task. An organization may ask for that many further attempts, `delaySec` apart.
+ */
+export interface OutcomeRetries { busy: number | null; noAnswer: number | null; delaySec: number | null }
 
 /** The limits in force for an organization; null means "no limit" throughout. */
 export interface TaskLimits {
@@ -25,6 +30,7 @@ export interface TaskLimits {
   concurrencyPerRun: number;
   /** Seconds between two attempts to the same target. */
   cooldowns: Cooldowns;
+  retries: OutcomeRetries;
 }
 
 /**
@@ -38,12 +44,17 @@ export interface LimitsPatch {
   daily?: Partial<DailyCaps> | null;
   concurrencyPerRun?: number | null;
   cooldowns?: Partial<Cooldowns> | null;
+  retries?: Partial<OutcomeRetries> | null;
 }
 
 export const DEFAULT_CONCURRENCY = 5;
 export const MAX_CONCURRENCY = 1000;
 export const MAX_DAILY_CAP = 1_000_000_000;
 export const MAX_COOLDOWN_SEC = 365 * 86_400;
+/** Further attempts after a busy or unanswered call, at most. */
+export const MAX_OUTCOME_RETRIES = 5;
+/** The wait before such a further attempt when `retries.delaySec` is not set. */
+export const DEFAULT_RETRY_DELAY_SEC = 300;
 /** Fields only an ancestor (reseller or partner) may change for an organization. */
 export const RESTRICTED_LIMIT_FIELDS = ['daily', 'concurrencyPerRun'] as const;
 
@@ -52,11 +63,13 @@ export const DEFAULT_LIMITS: Readonly<TaskLimits> = Object.freeze({
   daily: Object.freeze({ calls: null, texts: null, tasks: null }),
   concurrencyPerRun: DEFAULT_CONCURRENCY,
   cooldowns: Object.freeze({ calls: null, texts: null }),
+  retries: Object.freeze({ busy: null, noAnswer: null, delaySec: null }),
 }) as Readonly<TaskLimits>;
 
 const DAY_MS = 86_400_000;
 const DAILY_KEYS = ['calls', 'texts', 'tasks'] as const;
 const COOLDOWN_KEYS = ['calls', 'texts'] as const;
+const RETRY_KEYS = ['busy', 'noAnswer', 'delaySec'] as const;
 const HOURS_KEYS = ['timezone', 'days', 'start', 'end'] as const;
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; message: string };
@@ -101,6 +114,13 @@ export function validateLimits(input: unknown): { ok: true; limits: LimitsPatch 
     if (!cooldowns.ok) return cooldowns;
     patch.cooldowns = cooldowns.value;
   }
+  if ('retries' in input && input.retries !== undefined) {
+    const retries = validateKeyed(input.retries, 'retries', RETRY_KEYS, (v, f) => f.endsWith('delaySec')
+      ? nonNegativeInteger(v, f, 86_400, ' (seconds)', ' seconds (one day)')
+      : nonNegativeInteger(v, f, MAX_OUTCOME_RETRIES, '', ' further attempts'));
+    if (!retries.ok) return retries;
+    patch.retries = retries.value;
+  }
   return { ok: true, limits: patch };
 }
 
@@ -111,6 +131,7 @@ export function mergeLimits(current: Readonly<TaskLimits>, patch: LimitsPatch): 
     daily: { ...current.daily },
     concurrencyPerRun: current.concurrencyPerRun,
     cooldowns: { ...current.cooldowns },
+    retries: { ...DEFAULT_LIMITS.retries, ...current.retries },
   };
   if (patch.businessHours !== undefined) {
     merged.businessHours = patch.businessHours ? { ...patch.businessHours, days: [...patch.businessHours.days] } : null;
@@ -120,6 +141,8 @@ export function mergeLimits(current: Readonly<TaskLimits>, patch: LimitsPatch): 
   if (patch.concurrencyPerRun !== undefined) merged.concurrencyPerRun = patch.concurrencyPerRun ?? DEFAULT_CONCURRENCY;
   if (patch.cooldowns === null) merged.cooldowns = { calls: null, texts: null };
   else if (patch.cooldowns) for (const k of COOLDOWN_KEYS) if (patch.cooldowns[k] !== undefined) merged.cooldowns[k] = patch.cooldowns[k]!;
+  if (patch.retries === null) merged.retries = { busy: null, noAnswer: null, delaySec: null };
+  else if (patch.retries) for (const k of RETRY_KEYS) if (patch.retries[k] !== undefined) merged.retries[k] = patch.retries[k]!;
   return merged;
 }
 
@@ -421,4 +444,14 @@ export function admission(kind: TaskKind, nowMs: number, limits: Readonly<TaskLi
     code = 'business_hours';
   }
   return { admit: false, until, code, reason: blocks.map((b) => b.reason).join('; ') };
+}
+
+/**
+ * After a call ended busy or unanswered on attempt `attempt` (1-based): the wait before one more
+ * attempt when the organization's `retries` ask for it, else null (the outcome stands).
+ */
+export function outcomeRetryDelayMs(limits: Readonly<TaskLimits>, outcome: string, attempt: number): number | null {
+  const allowed = outcome === 'busy' ? limits.retries?.busy : outcome === 'no-answer' ? limits.retries?.noAnswer : null;
+  if (!allowed || attempt > allowed) return null;
+  return (limits.retries.delaySec ?? DEFAULT_RETRY_DELAY_SEC) * 1000;
 }
