@@ -132,8 +132,9 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
    * organization's limits ask for retries (the attempt budget grows to allow it).
    */
   async function settleCall(row: Row, outcome: TaskOutcome, ref: Patch<Row>): Promise<Outcome<Row>> {
-    const delay = outcome.state === 'finished'
-      ? outcomeRetryDelayMs(await loadLimits(db, row.org_id), String(outcome.result.outcome), row.attempt) : null;
+    const kind = String(outcome.result.outcome);
+    const delay = outcome.state === 'finished' && (kind === 'busy' || kind === 'no-answer')
+      ? outcomeRetryDelayMs(await loadLimits(db, row.org_id), kind, row.attempt) : null;
     if (delay === null) return done(outcome, ref);
     await note(row, { max_attempts: Math.max(row.max_attempts, row.attempt + 1) });
     return {
