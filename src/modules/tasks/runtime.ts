@@ -23,6 +23,8 @@ export interface TaskRuntimeDeps {
   heartbeatMs?: number;
   rescueEveryMs?: number;
   carrierOptions?: CarrierOptions;
+  /** The queue's clock (unix ms) for claims, limits and leases; tests move it past a local midnight. */
+  now?: () => number;
 }
 
 export class TaskRuntime {
@@ -34,7 +36,7 @@ export class TaskRuntime {
 
   constructor(readonly deps: TaskRuntimeDeps) {
     this.workerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
-    this.engine = createTaskEngine({ dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs });
+    this.engine = createTaskEngine({ dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs, now: deps.now });
   }
 
   get running(): number {
