@@ -22,6 +22,11 @@ export interface Config {
   readonly dbPoolSize: number;
   /** Tasks one worker process runs at once (CALLPLANE_WORKER_CONCURRENCY). */
   readonly workerConcurrency: number;
+  /**
+   * How long a worker holds a running task without a heartbeat (CALLPLANE_TASK_LEASE_MS); after a
+   * crash its tasks return to the queue this long after its last heartbeat. Heartbeats every third.
+   */
+  readonly taskLeaseMs: number;
   /** How long an answered SIMULATED call lasts, in seconds (CALLPLANE_SIMULATED_CALL_SECONDS). */
   readonly simulatedCallSeconds: number;
   /** Longest a call is followed before we end it or give up waiting for its final status. */
@@ -31,6 +36,8 @@ export interface Config {
    * (development and tests only; CALLPLANE_ALLOW_PRIVATE_TARGETS).
    */
   readonly allowPrivateTargets: boolean;
+  /** Days a finished, failed or canceled task is kept before it is deleted. */
+  readonly taskRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -101,8 +108,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oneTimeTokenTtlSeconds: int(env, 'CALLPLANE_ONE_TIME_TOKEN_TTL_SECONDS', 300, 10, 3600),
     dbPoolSize: int(env, 'CALLPLANE_DB_POOL_SIZE', 10, 1, 200),
     workerConcurrency: int(env, 'CALLPLANE_WORKER_CONCURRENCY', 50, 1, 1000),
+    taskLeaseMs: int(env, 'CALLPLANE_TASK_LEASE_MS', 30_000, 1000, 3_600_000),
     simulatedCallSeconds: num(env, 'CALLPLANE_SIMULATED_CALL_SECONDS', 3, 0, 9999),
     callMaxSeconds: int(env, 'CALLPLANE_CALL_MAX_SECONDS', 3600, 1, 86_400),
     allowPrivateTargets: bool(env, 'CALLPLANE_ALLOW_PRIVATE_TARGETS'),
+    taskRetentionDays: int(env, 'CALLPLANE_TASK_RETENTION_DAYS', 30, 1, 36_500),
   });
 }

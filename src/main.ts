@@ -81,7 +81,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   if (role === 'worker' || role === 'all') {
     await tasks.startWorker();
     stops.push(() => tasks.stop());
-    const worker = new Worker(maintenanceJobs(database), log.child({ component: 'worker' }));
+    const worker = new Worker(maintenanceJobs(database, { taskRetentionDays: config.taskRetentionDays }), log.child({ component: 'worker' }));
     worker.start();
     // The worker's timers are unref'd (so tests and embedders are never held open); without a
     // listening server nothing else keeps a worker-only process alive until it is told to stop.

@@ -3,6 +3,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
+import { taskRepo } from './modules/tasks/repository.ts';
 
 export interface PeriodicJob {
   name: string;
@@ -10,9 +11,32 @@ export interface PeriodicJob {
   run(): Promise<number | void>;
 }
 
-export function maintenanceJobs(database: Database): PeriodicJob[] {
+const DAY_MS = 86_400_000;
+
+/** Deletes in batches until a batch comes back short, so one run never holds a long transaction. */
+async function drain(step: () => Promise<number>, batch: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await step();
+    total += n;
+    if (n < batch) return total;
+  }
+}
+
+export function maintenanceJobs(database: Database, opts: { taskRetentionDays: number }): PeriodicJob[] {
+  const retentionMs = opts.taskRetentionDays * DAY_MS;
   return [
     { name: 'prune-expired-one-time-tokens', everyMs: 60_000, run: () => tokenRepo.pruneExpired(database.db, Date.now()) },
+    {
+      name: 'prune-finished-tasks', everyMs: 600_000,
+      run: () => drain(() => taskRepo.pruneFinished(database.db, Date.now() - retentionMs, 1000), 1000),
+    },
+    {
+      // Kept a year past retention at least, so dailyCounts?date= answers for recent history.
+      name: 'prune-daily-counters', everyMs: 3_600_000,
+      run: () => taskRepo.pruneDailyCounters(database.db,
+        new Date(Date.now() - Math.max(retentionMs, 400 * DAY_MS)).toISOString().slice(0, 10)),
+    },
   ];
 }
 

@@ -1,11 +1,13 @@
 // Queries on tasks and their counters. Every query is bound to one organization.
-import type { Executor, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
+import type { Db, Executor, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
 import { bumpStateCount } from './queue.ts';
 import { newId } from '../../lib/ids.ts';
 import { presentTask } from './present.ts';
 
 /** Rows per multi-row INSERT: ~35 columns each stays far below SQLite's 32,766 bound parameters. */
 export const INSERT_BATCH = 500;
+/** Finished tasks and their daily counters are kept this long by default (CALLPLANE_TASK_RETENTION_DAYS). */
+export const DEFAULT_RETENTION_DAYS = 30;
 
 export interface ListFilter {
   orgId: number;
@@ -79,6 +81,35 @@ export const taskRepo = {
 
   async counts(db: Executor, orgId: number) {
     return db.selectFrom('org_task_counts').selectAll().where('org_id', '=', orgId).executeTakeFirst();
+  },
+
+  /**
+   * Deletes up to `batch` tasks that ended before `before` (ms), with their events, keeping the
+   * per-state counts right. Returns how many were deleted; call again while it returns `batch`.
+   */
+  async pruneFinished(db: Db, before: number, batch = 1000): Promise<number> {
+    return db.transaction().execute(async (tx) => {
+      const rows = await tx.selectFrom('tasks').select(['id', 'org_id', 'state'])
+        .where('state', 'in', ['finished', 'failed', 'canceled']).where('finished_at', '<', before)
+        .orderBy('finished_at').limit(batch).execute();
+      if (rows.length === 0) return 0;
+      await tx.deleteFrom('tasks').where('id', 'in', rows.map((r) => r.id)).execute();
+      const per = new Map<string, { orgId: number; state: QueueState; n: number }>();
+      for (const r of rows) {
+        const key = `${r.org_id}:${r.state}`;
+        const cur = per.get(key) ?? { orgId: r.org_id, state: r.state, n: 0 };
+        cur.n++;
+        per.set(key, cur);
+      }
+      for (const { orgId, state, n } of per.values()) await bumpStateCount(tx, orgId, state, -n);
+      return rows.length;
+    });
+  },
+
+  /** Daily counters of days long gone (they are read for today and for `date=` queries). */
+  async pruneDailyCounters(db: Executor, beforeDay: string): Promise<number> {
+    const res = await db.deleteFrom('org_daily_counters').where('day', '<', beforeDay).executeTakeFirst();
+    return Number(res.numDeletedRows);
   },
 
   async daily(db: Executor, orgId: number, day: string): Promise<Record<string, number>> {
