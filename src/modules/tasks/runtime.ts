@@ -36,7 +36,7 @@ export class TaskRuntime {
 
   constructor(readonly deps: TaskRuntimeDeps) {
     this.workerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
-    this.engine = createTaskEngine({ dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs, now: deps.now });
+    this.engine = createTaskEngine({ dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now });
   }
 
   get running(): number {
