@@ -5,12 +5,14 @@ import type { Dialect } from './types.ts';
 import { foundation } from './migrations/0001-foundation.ts';
 import { tasks } from './migrations/0002-tasks.ts';
 import { taskContent } from './migrations/0003-task-content.ts';
+import { webhooks } from './migrations/0004-webhooks.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
     '0002-tasks': tasks(dialect),
     '0003-task-content': taskContent(dialect),
+    '0004-webhooks': webhooks(dialect),
   };
 }
 

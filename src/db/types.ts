@@ -176,6 +176,8 @@ export interface TaskEventsTable {
   /** JSON. */
   payload: string;
   created_at: number;
+  /** 1 once the outbox dispatcher turned it into deliveries. */
+  dispatched: ColumnType<Flag, Flag | undefined, Flag>;
 }
 
 export interface OrgTaskLimitsTable {
@@ -219,7 +221,94 @@ export interface TargetCooldownsTable {
   last_at: number;
 }
 
+export interface WebhookRelaysTable {
+  id: Generated<number>;
+  org_id: number;
+  type: string;
+  /** The secret part of the ingress URL. */
+  ingress_id: string;
+  url: string;
+  timeout_ms: number;
+  /** Sealed JSON of [{name: value}]. */
+  headers: string;
+  /** JSON array of integers. */
+  success_status_codes: string;
+  /** Sealed: our Standard Webhooks secret (whsec_…). */
+  signing_secret: string;
+  /** Sealed: the provider's signing secret or credentials, when the relay holds them. */
+  provider_secret: string | null;
+  enabled: ColumnType<Flag, Flag | undefined, Flag>;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RelayEventsTable {
+  id: string;
+  relay_id: number;
+  org_id: number;
+  provider_event_id: string | null;
+  content_type: string | null;
+  /** JSON object of the request headers kept. */
+  headers: string;
+  /** base64 of the raw body. */
+  body: string;
+  received_at: number;
+}
+
+export interface WebhooksTable {
+  id: Generated<number>;
+  org_id: number;
+  url: string;
+  label: string | null;
+  type: string;
+  /** Sealed: the Standard Webhooks secret (whsec_…). */
+  signing_secret: string;
+  created_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  org_id: number;
+  kind: 'relay' | 'webhook';
+  relay_id: number | null;
+  relay_event_id: string | null;
+  webhook_id: number | null;
+  /** Stable across retries and replays (webhook-id). */
+  event_id: string;
+  event_type: string | null;
+  /** JSON payload (subscriptions); relays send the stored raw body. */
+  payload: string | null;
+  state: ColumnType<QueueState, QueueState | undefined, QueueState>;
+  run_at: number;
+  attempt: ColumnType<number, number | undefined, number>;
+  max_attempts: ColumnType<number, number | undefined, number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+export interface DeliveryAttemptsTable {
+  id: Generated<number>;
+  delivery_id: string;
+  attempt: number;
+  started_at: number;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+  response_excerpt: string | null;
+  next_attempt_at: number | null;
+}
+
 export interface DB {
+  webhook_relays: WebhookRelaysTable;
+  relay_events: RelayEventsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
   tasks: TasksTable;
   task_events: TaskEventsTable;
   org_task_limits: OrgTaskLimitsTable;
@@ -232,3 +321,8 @@ export interface DB {
 export type TaskRow = Selectable<TasksTable>;
 export type NewTask = Insertable<TasksTable>;
 export type TaskEventRow = Selectable<TaskEventsTable>;
+export type WebhookRelayRow = Selectable<WebhookRelaysTable>;
+export type RelayEventRow = Selectable<RelayEventsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type DeliveryAttemptRow = Selectable<DeliveryAttemptsTable>;
