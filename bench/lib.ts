@@ -27,26 +27,100 @@ export interface Server {
   url: string;
   token: string;
   engine: Engine;
+  store: Store;
   stop(): Promise<void>;
 }
 
-export async function startServer(engine: Engine, role = 'api', extraEnv: Record<string, string> = {}): Promise<Server> {
+/** A fresh database of one engine (a DATA_DIR, plus a scratch PostgreSQL database) that several processes may share. */
+export interface Store {
+  engine: Engine;
+  dataDir: string;
+  databaseUrl?: string;
+  /** The partner token every process of this store is started with. */
+  token: string;
+  /** The environment a callplane process on this store needs. */
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+export async function createStore(engine: Engine): Promise<Store> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-bench-'));
-  const port = await freePort();
   const token = `cpl_bench_${crypto.randomBytes(24).toString('base64url')}`;
-  let drop = async () => {};
   const env: Record<string, string> = {
-    ...process.env as Record<string, string>, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1',
-    CALLPLANE_ADMIN_TOKEN: token, LOG_LEVEL: 'warn', ...extraEnv,
+    ...process.env as Record<string, string>, DATA_DIR: dataDir, HOST: '127.0.0.1', CALLPLANE_ADMIN_TOKEN: token,
+    // Every process sharing a database needs the same key.
+    CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('hex'), LOG_LEVEL: 'warn',
   };
   delete env.DATABASE_URL;
+  let dropDb = async () => {};
+  let databaseUrl: string | undefined;
   if (engine === 'postgres') {
     const scratch = await createScratchPgDatabase(PG_URL!, 'callplane_bench');
-    drop = scratch.drop;
-    env.DATABASE_URL = scratch.url;
+    dropDb = scratch.drop;
+    env.DATABASE_URL = databaseUrl = scratch.url;
   }
+  return {
+    engine, dataDir, databaseUrl, token, env,
+    async drop() {
+      await dropDb();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Proc {
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `callplane serve --role worker` on a store; resolves once it logged 'ready' (the runner
+ * has started). A worker logs at info only at start and for maintenance jobs, so info costs nothing.
+ */
+export async function startWorker(store: Store, extraEnv: Record<string, string> = {}): Promise<Proc> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', 'worker'], {
+    env: { ...store.env, LOG_LEVEL: 'info', ...extraEnv }, stdio: ['ignore', 'pipe', 'inherit'], cwd: path.resolve(import.meta.dirname, '..'),
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  await new Promise<void>((resolve, reject) => {
+    let buffered = '';
+    let ready = false;
+    const timer = setTimeout(() => reject(new Error('serve --role worker did not start')), 30_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        if (!ready && line.includes('"msg":"ready"')) {
+          ready = true;
+          clearTimeout(timer);
+          resolve();
+        } else if (/"level":(40|50|60)/.test(line)) {
+          process.stderr.write(`worker: ${line}\n`);
+        }
+      }
+    });
+    void exited.then((code) => {
+      if (!ready) { clearTimeout(timer); reject(new Error(`serve --role worker exited with ${code}`)); }
+    });
+  });
+  return {
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/**
+ * A callplane API process on a fresh database. The process logs at warn so request logging
+ * costs nothing; readiness is polled on /readyz.
+ */
+export async function startServer(engine: Engine, role = 'api', extraEnv: Record<string, string> = {}, store?: Store): Promise<Server> {
+  const own = !store;
+  const s = store ?? await createStore(engine);
+  const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', role], {
-    env, stdio: ['ignore', 'ignore', 'inherit'], cwd: path.resolve(import.meta.dirname, '..'),
+    env: { ...s.env, PORT: String(port), ...extraEnv }, stdio: ['ignore', 'ignore', 'inherit'], cwd: path.resolve(import.meta.dirname, '..'),
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
@@ -57,13 +131,12 @@ export async function startServer(engine: Engine, role = 'api', extraEnv: Record
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    url, token, engine,
+    url, token: s.token, engine: s.engine, store: s,
     async stop() {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;
-      await drop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (own) await s.drop();
     },
   };
 }
@@ -83,3 +156,9 @@ export async function measure(url: string, opts: { seconds?: number; connections
 }
 
 export const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });
+
+/** The p-th percentile (0–100) of values, nearest rank. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}

@@ -1,0 +1,183 @@
+// The task queue under load, per engine, with real processes:
+//   submit   — POST /api/v2/tasks (a ping, and a call with a target) with an organization token,
+//              against /healthz on the same `serve --role api` process in the same run (no worker
+//              in that process, so nothing competes with the API for its event loop).
+//   drain    — 10,000 pings committed in one transaction while `serve --role worker` processes
+//              wait (1, then 2 on PostgreSQL; SQLite has its one worker): tasks/s until all finished.
+//   lateness — 500 pings scheduled over the next ~10 s on `serve --role all`: started_at minus
+//              scheduled_for, p50 / p99 / max, and any start before its time.
+// Usage: npm run bench:tasks [-- submit drain lateness]   (all three by default)
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { openDatabase, type Database } from '../src/db/index.ts';
+import type { NewTask } from '../src/db/types.ts';
+import { checkTask } from '../src/modules/tasks/items.ts';
+import { TASKS } from '../src/modules/tasks/queue.ts';
+import { taskRepo } from '../src/modules/tasks/repository.ts';
+import { notifyQueue } from '../src/queue/waker.ts';
+import { createStore, ENGINES, fmt, measure, percentile, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+const DRAIN_N = Number(process.env.BENCH_DRAIN_TASKS ?? 10_000);
+const LATE_N = Number(process.env.BENCH_LATENESS_TASKS ?? 500);
+const LATE_SPREAD_S = 10;
+const parts = process.argv.slice(2).filter((a) => a !== '--');
+const run = (part: string) => parts.length === 0 || parts.includes(part);
+
+async function api(server: Server, method: string, url: string, query: Record<string, unknown>, body?: unknown, token = server.token) {
+  const qs = new URLSearchParams({ token, ...Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])) });
+  const res = await fetch(`${server.url}${url}?${qs}`, {
+    method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json() as any;
+  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** A reseller, an organization (with its default agent) and a token of the organization. */
+async function organization(server: Server): Promise<{ orgId: number; agentId: number; token: string }> {
+  const partner = await api(server, 'GET', '/api/v2/account', {});
+  const reseller = await api(server, 'POST', '/api/v2/createReseller', { targetPartnerId: partner.id }, { resellerName: 'Bench reseller' });
+  const org = await api(server, 'POST', '/api/v2/createOrganization', { targetResellerId: reseller.reseller.id }, { orgName: 'Bench org' });
+  const token = await api(server, 'POST', '/api/v2/tokens', { targetAccountId: org.organization.id }, { type: 'admin', description: 'bench' });
+  return { orgId: org.organization.id, agentId: org.organization.defaultAccountId, token: token.token.token };
+}
+
+function open(store: Store): Database {
+  return openDatabase({ databaseUrl: store.databaseUrl, sqliteFile: path.join(store.dataDir, 'callplane.db') });
+}
+
+async function finishedCount(database: Database, orgId: number): Promise<number> {
+  const row = await database.db.selectFrom('org_task_counts').select(['finished', 'failed', 'canceled'])
+    .where('org_id', '=', orgId).executeTakeFirst();
+  if (row && Number(row.failed) + Number(row.canceled) > 0) throw new Error(`pings failed or were canceled: ${JSON.stringify(row)}`);
+  return row ? Number(row.finished) : 0;
+}
+
+async function waitFinished(database: Database, orgId: number, n: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if ((await finishedCount(database, orgId)) >= n) return performance.now();
+    if (Date.now() > deadline) throw new Error(`only ${await finishedCount(database, orgId)} of ${n} tasks finished in ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function submit(engine: Engine): Promise<void> {
+  const server = await startServer(engine, 'api');
+  try {
+    const org = await organization(server);
+    const post = `${server.url}/api/v2/tasks?token=${org.token}`;
+    const ping = JSON.stringify({ type: 'ping' });
+    const call = JSON.stringify({ type: 'call', target: '+14155552671' });
+    await measure(`${server.url}/healthz`, { seconds: 2 }); // warm-up
+    await measure(post, { seconds: 2, method: 'POST', body: ping });
+    const health = await measure(`${server.url}/healthz`, { seconds });
+    const pings = await measure(post, { seconds, method: 'POST', body: ping });
+    const calls = await measure(post, { seconds, method: 'POST', body: call });
+    for (const [name, m] of [['ping', pings], ['call', calls]] as const) {
+      if (m.non2xx || m.errors) throw new Error(`POST /api/v2/tasks (${name}) failed: ${m.non2xx} non-2xx, ${m.errors} errors`);
+    }
+    const ratio = (m: typeof pings) => (m.requestsPerSec / health.requestsPerSec).toFixed(2);
+    console.log(`${engine.padEnd(8)} /healthz ${fmt(health.requestsPerSec)} req/s | ` +
+      `POST ping ${fmt(pings.requestsPerSec)} req/s (p99 ${pings.p99} ms) ratio ${ratio(pings)} | ` +
+      `POST call+target ${fmt(calls.requestsPerSec)} req/s (p99 ${calls.p99} ms) ratio ${ratio(calls)}`);
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Commits DRAIN_N pings at once while `workers` worker processes wait; tasks/s until all finished. */
+async function drain(engine: Engine, workers: number): Promise<number> {
+  const store = await createStore(engine);
+  const setup = await startServer(engine, 'api', {}, store);
+  let org: Awaited<ReturnType<typeof organization>>;
+  try {
+    org = await organization(setup);
+  } finally {
+    await setup.stop(); // one process per SQLite DATA_DIR: the API must be gone before the worker starts
+  }
+  const procs = await Promise.all(Array.from({ length: workers }, () => startWorker(store)));
+  const database = open(store);
+  try {
+    const now = Date.now();
+    const ctx = { orgId: org.orgId, defaultAccountId: org.agentId, allowedAccount: () => false, now };
+    const rows: NewTask[] = [];
+    for (let i = 0; i < DRAIN_N; i++) {
+      const checked = checkTask({ type: 'ping' }, ctx);
+      if (!checked.ok) throw new Error(checked.message);
+      rows.push(checked.task);
+    }
+    await database.db.transaction().execute(async (tx) => {
+      await taskRepo.insert(tx, rows, now);
+      await notifyQueue(tx, database.dialect, TASKS);
+    });
+    const committed = performance.now();
+    const done = await waitFinished(database, org.orgId, DRAIN_N, 300_000);
+    const span = await database.db.selectFrom('tasks')
+      .select((eb) => [eb.fn.min('started_at').as('first'), eb.fn.max('finished_at').as('last'), eb.fn.max('attempt').as('attempts')])
+      .where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
+    const busyS = (Number(span.last) - Number(span.first)) / 1000;
+    const wallS = (done - committed) / 1000;
+    console.log(`${engine.padEnd(8)} ${workers} worker${workers > 1 ? 's' : ' '} ${fmt(DRAIN_N)} pings: ` +
+      `${fmt(DRAIN_N / busyS)} tasks/s (first start → last finish ${busyS.toFixed(2)} s; commit → all seen finished ${wallS.toFixed(2)} s; max attempts ${span.attempts})`);
+    return DRAIN_N / busyS;
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()));
+    await database.close();
+    await store.drop();
+  }
+}
+
+async function lateness(engine: Engine): Promise<void> {
+  const store = await createStore(engine);
+  const server = await startServer(engine, 'all', {}, store);
+  const database = open(store);
+  try {
+    const org = await organization(server);
+    // scheduledFor is whole unix seconds (the contract's unit): LATE_N pings over LATE_SPREAD_S seconds.
+    const base = Math.ceil(Date.now() / 1000) + 3;
+    let next = 0;
+    const post = async () => {
+      for (let i = next++; i < LATE_N; i = next++) {
+        await api(server, 'POST', '/api/v2/tasks', {}, { type: 'ping', scheduledFor: base + (i % LATE_SPREAD_S) }, org.token);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, post));
+    if (Date.now() >= base * 1000) console.log('  (warning: submissions were still running when the first ping was due)');
+    await waitFinished(database, org.orgId, LATE_N, 60_000 + LATE_SPREAD_S * 1000);
+    const rows = await database.db.selectFrom('tasks').select(['started_at', 'scheduled_for'])
+      .where('org_id', '=', org.orgId).execute();
+    const late = rows.map((r) => Number(r.started_at) - Number(r.scheduled_for)).sort((a, b) => a - b);
+    const early = late.filter((ms) => ms < 0).length;
+    console.log(`${engine.padEnd(8)} ${LATE_N} pings over ${LATE_SPREAD_S} s (${LATE_N / LATE_SPREAD_S} due per second): lateness ` +
+      `p50 ${percentile(late, 50)} ms, p99 ${percentile(late, 99)} ms, max ${late[late.length - 1]} ms, min ${late[0]} ms; ` +
+      `started early: ${early}`);
+  } finally {
+    await database.close();
+    await server.stop();
+    await store.drop();
+  }
+}
+
+console.log(`# bench/tasks — engines: ${ENGINES.join(', ')}; 2-core machine figures in docs/performance.md`);
+if (run('submit')) {
+  console.log(`## submit: ${seconds}s per route, 32 connections, serve --role api in its own process`);
+  for (const engine of ENGINES) await submit(engine);
+}
+if (run('drain')) {
+  console.log(`## drain: ${fmt(DRAIN_N)} pings committed at once, worker processes already waiting (CALLPLANE_WORKER_CONCURRENCY ${process.env.CALLPLANE_WORKER_CONCURRENCY ?? 50})`);
+  for (const engine of ENGINES) {
+    if (engine === 'sqlite') {
+      await drain(engine, 1);
+    } else {
+      const one = await drain(engine, 1);
+      const two = await drain(engine, 2);
+      console.log(`postgres 2 workers / 1 worker: ${(two / one).toFixed(2)}`);
+    }
+  }
+}
+if (run('lateness')) {
+  console.log('## lateness: serve --role all, pings due at whole seconds');
+  for (const engine of ENGINES) await lateness(engine);
+}
