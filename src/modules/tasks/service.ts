@@ -149,8 +149,12 @@ export function taskService(deps: TaskServiceDeps) {
     for (let tries = 0; tries < 2; tries++) {
       const existing = await taskRepo.findByIdempotencyKey(db, t.org.id, key);
       if (existing && existing.created_at > now - IDEMPOTENCY_WINDOW_MS) {
-        if (existing.request_hash !== hash) {
-          throw new HttpError(422, `Idempotency-Key '${key}' was already used within 24 hours with a different request body (task ${existing.id}); send a new key for a new task`);
+        // An agent's token sees only its own tasks: another agent's task under the organization's
+        // key is neither replayed nor named.
+        const visible = !t.agent || existing.account_id === t.agent.id;
+        if (!visible || existing.request_hash !== hash) {
+          throw new HttpError(422, `Idempotency-Key '${key}' was already used within 24 hours with a different request` +
+            `${visible ? ` body (task ${existing.id})` : ''}; send a new key for a new task`);
         }
         return { row: existing, replayed: true };
       }
