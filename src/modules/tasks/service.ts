@@ -66,6 +66,7 @@ export interface BatchBody extends RawTask {
   scheduleSpacingSec?: unknown;
 }
 
+const UPDATABLE = ['context', 'taskContext', 'greeting', 'content', 'waitToGreet', 'scheduledFor'] as const;
 const STATES: readonly QueueState[] = ['pending', 'running', 'finished', 'failed', 'canceled'];
 const FINAL: readonly QueueState[] = ['finished', 'failed', 'canceled'];
 
@@ -289,7 +290,9 @@ export function taskService(deps: TaskServiceDeps) {
       if (state !== undefined && state !== 'canceled') {
         throw new Invalid(`state can only be set to "canceled" (got ${JSON.stringify(state)}); the queue moves tasks through the other states`);
       }
-      const given = Object.entries(fields).filter(([, v]) => v !== undefined);
+      // Only the fields that can change count: unknown keys are ignored, as everywhere in the API
+      // (otherwise `{state: "canceled", reason: "…"}` would be refused for a running task).
+      const given = UPDATABLE.filter((k) => fields[k] !== undefined);
       if (given.length === 0 && state === undefined) {
         throw new Invalid('nothing to update: send state "canceled", or context, taskContext, greeting, content, waitToGreet or scheduledFor');
       }
