@@ -38,6 +38,13 @@ export interface Config {
   readonly allowPrivateTargets: boolean;
   /** Days a finished, failed or canceled task is kept before it is deleted. */
   readonly taskRetentionDays: number;
+  /** Webhook and relay deliveries one worker process sends at once (CALLPLANE_DELIVERY_CONCURRENCY). */
+  readonly deliveryConcurrency: number;
+  /**
+   * How long a worker holds a delivery in flight without a heartbeat (CALLPLANE_DELIVERY_LEASE_MS);
+   * after a crash its deliveries are sent again this long after its last heartbeat.
+   */
+  readonly deliveryLeaseMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -113,5 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     callMaxSeconds: int(env, 'CALLPLANE_CALL_MAX_SECONDS', 3600, 1, 86_400),
     allowPrivateTargets: bool(env, 'CALLPLANE_ALLOW_PRIVATE_TARGETS'),
     taskRetentionDays: int(env, 'CALLPLANE_TASK_RETENTION_DAYS', 30, 1, 36_500),
+    deliveryConcurrency: int(env, 'CALLPLANE_DELIVERY_CONCURRENCY', 50, 1, 1000),
+    deliveryLeaseMs: int(env, 'CALLPLANE_DELIVERY_LEASE_MS', 30_000, 1000, 3_600_000),
   });
 }
