@@ -1,5 +1,6 @@
 // Reads the environment once at boot, validates it and returns a frozen config.
 // Nothing else in the code base reads process.env.
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 export type Role = 'api' | 'worker' | 'all';
@@ -36,6 +37,11 @@ export interface Config {
    * (development and tests only; CALLPLANE_ALLOW_PRIVATE_TARGETS).
    */
   readonly allowPrivateTargets: boolean;
+  /**
+   * Private ranges opened to outbound requests when CALLPLANE_ALLOW_PRIVATE_TARGETS is a
+   * comma-separated CIDR list instead of true/false (empty otherwise).
+   */
+  readonly privateTargetCidrs: readonly string[];
   /** Days a finished, failed or canceled task is kept before it is deleted. */
   readonly taskRetentionDays: number;
   /** Webhook and relay deliveries one worker process sends at once (CALLPLANE_DELIVERY_CONCURRENCY). */
@@ -76,6 +82,32 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number
   return n;
 }
 
+/** A CIDR range ('10.0.0.0/8', 'fd00::/8') or a single address, which stands for /32 or /128. */
+export function isCidr(raw: string): boolean {
+  const slash = raw.indexOf('/');
+  const addr = slash < 0 ? raw : raw.slice(0, slash);
+  const family = isIP(addr);
+  if (family === 0) return false;
+  if (slash < 0) return true;
+  const bits = raw.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/** CALLPLANE_ALLOW_PRIVATE_TARGETS: true/false, or a comma-separated CIDR list of ranges to open. */
+function privateTargets(env: NodeJS.ProcessEnv): { all: boolean; cidrs: string[] } {
+  const name = 'CALLPLANE_ALLOW_PRIVATE_TARGETS';
+  const raw = (env[name] ?? '').trim();
+  if (/^(|true|false|1|0|yes|no)$/i.test(raw)) return { all: bool(env, name), cidrs: [] };
+  const cidrs = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const c of cidrs) {
+    if (!isCidr(c)) {
+      throw new ConfigError(`${name} must be true, false or a comma-separated list of CIDR ranges such as 10.0.0.0/8,fd00::/8 ('${c}' is not a CIDR range)`);
+    }
+  }
+  return { all: false, cidrs };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -101,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   } catch {
     throw new ConfigError(`CALLPLANE_PUBLIC_URL must be an absolute URL (got '${publicUrl}')`);
   }
+  const privateTargetsAllowed = privateTargets(env);
   return Object.freeze({
     port,
     host,
@@ -118,7 +151,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     taskLeaseMs: int(env, 'CALLPLANE_TASK_LEASE_MS', 30_000, 1000, 3_600_000),
     simulatedCallSeconds: num(env, 'CALLPLANE_SIMULATED_CALL_SECONDS', 3, 0, 9999),
     callMaxSeconds: int(env, 'CALLPLANE_CALL_MAX_SECONDS', 3600, 1, 86_400),
-    allowPrivateTargets: bool(env, 'CALLPLANE_ALLOW_PRIVATE_TARGETS'),
+    allowPrivateTargets: privateTargetsAllowed.all,
+    privateTargetCidrs: Object.freeze(privateTargetsAllowed.cidrs),
     taskRetentionDays: int(env, 'CALLPLANE_TASK_RETENTION_DAYS', 30, 1, 36_500),
     deliveryConcurrency: int(env, 'CALLPLANE_DELIVERY_CONCURRENCY', 50, 1, 1000),
     deliveryLeaseMs: int(env, 'CALLPLANE_DELIVERY_LEASE_MS', 30_000, 1000, 3_600_000),
