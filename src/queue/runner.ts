@@ -1,7 +1,8 @@
 // Runs a queue: claims up to its free capacity, runs one handler per row with an AbortSignal,
 // keeps leases alive while handlers run, settles each row, rescues expired leases, and sleeps
 // until woken (notify, a LISTEN hint, the earliest future run_at, or the poll interval).
-import type { Db } from '../db/types.ts';
+import type { Transaction } from 'kysely';
+import type { DB, Db, Executor } from '../db/types.ts';
 import { QueueEngine, exponentialBackoff, type FinalState, type Patch, type QueueRow, type QueueTable } from './engine.ts';
 import { Waker, type Wakeups } from './waker.ts';
 
@@ -16,9 +17,16 @@ export class QueueAbortError extends Error {
 }
 
 /** What a handler asks for; returning nothing means finished. */
-export type Outcome<Row> =
+export type Outcome<Row> = (
   | { kind: 'complete'; state: FinalState; set?: Patch<Row> }
-  | { kind: 'retry'; runAt?: number; set?: Patch<Row> };
+  | { kind: 'retry'; runAt?: number; set?: Patch<Row> }
+) & {
+  /**
+   * Writes that must commit with the settle or not at all (a delivery's attempt log): run in the
+   * settle's transaction with the row as written, only when this worker still held the row.
+   */
+  after?(tx: Transaction<DB>, row: Row): Promise<void>;
+};
 
 export interface HandlerContext {
   /** Aborted with a QueueAbortError when the row is canceled, its lease is lost, or the runner stops. */
@@ -176,10 +184,17 @@ export class QueueRunner<T extends QueueTable> {
     } catch (err) {
       outcome = this.#onThrow(row, err, controller.signal);
     }
+    const settle = (ex: Executor) => outcome.kind === 'complete'
+      ? engine.complete(ex, row, { state: outcome.state, set: outcome.set })
+      : engine.retry(ex, row, { runAt: outcome.runAt, set: outcome.set });
     try {
       // The engine ignores a stale lease, so a handler that outlived its lease changes nothing.
-      if (outcome.kind === 'complete') await engine.complete(db, row, { state: outcome.state, set: outcome.set });
-      else await engine.retry(db, row, { runAt: outcome.runAt, set: outcome.set });
+      const after = outcome.after;
+      if (!after) await settle(db);
+      else await db.transaction().execute(async (tx) => {
+        const written = await settle(tx);
+        if (written) await after(tx, written);
+      });
     } catch (err) {
       // The lease expires and the rescuer returns the row; nothing is lost.
       this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed');

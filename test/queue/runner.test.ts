@@ -321,4 +321,62 @@ forEachEngine('queue runner', (h) => {
     assert.equal(row.lease_owner, null);
     await engine().transition(db, id, ['pending'], 'canceled');
   });
+
+  it("an outcome's after() commits in the settle's transaction, and a throw from it rolls the settle back", async () => {
+    try {
+      const t = await tenant(h());
+      const db = h().database.db;
+      const [ok, bad] = await insertTasks(db, t, [{}, { run_at: Date.now() + 60_000 }]);
+      const r = runner({
+        rescueEveryMs: 0,
+        handler: async (row) => ({
+          kind: 'complete', state: 'finished',
+          after: async (tx, written) => {
+            // Sees the row as the settle wrote it, inside the same transaction.
+            await tx.updateTable('tasks').set({ result: `after saw ${written.state}` }).where('id', '=', written.id).execute();
+            if (row.id === bad) throw new Error('after failed');
+          },
+        }),
+      });
+      r.notify();
+      await finished(ok);
+      assert.equal((await task(db, ok)).result, 'after saw finished');
+      await db.updateTable('tasks').set({ run_at: Date.now() }).where('id', '=', bad).execute();
+      r.notify();
+      await waitFor('the second handler to end', async () => (await task(db, bad)).attempt === 1 && r.running === 0);
+      const row = await task(db, bad);
+      assert.equal(row.state, 'running', 'the settle must roll back with its after()');
+      assert.equal(row.result, null);
+    } finally {
+      await stopAll();
+    }
+  });
+
+  it('after() does not run when the worker lost the row before settling it', async () => {
+    try {
+      const t = await tenant(h());
+      const db = h().database.db;
+      const [id] = await insertTasks(db, t, [{}]);
+      let release!: () => void;
+      const gate = new Promise<void>((r) => { release = r; });
+      let ran = false;
+      const r = runner({
+        heartbeatMs: 60_000,
+        handler: async () => {
+          await gate;
+          return { kind: 'complete', state: 'finished', after: async () => { ran = true; } };
+        },
+      });
+      r.notify();
+      await waitFor('the claim', async () => r.running === 1);
+      await db.updateTable('tasks').set({ lease_owner: 'someone-else' }).where('id', '=', id).execute();
+      release();
+      await waitFor('the handler to end', async () => r.running === 0);
+      assert.equal(ran, false);
+      assert.equal((await task(db, id)).lease_owner, 'someone-else');
+      await engine().transition(db, id, ['running'], 'canceled');
+    } finally {
+      await stopAll();
+    }
+  });
 });
