@@ -64,7 +64,10 @@ export const taskRepo = {
     if (f.since !== undefined) q = q.where('updated_at', '>=', f.since);
     if (f.until !== undefined) q = q.where('updated_at', '<=', f.until);
     const [rows, count] = await Promise.all([
-      q.selectAll().orderBy(f.sort, f.order).orderBy('id', f.order).limit(f.limit).offset(f.offset).execute(),
+      // Unscheduled tasks (scheduled_for null) last in either order: left to themselves, SQLite and
+      // PostgreSQL put NULLs at opposite ends.
+      q.selectAll().orderBy(f.sort, (ob) => (f.order === 'asc' ? ob.asc() : ob.desc()).nullsLast())
+        .orderBy('id', f.order).limit(f.limit).offset(f.offset).execute(),
       q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };
