@@ -19,6 +19,7 @@ import { tokenRoutes } from './modules/tokens/routes.ts';
 import { memberRoutes } from './modules/members/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
+import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
 import type { TaskRuntime } from './modules/tasks/runtime.ts';
 
 export interface AppDeps {
@@ -140,6 +141,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(memberRoutes, ctx);
   await app.register(numberingRoutes, ctx);
   await app.register(taskRoutes, ctx);
+  await app.register(twilioRoutes, ctx);
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;
