@@ -1,7 +1,7 @@
 // A stand-in for the few Twilio REST endpoints callplane calls (create call, create message, update
 // call), on 127.0.0.1, for the test suite only: it checks basic auth, records every request, answers
-// with Twilio-shaped JSON, can be told to fail or hang, and sends status callbacks signed with
-// Twilio's X-Twilio-Signature algorithm (implemented here on node:crypto, independently of the
+// with Twilio-shaped JSON, can be told to fail or hang, and sends status callbacks and TwiML fetches
+// signed with Twilio's X-Twilio-Signature algorithm (implemented here on node:crypto, independently of the
 // twilio package our code uses, so the two check each other).
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -13,6 +13,8 @@ export interface RecordedRequest {
   headers: http.IncomingHttpHeaders;
   form: URLSearchParams;
   raw: string;
+  /** When it arrived (unix ms). */
+  at: number;
 }
 
 export interface FakeCall {
@@ -49,6 +51,16 @@ export interface CallbackResponse {
   body: string;
 }
 
+/** One fetch of a call's TwiML URL, as Twilio makes it when the call is answered. */
+export interface TwimlFetch {
+  sid: string;
+  method: 'GET' | 'POST';
+  url: string;
+  status: number;
+  contentType: string | null;
+  body: string;
+}
+
 /** Twilio's signature: base64 HMAC-SHA1 over the URL followed by each sorted key and its value(s). */
 export function twilioSignature(authToken: string, url: string, params: Record<string, string | string[]>): string {
   let data = url;
@@ -69,6 +81,7 @@ export class FakeTwilio {
   readonly requests: RecordedRequest[] = [];
   readonly calls = new Map<string, FakeCall>();
   readonly messages = new Map<string, FakeMessage>();
+  readonly twimlFetches: TwimlFetch[] = [];
   readonly #injections: Array<Injection | 'hang'> = [];
   readonly #server: http.Server;
   #url = '';
@@ -121,7 +134,7 @@ export class FakeTwilio {
   #handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string): void {
     const path = (req.url ?? '/').split('?')[0];
     const form = new URLSearchParams(raw);
-    this.requests.push({ method: req.method ?? '', path, headers: req.headers, form, raw });
+    this.requests.push({ method: req.method ?? '', path, headers: req.headers, form, raw, at: Date.now() });
     const injection = this.#injections.shift();
     if (injection === 'hang') return;
     if (injection) {
@@ -228,6 +241,40 @@ export class FakeTwilio {
       ...extra,
     };
     return this.postSigned(call.statusCallback, params);
+  }
+
+  /**
+   * Fetches the call's TwiML URL (its `Url` parameter) as Twilio does once the call is answered:
+   * POST with the call's parameters as a signed form (Twilio's default), or GET with them added to
+   * the query string and the whole URL signed. Recorded in `twimlFetches`.
+   */
+  async fetchTwiml(sid: string, opts: { method?: 'GET' | 'POST'; token?: string } = {}): Promise<TwimlFetch> {
+    const call = this.calls.get(sid);
+    if (!call) throw new Error(`fake twilio: no call ${sid}`);
+    if (!call.url) throw new Error(`fake twilio: call ${sid} has no Url`);
+    const method = opts.method ?? 'POST';
+    const token = opts.token ?? this.authToken;
+    const params: Record<string, string> = {
+      AccountSid: this.accountSid, ApiVersion: '2010-04-01', CallSid: sid, CallStatus: 'in-progress',
+      Called: call.to, Caller: call.from, Direction: 'outbound-api', From: call.from, To: call.to,
+    };
+    let target = call.url;
+    let init: RequestInit;
+    if (method === 'GET') {
+      const u = new URL(call.url);
+      for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+      target = u.toString();
+      init = { method, headers: { 'x-twilio-signature': twilioSignature(token, target, {}), 'user-agent': 'TwilioProxy/1.1' } };
+    } else {
+      init = {
+        method, body: new URLSearchParams(params).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(token, target, params), 'user-agent': 'TwilioProxy/1.1' },
+      };
+    }
+    const res = await fetch(target, { ...init, redirect: 'manual' });
+    const fetched: TwimlFetch = { sid, method, url: target, status: res.status, contentType: res.headers.get('content-type'), body: await res.text() };
+    this.twimlFetches.push(fetched);
+    return fetched;
   }
 
   /** Moves a message to `status` and sends its status callback. */
