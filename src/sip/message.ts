@@ -218,7 +218,7 @@ export function serialize(msg: SipMessage): Buffer {
  * Content-Length bytes (required on streams, RFC 3261 §18.3).
  */
 export class StreamFramer {
-  #buf = Buffer.alloc(0);
+  #buf: Buffer = Buffer.alloc(0);
 
   push(chunk: Buffer): SipMessage[] {
     this.#buf = this.#buf.length ? Buffer.concat([this.#buf, chunk]) : chunk;
