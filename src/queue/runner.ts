@@ -114,6 +114,17 @@ export class QueueRunner<T extends QueueTable> {
   }
 
   /**
+   * The row was settled by someone else (a carrier's callback moved it to its final state): stop
+   * its handler now rather than at the next heartbeat, freeing the slot. False when not running here.
+   */
+  release(id: string): boolean {
+    const job = this.#inFlight.get(id);
+    if (!job) return false;
+    job.controller.abort(new QueueAbortError('lease-lost'));
+    return true;
+  }
+
+  /**
    * Stops claiming and waits for running handlers (their leases kept alive meanwhile). After
    * `timeoutMs` the rest are aborted as 'shutdown' and get `graceMs` more; a handler still running
    * after that keeps its row until the lease expires and a rescuer takes it.

@@ -210,6 +210,36 @@ forEachEngine('queue runner', (h) => {
     }
   });
 
+  it('release() stops a handler whose row was settled elsewhere at once, without waiting for a heartbeat', async () => {
+    try {
+      const t = await tenant(h());
+      const db = h().database.db;
+      const [id] = await insertTasks(db, t, [{}]);
+      let reason: string | undefined;
+      let started = false;
+      const r = runner({
+        heartbeatMs: 60_000, // no heartbeat in this test: only release() can end the handler
+        handler: async (_row, { signal }) => {
+          started = true;
+          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          reason = (signal.reason as QueueAbortError).kind;
+          throw signal.reason;
+        },
+      });
+      r.notify();
+      await waitFor('the handler', async () => started);
+      // A carrier callback settles the row from outside the worker.
+      await engine({ workerId: 'callback' }).transition(db, id, ['running'], 'finished');
+      assert.equal(r.release('tsk_not_running_here'), false);
+      assert.equal(r.release(id), true);
+      await waitFor('the slot to free', async () => r.running === 0, 1000);
+      assert.equal(reason, 'lease-lost');
+      assert.equal((await task(db, id)).state, 'finished', 'the late outcome of the released handler changes nothing');
+    } finally {
+      await stopAll();
+    }
+  });
+
   it('a handler that throws is retried after its backoff with the error recorded, then finishes', async () => {
     try {
       const t = await tenant(h());

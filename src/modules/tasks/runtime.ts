@@ -75,6 +75,11 @@ export class TaskRuntime {
     return this.#runner?.cancel(id) ?? false;
   }
 
+  /** A task this process may be running was settled elsewhere (a carrier callback): free its slot now. */
+  settled(id: string): boolean {
+    return this.#runner?.release(id) ?? false;
+  }
+
   async stop(): Promise<void> {
     await this.#runner?.stop();
     this.#runner = undefined;

@@ -100,12 +100,15 @@ export async function twilioRoutes(app: App, ctx: AppContext): Promise<void> {
       const state = cancelRequested && event.final.state === 'finished' ? 'canceled' : event.final.state;
       // Only a running task moves: a duplicate, or a callback after the task ended (or after it
       // went back to the queue), changes nothing.
-      await runtime.engine.transition(db, task.id, ['running'], state, {
+      const moved = await runtime.engine.transition(db, task.id, ['running'], state, {
         result: JSON.stringify(event.final.result),
         error: state === 'failed' ? event.final.error ?? null : null,
         provider: TWILIO,
         provider_ref: event.providerRef,
       });
+      // The worker waiting for this call, when it runs in this process, stops now instead of at
+      // its next heartbeat (in another process the heartbeat still finds the lease gone).
+      if (moved) runtime.settled(task.id);
       return reply.status(204).send();
     }
     await noteProgress(task.id, event.providerRef, event.status, event.sequenceNumber);
