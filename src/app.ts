@@ -20,6 +20,7 @@ import { memberRoutes } from './modules/members/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
 import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
+import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import type { TaskRuntime } from './modules/tasks/runtime.ts';
 
 export interface AppDeps {
@@ -42,6 +43,8 @@ const SECRET_PARAMS = new Set(['token', 'authtoken']);
  * parser decodes them too: `?tok%65n=…` authenticates exactly like `?token=…`.
  */
 export function redactUrl(url: string): string {
+  // A relay's ingress id is its credential (providers send no token).
+  url = url.replace(/^\/hooks\/relay\/[^/?#]+/, '/hooks/relay/[redacted]');
   const q = url.indexOf('?');
   if (q < 0) return url;
   const params = url.slice(q + 1).split('&').map((pair) => {
@@ -142,6 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(numberingRoutes, ctx);
   await app.register(taskRoutes, ctx);
   await app.register(twilioRoutes, ctx);
+  await app.register(relayRoutes, ctx);
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;
