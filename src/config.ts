@@ -18,6 +18,8 @@ export interface Config {
   readonly publicUrl: string;
   readonly logLevel: string;
   readonly bodyLimitBytes: number;
+  /** Largest CSV file POST /api/v2/tasks/csv reads (CALLPLANE_CSV_MAX_BYTES); it is streamed, not held. */
+  readonly csvMaxBytes: number;
   readonly defaultPlanId: string;
   readonly oneTimeTokenTtlSeconds: number;
   readonly dbPoolSize: number;
@@ -144,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimitBytes: int(env, 'CALLPLANE_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
+    csvMaxBytes: int(env, 'CALLPLANE_CSV_MAX_BYTES', 50 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPlanId: env.CALLPLANE_DEFAULT_PLAN_ID || 'standard',
     oneTimeTokenTtlSeconds: int(env, 'CALLPLANE_ONE_TIME_TOKEN_TTL_SECONDS', 300, 10, 3600),
     dbPoolSize: int(env, 'CALLPLANE_DB_POOL_SIZE', 10, 1, 200),
