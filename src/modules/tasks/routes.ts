@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { App, AppContext } from '../../app.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { taskCsvRoutes } from './csv.ts';
 import { TaskRuntime } from './runtime.ts';
 import { taskService } from './service.ts';
 
@@ -83,6 +84,8 @@ const LimitsBody = Type.Object({
 export async function taskRoutes(app: App, ctx: AppContext): Promise<void> {
   const runtime = ctx.tasks ?? new TaskRuntime({ database: ctx.database, config: ctx.config, box: ctx.box });
   const tasks = taskService({ db: ctx.database.db, dialect: ctx.database.dialect, runtime });
+  // Its own plugin scope: multipart parsing is registered for that route only.
+  await app.register(taskCsvRoutes, { tasks, maxBytes: ctx.config.csvMaxBytes });
 
   app.post('/api/v2/tasks', {
     schema: {
