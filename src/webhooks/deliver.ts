@@ -108,7 +108,7 @@ async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<strin
   } catch {
     // The deadline or the receiver cut the body short: keep what arrived.
   } finally {
-    if (!body.destroyed) body.destroy();
+    if (!body.destroyed && !body.readableEnded) body.destroy();
   }
   // A string decoder holds back a character cut in half at the limit instead of mangling it.
   return new StringDecoder('utf8').write(Buffer.concat(kept));
