@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describe, it } from 'node:test';
+import { redactUrl } from '../../src/app.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Reply } from '../helpers/harness.ts';
 import { twilioSignature } from '../helpers/fake-twilio.ts';
@@ -25,6 +26,13 @@ const stripeHeader = (secret: string, body: string | Buffer, t = Math.floor(Date
   `t=${t},v1=${crypto.createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex')}`;
 const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
 const form = (params: Record<string, string>) => new URLSearchParams(params).toString();
+
+it('request logs show no ingress id: it is the relay\'s credential', () => {
+  const id = crypto.randomBytes(32).toString('base64url');
+  assert.equal(redactUrl(`/hooks/relay/${id}`), '/hooks/relay/[redacted]');
+  assert.equal(redactUrl(`/hooks/relay/${id}?bodySHA256=ab&token=t`), '/hooks/relay/[redacted]?bodySHA256=ab&token=[redacted]');
+  assert.equal(redactUrl('/api/v2/webhookRelay/generic?token=t'), '/api/v2/webhookRelay/generic?token=[redacted]');
+});
 
 forEachEngine('webhook relays', (h) => {
   const post = (token: string, type: string, body: unknown, query?: Record<string, unknown>) =>
@@ -158,6 +166,16 @@ forEachEngine('webhook relays', (h) => {
       assert.notEqual(rotated.signingSecret, first.signingSecret);
       assert.equal(rotated.config.signingSecret, `****${rotated.signingSecret.slice(-4)}`);
       assert.equal(h().box.open(rows[0].signing_secret), first.signingSecret);
+    });
+
+    it('concurrent creations of one type make one relay and issue one signing secret', async () => {
+      const { o } = await premiumOrg();
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post(o.token, 'generic', { url: `${RECEIVER}/${i}` })));
+      for (const res of answers) assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(answers.filter((res) => res.body.signingSecret !== undefined).length, 1);
+      assert.equal(new Set(answers.map((res) => res.body.config.ingressUrl)).size, 1);
+      const rows = await h().database.db.selectFrom('webhook_relays').selectAll().where('org_id', '=', o.id).execute();
+      assert.equal(rows.length, 1);
     });
 
     it('lists every relay of the organization; 404 when there is none; deletes with the contract\'s messages', async () => {
