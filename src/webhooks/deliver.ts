@@ -185,7 +185,7 @@ function describeError(err: unknown, req: DeliveryRequest, signal: AbortSignal):
     case 'EHOSTUNREACH':
     case 'ENETUNREACH': return `${where} is unreachable`;
     case 'ERR_INVALID_URL':
-    case 'UND_ERR_INVALID_ARG': return `cannot send to this url: ${chain[0]?.message ?? 'invalid'}`;
+    case 'UND_ERR_INVALID_ARG': return `request not sent: ${chain[0]?.message ?? 'invalid'}`;
     default: break;
   }
   const top = chain.find((c) => c.code !== undefined) ?? chain[0];

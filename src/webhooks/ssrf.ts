@@ -239,6 +239,7 @@ function guardedLookup(policy: TargetPolicy, resolve: NonNullable<GuardOptions['
  * followed (undici follows none without the redirect interceptor).
  */
 export function guardedDispatcher(policy: TargetPolicy, options: GuardOptions = {}): Dispatcher {
+  if (policy.allowCidrs && policy.allowCidrs.length > 0) allowList(policy.allowCidrs); // a bad range fails here, not per request
   const connector = buildConnector({
     lookup: guardedLookup(policy, options.resolve ?? systemResolve),
     timeout: options.connectTimeoutMs ?? 10_000,

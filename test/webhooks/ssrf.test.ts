@@ -163,6 +163,10 @@ describe('CALLPLANE_ALLOW_PRIVATE_TARGETS and policyFromConfig', () => {
 });
 
 describe('guardedDispatcher: refusals at connect time', () => {
+  it('refuses a policy with a bad range when it is built, not on each request', () => {
+    assert.throws(() => guardedDispatcher({ allowPrivate: false, allowCidrs: ['10.0.0.0/8', 'nope'] }), /'nope' is not a CIDR range/);
+  });
+
   let server: http.Server;
   let port = 0;
   let received = 0;
