@@ -1,0 +1,137 @@
+// The webhook delivery queue of one process: the engine over webhook_deliveries (relayed provider
+// events and our own events to subscriptions), the wakeups producers signal, and, in a worker,
+// the runner that sends deliveries plus the outbox dispatcher that turns task events into them.
+import crypto from 'node:crypto';
+import os from 'node:os';
+import type { Dispatcher } from 'undici';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/index.ts';
+import type { QueueState } from '../../db/types.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { QueueEngine, type Cause } from '../../queue/engine.ts';
+import { QueueRunner } from '../../queue/runner.ts';
+import { listenForWakeups, Wakeups, type QueueListener } from '../../queue/waker.ts';
+import { retryDelayMs } from '../../webhooks/deliver.ts';
+import { guardedDispatcher, policyFromConfig } from '../../webhooks/ssrf.ts';
+import { createDeliveryHandler, type RetryDelay } from './delivery-handler.ts';
+import { DELIVERIES, OutboxDispatcher } from './dispatcher.ts';
+
+/** The queue name task transitions are announced on (src/modules/tasks/queue.ts). */
+const TASKS = 'tasks';
+
+/** Attempts a schedule allows: the first plus every retry it gives a delay for. */
+export function attemptsAllowed(retryDelay: RetryDelay): number {
+  let n = 1;
+  while (n < 1000 && retryDelay(n) !== null) n++;
+  return n;
+}
+
+/** max_attempts of a new delivery: the production retry schedule, whole (DESIGN §7). */
+export const DELIVERY_MAX_ATTEMPTS = attemptsAllowed(retryDelayMs);
+
+function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: number; cause: Cause }) {
+  const set: Record<string, unknown> = { updated_at: now };
+  if (to === 'finished' || to === 'failed' || to === 'canceled') set.finished_at = now;
+  // The receiver may or may not have had the request: it is sent again, with the same webhook-id.
+  if (cause === 'rescue') set.last_error = 'worker lost its lease (crashed or stalled) during the attempt; delivery returned to the queue';
+  return set;
+}
+
+export function createDeliveryEngine(opts: { dialect: Database['dialect']; workerId: string; leaseMs?: number; now?: () => number }): QueueEngine<'webhook_deliveries'> {
+  return new QueueEngine({
+    table: DELIVERIES, dialect: opts.dialect, workerId: opts.workerId, leaseMs: opts.leaseMs, now: opts.now, stamp,
+  });
+}
+
+export interface DeliveryRuntimeDeps {
+  database: Database;
+  config: Config;
+  box: SecretBox;
+  log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Tests shorten leases, heartbeats and rescues; production uses config and the defaults. */
+  leaseMs?: number;
+  heartbeatMs?: number;
+  rescueEveryMs?: number;
+  /** The retry schedule; tests pass a fast one. Default DESIGN §7's (retryDelayMs). */
+  retryDelay?: RetryDelay;
+  /** Longest the outbox dispatcher sleeps without a wakeup. Default 250 ms. */
+  dispatchEveryMs?: number;
+  /** Task wakeups of this process (TaskRuntime.wakeups): new tasks make the dispatcher look at once. */
+  taskWakeups?: Wakeups;
+  now?: () => number;
+}
+
+export class DeliveryRuntime {
+  readonly wakeups = new Wakeups();
+  readonly engine: QueueEngine<'webhook_deliveries'>;
+  readonly workerId: string;
+  readonly maxAttempts: number;
+  #runner: QueueRunner<'webhook_deliveries'> | undefined;
+  #dispatcher: OutboxDispatcher | undefined;
+  #http: Dispatcher | undefined;
+  #listener: QueueListener | undefined;
+  #unsubscribe: (() => void)[] = [];
+
+  constructor(readonly deps: DeliveryRuntimeDeps) {
+    this.workerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}:deliveries`;
+    this.engine = createDeliveryEngine({
+      dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.deliveryLeaseMs, now: deps.now,
+    });
+    this.maxAttempts = deps.retryDelay ? attemptsAllowed(deps.retryDelay) : DELIVERY_MAX_ATTEMPTS;
+  }
+
+  get running(): number {
+    return this.#runner?.running ?? 0;
+  }
+
+  /** Starts sending deliveries and dispatching task events in this process. */
+  async startWorker(): Promise<void> {
+    if (this.#runner) return;
+    const { database, config, box, log } = this.deps;
+    const now = this.engine.now;
+    if (database.dialect === 'postgres' && config.databaseUrl) {
+      this.#listener = await listenForWakeups({ databaseUrl: config.databaseUrl, wakeups: this.wakeups, log });
+    }
+    this.#http = guardedDispatcher(policyFromConfig(config));
+    this.#runner = new QueueRunner({
+      engine: this.engine,
+      db: database.db,
+      handler: createDeliveryHandler({
+        db: database.db, box, dispatcher: this.#http, retryDelay: this.deps.retryDelay ?? retryDelayMs, now, log,
+      }),
+      concurrency: config.deliveryConcurrency,
+      wakeups: this.wakeups,
+      heartbeatMs: this.deps.heartbeatMs,
+      rescueEveryMs: this.deps.rescueEveryMs,
+      errorPatch: (err) => ({ last_error: err instanceof Error ? err.message.slice(0, 1000) : String(err) }),
+      log,
+    });
+    this.#dispatcher = new OutboxDispatcher({
+      db: database.db, dialect: database.dialect, maxAttempts: this.maxAttempts,
+      everyMs: this.deps.dispatchEveryMs ?? 250, now, onDeliveries: () => this.notify(), log,
+    });
+    const wakeDispatcher = () => this.#dispatcher?.notify();
+    this.#unsubscribe.push(this.wakeups.on(TASKS, wakeDispatcher));
+    if (this.deps.taskWakeups) this.#unsubscribe.push(this.deps.taskWakeups.on(TASKS, wakeDispatcher));
+    this.#runner.start();
+    this.#dispatcher.start();
+  }
+
+  /** New or rescheduled deliveries are due: wake this process's runner now. */
+  notify(): void {
+    this.wakeups.emit(DELIVERIES);
+  }
+
+  async stop(): Promise<void> {
+    for (const off of this.#unsubscribe) off();
+    this.#unsubscribe = [];
+    await this.#dispatcher?.stop();
+    this.#dispatcher = undefined;
+    await this.#runner?.stop();
+    this.#runner = undefined;
+    await this.#listener?.close();
+    this.#listener = undefined;
+    await this.#http?.close().catch(() => {});
+    this.#http = undefined;
+  }
+}

@@ -1,0 +1,131 @@
+// The outbox dispatcher: turns task events not yet dispatched into webhook deliveries, one per
+// matching `task` subscription of the event's organization, and marks the events dispatched, in
+// one transaction (so an event is delivered once per subscription, even across a crash).
+import { sql } from 'kysely';
+import type { Db, Dialect, TaskEventRow, WebhookDeliveriesTable } from '../../db/types.ts';
+import type { Insertable } from 'kysely';
+import { newId } from '../../lib/ids.ts';
+import { notifyQueue, Waker } from '../../queue/waker.ts';
+
+export const DELIVERIES = 'webhook_deliveries';
+/** Events taken per transaction. */
+export const DISPATCH_BATCH = 500;
+/** Multi-row inserts stay well under SQLite's and PostgreSQL's parameter limits. */
+const INSERT_CHUNK = 200;
+
+/**
+ * The body a `task` subscription receives (Standard Webhooks' recommended shape):
+ * `{type, timestamp, data}` with `data` the task as GET /api/v2/tasks/{id} shows it at that event.
+ */
+export function taskEventPayload(event: Pick<TaskEventRow, 'type' | 'payload' | 'created_at'>): string {
+  const stored = JSON.parse(event.payload) as { task?: unknown };
+  return JSON.stringify({ type: event.type, timestamp: new Date(event.created_at).toISOString(), data: stored.task ?? null });
+}
+
+export interface DispatchResult {
+  events: number;
+  deliveries: number;
+}
+
+/**
+ * One batch: up to `batch` undispatched events, oldest first. On PostgreSQL the events are locked
+ * with SKIP LOCKED, so dispatchers of several workers take disjoint batches.
+ */
+export async function dispatchTaskEvents(db: Db, dialect: Dialect, opts: { batch?: number; now?: number; maxAttempts: number }): Promise<DispatchResult> {
+  const batch = opts.batch ?? DISPATCH_BATCH;
+  // The literal (not a parameter) lets both engines use the partial index on undispatched events.
+  const undispatched = sql<boolean>`dispatched = 0`;
+  // Most polls find nothing: look without a transaction first.
+  const any = await db.selectFrom('task_events').select('id').where(undispatched).limit(1).executeTakeFirst();
+  if (!any) return { events: 0, deliveries: 0 };
+  return db.transaction().execute(async (tx) => {
+    let select = tx.selectFrom('task_events').select(['id', 'org_id', 'type', 'payload', 'created_at'])
+      .where(undispatched).orderBy('id').limit(batch);
+    if (dialect === 'postgres') select = select.forUpdate().skipLocked();
+    const events = await select.execute();
+    if (events.length === 0) return { events: 0, deliveries: 0 };
+
+    const orgIds = [...new Set(events.map((e) => e.org_id))];
+    const subs = await tx.selectFrom('webhooks').select(['id', 'org_id'])
+      .where('type', '=', 'task').where('org_id', 'in', orgIds).orderBy('id').execute();
+    const byOrg = new Map<number, number[]>();
+    for (const s of subs) byOrg.set(s.org_id, [...(byOrg.get(s.org_id) ?? []), s.id]);
+
+    const now = opts.now ?? Date.now();
+    const rows: Insertable<WebhookDeliveriesTable>[] = [];
+    for (const e of events) {
+      const hooks = byOrg.get(e.org_id);
+      if (!hooks) continue;
+      const payload = taskEventPayload(e);
+      for (const webhookId of hooks) {
+        // Every column named, so a multi-row insert never writes NULL for a defaulted one.
+        rows.push({
+          id: newId('dlv', now), org_id: e.org_id, kind: 'webhook', relay_id: null, relay_event_id: null,
+          webhook_id: webhookId, event_id: e.id, event_type: e.type, payload, state: 'pending', run_at: now,
+          attempt: 0, max_attempts: opts.maxAttempts, lease_owner: null, lease_expires_at: null,
+          last_status: null, last_error: null, created_at: now, updated_at: now, finished_at: null,
+        });
+      }
+    }
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      await tx.insertInto('webhook_deliveries').values(rows.slice(i, i + INSERT_CHUNK)).execute();
+    }
+    // Events of organizations without a subscription are marked too, so they never pile up.
+    await tx.updateTable('task_events').set({ dispatched: 1 }).where('id', 'in', events.map((e) => e.id)).execute();
+    if (rows.length > 0) await notifyQueue(tx, dialect, DELIVERIES);
+    return { events: events.length, deliveries: rows.length };
+  });
+}
+
+/**
+ * The loop a worker runs: drain while batches come back full, then sleep until woken (a task
+ * changed state) or `everyMs` passes. Calls `onDeliveries` when it created some, to wake runners.
+ */
+export class OutboxDispatcher {
+  readonly #waker = new Waker();
+  #loop: Promise<void> | undefined;
+  #stopping = false;
+
+  constructor(private readonly o: {
+    db: Db;
+    dialect: Dialect;
+    maxAttempts: number;
+    everyMs: number;
+    batch?: number;
+    now?: () => number;
+    onDeliveries?(): void;
+    log?: { error(obj: object, msg: string): void };
+  }) {}
+
+  start(): void {
+    if (this.#loop) return;
+    this.#stopping = false;
+    this.#loop = this.#run();
+  }
+
+  notify(): void {
+    this.#waker.notify();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#waker.notify();
+    await this.#loop;
+    this.#loop = undefined;
+  }
+
+  async #run(): Promise<void> {
+    const batch = this.o.batch ?? DISPATCH_BATCH;
+    while (!this.#stopping) {
+      let full = false;
+      try {
+        const r = await dispatchTaskEvents(this.o.db, this.o.dialect, { batch, now: this.o.now?.(), maxAttempts: this.o.maxAttempts });
+        if (r.deliveries > 0) this.o.onDeliveries?.();
+        full = r.events === batch;
+      } catch (err) {
+        this.o.log?.error({ err }, 'outbox dispatch failed');
+      }
+      if (!full) await this.#waker.wait(this.o.everyMs);
+    }
+  }
+}
