@@ -22,6 +22,7 @@ import { taskRoutes } from './modules/tasks/routes.ts';
 import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import type { TaskRuntime } from './modules/tasks/runtime.ts';
+import type { DeliveryRuntime } from './modules/webhooks/delivery-runtime.ts';
 
 export interface AppDeps {
   config: Config;
@@ -32,6 +33,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** The process's task queue (shared with its worker); without one the API makes its own. */
   tasks?: TaskRuntime;
+  /** The process's webhook delivery queue; producers (relay ingress, replay) wake its worker through notify(). */
+  deliveries?: DeliveryRuntime;
 }
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
