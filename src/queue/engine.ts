@@ -33,16 +33,24 @@ export type FinalState = 'finished' | 'failed' | 'canceled';
 /** Why a transition happened; `transition` is an owner-independent move made with transition(). */
 export type Cause = 'claim' | 'complete' | 'retry' | 'rescue' | 'transition';
 
-export type Admission = { admit: true } | { admit: false; until: number };
+export type Admission = { admit: true } | { admit: false; until: number } | { admit: false; until: null };
 export const ADMIT: Admission = Object.freeze({ admit: true });
 /** The row stays pending with run_at moved to `until` (ms). */
 export const deferUntil = (until: number): Admission => ({ admit: false, until });
+/**
+ * Not in this claim, and the row is left as it is (still due). Only for a refusal that the
+ * claimFilter then keeps out of claims until something changes and wakes the runners (a full
+ * semaphore, released with a notify): a deferral would leave the freed slot idle until the
+ * deferral ends.
+ */
+export const NOT_NOW: Admission = Object.freeze({ admit: false, until: null });
 
 export interface QueueHooks<Row> {
   /**
    * Decides, inside the claim transaction, whether a due row may start now (semaphore free, daily
    * cap not reached, business hours, cooldown). Side effects (taking a semaphore slot) commit or
-   * roll back with the claim.
+   * roll back with the claim. A refusal defers the row to a time, or (NOT_NOW) leaves it due when
+   * claimFilter keeps it out until the blocking resource is released.
    */
   admit?(tx: Transaction<DB>, row: Row, now: number): Promise<Admission>;
   /**
@@ -137,13 +145,16 @@ export class QueueEngine<T extends QueueTable> {
       const now = this.now();
       const q = tx as unknown as Kysely<any>;
       const claimed: QueueRow<T>[] = [];
-      // Bounded: each round either claims or defers every candidate (deferred rows leave the due set).
+      /** Rows refused with NOT_NOW: still due, so kept out of this claim's later rounds by id. */
+      const passed: string[] = [];
+      // Bounded: each round claims, defers or passes over every candidate (deferred rows leave the due set).
       for (let round = 0; round < 4 && claimed.length < n; round++) {
         const want = n - claimed.length;
         let select = q.selectFrom(this.#t).selectAll()
           .where('state', '=', 'pending').where('run_at', '<=', now)
           .orderBy('run_at').orderBy('id').limit(want);
         if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
+        if (passed.length > 0) select = select.where('id', 'not in', passed);
         if (this.#opts.dialect === 'postgres') select = select.forUpdate().skipLocked();
         const candidates = (await select.execute()) as QueueRow<T>[];
         if (candidates.length === 0) break;
@@ -154,6 +165,8 @@ export class QueueEngine<T extends QueueTable> {
           const a = admit ? await admit(tx, row, now) : ADMIT;
           if (a.admit) {
             admitted.push(row.id);
+          } else if (a.until === null) {
+            passed.push(row.id);
           } else {
             // Never defer into the past: the row would be selected again in this very loop.
             await q.updateTable(this.#t).set({ run_at: Math.max(Math.ceil(a.until), now + 1) })

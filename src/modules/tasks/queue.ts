@@ -5,7 +5,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { DB, Dialect, Executor, QueueState, TaskRow } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
-import { ADMIT, deferUntil, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
+import { ADMIT, deferUntil, NOT_NOW, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { admission, dayTimeZone, DEFAULT_LIMITS, localDay, type TaskLimits } from './limits.ts';
 import { presentTask } from './present.ts';
@@ -69,7 +69,12 @@ async function admit(tx: Transaction<DB>, dialect: Dialect, row: TaskRow, now: n
     lastAttemptAt = last ? Number(last.last_at) : null;
   }
   const verdict = admission(kind, now, limits, { today, dayTimezone: dayTz, running: Number(sem.running), lastAttemptAt });
-  if (!verdict.admit) return deferUntil(verdict.until);
+  if (!verdict.admit) {
+    // Only the semaphore stands in the way (any other limit ends sooner): leave the task due. The
+    // claim filter skips the organization while its semaphore is full, and the release notifies
+    // the runners, so the task starts as soon as a slot frees instead of after a fixed recheck.
+    return verdict.code === 'concurrency' ? NOT_NOW : deferUntil(verdict.until);
+  }
 
   await tx.updateTable('org_semaphores').set({ running: sql`running + 1` }).where('org_id', '=', row.org_id).execute();
   for (const k of [plural, 'tasks']) {
