@@ -13,6 +13,7 @@ import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
 import { maintenanceJobs, Worker } from './worker.ts';
 import { TaskRuntime } from './modules/tasks/runtime.ts';
+import { DeliveryRuntime } from './modules/webhooks/delivery-runtime.ts';
 
 const USAGE = `usage: callplane [serve] [--role api|worker|all]
        callplane migrate
@@ -77,10 +78,13 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   const stops: (() => Promise<void>)[] = [];
   let port: number | undefined;
   const tasks = new TaskRuntime({ database, config, box, log: log.child({ component: 'tasks' }) });
+  const deliveries = new DeliveryRuntime({ database, config, box, taskWakeups: tasks.wakeups, log: log.child({ component: 'deliveries' }) });
 
   if (role === 'worker' || role === 'all') {
     await tasks.startWorker();
-    stops.push(() => tasks.stop());
+    await deliveries.startWorker();
+    // Side by side: each waits up to 12 s for its handlers, and shutdown is forced at 15 s.
+    stops.push(async () => void (await Promise.all([tasks.stop(), deliveries.stop()])));
     const worker = new Worker(maintenanceJobs(database, { taskRetentionDays: config.taskRetentionDays }), log.child({ component: 'worker' }));
     worker.start();
     // The worker's timers are unref'd (so tests and embedders are never held open); without a
@@ -89,7 +93,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     stops.push(async () => { clearInterval(keepAlive); await worker.stop(); });
   }
   if (role === 'api' || role === 'all') {
-    const app = await buildApp({ config, database, box, logger: log, tasks });
+    const app = await buildApp({ config, database, box, logger: log, tasks, deliveries });
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (err) {
