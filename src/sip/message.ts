@@ -221,8 +221,13 @@ export class StreamFramer {
   #buf: Buffer = Buffer.alloc(0);
 
   push(chunk: Buffer): SipMessage[] {
+    return this.pushRaw(chunk).map((f) => f.msg);
+  }
+
+  /** Like push(), with each message's own bytes (for captures). */
+  pushRaw(chunk: Buffer): Array<{ msg: SipMessage; raw: Buffer }> {
     this.#buf = this.#buf.length ? Buffer.concat([this.#buf, chunk]) : chunk;
-    const out: SipMessage[] = [];
+    const out: Array<{ msg: SipMessage; raw: Buffer }> = [];
     for (;;) {
       // Keep-alive CRLFs between messages.
       let offset = 0;
@@ -239,7 +244,8 @@ export class StreamFramer {
       const total = end + 4 + Number(m[1]);
       if (total > MAX_MESSAGE_BYTES) throw new SipParseError(`message larger than ${MAX_MESSAGE_BYTES} bytes`);
       if (this.#buf.length < total) return out;
-      out.push(parseMessage(this.#buf.subarray(0, total)));
+      const raw = Buffer.from(this.#buf.subarray(0, total));
+      out.push({ msg: parseMessage(raw), raw });
       this.#buf = this.#buf.subarray(total);
     }
   }
