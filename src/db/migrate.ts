@@ -6,6 +6,7 @@ import { foundation } from './migrations/0001-foundation.ts';
 import { tasks } from './migrations/0002-tasks.ts';
 import { taskContent } from './migrations/0003-task-content.ts';
 import { webhooks } from './migrations/0004-webhooks.ts';
+import { sip } from './migrations/0005-sip.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -13,6 +14,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0002-tasks': tasks(dialect),
     '0003-task-content': taskContent(dialect),
     '0004-webhooks': webhooks(dialect),
+    '0005-sip': sip(dialect),
   };
 }
 

@@ -98,6 +98,86 @@ export interface IntegrationsTable {
   updated_at: number;
 }
 
+export type SipTransportName = 'UDP' | 'TCP' | 'TLS';
+
+/** An organization's registration with its PBX; one worker owns it at a time (lease_owner). */
+export interface SipRegistrationsTable {
+  id: Generated<number>;
+  org_id: number;
+  aor: string;
+  /** sip:user@host[:port], host lowercased: unique across organizations. */
+  aor_key: string;
+  username: string;
+  auth_username: string | null;
+  /** Sealed. */
+  password: string;
+  realm: string | null;
+  proxy: string | null;
+  port: number | null;
+  transport: SipTransportName;
+  subscribe: ColumnType<Flag, Flag | undefined, Flag>;
+  version: ColumnType<number, number | undefined, number>;
+  attempted_version: ColumnType<number, number | undefined, number>;
+  registered: ColumnType<Flag, Flag | undefined, Flag>;
+  last_code: number | null;
+  last_reason: string | null;
+  last_error: string | null;
+  expires_at: number | null;
+  last_attempt_at: number | null;
+  next_attempt_at: number | null;
+  contact: string | null;
+  deleting: ColumnType<Flag, Flag | undefined, Flag>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SipIpWhitelistTable {
+  id: Generated<number>;
+  org_id: number;
+  /** Normalised address or CIDR range. */
+  ip: string;
+  label: string;
+  created_at: number;
+}
+
+export interface SipOutboundRoutesTable {
+  id: Generated<number>;
+  org_id: number;
+  route: string;
+  route_key: string;
+  host: string;
+  port: number | null;
+  transport: SipTransportName;
+  proxy_host: string | null;
+  proxy_port: number | null;
+  created_at: number;
+}
+
+export interface SipCapturesTable {
+  id: string;
+  org_id: number;
+  call_id: string;
+  direction: 'in' | 'out';
+  transport: string;
+  /** address:port of the peer ([v6]:port). */
+  remote: string;
+  local: string;
+  message: string;
+  created_at: number;
+}
+
+export interface SipEventsTable {
+  id: string;
+  org_id: number;
+  aor: string;
+  type: 'registration.registered' | 'registration.failed' | 'registration.unregistered';
+  /** JSON. */
+  payload: string;
+  created_at: number;
+}
+
 export interface DB {
   accounts: AccountsTable;
   tokens: TokensTable;
@@ -316,6 +396,11 @@ export interface DB {
   org_daily_counters: OrgDailyCountersTable;
   org_task_counts: OrgTaskCountsTable;
   target_cooldowns: TargetCooldownsTable;
+  sip_registrations: SipRegistrationsTable;
+  sip_ip_whitelist: SipIpWhitelistTable;
+  sip_outbound_routes: SipOutboundRoutesTable;
+  sip_captures: SipCapturesTable;
+  sip_events: SipEventsTable;
 }
 
 export type TaskRow = Selectable<TasksTable>;
@@ -326,3 +411,8 @@ export type RelayEventRow = Selectable<RelayEventsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type DeliveryAttemptRow = Selectable<DeliveryAttemptsTable>;
+export type SipRegistrationRow = Selectable<SipRegistrationsTable>;
+export type SipIpWhitelistRow = Selectable<SipIpWhitelistTable>;
+export type SipOutboundRouteRow = Selectable<SipOutboundRoutesTable>;
+export type SipCaptureRow = Selectable<SipCapturesTable>;
+export type SipEventRow = Selectable<SipEventsTable>;
