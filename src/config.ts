@@ -53,6 +53,27 @@ export interface Config {
    * after a crash its deliveries are sent again this long after its last heartbeat.
    */
   readonly deliveryLeaseMs: number;
+  /**
+   * Whether this process runs SIP (CALLPLANE_SIP_ENABLED, default true): the listener, the
+   * registrations it owns, and calls over outbound routes. Only worker roles run it.
+   */
+  readonly sipEnabled: boolean;
+  /** The address the SIP listener binds (CALLPLANE_SIP_HOST, an IP address; default 0.0.0.0). */
+  readonly sipHost: string;
+  /** UDP and TCP port of the SIP listener (CALLPLANE_SIP_PORT, default 5060; 0 picks a free one). */
+  readonly sipPort: number;
+  /** The host peers should reach us at, put in Via and Contact (CALLPLANE_SIP_ADVERTISE_HOST). */
+  readonly sipAdvertiseHost: string | undefined;
+  /** PEM file of the CAs trusted for outbound SIP over TLS (CALLPLANE_SIP_TLS_CA); default Node's. */
+  readonly sipTlsCa: string | undefined;
+  /** Verify the registrar's or route's TLS certificate (CALLPLANE_SIP_TLS_REJECT_UNAUTHORIZED, default true). */
+  readonly sipTlsRejectUnauthorized: boolean;
+  /** Expiry asked for in REGISTER, seconds (CALLPLANE_SIP_REGISTER_EXPIRES); refreshed at half of what is granted. */
+  readonly sipRegisterExpires: number;
+  /** How long an outbound SIP call may ring before we CANCEL it as no-answer (CALLPLANE_SIP_RING_SECONDS). */
+  readonly sipRingSeconds: number;
+  /** Days SIP captures are kept (CALLPLANE_SIP_CAPTURE_RETENTION_DAYS). */
+  readonly sipCaptureRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -72,6 +93,11 @@ function bool(env: NodeJS.ProcessEnv, name: string): boolean {
   if (raw === '' || raw === 'false' || raw === '0' || raw === 'no') return false;
   if (raw === 'true' || raw === '1' || raw === 'yes') return true;
   throw new ConfigError(`${name} must be true or false (got '${env[name]}')`);
+}
+
+/** Like bool(), for settings that are on unless turned off. */
+function boolOn(env: NodeJS.ProcessEnv, name: string): boolean {
+  return (env[name] ?? '').trim() === '' ? true : bool(env, name);
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -136,6 +162,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`CALLPLANE_PUBLIC_URL must be an absolute URL (got '${publicUrl}')`);
   }
   const privateTargetsAllowed = privateTargets(env);
+  const sipHost = (env.CALLPLANE_SIP_HOST || '0.0.0.0').trim();
+  if (isIP(sipHost) === 0) throw new ConfigError(`CALLPLANE_SIP_HOST must be an IP address to bind, such as 0.0.0.0 or 10.0.0.5 (got '${sipHost}')`);
+  const sipAdvertiseHost = env.CALLPLANE_SIP_ADVERTISE_HOST?.trim() || undefined;
+  if (sipAdvertiseHost !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)$/.test(sipAdvertiseHost)) {
+    throw new ConfigError(`CALLPLANE_SIP_ADVERTISE_HOST must be a host name or IP address (got '${sipAdvertiseHost}')`);
+  }
   return Object.freeze({
     port,
     host,
@@ -159,5 +191,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     taskRetentionDays: int(env, 'CALLPLANE_TASK_RETENTION_DAYS', 30, 1, 36_500),
     deliveryConcurrency: int(env, 'CALLPLANE_DELIVERY_CONCURRENCY', 50, 1, 1000),
     deliveryLeaseMs: int(env, 'CALLPLANE_DELIVERY_LEASE_MS', 30_000, 1000, 3_600_000),
+    sipEnabled: boolOn(env, 'CALLPLANE_SIP_ENABLED'),
+    sipHost,
+    sipPort: int(env, 'CALLPLANE_SIP_PORT', 5060, 0, 65535),
+    sipAdvertiseHost,
+    sipTlsCa: env.CALLPLANE_SIP_TLS_CA || undefined,
+    sipTlsRejectUnauthorized: boolOn(env, 'CALLPLANE_SIP_TLS_REJECT_UNAUTHORIZED'),
+    sipRegisterExpires: int(env, 'CALLPLANE_SIP_REGISTER_EXPIRES', 3600, 1, 86_400),
+    sipRingSeconds: num(env, 'CALLPLANE_SIP_RING_SECONDS', 60, 0.1, 600),
+    sipCaptureRetentionDays: int(env, 'CALLPLANE_SIP_CAPTURE_RETENTION_DAYS', 7, 1, 3650),
   });
 }
