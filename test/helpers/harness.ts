@@ -13,6 +13,7 @@ import { SecretBox } from '../../src/lib/crypto.ts';
 import { bootstrapAdmin } from '../../src/modules/tokens/service.ts';
 import { createScratchPgDatabase } from './scratch-pg.ts';
 import { TaskRuntime, type TaskRuntimeDeps } from '../../src/modules/tasks/runtime.ts';
+import { DeliveryRuntime, type DeliveryRuntimeDeps } from '../../src/modules/webhooks/delivery-runtime.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 export const PG_URL = process.env.TEST_DATABASE_URL;
@@ -33,6 +34,8 @@ export interface Harness {
   adminToken: string;
   /** The task queue of this harness; its runner runs only when started with `worker: true`. */
   tasks: TaskRuntime;
+  /** The webhook delivery queue of this harness; its worker runs only when started with `deliveries: true`. */
+  deliveries: DeliveryRuntime;
   call(method: string, url: string, opts?: CallOptions): Promise<Reply>;
   /** A reseller under the partner, with its own token. */
   reseller(name?: string): Promise<{ id: number; token: string }>;
@@ -49,6 +52,10 @@ export interface HarnessOptions {
   worker?: boolean;
   /** Shorter leases, heartbeats, carrier settings for tests. */
   runtime?: Partial<Omit<TaskRuntimeDeps, 'database' | 'config' | 'box'>>;
+  /** Run the webhook delivery worker (deliveries and the task-event outbox) in the harness's process. */
+  deliveries?: boolean;
+  /** Shorter leases, a fast retry schedule … for delivery tests. */
+  deliveryRuntime?: Partial<Omit<DeliveryRuntimeDeps, 'database' | 'config' | 'box'>>;
 }
 
 export async function startHarness(engine: Engine, env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -67,7 +74,9 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   const box = new SecretBox(crypto.randomBytes(32));
   const tasks = new TaskRuntime({ database, config, box, ...opts.runtime });
   if (opts.worker) await tasks.startWorker();
-  const app = await buildApp({ config, database, box, tasks });
+  const deliveries = new DeliveryRuntime({ database, config, box, taskWakeups: tasks.wakeups, ...opts.deliveryRuntime });
+  if (opts.deliveries) await deliveries.startWorker();
+  const app = await buildApp({ config, database, box, tasks, deliveries });
   await app.ready();
   const adminToken = newToken!;
 
@@ -94,7 +103,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
@@ -113,6 +122,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     },
     async close() {
       await tasks.stop();
+      await deliveries.stop();
       await app.close();
       await database.close();
       await drop();
