@@ -1,0 +1,123 @@
+// Event subscriptions (GET/POST/DELETE /api/v2/webhooks): where an organization wants our own
+// events sent. Each subscription has its own Standard Webhooks signing secret, answered in full
+// once, when it is created; deliveries go through the delivery queue (delivery-runtime.ts).
+import type { AccountRow, Db, Dialect, WebhookRow } from '../../../db/types.ts';
+import type { Scope } from '../../../http/auth.ts';
+import { Conflict, Invalid, NotFound } from '../../../http/errors.ts';
+import { maskSecret, type SecretBox } from '../../../lib/crypto.ts';
+import { toUnixSeconds } from '../../../lib/time.ts';
+import { newSigningSecret } from '../../../webhooks/deliver.ts';
+import { checkTargetUrl, type TargetPolicy } from '../../../webhooks/ssrf.ts';
+import { subscriptionRepo } from './repository.ts';
+
+/** The contract's types, then ours: `task` (task lifecycle) and `registration` (SIP registration status). */
+export const WEBHOOK_TYPES = ['conversation', 'incoming', 'contact', 'agent', 'onboarding', 'task', 'registration'] as const;
+export type WebhookType = (typeof WEBHOOK_TYPES)[number];
+/** Subscriptions one organization may hold: every event fans out to each, so the fan-out is bounded. */
+export const MAX_SUBSCRIPTIONS = 100;
+export const MAX_URL_LENGTH = 2048;
+export const MAX_LABEL_LENGTH = 200;
+
+export interface SubscriptionBody {
+  url: string;
+  label: string;
+  type: string;
+}
+
+export interface SubscriptionServiceDeps {
+  db: Db;
+  dialect: Dialect;
+  box: SecretBox;
+  policy: TargetPolicy;
+  now?: () => number;
+}
+
+const isType = (t: string): t is WebhookType => (WEBHOOK_TYPES as readonly string[]).includes(t);
+
+/** A URL as stored: the parser's normal form, so DELETE finds it however it was spelled. */
+function normalUrl(url: string): string {
+  try {
+    return new URL(url).toString();
+  } catch {
+    return url;
+  }
+}
+
+export function subscriptionService(deps: SubscriptionServiceDeps) {
+  const { db, dialect, box, policy } = deps;
+  const now = deps.now ?? Date.now;
+
+  /** Subscriptions belong to an organization: its own token, or targetAccountId for resellers and partners. */
+  const organization = (scope: Scope, targetAccountId: number | undefined): Promise<AccountRow> =>
+    scope.target(targetAccountId, ['organization']);
+
+  /** The contract's fields (userId is the organization), plus our id and the masked secret. */
+  function view(row: WebhookRow) {
+    return {
+      id: row.id,
+      userId: row.org_id,
+      label: row.label ?? '',
+      timestamp: toUnixSeconds(row.created_at),
+      url: row.url,
+      type: row.type,
+      signingSecret: maskSecret(box.open(row.signing_secret)),
+    };
+  }
+
+  function checkType(type: string): WebhookType {
+    if (!isType(type)) throw new Invalid(`type must be one of: ${WEBHOOK_TYPES.join(', ')}`);
+    return type;
+  }
+
+  return {
+    async list(scope: Scope, targetAccountId: number | undefined) {
+      const org = await organization(scope, targetAccountId);
+      const rows = await subscriptionRepo.list(db, org.id);
+      return { success: true, message: 'Success', webhooks: rows.map(view) };
+    },
+
+    async create(scope: Scope, targetAccountId: number | undefined, body: SubscriptionBody) {
+      const org = await organization(scope, targetAccountId);
+      const type = checkType(body.type);
+      const target = checkTargetUrl(body.url, policy);
+      if (!target.ok) throw new Invalid(target.message.startsWith('url') ? target.message : `url ${target.message}`);
+      const url = target.url.toString();
+      const label = body.label.trim();
+      const secret = newSigningSecret();
+      const at = now();
+      const row = await db.transaction().execute(async (tx) => {
+        // Serialises concurrent creations for one organization, so the checks below hold on PostgreSQL.
+        if (dialect === 'postgres') await tx.selectFrom('accounts').select('id').where('id', '=', org.id).forUpdate().execute();
+        if (await subscriptionRepo.findByUrlAndType(tx, org.id, url, type)) {
+          throw new Conflict(`A webhook of type '${type}' to ${url} already exists`);
+        }
+        if ((await subscriptionRepo.count(tx, org.id)) >= MAX_SUBSCRIPTIONS) {
+          throw new Conflict(`An organization may have at most ${MAX_SUBSCRIPTIONS} webhooks; delete one first`);
+        }
+        return subscriptionRepo.insert(tx, {
+          org_id: org.id, url, label, type, signing_secret: box.seal(secret), created_at: at,
+        });
+      });
+      return {
+        success: true,
+        message: 'Webhook created successfully',
+        webhooks: [view(row)],
+        // In full only here: verify our webhook-signature with it (Standard Webhooks).
+        signingSecret: secret,
+      };
+    },
+
+    async remove(scope: Scope, targetAccountId: number | undefined, body: { url: string; type?: string }) {
+      const org = await organization(scope, targetAccountId);
+      const type = body.type === undefined ? undefined : checkType(body.type);
+      const url = normalUrl(body.url);
+      const removed = await subscriptionRepo.removeByUrl(db, org.id, url, type);
+      if (removed === 0) {
+        throw new NotFound(`No webhook${type ? ` of type '${type}'` : ''} to ${body.url} was found`);
+      }
+      return { success: true, message: 'Webhook deleted successfully', deleted: removed };
+    },
+  };
+}
+
+export type SubscriptionService = ReturnType<typeof subscriptionService>;
