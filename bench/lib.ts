@@ -10,6 +10,8 @@ import autocannon from 'autocannon';
 import { createScratchPgDatabase } from '../test/helpers/scratch-pg.ts';
 
 export type Engine = 'sqlite' | 'postgres';
+/** The checkout whose callplane the benchmarks start (BENCH_SERVER_DIR compares another one, e.g. a worktree of an older commit). */
+export const SERVER_DIR = path.resolve(process.env.BENCH_SERVER_DIR ?? path.join(import.meta.dirname, '..'));
 export const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 export const ENGINES: Engine[] = PG_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 
@@ -28,7 +30,20 @@ export interface Server {
   token: string;
   engine: Engine;
   store: Store;
+  /** CPU seconds (user + system) the server process has used so far (Linux; NaN elsewhere). */
+  cpuSeconds(): number;
   stop(): Promise<void>;
+}
+
+/** utime + stime of a process, from /proc (clock ticks of 1/100 s on Linux). */
+export function cpuSecondsOf(pid: number | undefined): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
 }
 
 /** A fresh database of one engine (a DATA_DIR, plus a scratch PostgreSQL database) that several processes may share. */
@@ -78,7 +93,7 @@ export interface Proc {
  */
 export async function startWorker(store: Store, extraEnv: Record<string, string> = {}): Promise<Proc> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', 'worker'], {
-    env: { ...store.env, LOG_LEVEL: 'info', ...extraEnv }, stdio: ['ignore', 'pipe', 'inherit'], cwd: path.resolve(import.meta.dirname, '..'),
+    env: { ...store.env, LOG_LEVEL: 'info', ...extraEnv }, stdio: ['ignore', 'pipe', 'inherit'], cwd: SERVER_DIR,
   });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   await new Promise<void>((resolve, reject) => {
@@ -120,7 +135,7 @@ export async function startServer(engine: Engine, role = 'api', extraEnv: Record
   const s = store ?? await createStore(engine);
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', role], {
-    env: { ...s.env, PORT: String(port), ...extraEnv }, stdio: ['ignore', 'ignore', 'inherit'], cwd: path.resolve(import.meta.dirname, '..'),
+    env: { ...s.env, PORT: String(port), ...extraEnv }, stdio: ['ignore', 'ignore', 'inherit'], cwd: SERVER_DIR,
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
@@ -132,6 +147,7 @@ export async function startServer(engine: Engine, role = 'api', extraEnv: Record
   }
   return {
     url, token: s.token, engine: s.engine, store: s,
+    cpuSeconds: () => cpuSecondsOf(child.pid),
     async stop() {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
@@ -150,7 +166,8 @@ export async function measure(url: string, opts: { seconds?: number; connections
     headers: opts.body ? { 'content-type': 'application/json' } : undefined,
   });
   return {
-    requestsPerSec: result.requests.average, p50: result.latency.p50, p99: result.latency.p99,
+    // Completed requests over the run (requests.average is a mean of per-second samples, coarse in short runs).
+    requestsPerSec: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99,
     errors: result.errors + result.timeouts, non2xx: result.non2xx,
   };
 }
@@ -161,4 +178,9 @@ export const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDig
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }

@@ -7,6 +7,7 @@
 //   lateness — 500 pings scheduled over the next ~10 s on `serve --role all`: started_at minus
 //              scheduled_for, p50 / p99 / max, and any start before its time.
 // Usage: npm run bench:tasks [-- submit drain lateness]   (all three by default)
+import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openDatabase, type Database } from '../src/db/index.ts';
@@ -15,9 +16,10 @@ import { checkTask } from '../src/modules/tasks/items.ts';
 import { TASKS } from '../src/modules/tasks/queue.ts';
 import { taskRepo } from '../src/modules/tasks/repository.ts';
 import { notifyQueue } from '../src/queue/waker.ts';
-import { createStore, ENGINES, fmt, measure, percentile, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
+import { createStore, ENGINES, fmt, measure, median, percentile, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const DRAIN_N = Number(process.env.BENCH_DRAIN_TASKS ?? 10_000);
 const LATE_N = Number(process.env.BENCH_LATENESS_TASKS ?? 500);
 const LATE_SPREAD_S = 10;
@@ -63,6 +65,10 @@ async function waitFinished(database: Database, orgId: number, n: number, timeou
   }
 }
 
+/**
+ * Rounds of /healthz, ping and call, each `seconds / ROUNDS` long: other load on the machine then
+ * weighs on all three alike, and the ratio printed is the median of the rounds' ratios.
+ */
 async function submit(engine: Engine): Promise<void> {
   const server = await startServer(engine, 'api');
   try {
@@ -72,16 +78,34 @@ async function submit(engine: Engine): Promise<void> {
     const call = JSON.stringify({ type: 'call', target: '+14155552671' });
     await measure(`${server.url}/healthz`, { seconds: 2 }); // warm-up
     await measure(post, { seconds: 2, method: 'POST', body: ping });
-    const health = await measure(`${server.url}/healthz`, { seconds });
-    const pings = await measure(post, { seconds, method: 'POST', body: ping });
-    const calls = await measure(post, { seconds, method: 'POST', body: call });
-    for (const [name, m] of [['ping', pings], ['call', calls]] as const) {
-      if (m.non2xx || m.errors) throw new Error(`POST /api/v2/tasks (${name}) failed: ${m.non2xx} non-2xx, ${m.errors} errors`);
+    const each = Math.max(1, Math.round(seconds / ROUNDS));
+    // Requests/s per round, and the server's CPU time per request (steadier than throughput when
+    // other processes share the machine, though it leaves out waiting on disk).
+    const runs = { health: [] as number[], ping: [] as number[], call: [] as number[] };
+    const cpu = { health: [] as number[], ping: [] as number[], call: [] as number[] };
+    const p99 = { ping: [] as number[], call: [] as number[] };
+    const routes = [
+      ['health', `${server.url}/healthz`, undefined],
+      ['ping', post, ping],
+      ['call', post, call],
+    ] as const;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, url, body] of routes) {
+        const before = server.cpuSeconds();
+        const m = await measure(url, { seconds: each, ...(body ? { method: 'POST', body } : {}) });
+        if (m.non2xx || m.errors) throw new Error(`${name} failed: ${m.non2xx} non-2xx, ${m.errors} errors`);
+        runs[name].push(m.requestsPerSec);
+        cpu[name].push(((server.cpuSeconds() - before) / (m.requestsPerSec * each)) * 1e6);
+        if (name !== 'health') p99[name].push(m.p99);
+      }
     }
-    const ratio = (m: typeof pings) => (m.requestsPerSec / health.requestsPerSec).toFixed(2);
-    console.log(`${engine.padEnd(8)} /healthz ${fmt(health.requestsPerSec)} req/s | ` +
-      `POST ping ${fmt(pings.requestsPerSec)} req/s (p99 ${pings.p99} ms) ratio ${ratio(pings)} | ` +
-      `POST call+target ${fmt(calls.requestsPerSec)} req/s (p99 ${calls.p99} ms) ratio ${ratio(calls)}`);
+    const ratio = (xs: number[]) => median(xs.map((x, i) => x / runs.health[i])).toFixed(2);
+    const us = (xs: number[]) => `${median(xs).toFixed(0)} µs`;
+    console.log(`${engine.padEnd(8)} /healthz ${fmt(median(runs.health))} req/s (${us(cpu.health)} CPU/req) | ` +
+      `POST ping ${fmt(median(runs.ping))} req/s (p99 ${median(p99.ping)} ms, ${us(cpu.ping)} CPU/req) ratio ${ratio(runs.ping)} | ` +
+      `POST call+target ${fmt(median(runs.call))} req/s (p99 ${median(p99.call)} ms, ${us(cpu.call)} CPU/req) ratio ${ratio(runs.call)}`);
+    console.log(`${''.padEnd(8)} per-round ping ratios ${runs.ping.map((x, i) => (x / runs.health[i]).toFixed(2)).join(' ')}; ` +
+      `CPU-per-request ratio (healthz / ping) ${(median(cpu.health) / median(cpu.ping)).toFixed(2)}, (healthz / call) ${(median(cpu.health) / median(cpu.call)).toFixed(2)}`);
   } finally {
     await server.stop();
   }
@@ -160,9 +184,9 @@ async function lateness(engine: Engine): Promise<void> {
   }
 }
 
-console.log(`# bench/tasks — engines: ${ENGINES.join(', ')}; 2-core machine figures in docs/performance.md`);
+console.log(`# bench/tasks — engines: ${ENGINES.join(', ')}; load average at start ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
 if (run('submit')) {
-  console.log(`## submit: ${seconds}s per route, 32 connections, serve --role api in its own process`);
+  console.log(`## submit: ${ROUNDS} rounds of ${Math.max(1, Math.round(seconds / ROUNDS))} s per route, 32 connections, serve --role api in its own process`);
   for (const engine of ENGINES) await submit(engine);
 }
 if (run('drain')) {
