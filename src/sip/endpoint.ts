@@ -138,6 +138,8 @@ export const newBranch = () => MAGIC + crypto.randomBytes(10).toString('hex');
 export const newTag = () => crypto.randomBytes(6).toString('hex');
 export const newCallId = (host?: string) => crypto.randomBytes(12).toString('hex') + (host ? `@${host}` : '');
 
+/** The first Via value (a header line may carry several, comma-separated). */
+const topVia = (msg: SipMessage): string => msg.headers.getAll('via')[0];
 const bracket = (host: string) => (net.isIPv6(host) ? `[${host}]` : host);
 const unbracket = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 
@@ -311,7 +313,7 @@ export class SipEndpoint {
     if (req.method === 'ACK') throw new Error('ACK is not a transaction: use send()');
     const to = await this.#resolve(dest);
     this.#prepare(req, to.transport);
-    const via = parseVia(req.headers.get('via')!);
+    const via = parseVia(topVia(req));
     const branch = via.params.branch ?? '';
     const cseq = parseCSeq(req.headers.get('cseq') ?? '');
     const key = `${branch}|${cseq.method}`;
@@ -419,7 +421,7 @@ export class SipEndpoint {
   }
 
   #onResponse(res: SipResponse, remote: Remote): void {
-    const top = res.headers.get('via');
+    const top = res.headers.getAll('via')[0];
     const cseqText = res.headers.get('cseq');
     if (!top || !cseqText) {
       this.options.log?.debug?.({ remote }, 'SIP response without Via or CSeq dropped');
@@ -477,7 +479,7 @@ export class SipEndpoint {
   /** RFC 3261 §17.1.1.3: the ACK of a non-2xx final belongs to the INVITE's transaction. */
   #ackFor(invite: SipRequest, res: SipResponse): SipRequest {
     const h = new SipHeaders();
-    h.append('Via', invite.headers.get('via')!);
+    h.append('Via', topVia(invite));
     for (const r of invite.headers.getAll('route')) h.append('Route', r);
     h.append('Max-Forwards', 70);
     h.append('From', invite.headers.get('from')!);
@@ -564,7 +566,7 @@ export class SipEndpoint {
   }
 
   #serverKey(req: SipRequest): string {
-    const via = parseVia(req.headers.get('via') ?? '');
+    const via = parseVia(topVia(req) ?? '');
     const method = req.method === 'ACK' ? 'INVITE' : req.method;
     const branch = via.params.branch;
     if (branch && branch.startsWith(MAGIC)) return `${branch}|${via.host}:${via.port ?? ''}|${method}`;
@@ -592,7 +594,7 @@ export class SipEndpoint {
   #sendResponse(st: ServerTx, bytes: Buffer, msg: SipResponse): void {
     if (st.remote.transport === 'UDP') {
       // With rport (RFC 3581) or without, the source address answers; only the port differs.
-      const via = parseVia(msg.headers.get('via') ?? '');
+      const via = parseVia(topVia(msg) ?? '');
       const port = 'rport' in via.params ? st.remote.port : via.port ?? 5060;
       this.#sendUdp(bytes, msg, { transport: 'UDP', address: st.remote.address, port });
       return;
@@ -615,7 +617,7 @@ export class SipEndpoint {
         return;
       }
     }
-    parseVia(req.headers.get('via')!);
+    parseVia(topVia(req));
     parseCSeq(req.headers.get('cseq')!);
     const key = this.#serverKey(req);
     const ctx: RequestContext = { remote, conn };

@@ -14,6 +14,7 @@ export class SipParseError extends Error {
 const COMPACT: Record<string, string> = {
   i: 'call-id', m: 'contact', e: 'content-encoding', l: 'content-length', c: 'content-type',
   f: 'from', s: 'subject', k: 'supported', t: 'to', v: 'via', o: 'event', u: 'allow-events', r: 'refer-to',
+  a: 'accept-contact', b: 'referred-by', d: 'request-disposition', j: 'reject-contact', x: 'session-expires', y: 'identity',
 };
 
 /** Headers whose values contain commas that do not separate values (RFC 3261 §7.3.1). */
@@ -148,12 +149,11 @@ function splitHead(buf: Buffer): { head: string; rest: Buffer } {
   let offset = 0;
   while (offset + 1 < buf.length && buf[offset] === 13 && buf[offset + 1] === 10) offset += 2;
   const end = buf.indexOf(CRLF2, offset);
-  if (end < 0) {
-    // Bare LF line ends appear in the wild; accept them as well.
-    const lf = buf.indexOf('\n\n', offset);
-    if (lf < 0) throw new SipParseError('message has no end of headers (blank line)');
-    return { head: buf.subarray(offset, lf).toString('utf8'), rest: buf.subarray(lf + 2) };
-  }
+  // Bare LF line ends appear in the wild; accept them as well, whichever blank line comes first
+  // (a CRLF message's body may hold LF LF, and an LF message's body CRLF CRLF).
+  const lf = buf.indexOf('\n\n', offset);
+  if (end < 0 && lf < 0) throw new SipParseError('message has no end of headers (blank line)');
+  if (end < 0 || (lf >= 0 && lf < end)) return { head: buf.subarray(offset, lf).toString('utf8'), rest: buf.subarray(lf + 2) };
   return { head: buf.subarray(offset, end).toString('utf8'), rest: buf.subarray(end + 4) };
 }
 

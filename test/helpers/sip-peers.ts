@@ -127,7 +127,12 @@ modparam("auth", "nonce_expire", ${o.nonceExpire})
 request_route {
   if (!mf_process_maxfwd_header("10")) { sl_send_reply("483","Too Many Hops"); exit; }
   if (is_method("REGISTER")) {
-    if ($au == $null || !pv_www_authenticate("$td", "${o.password}", "0")) { www_challenge("$td", "1"); exit; }
+    if ($au == $null) { www_challenge("$td", "1"); exit; }
+    pv_www_authenticate("$td", "${o.password}", "0");
+    $var(rc) = $rc;
+    # -4: the nonce expired (right credentials otherwise): challenge again with stale=true (flags 1|16).
+    if ($var(rc) == -4) { www_challenge("$td", "17"); exit; }
+    if ($var(rc) < 0) { www_challenge("$td", "1"); exit; }
     if ($au != "${o.user}") { sl_send_reply("403", "Forbidden"); exit; }
     if (!save("location")) sl_reply_error();
     exit;
