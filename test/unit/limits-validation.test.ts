@@ -1,7 +1,7 @@
 // validateLimits and mergeLimits: every refusal names its field; updates merge as documented.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_LIMITS, mergeLimits, validateLimits, validTimeZone } from '../../src/modules/tasks/limits.ts';
+import { DEFAULT_LIMITS, mergeLimits, outcomeRetryDelayMs, validateLimits, validTimeZone } from '../../src/modules/tasks/limits.ts';
 import type { LimitsPatch } from '../../src/modules/tasks/limits.ts';
 
 const HOURS = { timezone: 'America/Chicago', days: [1, 2, 3, 4, 5], start: '09:00', end: '17:00' };
@@ -155,6 +155,7 @@ describe('mergeLimits', () => {
   it('starts from the defaults: no window, no caps, concurrency 5, no cooldowns', () => {
     assert.deepEqual(DEFAULT_LIMITS, {
       businessHours: null, daily: { calls: null, texts: null, tasks: null }, concurrencyPerRun: 5, cooldowns: { calls: null, texts: null },
+      retries: { busy: null, noAnswer: null, delaySec: null },
     });
     assert.ok(Object.isFrozen(DEFAULT_LIMITS) && Object.isFrozen(DEFAULT_LIMITS.daily));
   });
@@ -185,6 +186,30 @@ describe('mergeLimits', () => {
     assert.deepEqual(mergeLimits(b, { daily: { calls: 1 } }).businessHours, b.businessHours, 'untouched when not sent');
   });
 
+  it('merges outcome retries key by key and checks their bounds', () => {
+    const r = validateLimits({ retries: { busy: 2, delaySec: '60' } });
+    assert.equal(r.ok, true);
+    const a = mergeLimits(DEFAULT_LIMITS, (r as { limits: LimitsPatch }).limits);
+    assert.deepEqual(a.retries, { busy: 2, noAnswer: null, delaySec: 60 });
+    assert.deepEqual(mergeLimits(a, { retries: { busy: null, noAnswer: 1 } }).retries, { busy: null, noAnswer: 1, delaySec: 60 });
+    assert.deepEqual(mergeLimits(a, { retries: null }).retries, { busy: null, noAnswer: null, delaySec: null });
+    const refused = (v: unknown) => { const x = validateLimits({ retries: v }); return x.ok ? 'accepted' : x.message; };
+    assert.equal(refused({ busy: 6 }), 'retries.busy must be at most 5 further attempts');
+    assert.equal(refused({ noAnswer: -1 }), 'retries.noAnswer must be a non-negative integer or null');
+    assert.equal(refused({ delaySec: 86_401 }), 'retries.delaySec must be at most 86400 seconds (one day)');
+    assert.equal(refused({ failed: 1 }), 'retries.failed is not allowed (known: busy, noAnswer, delaySec)');
+  });
+
+  it('after a busy or unanswered call, asks for another attempt only while retries allow it', () => {
+    const limits = mergeLimits(DEFAULT_LIMITS, { retries: { busy: 2, noAnswer: 0 } });
+    assert.equal(outcomeRetryDelayMs(DEFAULT_LIMITS, 'busy', 1), null, 'by default busy ends the task');
+    assert.equal(outcomeRetryDelayMs(limits, 'busy', 1), 300_000);
+    assert.equal(outcomeRetryDelayMs(limits, 'busy', 2), 300_000);
+    assert.equal(outcomeRetryDelayMs(limits, 'busy', 3), null, 'two further attempts, then the outcome stands');
+    assert.equal(outcomeRetryDelayMs(limits, 'no-answer', 1), null);
+    assert.equal(outcomeRetryDelayMs(limits, 'completed', 1), null);
+  });
+
   it('sets concurrency, and restores the default with null', () => {
     const a = mergeLimits(DEFAULT_LIMITS, { concurrencyPerRun: 40 });
     assert.equal(a.concurrencyPerRun, 40);
@@ -197,7 +222,7 @@ describe('mergeLimits', () => {
     const merged = mergeLimits(DEFAULT_LIMITS, (r as { limits: LimitsPatch }).limits);
     assert.deepEqual(merged, {
       businessHours: { ...HOURS, days: [1, 5] }, daily: { calls: 7, texts: null, tasks: null }, concurrencyPerRun: 5,
-      cooldowns: { calls: null, texts: null },
+      cooldowns: { calls: null, texts: null }, retries: { busy: null, noAnswer: null, delaySec: null },
     });
   });
 });
