@@ -222,9 +222,9 @@ forEachEngine('task execution', (h) => {
       sampling = false;
       await sampler;
       assert.ok(rows.every((r) => r.state === 'finished'), rows.map((r) => `${r.state} ${r.error}`).join('\n'));
-      assert.ok(samples > 50, `only ${samples} samples`);
       assert.ok(maxSem <= 2, `semaphore reached ${maxSem}`);
       assert.ok(maxRunning <= 2, `${maxRunning} tasks were running at once`);
+      assert.ok(samples > 50, `only ${samples} samples`);
       assert.equal(maxRunning, 2, 'the limit was never reached: the test did not load the organization');
       // Afterwards, from the outbox: at no call's start were two others still running. The
       // running event is stamped after the claim holds the semaphore and the exit event before the
