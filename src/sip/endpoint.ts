@@ -87,6 +87,17 @@ export interface RequestOptions {
   onProvisional?: (res: SipResponse) => void;
   /** INVITE: a retransmitted 2xx (our ACK was lost); the caller re-sends its ACK. */
   on2xxRetransmit?: (res: SipResponse) => void;
+  /** Abandons the transaction (rejects with SipAbortError); nothing is sent for it. */
+  signal?: AbortSignal;
+}
+
+/** The caller abandoned the transaction through its signal. */
+export class SipAbortError extends Error {
+  readonly code = 'SIP_ABORTED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'SipAbortError';
+  }
 }
 
 interface Resolved { transport: Transport; address: string; port: number; /** the name asked for (TLS server name) */ name?: string }
@@ -324,6 +335,25 @@ export class SipEndpoint {
         key, method: cseq.method, req, bytes: serialize(req), dest: to, done: false, provisional: false, opts, resolve, reject,
       };
       this.#client.set(key, tx);
+      if (opts.signal) {
+        const onAbort = () => {
+          if (tx.done) return;
+          if (tx.method !== 'INVITE') return this.#finishTx(tx, new SipAbortError(`${tx.method} abandoned`));
+          // An abandoned INVITE stays matchable for a while so a late final still gets its ACK
+          // (non-2xx) or reaches on2xxRetransmit (2xx) and the caller can end that dialog.
+          tx.done = true;
+          clearTimeout(tx.retransmit);
+          clearTimeout(tx.timeout);
+          tx.linger = this.#later(() => this.#client.delete(tx.key), 64 * T1);
+          tx.reject(new SipAbortError('INVITE abandoned'));
+        };
+        if (opts.signal.aborted) return onAbort();
+        opts.signal.addEventListener('abort', onAbort, { once: true });
+        const release = () => opts.signal!.removeEventListener('abort', onAbort);
+        const { resolve: res0, reject: rej0 } = tx;
+        tx.resolve = (r) => { release(); res0(r); };
+        tx.reject = (e) => { release(); rej0(e); };
+      }
       const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
       tx.timeout = setTimeout(() => {
         this.#finishTx(tx, new SipTimeoutError(`no final response to ${tx.method} from ${to.transport.toLowerCase()}:${bracket(to.address)}:${to.port} within ${timeoutMs} ms`));
@@ -436,8 +466,10 @@ export class SipEndpoint {
     }
     if (tx.done) {
       // A retransmitted final: re-ACK a non-2xx INVITE final; tell the caller about a repeated 2xx.
-      if (tx.ack && res.status >= 300) this.#resendAck(tx);
-      else if (tx.method === 'INVITE' && res.status >= 200 && res.status < 300) this.#safe(() => tx.opts.on2xxRetransmit?.(res));
+      if (tx.method === 'INVITE' && res.status >= 300) {
+        tx.ack ??= serialize(this.#ackFor(tx.req, res));
+        this.#resendAck(tx);
+      } else if (tx.method === 'INVITE' && res.status >= 200 && res.status < 300) this.#safe(() => tx.opts.on2xxRetransmit?.(res));
       return;
     }
     if (res.status < 200) {

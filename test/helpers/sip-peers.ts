@@ -55,6 +55,9 @@ export async function freePort(host: string): Promise<number> {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Thrown inside waitFor's check to stop waiting at once. */
+export class GiveUp extends Error {}
+
 export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 10_000, everyMs = 100): Promise<NonNullable<T>> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
@@ -63,6 +66,7 @@ export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeout
       const v = await fn();
       if (v) return v as NonNullable<T>;
     } catch (err) {
+      if (err instanceof GiveUp) throw err;
       last = err;
     }
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
@@ -166,7 +170,7 @@ export async function startKamailio(opts: KamailioOptions = {}): Promise<Kamaili
     child.once('exit', () => { exited = true; });
     try {
       await waitFor('kamailio to listen', () => {
-        if (exited) throw new Error(`kamailio exited:\n${out.slice(-2000)}`);
+        if (exited) throw new GiveUp(`kamailio exited:\n${out.slice(-2000)}`);
         return kamcmd(ctl, ['core.version']).ok;
       }, 15_000);
       return makeHandle(child, o, port, ctl, () => out, dir);
@@ -254,7 +258,7 @@ export async function startSipp(opts: { host?: string; scenario?: string; transp
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   // sipp binds before it prints anything useful: wait until the port is taken.
   await waitFor('sipp to listen', async () => {
-    if (child.exitCode !== null) throw new Error(`sipp exited: ${out.slice(-2000)}`);
+    if (child.exitCode !== null) throw new GiveUp(`sipp exited: ${out.slice(-2000)}`);
     return !(await portFree(host, port, opts.transport ?? 'UDP'));
   }, 10_000, 50);
   return {

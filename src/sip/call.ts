@@ -1,0 +1,372 @@
+// Outbound calls over SIP (RFC 3261 §13–15): INVITE with an SDP offer, provisional and final
+// responses, ACK, holding the answered call, and BYE; CANCEL when the ring timeout passes or the
+// caller aborts; digest answers to 401/407. Media is not processed (see sdp.ts).
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { authorize, challengesOf, type Challenge } from './digest.ts';
+import {
+  newBranch, newCallId, newTag, SipAbortError, SipTimeoutError, type Destination, type RequestContext, type SipEndpoint, type Transport,
+} from './endpoint.ts';
+import { parseCSeq, parseNameAddr, parseUri, SipHeaders, type SipRequest, type SipResponse } from './message.ts';
+import { buildOffer, parseSdp, type SdpAudio } from './sdp.ts';
+
+export type CallOutcome = 'completed' | 'busy' | 'declined' | 'no-answer' | 'failed' | 'canceled';
+
+export interface SipRoute {
+  /** The host of the Request-URI (the customer's PBX or carrier). */
+  host: string;
+  port?: number;
+  transport?: Transport;
+  /** An outbound proxy: requests go there, with a Route header naming it (loose routing). */
+  proxy?: { host: string; port?: number };
+}
+
+export interface PlaceCallOptions {
+  /** A phone number or user (becomes sip:target@route.host[:port]) or a full SIP URI. */
+  target: string;
+  /** Our user (becomes sip:from@our host) or a full SIP URI. */
+  from: string;
+  fromDisplay?: string;
+  route: SipRoute;
+  /** For 401/407 challenges from the far end or a proxy. */
+  credentials?: { username: string; password: string; authUsername?: string; realm?: string };
+  /** How long it may ring before we CANCEL (outcome no-answer). */
+  ringTimeoutMs: number;
+  /** How long an answered call is held before we send BYE (outcome completed). */
+  maxDurationMs: number;
+  /** Abort: before the answer CANCELs (outcome canceled), after it sends BYE (outcome completed). */
+  signal?: AbortSignal;
+  /** An SDP offer to send instead of ours (then no RTP port is bound). */
+  sdp?: string;
+  callId?: string;
+  /** Extra headers for the INVITE (e.g. X- headers, P-Asserted-Identity). */
+  headers?: Record<string, string>;
+  onProgress?: (event: { phase: 'trying' | 'ringing' | 'answered' | 'ended'; status?: number; at: Date }) => void;
+}
+
+export interface CallResult {
+  outcome: CallOutcome;
+  /** The final SIP status of the INVITE (200 for answered calls). */
+  status?: number;
+  reason?: string;
+  callId: string;
+  /** From the answer to the end; 0 when never answered. */
+  durationMs: number;
+  answeredAt?: Date;
+  /** Who ended an answered call. */
+  endedBy?: 'local' | 'remote';
+  /** What the answer's SDP said and how many RTP packets reached our port. */
+  media?: { localPort?: number; remote?: SdpAudio | null; packetsReceived: number };
+}
+
+const BUSY = new Set([486, 600]);
+const DECLINED = new Set([603]);
+const NO_ANSWER = new Set([408, 480]);
+
+const bracket = (h: string) => (net.isIPv6(h) ? `[${h}]` : h);
+
+export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): Promise<CallResult> {
+  const transport: Transport = o.route.transport ?? 'UDP';
+  const defaultPort = transport === 'TLS' ? 5061 : 5060;
+  const adv = endpoint.advertised;
+  const callId = o.callId ?? newCallId(adv.host);
+  const started = Date.now();
+  const result = (r: Omit<CallResult, 'callId' | 'durationMs'> & { durationMs?: number }): CallResult => ({ durationMs: 0, callId, ...r });
+  if (o.signal?.aborted) return result({ outcome: 'canceled', reason: 'aborted before dialing' });
+
+  const tparam = transport === 'UDP' ? '' : `;transport=${transport.toLowerCase()}`;
+  const targetUri = /^sips?:/i.test(o.target) ? o.target : `sip:${o.target}@${bracket(o.route.host)}${o.route.port ? `:${o.route.port}` : ''}${tparam}`;
+  const fromUri = /^sips?:/i.test(o.from) ? o.from : `sip:${o.from}@${bracket(adv.host)}`;
+  const fromTag = newTag();
+  const fromValue = `${o.fromDisplay ? `"${o.fromDisplay.replace(/["\\]/g, '')}" ` : ''}<${fromUri}>;tag=${fromTag}`;
+  const toValue = `<${targetUri}>`;
+  const next: Destination = o.route.proxy
+    ? { transport, host: o.route.proxy.host, port: o.route.proxy.port ?? defaultPort }
+    : { transport, host: o.route.host, port: o.route.port ?? defaultPort };
+  const preloaded = o.route.proxy ? [`<sip:${bracket(o.route.proxy.host)}${o.route.proxy.port ? `:${o.route.proxy.port}` : ''}${tparam};lr>`] : [];
+
+  // Media: a port for the far end's RTP; packets are counted, not played.
+  let rtp: dgram.Socket | undefined;
+  let packetsReceived = 0;
+  let offer = o.sdp;
+  if (!offer) {
+    rtp = dgram.createSocket(net.isIPv6(endpoint.host) ? 'udp6' : 'udp4');
+    rtp.on('message', () => { packetsReceived++; });
+    rtp.on('error', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      rtp!.once('error', reject);
+      rtp!.bind({ address: endpoint.host, port: 0 }, () => resolve());
+    });
+    offer = buildOffer({ address: adv.host, port: rtp.address().port });
+  }
+  const media = () => ({ ...(rtp ? { localPort: safePort(rtp) } : {}), remote: remoteSdp, packetsReceived });
+  let remoteSdp: SdpAudio | null | undefined;
+
+  // In-dialog requests from the far end (BYE, re-INVITE…) come here.
+  let remoteBye: (() => void) | undefined;
+  let remoteByeSeen = false;
+  const releaseDialog = endpoint.onDialog(callId, (req, ctx) => onInDialog(endpoint, req, ctx, offer!, () => {
+    remoteByeSeen = true;
+    remoteBye?.();
+  }));
+
+  let cseq = 0;
+  const auth = new Map<Challenge['kind'], { challenge: Challenge; nc: number }>();
+  const authHeaders = (method: string, uri: string): Array<[string, string]> => {
+    if (!o.credentials) return [];
+    const user = o.credentials.authUsername || o.credentials.username;
+    return [...auth.values()].map((e) => {
+      const a = authorize(e.challenge, { username: user, password: o.credentials!.password }, method, uri, ++e.nc);
+      return [a.name, a.value];
+    });
+  };
+
+  const progress = (phase: 'trying' | 'ringing' | 'answered' | 'ended', status?: number) => {
+    try { o.onProgress?.({ phase, status, at: new Date() }); } catch { /* a listener's failure is not ours */ }
+  };
+
+  try {
+    let invite: SipRequest | undefined;
+    let final: SipResponse | undefined;
+    let cancelledFor: 'ring-timeout' | 'abort' | undefined;
+    /** Set once our ACK is out: re-sends it when the far end repeats its 2xx (our ACK was lost). */
+    let resendAck: (() => void) | undefined;
+    let lateEnded = false;
+
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const h = new SipHeaders();
+      h.append('Via', endpoint.viaFor(transport, newBranch()));
+      for (const r of preloaded) h.append('Route', r);
+      h.append('Max-Forwards', 70);
+      h.append('From', fromValue);
+      h.append('To', toValue);
+      h.append('Call-ID', callId);
+      h.append('CSeq', `${++cseq} INVITE`);
+      h.append('Contact', endpoint.contactFor(typeof o.from === 'string' && !/^sips?:/i.test(o.from) ? o.from : undefined, transport));
+      h.append('Allow', 'INVITE, ACK, CANCEL, BYE, OPTIONS, INFO');
+      for (const [n, v] of Object.entries(o.headers ?? {})) h.append(n, v);
+      for (const [n, v] of authHeaders('INVITE', targetUri)) h.append(n, v);
+      h.append('Content-Type', 'application/sdp');
+      invite = { kind: 'request', method: 'INVITE', uri: targetUri, headers: h, body: Buffer.from(offer) };
+
+      const abandon = new AbortController();
+      let provisional = false;
+      let cancelSent = false;
+      const inv = invite;
+      const sendCancel = (why: 'ring-timeout' | 'abort') => {
+        cancelledFor ??= why;
+        if (cancelSent) return;
+        if (!provisional) {
+          // RFC 3261 §9.1: no CANCEL before a provisional. An abort does not wait for one: the INVITE is
+          // abandoned (a late 2xx is still ACKed and ended); a ring timeout waits for it (or Timer B).
+          if (why === 'abort') abandon.abort();
+          return;
+        }
+        cancelSent = true;
+        const c = new SipHeaders();
+        c.append('Via', inv.headers.getAll('via')[0]);
+        for (const r of preloaded) c.append('Route', r);
+        c.append('Max-Forwards', 70);
+        c.append('From', fromValue);
+        c.append('To', toValue);
+        c.append('Call-ID', callId);
+        c.append('CSeq', `${parseCSeq(inv.headers.get('cseq')!).seq} CANCEL`);
+        endpoint.request({ kind: 'request', method: 'CANCEL', uri: targetUri, headers: c, body: Buffer.alloc(0) }, next, { timeoutMs: 32_000 })
+          .catch(() => undefined);
+        // The far end owes a 487; if it never comes, stop waiting.
+        guard = setTimeout(() => abandon.abort(), 32_000);
+      };
+      let guard: NodeJS.Timeout | undefined;
+      const ringLeft = Math.max(0, o.ringTimeoutMs - (Date.now() - started));
+      const ringTimer = setTimeout(() => sendCancel('ring-timeout'), ringLeft);
+      const onAbort = () => sendCancel('abort');
+      o.signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        progress('trying');
+        final = await endpoint.request(invite, next, {
+          timeoutMs: 32_000,
+          signal: abandon.signal,
+          onProvisional: (res) => {
+            if (res.status === 100) return;
+            if (!provisional) {
+              provisional = true;
+              if (cancelledFor) sendCancel(cancelledFor);
+            }
+            if (res.status === 180 || res.status === 183) progress('ringing', res.status);
+          },
+          on2xxRetransmit: (res) => {
+            if (resendAck) resendAck();
+            // A 2xx after we gave up on the INVITE: accept it and end it at once, so the far end is not left hanging.
+            else if (!lateEnded) {
+              lateEnded = true;
+              void endLate(endpoint, res, inv, fromValue, transport, preloaded, next);
+            }
+          },
+        });
+      } catch (err) {
+        if (err instanceof SipAbortError) {
+          return result({ outcome: cancelledFor === 'abort' ? 'canceled' : 'no-answer', reason: 'no final response after CANCEL', media: media() });
+        }
+        const reason = err instanceof SipTimeoutError ? `timeout: ${err.message}` : (err as Error).message;
+        return result({ outcome: cancelledFor === 'abort' ? 'canceled' : 'failed', reason, media: media() });
+      } finally {
+        clearTimeout(ringTimer);
+        clearTimeout(guard);
+        o.signal?.removeEventListener('abort', onAbort);
+      }
+
+      if ((final.status === 401 || final.status === 407) && o.credentials && !cancelledFor) {
+        const kind = final.status === 407 ? 'proxy' : 'www';
+        const realm = o.credentials.realm?.toLowerCase();
+        const c = challengesOf(final.headers, final.status).find((x) => !realm || x.realm.toLowerCase() === realm);
+        if (c && (!auth.has(kind) || c.stale)) {
+          auth.set(kind, { challenge: c, nc: 0 });
+          continue;
+        }
+      }
+      break;
+    }
+
+    if (!final || !invite) return result({ outcome: 'failed', reason: 'no INVITE sent', media: media() });
+    if (final.status >= 300) {
+      let outcome: CallOutcome;
+      if (cancelledFor === 'abort') outcome = 'canceled';
+      else if (cancelledFor === 'ring-timeout' || NO_ANSWER.has(final.status)) outcome = 'no-answer';
+      else if (BUSY.has(final.status)) outcome = 'busy';
+      else if (DECLINED.has(final.status)) outcome = 'declined';
+      else outcome = 'failed';
+      progress('ended', final.status);
+      return result({ outcome, status: final.status, reason: final.reason, media: media() });
+    }
+
+    // Answered: build the dialog from the 2xx and ACK it.
+    const answeredAt = new Date();
+    const inviteCSeq = parseCSeq(invite.headers.get('cseq')!).seq;
+    const dialog = dialogFrom(final, transport, preloaded, next);
+    remoteSdp = final.body.length ? parseSdp(final.body.toString('utf8')) : null;
+    const ackHeaders = new SipHeaders();
+    for (const r of dialog.routes) ackHeaders.append('Route', r);
+    ackHeaders.append('Max-Forwards', 70);
+    ackHeaders.append('From', fromValue);
+    ackHeaders.append('To', final.headers.get('to')!);
+    ackHeaders.append('Call-ID', callId);
+    ackHeaders.append('CSeq', `${inviteCSeq} ACK`);
+    for (const [n, v] of invite.headers.entries()) if (/^(proxy-)?authorization$/i.test(n)) ackHeaders.append(n, v);
+    ackHeaders.prepend('Via', endpoint.viaFor(dialog.dest.transport, newBranch()));
+    const ack: SipRequest = { kind: 'request', method: 'ACK', uri: dialog.target, headers: ackHeaders, body: Buffer.alloc(0) };
+    const sendAck = () => endpoint.send(ack, dialog.dest).catch(() => undefined);
+    await sendAck();
+    resendAck = () => void sendAck();
+    progress('answered', final.status);
+
+    if (cancelledFor) {
+      // The answer crossed our CANCEL: the call is up, so end it at once.
+      await bye(endpoint, dialog, fromValue, final, callId, inviteCSeq + 1, authHeaders);
+      progress('ended');
+      return result({ outcome: cancelledFor === 'abort' ? 'canceled' : 'no-answer', status: final.status, reason: final.reason, answeredAt, media: media() });
+    }
+
+    // Hold until the far end hangs up, the maximum duration passes, or the caller aborts.
+    const endedBy = await new Promise<'local' | 'remote'>((resolve) => {
+      if (remoteByeSeen) return resolve('remote');
+      const timer = setTimeout(() => finish('local'), o.maxDurationMs);
+      const onAbort = () => finish('local');
+      o.signal?.addEventListener('abort', onAbort, { once: true });
+      remoteBye = () => finish('remote');
+      function finish(by: 'local' | 'remote') {
+        clearTimeout(timer);
+        o.signal?.removeEventListener('abort', onAbort);
+        resolve(by);
+      }
+    });
+    if (endedBy === 'local') await bye(endpoint, dialog, fromValue, final, callId, inviteCSeq + 1, authHeaders);
+    progress('ended');
+    return result({ outcome: 'completed', status: final.status, reason: final.reason, answeredAt, durationMs: Date.now() - answeredAt.getTime(), endedBy, media: media() });
+  } finally {
+    releaseDialog();
+    if (rtp) await new Promise<void>((r) => rtp!.close(() => r()));
+  }
+}
+
+function safePort(sock: dgram.Socket): number | undefined {
+  try { return sock.address().port; } catch { return undefined; }
+}
+
+interface Dialog { target: string; routes: string[]; dest: Destination }
+
+/** RFC 3261 §12.1.2: the remote target is the 2xx's Contact, the route set its Record-Route reversed. */
+function dialogFrom(res: SipResponse, transport: Transport, preloaded: string[], fallback: Destination): Dialog {
+  const contact = res.headers.getAll('contact')[0];
+  let target = fallback.host;
+  try { target = parseNameAddr(contact ?? '').uri; } catch { /* keep the fallback */ }
+  const routes = res.headers.getAll('record-route').reverse();
+  const first = routes[0] ?? preloaded[0];
+  let dest = fallback;
+  const hop = first ? parseNameAddr(first).uri : target;
+  try {
+    const u = parseUri(hop);
+    const t = (u.params.transport?.toUpperCase() as Transport | undefined) ?? (u.scheme === 'sips' ? 'TLS' : transport);
+    dest = { transport: t, host: u.host.replace(/^\[|\]$/g, ''), port: u.port ?? (t === 'TLS' ? 5061 : 5060) };
+  } catch { /* keep the fallback */ }
+  if (!/^sips?:/i.test(target)) target = `sip:${fallback.host}:${fallback.port}`;
+  return { target, routes: routes.length ? routes : preloaded, dest };
+}
+
+async function bye(
+  endpoint: SipEndpoint, dialog: Dialog, fromValue: string, final: SipResponse, callId: string, seq: number,
+  authHeaders: (method: string, uri: string) => Array<[string, string]>,
+): Promise<SipResponse | undefined> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const h = new SipHeaders();
+    for (const r of dialog.routes) h.append('Route', r);
+    h.append('Max-Forwards', 70);
+    h.append('From', fromValue);
+    h.append('To', final.headers.get('to')!);
+    h.append('Call-ID', callId);
+    h.append('CSeq', `${seq + attempt} BYE`);
+    for (const [n, v] of authHeaders('BYE', dialog.target)) h.append(n, v);
+    try {
+      const res = await endpoint.request({ kind: 'request', method: 'BYE', uri: dialog.target, headers: h, body: Buffer.alloc(0) }, dialog.dest, { timeoutMs: 32_000 });
+      if (res.status !== 401 && res.status !== 407) return res;
+    } catch {
+      return undefined; // nothing more we can do: the dialog is over for us
+    }
+  }
+  return undefined;
+}
+
+/** A 2xx to an INVITE we had abandoned: ACK it and hang up. */
+async function endLate(endpoint: SipEndpoint, res: SipResponse, invite: SipRequest, fromValue: string, transport: Transport, preloaded: string[], next: Destination): Promise<void> {
+  try {
+    const dialog = dialogFrom(res, transport, preloaded, next);
+    const seq = parseCSeq(invite.headers.get('cseq')!).seq;
+    const h = new SipHeaders();
+    for (const r of dialog.routes) h.append('Route', r);
+    h.append('Max-Forwards', 70);
+    h.append('From', fromValue);
+    h.append('To', res.headers.get('to')!);
+    h.append('Call-ID', invite.headers.get('call-id')!);
+    h.append('CSeq', `${seq} ACK`);
+    await endpoint.send({ kind: 'request', method: 'ACK', uri: dialog.target, headers: h, body: Buffer.alloc(0) }, dialog.dest);
+    await bye(endpoint, dialog, fromValue, res, invite.headers.get('call-id')!, seq + 1, () => []);
+  } catch { /* best effort */ }
+}
+
+function onInDialog(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, sdp: string, onBye: () => void): void {
+  switch (req.method) {
+    case 'ACK':
+      return;
+    case 'BYE':
+      endpoint.respond(req, ctx, 200, 'OK');
+      onBye();
+      return;
+    case 'INVITE':
+      // A re-INVITE (session refresh or hold): keep the session as it is.
+      endpoint.respond(req, ctx, 200, 'OK', { Contact: endpoint.contactFor(undefined, ctx.remote.transport), 'Content-Type': 'application/sdp' }, sdp);
+      return;
+    case 'CANCEL':
+      return; // answered by the endpoint
+    default:
+      endpoint.respond(req, ctx, 200, 'OK');
+  }
+}

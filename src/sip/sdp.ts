@@ -1,0 +1,104 @@
+// SDP (RFC 4566) for our calls: the audio offer we send (PCMU, PCMA, telephone-event on an RTP
+// port we bind) and the few facts we read from an answer. No media is processed: the port exists
+// so the far end has somewhere to send RTP, and we only count what arrives.
+import crypto from 'node:crypto';
+import net from 'node:net';
+
+export interface Codec { pt: number; name: string; rate: number; fmtp?: string }
+
+/** What we offer, in order of preference. */
+export const OFFER_CODECS: readonly Codec[] = [
+  { pt: 0, name: 'PCMU', rate: 8000 },
+  { pt: 8, name: 'PCMA', rate: 8000 },
+  { pt: 101, name: 'telephone-event', rate: 8000, fmtp: '0-16' },
+];
+
+export interface OfferOptions {
+  /** The address the far end sends RTP to (ours). */
+  address: string;
+  port: number;
+  sessionId?: string;
+  version?: number;
+  codecs?: readonly Codec[];
+  direction?: 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
+}
+
+export function buildOffer(o: OfferOptions): string {
+  const codecs = o.codecs ?? OFFER_CODECS;
+  const ip = net.isIPv6(o.address) ? 'IP6' : 'IP4';
+  const id = o.sessionId ?? String(crypto.randomInt(1, 2 ** 47));
+  const lines = [
+    'v=0',
+    `o=callplane ${id} ${o.version ?? 1} IN ${ip} ${o.address}`,
+    's=callplane',
+    `c=IN ${ip} ${o.address}`,
+    't=0 0',
+    `m=audio ${o.port} RTP/AVP ${codecs.map((c) => c.pt).join(' ')}`,
+    ...codecs.flatMap((c) => [`a=rtpmap:${c.pt} ${c.name}/${c.rate}`, ...(c.fmtp ? [`a=fmtp:${c.pt} ${c.fmtp}`] : [])]),
+    'a=ptime:20',
+    `a=${o.direction ?? 'sendrecv'}`,
+  ];
+  return lines.join('\r\n') + '\r\n';
+}
+
+export interface SdpAudio {
+  /** Where the far end wants RTP (media-level c= over session-level). */
+  address?: string;
+  port: number;
+  codecs: Codec[];
+  direction: 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
+}
+
+/** The first audio stream of an SDP body; null when there is none (or it is not SDP). */
+export function parseSdp(text: string): SdpAudio | null {
+  const lines = text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  if (!lines[0]?.startsWith('v=')) return null;
+  let sessionAddress: string | undefined;
+  let audio: SdpAudio | null = null;
+  let inAudio = false;
+  let sessionDirection: SdpAudio['direction'] = 'sendrecv';
+  const staticNames: Record<number, Codec> = { 0: { pt: 0, name: 'PCMU', rate: 8000 }, 8: { pt: 8, name: 'PCMA', rate: 8000 }, 9: { pt: 9, name: 'G722', rate: 8000 }, 18: { pt: 18, name: 'G729', rate: 8000 } };
+  for (const line of lines) {
+    const type = line[0];
+    const value = line.slice(2);
+    if (type === 'm') {
+      if (audio) break; // only the first audio stream
+      const m = /^audio\s+(\d+)(?:\/\d+)?\s+\S+\s*(.*)$/.exec(value);
+      inAudio = Boolean(m);
+      if (m) {
+        audio = {
+          port: Number(m[1]), direction: sessionDirection,
+          codecs: m[2].split(/\s+/).filter(Boolean).map(Number).filter(Number.isInteger).map((pt) => staticNames[pt] ?? { pt, name: '', rate: 8000 }),
+        };
+      }
+      continue;
+    }
+    if (type === 'c') {
+      const addr = /^IN\s+IP[46]\s+([^\s/]+)/.exec(value)?.[1];
+      if (audio && inAudio) audio.address = addr;
+      else if (!audio) sessionAddress = addr;
+      continue;
+    }
+    if (type === 'a') {
+      if (/^(sendrecv|sendonly|recvonly|inactive)$/.test(value)) {
+        if (audio && inAudio) audio.direction = value as SdpAudio['direction'];
+        else if (!audio) sessionDirection = value as SdpAudio['direction'];
+        continue;
+      }
+      if (!audio || !inAudio) continue;
+      const rtpmap = /^rtpmap:(\d+)\s+([^/\s]+)\/(\d+)/.exec(value);
+      if (rtpmap) {
+        const codec = audio.codecs.find((c) => c.pt === Number(rtpmap[1]));
+        if (codec) Object.assign(codec, { name: rtpmap[2], rate: Number(rtpmap[3]) });
+        continue;
+      }
+      const fmtp = /^fmtp:(\d+)\s+(.*)$/.exec(value);
+      if (fmtp) {
+        const codec = audio.codecs.find((c) => c.pt === Number(fmtp[1]));
+        if (codec) codec.fmtp = fmtp[2];
+      }
+    }
+  }
+  if (audio && !audio.address) audio.address = sessionAddress;
+  return audio;
+}
