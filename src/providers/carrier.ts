@@ -5,6 +5,7 @@
 //   call   completed                    → finished (result.outcome 'completed')
 //          busy / no-answer             → finished (result.outcome 'busy' / 'no-answer'): outcomes
 //                                         of a call that was placed, not reasons to retry
+//          declined (SIP 603)           → finished (result.outcome 'declined'): the callee refused
 //          failed / canceled            → failed   (canceled by us after a cancel request → canceled)
 //          queued, initiated, ringing, in-progress → not final
 //   text   delivered / sent / read      → finished
@@ -16,7 +17,7 @@
 
 export type FinalTaskState = 'finished' | 'failed' | 'canceled';
 
-export type CallOutcome = 'completed' | 'busy' | 'no-answer' | 'failed' | 'canceled';
+export type CallOutcome = 'completed' | 'busy' | 'no-answer' | 'declined' | 'failed' | 'canceled';
 export type TextOutcome = 'delivered' | 'sent' | 'read' | 'undelivered' | 'failed' | 'canceled' | 'accepted';
 
 export interface PlaceCallRequest {
@@ -153,6 +154,7 @@ const CALL_FINAL: Record<string, { state: FinalTaskState; outcome: CallOutcome }
   completed: { state: 'finished', outcome: 'completed' },
   busy: { state: 'finished', outcome: 'busy' },
   'no-answer': { state: 'finished', outcome: 'no-answer' },
+  declined: { state: 'finished', outcome: 'declined' },
   failed: { state: 'failed', outcome: 'failed' },
   canceled: { state: 'failed', outcome: 'canceled' },
 };
