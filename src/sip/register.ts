@@ -252,9 +252,8 @@ export class Registration {
       const delay = Math.max(500, (result.expires * 1000) / 2);
       this.#update({
         ok: true, code: result.status, reason: result.reason, error: undefined, lastAttemptAt: now, failures: 0,
-        expiresAt: new Date(now.getTime() + result.expires * 1000),
+        expiresAt: new Date(now.getTime() + result.expires * 1000), nextAttemptAt: this.#schedule(delay),
       });
-      this.#schedule(delay);
     } else {
       const failures = this.#status.failures + 1;
       const min = this.options.retryMinMs ?? 10_000;
@@ -264,18 +263,18 @@ export class Registration {
       const expiresAt = this.#status.expiresAt && this.#status.expiresAt > now ? this.#status.expiresAt : null;
       this.#update({
         ok: false, code: result.status, reason: result.reason, error: result.error ?? (result.ok ? 'registrar granted no expiry' : undefined),
-        lastAttemptAt: now, failures, expiresAt,
+        lastAttemptAt: now, failures, expiresAt, nextAttemptAt: this.#schedule(delay),
       });
-      this.#schedule(delay);
     }
     return result;
   }
 
-  #schedule(ms: number): void {
+  /** Plans the next attempt; returns when it is due (null once stopped). */
+  #schedule(ms: number): Date | null {
     clearTimeout(this.#timer);
-    if (!this.#running) return;
+    if (!this.#running) return null;
     this.#timer = setTimeout(() => void this.#serial(() => this.#attempt()), ms);
-    this.#update({ nextAttemptAt: new Date(Date.now() + ms) });
+    return new Date(Date.now() + ms);
   }
 
   #update(patch: Partial<RegistrationStatus>): void {

@@ -240,13 +240,22 @@ export interface Sipp {
  * Runs sipp as a UAS: the built-in `uas` scenario or an XML file from test/fixtures/sip
  * (`scenario: 'uas-busy.xml'`). `-m` ends it after that many calls.
  */
-export async function startSipp(opts: { host?: string; scenario?: string; transport?: 'UDP' | 'TCP'; calls?: number; extra?: string[] } = {}): Promise<Sipp> {
+export async function startSipp(opts: { host?: string; scenario?: string; vars?: Record<string, string>; transport?: 'UDP' | 'TCP'; calls?: number; extra?: string[] } = {}): Promise<Sipp> {
   if (!SIPP) throw new Error('sipp not installed (apt-get install sip-tester)');
   const host = opts.host ?? '127.0.0.3';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-sipp-'));
   const log = path.join(dir, 'messages.log');
   const port = await freePort(host);
-  const scenario = opts.scenario ? ['-sf', path.join(SIP_FIXTURES, opts.scenario)] : ['-sn', 'uas'];
+  let scenario = ['-sn', 'uas'];
+  if (opts.scenario) {
+    // {{name}} placeholders filled from vars (sipp checks status codes when it loads a scenario).
+    const xml = fs.readFileSync(path.join(SIP_FIXTURES, opts.scenario), 'utf8').replace(/\{\{(\w+)\}\}/g, (_, k: string) => {
+      if (opts.vars?.[k] === undefined) throw new Error(`scenario ${opts.scenario} needs vars.${k}`);
+      return opts.vars[k];
+    });
+    fs.writeFileSync(path.join(dir, opts.scenario), xml);
+    scenario = ['-sf', path.join(dir, opts.scenario)];
+  }
   const args = [
     ...scenario, '-i', host, '-p', String(port), '-t', opts.transport === 'TCP' ? 't1' : 'u1', '-nostdin', '-trace_msg',
     '-message_file', log, '-m', String(opts.calls ?? 1), '-timeout', '60s', '-mp', String(await freePort(host)), ...(opts.extra ?? []),
