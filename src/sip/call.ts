@@ -32,6 +32,8 @@ export interface PlaceCallOptions {
   credentials?: { username: string; password: string; authUsername?: string; realm?: string };
   /** How long it may ring before we CANCEL (outcome no-answer). */
   ringTimeoutMs: number;
+  /** How long to wait for any response to the INVITE before giving up (Timer B; default 32 s). */
+  inviteTimeoutMs?: number;
   /** How long an answered call is held before we send BYE (outcome completed). */
   maxDurationMs: number;
   /** Abort: before the answer CANCELs (outcome canceled), after it sends BYE (outcome completed). */
@@ -184,7 +186,7 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
       try {
         progress('trying');
         final = await endpoint.request(invite, next, {
-          timeoutMs: 32_000,
+          timeoutMs: o.inviteTimeoutMs ?? 32_000,
           signal: abandon.signal,
           onProvisional: (res) => {
             if (res.status === 100) return;
