@@ -805,7 +805,8 @@ export class SipEndpoint {
     }
     if (to.transport === 'UDP') throw new Error('UDP has no connections');
     const host = this.options.host;
-    const localAddress = host === '0.0.0.0' || host === '::' ? undefined : host;
+    // Bind outgoing connections to our address so peers see it, when the families match.
+    const localAddress = host === '0.0.0.0' || host === '::' || net.isIPv6(host) !== net.isIPv6(to.address) ? undefined : host;
     let socket: net.Socket;
     if (to.transport === 'TLS') {
       const t = this.options.tls ?? {};
