@@ -22,6 +22,9 @@ function which(bin: string, extra: string[] = []): string | null {
 export const KAMAILIO = which('kamailio', ['/usr/sbin', '/usr/local/sbin']);
 export const KAMCMD = which('kamcmd', ['/usr/sbin', '/usr/local/sbin']);
 export const SIPP = which('sipp', ['/usr/bin', '/usr/local/bin']);
+/** Debian puts the modules under the multiarch directory. */
+const KAMAILIO_MODULES = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/usr/local/lib64', '/usr/local/lib']
+  .map((d) => `${d}/kamailio/modules/`).find((d) => fs.existsSync(path.join(d, 'registrar.so'))) ?? '/usr/lib/x86_64-linux-gnu/kamailio/modules/';
 
 /**
  * `skip` option for describe(): false when the peers are there, or under CI (so a missing install
@@ -110,7 +113,7 @@ listen=udp:${o.host}:${o.port}
 listen=tcp:${o.host}:${o.port}
 auto_aliases=no
 alias="${o.domain}"
-mpath="/usr/lib/x86_64-linux-gnu/kamailio/modules/"
+mpath="${KAMAILIO_MODULES}"
 loadmodule "tm.so"
 loadmodule "sl.so"
 loadmodule "pv.so"
