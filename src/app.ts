@@ -21,6 +21,7 @@ import { numberingRoutes } from './modules/numbering/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
 import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
+import { sipRoutes } from './modules/sip/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 import type { TaskRuntime } from './modules/tasks/runtime.ts';
 import type { DeliveryRuntime } from './modules/webhooks/delivery-runtime.ts';
@@ -36,6 +37,8 @@ export interface AppDeps {
   tasks?: TaskRuntime;
   /** The process's webhook delivery queue; producers (relay ingress, replay) wake its worker through notify(). */
   deliveries?: DeliveryRuntime;
+  /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
+  sipWorkerWaitMs?: number;
 }
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -150,6 +153,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(taskRoutes, ctx);
   await app.register(twilioRoutes, ctx);
   await app.register(relayRoutes, ctx);
+  await app.register(sipRoutes, ctx);
   await app.register(subscriptionRoutes, ctx);
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());

@@ -1,0 +1,176 @@
+// Every SIP operation of the contract: registration (POST/GET/DELETE, available), IP whitelist,
+// outbound routes and captures. Handlers are a schema and one service call (service.ts).
+import { Type } from '@sinclair/typebox';
+import type { App, AppContext } from '../../app.ts';
+import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { DELIVERIES } from '../webhooks/dispatcher.ts';
+import { SIP_REGISTRATIONS, sipService } from './service.ts';
+
+const tags = ['SIP'];
+const Target = { targetAccountId: Type.Optional(AccountId('Organization (or one of its agents) to act on, for resellers and partners; an organization token acts on itself')) };
+const TargetQuery = Type.Object(Target);
+const Str = (description: string, maxLength = 300) => Type.Optional(Type.String({ description, maxLength }));
+
+const Registration = Obj({
+  aor: Type.String(), username: Type.String(), authUsername: Type.Union([Type.String(), Type.Null()]),
+  sipRealm: Type.Union([Type.String(), Type.Null()]), proxy: Type.Union([Type.String(), Type.Null()]),
+  port: Type.Union([Type.Number(), Type.Null()]), transport: Type.String(), subscribe: Type.Boolean(),
+  status: Type.String({ description: 'pending (first REGISTER not answered yet), registered, failed, or deleting' }),
+  registered: Type.Boolean(), lastCode: Type.Union([Type.Number(), Type.Null()]), lastReason: Type.Union([Type.String(), Type.Null()]),
+  expiresAt: Type.Union([Type.Number(), Type.Null()]), lastAttemptAt: Type.Union([Type.Number(), Type.Null()]),
+}, 'A SIP registration (the password is never returned); times are unix seconds');
+
+const RegistrationBody = Type.Object({
+  aor: Str('Full SIP address of record: sip:1001@pbx.example.com (or 1001@pbx.example.com)'),
+  username: Str('SIP user (our Contact\'s user; default the AOR\'s user)', 128),
+  authUsername: Str('User name for digest authentication (default username)', 128),
+  password: Type.Optional(Type.String({ description: 'SIP password (required to create; omitted on update keeps the stored one); never returned', maxLength: 256 })),
+  sipRealm: Str('SIP domain; with username it builds the AOR when aor is omitted', 255),
+  proxy: Str('Outbound proxy host[:port] REGISTERs are sent to (default: the AOR\'s host)'),
+  port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Registrar port (default 5060, 5061 for TLS)' })),
+  transport: Str('UDP, TCP or TLS (default UDP)', 10),
+  subscribe: Type.Optional(Type.Boolean({ description: 'Presence subscription (stored; no SUBSCRIBE is sent yet)' })),
+}, { additionalProperties: true });
+
+const AvailableBody = Type.Object({
+  aor: Str('Full SIP AOR to check'),
+  username: Str('User part, with sipRealm, when aor is omitted', 128),
+  sipRealm: Str('SIP domain, with username, when aor is omitted', 255),
+}, { additionalProperties: true });
+
+const WhitelistEntry = Obj({ userId: Type.Number(), label: Type.String(), timestamp: Type.Number(), ip: Type.String() });
+const WhitelistBody = Type.Object({
+  ip: Type.String({ description: 'IPv4 or IPv6 address, optionally a CIDR range (203.0.113.0/24)', maxLength: 100 }),
+  label: Type.String({ description: 'Friendly label', maxLength: 200 }),
+}, { additionalProperties: true });
+const IpBody = Type.Object({ ip: Type.String({ description: 'The whitelisted address or range to remove', maxLength: 100 }) }, { additionalProperties: true });
+const RouteBody = (what: string) => Type.Object({
+  route: Type.String({ description: `${what}: host[:port][;transport=tcp|udp][;proxyAddress=host[:port]]`, maxLength: 500 }),
+}, { additionalProperties: true });
+
+const CapturesQuery = Type.Object({
+  ...Target,
+  sipCallId: Type.String({ minLength: 1, maxLength: 500, description: 'SIP Call-ID header value' }),
+  from: Type.Optional(Type.Number({ minimum: 0, description: 'Epoch millis start of search window' })),
+  to: Type.Optional(Type.Number({ minimum: 0, description: 'Epoch millis end of search window' })),
+  format: Type.Optional(Type.String({ maxLength: 20, description: 'json (default) or text' })),
+});
+const Capture = Obj({
+  timestamp: Type.Number({ description: 'Epoch millis' }), direction: Type.String({ description: 'in (received) or out (sent)' }),
+  transport: Type.String(), source: Type.String(), destination: Type.String(), message: Type.String(),
+});
+
+export async function sipRoutes(app: App, ctx: AppContext): Promise<void> {
+  const wakeups = ctx.tasks?.wakeups;
+  const sip = sipService({
+    db: ctx.database.db, dialect: ctx.database.dialect, box: ctx.box,
+    wake: () => wakeups?.emit(SIP_REGISTRATIONS),
+    wakeDeliveries: () => { ctx.deliveries?.notify(); wakeups?.emit(DELIVERIES); },
+    workerWaitMs: ctx.sipWorkerWaitMs,
+  });
+
+  app.post('/api/v2/sip/registration', {
+    schema: {
+      operationId: 'upsertSipRegistration', tags, security: Security, summary: 'Create or update SIP registration',
+      description: 'Stores the registration and waits (about 10 s at most) for its first REGISTER: 201 created and accepted, 200 updated and accepted, '
+        + '502 when the registrar refuses or does not answer (a new registration is then not kept; an update is undone), 409 when another organization holds the AOR.',
+      querystring: TargetQuery, body: RegistrationBody,
+      response: { 200: Envelope({ registration: Registration }), 201: Envelope({ registration: Registration }), ...errors(400, 403, 404, 409, 502) },
+    },
+  }, async (req, reply) => {
+    const r = await sip.upsertRegistration(req.scope, req.query.targetAccountId, req.body);
+    return reply.status(r.status).send(r.body);
+  });
+
+  app.get('/api/v2/sip/registration', {
+    schema: {
+      operationId: 'getSipRegistration', tags, security: Security, summary: 'Get SIP registration (with its registration status)',
+      querystring: TargetQuery, response: { 200: Envelope({ registration: Registration }), ...errors(403, 404) },
+    },
+  }, async (req) => sip.getRegistration(req.scope, req.query.targetAccountId));
+
+  app.delete('/api/v2/sip/registration', {
+    schema: {
+      operationId: 'deleteSipRegistration', tags, security: Security, summary: 'Delete SIP registration (un-REGISTERs it first)',
+      querystring: TargetQuery, response: { 200: Envelope({ unregistered: Type.Boolean() }), ...errors(403, 404) },
+    },
+  }, async (req) => sip.deleteRegistration(req.scope, req.query.targetAccountId));
+
+  app.post('/api/v2/sip/registration/available', {
+    schema: {
+      operationId: 'checkSipRegistrationAvailability', tags, security: Security, summary: 'Check SIP registration AOR availability',
+      querystring: TargetQuery, body: AvailableBody,
+      response: { 200: Envelope({ available: Type.Boolean() }), ...errors(400, 403, 404) },
+    },
+  }, async (req) => sip.available(req.scope, req.query.targetAccountId, req.body));
+
+  app.get('/api/v2/sip/registration/available', {
+    schema: {
+      operationId: 'checkSipRegistrationAvailabilityGet', tags, security: Security, summary: 'Check SIP registration AOR availability (query form)',
+      querystring: Type.Object({ ...Target, ...AvailableBody.properties }),
+      response: { 200: Envelope({ available: Type.Boolean() }), ...errors(400, 403, 404) },
+    },
+  }, async (req) => sip.available(req.scope, req.query.targetAccountId, req.query));
+
+  app.get('/api/v2/sip/ipWhitelist', {
+    schema: {
+      operationId: 'listSipIpWhitelist', tags, security: Security, summary: 'List SIP IP Whitelist',
+      querystring: TargetQuery, response: { 200: Envelope({ whitelist: Type.Array(WhitelistEntry) }), ...errors(403, 404) },
+    },
+  }, async (req) => sip.listWhitelist(req.scope, req.query.targetAccountId));
+
+  app.post('/api/v2/sip/ipWhitelist', {
+    schema: {
+      operationId: 'addSipIpWhitelist', tags, security: Security, summary: 'Add IP to SIP IP Whitelist (201; 200 when it was there, with the new label)',
+      querystring: TargetQuery, body: WhitelistBody,
+      response: { 200: Envelope({ whitelist: Type.Array(WhitelistEntry) }), 201: Envelope({ whitelist: Type.Array(WhitelistEntry) }), ...errors(400, 403, 404) },
+    },
+  }, async (req, reply) => {
+    const r = await sip.addWhitelist(req.scope, req.query.targetAccountId, req.body);
+    return reply.status(r.status).send(r.body);
+  });
+
+  app.delete('/api/v2/sip/ipWhitelist', {
+    schema: {
+      operationId: 'removeSipIpWhitelist', tags, security: Security, summary: 'Remove IP from SIP IP Whitelist',
+      querystring: TargetQuery, body: IpBody, response: { 200: Envelope({}), ...errors(400, 403, 404) },
+    },
+  }, async (req) => sip.removeWhitelist(req.scope, req.query.targetAccountId, req.body));
+
+  app.get('/api/v2/sip/outboundRoutes', {
+    schema: {
+      operationId: 'listSipOutboundRoutes', tags, security: Security, summary: 'List SIP Outbound Routes',
+      querystring: TargetQuery, response: { 200: Envelope({ routes: Type.Array(Type.String()) }), ...errors(403, 404) },
+    },
+  }, async (req) => sip.listRoutes(req.scope, req.query.targetAccountId));
+
+  app.post('/api/v2/sip/outboundRoutes', {
+    schema: {
+      operationId: 'addSipOutboundRoute', tags, security: Security, summary: 'Add SIP Outbound Route (201; 200 when an equivalent route exists)',
+      querystring: TargetQuery, body: RouteBody('Outbound route to add'),
+      response: { 200: Envelope({ routes: Type.Array(Type.String()) }), 201: Envelope({ routes: Type.Array(Type.String()) }), ...errors(400, 403, 404) },
+    },
+  }, async (req, reply) => {
+    const r = await sip.addRoute(req.scope, req.query.targetAccountId, req.body);
+    return reply.status(r.status).send(r.body);
+  });
+
+  app.delete('/api/v2/sip/outboundRoutes', {
+    schema: {
+      operationId: 'removeSipOutboundRoute', tags, security: Security, summary: 'Remove SIP Outbound Route',
+      querystring: TargetQuery, body: RouteBody('Outbound route to remove'), response: { 200: Envelope({}), ...errors(400, 403, 404) },
+    },
+  }, async (req) => sip.removeRoute(req.scope, req.query.targetAccountId, req.body));
+
+  app.get('/api/v2/sip/captures', {
+    schema: {
+      operationId: 'getSipCaptures', tags, security: Security, summary: 'Fetch SIP Captures by SIP Call-ID (json or text)',
+      querystring: CapturesQuery,
+      response: { 200: Envelope({ sipCallId: Type.String(), captures: Type.Array(Capture) }), ...errors(400, 403, 404) },
+    },
+  }, async (req, reply) => {
+    const r = await sip.captures(req.scope, req.query);
+    if (r.text !== undefined) return reply.type('text/plain; charset=utf-8').send(r.text as never);
+    return r.json;
+  });
+}
