@@ -56,6 +56,8 @@ export function parseSdp(text: string): SdpAudio | null {
   let sessionAddress: string | undefined;
   let audio: SdpAudio | null = null;
   let inAudio = false;
+  /** Past the first m= line: c= and a= lines belong to a media section, not the session. */
+  let inMedia = false;
   let sessionDirection: SdpAudio['direction'] = 'sendrecv';
   const staticNames: Record<number, Codec> = { 0: { pt: 0, name: 'PCMU', rate: 8000 }, 8: { pt: 8, name: 'PCMA', rate: 8000 }, 9: { pt: 9, name: 'G722', rate: 8000 }, 18: { pt: 18, name: 'G729', rate: 8000 } };
   for (const line of lines) {
@@ -63,6 +65,7 @@ export function parseSdp(text: string): SdpAudio | null {
     const value = line.slice(2);
     if (type === 'm') {
       if (audio) break; // only the first audio stream
+      inMedia = true;
       const m = /^audio\s+(\d+)(?:\/\d+)?\s+\S+\s*(.*)$/.exec(value);
       inAudio = Boolean(m);
       if (m) {
@@ -76,13 +79,13 @@ export function parseSdp(text: string): SdpAudio | null {
     if (type === 'c') {
       const addr = /^IN\s+IP[46]\s+([^\s/]+)/.exec(value)?.[1];
       if (audio && inAudio) audio.address = addr;
-      else if (!audio) sessionAddress = addr;
+      else if (!inMedia) sessionAddress = addr;
       continue;
     }
     if (type === 'a') {
       if (/^(sendrecv|sendonly|recvonly|inactive)$/.test(value)) {
         if (audio && inAudio) audio.direction = value as SdpAudio['direction'];
-        else if (!audio) sessionDirection = value as SdpAudio['direction'];
+        else if (!inMedia) sessionDirection = value as SdpAudio['direction'];
         continue;
       }
       if (!audio || !inAudio) continue;
