@@ -8,7 +8,7 @@ import { verifyAuthorization } from '../../src/sip/digest.ts';
 import { SipEndpoint, type Remote } from '../../src/sip/endpoint.ts';
 import { parseCSeq, parseMessage, parseNameAddr, parseVia, type SipMessage, type SipRequest } from '../../src/sip/message.ts';
 import { parseSdp } from '../../src/sip/sdp.ts';
-import { peersSkip, startSipp, type Sipp } from '../helpers/sip-peers.ts';
+import { peersSkip, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
 
 interface Seen { dir: 'in' | 'out'; msg: SipMessage; remote: Remote }
 
@@ -16,6 +16,12 @@ interface Seen { dir: 'in' | 'out'; msg: SipMessage; remote: Remote }
 function sippFlow(sipp: Sipp): string[] {
   return sipp.messages().split(/-{47} [^\n]*\n/).map((p) => /^(?:UDP|TCP) message (sent|received)[^\n]*\n\n([^\r\n]*)/.exec(p)).filter((m) => m !== null)
     .map((m) => `${m[1] === 'sent' ? '<' : '>'} ${m[2].startsWith('SIP/2.0') ? m[2].split(' ')[1] : m[2].split(' ')[0]}`);
+}
+
+/** sipp's log once it holds `n` messages (it writes a line after sending, so it can trail what we saw). */
+async function flowOf(sipp: Sipp, n: number): Promise<string[]> {
+  await waitFor(`${n} messages in sipp's log`, () => sippFlow(sipp).length >= n, 3000).catch(() => undefined);
+  return sippFlow(sipp);
 }
 
 const finished = (sipp: Sipp) => Promise.race([sipp.exited, new Promise((r) => setTimeout(() => r('still running'), 5000))]);
@@ -46,7 +52,7 @@ describe('SIP calls against sipp', { skip: peersSkip(['sipp']) }, () => {
         assert.deepEqual([r.status, r.endedBy], [200, 'local']);
         assert.ok(r.durationMs >= 590 && r.durationMs < 5000, `held ${r.durationMs} ms`);
         assert.deepEqual(phases, ['trying', 'ringing', 'answered', 'ended']);
-        assert.deepEqual(sippFlow(sipp), ['> INVITE', '< 180', '< 200', '> ACK', '> BYE', '< 200']);
+        assert.deepEqual(await flowOf(sipp, 6), ['> INVITE', '< 180', '< 200', '> ACK', '> BYE', '< 200']);
 
         const [invite] = requests(r.callId, 'INVITE');
         assert.equal(invite.uri, `sip:+15551230000@${sipp.host}:${sipp.port}${transport === 'TCP' ? ';transport=tcp' : ''}`);
@@ -95,7 +101,7 @@ describe('SIP calls against sipp', { skip: peersSkip(['sipp']) }, () => {
       assert.deepEqual([r.outcome, r.status, r.durationMs], ['no-answer', 487, 0]);
       assert.ok(Date.now() - started >= 790);
       assert.equal(await finished(sipp), 0, sipp.output().slice(-1000));
-      assert.deepEqual(sippFlow(sipp), ['> INVITE', '< 180', '> CANCEL', '< 200', '< 487', '> ACK']);
+      assert.deepEqual(await flowOf(sipp, 6), ['> INVITE', '< 180', '> CANCEL', '< 200', '< 487', '> ACK']);
       const [cancel] = requests(r.callId, 'CANCEL');
       const [invite] = requests(r.callId, 'INVITE');
       assert.equal(cancel.uri, invite.uri);
@@ -125,7 +131,7 @@ describe('SIP calls against sipp', { skip: peersSkip(['sipp']) }, () => {
       const r = await call(sipp, { maxDurationMs: 30_000, signal: ac.signal, onProgress: (e) => { if (e.phase === 'answered') setTimeout(() => ac.abort(), 200); } });
       assert.deepEqual([r.outcome, r.endedBy], ['completed', 'local']);
       assert.ok(r.durationMs < 10_000);
-      assert.deepEqual(sippFlow(sipp).slice(-2), ['> BYE', '< 200']);
+      assert.deepEqual(await flowOf(sipp, 6), ['> INVITE', '< 180', '< 200', '> ACK', '> BYE', '< 200']);
     } finally {
       await sipp.stop();
     }
