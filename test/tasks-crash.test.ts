@@ -169,6 +169,9 @@ async function crashRun(engine: 'sqlite' | 'postgres'): Promise<string> {
     CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
     CALLPLANE_TASK_LEASE_MS: String(LEASE_MS),
     CALLPLANE_SIMULATED_CALL_SECONDS: '0.5',
+    // Several processes on one machine: each SIP listener on a free loopback port.
+    CALLPLANE_SIP_HOST: '127.0.0.1',
+    CALLPLANE_SIP_PORT: '0',
     ...(scratch ? { DATABASE_URL: scratch.url } : {}),
   };
   const procs: Proc[] = [];
