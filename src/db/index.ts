@@ -46,7 +46,9 @@ export function openDatabase(opts: DatabaseOptions): Database {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const writes = new WriteCounter(sqlite);
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, writes) }) });
+  changeWatches.set(db, (tables) => () => writes.stamp(tables));
   return {
     db,
     dialect: 'sqlite',
@@ -57,23 +59,75 @@ export function openDatabase(opts: DatabaseOptions): Database {
 }
 
 /**
+ * A stamp of some tables that changes whenever they may have changed: a cache of rows of those
+ * tables (the token and account every request authenticates with) stays valid while the stamp is
+ * the same. Only SQLite offers one (undefined on PostgreSQL, where other processes write the same
+ * tables unseen): exactly one serving process opens a DATA_DIR, every statement this process runs
+ * goes through its one connection and is counted here, and PRAGMA data_version changes when any
+ * other connection (a CLI command, an operator's sqlite3 shell) commits.
+ *
+ * A write is counted against the table it names (INSERT INTO / UPDATE / DELETE FROM); rows that
+ * foreign keys cascade into other tables are not, so watch the parent tables too (accounts for
+ * tokens). Schema changes change every stamp.
+ */
+export type ChangeStamp = () => string;
+const changeWatches = new WeakMap<Db, (tables: readonly string[]) => ChangeStamp>();
+
+export function changeStamp(db: Db, tables: readonly string[]): ChangeStamp | undefined {
+  return changeWatches.get(db)?.(tables);
+}
+
+const WRITE_TARGET = /\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into|update(?:\s+or\s+\w+)?|delete\s+from)\s+(?:"?main"?\.)?"?(\w+)"?/gi;
+const SCHEMA_CHANGE = /^\s*(?:alter|drop|create)\b/i;
+
+/** What a statement may change: the tables it writes, or everything for a schema change. */
+function writeTargets(source: string): string[] | 'schema' {
+  if (SCHEMA_CHANGE.test(source)) return 'schema';
+  return [...source.matchAll(WRITE_TARGET)].map((m) => m[1].toLowerCase());
+}
+
+class WriteCounter {
+  readonly #counts = new Map<string, number>();
+  #schema = 0;
+  readonly #dataVersion: SQLite.Statement;
+
+  constructor(sqlite: SQLite.Database) {
+    this.#dataVersion = sqlite.prepare('pragma data_version').pluck();
+  }
+
+  /** Called as a statement is about to run (over-counting a write that then fails is harmless). */
+  count(targets: string[] | 'schema'): void {
+    if (targets === 'schema') this.#schema++;
+    else for (const t of targets) this.#counts.set(t, (this.#counts.get(t) ?? 0) + 1);
+  }
+
+  stamp(tables: readonly string[]): string {
+    let n = 0;
+    for (const t of tables) n += this.#counts.get(t) ?? 0;
+    return `${this.#schema}.${n}.${this.#dataVersion.get()}`;
+  }
+}
+
+/**
  * Kysely prepares every query afresh; compiling the SQL was the largest cost of a simple
  * authenticated read. Statements are reusable (we never stream), so keep the most recent ones.
+ * Kysely prepares each statement right before running it, so this is also where writes are counted.
  */
-function withStatementCache(sqlite: SQLite.Database, size = 500) {
-  const cache = new Map<string, SQLite.Statement>();
+function withStatementCache(sqlite: SQLite.Database, writes: WriteCounter, size = 500) {
+  const cache = new Map<string, { stmt: SQLite.Statement; targets: string[] | 'schema' }>();
   return {
     close: () => void sqlite.close(),
     prepare(source: string) {
-      let stmt = cache.get(source);
-      if (stmt) {
+      let entry = cache.get(source);
+      if (entry) {
         cache.delete(source); // re-insert: most recently used last
       } else {
-        stmt = sqlite.prepare(source);
+        entry = { stmt: sqlite.prepare(source), targets: writeTargets(source) };
         if (cache.size >= size) cache.delete(cache.keys().next().value!);
       }
-      cache.set(source, stmt);
-      return stmt;
+      cache.set(source, entry);
+      if (entry.targets === 'schema' || entry.targets.length > 0) writes.count(entry.targets);
+      return entry.stmt;
     },
   };
 }

@@ -5,7 +5,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountKind, AccountRow, Db, TokenRow } from '../db/types.ts';
 import { ANCESTOR_COLUMN, accountRepo } from '../modules/accounts/repository.ts';
-import { tokenRepo } from '../modules/tokens/repository.ts';
+import { tokenRepo, type TokenWithAccount } from '../modules/tokens/repository.ts';
+import { changeStamp, type ChangeStamp } from '../db/index.ts';
+import { StampedCache } from '../db/stamped-cache.ts';
 import { hashToken } from '../lib/crypto.ts';
 import { Forbidden, NotFound, Unauthorized } from './errors.ts';
 import { MAX_ACCOUNT_ID } from './schemas.ts';
@@ -84,8 +86,46 @@ export function readToken(req: FastifyRequest): string | undefined {
   return undefined;
 }
 
-export async function authenticate(db: Db, token: string, now = Date.now()): Promise<Scope> {
-  const found = await tokenRepo.findWithAccountByHash(db, hashToken(token));
+/**
+ * The token → (token row, account) lookups of long-lived tokens, kept while no write to accounts
+ * or tokens may have happened since (src/db/index.ts changeStamp: SQLite only, where this process
+ * sees every write; nothing is cached on PostgreSQL). One-time tokens are never cached: each use
+ * must reach the database. Expiry is checked on every use, cached or not.
+ */
+export class AuthCache {
+  readonly #cache: StampedCache<string, TokenWithAccount>;
+
+  constructor(readonly stamp: ChangeStamp, max = 10_000) {
+    this.#cache = new StampedCache(stamp, max);
+  }
+
+  static for(db: Db): AuthCache | undefined {
+    const stamp = changeStamp(db, ['accounts', 'tokens']);
+    return stamp ? new AuthCache(stamp) : undefined;
+  }
+
+  get(hash: string, stamp: string): TokenWithAccount | undefined {
+    return this.#cache.get(hash, stamp);
+  }
+
+  /** Keeps a lookup made at `stamp`, unless a write may have happened while it ran. */
+  set(hash: string, found: TokenWithAccount, stamp: string): void {
+    if (found.token.type === 'one-time') return;
+    // Shared by every request with this token: nothing may change it.
+    Object.freeze(found.token);
+    Object.freeze(found.account);
+    this.#cache.set(hash, found, stamp);
+  }
+}
+
+export async function authenticate(db: Db, token: string, now = Date.now(), cache?: AuthCache): Promise<Scope> {
+  const hash = hashToken(token);
+  const stamp = cache?.stamp();
+  let found = cache ? cache.get(hash, stamp!) : undefined;
+  if (!found) {
+    found = await tokenRepo.findWithAccountByHash(db, hash);
+    if (found && cache) cache.set(hash, found, stamp!);
+  }
   if (!found) throw new Unauthorized('Unauthorized: unknown or deleted token');
   const { token: row, account } = found;
   if (row.expires_at !== null && row.expires_at <= now) throw new Unauthorized('Unauthorized: token has expired');
@@ -96,11 +136,12 @@ export async function authenticate(db: Db, token: string, now = Date.now()): Pro
 }
 
 export function registerAuth(app: FastifyInstance, db: Db): void {
+  const cache = AuthCache.for(db);
   app.decorateRequest('scope', null as unknown as Scope);
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.config?.public || !req.routeOptions.url) return;
     const token = readToken(req);
     if (!token) throw new Unauthorized('Unauthorized: the token query parameter is required');
-    req.scope = await authenticate(db, token);
+    req.scope = await authenticate(db, token, Date.now(), cache);
   });
 }
