@@ -101,6 +101,8 @@ forEachEngine('delivery worker killed mid-flight', (h) => {
       CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
       CALLPLANE_DELIVERY_LEASE_MS: '2000',
       CALLPLANE_DELIVERY_CONCURRENCY: '20',
+      // Not under test, and its fixed port would collide with other tests' processes.
+      CALLPLANE_SIP_ENABLED: 'false',
     };
     const first = await startWorker(env);
     await rcv.waitFor(60, 30_000);
