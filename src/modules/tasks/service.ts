@@ -8,6 +8,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/errors.ts';
 import { GroupCommit } from '../../db/group-commit.ts';
+import { StampedCache } from '../../db/stamped-cache.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { checkTask, type ItemContext, type RawTask } from './items.ts';
@@ -89,9 +90,19 @@ export function taskService(deps: TaskServiceDeps) {
     return { org, agent: account };
   }
 
+  /** Each organization's default agent, kept while accounts are unchanged (SQLite only: src/db/stamped-cache.ts). */
+  const defaultAgents = StampedCache.for<number, number | null>(db, ['accounts']);
+  async function defaultAgentId(orgId: number): Promise<number | null> {
+    const stamp = defaultAgents?.stamp();
+    if (defaultAgents?.has(orgId, stamp!)) return defaultAgents.get(orgId, stamp!) ?? null;
+    const id = await accountRepo.firstAgentId(db, orgId);
+    defaultAgents?.set(orgId, id, stamp!);
+    return id;
+  }
+
   /** What checkTask needs to know about the organization, for the accounts a batch names. */
   async function itemContext(t: TaskTenant, items: RawTask[], now: number): Promise<Omit<ItemContext, 'field' | 'index' | 'spacingSec'>> {
-    const defaultAccountId = t.agent?.id ?? (await accountRepo.firstAgentId(db, t.org.id));
+    const defaultAccountId = t.agent?.id ?? (await defaultAgentId(t.org.id));
     if (defaultAccountId === null) throw new Invalid(`organization ${t.org.id} has no agent account to run tasks; create one first`);
     const named = new Set<number>();
     for (const item of items) {
