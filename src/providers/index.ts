@@ -3,10 +3,12 @@
 import { PermanentCarrierError, type Carrier } from './carrier.ts';
 import { SimulatedCarrier, type SimulatedOptions } from './simulated.ts';
 import { TwilioCarrier, type TwilioOptions } from './twilio.ts';
+import type { SipCallDeps } from './sip.ts';
 
 export * from './carrier.ts';
 export * from './simulated.ts';
 export * from './twilio.ts';
+export * from './sip.ts';
 
 /** The default provider's stored settings: plain config and opened secrets. */
 export interface ProviderSettings {
@@ -19,6 +21,8 @@ export interface CarrierOptions {
   twilio?: TwilioOptions;
   /** Overrides for the simulated carrier (tests shorten callSeconds). */
   simulated?: SimulatedOptions;
+  /** The process's SIP runtime, for calls of organizations with outbound routes. */
+  sip?: SipCallDeps;
 }
 
 /** The carrier for an organization; null or a disabled provider → simulated. */

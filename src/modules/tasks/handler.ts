@@ -6,9 +6,10 @@ import type { Db, NumberingProviderRow, TaskRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { bool } from '../../lib/time.ts';
 import {
-  CarrierError, createCarrier, PermanentCarrierError, TransientCarrierError, TWILIO,
+  CarrierError, createCarrier, PermanentCarrierError, SipCarrier, TransientCarrierError, TWILIO,
   type Carrier, type CarrierOptions, type TaskOutcome,
 } from '../../providers/index.ts';
+import { sipCallPlan } from '../sip/calls.ts';
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
 import { outcomeRetryDelayMs } from './limits.ts';
@@ -106,7 +107,11 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   }
 
   async function carrierTask(row: Row, signal: AbortSignal): Promise<Outcome<Row>> {
-    const carrier = carrierFor(await providerFor(db, row.org_id), box, config, deps.carrierOptions);
+    // An organization with SIP outbound routes places its calls over SIP; texts keep its carrier.
+    const sip = row.type === 'call' ? await sipCallPlan(db, box, row.org_id) : null;
+    const carrier = sip
+      ? new SipCarrier(deps.carrierOptions?.sip, sip, { ringTimeoutMs: config.sipRingSeconds * 1000, maxDurationMs: callMaxMs })
+      : carrierFor(await providerFor(db, row.org_id), box, config, deps.carrierOptions);
     const who: Patch<Row> = { provider: carrier.name };
     const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
     if (row.type === 'text') {

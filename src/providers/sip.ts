@@ -1,0 +1,118 @@
+// The SIP carrier: a `call` task of an organization with outbound routes is placed over SIP from
+// this worker's SIP endpoint (src/sip/call.ts), route by route, and its outcome mapped to the
+// task's final state. No media is played: an answered call is held until the far end hangs up
+// or callMaxSeconds pass, then we send BYE. Texts cannot go over SIP.
+//
+//   200, held, BYE                  → finished, outcome completed
+//   486 / 600 Busy                  → finished, outcome busy
+//   408 / 480, or ring timeout      → finished, outcome no-answer (we CANCEL after ringTimeoutMs)
+//   603 Decline                     → finished, outcome declined
+//   503, or no SIP answer at all    → the next route; after the last one a transient error (retried)
+//   other 3xx–6xx                   → failed (result.sipStatus, error names the status)
+//   canceled through the API        → canceled (CANCEL before the answer, BYE after it)
+import { placeSipCall, type CallResult, type SipRoute } from '../sip/call.ts';
+import { newCallId, type SipEndpoint } from '../sip/endpoint.ts';
+import {
+  PermanentCarrierError, TransientCarrierError, callOutcome,
+  type CallStart, type Carrier, type PlaceCallRequest, type ResultBase, type SendTextRequest, type TextResult,
+} from './carrier.ts';
+
+export const SIP = 'sip';
+
+/** What the carrier needs from the process's SIP runtime (src/modules/sip/runtime.ts). */
+export interface SipCallDeps {
+  /** Undefined when this process runs without SIP (CALLPLANE_SIP_ENABLED=false). */
+  readonly endpoint: SipEndpoint | undefined;
+  /** Captures of this Call-ID belong to the organization. */
+  track(callId: string, orgId: number): void;
+  untrack(callId: string): void;
+}
+
+/** An organization's way out: its routes in order, and who it calls as. */
+export interface SipCallPlan {
+  orgId: number;
+  routes: Array<SipRoute & { text: string }>;
+  /** Our user (sip:from@our host) or a full SIP URI: the registration's AOR when there is one. */
+  from: string;
+  credentials?: { username: string; authUsername?: string; password: string };
+}
+
+export interface SipCarrierOptions {
+  ringTimeoutMs: number;
+  maxDurationMs: number;
+}
+
+/** No SIP answer from the route, or 503: another route (or a later retry) may work. */
+function unreachable(r: CallResult): boolean {
+  return r.outcome === 'failed' && (r.status === undefined || r.status === 503);
+}
+
+export class SipCarrier implements Carrier {
+  readonly name = SIP;
+  readonly simulated = false;
+
+  constructor(readonly deps: SipCallDeps | undefined, readonly plan: SipCallPlan, readonly options: SipCarrierOptions) {}
+
+  async placeCall(req: PlaceCallRequest, signal: AbortSignal): Promise<CallStart> {
+    const endpoint = this.deps?.endpoint;
+    if (!endpoint) {
+      throw new PermanentCarrierError('sip: this worker does not run SIP (CALLPLANE_SIP_ENABLED is false), so calls over outbound routes cannot be placed here', SIP);
+    }
+    if (this.plan.routes.length === 0) throw new PermanentCarrierError('sip: the organization has no outbound route', SIP);
+    let result: CallResult | undefined;
+    let route = this.plan.routes[0];
+    const tried: string[] = [];
+    for (route of this.plan.routes) {
+      const callId = newCallId(endpoint.advertised.host);
+      this.deps!.track(callId, this.plan.orgId);
+      try {
+        result = await placeSipCall(endpoint, {
+          target: req.to, from: this.plan.from, route, credentials: this.plan.credentials,
+          ringTimeoutMs: this.options.ringTimeoutMs, maxDurationMs: this.options.maxDurationMs, signal, callId,
+        });
+      } finally {
+        this.deps!.untrack(callId);
+      }
+      tried.push(`${route.text}: ${result.status ? `${result.status} ${result.reason ?? ''}`.trim() : result.reason ?? 'no answer'}`);
+      if (!unreachable(result) || signal.aborted) break;
+    }
+    const r = result!;
+    const base: ResultBase = {
+      provider: SIP, providerRef: r.callId, route: route.text,
+      ...(r.status !== undefined ? { sipStatus: r.status } : {}), ...(r.reason ? { sipReason: r.reason } : {}),
+      durationSeconds: Math.round(r.durationMs / 1000),
+      ...(r.endedBy ? { endedBy: r.endedBy } : {}),
+      ...(r.status !== undefined && r.status >= 300 ? { errorCode: String(r.status) } : {}),
+    };
+    if (signal.aborted) {
+      const kind = (signal.reason as { kind?: string } | undefined)?.kind;
+      if (kind === 'canceled') {
+        return this.#start(r, callOutcome('canceled', base, { cancelRequested: true })!);
+      }
+      // Shutdown or a lost lease: an answered call did happen (and was ended); one that never
+      // connected goes back to the queue.
+      if (r.outcome !== 'completed') throw signal.reason;
+      return this.#start(r, callOutcome('completed', { ...base, note: 'ended early: the worker stopped' })!);
+    }
+    if (unreachable(r)) {
+      throw new TransientCarrierError(`sip: no route answered (${tried.join('; ')})`, SIP, { maybeApplied: false });
+    }
+    const outcome = callOutcome(r.outcome, base);
+    if (!outcome) throw new PermanentCarrierError(`sip: unexpected call outcome ${r.outcome}`, SIP);
+    if (outcome.state === 'failed') {
+      outcome.error = `sip: call failed${r.status ? ` with ${r.status} ${r.reason ?? ''}`.trimEnd() : r.reason ? `: ${r.reason}` : ''}`;
+    }
+    return this.#start(r, outcome);
+  }
+
+  #start(r: CallResult, final: NonNullable<ReturnType<typeof callOutcome>>): CallStart {
+    return { provider: SIP, simulated: false, providerRef: r.callId, status: final.result.status, final };
+  }
+
+  async sendText(_req: SendTextRequest, _signal: AbortSignal): Promise<TextResult> {
+    throw new PermanentCarrierError('sip: texts cannot be sent over SIP', SIP);
+  }
+
+  /** Calls run inside placeCall, which the task's signal ends; nothing is left to hang up. */
+  async endCall(): Promise<void> {}
+}
