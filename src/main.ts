@@ -14,6 +14,7 @@ import { bootstrapAdmin } from './modules/tokens/service.ts';
 import { maintenanceJobs, Worker } from './worker.ts';
 import { TaskRuntime } from './modules/tasks/runtime.ts';
 import { DeliveryRuntime } from './modules/webhooks/delivery-runtime.ts';
+import { SipRuntime } from './modules/sip/runtime.ts';
 
 const USAGE = `usage: callplane [serve] [--role api|worker|all]
        callplane migrate
@@ -77,14 +78,29 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   const box = new SecretBox(key);
   const stops: (() => Promise<void>)[] = [];
   let port: number | undefined;
-  const tasks = new TaskRuntime({ database, config, box, log: log.child({ component: 'tasks' }) });
-  const deliveries = new DeliveryRuntime({ database, config, box, taskWakeups: tasks.wakeups, log: log.child({ component: 'deliveries' }) });
+  let deliveries: DeliveryRuntime | undefined;
+  // One SIP endpoint per worker process (API-only processes never bind the SIP port).
+  const sip = role !== 'api' && config.sipEnabled
+    ? new SipRuntime({ database, config, box, log: log.child({ component: 'sip' }), deliveries: { notify: () => deliveries?.notify() } })
+    : undefined;
+  const tasks = new TaskRuntime({ database, config, box, log: log.child({ component: 'tasks' }), ...(sip ? { carrierOptions: { sip } } : {}) });
+  deliveries = new DeliveryRuntime({ database, config, box, taskWakeups: tasks.wakeups, log: log.child({ component: 'deliveries' }) });
 
   if (role === 'worker' || role === 'all') {
+    if (sip) {
+      try {
+        await sip.start(tasks.wakeups);
+      } catch (err) {
+        await database.close().catch(() => {});
+        throw new StartupError(`cannot start SIP on ${config.sipHost}:${config.sipPort}: ${(err as Error).message} (set CALLPLANE_SIP_PORT, or CALLPLANE_SIP_ENABLED=false to run without SIP)`);
+      }
+    }
     await tasks.startWorker();
     await deliveries.startWorker();
     // Side by side: each waits up to 12 s for its handlers, and shutdown is forced at 15 s.
-    stops.push(async () => void (await Promise.all([tasks.stop(), deliveries.stop()])));
+    stops.push(async () => void (await Promise.all([tasks.stop(), deliveries!.stop()])));
+    // After the task workers, so calls in progress end before the endpoint goes.
+    if (sip) stops.push(() => sip.stop());
     const worker = new Worker(maintenanceJobs(database, { taskRetentionDays: config.taskRetentionDays }), log.child({ component: 'worker' }));
     worker.start();
     // The worker's timers are unref'd (so tests and embedders are never held open); without a
