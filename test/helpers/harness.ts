@@ -14,6 +14,7 @@ import { bootstrapAdmin } from '../../src/modules/tokens/service.ts';
 import { createScratchPgDatabase } from './scratch-pg.ts';
 import { TaskRuntime, type TaskRuntimeDeps } from '../../src/modules/tasks/runtime.ts';
 import { DeliveryRuntime, type DeliveryRuntimeDeps } from '../../src/modules/webhooks/delivery-runtime.ts';
+import { SipRuntime, type SipRuntimeDeps } from '../../src/modules/sip/runtime.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 export const PG_URL = process.env.TEST_DATABASE_URL;
@@ -36,6 +37,8 @@ export interface Harness {
   tasks: TaskRuntime;
   /** The webhook delivery queue of this harness; its worker runs only when started with `deliveries: true`. */
   deliveries: DeliveryRuntime;
+  /** The SIP runtime (endpoint, registration owner), when started with `sip`. */
+  sip?: SipRuntime;
   call(method: string, url: string, opts?: CallOptions): Promise<Reply>;
   /** A reseller under the partner, with its own token. */
   reseller(name?: string): Promise<{ id: number; token: string }>;
@@ -56,6 +59,13 @@ export interface HarnessOptions {
   deliveries?: boolean;
   /** Shorter leases, a fast retry schedule … for delivery tests. */
   deliveryRuntime?: Partial<Omit<DeliveryRuntimeDeps, 'database' | 'config' | 'box'>>;
+  /**
+   * Run a SIP runtime (listener on `host`, default 127.0.0.1, a free port; the owner of SIP
+   * registrations; the endpoint calls over outbound routes use) in the harness's process.
+   */
+  sip?: Partial<Omit<SipRuntimeDeps, 'database' | 'config' | 'box'>>;
+  /** How long SIP registration POST/DELETE wait for the owner (default 14 s). */
+  sipWorkerWaitMs?: number;
 }
 
 export async function startHarness(engine: Engine, env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -72,11 +82,15 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   await migrateToLatest(database);
   const { partnerId, newToken } = await bootstrapAdmin(database.db, database.dialect, undefined);
   const box = new SecretBox(crypto.randomBytes(32));
-  const tasks = new TaskRuntime({ database, config, box, ...opts.runtime });
+  let deliveries: DeliveryRuntime | undefined;
+  const sip = opts.sip ? new SipRuntime({ database, config, box, host: '127.0.0.1', port: 0, deliveries: { notify: () => deliveries?.notify() }, ...opts.sip }) : undefined;
+  const runtime = sip ? { ...opts.runtime, carrierOptions: { ...opts.runtime?.carrierOptions, sip } } : opts.runtime;
+  const tasks = new TaskRuntime({ database, config, box, ...runtime });
+  if (sip) await sip.start(tasks.wakeups);
   if (opts.worker) await tasks.startWorker();
-  const deliveries = new DeliveryRuntime({ database, config, box, taskWakeups: tasks.wakeups, ...opts.deliveryRuntime });
+  deliveries = new DeliveryRuntime({ database, config, box, taskWakeups: tasks.wakeups, ...opts.deliveryRuntime });
   if (opts.deliveries) await deliveries.startWorker();
-  const app = await buildApp({ config, database, box, tasks, deliveries });
+  const app = await buildApp({ config, database, box, tasks, deliveries, sipWorkerWaitMs: opts.sipWorkerWaitMs });
   await app.ready();
   const adminToken = newToken!;
 
@@ -103,7 +117,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
@@ -123,6 +137,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     async close() {
       await tasks.stop();
       await deliveries.stop();
+      await sip?.stop();
       await app.close();
       await database.close();
       await drop();
