@@ -1,0 +1,292 @@
+// Calls over SIP end to end: `call` tasks of an organization with outbound routes are run by the
+// harness's worker through its SIP runtime (127.0.0.1) to sipp as the far end (127.0.0.5), and their
+// outcomes become task states; captures are served per Call-ID. Inbound INVITEs come from sipp as a
+// caller on 127.0.0.6 and are refused with 403 unless the address is on the organization's whitelist.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { verifyAuthorization } from '../../src/sip/digest.ts';
+import { newCallId, newTag, SipEndpoint } from '../../src/sip/endpoint.ts';
+import { parseMessage, SipHeaders } from '../../src/sip/message.ts';
+import { forEachEngine } from '../helpers/engines.ts';
+import { freePort, peersSkip, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+
+const FAR_END = '127.0.0.5';
+const CALLER = '127.0.0.6';
+const FINAL = ['finished', 'failed', 'canceled'];
+
+/** The start lines sipp logged, in order: `>` received by sipp, `<` sent by it. */
+function sippFlow(sipp: Sipp): string[] {
+  return sipp.messages().split(/-{47} [^\n]*\n/).map((p) => /^(?:UDP|TCP) message (sent|received)[^\n]*\n\n([^\r\n]*)/.exec(p)).filter((m) => m !== null)
+    .map((m) => `${m[1] === 'sent' ? '<' : '>'} ${m[2].startsWith('SIP/2.0') ? m[2].split(' ')[1] : m[2].split(' ')[0]}`);
+}
+
+const exitOf = (sipp: Sipp, ms = 10_000) => Promise.race([sipp.exited, new Promise((r) => setTimeout(() => r('still running'), ms))]);
+
+describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
+  forEachEngine('SIP calls', (h) => {
+    async function org() {
+      const r = await h().reseller();
+      const o = await h().organization(r.id);
+      return { r, o };
+    }
+    const addRoute = async (token: string, route: string) => {
+      const res = await h().call('POST', '/api/v2/sip/outboundRoutes', { token, body: { route } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    };
+    async function runTask(token: string, body: Record<string, unknown> = {}) {
+      const created = await h().call('POST', '/api/v2/tasks', { token, body: { type: 'call', target: '+14155552671', ...body } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      return waitFor('the task to end', async () => {
+        const t = await h().call('GET', `/api/v2/tasks/${created.body.task.id}`, { token });
+        return FINAL.includes(t.body.task.state) ? t.body.task : undefined;
+      }, 20_000);
+    }
+    const captures = (token: string, sipCallId: string, format?: string) =>
+      h().call('GET', '/api/v2/sip/captures', { token, query: { sipCallId, ...(format ? { format } : {}) } });
+
+    for (const transport of ['udp', 'tcp'] as const) {
+      it(`places a call task over a ${transport} route: INVITE, 180, 200, ACK, BYE after CALLPLANE_CALL_MAX_SECONDS; finished completed, Call-ID as providerRef, messages in the captures`, async () => {
+        const { o } = await org();
+        const sipp = await startSipp({ host: FAR_END, transport: transport === 'tcp' ? 'TCP' : 'UDP' });
+        try {
+          await addRoute(o.token, `${FAR_END}:${sipp.port};transport=${transport}`);
+          const started = Date.now();
+          const task = await runTask(o.token);
+          assert.equal(task.state, 'finished', JSON.stringify(task));
+          assert.equal(task.provider, 'sip');
+          assert.equal(task.result.outcome, 'completed');
+          assert.equal(task.result.sipStatus, 200);
+          assert.equal(task.result.endedBy, 'local');
+          assert.ok(Date.now() - started >= 1000, 'held for the maximum call length');
+          assert.equal(await exitOf(sipp), 0, sipp.output());
+          assert.deepEqual(sippFlow(sipp), ['> INVITE', '< 180', '< 200', '> ACK', '> BYE', '< 200']);
+
+          const callId = task.providerRef;
+          assert.match(callId, /@/);
+          const invite = parseMessage(Buffer.from(sipp.messages().split(/-{47} [^\n]*\n/).find((p) => /message received/.test(p))!.replace(/^[^\n]*\n\n/, '')));
+          assert.equal(invite.headers.get('call-id'), callId);
+          assert.equal(invite.kind === 'request' && invite.uri, `sip:+14155552671@${FAR_END}:${sipp.port}${transport === 'tcp' ? ';transport=tcp' : ''}`);
+
+          const json = await waitFor('the captured call', async () => {
+            const c = await captures(o.token, callId);
+            return c.status === 200 && c.body.captures.length >= 6 ? c : undefined;
+          });
+          assert.deepEqual(json.body.captures.map((c: any) => `${c.direction} ${c.message.split('\r\n')[0].replace(/ sip:\S+/, '').replace(/ SIP\/2\.0$/, '')}`), [
+            'out INVITE', 'in SIP/2.0 180 Ringing', 'in SIP/2.0 200 OK', 'out ACK', 'out BYE', 'in SIP/2.0 200 OK',
+          ]);
+          assert.ok(json.body.captures.every((c: any) => c.transport === transport.toUpperCase()));
+          const text = await captures(o.token, callId, 'text');
+          assert.match(text.body, /INVITE sip:\+14155552671@/);
+          // Another organization does not see them.
+          const other = await org();
+          assert.equal((await captures(other.o.token, callId)).status, 404);
+        } finally {
+          await sipp.stop();
+        }
+      });
+    }
+
+    it('maps busy (486), declined (603) and unanswered calls (CANCEL after CALLPLANE_SIP_RING_SECONDS) to finished outcomes', async () => {
+      const cases: Array<[string, Record<string, string> | undefined, string, string[]]> = [
+        ['uas-reject.xml', { status: '486', reason: 'Busy Here' }, 'busy', ['> INVITE', '< 486', '> ACK']],
+        ['uas-reject.xml', { status: '603', reason: 'Decline' }, 'declined', ['> INVITE', '< 603', '> ACK']],
+        ['uas-no-answer.xml', undefined, 'no-answer', ['> INVITE', '< 180', '> CANCEL', '< 200', '< 487', '> ACK']],
+      ];
+      for (const [scenario, vars, outcome, flow] of cases) {
+        const { o } = await org();
+        const sipp = await startSipp({ host: FAR_END, scenario, vars });
+        try {
+          await addRoute(o.token, `${FAR_END}:${sipp.port}`);
+          const task = await runTask(o.token);
+          assert.deepEqual([task.state, task.result.outcome], ['finished', outcome], JSON.stringify(task));
+          assert.equal(task.error, null);
+          assert.equal(await exitOf(sipp), 0, sipp.output());
+          assert.deepEqual(sippFlow(sipp), flow);
+        } finally {
+          await sipp.stop();
+        }
+      }
+    });
+
+    it('fails a call the far end refuses otherwise, naming the SIP status', async () => {
+      const { o } = await org();
+      const sipp = await startSipp({ host: FAR_END, scenario: 'uas-reject.xml', vars: { status: '404', reason: 'Not Found' } });
+      try {
+        await addRoute(o.token, `${FAR_END}:${sipp.port}`);
+        const task = await runTask(o.token);
+        assert.equal(task.state, 'failed');
+        assert.match(task.error, /404 Not Found/);
+        assert.deepEqual([task.result.outcome, task.result.sipStatus], ['failed', 404]);
+      } finally {
+        await sipp.stop();
+      }
+    });
+
+    it('tries the next route when one cannot be reached', async () => {
+      const { o } = await org();
+      const sipp = await startSipp({ host: FAR_END });
+      try {
+        const dead = await freePort(FAR_END);
+        await addRoute(o.token, `${FAR_END}:${dead};transport=tcp`);
+        await addRoute(o.token, `${FAR_END}:${sipp.port}`);
+        const task = await runTask(o.token);
+        assert.deepEqual([task.state, task.result.outcome, task.result.route], ['finished', 'completed', `${FAR_END}:${sipp.port}`], JSON.stringify(task));
+      } finally {
+        await sipp.stop();
+      }
+    });
+
+    it('answers a proxy\'s 407 with the registration\'s credentials, sending through proxyAddress', async () => {
+      const { o } = await org();
+      const sipp = await startSipp({ host: FAR_END, scenario: 'uas-proxy-auth.xml' });
+      try {
+        // A registration owned by another (live) worker: only its credentials matter here.
+        const now = Date.now();
+        await h().database.db.insertInto('sip_registrations').values({
+          org_id: o.id, aor: 'sip:bob@pbx.callplane.test', aor_key: `sip:bob-${h().engine}@pbx.callplane.test`, username: 'bob', password: h().box.seal('b0bpw'),
+          transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now,
+        }).execute();
+        await addRoute(o.token, `pbx.callplane.test;proxyAddress=${FAR_END}:${sipp.port}`);
+        const task = await runTask(o.token);
+        assert.deepEqual([task.state, task.result.outcome], ['finished', 'completed'], JSON.stringify(task));
+        const caps = await waitFor('captures', async () => {
+          const c = await captures(o.token, task.providerRef);
+          return c.status === 200 && c.body.captures.filter((m: any) => m.message.startsWith('INVITE')).length === 2 ? c : undefined;
+        });
+        const invites = caps.body.captures.filter((m: any) => m.message.startsWith('INVITE')).map((m: any) => parseMessage(Buffer.from(m.message)));
+        assert.equal(invites[0].headers.has('proxy-authorization'), false);
+        assert.equal(verifyAuthorization(invites[1].headers.get('proxy-authorization')!, { username: 'bob', password: 'b0bpw' }, 'INVITE'), true);
+        assert.equal(invites[1].headers.get('route'), `<sip:${FAR_END}:${sipp.port};lr>`);
+        assert.match(invites[1].headers.get('from')!, /<sip:bob@pbx\.callplane\.test>/);
+      } finally {
+        await sipp.stop();
+      }
+    });
+
+    it('keeps texts on the organization\'s carrier: an outbound route is for calls', async () => {
+      const { o } = await org();
+      await addRoute(o.token, `${FAR_END}:5099`);
+      const created = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'text', target: '+14155552671', content: 'hi' } });
+      const task = await waitFor('the text', async () => {
+        const t = await h().call('GET', `/api/v2/tasks/${created.body.task.id}`, { token: o.token });
+        return FINAL.includes(t.body.task.state) ? t.body.task : undefined;
+      });
+      assert.deepEqual([task.state, task.provider], ['finished', 'simulated']);
+    });
+
+    it('ends a call canceled through the API: BYE, task canceled', async () => {
+      const { o } = await org();
+      const sipp = await startSipp({ host: FAR_END });
+      try {
+        await addRoute(o.token, `${FAR_END}:${sipp.port}`);
+        const created = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: '+14155552671' } });
+        const id = created.body.task.id;
+        await waitFor('the call to be answered', () => sippFlow(sipp).includes('> ACK'));
+        const cancel = await h().call('POST', `/api/v2/tasks/${id}`, { token: o.token, body: { state: 'canceled' } });
+        assert.equal(cancel.status, 200, JSON.stringify(cancel.body));
+        const task = await waitFor('the task to end', async () => {
+          const t = await h().call('GET', `/api/v2/tasks/${id}`, { token: o.token });
+          return FINAL.includes(t.body.task.state) ? t.body.task : undefined;
+        });
+        assert.equal(task.state, 'canceled', JSON.stringify(task));
+        assert.equal(await exitOf(sipp), 0, sipp.output());
+        assert.deepEqual(sippFlow(sipp), ['> INVITE', '< 180', '< 200', '> ACK', '> BYE', '< 200']);
+      } finally {
+        await sipp.stop();
+      }
+    });
+
+    describe('inbound INVITEs', () => {
+      const ourUri = (user: string) => `sip:${user}@127.0.0.1:${h().sip!.endpoint!.port}`;
+      const dial = (scenario: string, to: string) =>
+        startSipp({ host: CALLER, scenario, vars: { to }, extra: [`127.0.0.1:${h().sip!.endpoint!.port}`] });
+
+      it('refuses an INVITE from an address no organization whitelisted with 403, and answers OPTIONS', async () => {
+        const sipp = await dial('uac-forbidden.xml', ourUri('1001'));
+        try {
+          assert.equal(await exitOf(sipp), 0, sipp.output());
+          assert.deepEqual(sippFlow(sipp), ['< INVITE', '> 403', '< ACK']);
+        } finally {
+          await sipp.stop();
+        }
+        // OPTIONS (a PBX's keep-alive probe) is answered whoever asks.
+        const probe = new SipEndpoint({ host: CALLER, port: 0 });
+        await probe.start();
+        try {
+          const headers = new SipHeaders([['From', `<sip:probe@${CALLER}>;tag=${newTag()}`], ['To', `<${ourUri('1001')}>`], ['Call-ID', newCallId()], ['CSeq', '1 OPTIONS']]);
+          const res = await probe.request({ kind: 'request', method: 'OPTIONS', uri: ourUri('1001'), headers, body: Buffer.alloc(0) },
+            { transport: 'UDP', host: '127.0.0.1', port: h().sip!.endpoint!.port }, { timeoutMs: 5000 });
+          assert.equal(res.status, 200);
+          assert.match(res.headers.get('allow')!, /INVITE/);
+        } finally {
+          await probe.stop();
+        }
+      });
+
+      it('answers an INVITE from an address on the organization\'s whitelist, holds it until the caller\'s BYE, and captures it for that organization', async () => {
+        const a = await org();
+        const b = await org();
+        // Another organization's registration names the AOR called: the whitelist that counts is its own.
+        const now = Date.now();
+        const aor = `sip:front-${h().engine}@pbx.callplane.test`;
+        await h().database.db.insertInto('sip_registrations').values({
+          org_id: b.o.id, aor, aor_key: aor, username: `front-${h().engine}`, password: h().box.seal('x'),
+          transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now,
+        }).execute();
+        assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: a.o.token, body: { ip: `${CALLER}/32`, label: 'PBX' } })).status, 201);
+
+        const refused = await dial('uac-forbidden.xml', aor);
+        try {
+          assert.equal(await exitOf(refused), 0, refused.output());
+        } finally {
+          await refused.stop();
+        }
+
+        const answered = await dial('uac-call.xml', ourUri('reception'));
+        let callId: string;
+        try {
+          assert.equal(await exitOf(answered), 0, answered.output());
+          assert.deepEqual(sippFlow(answered), ['< INVITE', '> 200', '< ACK', '< BYE', '> 200']);
+          const invite = parseMessage(Buffer.from(answered.messages().split(/-{47} [^\n]*\n/).find((p) => /message sent/.test(p))!.replace(/^[^\n]*\n\n/, '')));
+          callId = invite.headers.get('call-id')!;
+        } finally {
+          await answered.stop();
+        }
+        const caps = await waitFor('the inbound call\'s captures', async () => {
+          const c = await captures(a.o.token, callId);
+          return c.status === 200 && c.body.captures.length >= 5 ? c : undefined;
+        });
+        assert.deepEqual(caps.body.captures.map((c: any) => `${c.direction} ${c.message.split(' ')[0]}`).slice(0, 5),
+          ['in INVITE', 'out SIP/2.0', 'in ACK', 'in BYE', 'out SIP/2.0']);
+        assert.match(caps.body.captures[1].message, /^SIP\/2\.0 200 OK\r\n[\s\S]*Content-Type: application\/sdp/);
+        assert.equal((await captures(b.o.token, callId)).status, 404);
+
+        // Off the whitelist again: refused.
+        assert.equal((await h().call('DELETE', '/api/v2/sip/ipWhitelist', { token: a.o.token, body: { ip: CALLER } })).status, 200);
+        const again = await dial('uac-forbidden.xml', ourUri('reception'));
+        try {
+          assert.equal(await exitOf(again), 0, again.output());
+        } finally {
+          await again.stop();
+        }
+      });
+
+      it('ends an answered inbound call after CALLPLANE_CALL_MAX_SECONDS with our BYE', async () => {
+        const a = await org();
+        assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: a.o.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
+        const started = Date.now();
+        const sipp = await dial('uac-held.xml', ourUri('long'));
+        try {
+          assert.equal(await exitOf(sipp), 0, sipp.output());
+          assert.deepEqual(sippFlow(sipp), ['< INVITE', '> 200', '< ACK', '> BYE', '< 200']);
+          assert.ok(Date.now() - started >= 1000, 'held for the maximum call length');
+        } finally {
+          await sipp.stop();
+          await h().call('DELETE', '/api/v2/sip/ipWhitelist', { token: a.o.token, body: { ip: CALLER } });
+        }
+      });
+    });
+  }, { CALLPLANE_CALL_MAX_SECONDS: '1', CALLPLANE_SIP_RING_SECONDS: '1' }, {
+    worker: true, sip: { pollMs: 100 }, runtime: { heartbeatMs: 200 },
+  });
+});
