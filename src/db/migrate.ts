@@ -7,6 +7,7 @@ import { tasks } from './migrations/0002-tasks.ts';
 import { taskContent } from './migrations/0003-task-content.ts';
 import { webhooks } from './migrations/0004-webhooks.ts';
 import { sip } from './migrations/0005-sip.ts';
+import { deliveryIndexes } from './migrations/0006-delivery-indexes.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -15,6 +16,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0003-task-content': taskContent(dialect),
     '0004-webhooks': webhooks(dialect),
     '0005-sip': sip(dialect),
+    '0006-delivery-indexes': deliveryIndexes(),
   };
 }
 
