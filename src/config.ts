@@ -53,6 +53,8 @@ export interface Config {
    * after a crash its deliveries are sent again this long after its last heartbeat.
    */
   readonly deliveryLeaseMs: number;
+  /** Days an ended webhook delivery (and a relayed event whose deliveries all ended) is kept. */
+  readonly deliveryRetentionDays: number;
   /**
    * Whether this process runs SIP (CALLPLANE_SIP_ENABLED, default true): the listener, the
    * registrations it owns, and calls over outbound routes. Only worker roles run it.
@@ -191,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     taskRetentionDays: int(env, 'CALLPLANE_TASK_RETENTION_DAYS', 30, 1, 36_500),
     deliveryConcurrency: int(env, 'CALLPLANE_DELIVERY_CONCURRENCY', 50, 1, 1000),
     deliveryLeaseMs: int(env, 'CALLPLANE_DELIVERY_LEASE_MS', 30_000, 1000, 3_600_000),
+    deliveryRetentionDays: int(env, 'CALLPLANE_DELIVERY_RETENTION_DAYS', 30, 1, 36_500),
     sipEnabled: boolOn(env, 'CALLPLANE_SIP_ENABLED'),
     sipHost,
     sipPort: int(env, 'CALLPLANE_SIP_PORT', 5060, 0, 65535),
