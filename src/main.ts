@@ -101,7 +101,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     stops.push(async () => void (await Promise.all([tasks.stop(), deliveries!.stop()])));
     // After the task workers, so calls in progress end before the endpoint goes.
     if (sip) stops.push(() => sip.stop());
-    const worker = new Worker(maintenanceJobs(database, { taskRetentionDays: config.taskRetentionDays }), log.child({ component: 'worker' }));
+    const worker = new Worker(maintenanceJobs(database, { taskRetentionDays: config.taskRetentionDays, deliveryRetentionDays: config.deliveryRetentionDays }), log.child({ component: 'worker' }));
     worker.start();
     // The worker's timers are unref'd (so tests and embedders are never held open); without a
     // listening server nothing else keeps a worker-only process alive until it is told to stop.

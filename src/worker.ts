@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
+import { pruneRelayEvents, pruneSubscriptionDeliveries } from './modules/webhooks/retention.ts';
 
 export interface PeriodicJob {
   name: string;
@@ -23,8 +24,9 @@ async function drain(step: () => Promise<number>, batch: number): Promise<number
   }
 }
 
-export function maintenanceJobs(database: Database, opts: { taskRetentionDays: number }): PeriodicJob[] {
+export function maintenanceJobs(database: Database, opts: { taskRetentionDays: number; deliveryRetentionDays?: number }): PeriodicJob[] {
   const retentionMs = opts.taskRetentionDays * DAY_MS;
+  const deliveryRetentionMs = (opts.deliveryRetentionDays ?? 30) * DAY_MS;
   return [
     { name: 'prune-expired-one-time-tokens', everyMs: 60_000, run: () => tokenRepo.pruneExpired(database.db, Date.now()) },
     {
@@ -36,6 +38,14 @@ export function maintenanceJobs(database: Database, opts: { taskRetentionDays: n
       name: 'prune-daily-counters', everyMs: 3_600_000,
       run: () => taskRepo.pruneDailyCounters(database.db,
         new Date(Date.now() - Math.max(retentionMs, 400 * DAY_MS)).toISOString().slice(0, 10)),
+    },
+    {
+      name: 'prune-webhook-deliveries', everyMs: 600_000,
+      run: async () => {
+        const before = Date.now() - deliveryRetentionMs;
+        return (await drain(() => pruneSubscriptionDeliveries(database.db, before, 1000), 1000))
+          + (await drain(() => pruneRelayEvents(database.db, before, 1000), 1000));
+      },
     },
   ];
 }
