@@ -104,14 +104,6 @@ export async function sipRoutes(app: App, ctx: AppContext): Promise<void> {
     },
   }, async (req) => sip.available(req.scope, req.query.targetAccountId, req.body));
 
-  app.get('/api/v2/sip/registration/available', {
-    schema: {
-      operationId: 'checkSipRegistrationAvailabilityGet', tags, security: Security, summary: 'Check SIP registration AOR availability (query form)',
-      querystring: Type.Object({ ...Target, ...AvailableBody.properties }),
-      response: { 200: Envelope({ available: Type.Boolean() }), ...errors(400, 403, 404) },
-    },
-  }, async (req) => sip.available(req.scope, req.query.targetAccountId, req.query));
-
   app.get('/api/v2/sip/ipWhitelist', {
     schema: {
       operationId: 'listSipIpWhitelist', tags, security: Security, summary: 'List SIP IP Whitelist',

@@ -386,7 +386,9 @@ export class SipRuntime {
   }
 
   async #startRegistration(o: Owned, row: SipRegistrationRow, identity: string): Promise<void> {
-    const endpoint = this.#endpoint!;
+    // Dropped (lease lost) or stopping while this step awaited: start nothing that would outlive it.
+    if (this.#stopping || this.#owned.get(o.id) !== o || !this.#endpoint) return;
+    const endpoint = this.#endpoint;
     let config: RegistrationConfig;
     try {
       config = this.#config(row);
