@@ -601,7 +601,7 @@ export class SipRuntime {
           h.append('Call-ID', callId);
           h.append('CSeq', '1 BYE');
           await endpoint.request({ kind: 'request', method: 'BYE', uri: remoteTarget, headers: h, body: Buffer.alloc(0) },
-            { transport: ctx.remote.transport, host: ctx.remote.address, port: ctx.remote.port }, { timeoutMs: 10_000 }).catch(() => undefined);
+            { transport: ctx.remote.transport, host: ctx.remote.address, port: ctx.remote.port }, { timeoutMs: 5000 }).catch(() => undefined);
         }
         release();
         this.untrack(callId);
