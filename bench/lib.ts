@@ -65,6 +65,8 @@ export async function createStore(engine: Engine): Promise<Store> {
     ...process.env as Record<string, string>, DATA_DIR: dataDir, HOST: '127.0.0.1', CALLPLANE_ADMIN_TOKEN: token,
     // Every process sharing a database needs the same key.
     CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('hex'), LOG_LEVEL: 'warn',
+    // Several processes run side by side and none of the benchmarks uses SIP: keep them off its port.
+    CALLPLANE_SIP_ENABLED: 'false',
   };
   delete env.DATABASE_URL;
   let dropDb = async () => {};

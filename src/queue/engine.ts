@@ -30,6 +30,13 @@ export interface Lease {
 }
 
 export type FinalState = 'finished' | 'failed' | 'canceled';
+
+/** One held row to move to a final state (engine.completeMany). */
+export interface Completion<Row> {
+  lease: Lease;
+  state: FinalState;
+  set?: Patch<Row>;
+}
 /** Why a transition happened; `transition` is an owner-independent move made with transition(). */
 export type Cause = 'claim' | 'complete' | 'retry' | 'rescue' | 'transition';
 
@@ -70,6 +77,11 @@ export interface QueueHooks<Row> {
    * change back. Every exit from `running` comes through here, so it is where semaphores are released.
    */
   onTransition?(tx: Transaction<DB>, row: Row, from: QueueState, to: QueueState, cause: Cause): Promise<void>;
+  /**
+   * The same for several rows making the same change in one transaction (a claim's batch), when
+   * the owner can do it in fewer statements than row by row; onTransition is used otherwise.
+   */
+  onTransitions?(tx: Transaction<DB>, rows: Row[], from: QueueState, to: QueueState, cause: Cause): Promise<void>;
   /** Extra columns to write with a transition (updated_at, started_at, finished_at, error …). */
   stamp?(t: { from: QueueState; to: QueueState; now: number; cause: Cause }): Patch<Row>;
 }
@@ -101,6 +113,7 @@ export function inTransaction<R>(ex: Executor, fn: (tx: Transaction<DB>) => Prom
 
 export class QueueEngine<T extends QueueTable> {
   readonly table: T;
+  readonly dialect: Dialect;
   readonly workerId: string;
   readonly leaseMs: number;
   readonly now: () => number;
@@ -112,6 +125,7 @@ export class QueueEngine<T extends QueueTable> {
     if (!opts.workerId) throw new Error('queue: workerId is required');
     this.#opts = opts;
     this.table = opts.table;
+    this.dialect = opts.dialect;
     this.#t = opts.table;
     this.workerId = opts.workerId;
     this.leaseMs = opts.leaseMs ?? 30_000;
@@ -140,7 +154,7 @@ export class QueueEngine<T extends QueueTable> {
   }
 
   async #claim(ex: Executor, n: number): Promise<QueueRow<T>[]> {
-    const { admit, admitOrder, onTransition } = this.#opts;
+    const { admit, admitOrder } = this.#opts;
     return inTransaction(ex, async (tx) => {
       const now = this.now();
       const q = tx as unknown as Kysely<any>;
@@ -186,7 +200,7 @@ export class QueueEngine<T extends QueueTable> {
             .returningAll().execute()) as QueueRow<T>[];
           const order = new Map(candidates.map((r, i) => [r.id, i]));
           rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-          for (const row of rows) await onTransition?.(tx, row, 'pending', 'running', 'claim');
+          await this.#transitioned(tx, rows, 'pending', 'running', 'claim');
           claimed.push(...rows);
         }
         if (candidates.length < want) break;
@@ -215,6 +229,26 @@ export class QueueEngine<T extends QueueTable> {
    */
   async complete(ex: Executor, lease: Lease, outcome: { state: FinalState; set?: Patch<QueueRow<T>> }): Promise<QueueRow<T> | undefined> {
     return inTransaction(ex, (tx) => this.#leave(tx, lease, outcome.state, 'complete', outcome.set ?? {}));
+  }
+
+  /**
+   * complete() for several held rows in one transaction, each guarded as complete() guards it
+   * (undefined in its place when its lease is no longer held). The hooks then run once per final
+   * state for all the rows that moved (onTransitions), so the rows an owner updates on every
+   * transition (per-state counts) are written once for the batch instead of once per row.
+   */
+  async completeMany(ex: Executor, items: readonly Completion<QueueRow<T>>[]): Promise<(QueueRow<T> | undefined)[]> {
+    return inTransaction(ex, async (tx) => {
+      const out: (QueueRow<T> | undefined)[] = [];
+      const moved = new Map<FinalState, QueueRow<T>[]>();
+      for (const { lease, state, set } of items) {
+        const row = await this.#move(tx, lease, state, 'complete', set ?? {});
+        out.push(row);
+        if (row) moved.set(state, [...(moved.get(state) ?? []), row]);
+      }
+      for (const [state, rows] of moved) await this.#transitioned(tx, rows, 'running', state, 'complete');
+      return out;
+    });
   }
 
   /**
@@ -318,14 +352,26 @@ export class QueueEngine<T extends QueueTable> {
 
   /** The guarded exit from running: only the holder of this exact attempt may move the row. */
   async #leave(tx: Transaction<DB>, lease: Lease, to: QueueState, cause: Cause, set: Patch<QueueRow<T>>): Promise<QueueRow<T> | undefined> {
+    const row = await this.#move(tx, lease, to, cause, set);
+    if (row) await this.#opts.onTransition?.(tx, row, 'running', to, cause);
+    return row;
+  }
+
+  /** The guarded update of #leave, without the hooks. */
+  async #move(tx: Transaction<DB>, lease: Lease, to: QueueState, cause: Cause, set: Patch<QueueRow<T>>): Promise<QueueRow<T> | undefined> {
     const q = tx as unknown as Kysely<any>;
-    const row = (await q.updateTable(this.#t)
+    return (await q.updateTable(this.#t)
       .set({ ...this.#stamp('running', to, this.now(), cause), ...set, state: to, lease_owner: null, lease_expires_at: null })
       .where('id', '=', lease.id).where('state', '=', 'running')
       .where('lease_owner', '=', this.workerId).where('attempt', '=', lease.attempt)
       .returningAll().executeTakeFirst()) as QueueRow<T> | undefined;
-    if (row) await this.#opts.onTransition?.(tx, row, 'running', to, cause);
-    return row;
+  }
+
+  async #transitioned(tx: Transaction<DB>, rows: QueueRow<T>[], from: QueueState, to: QueueState, cause: Cause): Promise<void> {
+    const { onTransition, onTransitions } = this.#opts;
+    if (rows.length === 0) return;
+    if (onTransitions) await onTransitions(tx, rows, from, to, cause);
+    else for (const row of rows) await onTransition?.(tx, row, from, to, cause);
   }
 
   #stamp(from: QueueState, to: QueueState, now: number, cause: Cause): Record<string, unknown> {

@@ -3,7 +3,8 @@
 // until woken (notify, a LISTEN hint, the earliest future run_at, or the poll interval).
 import type { Transaction } from 'kysely';
 import type { DB, Db, Executor } from '../db/types.ts';
-import { QueueEngine, exponentialBackoff, type FinalState, type Patch, type QueueRow, type QueueTable } from './engine.ts';
+import { GroupCommit } from '../db/group-commit.ts';
+import { QueueEngine, exponentialBackoff, type Completion, type FinalState, type Patch, type QueueRow, type QueueTable } from './engine.ts';
 import { Waker, type Wakeups } from './waker.ts';
 
 export type AbortCause = 'canceled' | 'lease-lost' | 'shutdown';
@@ -82,7 +83,17 @@ export class QueueRunner<T extends QueueTable> {
       rescueEveryMs: opts.rescueEveryMs ?? 5000,
     };
     if (!(this.#o.concurrency >= 1)) throw new Error('queue runner: concurrency must be at least 1');
+    const { engine, db } = this.#o;
+    // Rows finishing together settle in one transaction (src/db/group-commit.ts): one commit, and
+    // the owner's per-transition rows (an organization's counts) written once for the group.
+    this.#completions = new GroupCommit({
+      db,
+      concurrency: engine.dialect === 'sqlite' ? 1 : 2,
+      write: (tx, jobs) => engine.completeMany(tx, jobs),
+    });
   }
+
+  readonly #completions: GroupCommit<Completion<QueueRow<T>>, QueueRow<T> | undefined>;
 
   /** Rows this runner is running now. */
   get running(): number {
@@ -201,7 +212,8 @@ export class QueueRunner<T extends QueueTable> {
     try {
       // The engine ignores a stale lease, so a handler that outlived its lease changes nothing.
       const after = outcome.after;
-      if (!after) await settle(db);
+      if (!after && outcome.kind === 'complete') await this.#completions.submit({ lease: row, state: outcome.state, set: outcome.set });
+      else if (!after) await settle(db);
       else await db.transaction().execute(async (tx) => {
         const written = await settle(tx);
         if (written) await after(tx, written);

@@ -94,16 +94,47 @@ const EVENT_FOR: Record<QueueState, DB['task_events']['type']> = {
 };
 
 async function onTransition(tx: Transaction<DB>, dialect: Dialect, row: TaskRow, from: QueueState, to: QueueState, now: number): Promise<void> {
-  if (from === 'running' && row.type !== 'ping') {
-    await tx.updateTable('org_semaphores').set({ running: sql`running - 1` })
-      .where('org_id', '=', row.org_id).where('running', '>', 0).execute();
-    // A slot is free: runners in other processes need not wait for their next poll.
-    await notifyQueue(tx, dialect, TASKS);
+  await onTransitions(tx, dialect, [row], from, to, now);
+}
+
+/**
+ * The task hooks for rows making the same change in one transaction (a claim's batch, or one
+ * row): semaphore slots given back, the outbox events, and the per-state counts. The counts row
+ * of an organization is written by every transition of its tasks, so it is updated last (its lock
+ * is then held only until the commit), once per organization, in organization order (as the
+ * semaphores are locked by admission, so two transactions never wait on each other in a cycle).
+ */
+async function onTransitions(tx: Transaction<DB>, dialect: Dialect, rows: TaskRow[], from: QueueState, to: QueueState, now: number): Promise<void> {
+  const perOrg = new Map<number, { n: number; slots: number }>();
+  for (const row of rows) {
+    const o = perOrg.get(row.org_id) ?? { n: 0, slots: 0 };
+    o.n++;
+    if (from === 'running' && row.type !== 'ping') o.slots++;
+    perOrg.set(row.org_id, o);
   }
-  await tx.updateTable('org_task_counts')
-    .set({ [from]: sql`${sql.ref(from)} - 1`, [to]: sql`${sql.ref(to)} + 1` })
-    .where('org_id', '=', row.org_id).execute();
-  await writeTaskEvent(tx, row, EVENT_FOR[to], now);
+  const orgs = [...perOrg.keys()].sort((a, b) => a - b);
+  let released = false;
+  for (const orgId of orgs) {
+    const { slots } = perOrg.get(orgId)!;
+    if (slots === 0) continue;
+    await tx.updateTable('org_semaphores')
+      .set({ running: sql`case when running > ${slots} then running - ${slots} else 0 end` })
+      .where('org_id', '=', orgId).where('running', '>', 0).execute();
+    released = true;
+  }
+  // A slot is free: runners in other processes need not wait for their next poll.
+  if (released) await notifyQueue(tx, dialect, TASKS);
+  const type = EVENT_FOR[to];
+  await tx.insertInto('task_events').values(rows.map((row) => ({
+    id: newId('evt', now), org_id: row.org_id, task_id: row.id, type,
+    payload: JSON.stringify({ type, task: presentTask(row) }), created_at: now,
+  }))).execute();
+  for (const orgId of orgs) {
+    const { n } = perOrg.get(orgId)!;
+    await tx.updateTable('org_task_counts')
+      .set({ [from]: sql`${sql.ref(from)} - ${n}`, [to]: sql`${sql.ref(to)} + ${n}` })
+      .where('org_id', '=', orgId).execute();
+  }
 }
 
 function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: number; cause: Cause }) {
@@ -140,6 +171,7 @@ export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> 
         .whereRef('s.org_id', '=', 'tasks.org_id').whereRef('s.running', '>=', 's.max_running'))),
     ]),
     onTransition: (tx, row, from, to) => onTransition(tx, dialect, row, from, to, now()),
+    onTransitions: (tx, rows, from, to) => onTransitions(tx, dialect, rows, from, to, now()),
     stamp,
   });
 }
