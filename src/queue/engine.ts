@@ -215,12 +215,20 @@ export class QueueEngine<T extends QueueTable> {
    */
   async heartbeat(ex: Executor, leases: readonly Lease[]): Promise<QueueRow<T>[]> {
     if (leases.length === 0) return [];
-    const q = ex as unknown as Kysely<any>;
-    return (await q.updateTable(this.#t)
-      .set({ lease_expires_at: this.now() + this.leaseMs })
-      .where('state', '=', 'running').where('lease_owner', '=', this.workerId)
-      .where((eb) => eb.or(leases.map((l) => eb.and([eb('id', '=', l.id), eb('attempt', '=', l.attempt)]))))
-      .returningAll().execute()) as QueueRow<T>[];
+    const held = (eb: ExpressionBuilder<any, any>) => eb.and([
+      eb('state', '=', 'running'), eb('lease_owner', '=', this.workerId),
+      eb.or(leases.map((l) => eb.and([eb('id', '=', l.id), eb('attempt', '=', l.attempt)]))),
+    ]);
+    const update = (q: Kysely<any>) => q.updateTable(this.#t).set({ lease_expires_at: this.now() + this.leaseMs })
+      .where(held).returningAll().execute() as Promise<QueueRow<T>[]>;
+    if (this.#opts.dialect !== 'postgres') return update(ex as unknown as Kysely<any>);
+    // Row locks in id order, as completeMany takes them: one UPDATE of many rows locks them in
+    // whatever order its plan reads them, which deadlocked against a batch of completions.
+    return inTransaction(ex, async (tx) => {
+      const q = tx as unknown as Kysely<any>;
+      await q.selectFrom(this.#t).select('id').where(held).orderBy('id').forUpdate().execute();
+      return update(q);
+    });
   }
 
   /**
@@ -239,11 +247,14 @@ export class QueueEngine<T extends QueueTable> {
    */
   async completeMany(ex: Executor, items: readonly Completion<QueueRow<T>>[]): Promise<(QueueRow<T> | undefined)[]> {
     return inTransaction(ex, async (tx) => {
-      const out: (QueueRow<T> | undefined)[] = [];
+      const out: (QueueRow<T> | undefined)[] = new Array(items.length);
       const moved = new Map<FinalState, QueueRow<T>[]>();
-      for (const { lease, state, set } of items) {
+      // In id order, as heartbeat() locks rows, so the two never wait on each other in a cycle.
+      const order = items.map((_, i) => i).sort((a, b) => (items[a].lease.id < items[b].lease.id ? -1 : 1));
+      for (const i of order) {
+        const { lease, state, set } = items[i];
         const row = await this.#move(tx, lease, state, 'complete', set ?? {});
-        out.push(row);
+        out[i] = row;
         if (row) moved.set(state, [...(moved.get(state) ?? []), row]);
       }
       for (const [state, rows] of moved) await this.#transitioned(tx, rows, 'running', state, 'complete');
