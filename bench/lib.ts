@@ -86,7 +86,20 @@ export async function createStore(engine: Engine): Promise<Store> {
 }
 
 export interface Proc {
+  /** CPU seconds the process has used so far (Linux; NaN elsewhere). */
+  cpuSeconds(): number;
   stop(): Promise<void>;
+}
+
+/** CPU seconds used so far by every local process named `postgres` (the server, when it runs on this machine). */
+export function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuSecondsOf(Number(pid));
+    } catch { /* gone meanwhile */ }
+  }
+  return total;
 }
 
 /**
@@ -121,6 +134,7 @@ export async function startWorker(store: Store, extraEnv: Record<string, string>
     });
   });
   return {
+    cpuSeconds: () => cpuSecondsOf(child.pid),
     async stop() {
       child.kill('SIGTERM');
       await exited;

@@ -16,7 +16,7 @@ import { checkTask } from '../src/modules/tasks/items.ts';
 import { TASKS } from '../src/modules/tasks/queue.ts';
 import { taskRepo } from '../src/modules/tasks/repository.ts';
 import { notifyQueue } from '../src/queue/waker.ts';
-import { createStore, ENGINES, fmt, measure, median, percentile, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
+import { createStore, ENGINES, fmt, measure, median, percentile, postgresCpuSeconds, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -137,14 +137,20 @@ async function drain(engine: Engine, workers: number): Promise<number> {
       await notifyQueue(tx, database.dialect, TASKS);
     });
     const committed = performance.now();
+    const cpu0 = procs.map((p) => p.cpuSeconds());
+    const pg0 = engine === 'postgres' ? postgresCpuSeconds() : 0;
     const done = await waitFinished(database, org.orgId, DRAIN_N, 300_000);
+    const workerCpu = procs.reduce((sum, p, i) => sum + p.cpuSeconds() - cpu0[i], 0);
+    const pgCpu = engine === 'postgres' ? postgresCpuSeconds() - pg0 : 0;
     const span = await database.db.selectFrom('tasks')
       .select((eb) => [eb.fn.min('started_at').as('first'), eb.fn.max('finished_at').as('last'), eb.fn.max('attempt').as('attempts')])
       .where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
     const busyS = (Number(span.last) - Number(span.first)) / 1000;
     const wallS = (done - committed) / 1000;
     console.log(`${engine.padEnd(8)} ${workers} worker${workers > 1 ? 's' : ' '} ${fmt(DRAIN_N)} pings: ` +
-      `${fmt(DRAIN_N / busyS)} tasks/s (first start → last finish ${busyS.toFixed(2)} s; commit → all seen finished ${wallS.toFixed(2)} s; max attempts ${span.attempts})`);
+      `${fmt(DRAIN_N / busyS)} tasks/s (first start → last finish ${busyS.toFixed(2)} s; commit → all seen finished ${wallS.toFixed(2)} s; max attempts ${span.attempts}); ` +
+      `CPU per task: workers ${(workerCpu / DRAIN_N * 1e6).toFixed(0)} µs` +
+      (engine === 'postgres' ? `, PostgreSQL server ${(pgCpu / DRAIN_N * 1e6).toFixed(0)} µs (CPU-seconds per second: ${((workerCpu + pgCpu) / wallS).toFixed(2)} of ${os.cpus().length})` : ''));
     return DRAIN_N / busyS;
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
