@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PG_URL } from './helpers/harness.ts';
 import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
+import { freePort } from './helpers/wait.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN_RE = /cpl_[A-Za-z0-9_-]{43}/;
@@ -23,17 +24,6 @@ function tempDir(): string {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-proc-'));
   dirs.push(d);
   return d;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 interface Proc {

@@ -16,6 +16,7 @@ import { openDatabase } from '../src/db/index.ts';
 import { PG_URL } from './helpers/harness.ts';
 import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
 import { eventsByTask, historyProblems, overlappingAttempts, attemptIntervals, type TaskEvent } from './helpers/task-events.ts';
+import { freePort, waitFor as until } from './helpers/wait.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN = `crash-test-admin-${crypto.randomBytes(12).toString('hex')}`;
@@ -33,17 +34,6 @@ after(() => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Proc {
   child: ChildProcess;
@@ -93,15 +83,6 @@ async function request(port: number, method: string, url: string, body?: unknown
   return { status: res.status, body: json };
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** A task attempt the killed worker held when it died, as the database had it then. */
 interface Held { id: string; attempt: number; leaseExpiresAt: number }

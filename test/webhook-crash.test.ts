@@ -17,6 +17,7 @@ import { newSigningSecret } from '../src/webhooks/deliver.ts';
 import { forEachEngine } from './helpers/engines.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { waitFor } from './queue/fixtures.ts';
+import { freePort } from './helpers/wait.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const N = 300;
@@ -26,17 +27,6 @@ after(async () => {
   for (const c of children) c.kill('SIGKILL');
   await Promise.all(receivers.map((r) => r.close()));
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** `callplane serve --role worker` on the harness's database, with a clean environment. */
 async function startWorker(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string; exited: Promise<unknown> }> {

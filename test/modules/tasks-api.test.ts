@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness, Reply } from '../helpers/harness.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 function expectError(res: Reply, status: number, ...words: string[]): void {
   assert.equal(res.status, status, JSON.stringify(res.body));
@@ -17,16 +18,6 @@ function expectError(res: Reply, status: number, ...words: string[]): void {
 const nowSec = () => Math.floor(Date.now() / 1000);
 const PHONE = '+14155552671';
 const PHONE2 = '+14155550100';
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** Calls shared by both suites, bound to a harness. */
 function api(h: () => Harness) {

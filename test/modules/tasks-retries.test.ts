@@ -3,16 +3,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachEngine } from '../helpers/engines.ts';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+import { waitFor as until } from '../helpers/wait.ts';
 
 forEachEngine('busy and no-answer retries', (h) => {
   const finalTask = (token: string, id: string) => until(`task ${id} final`, async () => {

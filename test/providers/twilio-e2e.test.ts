@@ -8,14 +8,7 @@ import { greetingTwiml } from '../../src/providers/index.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { startFakeTwilio, twilioSignature, type FakeCall, type FakeTwilio } from '../helpers/fake-twilio.ts';
 import type { Harness } from '../helpers/harness.ts';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { freePort, waitFor } from '../helpers/wait.ts';
 
 // Our app's public URL is the address it listens on, so the fake can reach it. The suites of the
 // two engines run one after the other and each closes its server, so they share the port.
@@ -33,17 +26,6 @@ const RUNTIME = {
 let targetSeq = 0;
 const nextTarget = () => `+1415555${String(2000 + ++targetSeq)}`;
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    last = v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function makeTools(h: () => Harness) {
   async function org(fake: FakeTwilio | null, extra: Record<string, string> = {}) {
