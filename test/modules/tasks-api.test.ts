@@ -1013,6 +1013,9 @@ forEachEngine('tasks API with a worker', (h) => {
     const r2 = await h().reseller();
     const o2 = await h().organization(r2.id);
     expectError(await h().call('GET', '/api/v2/tasks/dailyCounts', { token: o2.token, query: { date: '03/02/2001' } }), 400, 'date');
+    expectError(await h().call('GET', '/api/v2/tasks/dailyCounts', { token: o2.token, query: { date: '2026-02-30' } }), 400, 'date');
+    expectError(await h().call('GET', '/api/v2/tasks/dailyCounts', { token: o2.token, query: { date: '2026-13-01' } }), 400, 'date');
+    assert.equal((await h().call('GET', '/api/v2/tasks/dailyCounts', { token: o2.token, query: { date: '2028-02-29' } })).status, 200, 'a leap day exists');
   });
 
   it('daily caps set by the reseller are reported with the counts', async () => {

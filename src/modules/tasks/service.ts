@@ -72,6 +72,14 @@ const UPDATABLE = ['context', 'taskContext', 'greeting', 'content', 'waitToGreet
 const STATES: readonly QueueState[] = ['pending', 'running', 'finished', 'failed', 'canceled'];
 const FINAL: readonly QueueState[] = ['finished', 'failed', 'canceled'];
 
+/** A YYYY-MM-DD string naming a day that exists (2026-02-30 does not). */
+function isCalendarDay(date: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
+  if (!m) return false;
+  const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+  return d.getUTCFullYear() === Number(m[1]) && d.getUTCMonth() === Number(m[2]) - 1 && d.getUTCDate() === Number(m[3]);
+}
+
 /** A stable fingerprint of a request body: keys sorted at every level. */
 export function requestHash(body: unknown): string {
   const canon = (v: unknown): unknown => Array.isArray(v) ? v.map(canon)
@@ -390,6 +398,7 @@ export function taskService(deps: TaskServiceDeps) {
       const t = await tenant(scope, targetAccountId);
       const limits = await loadLimits(db, t.org.id);
       const timezone = dayTimeZone(t.org.timezone, limits);
+      if (date !== undefined && !isCalendarDay(date)) throw new Invalid(`date must be a calendar day as YYYY-MM-DD (got '${date}')`);
       const day = date ?? localDay(Date.now(), timezone);
       const n = await taskRepo.daily(db, t.org.id, day);
       return {
