@@ -128,25 +128,6 @@ async function checkOutboxAndCounts(h: Harness) {
 forEachEngine('task execution', (h) => {
   const k = kit(h);
 
-  it('a ping submitted to an idle worker starts within 100 ms (the insert wakes the runner; it does not wait for its 1 s poll)', async () => {
-    const { org } = await k.tenant();
-    const delays: number[] = [];
-    for (let i = 0; i < 6; i++) {
-      // Idle a different fraction of the poll interval each time, so a runner that only polled
-      // would be caught at a different phase of its second.
-      await sleep(150 + i * 130);
-      const id = await k.submit(org, { type: 'ping' });
-      const [row] = await k.settled([id]);
-      assert.equal(row.state, 'finished');
-      delays.push(row.started_at! - row.created_at);
-    }
-    delays.sort((a, b) => a - b);
-    const median = delays[Math.floor(delays.length / 2)];
-    // 100 ms is the design target; a slow CI may miss it once, so the bound on every ping is looser.
-    assert.ok(median <= 100, `median start delay ${median} ms (all: ${delays.join(', ')})`);
-    assert.ok(delays.every((d) => d <= 300), `start delays ${delays.join(', ')} ms`);
-  });
-
   it('scheduled tasks start in order, never before their scheduledFor and within 1 s after it', async () => {
     const { org } = await k.tenant();
     const base = Math.ceil(Date.now() / 1000) + 2;
@@ -396,6 +377,26 @@ forEachEngine('task execution', (h) => {
     assert.deepEqual(await k.history(waiting), ['pending#0']);
   });
 }, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2' }, { worker: true });
+
+forEachEngine('task wakeups', (h) => {
+  const k = kit(h);
+
+  it('a ping submitted to an idle worker starts at once: the insert wakes the runner, which would otherwise sleep a minute', async () => {
+    const { org } = await k.tenant();
+    const delays: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      // Idle a different time each round, so the runner is asleep at a different point of its poll.
+      await sleep(150 + i * 130);
+      const id = await k.submit(org, { type: 'ping' });
+      const [row] = await k.settled([id]);
+      assert.equal(row.state, 'finished');
+      delays.push(row.started_at! - row.created_at);
+    }
+    // The runner polls once a minute here: only a wakeup can start a ping within seconds. How soon
+    // is the benchmark's to measure (bench/tasks lateness), not a unit test's on a loaded machine.
+    assert.ok(delays.every((d) => d < 5000), `start delays ${delays.join(', ')} ms`);
+  });
+}, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2' }, { worker: true, runtime: { pollMs: 60_000 } });
 
 forEachEngine('task cancel while running', (h) => {
   const k = kit(h);

@@ -47,12 +47,13 @@ describe('simulated carrier', () => {
   });
 
   it('the busy test number gives a busy outcome after a short ring, not a failure', async () => {
-    const carrier = new SimulatedCarrier({ callSeconds: 0.6 });
+    const carrier = new SimulatedCarrier({ callSeconds: 6 });
     const { value, ms } = await timed(carrier.placeCall({ taskId: 'tsk_b', to: SIMULATED_TEST_NUMBERS.busy }, never()));
     assert.equal(value.final?.state, 'finished');
     assert.equal(value.final?.result.outcome, 'busy');
     assert.equal(value.final?.result.durationSeconds, 0);
-    assert.ok(ms < 500, `busy took ${ms} ms, the whole call time is 600`);
+    // The ring is 1 s; the margin to the 6 s call holds on a loaded machine.
+    assert.ok(ms < 4000, `busy took ${ms} ms, the whole call time is 6000`);
   });
 
   it('the no-answer test number rings for the whole call time and finishes with outcome no-answer', async () => {
@@ -101,7 +102,7 @@ describe('simulated carrier', () => {
     ac.abort();
     const { value, ms } = await timed(new SimulatedCarrier({ callSeconds: 5 }).placeCall({ taskId: 'tsk_c0', to: SIMULATED_TEST_NUMBERS.noAnswer }, ac.signal));
     assert.equal(value.final?.state, 'canceled');
-    assert.ok(ms < 200);
+    assert.ok(ms < 2000, `took ${ms} ms; the call would take 5000`);
   });
 
   it('endCall hangs up a call in progress, which completes early; ending an unknown call is not an error', async () => {

@@ -22,6 +22,8 @@ export interface TaskRuntimeDeps {
   leaseMs?: number;
   heartbeatMs?: number;
   rescueEveryMs?: number;
+  /** Longest the runner sleeps without a wakeup (default 1 s); tests lengthen it to prove wakeups work. */
+  pollMs?: number;
   carrierOptions?: CarrierOptions;
   /** The queue's clock (unix ms) for claims, limits and leases; tests move it past a local midnight. */
   now?: () => number;
@@ -58,6 +60,7 @@ export class TaskRuntime {
       wakeups: this.wakeups,
       heartbeatMs: this.deps.heartbeatMs,
       rescueEveryMs: this.deps.rescueEveryMs,
+      pollMs: this.deps.pollMs,
       isCancelRequested: (row) => row.cancel_requested_at !== null,
       errorPatch: (err) => ({ error: err instanceof Error ? err.message.slice(0, 1000) : String(err) }),
       log,
