@@ -22,7 +22,7 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { openDatabase } from '../src/db/index.ts';
 import { newId } from '../src/lib/ids.ts';
-import { DELIVERY_MAX_ATTEMPTS } from '../src/modules/webhooks/delivery-runtime.ts';
+import { MAX_DELIVERY_ATTEMPTS } from '../src/webhooks/deliver.ts';
 import { createStore, ENGINES, fmt, median, percentile, startServer, startWorker, type Engine, type Proc, type Server } from './lib.ts';
 
 const EVENTS = Number(process.env.BENCH_RELAY_EVENTS ?? 5000);
@@ -191,7 +191,7 @@ async function drain(engine: Engine, workers: number): Promise<void> {
         for (let n = i; n < Math.min(EVENTS, i + 500); n++) {
           const id = newId('rev', now);
           events.push({ id, relay_id: relay.id, org_id: orgId, provider_event_id: null, content_type: 'application/json', headers: '{}', body: Buffer.from(JSON.stringify({ n })).toString('base64'), received_at: now });
-          deliveries.push({ id: newId('dlv', now), org_id: orgId, kind: 'relay' as const, relay_id: relay.id, relay_event_id: id, webhook_id: null, event_id: id, event_type: 'generic', payload: null, state: 'pending' as const, run_at: now, attempt: 0, max_attempts: DELIVERY_MAX_ATTEMPTS, lease_owner: null, lease_expires_at: null, last_status: null, last_error: null, created_at: now, updated_at: now, finished_at: null });
+          deliveries.push({ id: newId('dlv', now), org_id: orgId, kind: 'relay' as const, relay_id: relay.id, relay_event_id: id, webhook_id: null, event_id: id, event_type: 'generic', payload: null, state: 'pending' as const, run_at: now, attempt: 0, max_attempts: MAX_DELIVERY_ATTEMPTS, lease_owner: null, lease_expires_at: null, last_status: null, last_error: null, created_at: now, updated_at: now, finished_at: null });
         }
         await tx.insertInto('relay_events').values(events).execute();
         await tx.insertInto('webhook_deliveries').values(deliveries).execute();

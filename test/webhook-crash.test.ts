@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { SecretBox } from '../src/lib/crypto.ts';
 import { newId } from '../src/lib/ids.ts';
-import { DELIVERY_MAX_ATTEMPTS } from '../src/modules/webhooks/delivery-runtime.ts';
+import { MAX_DELIVERY_ATTEMPTS } from '../src/webhooks/deliver.ts';
 import { newSigningSecret } from '../src/webhooks/deliver.ts';
 import { forEachEngine } from './helpers/engines.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
@@ -78,7 +78,7 @@ forEachEngine('delivery worker killed mid-flight', (h) => {
         const id = newId('dlv', now);
         await tx.insertInto('webhook_deliveries').values({
           id, org_id: o.id, kind: 'relay', relay_id: relay.id, relay_event_id: eventId, webhook_id: null,
-          event_id: eventId, event_type: 'generic', payload: null, run_at: now, max_attempts: DELIVERY_MAX_ATTEMPTS,
+          event_id: eventId, event_type: 'generic', payload: null, run_at: now, max_attempts: MAX_DELIVERY_ATTEMPTS,
           created_at: now, updated_at: now,
         }).execute();
         ids.push(eventId);

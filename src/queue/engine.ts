@@ -265,17 +265,21 @@ export class QueueEngine<T extends QueueTable> {
   /**
    * Returns a held row to pending at `runAt` (default now + backoff(attempt)), or to failed when
    * its attempts are spent. Undefined (and no change) when the lease is no longer held.
+   * `uncounted`: the attempt never really happened (abandoned before an answer while the worker
+   * stopped), so it is given back and cannot be the one that fails the row.
    */
-  async retry(ex: Executor, lease: Lease, opts: { runAt?: number; set?: Patch<QueueRow<T>> } = {}): Promise<QueueRow<T> | undefined> {
+  async retry(ex: Executor, lease: Lease, opts: { runAt?: number; set?: Patch<QueueRow<T>>; uncounted?: boolean } = {}): Promise<QueueRow<T> | undefined> {
     return inTransaction(ex, async (tx) => {
       const q = tx as unknown as Kysely<any>;
       const current = (await this.#held(q, lease)
         .select(['attempt', 'max_attempts']).executeTakeFirst()) as { attempt: number; max_attempts: number } | undefined;
       if (!current) return undefined;
-      if (current.attempt >= current.max_attempts) return this.#leave(tx, lease, 'failed', 'retry', opts.set ?? {});
+      if (!opts.uncounted && current.attempt >= current.max_attempts) return this.#leave(tx, lease, 'failed', 'retry', opts.set ?? {});
       const now = this.now();
       const runAt = opts.runAt ?? now + (this.#opts.backoff ?? exponentialBackoff)(current.attempt);
-      return this.#leave(tx, lease, 'pending', 'retry', { ...opts.set, run_at: Math.max(0, Math.round(runAt)) } as Patch<QueueRow<T>>);
+      return this.#leave(tx, lease, 'pending', 'retry', {
+        ...opts.set, run_at: Math.max(0, Math.round(runAt)), ...(opts.uncounted ? { attempt: Math.max(0, current.attempt - 1) } : {}),
+      } as Patch<QueueRow<T>>);
     });
   }
 

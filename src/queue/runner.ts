@@ -20,7 +20,7 @@ export class QueueAbortError extends Error {
 /** What a handler asks for; returning nothing means finished. */
 export type Outcome<Row> = (
   | { kind: 'complete'; state: FinalState; set?: Patch<Row> }
-  | { kind: 'retry'; runAt?: number; set?: Patch<Row> }
+  | { kind: 'retry'; runAt?: number; set?: Patch<Row>; uncounted?: boolean }
 ) & {
   /**
    * Writes that must commit with the settle or not at all (a delivery's attempt log): run in the
@@ -208,7 +208,7 @@ export class QueueRunner<T extends QueueTable> {
     }
     const settle = (ex: Executor) => outcome.kind === 'complete'
       ? engine.complete(ex, row, { state: outcome.state, set: outcome.set })
-      : engine.retry(ex, row, { runAt: outcome.runAt, set: outcome.set });
+      : engine.retry(ex, row, { runAt: outcome.runAt, set: outcome.set, uncounted: outcome.uncounted });
     try {
       // The engine ignores a stale lease, so a handler that outlived its lease changes nothing.
       const after = outcome.after;

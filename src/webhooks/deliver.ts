@@ -47,10 +47,12 @@ const DEFAULT_USER_AGENT = 'callplane-webhooks';
  * timeoutMs, and at most RESPONSE_READ_LIMIT bytes of the response are read. The status code
  * decides the outcome; a body still arriving at the deadline is cut short without changing it.
  */
-export async function deliverOnce(req: DeliveryRequest, dispatcher: Dispatcher): Promise<AttemptResult> {
+export async function deliverOnce(req: DeliveryRequest, dispatcher: Dispatcher, abort?: AbortSignal): Promise<AttemptResult> {
   const started = performance.now();
   const durationMs = () => Math.round(performance.now() - started);
-  const signal = AbortSignal.timeout(req.timeoutMs);
+  const deadline = AbortSignal.timeout(req.timeoutMs);
+  // The caller's signal (a worker stopping, a lease lost) ends the attempt early, as the deadline does.
+  const signal = abort ? AbortSignal.any([deadline, abort]) : deadline;
   const headers: Record<string, string> = { 'user-agent': DEFAULT_USER_AGENT };
   for (const [name, value] of Object.entries(req.headers)) headers[name.toLowerCase()] = value;
   if (req.contentType !== undefined) headers['content-type'] = req.contentType;
@@ -67,7 +69,7 @@ export async function deliverOnce(req: DeliveryRequest, dispatcher: Dispatcher):
       bodyTimeout: req.timeoutMs,
     });
   } catch (err) {
-    return { ok: false, error: describeError(err, req, signal), durationMs: durationMs() };
+    return { ok: false, error: describeError(err, req, deadline, abort), durationMs: durationMs() };
   }
 
   const statusCode = res.statusCode;
@@ -157,7 +159,7 @@ interface NetError extends Error {
 }
 
 /** One line saying why no response came: a refusal, the timeout, a refused connection, DNS, TLS. */
-function describeError(err: unknown, req: DeliveryRequest, signal: AbortSignal): string {
+function describeError(err: unknown, req: DeliveryRequest, deadline: AbortSignal, abort?: AbortSignal): string {
   const chain: NetError[] = [];
   let e: unknown = err;
   while (e instanceof Error && chain.length < 5) {
@@ -168,7 +170,8 @@ function describeError(err: unknown, req: DeliveryRequest, signal: AbortSignal):
   const refused = chain.find((c) => c.code === 'ERR_TARGET_REFUSED');
   if (refused) return `refused: ${refused.message}`;
   const code = chain.map((c) => c.code).find((c) => c !== undefined && c !== 'UND_ERR_ABORTED');
-  if (signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+  if (abort?.aborted && !deadline.aborted) return 'attempt abandoned before a response (the worker stopped or lost its lease)';
+  if (deadline.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return `no response within ${req.timeoutMs} ms`;
   }
   const withAddress = chain.find((c) => c.address !== undefined);

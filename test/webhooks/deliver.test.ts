@@ -155,6 +155,22 @@ describe('deliverOnce', () => {
     assert.ok(r.durationMs >= 250, `aborted after ${r.durationMs} ms`);
   });
 
+  it("ends an attempt when the caller's signal aborts (a worker stopping), well before the timeout", async () => {
+    rx.answer((_req, res) => {
+      setTimeout(() => { if (!res.destroyed) res.end('late'); }, 3000).unref();
+    });
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(new Error('stopping')), 200).unref();
+    const r = await deliverOnce({
+      url: rx.url(), body: Buffer.from('{}'), contentType: 'application/json', headers: {},
+      timeoutMs: 5000, successStatusCodes: ANY_2XX,
+    }, dispatcher, stop.signal);
+    assert.equal(r.ok, false);
+    assert.equal(r.statusCode, undefined);
+    assert.equal(r.error, 'attempt abandoned before a response (the worker stopped or lost its lease)');
+    assert.ok(r.durationMs < 2500, `ended after ${r.durationMs} ms, not at the 5000 ms timeout`);
+  });
+
   it('stops reading a body that is still arriving at the deadline; the status decides', async () => {
     let ended = false;
     rx.answer((_req, res) => {

@@ -6,7 +6,7 @@ import type { Dialect, Executor, SipEventsTable, WebhookDeliveriesTable } from '
 import { newId } from '../../lib/ids.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { DELIVERIES } from '../webhooks/dispatcher.ts';
-import { DELIVERY_MAX_ATTEMPTS } from '../webhooks/delivery-runtime.ts';
+import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
 
 export type RegistrationEventType = SipEventsTable['type'];
 
@@ -37,7 +37,7 @@ export async function recordRegistrationEvent(
   if (hooks.length === 0) return false;
   const rows: Insertable<WebhookDeliveriesTable>[] = hooks.map((h) => ({
     id: newId('dlv', now), org_id: orgId, kind: 'webhook', relay_id: null, relay_event_id: null, webhook_id: h.id,
-    event_id: id, event_type: type, payload, state: 'pending', run_at: now, attempt: 0, max_attempts: DELIVERY_MAX_ATTEMPTS,
+    event_id: id, event_type: type, payload, state: 'pending', run_at: now, attempt: 0, max_attempts: MAX_DELIVERY_ATTEMPTS,
     lease_owner: null, lease_expires_at: null, last_status: null, last_error: null, created_at: now, updated_at: now, finished_at: null,
   }));
   await tx.insertInto('webhook_deliveries').values(rows).execute();

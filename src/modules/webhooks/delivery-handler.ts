@@ -5,7 +5,7 @@ import type { Transaction } from 'kysely';
 import type { Dispatcher } from 'undici';
 import type { DB, Db, WebhookDeliveryRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import type { Outcome } from '../../queue/runner.ts';
+import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
 import { deliverOnce, headerMap, signatureHeaders, type AttemptResult } from '../../webhooks/deliver.ts';
 
 export const USER_AGENT = 'callplane-webhooks';
@@ -33,6 +33,7 @@ type Loaded = { target: Target } | { skip: string };
 const WEBHOOK_TIMEOUT_MS = 15_000;
 const ANY_2XX = Array.from({ length: 100 }, (_, i) => 200 + i);
 const ERROR_MAX = 1000;
+export const ABANDONED = 'attempt abandoned: the worker stopped before the receiver answered; sent again with the same webhook-id';
 
 export interface DeliveryHandlerDeps {
   db: Db;
@@ -105,7 +106,7 @@ const clip = (s: string) => (s.length > ERROR_MAX ? s.slice(0, ERROR_MAX) : s);
 
 export function createDeliveryHandler(deps: DeliveryHandlerDeps) {
   const { dispatcher, retryDelay, now } = deps;
-  return async (row: WebhookDeliveryRow): Promise<Outcome<WebhookDeliveryRow>> => {
+  return async (row: WebhookDeliveryRow, ctx?: HandlerContext): Promise<Outcome<WebhookDeliveryRow>> => {
     const loaded = row.kind === 'relay' ? await loadRelayTarget(deps, row) : await loadWebhookTarget(deps, row);
     if ('skip' in loaded) return { kind: 'complete', state: 'canceled', set: { last_error: `not sent: ${loaded.skip}` } };
     const t = loaded.target;
@@ -121,7 +122,15 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps) {
     const result = await deliverOnce({
       url: t.url, body: t.body, contentType: t.contentType, headers,
       timeoutMs: t.timeoutMs, successStatusCodes: t.successStatusCodes,
-    }, dispatcher);
+    }, dispatcher, ctx?.signal);
+    if (ctx?.signal.aborted) {
+      const reason: unknown = ctx.signal.reason;
+      // A lost lease is another worker's to settle: nothing this one writes would count.
+      if (!(reason instanceof QueueAbortError) || reason.kind !== 'shutdown') throw reason;
+      // The worker is stopping: the attempt is abandoned, due again at once for any worker, and
+      // given back, so a stop can never be what exhausts the schedule.
+      return { kind: 'retry', runAt: now(), uncounted: true, set: { last_error: ABANDONED } };
+    }
 
     const attemptRow = (nextAttemptAt: number | null) => ({
       delivery_id: row.id,

@@ -11,7 +11,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { QueueEngine, type Cause } from '../../queue/engine.ts';
 import { QueueRunner } from '../../queue/runner.ts';
 import { listenForWakeups, Wakeups, type QueueListener } from '../../queue/waker.ts';
-import { retryDelayMs } from '../../webhooks/deliver.ts';
+import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../../webhooks/deliver.ts';
 import { guardedDispatcher, policyFromConfig } from '../../webhooks/ssrf.ts';
 import { createDeliveryHandler, type RetryDelay } from './delivery-handler.ts';
 import { DELIVERIES, OutboxDispatcher } from './dispatcher.ts';
@@ -26,8 +26,6 @@ export function attemptsAllowed(retryDelay: RetryDelay): number {
   return n;
 }
 
-/** max_attempts of a new delivery: the production retry schedule, whole (DESIGN §7). */
-export const DELIVERY_MAX_ATTEMPTS = attemptsAllowed(retryDelayMs);
 
 function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: number; cause: Cause }) {
   const set: Record<string, unknown> = { updated_at: now };
@@ -77,7 +75,7 @@ export class DeliveryRuntime {
     this.engine = createDeliveryEngine({
       dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.deliveryLeaseMs, now: deps.now,
     });
-    this.maxAttempts = deps.retryDelay ? attemptsAllowed(deps.retryDelay) : DELIVERY_MAX_ATTEMPTS;
+    this.maxAttempts = deps.retryDelay ? attemptsAllowed(deps.retryDelay) : MAX_DELIVERY_ATTEMPTS;
   }
 
   get running(): number {
@@ -122,12 +120,16 @@ export class DeliveryRuntime {
     this.wakeups.emit(DELIVERIES);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops sending: deliveries in flight get `timeoutMs` (default 10 s) to finish, then their
+   * attempts are abandoned and the rows go back to the queue, due at once, for any worker.
+   */
+  async stop(opts: { timeoutMs?: number } = {}): Promise<void> {
     for (const off of this.#unsubscribe) off();
     this.#unsubscribe = [];
     await this.#dispatcher?.stop();
     this.#dispatcher = undefined;
-    await this.#runner?.stop();
+    await this.#runner?.stop(opts);
     this.#runner = undefined;
     await this.#listener?.close();
     this.#listener = undefined;
