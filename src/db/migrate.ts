@@ -8,6 +8,7 @@ import { taskContent } from './migrations/0003-task-content.ts';
 import { webhooks } from './migrations/0004-webhooks.ts';
 import { sip } from './migrations/0005-sip.ts';
 import { deliveryIndexes } from './migrations/0006-delivery-indexes.ts';
+import { orgDeliveryIndex } from './migrations/0007-org-delivery-index.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -17,6 +18,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0004-webhooks': webhooks(dialect),
     '0005-sip': sip(dialect),
     '0006-delivery-indexes': deliveryIndexes(),
+    '0007-org-delivery-index': orgDeliveryIndex(),
   };
 }
 

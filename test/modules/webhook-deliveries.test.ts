@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, it } from 'node:test';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { WebhookDeliveryRow } from '../../src/db/types.ts';
+import { ABANDONED } from '../../src/modules/webhooks/delivery-handler.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness } from '../helpers/harness.ts';
 import { startReceiver, type Receiver, type Received } from '../helpers/receiver.ts';
@@ -327,4 +328,117 @@ forEachEngine('webhook deliveries', (h) => {
     await new Promise((res) => setTimeout(res, 800));
     assert.equal(rcv.requests.length, sent);
   });
+
+  it('GET /api/v2/webhooks/deliveries shows each event sent to a subscription with its attempts; a replay sends it again with the same webhook-id', async () => {
+    let healthy = false;
+    const rcv = await receiver(() => (healthy ? { status: 200 } : { status: 500, body: 'down for maintenance' }));
+    const r = await h().reseller();
+    const o = await h().organization(r.id);
+    const url = `${rcv.url}/events`;
+    const sub = await h().call('POST', '/api/v2/webhooks', { token: o.token, body: { url, label: 'tasks', type: 'task' } });
+    assert.equal(sub.status, 201, JSON.stringify(sub.body));
+    const webhookId = sub.body.webhooks[0].id;
+    const task = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'ping' } });
+    assert.equal(task.status, 201, JSON.stringify(task.body));
+
+    const listed = await waitFor('three events given up on', async () => {
+      const res = await h().call('GET', '/api/v2/webhooks/deliveries', { token: o.token, query: { state: 'failed' } });
+      return res.body.total === 3 ? res : undefined;
+    }, 15_000);
+    assert.equal(listed.status, 200);
+    assert.equal(rcv.requests.length, 9, 'three attempts of each event');
+    for (const d of listed.body.deliveries) {
+      assert.equal(d.webhookId, webhookId);
+      assert.equal(d.url, url);
+      assert.equal(d.type, 'task');
+      assert.equal(d.state, 'failed');
+      assert.equal(d.nextAttemptAt, null);
+      assert.match(d.lastError, /^gave up after 3 attempts/);
+      assert.deepEqual(d.attempts.map((a: { attempt: number }) => a.attempt), [1, 2, 3]);
+      for (const a of d.attempts) {
+        assert.equal(a.statusCode, 500);
+        assert.equal(a.responseExcerpt, 'down for maintenance');
+      }
+    }
+    assert.deepEqual(listed.body.deliveries.map((d: { eventType: string }) => d.eventType).sort(), ['task.finished', 'task.pending', 'task.running']);
+
+    // Filters, paging, bad input, and who may look.
+    const q = (query: Record<string, unknown>, token = o.token) => h().call('GET', '/api/v2/webhooks/deliveries', { token, query });
+    assert.equal((await q({ state: 'finished' })).body.total, 0);
+    assert.equal((await q({ type: 'conversation' })).body.total, 0);
+    assert.equal((await q({ url: `${rcv.url}/elsewhere` })).body.total, 0);
+    assert.equal((await q({ url })).body.total, 3);
+    const page = await q({ limit: 1, offset: 2 });
+    assert.equal(page.body.total, 3);
+    assert.equal(page.body.deliveries.length, 1);
+    assert.equal(page.body.deliveries[0].id, listed.body.deliveries[2].id, 'newest first, the same order on every page');
+    const bad = await q({ state: 'lost' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.message, /state/);
+    assert.equal((await q({ targetAccountId: o.id }, r.token)).body.total, 3, 'a reseller names its organization');
+    const stranger = await h().organization((await h().reseller()).id);
+    assert.equal((await q({}, stranger.token)).body.total, 0, 'another organization sees none of them');
+
+    const original = listed.body.deliveries.find((d: { eventType: string }) => d.eventType === 'task.finished');
+    const foreign = await h().call('POST', `/api/v2/webhooks/deliveries/${original.id}/replay`, { token: stranger.token });
+    assert.equal(foreign.status, 404);
+    assert.equal((await h().call('POST', '/api/v2/webhooks/deliveries/dlv_nope/replay', { token: o.token })).status, 404);
+
+    healthy = true;
+    const before = rcv.requests.length;
+    const replay = await h().call('POST', `/api/v2/webhooks/deliveries/${original.id}/replay`, { token: o.token });
+    assert.equal(replay.status, 200, JSON.stringify(replay.body));
+    assert.notEqual(replay.body.delivery.id, original.id);
+    assert.equal(replay.body.delivery.eventId, original.eventId);
+    assert.equal(replay.body.delivery.maxAttempts, 8, 'the whole production schedule');
+    const done = await settled(h(), replay.body.delivery.id);
+    assert.equal(done.state, 'finished');
+    const [resent] = await rcv.waitFor(before + 1).then((all) => all.slice(before));
+    assert.equal(resent.headers['webhook-id'], original.eventId);
+    const wh = new Webhook(sub.body.signingSecret);
+    const body = wh.verify(resent.body, sigHeaders(resent)) as { type: string; data: { id: string } };
+    assert.equal(body.type, 'task.finished');
+    assert.equal(body.data.id, task.body.task.id);
+    assert.equal((await delivery(h(), original.id)).state, 'failed', 'the original is left as it was');
+  });
 }, ENV, { deliveries: true, worker: true, deliveryRuntime: { retryDelay: FAST, dispatchEveryMs: 50 } });
+
+forEachEngine('webhook delivery worker stopping', (h) => {
+  it('an attempt in flight when the worker stops is abandoned, not counted as a failure, and sent again with the same webhook-id', async () => {
+    let release: (() => void) | undefined;
+    const hung = new Promise<void>((resolve) => { release = resolve; });
+    const rcv = await receiver(async (_req, n) => {
+      if (n === 0) await hung; // holds the first request until the test ends
+      return {};
+    });
+    try {
+      const rl = await relay(h(), rcv.url, { timeout: 30_000 });
+      const d = await post(h(), rl, '{"n":1}');
+      // As if this were the schedule's last attempt: a stop must still not be what fails it.
+      await h().database.db.updateTable('webhook_deliveries').set({ max_attempts: 1 }).where('id', '=', d.id).execute();
+      await h().deliveries.startWorker();
+      await rcv.waitFor(1);
+      const started = Date.now();
+      await h().deliveries.stop({ timeoutMs: 100 });
+      assert.ok(Date.now() - started < 5000, `stop took ${Date.now() - started} ms with a 30 s relay timeout`);
+      const back = await delivery(h(), d.id);
+      assert.equal(back.state, 'pending', 'returned to the queue');
+      assert.ok(back.run_at <= Date.now(), 'due at once');
+      assert.equal(back.lease_owner, null);
+      assert.equal(back.attempt, 0, 'the abandoned attempt is given back');
+      assert.equal(back.last_error, ABANDONED);
+      assert.equal((await attempts(h(), d.id)).length, 0, 'no attempt of the schedule was logged');
+
+      await h().deliveries.startWorker();
+      const done = await settled(h(), d.id);
+      assert.equal(done.state, 'finished');
+      assert.equal(done.attempt, 1);
+      const [first, second] = await rcv.waitFor(2);
+      assert.equal(second.headers['webhook-id'], first.headers['webhook-id']);
+      assert.equal(second.body.toString(), '{"n":1}');
+    } finally {
+      release?.();
+      await h().deliveries.stop();
+    }
+  });
+}, ENV);

@@ -2,8 +2,9 @@
 // but the ingress lookup is bound to one organization.
 import type { Insertable, Updateable } from 'kysely';
 import type {
-  DB, DeliveryAttemptRow, Executor, RelayEventRow, WebhookDeliveryRow, WebhookRelayRow,
+  DB, Executor, RelayEventRow, WebhookDeliveryRow, WebhookRelayRow,
 } from '../../../db/types.ts';
+import { MAX_DELIVERY_ATTEMPTS } from '../../../webhooks/deliver.ts';
 
 type RelayInsert = Insertable<DB['webhook_relays']>;
 type RelayUpdate = Updateable<DB['webhook_relays']>;
@@ -57,8 +58,10 @@ export interface RelayDelivery extends WebhookDeliveryRow {
 }
 
 export const relayDeliveryRepo = {
+  /** A new delivery allows the whole production retry schedule unless the row says otherwise. */
   async insert(db: Executor, row: DeliveryInsert): Promise<WebhookDeliveryRow> {
-    return db.insertInto('webhook_deliveries').values(row).returningAll().executeTakeFirstOrThrow();
+    return db.insertInto('webhook_deliveries').values({ max_attempts: MAX_DELIVERY_ATTEMPTS, ...row })
+      .returningAll().executeTakeFirstOrThrow();
   },
   async count(db: Executor, orgId: number, relayId: number): Promise<number> {
     const r = await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n'))
@@ -80,10 +83,5 @@ export const relayDeliveryRepo = {
       .selectAll('d').select(['e.provider_event_id', 'e.received_at'])
       .where('d.org_id', '=', orgId).where('d.relay_id', '=', relayId).where('d.id', '=', id)
       .executeTakeFirst();
-  },
-  async attempts(db: Executor, deliveryIds: string[]): Promise<DeliveryAttemptRow[]> {
-    if (deliveryIds.length === 0) return [];
-    return db.selectFrom('delivery_attempts').selectAll()
-      .where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('attempt').execute();
   },
 };

@@ -51,7 +51,7 @@ export async function relayRoutes(app: App, ctx: AppContext): Promise<void> {
     policy: policyFromConfig(ctx.config),
     // The delivery runtime is optional in AppDeps: an API-only process has none and relies on the
     // queue's database wakeups instead.
-    notify: () => (ctx as { deliveries?: { notify(): void } }).deliveries?.notify(),
+    notify: () => ctx.deliveries?.notify(),
   });
 
   app.get('/api/v2/webhookRelay/types', {

@@ -19,14 +19,14 @@ import {
   bodyFields, dedupeKey, isTwilio, keptHeaders, relayType, RELAY_TYPES, verifyBasicAuth, verifyStripe, verifyTwilio,
   type ProviderSecret, type RelayTypeInfo, type Verdict,
 } from './providers.ts';
+import { attemptsOf, presentDelivery, replayDelivery } from '../deliveries.ts';
+import { DELIVERIES } from '../dispatcher.ts';
 import { relayDeliveryRepo, relayEventRepo, relayRepo, type RelayDelivery } from './repository.ts';
 
 export { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS } from '../../../webhooks/deliver.ts';
 export const DEFAULT_SUCCESS_STATUS_CODES: readonly number[] = Array.from({ length: 100 }, (_, i) => 200 + i);
 /** The path the provider posts to; the id after it is the relay's unguessable ingress id. */
 export const INGRESS_PATH = '/hooks/relay';
-/** The queue the delivery runtime claims from (src/queue/waker.ts wakes it by this name). */
-export const DELIVERIES_QUEUE = 'webhook_deliveries';
 const MAX_SECRET_LENGTH = 500;
 const INGRESS_ID = /^[A-Za-z0-9_-]{16,128}$/;
 
@@ -208,31 +208,13 @@ export function relayService(deps: RelayServiceDeps) {
     return row;
   }
 
-  function presentDelivery(d: RelayDelivery, attempts: Awaited<ReturnType<typeof relayDeliveryRepo.attempts>>) {
+  /** A relay delivery: the shared view plus the received event it forwards. */
+  function presentRelayDelivery(d: RelayDelivery, attempts: Parameters<typeof presentDelivery>[1]) {
     return {
-      id: d.id,
-      eventId: d.event_id,
+      ...presentDelivery(d, attempts),
       relayEventId: d.relay_event_id,
       providerEventId: d.provider_event_id,
-      state: d.state,
-      attempt: d.attempt,
-      maxAttempts: d.max_attempts,
-      nextAttemptAt: d.state === 'pending' ? secs(d.run_at) : null,
-      lastStatusCode: d.last_status,
-      lastError: d.last_error,
-      attempts: attempts.map((a) => ({
-        attempt: a.attempt,
-        at: secs(a.started_at),
-        statusCode: a.status_code,
-        error: a.error,
-        durationMs: a.duration_ms,
-        responseExcerpt: a.response_excerpt,
-        nextAttemptAt: secs(a.next_attempt_at),
-      })),
       receivedAt: secs(d.received_at),
-      createdAt: secs(d.created_at),
-      updatedAt: secs(d.updated_at),
-      finishedAt: secs(d.finished_at),
     };
   }
 
@@ -351,12 +333,10 @@ export function relayService(deps: RelayServiceDeps) {
         relayDeliveryRepo.count(db, org.id, relay.id),
         relayDeliveryRepo.page(db, org.id, relay.id, limit, offset),
       ]);
-      const attempts = await relayDeliveryRepo.attempts(db, rows.map((r) => r.id));
-      const byDelivery = new Map<string, typeof attempts>();
-      for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
+      const attempts = await attemptsOf(db, rows.map((r) => r.id));
       return {
         success: true, message: 'Webhook Relay deliveries fetched successfully.', total, limit, offset,
-        deliveries: rows.map((r) => presentDelivery(r, byDelivery.get(r.id) ?? [])),
+        deliveries: rows.map((r) => presentRelayDelivery(r, attempts.get(r.id) ?? [])),
       };
     },
 
@@ -366,24 +346,11 @@ export function relayService(deps: RelayServiceDeps) {
       const relay = await relayOf(org, type.name, `Webhook Relay type '${type.name}' not configured.`);
       const original = deliveryId.length <= 64 ? await relayDeliveryRepo.find(db, org.id, relay.id, deliveryId) : undefined;
       if (!original) throw new NotFound(`Delivery ${deliveryId} was not found`);
-      if (original.state === 'pending' || original.state === 'running') {
-        throw new Conflict(`Delivery ${deliveryId} is still ${original.state}: replay it once it has finished or failed`);
-      }
-      const at = now();
-      const created = await db.transaction().execute(async (tx) => {
-        const row = await relayDeliveryRepo.insert(tx, {
-          id: newId('dlv', at), org_id: org.id, kind: 'relay', relay_id: relay.id, relay_event_id: original.relay_event_id,
-          // The same event id as the original, so the receiver can recognise the replay.
-          event_id: original.event_id, event_type: original.event_type ?? type.name, payload: null,
-          run_at: at, created_at: at, updated_at: at,
-        });
-        await notifyQueue(tx, dialect, DELIVERIES_QUEUE);
-        return row;
-      });
+      const created = await replayDelivery(db, dialect, original, now());
       deps.notify();
       return {
         success: true, message: `Delivery ${deliveryId} replayed as ${created.id}.`,
-        delivery: presentDelivery({ ...created, provider_event_id: original.provider_event_id, received_at: original.received_at }, []),
+        delivery: presentRelayDelivery({ ...created, provider_event_id: original.provider_event_id, received_at: original.received_at }, []),
       };
     },
 
@@ -416,7 +383,7 @@ export function relayService(deps: RelayServiceDeps) {
           id: newId('dlv', at), org_id: row.org_id, kind: 'relay', relay_id: row.id, relay_event_id: event.id,
           event_id: event.id, event_type: row.type, payload: null, run_at: at, created_at: at, updated_at: at,
         });
-        await notifyQueue(tx, dialect, DELIVERIES_QUEUE);
+        await notifyQueue(tx, dialect, DELIVERIES);
         return true;
       });
       if (!stored) {

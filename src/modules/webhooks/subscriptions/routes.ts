@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { App, AppContext } from '../../../app.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../../http/schemas.ts';
 import { policyFromConfig } from '../../../webhooks/ssrf.ts';
-import { MAX_LABEL_LENGTH, MAX_URL_LENGTH, subscriptionService, WEBHOOK_TYPES } from './service.ts';
+import { DELIVERY_STATES, MAX_LABEL_LENGTH, MAX_URL_LENGTH, subscriptionService, WEBHOOK_TYPES } from './service.ts';
 
 const tags = ['Webhooks'];
 const TargetQuery = Type.Object({
@@ -22,6 +22,12 @@ const Webhook = Obj({
   signingSecret: Type.String({ description: 'Our Standard Webhooks secret, masked (in full only in the answer to its creation)' }),
 }, 'An event subscription. See docs/webhooks.md.');
 
+const Delivery = Obj({
+  id: Type.String(), eventId: Type.String({ description: 'The webhook-id your endpoint sees; the same on every retry and replay' }),
+  state: Type.String(), webhookId: Type.Number(), url: Type.String(), type: Type.String(),
+  attempts: Type.Array(Type.Unknown()), nextAttemptAt: Type.Union([Type.Number(), Type.Null()]), createdAt: Type.Number(),
+}, 'One event sent to a subscription, with every attempt (times in unix seconds)');
+
 const CreateBody = Type.Object({
   url: Type.String({ maxLength: MAX_URL_LENGTH, description: 'Absolute http(s) URL that receives the events' }),
   label: Type.String({ maxLength: MAX_LABEL_LENGTH, description: 'Friendly label' }),
@@ -36,6 +42,7 @@ const DeleteBody = Type.Object({
 export async function subscriptionRoutes(app: App, ctx: AppContext): Promise<void> {
   const subscriptions = subscriptionService({
     db: ctx.database.db, dialect: ctx.database.dialect, box: ctx.box, policy: policyFromConfig(ctx.config),
+    notify: () => ctx.deliveries?.notify(),
   });
 
   app.get('/api/v2/webhooks', {
@@ -62,4 +69,30 @@ export async function subscriptionRoutes(app: App, ctx: AppContext): Promise<voi
       response: { 200: Envelope({ deleted: Type.Number() }), ...errors(400, 403, 404) },
     },
   }, async (req) => subscriptions.remove(req.scope, req.query.targetAccountId, req.body));
+
+  app.get('/api/v2/webhooks/deliveries', {
+    schema: {
+      operationId: 'listWebhookDeliveries', tags, security: Security, summary: 'Deliveries of the organization\'s webhooks, newest first (callplane extension)',
+      description: 'Each event sent (or to be sent) to a subscription, with every attempt: time, status code or error, duration, response excerpt, next attempt.',
+      querystring: Type.Object({
+        ...TargetQuery.properties,
+        url: Type.Optional(Type.String({ maxLength: MAX_URL_LENGTH, description: 'Only deliveries to this webhook URL' })),
+        type: Type.Optional(Type.String({ maxLength: 50, description: 'Only deliveries of subscriptions of this type' })),
+        state: Type.Optional(Type.String({ maxLength: 20, description: `Only deliveries in this state: ${DELIVERY_STATES.join(', ')}` })),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many (default 100)' })),
+        offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Skip this many' })),
+      }),
+      response: { 200: Envelope({ total: Type.Number(), deliveries: Type.Array(Delivery) }), ...errors(400, 403, 404) },
+    },
+  }, async (req) => subscriptions.deliveries(req.scope, req.query.targetAccountId, req.query));
+
+  app.post('/api/v2/webhooks/deliveries/:id/replay', {
+    schema: {
+      operationId: 'replayWebhookDelivery', tags, security: Security, summary: 'Send a delivered or failed event again (callplane extension)',
+      description: 'A new delivery of the same event (same webhook-id and body) to the same subscription, due now. 409 while the original is still pending or running.',
+      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Delivery id' }) }),
+      querystring: TargetQuery,
+      response: { 200: Envelope({ delivery: Delivery }), ...errors(403, 404, 409) },
+    },
+  }, async (req) => subscriptions.replay(req.scope, req.query.targetAccountId, req.params.id));
 }

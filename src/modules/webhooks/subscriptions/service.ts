@@ -8,7 +8,8 @@ import { maskSecret, type SecretBox } from '../../../lib/crypto.ts';
 import { toUnixSeconds } from '../../../lib/time.ts';
 import { newSigningSecret } from '../../../webhooks/deliver.ts';
 import { checkTargetUrl, type TargetPolicy } from '../../../webhooks/ssrf.ts';
-import { subscriptionRepo } from './repository.ts';
+import { attemptsOf, presentDelivery, replayDelivery } from '../deliveries.ts';
+import { subscriptionRepo, type DeliveryFilter, type SubscriptionDelivery } from './repository.ts';
 
 /** The contract's types, then ours: `task` (task lifecycle) and `registration` (SIP registration status). */
 export const WEBHOOK_TYPES = ['conversation', 'incoming', 'contact', 'agent', 'onboarding', 'task', 'registration'] as const;
@@ -29,8 +30,12 @@ export interface SubscriptionServiceDeps {
   dialect: Dialect;
   box: SecretBox;
   policy: TargetPolicy;
+  /** Wakes this process's delivery runner (if it has one) after a replay. */
+  notify?: () => void;
   now?: () => number;
 }
+
+export const DELIVERY_STATES = ['pending', 'running', 'finished', 'failed', 'canceled'] as const;
 
 const isType = (t: string): t is WebhookType => (WEBHOOK_TYPES as readonly string[]).includes(t);
 
@@ -62,6 +67,11 @@ export function subscriptionService(deps: SubscriptionServiceDeps) {
       type: row.type,
       signingSecret: maskSecret(box.open(row.signing_secret)),
     };
+  }
+
+  /** A subscription delivery: the shared view plus the subscription it goes to. */
+  function presentSubscriptionDelivery(d: SubscriptionDelivery, attempts: Parameters<typeof presentDelivery>[1]) {
+    return { ...presentDelivery(d, attempts), webhookId: d.webhook_id, url: d.url, type: d.type };
   }
 
   function checkType(type: string): WebhookType {
@@ -116,6 +126,37 @@ export function subscriptionService(deps: SubscriptionServiceDeps) {
         throw new NotFound(`No webhook${type ? ` of type '${type}'` : ''} to ${body.url} was found`);
       }
       return { success: true, message: 'Webhook deleted successfully', deleted: removed };
+    },
+
+    async deliveries(scope: Scope, targetAccountId: number | undefined, q: { url?: string; type?: string; state?: string; limit?: number; offset?: number }) {
+      const org = await organization(scope, targetAccountId);
+      const filter: DeliveryFilter = {};
+      if (q.url !== undefined) filter.url = normalUrl(q.url);
+      if (q.type !== undefined) filter.type = checkType(q.type);
+      if (q.state !== undefined) {
+        if (!(DELIVERY_STATES as readonly string[]).includes(q.state)) throw new Invalid(`state must be one of: ${DELIVERY_STATES.join(', ')}`);
+        filter.state = q.state as DeliveryFilter['state'];
+      }
+      const limit = q.limit ?? 100;
+      const offset = q.offset ?? 0;
+      const { total, rows } = await subscriptionRepo.deliveries(db, org.id, filter, limit, offset);
+      const attempts = await attemptsOf(db, rows.map((r) => r.id));
+      return {
+        success: true, message: 'Webhook deliveries fetched successfully', total, limit, offset,
+        deliveries: rows.map((r) => presentSubscriptionDelivery(r, attempts.get(r.id) ?? [])),
+      };
+    },
+
+    async replay(scope: Scope, targetAccountId: number | undefined, deliveryId: string) {
+      const org = await organization(scope, targetAccountId);
+      const original = await subscriptionRepo.findDelivery(db, org.id, deliveryId);
+      if (!original) throw new NotFound(`Delivery ${deliveryId} was not found`);
+      const created = await replayDelivery(db, dialect, original, now());
+      deps.notify?.();
+      return {
+        success: true, message: `Delivery ${deliveryId} replayed as ${created.id}.`,
+        delivery: presentSubscriptionDelivery({ ...created, url: original.url, type: original.type }, []),
+      };
     },
   };
 }
