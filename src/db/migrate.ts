@@ -9,6 +9,7 @@ import { webhooks } from './migrations/0004-webhooks.ts';
 import { sip } from './migrations/0005-sip.ts';
 import { deliveryIndexes } from './migrations/0006-delivery-indexes.ts';
 import { orgDeliveryIndex } from './migrations/0007-org-delivery-index.ts';
+import { sipPresence } from './migrations/0008-sip-presence.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -19,6 +20,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0005-sip': sip(dialect),
     '0006-delivery-indexes': deliveryIndexes(),
     '0007-org-delivery-index': orgDeliveryIndex(),
+    '0008-sip-presence': sipPresence(),
   };
 }
 

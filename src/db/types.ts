@@ -126,6 +126,12 @@ export interface SipRegistrationsTable {
   last_attempt_at: number | null;
   next_attempt_at: number | null;
   contact: string | null;
+  /** Presence of the AOR when `subscribe` (migration 0008): the subscription's state and what the NOTIFYs said. */
+  presence_subscription: ColumnType<'active' | 'pending' | 'terminated' | 'failed' | null, 'active' | 'pending' | 'terminated' | 'failed' | null | undefined, 'active' | 'pending' | 'terminated' | 'failed' | null>;
+  presence_state: ColumnType<'open' | 'closed' | null, 'open' | 'closed' | null | undefined, 'open' | 'closed' | null>;
+  presence_code: ColumnType<number | null, number | null | undefined, number | null>;
+  presence_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  presence_updated_at: ColumnType<number | null, number | null | undefined, number | null>;
   deleting: ColumnType<Flag, Flag | undefined, Flag>;
   lease_owner: string | null;
   lease_expires_at: number | null;
@@ -172,7 +178,7 @@ export interface SipEventsTable {
   id: string;
   org_id: number;
   aor: string;
-  type: 'registration.registered' | 'registration.failed' | 'registration.unregistered';
+  type: 'registration.registered' | 'registration.failed' | 'registration.unregistered' | 'registration.presence';
   /** JSON. */
   payload: string;
   created_at: number;

@@ -189,7 +189,8 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
           timeoutMs: o.inviteTimeoutMs ?? 32_000,
           signal: abandon.signal,
           onProvisional: (res) => {
-            if (res.status === 100) return;
+            // Any provisional, 100 included, allows a CANCEL (RFC 3261 §9.1) and ends Timer B in the
+            // transaction: after a bare 100 only our CANCEL at the ring timeout can end the call.
             if (!provisional) {
               provisional = true;
               if (cancelledFor) sendCancel(cancelledFor);
@@ -246,13 +247,7 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
     const inviteCSeq = parseCSeq(invite.headers.get('cseq')!).seq;
     const dialog = dialogFrom(final, transport, preloaded, next);
     remoteSdp = final.body.length ? parseSdp(final.body.toString('utf8')) : null;
-    const ackHeaders = new SipHeaders();
-    for (const r of dialog.routes) ackHeaders.append('Route', r);
-    ackHeaders.append('Max-Forwards', 70);
-    ackHeaders.append('From', fromValue);
-    ackHeaders.append('To', final.headers.get('to')!);
-    ackHeaders.append('Call-ID', callId);
-    ackHeaders.append('CSeq', `${inviteCSeq} ACK`);
+    const ackHeaders = dialogHeaders(dialog, fromValue, final, callId, `${inviteCSeq} ACK`);
     for (const [n, v] of invite.headers.entries()) if (/^(proxy-)?authorization$/i.test(n)) ackHeaders.append(n, v);
     ackHeaders.prepend('Via', endpoint.viaFor(dialog.dest.transport, newBranch()));
     const ack: SipRequest = { kind: 'request', method: 'ACK', uri: dialog.target, headers: ackHeaders, body: Buffer.alloc(0) };
@@ -296,6 +291,18 @@ function safePort(sock: dgram.Socket): number | undefined {
 
 interface Dialog { target: string; routes: string[]; dest: Destination }
 
+/** The headers of a request we send in the dialog a 2xx made (ACK, BYE); the endpoint adds Via. */
+function dialogHeaders(dialog: Dialog, fromValue: string, answer: SipResponse, callId: string, cseq: string): SipHeaders {
+  const h = new SipHeaders();
+  for (const r of dialog.routes) h.append('Route', r);
+  h.append('Max-Forwards', 70);
+  h.append('From', fromValue);
+  h.append('To', answer.headers.get('to')!);
+  h.append('Call-ID', callId);
+  h.append('CSeq', cseq);
+  return h;
+}
+
 /** RFC 3261 §12.1.2: the remote target is the 2xx's Contact, the route set its Record-Route reversed. */
 function dialogFrom(res: SipResponse, transport: Transport, preloaded: string[], fallback: Destination): Dialog {
   const contact = res.headers.getAll('contact')[0];
@@ -319,13 +326,7 @@ async function bye(
   authHeaders: (method: string, uri: string) => Array<[string, string]>,
 ): Promise<SipResponse | undefined> {
   for (let attempt = 0; attempt < 2; attempt++) {
-    const h = new SipHeaders();
-    for (const r of dialog.routes) h.append('Route', r);
-    h.append('Max-Forwards', 70);
-    h.append('From', fromValue);
-    h.append('To', final.headers.get('to')!);
-    h.append('Call-ID', callId);
-    h.append('CSeq', `${seq + attempt} BYE`);
+    const h = dialogHeaders(dialog, fromValue, final, callId, `${seq + attempt} BYE`);
     for (const [n, v] of authHeaders('BYE', dialog.target)) h.append(n, v);
     try {
       const res = await endpoint.request({ kind: 'request', method: 'BYE', uri: dialog.target, headers: h, body: Buffer.alloc(0) }, dialog.dest, { timeoutMs: 32_000 });
@@ -342,13 +343,7 @@ async function endLate(endpoint: SipEndpoint, res: SipResponse, invite: SipReque
   try {
     const dialog = dialogFrom(res, transport, preloaded, next);
     const seq = parseCSeq(invite.headers.get('cseq')!).seq;
-    const h = new SipHeaders();
-    for (const r of dialog.routes) h.append('Route', r);
-    h.append('Max-Forwards', 70);
-    h.append('From', fromValue);
-    h.append('To', res.headers.get('to')!);
-    h.append('Call-ID', invite.headers.get('call-id')!);
-    h.append('CSeq', `${seq} ACK`);
+    const h = dialogHeaders(dialog, fromValue, res, invite.headers.get('call-id')!, `${seq} ACK`);
     await endpoint.send({ kind: 'request', method: 'ACK', uri: dialog.target, headers: h, body: Buffer.alloc(0) }, dialog.dest);
     await bye(endpoint, dialog, fromValue, res, invite.headers.get('call-id')!, seq + 1, () => []);
   } catch { /* best effort */ }

@@ -42,13 +42,64 @@ export function newRegisterSession(): RegisterSession {
   return { callId: newCallId(), fromTag: newTag(), cseq: 0, challenges: new Map() };
 }
 
-function aorUri(aor: string): string {
+export function aorUri(aor: string): string {
   const t = aor.trim();
   return /^sips?:/i.test(t) ? t : `sip:${t}`;
 }
 
 /** Observed about one exchange (for tests and logs): how many stale nonces were answered. */
 export interface ExchangeStats { staleAnswered: number; challengesAnswered: number }
+
+/** What one exchange (a request and its answers to challenges) has answered so far. */
+export interface ChallengeRounds {
+  /** Challenges of this exchange we answered: a second non-stale one of the same kind means wrong credentials. */
+  answered: Set<Challenge['kind']>;
+  staleRounds: number;
+}
+
+export const newChallengeRounds = (): ChallengeRounds => ({ answered: new Set(), staleRounds: 0 });
+
+/** Adds an Authorization / Proxy-Authorization for every challenge the session keeps (nc counting up). */
+export function appendAuthorization(
+  headers: SipHeaders, session: Pick<RegisterSession, 'challenges'>, creds: { username: string; password: string }, method: string, uri: string,
+): void {
+  for (const entry of session.challenges.values()) {
+    const auth = authorize(entry.challenge, creds, method, uri, ++entry.nc);
+    headers.append(auth.name, auth.value);
+  }
+}
+
+/**
+ * A 401/407 (RFC 3261 §22): keeps the challenge to answer in the next round, or says why the
+ * exchange ends — no challenge we can answer (of the configured realm), a second non-stale
+ * challenge after our answer (the credentials were refused), stale nonces without end. Shared by
+ * REGISTER and SUBSCRIBE.
+ */
+export function takeChallenge(
+  res: SipResponse, realm: string | undefined, session: Pick<RegisterSession, 'challenges'>, rounds: ChallengeRounds, stats?: ExchangeStats,
+): { ok: false; status: number; reason: string; error: string } | undefined {
+  const kind = res.status === 407 ? 'proxy' : 'www';
+  const offered = challengesOf(res.headers, res.status);
+  const usable = realm ? offered.filter((c) => c.realm.toLowerCase() === realm.toLowerCase()) : offered;
+  const c = usable[0];
+  if (!c) {
+    const realms = offered.map((o) => o.realm).join(', ');
+    return { ok: false, status: res.status, reason: res.reason, error: offered.length ? `challenge for realm ${realms}, configured realm ${realm}` : 'no digest challenge we can answer' };
+  }
+  if (c.stale) {
+    // Right credentials, old nonce: answer the new one; not a failure.
+    if (++rounds.staleRounds > 3) return { ok: false, status: res.status, reason: res.reason, error: 'server keeps answering stale nonces' };
+    if (stats) stats.staleAnswered++;
+  } else if (rounds.answered.has(kind)) {
+    // We answered a challenge from this exchange and were challenged again: wrong credentials.
+    session.challenges.delete(kind);
+    return { ok: false, status: res.status, reason: res.reason, error: 'credentials refused' };
+  }
+  rounds.answered.add(kind);
+  if (stats) stats.challengesAnswered++;
+  session.challenges.set(kind, { challenge: c, nc: 0 });
+  return undefined;
+}
 
 /**
  * One REGISTER transaction chain: the REGISTER, answers to 401/407 (a stale nonce is answered
@@ -74,9 +125,7 @@ export async function registerOnce(
   const authUser = cfg.authUsername || cfg.username || aor.user;
   const transport = cfg.registrar.transport;
   let expires = Math.max(0, Math.floor(opts.expires));
-  /** Challenges of this exchange we answered: a second non-stale one of the same kind means wrong credentials. */
-  const answered = new Set<Challenge['kind']>();
-  let staleRounds = 0;
+  const auth = newChallengeRounds();
   let intervalRetries = 0;
   const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
 
@@ -91,10 +140,7 @@ export async function registerOnce(
     headers.append('Contact', endpoint.contactFor(contactUser, transport, { expires: String(expires) }));
     headers.append('Expires', expires);
     headers.append('Allow', 'INVITE, ACK, CANCEL, BYE, OPTIONS');
-    for (const entry of session.challenges.values()) {
-      const auth = authorize(entry.challenge, { username: authUser, password: cfg.password }, 'REGISTER', requestUri, ++entry.nc);
-      headers.append(auth.name, auth.value);
-    }
+    appendAuthorization(headers, session, { username: authUser, password: cfg.password }, 'REGISTER', requestUri);
     const req: SipRequest = { kind: 'request', method: 'REGISTER', uri: requestUri, headers, body: Buffer.alloc(0) };
     let res: SipResponse;
     try {
@@ -107,26 +153,8 @@ export async function registerOnce(
     }
 
     if (res.status === 401 || res.status === 407) {
-      const kind = res.status === 407 ? 'proxy' : 'www';
-      const offered = challengesOf(res.headers, res.status);
-      const usable = cfg.realm ? offered.filter((c) => c.realm.toLowerCase() === cfg.realm!.toLowerCase()) : offered;
-      const c = usable[0];
-      if (!c) {
-        const realms = offered.map((o) => o.realm).join(', ');
-        return { ok: false, status: res.status, reason: res.reason, error: offered.length ? `challenge for realm ${realms}, configured realm ${cfg.realm}` : 'no digest challenge we can answer' };
-      }
-      if (c.stale) {
-        // Right credentials, old nonce: answer the new one; not a failure.
-        if (++staleRounds > 3) return { ok: false, status: res.status, reason: res.reason, error: 'registrar keeps answering stale nonces' };
-        stats.staleAnswered++;
-      } else if (answered.has(kind)) {
-        // We answered a challenge from this exchange and were challenged again: wrong credentials.
-        session.challenges.delete(kind);
-        return { ok: false, status: res.status, reason: res.reason, error: 'credentials refused' };
-      }
-      answered.add(kind);
-      stats.challengesAnswered++;
-      session.challenges.set(kind, { challenge: c, nc: 0 });
+      const refused = takeChallenge(res, cfg.realm, session, auth, stats);
+      if (refused) return refused;
       continue;
     }
     if (res.status === 423 && intervalRetries++ < 2) {

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { parseMessage, type SipMessage } from '../../src/sip/message.ts';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 export const SIP_FIXTURES = path.resolve(here, '../fixtures/sip');
@@ -20,6 +21,8 @@ function which(bin: string, extra: string[] = []): string | null {
 }
 
 export const KAMAILIO = which('kamailio', ['/usr/sbin', '/usr/local/sbin']);
+/** Where Debian keeps the db_text table definitions (the presence tables among them). */
+const KAMAILIO_DBTEXT = '/usr/share/kamailio/dbtext/kamailio';
 export const KAMCMD = which('kamcmd', ['/usr/sbin', '/usr/local/sbin']);
 export const SIPP = which('sipp', ['/usr/bin', '/usr/local/bin']);
 /** Debian puts the modules under the multiarch directory. */
@@ -85,8 +88,17 @@ export interface KamailioOptions {
   password?: string;
   maxExpires?: number;
   minExpires?: number;
-  /** Seconds a nonce stays valid; after that an answer gets 401 with stale=true. */
+  /** Seconds a nonce stays valid; after that an answer gets 401 (407) with stale=true. */
   nonceExpire?: number;
+  /** How REGISTERs are challenged: 401 WWW-Authenticate (default), or 407 Proxy-Authenticate as a proxy in front of the registrar does. */
+  challenge?: 'www' | 'proxy';
+  /**
+   * Also a presence server (kamailio-presence-modules): SUBSCRIBEs for presence are challenged like
+   * REGISTERs and handled by handle_subscribe(), PUBLISHes (unauthenticated) by handle_publish(),
+   * subscriptions and publications kept in db_text tables in the peer's directory, every watcher
+   * authorized (presence_xml force_active), NOTIFYs sent by Kamailio itself.
+   */
+  presence?: boolean;
 }
 
 export interface Location { aor: string; contact: string; expires: number; received?: string; transport?: string }
@@ -103,7 +115,51 @@ export interface Kamailio {
   stop(): Promise<void>;
 }
 
-function kamailioConfig(o: Required<KamailioOptions> & { port: number; ctl: string }): string {
+/** The presence modules are there (Debian: kamailio-presence-modules). */
+export const KAMAILIO_PRESENCE = fs.existsSync(path.join(KAMAILIO_MODULES, 'presence.so')) && fs.existsSync(path.join(KAMAILIO_MODULES, 'presence_xml.so'))
+  && fs.existsSync(path.join(KAMAILIO_MODULES, 'db_text.so')) && fs.existsSync(path.join(KAMAILIO_DBTEXT, 'presentity'));
+
+/** `skip` option for suites that need Kamailio as a presence server (fails under CI=true like peersSkip). */
+export function presenceSkip(): false | string {
+  const base = peersSkip(['kamailio']);
+  if (base) return base;
+  if (KAMAILIO_PRESENCE || process.env.CI === 'true') return false;
+  return 'kamailio presence modules not installed (apt-get install kamailio-presence-modules); CI installs them';
+}
+
+function presenceConfig(o: { host: string; port: number; db: string }): { modules: string; route: string } {
+  const url = `text://${o.db}`;
+  return {
+    modules: `loadmodule "db_text.so"
+loadmodule "presence.so"
+loadmodule "presence_xml.so"
+modparam("db_text", "db_mode", 0)
+modparam("presence", "db_url", "${url}")
+modparam("presence", "server_address", "sip:${o.host}:${o.port}")
+modparam("presence", "subs_db_mode", 0)
+modparam("presence", "publ_cache", 1)
+modparam("presence", "clean_period", 5)
+modparam("presence", "min_expires", 0)
+modparam("presence_xml", "db_url", "${url}")
+modparam("presence_xml", "force_active", 1)
+`,
+    route: `
+  if (is_method("PUBLISH")) { handle_publish(); exit; }
+  if (is_method("SUBSCRIBE")) {
+    if (!has_totag()) {
+      if ($au == $null) { www_challenge("$td", "1"); exit; }
+      if (!pv_www_authenticate("$td", "${'${PASSWORD}'}", "0")) { www_challenge("$td", "1"); exit; }
+      if ($au != "${'${USER}'}") { sl_send_reply("403", "Forbidden"); exit; }
+      consume_credentials();
+    }
+    handle_subscribe();
+    exit;
+  }`,
+  };
+}
+
+function kamailioConfig(o: Required<KamailioOptions> & { port: number; ctl: string; db: string }): string {
+  const presence = o.presence ? presenceConfig(o) : undefined;
   return `#!KAMAILIO
 debug=2
 log_stderror=yes
@@ -126,7 +182,7 @@ loadmodule "xlog.so"
 loadmodule "auth.so"
 loadmodule "ctl.so"
 loadmodule "kex.so"
-modparam("usrloc", "db_mode", 0)
+${presence?.modules ?? ''}modparam("usrloc", "db_mode", 0)
 modparam("ctl", "binrpc", "unix:${o.ctl}")
 modparam("registrar", "max_expires", ${o.maxExpires})
 modparam("registrar", "min_expires", ${o.minExpires})
@@ -134,16 +190,17 @@ modparam("auth", "nonce_expire", ${o.nonceExpire})
 request_route {
   if (!mf_process_maxfwd_header("10")) { sl_send_reply("483","Too Many Hops"); exit; }
   if (is_method("REGISTER")) {
-    if ($au == $null) { www_challenge("$td", "1"); exit; }
-    pv_www_authenticate("$td", "${o.password}", "0");
+    if ($au == $null) { ${o.challenge}_challenge("$td", "1"); exit; }
+    pv_${o.challenge}_authenticate("$td", "${o.password}", "0");
     $var(rc) = $rc;
     # -4: the nonce expired (right credentials otherwise): challenge again with stale=true (flags 1|16).
-    if ($var(rc) == -4) { www_challenge("$td", "17"); exit; }
-    if ($var(rc) < 0) { www_challenge("$td", "1"); exit; }
+    if ($var(rc) == -4) { ${o.challenge}_challenge("$td", "17"); exit; }
+    if ($var(rc) < 0) { ${o.challenge}_challenge("$td", "1"); exit; }
     if ($au != "${o.user}") { sl_send_reply("403", "Forbidden"); exit; }
     if (!save("location")) sl_reply_error();
     exit;
   }
+${presence ? presence.route.replace('${PASSWORD}', o.password).replace('${USER}', o.user) : ''}
   if (is_method("OPTIONS")) { sl_send_reply("200", "OK"); exit; }
   sl_send_reply("404", "Not Here");
 }
@@ -156,15 +213,22 @@ export async function startKamailio(opts: KamailioOptions = {}): Promise<Kamaili
   const o = {
     host: opts.host ?? '127.0.0.2', domain: opts.domain ?? 'callplane.test', user: opts.user ?? 'alice',
     password: opts.password ?? 's3cret', maxExpires: opts.maxExpires ?? 3600, minExpires: opts.minExpires ?? 1,
-    nonceExpire: opts.nonceExpire ?? 300,
+    nonceExpire: opts.nonceExpire ?? 300, challenge: opts.challenge ?? 'www', presence: opts.presence ?? false,
   };
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-kam-'));
+  const db = path.join(dir, 'db');
+  if (o.presence) {
+    fs.mkdirSync(db);
+    for (const t of ['presentity', 'active_watchers', 'watchers', 'xcap']) fs.copyFileSync(path.join(KAMAILIO_DBTEXT, t), path.join(db, t));
+    fs.writeFileSync(path.join(db, 'version'), 'id(int,auto) table_name(string) table_version(int) \n'
+      + fs.readFileSync(path.join(KAMAILIO_DBTEXT, 'version'), 'utf8').split('\n').filter((l) => /^\d+:(presentity|active_watchers|watchers|xcap):/.test(l)).join('\n') + '\n');
+  }
   const ctl = path.join(dir, 'ctl.sock');
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort(o.host);
     const cfg = path.join(dir, 'kamailio.cfg');
-    fs.writeFileSync(cfg, kamailioConfig({ ...o, port, ctl }));
+    fs.writeFileSync(cfg, kamailioConfig({ ...o, port, ctl, db }));
     const child = spawn(KAMAILIO, ['-DD', '-E', '-f', cfg, '-Y', dir, '-m', '32', '-M', '8'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (d) => { out += d; });
@@ -285,6 +349,25 @@ export async function startSipp(opts: { host?: string; scenario?: string; vars?:
       }
       fs.rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/** The start lines sipp logged (-trace_msg), in order: `>` received by sipp, `<` sent by it, e.g. `> INVITE`, `< 180`. */
+export function sippFlow(sipp: Sipp): string[] {
+  return sipp.messages().split(/-{47} [^\n]*\n/).map((p) => /^(?:UDP|TCP) message (sent|received)[^\n]*\n\n([^\r\n]*)/.exec(p)).filter((m) => m !== null)
+    .map((m) => `${m[1] === 'sent' ? '<' : '>'} ${m[2].startsWith('SIP/2.0') ? m[2].split(' ')[1] : m[2].split(' ')[0]}`);
+}
+
+/** A raw UDP peer on `host`: sends text or bytes (to `to`, default its own address), collects what parses as SIP. */
+export async function udpPeer(host = '127.0.0.1') {
+  const sock = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+  const got: SipMessage[] = [];
+  sock.on('message', (b) => { try { got.push(parseMessage(b)); } catch { /* not for this test */ } });
+  await new Promise<void>((r) => sock.bind({ address: host, port: 0 }, () => r()));
+  return {
+    sock, got, port: sock.address().port, host,
+    send: (text: string | Buffer, port: number, to = host) => new Promise<void>((r) => sock.send(typeof text === 'string' ? Buffer.from(text) : text, port, to, () => r())),
+    close: () => sock.close(),
   };
 }
 

@@ -211,6 +211,9 @@ forEachEngine('SIP API', (h) => {
     // Window in epoch millis.
     assert.deepEqual((await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, from: t0 + 50 } })).body.captures.map((c: any) => c.direction), ['in']);
     expectError(await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, to: t0 - 1 } }), 404);
+    // The contract's bounds are numbers: fractions and huge values are bounds too, not a 500 from a bigint column.
+    assert.deepEqual((await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, from: t0 + 99.5, to: 1e308 } })).body.captures.map((c: any) => c.direction), ['in']);
+    assert.deepEqual((await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, to: t0 + 0.5 } })).body.captures.map((c: any) => c.direction), ['out']);
 
     const text = await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, format: 'text' } });
     assert.equal(text.status, 200);

@@ -8,17 +8,11 @@ import { verifyAuthorization } from '../../src/sip/digest.ts';
 import { newCallId, newTag, SipEndpoint } from '../../src/sip/endpoint.ts';
 import { parseMessage, SipHeaders } from '../../src/sip/message.ts';
 import { forEachEngine } from '../helpers/engines.ts';
-import { freePort, peersSkip, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+import { freePort, peersSkip, sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
 
 const FAR_END = '127.0.0.5';
 const CALLER = '127.0.0.6';
 const FINAL = ['finished', 'failed', 'canceled'];
-
-/** The start lines sipp logged, in order: `>` received by sipp, `<` sent by it. */
-function sippFlow(sipp: Sipp): string[] {
-  return sipp.messages().split(/-{47} [^\n]*\n/).map((p) => /^(?:UDP|TCP) message (sent|received)[^\n]*\n\n([^\r\n]*)/.exec(p)).filter((m) => m !== null)
-    .map((m) => `${m[1] === 'sent' ? '<' : '>'} ${m[2].startsWith('SIP/2.0') ? m[2].split(' ')[1] : m[2].split(' ')[0]}`);
-}
 
 const exitOf = (sipp: Sipp, ms = 10_000) => Promise.race([sipp.exited, new Promise((r) => setTimeout(() => r('still running'), ms))]);
 
@@ -58,6 +52,7 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
           assert.equal(task.result.sipStatus, 200);
           assert.equal(task.result.endedBy, 'local');
           assert.ok(Date.now() - started >= 1000, 'held for the maximum call length');
+          assert.equal(task.result.durationSeconds, 1, 'and no longer: sipp never hangs up, we did');
           assert.equal(await exitOf(sipp), 0, sipp.output());
           assert.deepEqual(sippFlow(sipp), ['> INVITE', '< 180', '< 200', '> ACK', '> BYE', '< 200']);
 

@@ -1,19 +1,20 @@
 // One owner per SIP registration across processes: two SIP runtimes (each with its own database
-// pool and SIP port, as two worker processes would have) on one PostgreSQL database and one
-// Kamailio. Each registration is REGISTERed by exactly one of them; when its owner dies without
+// connections and SIP port, as two worker processes would have) on one database — PostgreSQL, or
+// one SQLite file opened twice — and one Kamailio. Each registration is REGISTERed by exactly one of them; when its owner dies without
 // giving its leases back, the other takes its registrations over once the lease has expired;
 // a clean stop gives them back at once.
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { SipRuntime } from '../../src/modules/sip/runtime.ts';
-import { PG_URL, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { peersSkip, sleep, startKamailio, waitFor, type Kamailio } from '../helpers/sip-peers.ts';
 
 const LEASE_MS = 1500;
-const skip = peersSkip(['kamailio']) || (PG_URL ? false : 'set TEST_DATABASE_URL=postgres://… to run (ownership across processes needs PostgreSQL)');
 
-describe('SIP registration ownership across processes [postgres]', { skip }, () => {
+for (const engine of SKIPPED_ENGINES) describe(`SIP registration ownership across processes [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run' }, () => {});
+for (const engine of ENGINES) describe(`SIP registration ownership across processes [${engine}]`, { skip: peersSkip(['kamailio']) }, () => {
   let kam: Kamailio;
   let h: Harness;
   let second: Database;
@@ -25,10 +26,10 @@ describe('SIP registration ownership across processes [postgres]', { skip }, () 
   before(async () => {
     kam = await startKamailio({ host: '127.0.0.7', maxExpires: 60, minExpires: 1 });
     const runtime = { leaseMs: LEASE_MS, pollMs: 100, registerTimeoutMs: 2000, claimBatch: 2 };
-    h = await startHarness('postgres', { CALLPLANE_SIP_REGISTER_EXPIRES: '60' }, { sip: runtime });
+    h = await startHarness(engine, { CALLPLANE_SIP_REGISTER_EXPIRES: '60' }, { sip: runtime });
     a = h.sip!;
-    // A second "process": its own pool on the same database, its own SIP port.
-    second = openDatabase({ databaseUrl: h.config.databaseUrl, sqliteFile: '', poolSize: 3 });
+    // A second "process": its own connections to the same database, its own SIP port.
+    second = openDatabase({ databaseUrl: h.config.databaseUrl, sqliteFile: path.join(h.config.dataDir, 'callplane.db'), poolSize: 3 });
     b = new SipRuntime({ database: second, config: h.config, box: h.box, host: '127.0.0.1', port: 0, ...runtime });
     await b.start();
   });

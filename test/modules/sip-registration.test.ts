@@ -10,6 +10,13 @@ import type { Reply } from '../helpers/harness.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { freePort, peersSkip, sleep, startKamailio, waitFor, type Kamailio } from '../helpers/sip-peers.ts';
 
+/** Everything the SIP runtimes (and their endpoints) log, as JSON lines: checked for secrets. */
+const logged: string[] = [];
+const record = (level: string) => (obj: object, msg?: string) => {
+  logged.push(JSON.stringify({ level, msg, ...obj }, (_k, v) => (v instanceof Error ? { message: v.message, stack: v.stack, cause: String(v.cause) } : v)));
+};
+const log = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
+
 function expectError(res: Reply, status: number, ...words: string[]): void {
   assert.equal(res.status, status, JSON.stringify(res.body));
   assert.equal(res.body.success, false);
@@ -184,8 +191,18 @@ describe('SIP registration with Kamailio', { skip: peersSkip(['kamailio']) }, ()
       await waitFor('the un-REGISTER in the captures', async () => (await h().database.db.selectFrom('sip_captures').select('message')
         .where('org_id', '=', o.id).where('direction', '=', 'out').execute()).some((m) => /\r\nExpires: 0\r\n/.test(m.message)));
     });
+
+    it('never logs a password, neither the right one nor a refused one', async () => {
+      const { o } = await org();
+      const refused = 'Wr0ngPassw0rd!';
+      expectError(await post(o.token, body(user(), { password: refused })), 502, '401');
+      assert.ok(logged.some((l) => l.includes('SIP REGISTER')), 'the runtime logs its REGISTERs');
+      for (const secret of [kam.password, refused]) {
+        assert.deepEqual(logged.filter((l) => l.includes(secret)), [], `${secret} in the logs`);
+      }
+    });
   }, { CALLPLANE_SIP_REGISTER_EXPIRES: '60', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, {
-    sip: { pollMs: 100, registerTimeoutMs: 2000, retryMinMs: 30_000 }, deliveries: true,
+    sip: { pollMs: 100, registerTimeoutMs: 2000, retryMinMs: 30_000, log }, deliveries: true,
   });
 
   forEachEngine('registration refresh', (h) => {

@@ -8,15 +8,9 @@ import { verifyAuthorization } from '../../src/sip/digest.ts';
 import { SipEndpoint, type Remote } from '../../src/sip/endpoint.ts';
 import { parseCSeq, parseMessage, parseNameAddr, parseVia, type SipMessage, type SipRequest } from '../../src/sip/message.ts';
 import { parseSdp } from '../../src/sip/sdp.ts';
-import { peersSkip, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+import { peersSkip, sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
 
 interface Seen { dir: 'in' | 'out'; msg: SipMessage; remote: Remote }
-
-/** The start lines sipp logged, in order (its own view of the exchange). */
-function sippFlow(sipp: Sipp): string[] {
-  return sipp.messages().split(/-{47} [^\n]*\n/).map((p) => /^(?:UDP|TCP) message (sent|received)[^\n]*\n\n([^\r\n]*)/.exec(p)).filter((m) => m !== null)
-    .map((m) => `${m[1] === 'sent' ? '<' : '>'} ${m[2].startsWith('SIP/2.0') ? m[2].split(' ')[1] : m[2].split(' ')[0]}`);
-}
 
 /** sipp's log once it holds `n` messages (it writes a line after sending, so it can trail what we saw). */
 async function flowOf(sipp: Sipp, n: number): Promise<string[]> {
@@ -107,6 +101,25 @@ describe('SIP calls against sipp', { skip: peersSkip(['sipp']) }, () => {
       assert.equal(cancel.uri, invite.uri);
       assert.equal(cancel.headers.getAll('via')[0], invite.headers.getAll('via')[0]);
       assert.equal(parseCSeq(cancel.headers.get('cseq')!).seq, parseCSeq(invite.headers.get('cseq')!).seq);
+    } finally {
+      await sipp.stop();
+    }
+  });
+
+  it('CANCELs at the ring timeout after a bare 100 Trying too (a 100 ends Timer B, so nothing else would end the call)', async () => {
+    const sipp = await startSipp({ scenario: 'uas-trying.xml' });
+    try {
+      const phases: string[] = [];
+      const r = await Promise.race([
+        call(sipp, { ringTimeoutMs: 800, inviteTimeoutMs: 1500, onProgress: (e) => phases.push(e.phase) }),
+        new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 8000)),
+      ]);
+      assert.notEqual(r, 'hung', 'the call never ended');
+      if (r === 'hung') return;
+      assert.deepEqual([r.outcome, r.status], ['no-answer', 487]);
+      assert.deepEqual(phases, ['trying', 'ended'], 'a 100 is not ringing');
+      assert.equal(await finished(sipp), 0, sipp.output().slice(-1000));
+      assert.deepEqual(await flowOf(sipp, 6), ['> INVITE', '< 100', '> CANCEL', '< 200', '< 487', '> ACK']);
     } finally {
       await sipp.stop();
     }

@@ -13,7 +13,7 @@ import tls from 'node:tls';
 import { after, describe, it } from 'node:test';
 import { newBranch, SipEndpoint, SipTimeoutError, SipTransportError, type SipEndpointOptions } from '../../src/sip/endpoint.ts';
 import { parseCSeq, parseMessage, parseVia, SipHeaders, StreamFramer, type SipMessage, type SipRequest, type SipResponse } from '../../src/sip/message.ts';
-import { freePort, sleep, waitFor } from '../helpers/sip-peers.ts';
+import { freePort, sleep, udpPeer as rawUdpPeer, waitFor } from '../helpers/sip-peers.ts';
 
 const endpoints: SipEndpoint[] = [];
 async function endpoint(opts: Partial<SipEndpointOptions> = {}): Promise<SipEndpoint> {
@@ -28,17 +28,10 @@ after(async () => {
   for (const p of peers) p.close();
 });
 
-/** A raw UDP peer: sends text, collects parsed messages. */
 async function udpPeer(host = '127.0.0.1') {
-  const sock = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
-  const got: SipMessage[] = [];
-  sock.on('message', (b) => { try { got.push(parseMessage(b)); } catch { /* not for this test */ } });
-  await new Promise<void>((r) => sock.bind({ address: host, port: 0 }, () => r()));
-  peers.push(sock);
-  return {
-    sock, got, port: sock.address().port, host,
-    send: (text: string | Buffer, port: number, to = host) => new Promise<void>((r) => sock.send(typeof text === 'string' ? Buffer.from(text) : text, port, to, () => r())),
-  };
+  const peer = await rawUdpPeer(host);
+  peers.push(peer);
+  return peer;
 }
 
 const crlf = (...lines: string[]) => lines.join('\r\n');

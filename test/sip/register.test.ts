@@ -160,6 +160,46 @@ describe('registration timing with Kamailio: refresh, stale nonces, 423', { skip
   });
 });
 
+describe('registration through a proxy that challenges with 407', { skip: peersSkip(['kamailio']) }, () => {
+  let kam: Kamailio;
+  let ep: SipEndpoint;
+  let seen: Seen[];
+  const cfg = (user: string, password?: string): RegistrationConfig => ({
+    aor: `sip:${user}@${kam.domain}`, authUsername: kam.user, password: password ?? kam.password, registrar: { transport: 'UDP', host: kam.host, port: kam.port },
+  });
+  before(async () => {
+    // Proxy-Authenticate instead of WWW-Authenticate; bindings last 4 s and nonces 3 s, so a refresh meets a stale nonce.
+    kam = await startKamailio({ host: '127.0.0.10', challenge: 'proxy', maxExpires: 4, nonceExpire: 3 });
+    ({ ep, seen } = await endpoint());
+  });
+  after(async () => {
+    await ep?.stop();
+    await kam?.stop();
+  });
+
+  it('answers 407 with Proxy-Authorization (qop=auth), refreshes through a stale 407, and reports a wrong password as 407', async () => {
+    const reg = new Registration(ep, cfg('proxied'), { expires: 3600 });
+    const first = await reg.start();
+    assert.deepEqual([first.ok, first.status, first.expires], [true, 200, 4], JSON.stringify(first));
+    const mine = () => seen.filter((s) => s.msg.headers.get('call-id') === reg.session.callId);
+    assert.deepEqual(mine().slice(0, 4).map((s) => (s.msg.kind === 'response' ? `in ${s.msg.status}` : `out ${s.msg.method}`)), ['out REGISTER', 'in 407', 'out REGISTER', 'in 200']);
+    const answer = registers(seen, reg.session.callId)[1].msg;
+    assert.equal(answer.headers.has('authorization'), false);
+    assert.match(answer.headers.get('proxy-authorization')!, /^Digest username="alice", realm="callplane.test", .*qop=auth, nc=00000001/);
+    assert.equal(kam.locations(`proxied@${kam.domain}`).length, 1);
+
+    await waitFor('a stale 407 answered', () => reg.stats.staleAnswered > 0, 9000);
+    await waitFor('the refresh after it', () => responses(seen, 200).filter((s) => s.msg.headers.get('call-id') === reg.session.callId).length >= 3, 4000);
+    assert.equal(reg.status.failures, 0);
+    assert.equal(kam.locations(`proxied@${kam.domain}`).length, 1, 'kept alive');
+    assert.equal((await reg.unregister()).ok, true);
+    assert.deepEqual(kam.locations(`proxied@${kam.domain}`), []);
+
+    const wrong = await registerOnce(ep, cfg('proxied2', 'not-it'), { expires: 60 });
+    assert.deepEqual([wrong.ok, wrong.status, wrong.error], [false, 407, 'credentials refused']);
+  });
+});
+
 describe('registration: 423 Interval Too Brief', { skip: peersSkip(['kamailio']) }, () => {
   let kam: Kamailio;
   let ep: SipEndpoint;

@@ -1,4 +1,4 @@
-// Registration lifecycle events: kept in sip_events and, in the same transaction, queued as
+// Registration lifecycle events (and presence changes of registrations with `subscribe`): kept in sip_events and, in the same transaction, queued as
 // webhook deliveries to the organization's `registration` subscriptions (POST /api/v2/webhooks),
 // signed and retried by the delivery runtime like task events.
 import type { Insertable } from 'kysely';
@@ -21,6 +21,19 @@ export interface RegistrationEventData {
   /** Unix seconds. */
   expiresAt: number | null;
   lastAttemptAt: number | null;
+  /** `registration.presence` (and registrations with `subscribe`): the AOR's presence as GET shows it. */
+  presence?: PresenceData | null;
+}
+
+/** A registration's presence (its `subscribe`): the SUBSCRIBE dialog's state and what the last NOTIFY said. */
+export interface PresenceData {
+  subscription: 'active' | 'pending' | 'terminated' | 'failed' | null;
+  state: 'open' | 'closed' | null;
+  /** The last SUBSCRIBE's final SIP status; reason: why the subscription ended, else that status's phrase. */
+  code: number | null;
+  reason: string | null;
+  /** Unix seconds. */
+  updatedAt: number | null;
 }
 
 /**

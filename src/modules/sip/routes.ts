@@ -18,6 +18,12 @@ const Registration = Obj({
   status: Type.String({ description: 'pending (first REGISTER not answered yet), registered, failed, or deleting' }),
   registered: Type.Boolean(), lastCode: Type.Union([Type.Number(), Type.Null()]), lastReason: Type.Union([Type.String(), Type.Null()]),
   expiresAt: Type.Union([Type.Number(), Type.Null()]), lastAttemptAt: Type.Union([Type.Number(), Type.Null()]),
+  presence: Type.Union([Obj({
+    subscription: Type.Union([Type.String(), Type.Null()], { description: 'active, pending, terminated or failed (null until the first SUBSCRIBE is answered)' }),
+    state: Type.Union([Type.String(), Type.Null()], { description: 'open or closed, as the last NOTIFY\'s PIDF <basic> said (null: not said yet)' }),
+    code: Type.Union([Type.Number(), Type.Null()]), reason: Type.Union([Type.String(), Type.Null()]),
+    updatedAt: Type.Union([Type.Number(), Type.Null()]),
+  }), Type.Null()], { description: 'The AOR\'s presence when subscribe is true (null otherwise)' }),
 }, 'A SIP registration (the password is never returned); times are unix seconds');
 
 const RegistrationBody = Type.Object({
@@ -29,7 +35,7 @@ const RegistrationBody = Type.Object({
   proxy: Str('Outbound proxy host[:port] REGISTERs are sent to (default: the AOR\'s host)'),
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Registrar port (default 5060, 5061 for TLS)' })),
   transport: Str('UDP, TCP or TLS (default UDP)', 10),
-  subscribe: Type.Optional(Type.Boolean({ description: 'Presence subscription (stored; no SUBSCRIBE is sent yet)' })),
+  subscribe: Type.Optional(Type.Boolean({ description: 'Whether to subscribe for presence: once registered, the owning worker SUBSCRIBEs to the AOR\'s presence (Event: presence) through the same proxy with the same credentials; GET shows it as presence, changes are registration.presence webhooks' })),
 }, { additionalProperties: true });
 
 const AvailableBody = Type.Object({
@@ -72,7 +78,7 @@ export async function sipRoutes(app: App, ctx: AppContext): Promise<void> {
   app.post('/api/v2/sip/registration', {
     schema: {
       operationId: 'upsertSipRegistration', tags, security: Security, summary: 'Create or update SIP registration',
-      description: 'Stores the registration and waits (about 10 s at most) for its first REGISTER: 201 created and accepted, 200 updated and accepted, '
+      description: 'Stores the registration and waits (14 s at most: a worker\'s claim turn and the REGISTER\'s own 10 s) for its first REGISTER: 201 created and accepted, 200 updated and accepted, '
         + '502 when the registrar refuses or does not answer (a new registration is then not kept; an update is undone), 409 when another organization holds the AOR.',
       querystring: TargetQuery, body: RegistrationBody,
       response: { 200: Envelope({ registration: Registration }), 201: Envelope({ registration: Registration }), ...errors(400, 403, 404, 409, 502) },

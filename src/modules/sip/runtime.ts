@@ -19,7 +19,8 @@ import { newTag, type RequestContext, type Remote, type SipEndpointOptions, type
 import { SipHeaders, parseNameAddr, parseUri } from '../../sip/message.ts';
 import { newRegisterSession, registerOnce, Registration, type RegisterResult, type RegistrationConfig, type RegistrationStatus } from '../../sip/register.ts';
 import { buildOffer } from '../../sip/sdp.ts';
-import { recordRegistrationEvent, type RegistrationEventType } from './events.ts';
+import { PresenceSubscription, type PresenceStatus } from '../../sip/subscribe.ts';
+import { recordRegistrationEvent, type PresenceData, type RegistrationEventData, type RegistrationEventType } from './events.ts';
 import { defaultPort, formatHost, parseAor, parseHostPort, whitelisted, whitelistMatcher } from './parse.ts';
 import { sipRepo } from './repository.ts';
 import { SIP_REGISTRATIONS } from './service.ts';
@@ -71,6 +72,14 @@ interface Running {
   version: number;
   aor: string;
   reg: Registration;
+  config: RegistrationConfig;
+  /** The registration's `subscribe`: once registered, its presence is subscribed to. */
+  subscribe: boolean;
+  sub?: PresenceSubscription;
+  presence?: PresenceStatus;
+  /** The presence state last stored (events are queued when it changes). */
+  presenceState: 'open' | 'closed' | null;
+  presenceWriting: Promise<void>;
   /** What identifies the binding at the registrar: a change means the old one is removed first. */
   identity: string;
   callId: string;
@@ -81,7 +90,7 @@ interface Running {
   stopped: boolean;
 }
 
-interface PendingCapture { rows: Omit<Insertable<SipCapturesTable>, 'org_id'>[]; until: number }
+interface PendingCapture { rows: Omit<Insertable<SipCapturesTable>, 'org_id'>[]; until: number; bytes: number }
 
 /** An inbound call we answered (whitelisted source), held until a BYE or callMaxSeconds. */
 interface InboundCall { end(by: 'local' | 'remote'): Promise<void> }
@@ -89,10 +98,23 @@ interface InboundCall { end(by: 'local' | 'remote'): Promise<void> }
 const CAPTURE_FLUSH_MS = 200;
 const CAPTURE_MAX_BYTES = 65_536;
 const PENDING_CAPTURE_MS = 10_000;
+/** Bytes of not-yet-attributed messages held at once: strangers' traffic cannot grow the process past this. */
+const PENDING_MAX_BYTES = 4 * 1024 * 1024;
 const UNTRACK_GRACE_MS = 32_000;
+/**
+ * Refused INVITEs captured per organization and minute (per worker). Anyone can send INVITEs naming
+ * an organization's AOR; beyond this the refusals are answered but not stored, so strangers cannot
+ * fill an organization's captures.
+ */
+export const REFUSED_CAPTURES_PER_MINUTE = 30;
 const PRUNE_EVERY_MS = 3600_000;
+/** Bound of the SUBSCRIBE with Expires: 0 that ends a presence subscription (update, DELETE, clean stop). */
+const UNSUBSCRIBE_MS = 3000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const toTag = (req: SipRequest): string | undefined => {
+  try { return parseNameAddr(req.headers.get('to') ?? '').params.tag ?? undefined; } catch { return undefined; }
+};
 const hostPort = (address: string, port: number) => `${formatHost(address)}:${port}`;
 
 /** The first non-internal IPv4 address of the machine: what a 0.0.0.0 listener advertises by default. */
@@ -132,10 +154,13 @@ export class SipRuntime {
   readonly #callOrgs = new Map<string, { orgId: number; until: number }>();
   /** Messages of Call-IDs not (yet) attributed: the INVITE arrives before we know whose it is. */
   readonly #pending = new Map<string, PendingCapture>();
+  #pendingBytes = 0;
   #captureBuffer: Insertable<SipCapturesTable>[] = [];
   #flushTimer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
   readonly #inbound = new Set<InboundCall>();
+  /** Refused INVITEs captured this minute, per organization. */
+  readonly #refusedCaptures = new Map<number, { minute: number; n: number }>();
 
   constructor(readonly deps: SipRuntimeDeps) {
     this.ownerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
@@ -146,6 +171,11 @@ export class SipRuntime {
   /** The process's SIP endpoint once started (calls are placed through it). */
   get endpoint(): SipEndpoint | undefined {
     return this.#endpoint;
+  }
+
+  /** Bytes of messages held while nobody knows their organization yet (bounded; for tests and metrics). */
+  get pendingCaptureBytes(): number {
+    return this.#pendingBytes;
   }
 
   /** Registrations this process runs now (ids). */
@@ -196,9 +226,16 @@ export class SipRuntime {
     this.#unsubscribe?.();
     this.#waker.notify();
     await this.#loop;
+    const unsubscribing: Promise<unknown>[] = [];
     for (const o of this.#owned.values()) {
-      if (o.running) { o.running.stopped = true; o.running.reg.stop(); }
+      if (o.running) {
+        o.running.stopped = true;
+        o.running.reg.stop();
+        // A clean stop ends presence subscriptions (the next owner subscribes again); a crash leaves them to expire.
+        if (o.running.sub) unsubscribing.push(opts.release !== false ? this.#endPresence(o.running.sub) : Promise.resolve(o.running.sub.stop()));
+      }
     }
+    await Promise.allSettled(unsubscribing);
     await Promise.race([Promise.allSettled([...this.#owned.values()].map((o) => o.chain)), sleep(5000)]);
     await Promise.allSettled([...this.#owned.values()].map((o) => o.running?.writing));
     if (opts.release !== false) {
@@ -220,7 +257,7 @@ export class SipRuntime {
     this.#callOrgs.set(callId, { orgId, until: Infinity });
     const pending = this.#pending.get(callId);
     if (pending) {
-      this.#pending.delete(callId);
+      this.#forget(callId, pending);
       for (const row of pending.rows) this.#captureBuffer.push({ ...row, org_id: orgId });
     }
   }
@@ -249,14 +286,34 @@ export class SipRuntime {
     let pending = this.#pending.get(callId);
     if (!pending) {
       if (this.#pending.size >= 1000) return; // unsolicited traffic is not ours to keep
-      this.#pending.set(callId, (pending = { rows: [], until: now + PENDING_CAPTURE_MS }));
+      this.#pending.set(callId, (pending = { rows: [], until: now + PENDING_CAPTURE_MS, bytes: 0 }));
     }
-    if (pending.rows.length < 50) pending.rows.push(row);
+    if (pending.rows.length >= 50 || this.#pendingBytes + text.length > PENDING_MAX_BYTES) return;
+    pending.rows.push(row);
+    pending.bytes += text.length;
+    this.#pendingBytes += text.length;
+  }
+
+  /** Whether this refused INVITE of the organization is captured (REFUSED_CAPTURES_PER_MINUTE). */
+  #mayCaptureRefusal(orgId: number): boolean {
+    const minute = Math.floor(Date.now() / 60_000);
+    const seen = this.#refusedCaptures.get(orgId);
+    if (!seen || seen.minute !== minute) {
+      if (this.#refusedCaptures.size >= 10_000) this.#refusedCaptures.clear();
+      this.#refusedCaptures.set(orgId, { minute, n: 1 });
+      return true;
+    }
+    return ++seen.n <= REFUSED_CAPTURES_PER_MINUTE;
+  }
+
+  #forget(callId: string, pending: PendingCapture): void {
+    this.#pending.delete(callId);
+    this.#pendingBytes -= pending.bytes;
   }
 
   async #flush(): Promise<void> {
     const now = Date.now();
-    for (const [id, p] of this.#pending) if (p.until < now) this.#pending.delete(id);
+    for (const [id, p] of this.#pending) if (p.until < now) this.#forget(id, p);
     for (const [id, t] of this.#callOrgs) if (t.until < now) this.#callOrgs.delete(id);
     if (this.#captureBuffer.length === 0) return this.#flushing;
     const rows = this.#captureBuffer;
@@ -322,6 +379,7 @@ export class SipRuntime {
     if (o.running) {
       o.running.stopped = true;
       o.running.reg.stop();
+      o.running.sub?.stop();
       this.untrack(o.running.callId);
       this.deps.log?.info({ registration: o.id }, 'SIP registration no longer ours');
     }
@@ -363,6 +421,8 @@ export class SipRuntime {
     const old = o.running;
     if (old) {
       old.stopped = true;
+      // Subscribed with the old configuration (or `subscribe` switched off): end that subscription first.
+      if (old.sub) await this.#endPresence(old.sub);
       if (old.identity !== identity && old.latest?.ok) {
         // Another AOR, registrar or user: take the old binding away before making the new one.
         await old.reg.unregister().catch(() => undefined);
@@ -399,7 +459,8 @@ export class SipRuntime {
     }
     const running: Running = {
       version: row.version, aor: row.aor, identity, callId: '', dirty: false, stopped: false,
-      reg: undefined as unknown as Registration,
+      reg: undefined as unknown as Registration, config, subscribe: row.subscribe === 1,
+      presenceState: row.subscribe === 1 ? (row.presence_state ?? null) : null, presenceWriting: Promise.resolve(),
     };
     running.reg = new Registration(endpoint, config, {
       expires: this.deps.config.sipRegisterExpires,
@@ -411,7 +472,8 @@ export class SipRuntime {
     this.track(running.callId, row.org_id);
     o.running = running;
     const contact = endpoint.contactFor(row.username, config.registrar.transport);
-    await sipRepo.writeStatus(this.deps.database.db, o.id, this.ownerId, row.version, { contact }).catch(() => undefined);
+    const noPresence = row.subscribe === 1 ? {} : { presence_subscription: null, presence_state: null, presence_code: null, presence_reason: null, presence_updated_at: null };
+    await sipRepo.writeStatus(this.deps.database.db, o.id, this.ownerId, row.version, { contact, ...noPresence }).catch(() => undefined);
     const first = await running.reg.start();
     this.deps.log?.info({ registration: o.id, aor: row.aor, ok: first.ok, status: first.status, error: first.error }, 'SIP REGISTER');
     // Make sure the first attempt's status is written before the API's wait reads it.
@@ -423,6 +485,7 @@ export class SipRuntime {
     // Only completed attempts are news; the intermediate update that schedules the next one is not.
     if (status.lastAttemptAt === null) return;
     running.latest = status;
+    if (status.ok && running.subscribe && !running.sub) this.#startPresence(o, running);
     if (running.writing) {
       running.dirty = true;
       return;
@@ -461,6 +524,66 @@ export class SipRuntime {
     if (queued) this.deps.deliveries?.notify();
   }
 
+  /**
+   * The registration holds and has `subscribe`: SUBSCRIBE to its AOR's presence through the same
+   * next hop with the same credentials; what the subscription learns is written to the row.
+   */
+  #startPresence(o: Owned, running: Running): void {
+    const endpoint = this.#endpoint;
+    if (!endpoint || this.#stopping) return;
+    const orgId = o.orgId;
+    running.sub = new PresenceSubscription(endpoint, running.config, {
+      expires: this.deps.config.sipRegisterExpires,
+      timeoutMs: this.deps.registerTimeoutMs ?? 10_000,
+      retryMinMs: this.deps.retryMinMs, retryMaxMs: this.deps.retryMaxMs,
+      onCallId: (callId, active) => (active ? this.track(callId, orgId) : this.untrack(callId)),
+      onStatus: (status) => {
+        if (running.stopped) return;
+        running.presence = status;
+        running.presenceWriting = running.presenceWriting.then(() => this.#writePresence(o, running)).catch((err) =>
+          this.deps.log?.error({ err, registration: o.id }, 'writing SIP presence failed'));
+      },
+    });
+    const sub = running.sub;
+    void sub.start().then((r) => this.deps.log?.info({ registration: o.id, aor: running.aor, ok: r.ok, status: r.status, error: r.error }, 'SIP SUBSCRIBE presence'));
+  }
+
+  /** Writes the presence of a running registration (latest status) and queues `registration.presence` when its state changed. */
+  async #writePresence(o: Owned, running: Running): Promise<void> {
+    const p = running.presence;
+    if (!p || running.stopped) return;
+    const { database } = this.deps;
+    const now = Date.now();
+    const presence: PresenceData = {
+      subscription: p.subscription, state: p.state, code: p.code ?? null, reason: p.reason ?? null,
+      updatedAt: p.updatedAt ? Math.floor(p.updatedAt.getTime() / 1000) : null,
+    };
+    const changed = p.state !== running.presenceState;
+    const queued = await database.db.transaction().execute(async (tx) => {
+      const wrote = await sipRepo.writeStatus(tx, o.id, this.ownerId, running.version, {
+        presence_subscription: p.subscription, presence_state: p.state, presence_code: p.code ?? null,
+        presence_reason: p.reason?.slice(0, 200) ?? null, presence_updated_at: p.updatedAt?.getTime() ?? now,
+      });
+      if (!wrote || !changed) return false;
+      running.presenceState = p.state;
+      const s = running.latest;
+      const data: RegistrationEventData = {
+        aor: running.aor, registered: !!s?.ok && s.expiresAt !== null && s.expiresAt.getTime() > now, code: s?.code ?? null,
+        reason: s?.reason ?? null, error: s && !s.ok ? (s.error ?? null) : null,
+        expiresAt: s?.expiresAt ? Math.floor(s.expiresAt.getTime() / 1000) : null,
+        lastAttemptAt: s?.lastAttemptAt ? Math.floor(s.lastAttemptAt.getTime() / 1000) : null, presence,
+      };
+      return recordRegistrationEvent(tx, database.dialect, o.orgId, 'registration.presence', data, now);
+    });
+    if (queued) this.deps.deliveries?.notify();
+  }
+
+  /** Ends a presence subscription at the notifier (SUBSCRIBE, Expires: 0), best effort and bounded. */
+  async #endPresence(sub: PresenceSubscription): Promise<void> {
+    await Promise.race([sub.unsubscribe(UNSUBSCRIBE_MS).catch(() => undefined), sleep(UNSUBSCRIBE_MS + 1000)]);
+    sub.stop();
+  }
+
   /** DELETE asked for: un-REGISTER (Expires: 0), then remove the row and say so in an event. */
   async #remove(o: Owned, row: SipRegistrationRow): Promise<void> {
     const { database } = this.deps;
@@ -468,6 +591,7 @@ export class SipRuntime {
     const running = o.running;
     if (running) {
       running.stopped = true;
+      if (running.sub) await this.#endPresence(running.sub);
       result = await running.reg.unregister();
       this.untrack(running.callId);
     } else if (row.registered === 1) {
@@ -515,6 +639,10 @@ export class SipRuntime {
       case 'BYE':
         endpoint.respond(req, ctx, 481, 'Call/Transaction Does Not Exist');
         return;
+      case 'NOTIFY':
+        // Our subscriptions' NOTIFYs reach their dialog's handler (by Call-ID): this one is for none of them.
+        endpoint.respond(req, ctx, 481, 'Subscription Does Not Exist');
+        return;
       default:
         endpoint.respond(req, ctx, 405, 'Method Not Allowed', { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS' });
     }
@@ -556,12 +684,20 @@ export class SipRuntime {
     const callId = req.headers.get('call-id')!;
     const source = ctx.remote.address;
     const orgId = await this.#orgForInvite(req, source);
-    if (orgId !== undefined) this.track(callId, orgId);
     const list = orgId === undefined ? undefined : whitelistMatcher((await sipRepo.whitelist(this.deps.database.db, orgId)).map((w) => w.ip));
     if (!list || !whitelisted(list, source)) {
+      const captured = orgId !== undefined && this.#mayCaptureRefusal(orgId);
+      if (captured) this.track(callId, orgId);
       this.deps.log?.info({ source, callId, org: orgId }, 'inbound SIP INVITE refused: source not whitelisted');
       endpoint.respond(req, ctx, 403, 'Forbidden');
-      if (orgId !== undefined) this.untrack(callId);
+      if (captured) this.untrack(callId);
+      return;
+    }
+    this.track(callId, orgId!);
+    if (toTag(req) !== undefined) {
+      // A re-INVITE for a dialog we do not have (ours are claimed by Call-ID): RFC 3261 §12.2.2.
+      endpoint.respond(req, ctx, 481, 'Call/Transaction Does Not Exist');
+      this.untrack(callId);
       return;
     }
     await this.#answer(endpoint, req, ctx, callId);

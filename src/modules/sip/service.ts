@@ -10,7 +10,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { recordRegistrationEvent } from './events.ts';
+import { recordRegistrationEvent, type PresenceData } from './events.ts';
 import {
   isSipUser, parseAor, parseHostPort, parseOutboundRoute, parseWhitelistIp, routeKey, type Aor,
 } from './parse.ts';
@@ -78,8 +78,21 @@ export function presentRegistration(row: SipRegistrationRow) {
     expiresAt: toUnixSeconds(row.expires_at),
     lastAttemptAt: toUnixSeconds(row.last_attempt_at),
     nextAttemptAt: toUnixSeconds(row.next_attempt_at),
+    presence: presenceOf(row),
     createdAt: toUnixSeconds(row.created_at),
     updatedAt: toUnixSeconds(row.updated_at),
+  };
+}
+
+/** The presence a registration with `subscribe` keeps (null without `subscribe`). */
+export function presenceOf(row: Pick<SipRegistrationRow, 'subscribe' | 'presence_subscription' | 'presence_state' | 'presence_code' | 'presence_reason' | 'presence_updated_at'>): PresenceData | null {
+  if (row.subscribe !== 1) return null;
+  return {
+    subscription: row.presence_subscription ?? null,
+    state: row.presence_state ?? null,
+    code: row.presence_code ?? null,
+    reason: row.presence_reason ?? null,
+    updatedAt: toUnixSeconds(row.presence_updated_at ?? null),
   };
 }
 
@@ -438,7 +451,10 @@ export function sipService(deps: SipServiceDeps) {
       const callId = q.sipCallId.trim();
       if (callId === '') throw new Invalid('sipCallId must not be empty');
       if (q.from !== undefined && q.to !== undefined && q.from > q.to) throw new Invalid('from must not be after to');
-      const rows = await sipRepo.captures(db, org.id, callId, q.from, q.to, MAX_CAPTURES);
+      // Stored as integer millis (bigint on PostgreSQL): a fractional or huge bound is made one the column takes.
+      const from = q.from === undefined ? undefined : Math.min(Math.ceil(q.from), Number.MAX_SAFE_INTEGER);
+      const to = q.to === undefined ? undefined : Math.min(Math.floor(q.to), Number.MAX_SAFE_INTEGER);
+      const rows = await sipRepo.captures(db, org.id, callId, from, to, MAX_CAPTURES);
       if (rows.length === 0) throw new NotFound(`No SIP messages were found for sipCallId ${callId}`);
       const messages = rows.map((r) => ({
         timestamp: r.created_at,
