@@ -50,102 +50,60 @@ export function aorUri(aor: string): string {
 /** Observed about one exchange (for tests and logs): how many stale nonces were answered. */
 export interface ExchangeStats { staleAnswered: number; challengesAnswered: number }
 
-/** What one exchange (a request and its answers to challenges) has answered so far. */
-export interface ChallengeRounds {
-  /** Challenges of this exchange we answered: a second non-stale one of the same kind means wrong credentials. */
-  answered: Set<Challenge['kind']>;
-  staleRounds: number;
-}
+/** Who we are in the requests of a registration: its AOR, our Contact's user and the digest user. */
+export interface Identity { aor: string; host: string; port?: number; scheme: string; contactUser: string; authUser: string }
 
-export const newChallengeRounds = (): ChallengeRounds => ({ answered: new Set(), staleRounds: 0 });
-
-/** Adds an Authorization / Proxy-Authorization for every challenge the session keeps (nc counting up). */
-export function appendAuthorization(
-  headers: SipHeaders, session: Pick<RegisterSession, 'challenges'>, creds: { username: string; password: string }, method: string, uri: string,
-): void {
-  for (const entry of session.challenges.values()) {
-    const auth = authorize(entry.challenge, creds, method, uri, ++entry.nc);
-    headers.append(auth.name, auth.value);
-  }
-}
-
-/**
- * A 401/407 (RFC 3261 §22): keeps the challenge to answer in the next round, or says why the
- * exchange ends — no challenge we can answer (of the configured realm), a second non-stale
- * challenge after our answer (the credentials were refused), stale nonces without end. Shared by
- * REGISTER and SUBSCRIBE.
- */
-export function takeChallenge(
-  res: SipResponse, realm: string | undefined, session: Pick<RegisterSession, 'challenges'>, rounds: ChallengeRounds, stats?: ExchangeStats,
-): { ok: false; status: number; reason: string; error: string } | undefined {
-  const kind = res.status === 407 ? 'proxy' : 'www';
-  const offered = challengesOf(res.headers, res.status);
-  const usable = realm ? offered.filter((c) => c.realm.toLowerCase() === realm.toLowerCase()) : offered;
-  const c = usable[0];
-  if (!c) {
-    const realms = offered.map((o) => o.realm).join(', ');
-    return { ok: false, status: res.status, reason: res.reason, error: offered.length ? `challenge for realm ${realms}, configured realm ${realm}` : 'no digest challenge we can answer' };
-  }
-  if (c.stale) {
-    // Right credentials, old nonce: answer the new one; not a failure.
-    if (++rounds.staleRounds > 3) return { ok: false, status: res.status, reason: res.reason, error: 'server keeps answering stale nonces' };
-    if (stats) stats.staleAnswered++;
-  } else if (rounds.answered.has(kind)) {
-    // We answered a challenge from this exchange and were challenged again: wrong credentials.
-    session.challenges.delete(kind);
-    return { ok: false, status: res.status, reason: res.reason, error: 'credentials refused' };
-  }
-  rounds.answered.add(kind);
-  if (stats) stats.challengesAnswered++;
-  session.challenges.set(kind, { challenge: c, nc: 0 });
-  return undefined;
-}
-
-/**
- * One REGISTER transaction chain: the REGISTER, answers to 401/407 (a stale nonce is answered
- * again without counting as a failure), a 423 retried with Min-Expires. `expires` 0 removes our
- * binding. Never throws: failures come back as {ok: false}.
- */
-export async function registerOnce(
-  endpoint: SipEndpoint,
-  cfg: RegistrationConfig,
-  opts: { expires: number; timeoutMs?: number; session?: RegisterSession; stats?: ExchangeStats },
-): Promise<RegisterResult> {
-  const session = opts.session ?? newRegisterSession();
-  const stats = opts.stats ?? { staleAnswered: 0, challengesAnswered: 0 };
-  let aor;
+/** The identity of a configuration, or why its AOR cannot be used. */
+export function identityOf(cfg: RegistrationConfig): Identity | { error: string } {
+  let uri;
   try {
-    aor = parseUri(aorUri(cfg.aor));
+    uri = parseUri(aorUri(cfg.aor));
   } catch {
-    return { ok: false, error: `aor is not a SIP URI: ${cfg.aor}` };
+    return { error: `aor is not a SIP URI: ${cfg.aor}` };
   }
-  if (!aor.user) return { ok: false, error: `aor has no user part: ${cfg.aor}` };
-  const requestUri = `${aor.scheme}:${aor.host}${aor.port ? `:${aor.port}` : ''}`;
-  const contactUser = cfg.username || aor.user;
-  const authUser = cfg.authUsername || cfg.username || aor.user;
-  const transport = cfg.registrar.transport;
+  if (!uri.user) return { error: `aor has no user part: ${cfg.aor}` };
+  return {
+    aor: aorUri(cfg.aor), host: uri.host, port: uri.port, scheme: uri.scheme,
+    contactUser: cfg.username || uri.user, authUser: cfg.authUsername || cfg.username || uri.user,
+  };
+}
+
+/** A failed exchange: the final SIP status and reason when one arrived, else what went wrong. */
+export type ExchangeFailure = { ok: false; status?: number; reason?: string; error?: string };
+
+/**
+ * One authenticated transaction chain on behalf of a registration, shared by REGISTER and
+ * SUBSCRIBE: the request `build(expires)` makes (everything but the credentials) is sent with an
+ * Authorization for every challenge the session keeps, until a final answer that is not a
+ * challenge. A 401/407 is answered with the configuration's credentials — a stale nonce again
+ * without counting as a failure, a second challenge after our answer means the credentials were
+ * refused, only challenges of `cfg.realm` when set — and a 423 is retried with its Min-Expires.
+ * Returns that final answer and the expiry last asked for. Never throws.
+ */
+export async function authenticatedExchange(
+  endpoint: SipEndpoint, cfg: RegistrationConfig, method: string,
+  opts: { expires: number; timeoutMs?: number; authUser: string; session: Pick<RegisterSession, 'challenges'>; stats?: ExchangeStats },
+  build: (expires: number) => { uri: string; headers: SipHeaders },
+): Promise<{ res: SipResponse; expires: number } | ExchangeFailure> {
+  const { session, stats } = opts;
   let expires = Math.max(0, Math.floor(opts.expires));
-  const auth = newChallengeRounds();
+  /** Challenges of this exchange we answered: a second non-stale one of the same kind means wrong credentials. */
+  const answered = new Set<Challenge['kind']>();
+  let staleRounds = 0;
   let intervalRetries = 0;
   const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
 
   for (let round = 0; round < 8; round++) {
-    const headers = new SipHeaders();
-    headers.append('Via', endpoint.viaFor(transport, newBranch()));
-    headers.append('Max-Forwards', 70);
-    headers.append('From', `<${aorUri(cfg.aor)}>;tag=${session.fromTag}`);
-    headers.append('To', `<${aorUri(cfg.aor)}>`);
-    headers.append('Call-ID', session.callId);
-    headers.append('CSeq', `${++session.cseq} REGISTER`);
-    headers.append('Contact', endpoint.contactFor(contactUser, transport, { expires: String(expires) }));
-    headers.append('Expires', expires);
-    headers.append('Allow', 'INVITE, ACK, CANCEL, BYE, OPTIONS');
-    appendAuthorization(headers, session, { username: authUser, password: cfg.password }, 'REGISTER', requestUri);
-    const req: SipRequest = { kind: 'request', method: 'REGISTER', uri: requestUri, headers, body: Buffer.alloc(0) };
+    const { uri, headers } = build(expires);
+    for (const entry of session.challenges.values()) {
+      const auth = authorize(entry.challenge, { username: opts.authUser, password: cfg.password }, method, uri, ++entry.nc);
+      headers.append(auth.name, auth.value);
+    }
+    const req: SipRequest = { kind: 'request', method, uri, headers, body: Buffer.alloc(0) };
     let res: SipResponse;
     try {
       const left = deadline - Date.now();
-      if (left <= 0) throw new SipTimeoutError(`REGISTER to ${cfg.registrar.host}:${cfg.registrar.port} did not complete in time`);
+      if (left <= 0) throw new SipTimeoutError(`${method} to ${cfg.registrar.host}:${cfg.registrar.port} did not complete in time`);
       res = await endpoint.request(req, cfg.registrar, { timeoutMs: left });
     } catch (err) {
       const e = err as Error;
@@ -153,8 +111,26 @@ export async function registerOnce(
     }
 
     if (res.status === 401 || res.status === 407) {
-      const refused = takeChallenge(res, cfg.realm, session, auth, stats);
-      if (refused) return refused;
+      const kind = res.status === 407 ? 'proxy' : 'www';
+      const offered = challengesOf(res.headers, res.status);
+      const usable = cfg.realm ? offered.filter((c) => c.realm.toLowerCase() === cfg.realm!.toLowerCase()) : offered;
+      const c = usable[0];
+      if (!c) {
+        const realms = offered.map((o) => o.realm).join(', ');
+        return { ok: false, status: res.status, reason: res.reason, error: offered.length ? `challenge for realm ${realms}, configured realm ${cfg.realm}` : 'no digest challenge we can answer' };
+      }
+      if (c.stale) {
+        // Right credentials, old nonce: answer the new one; not a failure.
+        if (++staleRounds > 3) return { ok: false, status: res.status, reason: res.reason, error: 'server keeps answering stale nonces' };
+        if (stats) stats.staleAnswered++;
+      } else if (answered.has(kind)) {
+        // We answered a challenge from this exchange and were challenged again: wrong credentials.
+        session.challenges.delete(kind);
+        return { ok: false, status: res.status, reason: res.reason, error: 'credentials refused' };
+      }
+      answered.add(kind);
+      if (stats) stats.challengesAnswered++;
+      session.challenges.set(kind, { challenge: c, nc: 0 });
       continue;
     }
     if (res.status === 423 && intervalRetries++ < 2) {
@@ -165,12 +141,42 @@ export async function registerOnce(
       }
       return { ok: false, status: res.status, reason: res.reason, error: 'interval too brief without a usable Min-Expires' };
     }
-    if (res.status >= 200 && res.status < 300) {
-      return { ok: true, status: res.status, reason: res.reason, expires: expires === 0 ? 0 : grantedExpiry(res, endpoint, contactUser, transport, expires) };
-    }
-    return { ok: false, status: res.status, reason: res.reason };
+    return { res, expires };
   }
-  return { ok: false, error: 'too many REGISTER rounds' };
+  return { ok: false, error: `too many ${method} rounds` };
+}
+
+/**
+ * One REGISTER transaction chain (authenticatedExchange). `expires` 0 removes our binding. Never
+ * throws: failures come back as {ok: false}.
+ */
+export async function registerOnce(
+  endpoint: SipEndpoint,
+  cfg: RegistrationConfig,
+  opts: { expires: number; timeoutMs?: number; session?: RegisterSession; stats?: ExchangeStats },
+): Promise<RegisterResult> {
+  const session = opts.session ?? newRegisterSession();
+  const id = identityOf(cfg);
+  if ('error' in id) return { ok: false, error: id.error };
+  const requestUri = `${id.scheme}:${id.host}${id.port ? `:${id.port}` : ''}`;
+  const transport = cfg.registrar.transport;
+  const out = await authenticatedExchange(endpoint, cfg, 'REGISTER', { ...opts, authUser: id.authUser, session }, (expires) => {
+    const headers = new SipHeaders();
+    headers.append('Via', endpoint.viaFor(transport, newBranch()));
+    headers.append('Max-Forwards', 70);
+    headers.append('From', `<${id.aor}>;tag=${session.fromTag}`);
+    headers.append('To', `<${id.aor}>`);
+    headers.append('Call-ID', session.callId);
+    headers.append('CSeq', `${++session.cseq} REGISTER`);
+    headers.append('Contact', endpoint.contactFor(id.contactUser, transport, { expires: String(expires) }));
+    headers.append('Expires', expires);
+    headers.append('Allow', 'INVITE, ACK, CANCEL, BYE, OPTIONS');
+    return { uri: requestUri, headers };
+  });
+  if (!('res' in out)) return out;
+  const { res, expires } = out;
+  if (res.status < 200 || res.status >= 300) return { ok: false, status: res.status, reason: res.reason };
+  return { ok: true, status: res.status, reason: res.reason, expires: expires === 0 ? 0 : grantedExpiry(res, endpoint, id.contactUser, transport, expires) };
 }
 
 /** The expiry the registrar granted our binding: its Contact's expires, else Expires, else what we asked. */

@@ -4,11 +4,9 @@
 // body's <basic> of RFC 3863). PresenceSubscription keeps one subscription alive: refresh at half
 // the granted expiry, backoff after failures, a new dialog after the notifier ends one, and
 // SUBSCRIBE with Expires: 0 on unsubscribe().
-import { SipTimeoutError, newBranch, newCallId, newTag, type RequestContext, type SipEndpoint } from './endpoint.ts';
-import { parseNameAddr, parseUri, SipHeaders, type SipRequest, type SipResponse } from './message.ts';
-import {
-  aorUri, appendAuthorization, newChallengeRounds, takeChallenge, type ExchangeStats, type RegisterSession, type RegistrationConfig,
-} from './register.ts';
+import { newBranch, newCallId, newTag, type RequestContext, type SipEndpoint } from './endpoint.ts';
+import { parseNameAddr, SipHeaders, type SipRequest } from './message.ts';
+import { authenticatedExchange, identityOf, type ExchangeStats, type RegisterSession, type RegistrationConfig } from './register.ts';
 
 // -------------------------------------------------------------------------------------------
 // Parsing
@@ -98,79 +96,42 @@ export async function subscribeOnce(
   opts: { expires: number; timeoutMs?: number; session: SubscribeSession; stats?: ExchangeStats },
 ): Promise<SubscribeResult> {
   const session = opts.session;
-  let aor;
-  try {
-    aor = parseUri(aorUri(cfg.aor));
-  } catch {
-    return { ok: false, error: `aor is not a SIP URI: ${cfg.aor}` };
-  }
-  if (!aor.user) return { ok: false, error: `aor has no user part: ${cfg.aor}` };
-  const contactUser = cfg.username || aor.user;
-  const authUser = cfg.authUsername || cfg.username || aor.user;
+  const id = identityOf(cfg);
+  if ('error' in id) return { ok: false, error: id.error };
   const transport = cfg.registrar.transport;
-  let expires = Math.max(0, Math.floor(opts.expires));
-  const rounds = newChallengeRounds();
-  let intervalRetries = 0;
-  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
-
-  for (let round = 0; round < 8; round++) {
+  const out = await authenticatedExchange(endpoint, cfg, 'SUBSCRIBE', { ...opts, authUser: id.authUser }, (expires) => {
     const inDialog = session.toTag !== undefined;
-    const requestUri = inDialog && session.remoteTarget ? session.remoteTarget : aorUri(cfg.aor);
     const headers = new SipHeaders();
     headers.append('Via', endpoint.viaFor(transport, newBranch()));
     headers.append('Max-Forwards', 70);
     if (inDialog) for (const r of session.routeSet) headers.append('Route', r);
-    headers.append('From', `<${aorUri(cfg.aor)}>;tag=${session.fromTag}`);
-    headers.append('To', `<${aorUri(cfg.aor)}>${inDialog ? `;tag=${session.toTag}` : ''}`);
+    headers.append('From', `<${id.aor}>;tag=${session.fromTag}`);
+    headers.append('To', `<${id.aor}>${inDialog ? `;tag=${session.toTag}` : ''}`);
     headers.append('Call-ID', session.callId);
     headers.append('CSeq', `${++session.cseq} SUBSCRIBE`);
-    headers.append('Contact', endpoint.contactFor(contactUser, transport));
+    headers.append('Contact', endpoint.contactFor(id.contactUser, transport));
     headers.append('Event', 'presence');
     headers.append('Accept', 'application/pidf+xml');
     headers.append('Expires', expires);
     headers.append('Allow', 'NOTIFY, OPTIONS');
-    appendAuthorization(headers, session, { username: authUser, password: cfg.password }, 'SUBSCRIBE', requestUri);
-    const req: SipRequest = { kind: 'request', method: 'SUBSCRIBE', uri: requestUri, headers, body: Buffer.alloc(0) };
-    let res: SipResponse;
+    return { uri: inDialog && session.remoteTarget ? session.remoteTarget : id.aor, headers };
+  });
+  if (!('res' in out)) return out;
+  const { res, expires } = out;
+  if (res.status < 200 || res.status >= 300) return { ok: false, status: res.status, reason: res.reason };
+  if (session.toTag === undefined) {
     try {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new SipTimeoutError(`SUBSCRIBE to ${cfg.registrar.host}:${cfg.registrar.port} did not complete in time`);
-      res = await endpoint.request(req, cfg.registrar, { timeoutMs: left });
-    } catch (err) {
-      const e = err as Error;
-      return { ok: false, error: err instanceof SipTimeoutError ? `timeout: ${e.message}` : e.message };
-    }
-    if (res.status === 401 || res.status === 407) {
-      const refused = takeChallenge(res, cfg.realm, session, rounds, opts.stats);
-      if (refused) return refused;
-      continue;
-    }
-    if (res.status === 423 && intervalRetries++ < 2) {
-      const min = Number(res.headers.get('min-expires'));
-      if (Number.isFinite(min) && min > expires) {
-        expires = Math.floor(min);
-        continue;
-      }
-      return { ok: false, status: res.status, reason: res.reason, error: 'interval too brief without a usable Min-Expires' };
-    }
-    if (res.status >= 200 && res.status < 300) {
-      if (session.toTag === undefined) {
-        try {
-          session.toTag = parseNameAddr(res.headers.get('to') ?? '').params.tag ?? undefined;
-        } catch { /* a 2xx without a readable To: the first NOTIFY gives the tag */ }
-        session.routeSet = res.headers.getAll('record-route').reverse();
-      }
-      try {
-        const contact = res.headers.get('contact');
-        if (contact) session.remoteTarget = parseNameAddr(contact).uri;
-      } catch { /* keep the target we had */ }
-      const header = Number(res.headers.get('expires'));
-      const granted = expires === 0 ? 0 : res.headers.has('expires') && Number.isFinite(header) && header >= 0 ? Math.floor(header) : expires;
-      return { ok: true, status: res.status, reason: res.reason, expires: granted };
-    }
-    return { ok: false, status: res.status, reason: res.reason };
+      session.toTag = parseNameAddr(res.headers.get('to') ?? '').params.tag ?? undefined;
+    } catch { /* a 2xx without a readable To: the first NOTIFY gives the tag */ }
+    session.routeSet = res.headers.getAll('record-route').reverse();
   }
-  return { ok: false, error: 'too many SUBSCRIBE rounds' };
+  try {
+    const contact = res.headers.get('contact');
+    if (contact) session.remoteTarget = parseNameAddr(contact).uri;
+  } catch { /* keep the target we had */ }
+  const header = Number(res.headers.get('expires'));
+  const granted = expires === 0 ? 0 : res.headers.has('expires') && Number.isFinite(header) && header >= 0 ? Math.floor(header) : expires;
+  return { ok: true, status: res.status, reason: res.reason, expires: granted };
 }
 
 // -------------------------------------------------------------------------------------------
