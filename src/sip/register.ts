@@ -221,10 +221,48 @@ export interface RegistrationOptions {
   expires?: number;
   /** Per attempt (default 10 s). */
   timeoutMs?: number;
-  /** First retry after a failure (default 10 s), doubling up to retryMaxMs (default 10 min). */
+  /** First retry after a failure (default 10 s), doubling up to retryMaxMs (default 10 min), ±10 %. */
   retryMinMs?: number;
   retryMaxMs?: number;
   onStatus?: (status: RegistrationStatus) => void;
+}
+
+/**
+ * Runs the attempts of something kept alive at a server (a binding, a subscription) one at a time,
+ * and plans the next one: a refresh, or a retry after backoffMs.
+ */
+export class AttemptSchedule {
+  running = false;
+  #timer?: NodeJS.Timeout;
+  #chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly attempt: () => Promise<unknown>) {}
+
+  /** Runs `fn` after every attempt or exchange queued before it, whatever their outcome. */
+  serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.#chain.then(fn, fn);
+    this.#chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Plans the next attempt in `ms`; returns when it is due (null once stopped). */
+  schedule(ms: number): Date | null {
+    clearTimeout(this.#timer);
+    if (!this.running) return null;
+    this.#timer = setTimeout(() => void this.serial(this.attempt), ms);
+    return new Date(Date.now() + ms);
+  }
+
+  stop(): void {
+    this.running = false;
+    clearTimeout(this.#timer);
+  }
+}
+
+/** The wait before retrying after `failures` consecutive failures: `min` doubling up to `max`, ±10 %. */
+export function backoffMs(failures: number, min = 10_000, max = 600_000): number {
+  const base = Math.min(max, min * 2 ** Math.max(0, failures - 1));
+  return Math.round(base * (0.9 + Math.random() * 0.2));
 }
 
 /**
@@ -235,9 +273,7 @@ export class Registration {
   readonly session = newRegisterSession();
   readonly stats: ExchangeStats = { staleAnswered: 0, challengesAnswered: 0 };
   #status: RegistrationStatus = { ok: false, expiresAt: null, lastAttemptAt: null, failures: 0, nextAttemptAt: null };
-  #timer?: NodeJS.Timeout;
-  #running = false;
-  #chain: Promise<unknown> = Promise.resolve();
+  readonly #attempts = new AttemptSchedule(() => this.#attempt());
 
   constructor(readonly endpoint: SipEndpoint, readonly config: RegistrationConfig, readonly options: RegistrationOptions = {}) {}
 
@@ -246,21 +282,20 @@ export class Registration {
   }
 
   async start(): Promise<RegisterResult> {
-    this.#running = true;
-    return this.#serial(() => this.#attempt());
+    this.#attempts.running = true;
+    return this.#attempts.serial(() => this.#attempt());
   }
 
   /** Stops refreshing; the binding stays at the registrar until it expires. */
   stop(): void {
-    this.#running = false;
-    clearTimeout(this.#timer);
+    this.#attempts.stop();
     this.#update({ nextAttemptAt: null });
   }
 
   /** Stops refreshing and removes our binding (REGISTER with Expires: 0). */
   async unregister(): Promise<RegisterResult> {
     this.stop();
-    return this.#serial(async () => {
+    return this.#attempts.serial(async () => {
       const result = await registerOnce(this.endpoint, this.config, { expires: 0, timeoutMs: this.options.timeoutMs, session: this.session, stats: this.stats });
       this.#update({
         ok: result.ok, code: result.status, reason: result.reason, error: result.error, lastAttemptAt: new Date(),
@@ -270,14 +305,8 @@ export class Registration {
     });
   }
 
-  #serial<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.#chain.then(fn, fn);
-    this.#chain = next.catch(() => undefined);
-    return next;
-  }
-
   async #attempt(): Promise<RegisterResult> {
-    if (!this.#running) return { ok: false, error: 'registration stopped' };
+    if (!this.#attempts.running) return { ok: false, error: 'registration stopped' };
     const result = await registerOnce(this.endpoint, this.config, {
       expires: this.options.expires ?? 3600, timeoutMs: this.options.timeoutMs, session: this.session, stats: this.stats,
     });
@@ -286,29 +315,17 @@ export class Registration {
       const delay = Math.max(500, (result.expires * 1000) / 2);
       this.#update({
         ok: true, code: result.status, reason: result.reason, error: undefined, lastAttemptAt: now, failures: 0,
-        expiresAt: new Date(now.getTime() + result.expires * 1000), nextAttemptAt: this.#schedule(delay),
+        expiresAt: new Date(now.getTime() + result.expires * 1000), nextAttemptAt: this.#attempts.schedule(delay),
       });
     } else {
       const failures = this.#status.failures + 1;
-      const min = this.options.retryMinMs ?? 10_000;
-      const max = this.options.retryMaxMs ?? 600_000;
-      const base = Math.min(max, min * 2 ** (failures - 1));
-      const delay = Math.round(base * (0.9 + Math.random() * 0.2));
       const expiresAt = this.#status.expiresAt && this.#status.expiresAt > now ? this.#status.expiresAt : null;
       this.#update({
         ok: false, code: result.status, reason: result.reason, error: result.error ?? (result.ok ? 'registrar granted no expiry' : undefined),
-        lastAttemptAt: now, failures, expiresAt, nextAttemptAt: this.#schedule(delay),
+        lastAttemptAt: now, failures, expiresAt, nextAttemptAt: this.#attempts.schedule(backoffMs(failures, this.options.retryMinMs, this.options.retryMaxMs)),
       });
     }
     return result;
-  }
-
-  /** Plans the next attempt; returns when it is due (null once stopped). */
-  #schedule(ms: number): Date | null {
-    clearTimeout(this.#timer);
-    if (!this.#running) return null;
-    this.#timer = setTimeout(() => void this.#serial(() => this.#attempt()), ms);
-    return new Date(Date.now() + ms);
   }
 
   #update(patch: Partial<RegistrationStatus>): void {

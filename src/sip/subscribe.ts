@@ -6,7 +6,7 @@
 // SUBSCRIBE with Expires: 0 on unsubscribe().
 import { newBranch, newCallId, newTag, type RequestContext, type SipEndpoint } from './endpoint.ts';
 import { parseNameAddr, SipHeaders, type SipRequest } from './message.ts';
-import { authenticatedExchange, identityOf, type ExchangeStats, type RegisterSession, type RegistrationConfig } from './register.ts';
+import { AttemptSchedule, authenticatedExchange, backoffMs, identityOf, type ExchangeStats, type RegisterSession, type RegistrationConfig } from './register.ts';
 
 // -------------------------------------------------------------------------------------------
 // Parsing
@@ -173,9 +173,7 @@ export class PresenceSubscription {
   #session: SubscribeSession | undefined;
   #release: (() => void) | undefined;
   #status: PresenceStatus = { subscription: null, state: null, updatedAt: null, failures: 0, nextAttemptAt: null };
-  #timer?: NodeJS.Timeout;
-  #running = false;
-  #chain: Promise<unknown> = Promise.resolve();
+  readonly #attempts = new AttemptSchedule(() => this.#attempt());
   /** NOTIFY said the state before the SUBSCRIBE's 2xx arrived. */
   #notified = false;
 
@@ -192,23 +190,21 @@ export class PresenceSubscription {
 
   /** Sends the first SUBSCRIBE and resolves with its result; refreshes and retries follow. */
   async start(): Promise<SubscribeResult> {
-    this.#running = true;
-    return this.#serial(() => this.#attempt());
+    this.#attempts.running = true;
+    return this.#attempts.serial(() => this.#attempt());
   }
 
   /** Stops refreshing; the notifier keeps the subscription until it expires (its NOTIFYs get 481). */
   stop(): void {
-    this.#running = false;
-    clearTimeout(this.#timer);
+    this.#attempts.stop();
     this.#endDialog(0);
     this.#update({ nextAttemptAt: null }, false);
   }
 
   /** Stops and ends the subscription at the notifier (SUBSCRIBE with Expires: 0), within `timeoutMs`. */
   async unsubscribe(timeoutMs = 5000): Promise<SubscribeResult> {
-    this.#running = false;
-    clearTimeout(this.#timer);
-    return this.#serial(async () => {
+    this.#attempts.stop();
+    return this.#attempts.serial(async () => {
       const session = this.#session;
       if (!session || session.toTag === undefined) {
         this.#endDialog(0);
@@ -220,12 +216,6 @@ export class PresenceSubscription {
       this.#endDialog(5000);
       return result;
     });
-  }
-
-  #serial<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.#chain.then(fn, fn);
-    this.#chain = next.catch(() => undefined);
-    return next;
   }
 
   #newDialog(): SubscribeSession {
@@ -254,16 +244,16 @@ export class PresenceSubscription {
   }
 
   async #attempt(): Promise<SubscribeResult> {
-    if (!this.#running) return { ok: false, error: 'subscription stopped' };
+    if (!this.#attempts.running) return { ok: false, error: 'subscription stopped' };
     const session = this.#session ?? this.#newDialog();
     const asked = this.options.expires ?? 3600;
     const result = await subscribeOnce(this.endpoint, this.config, { expires: asked, timeoutMs: this.options.timeoutMs, session, stats: this.stats });
-    if (!this.#running || this.#session !== session) return result;
+    if (!this.#attempts.running || this.#session !== session) return result;
     if (result.ok && result.expires !== undefined && result.expires > 0) {
       const subscription = this.#notified && this.#status.subscription !== null ? this.#status.subscription : result.status === 202 ? 'pending' : 'active';
       this.#update({
         subscription, code: result.status, reason: result.reason, error: undefined, failures: 0,
-        nextAttemptAt: this.#schedule(Math.max(500, (result.expires * 1000) / 2)),
+        nextAttemptAt: this.#attempts.schedule(Math.max(500, (result.expires * 1000) / 2)),
       });
     } else {
       // A refresh refused (481: the notifier forgot us) or unanswered: the next try starts a new dialog.
@@ -271,17 +261,10 @@ export class PresenceSubscription {
       const failures = this.#status.failures + 1;
       this.#update({
         subscription: 'failed', code: result.status, reason: result.reason,
-        error: result.error ?? (result.ok ? 'notifier granted no expiry' : undefined), failures, nextAttemptAt: this.#schedule(this.#backoff(failures)),
+        error: result.error ?? (result.ok ? 'notifier granted no expiry' : undefined), failures, nextAttemptAt: this.#attempts.schedule(backoffMs(failures, this.options.retryMinMs, this.options.retryMaxMs)),
       });
     }
     return result;
-  }
-
-  #backoff(failures: number): number {
-    const min = this.options.retryMinMs ?? 10_000;
-    const max = this.options.retryMaxMs ?? 600_000;
-    const base = Math.min(max, min * 2 ** Math.max(0, failures - 1));
-    return Math.round(base * (0.9 + Math.random() * 0.2));
   }
 
   #onRequest(session: SubscribeSession, req: SipRequest, ctx: RequestContext): void {
@@ -325,7 +308,7 @@ export class PresenceSubscription {
     this.#notified = true;
     if (st.state === 'terminated') {
       this.#endDialog(5000);
-      if (!this.#running) {
+      if (!this.#attempts.running) {
         this.#update({ subscription: 'terminated', state, reason: st.reason ?? 'terminated', nextAttemptAt: null });
         return;
       }
@@ -335,19 +318,11 @@ export class PresenceSubscription {
       const delay = st.retryAfter !== undefined ? st.retryAfter * 1000
         : NO_RETRY_REASONS.has(reason) ? (this.options.retryMaxMs ?? 600_000)
           : reason === 'deactivated' || reason === 'timeout' ? 0 : (this.options.retryMinMs ?? 10_000);
-      this.#update({ subscription: 'terminated', state, reason, nextAttemptAt: this.#schedule(delay) });
+      this.#update({ subscription: 'terminated', state, reason, nextAttemptAt: this.#attempts.schedule(delay) });
       return;
     }
     const subscription = st.state === 'active' ? 'active' : 'pending';
     this.#update({ subscription, state });
-  }
-
-  /** Plans the next SUBSCRIBE; returns when it is due (null once stopped). */
-  #schedule(ms: number): Date | null {
-    clearTimeout(this.#timer);
-    if (!this.#running) return null;
-    this.#timer = setTimeout(() => void this.#serial(() => this.#attempt()), ms);
-    return new Date(Date.now() + ms);
   }
 
   #update(patch: Partial<PresenceStatus>, news = true): void {
