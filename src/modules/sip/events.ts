@@ -21,7 +21,7 @@ export interface RegistrationEventData {
   /** Unix seconds. */
   expiresAt: number | null;
   lastAttemptAt: number | null;
-  /** `registration.presence` (and registrations with `subscribe`): the AOR's presence as GET shows it. */
+  /** `registration.presence` only: the AOR's presence as GET shows it. */
   presence?: PresenceData | null;
 }
 

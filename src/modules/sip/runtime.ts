@@ -14,6 +14,7 @@ import type { Database } from '../../db/index.ts';
 import type { SipCapturesTable, SipRegistrationRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import { toUnixSeconds } from '../../lib/time.ts';
 import { Waker, type Wakeups } from '../../queue/waker.ts';
 import { newTag, type RequestContext, type Remote, type SipEndpointOptions, type SipLog, type SipMessage, type SipRequest, SipEndpoint } from '../../sip/endpoint.ts';
 import { SipHeaders, parseNameAddr, parseUri } from '../../sip/message.ts';
@@ -116,6 +117,15 @@ const toTag = (req: SipRequest): string | undefined => {
   try { return parseNameAddr(req.headers.get('to') ?? '').params.tag ?? undefined; } catch { return undefined; }
 };
 const hostPort = (address: string, port: number) => `${formatHost(address)}:${port}`;
+
+/** The payload of a registration event: the registration's status as GET shows it. */
+function eventData(aor: string, s: RegistrationStatus | undefined, now: number): RegistrationEventData {
+  return {
+    aor, registered: !!s?.ok && s.expiresAt !== null && s.expiresAt.getTime() > now, code: s?.code ?? null,
+    reason: s?.reason ?? null, error: s && !s.ok ? (s.error ?? null) : null,
+    expiresAt: toUnixSeconds(s?.expiresAt?.getTime()), lastAttemptAt: toUnixSeconds(s?.lastAttemptAt?.getTime()),
+  };
+}
 
 /** The first non-internal IPv4 address of the machine: what a 0.0.0.0 listener advertises by default. */
 export function defaultAdvertiseHost(bound: string): string {
@@ -503,7 +513,8 @@ export class SipRuntime {
   async #writeStatusRow(o: Owned, version: number, s: RegistrationStatus, aor: string, running?: Running): Promise<void> {
     const { database } = this.deps;
     const now = Date.now();
-    const registered = s.ok && s.expiresAt !== null && s.expiresAt.getTime() > now;
+    const data = eventData(aor, s, now);
+    const registered = data.registered;
     const eventKey = `${registered}:${s.code ?? ''}`;
     const type: RegistrationEventType | undefined = running?.lastEvent === eventKey ? undefined
       : registered ? 'registration.registered' : 'registration.failed';
@@ -515,11 +526,7 @@ export class SipRuntime {
       });
       if (!wrote || !type) return false;
       if (running) running.lastEvent = eventKey;
-      return recordRegistrationEvent(tx, database.dialect, o.orgId, type, {
-        aor, registered, code: s.code ?? null, reason: s.reason ?? null, error: s.ok ? null : (s.error ?? null),
-        expiresAt: s.expiresAt ? Math.floor(s.expiresAt.getTime() / 1000) : null,
-        lastAttemptAt: s.lastAttemptAt ? Math.floor(s.lastAttemptAt.getTime() / 1000) : null,
-      }, now);
+      return recordRegistrationEvent(tx, database.dialect, o.orgId, type, data, now);
     });
     if (queued) this.deps.deliveries?.notify();
   }
@@ -556,7 +563,7 @@ export class SipRuntime {
     const now = Date.now();
     const presence: PresenceData = {
       subscription: p.subscription, state: p.state, code: p.code ?? null, reason: p.reason ?? null,
-      updatedAt: p.updatedAt ? Math.floor(p.updatedAt.getTime() / 1000) : null,
+      updatedAt: toUnixSeconds(p.updatedAt?.getTime()),
     };
     const changed = p.state !== running.presenceState;
     const queued = await database.db.transaction().execute(async (tx) => {
@@ -566,14 +573,7 @@ export class SipRuntime {
       });
       if (!wrote || !changed) return false;
       running.presenceState = p.state;
-      const s = running.latest;
-      const data: RegistrationEventData = {
-        aor: running.aor, registered: !!s?.ok && s.expiresAt !== null && s.expiresAt.getTime() > now, code: s?.code ?? null,
-        reason: s?.reason ?? null, error: s && !s.ok ? (s.error ?? null) : null,
-        expiresAt: s?.expiresAt ? Math.floor(s.expiresAt.getTime() / 1000) : null,
-        lastAttemptAt: s?.lastAttemptAt ? Math.floor(s.lastAttemptAt.getTime() / 1000) : null, presence,
-      };
-      return recordRegistrationEvent(tx, database.dialect, o.orgId, 'registration.presence', data, now);
+      return recordRegistrationEvent(tx, database.dialect, o.orgId, 'registration.presence', { ...eventData(running.aor, running.latest, now), presence }, now);
     });
     if (queued) this.deps.deliveries?.notify();
   }
