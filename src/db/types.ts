@@ -206,8 +206,9 @@ export type IntegrationRow = Selectable<IntegrationsTable>;
 
 // --- Tasks and the queue (migration 0002-tasks) -------------------------------------------
 
-/** The queue states shared by every queue table (tasks, and webhook deliveries later). */
-export type QueueState = 'pending' | 'running' | 'finished' | 'failed' | 'canceled';
+/** The queue states shared by every queue table (tasks, webhook deliveries). */
+export const QUEUE_STATES = ['pending', 'running', 'finished', 'failed', 'canceled'] as const;
+export type QueueState = typeof QUEUE_STATES[number];
 export type TaskType = 'call' | 'text' | 'ping';
 
 export interface TasksTable {

@@ -4,6 +4,7 @@
 // organization or agent named by targetAccountId.
 import crypto from 'node:crypto';
 import type { AccountRow, Db, Dialect, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
+import { QUEUE_STATES } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/errors.ts';
@@ -69,7 +70,6 @@ export interface BatchBody extends RawTask {
 }
 
 const UPDATABLE = ['context', 'taskContext', 'greeting', 'content', 'waitToGreet', 'scheduledFor'] as const;
-const STATES: readonly QueueState[] = ['pending', 'running', 'finished', 'failed', 'canceled'];
 const FINAL: readonly QueueState[] = ['finished', 'failed', 'canceled'];
 
 /** A YYYY-MM-DD string naming a day that exists (2026-02-30 does not). */
@@ -298,7 +298,7 @@ export function taskService(deps: TaskServiceDeps) {
       if (!Object.hasOwn(SORT, sort)) throw new Invalid(`sort must be one of ${Object.keys(SORT).join(', ')}`);
       const order = (q.order ?? 'desc').toLowerCase();
       if (order !== 'asc' && order !== 'desc') throw new Invalid('order must be asc or desc');
-      if (q.state !== undefined && !STATES.includes(q.state as QueueState)) throw new Invalid(`state must be one of ${STATES.join(', ')}`);
+      if (q.state !== undefined && !QUEUE_STATES.includes(q.state as QueueState)) throw new Invalid(`state must be one of ${QUEUE_STATES.join(', ')}`);
       if (q.type !== undefined && !['call', 'text', 'ping'].includes(q.type)) throw new Invalid('type must be one of call, text, ping');
       if (q.since !== undefined && q.until !== undefined && q.since > q.until) throw new Invalid('since must not be after until');
       let accountId = q.accountId;
@@ -388,8 +388,8 @@ export function taskService(deps: TaskServiceDeps) {
     async stats(scope: Scope, targetAccountId: number | undefined) {
       const t = await tenant(scope, targetAccountId);
       const c = await taskRepo.counts(db, t.org.id);
-      const byState = Object.fromEntries(STATES.map((s) => [s, Number(c?.[s] ?? 0)])) as Record<QueueState, number>;
-      const total = STATES.reduce((sum, s) => sum + byState[s], 0);
+      const byState = Object.fromEntries(QUEUE_STATES.map((s) => [s, Number(c?.[s] ?? 0)])) as Record<QueueState, number>;
+      const total = QUEUE_STATES.reduce((sum, s) => sum + byState[s], 0);
       // The contract's description calls failed tasks "errored"; both names are given.
       return { success: true, total, byState: { ...byState, errored: byState.failed } };
     },

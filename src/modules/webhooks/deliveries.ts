@@ -9,8 +9,6 @@ import { notifyQueue } from '../../queue/waker.ts';
 import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
 import { DELIVERIES } from './dispatcher.ts';
 
-const secs = (ms: number | null | undefined) => toUnixSeconds(ms);
-
 /** A delivery as the API shows it (times in unix seconds), with every attempt it made. */
 export function presentDelivery(d: WebhookDeliveryRow, attempts: readonly DeliveryAttemptRow[]) {
   return {
@@ -20,21 +18,21 @@ export function presentDelivery(d: WebhookDeliveryRow, attempts: readonly Delive
     state: d.state,
     attempt: d.attempt,
     maxAttempts: d.max_attempts,
-    nextAttemptAt: d.state === 'pending' ? secs(d.run_at) : null,
+    nextAttemptAt: d.state === 'pending' ? toUnixSeconds(d.run_at) : null,
     lastStatusCode: d.last_status,
     lastError: d.last_error,
     attempts: attempts.map((a) => ({
       attempt: a.attempt,
-      at: secs(a.started_at),
+      at: toUnixSeconds(a.started_at),
       statusCode: a.status_code,
       error: a.error,
       durationMs: a.duration_ms,
       responseExcerpt: a.response_excerpt,
-      nextAttemptAt: secs(a.next_attempt_at),
+      nextAttemptAt: toUnixSeconds(a.next_attempt_at),
     })),
-    createdAt: secs(d.created_at),
-    updatedAt: secs(d.updated_at),
-    finishedAt: secs(d.finished_at),
+    createdAt: toUnixSeconds(d.created_at),
+    updatedAt: toUnixSeconds(d.updated_at),
+    finishedAt: toUnixSeconds(d.finished_at),
   };
 }
 

@@ -3,8 +3,9 @@
 import { Type } from '@sinclair/typebox';
 import type { App, AppContext } from '../../../app.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../../http/schemas.ts';
+import { QUEUE_STATES } from '../../../db/types.ts';
 import { policyFromConfig } from '../../../webhooks/ssrf.ts';
-import { DELIVERY_STATES, MAX_LABEL_LENGTH, MAX_URL_LENGTH, subscriptionService, WEBHOOK_TYPES } from './service.ts';
+import { MAX_LABEL_LENGTH, MAX_URL_LENGTH, subscriptionService, WEBHOOK_TYPES } from './service.ts';
 
 const tags = ['Webhooks'];
 const TargetQuery = Type.Object({
@@ -78,7 +79,7 @@ export async function subscriptionRoutes(app: App, ctx: AppContext): Promise<voi
         ...TargetQuery.properties,
         url: Type.Optional(Type.String({ maxLength: MAX_URL_LENGTH, description: 'Only deliveries to this webhook URL' })),
         type: Type.Optional(Type.String({ maxLength: 50, description: 'Only deliveries of subscriptions of this type' })),
-        state: Type.Optional(Type.String({ maxLength: 20, description: `Only deliveries in this state: ${DELIVERY_STATES.join(', ')}` })),
+        state: Type.Optional(Type.String({ maxLength: 20, description: `Only deliveries in this state: ${QUEUE_STATES.join(', ')}` })),
         limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many (default 100)' })),
         offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Skip this many' })),
       }),

@@ -2,6 +2,7 @@
 // events sent. Each subscription has its own Standard Webhooks signing secret, answered in full
 // once, when it is created; deliveries go through the delivery queue (delivery-runtime.ts).
 import type { AccountRow, Db, Dialect, WebhookRow } from '../../../db/types.ts';
+import { QUEUE_STATES } from '../../../db/types.ts';
 import type { Scope } from '../../../http/auth.ts';
 import { Conflict, Invalid, NotFound } from '../../../http/errors.ts';
 import { maskSecret, type SecretBox } from '../../../lib/crypto.ts';
@@ -34,8 +35,6 @@ export interface SubscriptionServiceDeps {
   notify?: () => void;
   now?: () => number;
 }
-
-export const DELIVERY_STATES = ['pending', 'running', 'finished', 'failed', 'canceled'] as const;
 
 const isType = (t: string): t is WebhookType => (WEBHOOK_TYPES as readonly string[]).includes(t);
 
@@ -134,7 +133,7 @@ export function subscriptionService(deps: SubscriptionServiceDeps) {
       if (q.url !== undefined) filter.url = normalUrl(q.url);
       if (q.type !== undefined) filter.type = checkType(q.type);
       if (q.state !== undefined) {
-        if (!(DELIVERY_STATES as readonly string[]).includes(q.state)) throw new Invalid(`state must be one of: ${DELIVERY_STATES.join(', ')}`);
+        if (!(QUEUE_STATES as readonly string[]).includes(q.state)) throw new Invalid(`state must be one of: ${QUEUE_STATES.join(', ')}`);
         filter.state = q.state as DeliveryFilter['state'];
       }
       const limit = q.limit ?? 100;
