@@ -127,7 +127,7 @@ export function presenceSkip(): false | string {
   return 'kamailio presence modules not installed (apt-get install kamailio-presence-modules); CI installs them';
 }
 
-function presenceConfig(o: { host: string; port: number; db: string }): { modules: string; route: string } {
+function presenceConfig(o: { host: string; port: number; db: string; user: string; password: string }): { modules: string; route: string } {
   const url = `text://${o.db}`;
   return {
     modules: `loadmodule "db_text.so"
@@ -148,8 +148,8 @@ modparam("presence_xml", "force_active", 1)
   if (is_method("SUBSCRIBE")) {
     if (!has_totag()) {
       if ($au == $null) { www_challenge("$td", "1"); exit; }
-      if (!pv_www_authenticate("$td", "${'${PASSWORD}'}", "0")) { www_challenge("$td", "1"); exit; }
-      if ($au != "${'${USER}'}") { sl_send_reply("403", "Forbidden"); exit; }
+      if (!pv_www_authenticate("$td", "${o.password}", "0")) { www_challenge("$td", "1"); exit; }
+      if ($au != "${o.user}") { sl_send_reply("403", "Forbidden"); exit; }
       consume_credentials();
     }
     handle_subscribe();
@@ -200,7 +200,7 @@ request_route {
     if (!save("location")) sl_reply_error();
     exit;
   }
-${presence ? presence.route.replace('${PASSWORD}', o.password).replace('${USER}', o.user) : ''}
+${presence?.route ?? ''}
   if (is_method("OPTIONS")) { sl_send_reply("200", "OK"); exit; }
   sl_send_reply("404", "Not Here");
 }
