@@ -12,8 +12,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openDatabase, type Database } from '../src/db/index.ts';
 import type { NewTask } from '../src/db/types.ts';
-import { checkTask } from '../src/modules/tasks/items.ts';
-import { TASKS } from '../src/modules/tasks/queue.ts';
+import { checkTask } from '../src/modules/tasks/validation.ts';
+import { TASKS } from '../src/modules/tasks/queue-hooks.ts';
 import { taskRepo } from '../src/modules/tasks/repository.ts';
 import { notifyQueue } from '../src/queue/waker.ts';
 import { createStore, ENGINES, fmt, measure, median, percentile, postgresCpuSeconds, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
@@ -134,7 +134,7 @@ async function drain(engine: Engine, workers: number): Promise<number> {
     }
     await database.db.transaction().execute(async (tx) => {
       await taskRepo.insert(tx, rows, now);
-      await notifyQueue(tx, database.dialect, TASKS);
+      await notifyQueue(tx, TASKS);
     });
     const committed = performance.now();
     const cpu0 = procs.map((p) => p.cpuSeconds());

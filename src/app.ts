@@ -1,13 +1,15 @@
-// Builds the HTTP application: plugins, auth, error handling and every module's routes.
-// It never listens; main.ts (or a test) decides that.
+// Builds the HTTP application: plugins, auth, error handling and every module's routes, each
+// handed the services it uses (built once, by src/platform.ts). It never listens; main.ts (or a
+// test) decides that.
 import crypto from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from './config.ts';
 import type { Database } from './db/index.ts';
-import type { SecretBox } from './lib/crypto.ts';
+import type { Services } from './platform.ts';
+import type { App } from './http/types.ts';
 import { registerAuth } from './http/auth.ts';
 import { HttpError, Invalid } from './http/errors.ts';
 import { ErrorBody } from './http/schemas.ts';
@@ -23,25 +25,18 @@ import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
-import type { TaskRuntime } from './modules/tasks/runtime.ts';
-import type { DeliveryRuntime } from './modules/webhooks/delivery-runtime.ts';
+
+export type { App } from './http/types.ts';
 
 export interface AppDeps {
   config: Config;
   database: Database;
-  box: SecretBox;
+  /** Every service the routes use, built once for the process (src/platform.ts). */
+  services: Services;
   /** A pino logger; without one the app logs nothing (tests). */
   logger?: FastifyBaseLogger;
   metrics?: Metrics;
-  /** The process's task queue (shared with its worker); without one the API makes its own. */
-  tasks?: TaskRuntime;
-  /** The process's webhook delivery queue; producers (relay ingress, replay) wake its worker through notify(). */
-  deliveries?: DeliveryRuntime;
-  /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
-  sipWorkerWaitMs?: number;
 }
-
-export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 const SECRET_PARAMS = new Set(['token', 'authtoken']);
 
@@ -144,23 +139,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (field !== undefined) throw new Invalid(`${field} must be a finite number`);
   });
 
-  const ctx = { ...deps, metrics };
-  await app.register(opsRoutes, ctx);
-  await app.register(tokenRoutes, ctx);
-  await app.register(accountRoutes, ctx);
-  await app.register(memberRoutes, ctx);
-  await app.register(numberingRoutes, ctx);
-  await app.register(taskRoutes, ctx);
-  await app.register(twilioRoutes, ctx);
-  await app.register(relayRoutes, ctx);
-  await app.register(sipRoutes, ctx);
-  await app.register(subscriptionRoutes, ctx);
+  const { services } = deps;
+  await app.register(opsRoutes, { database, metrics });
+  await app.register(tokenRoutes, { tokens: services.tokens });
+  await app.register(accountRoutes, { accounts: services.accounts });
+  await app.register(memberRoutes, { members: services.members });
+  await app.register(numberingRoutes, { numbering: services.numbering });
+  await app.register(taskRoutes, { tasks: services.tasks, csvMaxBytes: config.csvMaxBytes });
+  await app.register(twilioRoutes, { twilioCallbacks: services.twilioCallbacks });
+  await app.register(relayRoutes, { relays: services.relays, config });
+  await app.register(sipRoutes, { sip: services.sip });
+  await app.register(subscriptionRoutes, { subscriptions: services.subscriptions });
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;
 }
-
-export type AppContext = AppDeps & { metrics: Metrics };
 
 function clientErrorMessage(err: FastifyError): string {
   switch (err.code) {

@@ -11,10 +11,8 @@ import { migrateToLatest } from './db/migrate.ts';
 import { loadSecretKey, SecretBox } from './lib/crypto.ts';
 import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
-import { maintenanceJobs, Worker } from './worker.ts';
-import { TaskRuntime } from './modules/tasks/runtime.ts';
-import { DeliveryRuntime } from './modules/webhooks/delivery-runtime.ts';
-import { SipRuntime } from './modules/sip/runtime.ts';
+import { maintenanceJobs, Maintenance } from './maintenance.ts';
+import { createPlatform } from './platform.ts';
 
 const USAGE = `usage: callplane [serve] [--role api|worker|all]
        callplane migrate
@@ -78,38 +76,36 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   const box = new SecretBox(key);
   const stops: (() => Promise<void>)[] = [];
   let port: number | undefined;
-  let deliveries: DeliveryRuntime | undefined;
   // One SIP endpoint per worker process (API-only processes never bind the SIP port).
-  const sip = role !== 'api' && config.sipEnabled
-    ? new SipRuntime({ database, config, box, log: log.child({ component: 'sip' }), deliveries: { notify: () => deliveries?.notify() } })
-    : undefined;
-  const tasks = new TaskRuntime({ database, config, box, log: log.child({ component: 'tasks' }), ...(sip ? { carrierOptions: { sip } } : {}) });
-  deliveries = new DeliveryRuntime({ database, config, box, taskWakeups: tasks.wakeups, log: log.child({ component: 'deliveries' }) });
+  const platform = createPlatform({ config, database, box, log, sip: role !== 'api' && config.sipEnabled ? {} : false });
+  const { tasks, deliveries, sip } = platform;
 
   if (role === 'worker' || role === 'all') {
     if (sip) {
       try {
-        await sip.start(tasks.wakeups);
+        await sip.start();
       } catch (err) {
         await database.close().catch(() => {});
         throw new StartupError(`cannot start SIP on ${config.sipHost}:${config.sipPort}: ${(err as Error).message} (set CALLPLANE_SIP_PORT, or CALLPLANE_SIP_ENABLED=false to run without SIP)`);
       }
     }
+    await platform.listen();
     await tasks.startWorker();
     await deliveries.startWorker();
     // Side by side: each waits up to 12 s for its handlers, and shutdown is forced at 15 s.
-    stops.push(async () => void (await Promise.all([tasks.stop(), deliveries!.stop()])));
+    stops.push(async () => void (await Promise.all([tasks.stop(), deliveries.stop()])));
     // After the task workers, so calls in progress end before the endpoint goes.
     if (sip) stops.push(() => sip.stop());
-    const worker = new Worker(maintenanceJobs(database, { taskRetentionDays: config.taskRetentionDays, deliveryRetentionDays: config.deliveryRetentionDays }), log.child({ component: 'worker' }));
-    worker.start();
-    // The worker's timers are unref'd (so tests and embedders are never held open); without a
+    stops.push(() => platform.close());
+    const maintenance = new Maintenance(maintenanceJobs(database, { taskRetentionDays: config.taskRetentionDays, deliveryRetentionDays: config.deliveryRetentionDays }), log.child({ component: 'maintenance' }));
+    maintenance.start();
+    // The maintenance timers are unref'd (so tests and embedders are never held open); without a
     // listening server nothing else keeps a worker-only process alive until it is told to stop.
     const keepAlive = setInterval(() => {}, 1 << 30);
-    stops.push(async () => { clearInterval(keepAlive); await worker.stop(); });
+    stops.push(async () => { clearInterval(keepAlive); await maintenance.stop(); });
   }
   if (role === 'api' || role === 'all') {
-    const app = await buildApp({ config, database, box, logger: log, tasks, deliveries });
+    const app = await buildApp({ config, database, services: platform.services, logger: log });
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (err) {

@@ -3,8 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, SqliteQueryCompiler, sql, type SelectModifierNode } from 'kysely';
+import { listenOn, type Listener } from './listen.ts';
 import type { DB, Db, Dialect } from './types.ts';
+
+export type { Listener } from './listen.ts';
 
 // int8 (counts, unix-ms timestamps) as JS numbers: every value we store fits in 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -14,6 +17,17 @@ export interface Database {
   readonly dialect: Dialect;
   /** Where the data lives, without credentials (for logs). */
   readonly description: string;
+  /**
+   * How many write transactions may usefully run at once: 1 on SQLite (one writer connection),
+   * the pool's size on PostgreSQL. Group commits size their concurrency from it.
+   */
+  readonly concurrentWriters: number;
+  /**
+   * Hears NOTIFYs on `channel` from every process sharing the database (PostgreSQL: a dedicated
+   * LISTEN connection that reconnects and then calls `onReconnect`, since notifications sent while
+   * it was away are gone). SQLite: one process per DATA_DIR, so there is nobody else to hear.
+   */
+  listen(channel: string, opts: { onNotify(payload: string | undefined): void; onReconnect(): void; log?: { warn(obj: object, msg: string): void } }): Promise<Listener>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -31,10 +45,13 @@ export function openDatabase(opts: DatabaseOptions): Database {
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const url = new URL(opts.databaseUrl);
+    const databaseUrl = opts.databaseUrl;
     return {
       db,
       dialect: 'postgres',
       description: `postgres://${url.host}${url.pathname}`,
+      concurrentWriters: opts.poolSize ?? 10,
+      listen: (channel, o) => listenOn({ databaseUrl, channel, ...o }),
       ping: async () => void (await sql`select 1`.execute(db)),
       close: () => db.destroy(),
     };
@@ -46,13 +63,18 @@ export function openDatabase(opts: DatabaseOptions): Database {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  // pg_notify tells other processes that a queue has work (src/queue/waker.ts). A DATA_DIR has one
+  // serving process, so on SQLite there is nobody to tell: the same statement runs and does nothing.
+  sqlite.function('pg_notify', { deterministic: false, varargs: true }, () => null);
   const writes = new WriteCounter(sqlite);
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, writes) }) });
+  const db = new Kysely<DB>({ dialect: new SqliteWithoutRowLocks({ database: withStatementCache(sqlite, writes) }) });
   changeWatches.set(db, (tables) => () => writes.stamp(tables));
   return {
     db,
     dialect: 'sqlite',
     description: `sqlite:${file}`,
+    concurrentWriters: 1,
+    listen: async () => ({ close: async () => {} }),
     ping: async () => void (await sql`select 1`.execute(db)),
     close: () => db.destroy(),
   };
@@ -130,4 +152,25 @@ function withStatementCache(sqlite: SQLite.Database, writes: WriteCounter, size 
       return entry.stmt;
     },
   };
+}
+
+/**
+ * Repositories lock the rows a transaction will change with `.forUpdate()` (and claims skip rows
+ * others hold with `.skipLocked()`) on both engines. SQLite has no row locks and no such syntax:
+ * its one writer connection already runs write transactions one at a time, so the compiler leaves
+ * these modifiers out and every other modifier as it is.
+ */
+const ROW_LOCKS = new Set(['ForUpdate', 'ForNoKeyUpdate', 'ForShare', 'ForKeyShare', 'NoWait', 'SkipLocked']);
+
+class SqliteCompilerWithoutRowLocks extends SqliteQueryCompiler {
+  protected override visitSelectModifier(node: SelectModifierNode): void {
+    if (node.modifier && ROW_LOCKS.has(node.modifier)) return;
+    super.visitSelectModifier(node);
+  }
+}
+
+class SqliteWithoutRowLocks extends SqliteDialect {
+  override createQueryCompiler(): SqliteQueryCompiler {
+    return new SqliteCompilerWithoutRowLocks();
+  }
 }

@@ -19,7 +19,7 @@ import {
 
 export const SIP = 'sip';
 
-/** What the carrier needs from the process's SIP runtime (src/modules/sip/runtime.ts). */
+/** What the carrier needs from the process's SIP runtime (src/modules/sip/sip-worker.ts). */
 export interface SipCallDeps {
   /** Undefined when this process runs without SIP (CALLPLANE_SIP_ENABLED=false). */
   readonly endpoint: SipEndpoint | undefined;

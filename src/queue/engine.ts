@@ -2,7 +2,7 @@
 // the queue columns (tasks now, webhook deliveries next). Owners plug in through hooks that run in
 // the same transaction as the state change (admission limits, semaphores, outbox events, counters).
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable, type SqlBool, type Transaction } from 'kysely';
-import type { DB, Dialect, Executor, QueueState } from '../db/types.ts';
+import type { DB, Executor, QueueState } from '../db/types.ts';
 
 /** The columns a table needs to be a queue. */
 export interface QueueColumns {
@@ -88,7 +88,6 @@ export interface QueueHooks<Row> {
 
 export interface QueueOptions<T extends QueueTable> extends QueueHooks<QueueRow<T>> {
   table: T;
-  dialect: Dialect;
   /** Unique per process (and per runner when one process runs several for one table). */
   workerId: string;
   /** How long a claim holds a row without a heartbeat. Default 30 s. */
@@ -113,7 +112,6 @@ export function inTransaction<R>(ex: Executor, fn: (tx: Transaction<DB>) => Prom
 
 export class QueueEngine<T extends QueueTable> {
   readonly table: T;
-  readonly dialect: Dialect;
   readonly workerId: string;
   readonly leaseMs: number;
   readonly now: () => number;
@@ -125,7 +123,6 @@ export class QueueEngine<T extends QueueTable> {
     if (!opts.workerId) throw new Error('queue: workerId is required');
     this.#opts = opts;
     this.table = opts.table;
-    this.dialect = opts.dialect;
     this.#t = opts.table;
     this.workerId = opts.workerId;
     this.leaseMs = opts.leaseMs ?? 30_000;
@@ -169,8 +166,7 @@ export class QueueEngine<T extends QueueTable> {
           .orderBy('run_at').orderBy('id').limit(want);
         if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
         if (passed.length > 0) select = select.where('id', 'not in', passed);
-        if (this.#opts.dialect === 'postgres') select = select.forUpdate().skipLocked();
-        const candidates = (await select.execute()) as QueueRow<T>[];
+        const candidates = (await select.forUpdate().skipLocked().execute()) as QueueRow<T>[];
         if (candidates.length === 0) break;
 
         const admitted: string[] = [];
@@ -221,9 +217,9 @@ export class QueueEngine<T extends QueueTable> {
     ]);
     const update = (q: Kysely<any>) => q.updateTable(this.#t).set({ lease_expires_at: this.now() + this.leaseMs })
       .where(held).returningAll().execute() as Promise<QueueRow<T>[]>;
-    if (this.#opts.dialect !== 'postgres') return update(ex as unknown as Kysely<any>);
     // Row locks in id order, as completeMany takes them: one UPDATE of many rows locks them in
-    // whatever order its plan reads them, which deadlocked against a batch of completions.
+    // whatever order its plan reads them, which deadlocked against a batch of completions (on
+    // SQLite the SELECT takes no lock: its one writer already runs transactions one at a time).
     return inTransaction(ex, async (tx) => {
       const q = tx as unknown as Kysely<any>;
       await q.selectFrom(this.#t).select('id').where(held).orderBy('id').forUpdate().execute();
@@ -292,10 +288,9 @@ export class QueueEngine<T extends QueueTable> {
     return inTransaction(ex, async (tx) => {
       const now = this.now();
       const q = tx as unknown as Kysely<any>;
-      let select = q.selectFrom(this.#t).selectAll()
+      const select = q.selectFrom(this.#t).selectAll()
         .where('state', '=', 'running').where('lease_expires_at', '<', now)
-        .orderBy('lease_expires_at').limit(limit);
-      if (this.#opts.dialect === 'postgres') select = select.forUpdate().skipLocked();
+        .orderBy('lease_expires_at').limit(limit).forUpdate().skipLocked();
       const expired = (await select.execute()) as QueueRow<T>[];
       const out: QueueRow<T>[] = [];
       for (const row of expired) {
@@ -328,8 +323,7 @@ export class QueueEngine<T extends QueueTable> {
     const { onTransition } = this.#opts;
     return inTransaction(ex, async (tx) => {
       const q = tx as unknown as Kysely<any>;
-      let select = q.selectFrom(this.#t).select('state').where('id', '=', id).where('state', 'in', from);
-      if (this.#opts.dialect === 'postgres') select = select.forUpdate();
+      const select = q.selectFrom(this.#t).select('state').where('id', '=', id).where('state', 'in', from).forUpdate();
       const current = (await select.executeTakeFirst()) as { state: QueueState } | undefined;
       if (!current) return undefined;
       const updated = (await q.updateTable(this.#t)

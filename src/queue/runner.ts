@@ -37,6 +37,8 @@ export interface HandlerContext {
 export interface RunnerOptions<T extends QueueTable> {
   engine: QueueEngine<T>;
   db: Db;
+  /** Write transactions that may run at once (Database.concurrentWriters); settles are batched by up to 2. Default 1. */
+  writers?: number;
   handler(row: QueueRow<T>, ctx: HandlerContext): Promise<Outcome<QueueRow<T>> | void>;
   /** Rows run at once by this runner. Default 10. */
   concurrency?: number;
@@ -88,7 +90,7 @@ export class QueueRunner<T extends QueueTable> {
     // the owner's per-transition rows (an organization's counts) written once for the group.
     this.#completions = new GroupCommit({
       db,
-      concurrency: engine.dialect === 'sqlite' ? 1 : 2,
+      concurrency: Math.min(2, this.#o.writers ?? 1),
       write: (tx, jobs) => engine.completeMany(tx, jobs),
     });
   }

@@ -1,9 +1,9 @@
 // Wakeups for idle runners: an in-process signal, PostgreSQL LISTEN/NOTIFY as a hint between
 // processes, and the sleep primitive runners wait on. Hints may be lost (a dropped LISTEN
 // connection); runners also poll, so a lost hint only costs latency, never work.
-import pg from 'pg';
 import { sql } from 'kysely';
-import type { Dialect, Executor } from '../db/types.ts';
+import type { Database, Listener } from '../db/index.ts';
+import type { Executor } from '../db/types.ts';
 
 export const QUEUE_CHANNEL = 'callplane_queue';
 
@@ -63,75 +63,20 @@ export class Wakeups {
 /**
  * Tells other processes that `queue` has due work. Call it inside the transaction that inserted
  * or rescheduled the rows: PostgreSQL delivers NOTIFY only on commit, so listeners never wake
- * before the rows are visible. SQLite has no other process to tell.
+ * before the rows are visible. On SQLite the statement does nothing (src/db/index.ts).
  */
-export async function notifyQueue(ex: Executor, dialect: Dialect, queue: string): Promise<void> {
-  if (dialect !== 'postgres') return;
+export async function notifyQueue(ex: Executor, queue: string): Promise<void> {
   await sql`select pg_notify(${QUEUE_CHANNEL}, ${queue})`.execute(ex);
 }
 
-export interface QueueListener {
-  close(): Promise<void>;
-}
-
 /**
- * LISTENs on a dedicated connection (a pooled one would drop the subscription when returned) and
- * forwards each notification to `wakeups`. Reconnects after a failure and then wakes every queue,
- * since notifications sent while disconnected are gone.
+ * Forwards the database's queue notifications from other processes to `wakeups`, and wakes every
+ * queue after a reconnect (hints sent meanwhile are lost).
  */
-export async function listenForWakeups(opts: {
-  databaseUrl: string;
-  wakeups: Wakeups;
-  channel?: string;
-  reconnectMs?: number;
-  log?: { warn(obj: object, msg: string): void };
-}): Promise<QueueListener> {
-  const channel = opts.channel ?? QUEUE_CHANNEL;
-  let client: pg.Client | undefined;
-  let closed = false;
-  let timer: NodeJS.Timeout | undefined;
-
-  const connect = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: opts.databaseUrl });
-    c.on('notification', (msg) => opts.wakeups.emit(msg.payload || undefined));
-    c.on('error', (err) => {
-      opts.log?.warn({ err }, 'queue listener connection failed; reconnecting');
-      void c.end().catch(() => {});
-      if (client === c) client = undefined;
-      schedule();
-    });
-    c.on('end', () => {
-      if (client === c) client = undefined;
-      schedule();
-    });
-    await c.connect();
-    await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-    if (closed) {
-      await c.end().catch(() => {});
-      return;
-    }
-    client = c;
-  };
-  const schedule = () => {
-    if (closed || timer) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      connect().then(() => opts.wakeups.emit(), (err) => {
-        opts.log?.warn({ err }, 'queue listener reconnect failed');
-        schedule();
-      });
-    }, opts.reconnectMs ?? 1000);
-    timer.unref();
-  };
-
-  await connect();
-  return {
-    async close() {
-      closed = true;
-      if (timer) clearTimeout(timer);
-      const c = client;
-      client = undefined;
-      await c?.end().catch(() => {});
-    },
-  };
+export function listenForWakeups(database: Pick<Database, 'listen'>, wakeups: Wakeups, log?: { warn(obj: object, msg: string): void }): Promise<Listener> {
+  return database.listen(QUEUE_CHANNEL, {
+    onNotify: (payload) => wakeups.emit(payload),
+    onReconnect: () => wakeups.emit(),
+    log,
+  });
 }

@@ -12,9 +12,10 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { SecretBox } from '../../src/lib/crypto.ts';
 import { bootstrapAdmin } from '../../src/modules/tokens/service.ts';
 import { createScratchPgDatabase } from './scratch-pg.ts';
-import { TaskRuntime, type TaskRuntimeDeps } from '../../src/modules/tasks/runtime.ts';
-import { DeliveryRuntime, type DeliveryRuntimeDeps } from '../../src/modules/webhooks/delivery-runtime.ts';
-import { SipRuntime, type SipRuntimeDeps } from '../../src/modules/sip/runtime.ts';
+import type { TaskQueue } from '../../src/modules/tasks/task-queue.ts';
+import type { DeliveryQueue } from '../../src/modules/webhooks/delivery-queue.ts';
+import type { SipWorker } from '../../src/modules/sip/sip-worker.ts';
+import { createPlatform, type PlatformDeps } from '../../src/platform.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 export const PG_URL = process.env.TEST_DATABASE_URL;
@@ -34,11 +35,11 @@ export interface Harness {
   partnerId: number;
   adminToken: string;
   /** The task queue of this harness; its runner runs only when started with `worker: true`. */
-  tasks: TaskRuntime;
+  tasks: TaskQueue;
   /** The webhook delivery queue of this harness; its worker runs only when started with `deliveries: true`. */
-  deliveries: DeliveryRuntime;
+  deliveries: DeliveryQueue;
   /** The SIP runtime (endpoint, registration owner), when started with `sip`. */
-  sip?: SipRuntime;
+  sip?: SipWorker;
   call(method: string, url: string, opts?: CallOptions): Promise<Reply>;
   /** A reseller under the partner, with its own token. */
   reseller(name?: string): Promise<{ id: number; token: string }>;
@@ -54,16 +55,16 @@ export interface HarnessOptions {
   /** Run the task worker in the harness's process (as `--role all` does). */
   worker?: boolean;
   /** Shorter leases, heartbeats, carrier settings for tests. */
-  runtime?: Partial<Omit<TaskRuntimeDeps, 'database' | 'config' | 'box'>>;
+  runtime?: PlatformDeps['tasks'];
   /** Run the webhook delivery worker (deliveries and the task-event outbox) in the harness's process. */
   deliveries?: boolean;
   /** Shorter leases, a fast retry schedule … for delivery tests. */
-  deliveryRuntime?: Partial<Omit<DeliveryRuntimeDeps, 'database' | 'config' | 'box'>>;
+  deliveryRuntime?: PlatformDeps['deliveries'];
   /**
    * Run a SIP runtime (listener on `host`, default 127.0.0.1, a free port; the owner of SIP
    * registrations; the endpoint calls over outbound routes use) in the harness's process.
    */
-  sip?: Partial<Omit<SipRuntimeDeps, 'database' | 'config' | 'box'>>;
+  sip?: Exclude<PlatformDeps['sip'], false>;
   /** How long SIP registration POST/DELETE wait for the owner (default 14 s). */
   sipWorkerWaitMs?: number;
 }
@@ -82,15 +83,19 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   await migrateToLatest(database);
   const { partnerId, newToken } = await bootstrapAdmin(database.db, database.dialect, undefined);
   const box = new SecretBox(crypto.randomBytes(32));
-  let deliveries: DeliveryRuntime | undefined;
-  const sip = opts.sip ? new SipRuntime({ database, config, box, host: '127.0.0.1', port: 0, deliveries: { notify: () => deliveries?.notify() }, ...opts.sip }) : undefined;
-  const runtime = sip ? { ...opts.runtime, carrierOptions: { ...opts.runtime?.carrierOptions, sip } } : opts.runtime;
-  const tasks = new TaskRuntime({ database, config, box, ...runtime });
-  if (sip) await sip.start(tasks.wakeups);
+  const platform = createPlatform({
+    config, database, box,
+    sip: opts.sip ? { host: '127.0.0.1', port: 0, ...opts.sip } : false,
+    tasks: opts.runtime,
+    deliveries: opts.deliveryRuntime,
+    sipWorkerWaitMs: opts.sipWorkerWaitMs,
+  });
+  const { tasks, deliveries, sip } = platform;
+  if (opts.worker || opts.deliveries || sip) await platform.listen();
+  if (sip) await sip.start();
   if (opts.worker) await tasks.startWorker();
-  deliveries = new DeliveryRuntime({ database, config, box, taskWakeups: tasks.wakeups, ...opts.deliveryRuntime });
   if (opts.deliveries) await deliveries.startWorker();
-  const app = await buildApp({ config, database, box, tasks, deliveries, sipWorkerWaitMs: opts.sipWorkerWaitMs });
+  const app = await buildApp({ config, database, services: platform.services });
   await app.ready();
   const adminToken = newToken!;
 
@@ -138,6 +143,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
       await tasks.stop();
       await deliveries.stop();
       await sip?.stop();
+      await platform.close();
       await app.close();
       await database.close();
       await drop();

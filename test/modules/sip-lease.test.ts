@@ -3,11 +3,12 @@
 // one SQLite file opened twice — and one Kamailio. Each registration is REGISTERed by exactly one of them; when its owner dies without
 // giving its leases back, the other takes its registrations over once the lease has expired;
 // a clean stop gives them back at once.
+import { Wakeups } from '../../src/queue/waker.ts';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/index.ts';
-import { SipRuntime } from '../../src/modules/sip/runtime.ts';
+import { SipWorker } from '../../src/modules/sip/sip-worker.ts';
 import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { peersSkip, sleep, startKamailio, waitFor, type Kamailio } from '../helpers/sip-peers.ts';
 
@@ -18,8 +19,8 @@ for (const engine of ENGINES) describe(`SIP registration ownership across proces
   let kam: Kamailio;
   let h: Harness;
   let second: Database;
-  let a: SipRuntime;
-  let b: SipRuntime;
+  let a: SipWorker;
+  let b: SipWorker;
   const users: string[] = [];
   const contactsOf = (u: string) => kam.locations(`${u}@${kam.domain}`).map((l) => Number(/@127\.0\.0\.1:(\d+)/.exec(l.contact)?.[1]));
 
@@ -30,7 +31,7 @@ for (const engine of ENGINES) describe(`SIP registration ownership across proces
     a = h.sip!;
     // A second "process": its own connections to the same database, its own SIP port.
     second = openDatabase({ databaseUrl: h.config.databaseUrl, sqliteFile: path.join(h.config.dataDir, 'callplane.db'), poolSize: 3 });
-    b = new SipRuntime({ database: second, config: h.config, box: h.box, host: '127.0.0.1', port: 0, ...runtime });
+    b = new SipWorker({ database: second, config: h.config, box: h.box, wakeups: new Wakeups(), host: '127.0.0.1', port: 0, ...runtime });
     await b.start();
   });
   after(async () => {
@@ -85,7 +86,7 @@ for (const engine of ENGINES) describe(`SIP registration ownership across proces
       await h.database.db.updateTable('sip_registrations').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', one.id).execute();
       a.notify();
       await waitFor('a to own one', () => a.owned.includes(one.id));
-      b = new SipRuntime({ database: second, config: h.config, box: h.box, host: '127.0.0.1', port: 0, leaseMs: LEASE_MS, pollMs: 100, registerTimeoutMs: 2000 });
+      b = new SipWorker({ database: second, config: h.config, box: h.box, wakeups: new Wakeups(), host: '127.0.0.1', port: 0, leaseMs: LEASE_MS, pollMs: 100, registerTimeoutMs: 2000 });
       await b.start();
       mine.push(one);
     }

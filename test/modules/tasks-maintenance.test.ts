@@ -3,7 +3,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachEngine } from '../helpers/engines.ts';
-import { maintenanceJobs } from '../../src/worker.ts';
+import { maintenanceJobs } from '../../src/maintenance.ts';
 
 const DAY = 86_400_000;
 

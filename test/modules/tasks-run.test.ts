@@ -1,12 +1,14 @@
-// Task execution end to end: submitted through the API, run by the real worker (TaskRuntime with
+// Task execution end to end: submitted through the API, run by the real worker (TaskQueue with
 // the task engine's limit hooks and the carrier handler, SIMULATED carrier), observed in the
-// database. On PostgreSQL, extra TaskRuntime workers on their own connection pools share the
+// database. On PostgreSQL, extra TaskQueue workers on their own connection pools share the
 // database, as worker processes would.
+import { listenForWakeups, Wakeups } from '../../src/queue/waker.ts';
+import type { Listener } from '../../src/db/index.ts';
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import type { TaskRow } from '../../src/db/types.ts';
-import { TaskRuntime, type TaskRuntimeDeps } from '../../src/modules/tasks/runtime.ts';
+import { TaskQueue, type TaskQueueDeps } from '../../src/modules/tasks/task-queue.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness } from '../helpers/harness.ts';
 import { attemptIntervals, eventsByTask, historyProblems } from '../helpers/task-events.ts';
@@ -76,18 +78,22 @@ function kit(h: () => Harness) {
 
 /** Extra workers on their own connection pools (PostgreSQL), stopped and closed by `close()`. */
 function extraWorkers(h: Harness) {
-  const started: { runtime: TaskRuntime; database: Database }[] = [];
+  const started: { runtime: TaskQueue; database: Database; listener: Listener }[] = [];
   return {
-    async start(overrides: Partial<Omit<TaskRuntimeDeps, 'database' | 'box'>> = {}): Promise<TaskRuntime> {
+    async start(overrides: Partial<Omit<TaskQueueDeps, 'database' | 'box' | 'wakeups'>> = {}): Promise<TaskQueue> {
       const database = h.engine === 'postgres' ? openDatabase({ databaseUrl: h.config.databaseUrl, poolSize: 3 }) : h.database;
-      const runtime = new TaskRuntime({ database, config: h.config, box: h.box, ...overrides });
-      started.push({ runtime, database });
+      // Another process: its own wake-up bus, fed by its own LISTEN connection (PostgreSQL).
+      const wakeups = new Wakeups();
+      const listener = await listenForWakeups(database, wakeups);
+      const runtime = new TaskQueue({ database, config: h.config, box: h.box, wakeups, ...overrides });
+      started.push({ runtime, database, listener });
       await runtime.startWorker();
       return runtime;
     },
     async close() {
-      for (const { runtime, database } of started.splice(0)) {
+      for (const { runtime, database, listener } of started.splice(0)) {
         await runtime.stop();
+        await listener.close();
         if (database !== h.database) await database.close();
       }
     },

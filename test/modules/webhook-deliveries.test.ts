@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, it } from 'node:test';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { WebhookDeliveryRow } from '../../src/db/types.ts';
-import { ABANDONED } from '../../src/modules/webhooks/delivery-handler.ts';
+import { ABANDONED } from '../../src/modules/webhooks/send-delivery.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness } from '../helpers/harness.ts';
 import { startReceiver, type Receiver, type Received } from '../helpers/receiver.ts';

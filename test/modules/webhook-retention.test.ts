@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import { it } from 'node:test';
 import type { QueueState } from '../../src/db/types.ts';
 import { newId } from '../../src/lib/ids.ts';
-import { maintenanceJobs } from '../../src/worker.ts';
+import { maintenanceJobs } from '../../src/maintenance.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { tenant } from '../queue/fixtures.ts';
 

@@ -10,7 +10,7 @@ type Tasks = QueueOptions<'tasks'>;
 
 forEachEngine('queue engine completeMany', (h) => {
   const engine = (opts: Partial<Tasks> = {}) =>
-    new QueueEngine<'tasks'>({ table: 'tasks', dialect: h().database.dialect, workerId: 'w-many', leaseMs: 60_000, ...opts });
+    new QueueEngine<'tasks'>({ table: 'tasks', workerId: 'w-many', leaseMs: 60_000, ...opts });
 
   it('settles every held row, skips a lost lease, and calls the batch hook once per final state', async () => {
     const t = await tenant(h());

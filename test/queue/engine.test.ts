@@ -25,7 +25,7 @@ const semaphoreHooks = (limit: number): Pick<Tasks, 'admit' | 'onTransition'> =>
 
 forEachEngine('queue engine', (h) => {
   const engine = (opts: Partial<Tasks> = {}) =>
-    new QueueEngine<'tasks'>({ table: 'tasks', dialect: h().database.dialect, workerId: 'w1', leaseMs: 1000, ...opts });
+    new QueueEngine<'tasks'>({ table: 'tasks', workerId: 'w1', leaseMs: 1000, ...opts });
 
   it('claims due pending rows oldest run_at first (id breaking ties) and leaves future rows alone', async () => {
     const t = await tenant(h());

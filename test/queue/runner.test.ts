@@ -10,7 +10,7 @@ import { insertTasks, secondDatabase, sleep, task, tenant, waitFor } from './fix
 forEachEngine('queue runner', (h) => {
   const runners: QueueRunner<'tasks'>[] = [];
   const engine = (opts: Partial<QueueOptions<'tasks'>> = {}) =>
-    new QueueEngine<'tasks'>({ table: 'tasks', dialect: h().database.dialect, workerId: `w${runners.length}`, leaseMs: 2000, ...opts });
+    new QueueEngine<'tasks'>({ table: 'tasks', workerId: `w${runners.length}`, leaseMs: 2000, ...opts });
   /** A started runner; stopped at the end of its test. A long poll unless a test says otherwise,
    *  so only the wakeup under test can explain a fast start. */
   const runner = (opts: Partial<RunnerOptions<'tasks'>> & Pick<RunnerOptions<'tasks'>, 'handler'>) => {
@@ -68,7 +68,7 @@ forEachEngine('queue runner', (h) => {
   it('on PostgreSQL, a NOTIFY committed by another connection wakes an idle runner within 250 ms', async (ctx) => {
     if (h().engine !== 'postgres') return ctx.skip('LISTEN/NOTIFY is PostgreSQL only; SQLite runs in one process');
     const wakeups = new Wakeups();
-    const listener = await listenForWakeups({ databaseUrl: h().config.databaseUrl!, wakeups });
+    const listener = await listenForWakeups(h().database, wakeups);
     const other = secondDatabase(h());
     try {
       const t = await tenant(h());
@@ -79,7 +79,7 @@ forEachEngine('queue runner', (h) => {
       const [id] = await other.database.db.transaction().execute(async (tx) => {
         const now = Date.now();
         await tx.insertInto('tasks').values({ id: `tsk_notify_${now}`, org_id: t.orgId, account_id: t.agentId, type: 'ping', run_at: now, created_at: now, updated_at: now }).execute();
-        await notifyQueue(tx, 'postgres', 'tasks');
+        await notifyQueue(tx, 'tasks');
         return [`tsk_notify_${now}`];
       });
       committed = Date.now();

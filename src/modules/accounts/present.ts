@@ -2,7 +2,8 @@
 // secrets masked).
 import type { AccountRow, IntegrationRow, NumberingProviderRow } from '../../db/types.ts';
 import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
-import { bool, toUnixSeconds } from '../../lib/time.ts';
+import { bool } from '../../db/flags.ts';
+import { toUnixSeconds } from '../../lib/time.ts';
 
 export const ACCOUNT_TYPE = { partner: 'partner', reseller: 'reseller', organization: 'organization', agent: 'account' } as const;
 

@@ -81,6 +81,19 @@ export const accountRepo = {
     return r?.id ?? null;
   },
 
+  /** Which of `ids` are agents of the organization. */
+  async agentIdsIn(db: Executor, orgId: number, ids: number[]): Promise<Set<number>> {
+    if (ids.length === 0) return new Set();
+    const rows = await db.selectFrom('accounts').select('id')
+      .where('org_id', '=', orgId).where('kind', '=', 'agent').where('id', 'in', ids).execute();
+    return new Set(rows.map((r) => r.id));
+  },
+
+  async timezoneOf(db: Executor, id: number): Promise<string | null | undefined> {
+    const r = await db.selectFrom('accounts').select('timezone').where('id', '=', id).executeTakeFirst();
+    return r?.timezone;
+  },
+
   async findByExternalId(db: Executor, within: Pick<AccountRow, 'id' | 'kind'>, externalAccountId: string): Promise<AccountRow[]> {
     return db.selectFrom('accounts').selectAll()
       .where(ANCESTOR_COLUMN[within.kind], '=', within.id)

@@ -1,8 +1,8 @@
 // Accounts operations of the contract: resellers, organizations, agent accounts, details, search.
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app.ts';
+import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, PaginationQuery, Security } from '../../http/schemas.ts';
-import { accountService } from './service.ts';
+import type { AccountService } from './service.ts';
 
 const tags = ['Accounts'];
 const Str = (description?: string) => Type.String({ maxLength: 500, ...(description ? { description } : {}) });
@@ -34,8 +34,7 @@ const NumberingProvider = Type.Object({
 const AccountView = Obj({ id: Type.Integer(), accountType: Type.String(), name: Type.String() }, 'An account at any level of the ladder');
 const Listing = (key: string) => Envelope({ [key]: Type.Array(AccountView), total: Type.Integer() });
 
-export async function accountRoutes(app: App, ctx: AppContext): Promise<void> {
-  const accounts = accountService({ db: ctx.database.db, box: ctx.box, config: ctx.config });
+export async function accountRoutes(app: App, { accounts }: { accounts: AccountService }): Promise<void> {
 
   app.post('/api/v2/createReseller', {
     schema: {

@@ -1,16 +1,15 @@
 // Members and admin users of an account.
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app.ts';
+import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, MAX_ACCOUNT_ID, Obj, Security } from '../../http/schemas.ts';
-import { memberService } from './service.ts';
+import type { MemberService } from './service.ts';
 
 const tags = ['Accounts'];
 const Member = Obj({ id: Type.Integer(), email: Type.String(), role: Type.String(), permittedAccountIds: Type.Array(Type.Integer()) });
 const TargetAccount = { targetAccountId: Type.Optional(AccountId('Act on this descendant account instead of your own')) };
 const MemberIds = Type.Array(Type.Integer({ minimum: 1, maximum: MAX_ACCOUNT_ID }), { maxItems: 1000 });
 
-export async function memberRoutes(app: App, ctx: AppContext): Promise<void> {
-  const members = memberService({ db: ctx.database.db });
+export async function memberRoutes(app: App, { members }: { members: MemberService }): Promise<void> {
 
   app.get('/api/v2/members', {
     schema: { operationId: 'listMembers', tags, security: Security, summary: 'List members of your account',

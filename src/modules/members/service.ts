@@ -5,7 +5,8 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { ANCESTOR_COLUMN } from '../accounts/repository.ts';
-import { bool, nowMs, toUnixSeconds } from '../../lib/time.ts';
+import { bool } from '../../db/flags.ts';
+import { nowMs, toUnixSeconds } from '../../lib/time.ts';
 import { memberRepo } from './repository.ts';
 import { isEmail } from '../../lib/checks.ts';
 

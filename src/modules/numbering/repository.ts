@@ -5,7 +5,12 @@ export const numberingRepo = {
   async listForOrg(db: Executor, orgId: number): Promise<NumberingProviderRow[]> {
     return db.selectFrom('numbering_providers').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
   },
-  /** `lock` takes a row lock: PostgreSQL only (SQLite has no FOR UPDATE; its single writer serialises writes). */
+  /** The organization's enabled providers, its default first. */
+  async listEnabled(db: Executor, orgId: number): Promise<NumberingProviderRow[]> {
+    return db.selectFrom('numbering_providers').selectAll()
+      .where('org_id', '=', orgId).where('enabled', '=', 1).orderBy('is_default', 'desc').orderBy('id').execute();
+  },
+  /** `lock` takes a row lock (a no-op on SQLite, whose single writer serialises writes). */
   async find(db: Executor, orgId: number, providerId: string, opts: { lock?: boolean } = {}): Promise<NumberingProviderRow | undefined> {
     const q = db.selectFrom('numbering_providers').selectAll().where('org_id', '=', orgId).where('provider_id', '=', providerId);
     return (opts.lock ? q.forUpdate() : q).executeTakeFirst();

@@ -1,8 +1,8 @@
 // Numbering provider operations (the carriers an organization uses).
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app.ts';
+import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
-import { numberingService } from './service.ts';
+import type { NumberingService } from './service.ts';
 
 const tags = ['Phone Numbers'];
 const Provider = Obj({ providerId: Type.String(), default: Type.Boolean(), enabled: Type.Boolean(), config: Type.Record(Type.String(), Type.String()) });
@@ -15,8 +15,7 @@ const Body = (requireConfig: boolean) => Type.Object({
 });
 const TargetOrg = Type.Object({ targetOrganizationId: AccountId('Organization id') });
 
-export async function numberingRoutes(app: App, ctx: AppContext): Promise<void> {
-  const numbering = numberingService({ db: ctx.database.db, dialect: ctx.database.dialect, box: ctx.box });
+export async function numberingRoutes(app: App, { numbering }: { numbering: NumberingService }): Promise<void> {
 
   app.get('/api/v2/numberingProviders', {
     schema: { operationId: 'listNumberingProviders', tags, security: Security,

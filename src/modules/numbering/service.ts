@@ -4,7 +4,8 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { flag, nowMs } from '../../lib/time.ts';
+import { flag } from '../../db/flags.ts';
+import { nowMs } from '../../lib/time.ts';
 import { presentProvider } from '../accounts/present.ts';
 import { normalizeProviderConfig, PROVIDERS, providerSpec } from './catalog.ts';
 import { numberingRepo } from './repository.ts';
@@ -79,3 +80,5 @@ export function numberingService(deps: { db: Db; dialect: Dialect; box: SecretBo
     },
   };
 }
+
+export type NumberingService = ReturnType<typeof numberingService>;

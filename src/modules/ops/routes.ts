@@ -1,9 +1,11 @@
 // Liveness, readiness and metrics: what an orchestrator and Prometheus ask of every process.
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app.ts';
+import type { Database } from '../../db/index.ts';
 import { migrationsApplied } from '../../db/migrate.ts';
+import type { Metrics } from '../../http/metrics.ts';
+import type { App } from '../../http/types.ts';
 
-export async function opsRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function opsRoutes(app: App, ctx: { database: Database; metrics: Metrics }): Promise<void> {
   const open = { config: { public: true } };
 
   app.get('/healthz', {

@@ -54,7 +54,7 @@ export async function recordRegistrationEvent(
     lease_owner: null, lease_expires_at: null, last_status: null, last_error: null, created_at: now, updated_at: now, finished_at: null,
   }));
   await tx.insertInto('webhook_deliveries').values(rows).execute();
-  await notifyQueue(tx, dialect, DELIVERIES);
+  await notifyQueue(tx, DELIVERIES);
   return true;
 }
 

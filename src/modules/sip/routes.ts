@@ -1,10 +1,9 @@
 // Every SIP operation of the contract: registration (POST/GET/DELETE, available), IP whitelist,
 // outbound routes and captures. Handlers are a schema and one service call (service.ts).
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app.ts';
+import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
-import { DELIVERIES } from '../webhooks/dispatcher.ts';
-import { SIP_REGISTRATIONS, sipService } from './service.ts';
+import type { SipService } from './service.ts';
 
 const tags = ['SIP'];
 const Target = { targetAccountId: Type.Optional(AccountId('Organization (or one of its agents) to act on, for resellers and partners; an organization token acts on itself')) };
@@ -66,15 +65,7 @@ const Capture = Obj({
   transport: Type.String(), source: Type.String(), destination: Type.String(), message: Type.String(),
 });
 
-export async function sipRoutes(app: App, ctx: AppContext): Promise<void> {
-  const wakeups = ctx.tasks?.wakeups;
-  const sip = sipService({
-    db: ctx.database.db, dialect: ctx.database.dialect, box: ctx.box,
-    wake: () => wakeups?.emit(SIP_REGISTRATIONS),
-    wakeDeliveries: () => { ctx.deliveries?.notify(); wakeups?.emit(DELIVERIES); },
-    workerWaitMs: ctx.sipWorkerWaitMs,
-  });
-
+export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise<void> {
   app.post('/api/v2/sip/registration', {
     schema: {
       operationId: 'upsertSipRegistration', tags, security: Security, summary: 'Create or update SIP registration',

@@ -1,5 +1,5 @@
 // SIP operations of the API: an organization's registration (stored here, registered by the
-// worker that owns it: src/modules/sip/runtime.ts), its inbound IP whitelist, its outbound routes
+// worker that owns it: src/modules/sip/sip-worker.ts), its inbound IP whitelist, its outbound routes
 // and its captures. The API process never speaks SIP itself: it writes the configuration, wakes
 // the workers and waits (bounded) for the owner's first REGISTER to answer 201/200 or 502.
 import type { AccountRow, Db, Dialect, SipRegistrationRow } from '../../db/types.ts';
@@ -236,7 +236,7 @@ export function sipService(deps: SipServiceDeps) {
           org_id: org.id, ...cfg, password: box.seal(cfg.password!), version: 1, attempted_version: 0,
           created_at: now, updated_at: now,
         });
-        await notifyQueue(tx, dialect, SIP_REGISTRATIONS);
+        await notifyQueue(tx, SIP_REGISTRATIONS);
         return inserted;
       });
     } catch (err) {
@@ -270,7 +270,7 @@ export function sipService(deps: SipServiceDeps) {
       const out = await sipRepo.updateRegistrationAt(tx, existing.id, existing.version, {
         ...rest, ...(password !== undefined ? { password: box.seal(password) } : {}), version, updated_at: now,
       });
-      if (out) await notifyQueue(tx, dialect, SIP_REGISTRATIONS);
+      if (out) await notifyQueue(tx, SIP_REGISTRATIONS);
       return out;
     });
     if (!changed) throw new Conflict('The registration was changed by a concurrent request meanwhile; send it again');
@@ -290,7 +290,7 @@ export function sipService(deps: SipServiceDeps) {
         password: existing.password, realm: existing.realm, proxy: existing.proxy, port: existing.port,
         transport: existing.transport, subscribe: existing.subscribe, version: version + 1, updated_at: Date.now(),
       });
-      if (out) await notifyQueue(tx, dialect, SIP_REGISTRATIONS);
+      if (out) await notifyQueue(tx, SIP_REGISTRATIONS);
       return out;
     }).catch((err) => {
       // The AOR given back may meanwhile be another organization's; then the failed one stays.
@@ -341,7 +341,7 @@ export function sipService(deps: SipServiceDeps) {
       const asked = Date.now();
       await db.transaction().execute(async (tx) => {
         await sipRepo.markDeleting(tx, row.id, asked);
-        await notifyQueue(tx, dialect, SIP_REGISTRATIONS);
+        await notifyQueue(tx, SIP_REGISTRATIONS);
       });
       wake();
       const until = Date.now() + waitMs;

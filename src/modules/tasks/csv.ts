@@ -9,11 +9,11 @@ import { pipeline } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import { CsvError, Parser } from 'csv-parse';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/types.ts';
 import type { NewTask } from '../../db/types.ts';
 import { HttpError, Invalid } from '../../http/errors.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
-import { checkTask, type RawTask } from './items.ts';
+import { checkTask, type RawTask } from './validation.ts';
 import type { TaskService, TaskTenant } from './service.ts';
 
 /** Rows per insert transaction. */

@@ -1,6 +1,7 @@
 // How a task looks on the wire: the contract's field names, unix seconds for times.
 import type { TaskRow } from '../../db/types.ts';
-import { bool, toUnixSeconds } from '../../lib/time.ts';
+import { bool } from '../../db/flags.ts';
+import { toUnixSeconds } from '../../lib/time.ts';
 
 function json(text: string | null): unknown {
   if (text === null) return null;

@@ -1,8 +1,22 @@
-// Queries on tasks and their counters. Every query is bound to one organization.
-import type { Db, Executor, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
-import { bumpStateCount } from './queue.ts';
+// Every statement on the tasks module's tables: tasks, task_events (the outbox), org_task_counts,
+// org_task_limits, org_semaphores, org_daily_counters and target_cooldowns. Queries take the
+// executor first (a transaction or the database); `lock` options take row locks (no-ops on SQLite,
+// whose one writer already serialises write transactions: src/db/index.ts).
+import { sql } from 'kysely';
+import type { DB, Db, Executor, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
+import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
 import { presentTask } from './present.ts';
+
+export type TaskEventType = DB['task_events']['type'];
+export type CounterKind = 'calls' | 'texts' | 'tasks';
+
+/** Adds `delta` to the organization's count of tasks in `state` (creating the row on first use). */
+async function bumpStateCount(db: Executor, orgId: number, state: QueueState, delta: number): Promise<void> {
+  await db.insertInto('org_task_counts').values({ org_id: orgId, [state]: Math.max(delta, 0) })
+    .onConflict((oc) => oc.column('org_id').doUpdateSet({ [state]: sql`org_task_counts.${sql.ref(state)} + ${delta}` }))
+    .execute();
+}
 
 /** Rows per multi-row INSERT: ~35 columns each stays far below SQLite's 32,766 bound parameters. */
 export const INSERT_BATCH = 500;
@@ -33,10 +47,7 @@ export const taskRepo = {
     for (let i = 0; i < rows.length; i += INSERT_BATCH) {
       const batch = rows.slice(i, i + INSERT_BATCH);
       const inserted = await tx.insertInto('tasks').values(batch).returningAll().execute();
-      await tx.insertInto('task_events').values(inserted.map((row) => ({
-        id: newId('evt', now), org_id: row.org_id, task_id: row.id, type: 'task.pending' as const,
-        payload: JSON.stringify({ type: 'task.pending', task: presentTask(row) }), created_at: now,
-      }))).execute();
+      await taskRepo.writeEvents(tx, inserted, 'task.pending', now);
       for (const row of inserted) perOrg.set(row.org_id, (perOrg.get(row.org_id) ?? 0) + 1);
       out.push(...inserted);
     }
@@ -44,8 +55,76 @@ export const taskRepo = {
     return out;
   },
 
+  /**
+   * The outbox rows for tasks' state changes, written by whoever made the change in the same
+   * transaction; the dispatcher (src/modules/webhooks/dispatcher.ts) turns them into deliveries.
+   */
+  async writeEvents(tx: Executor, rows: readonly TaskRow[], type: TaskEventType, now: number): Promise<void> {
+    if (rows.length === 0) return;
+    await tx.insertInto('task_events').values(rows.map((row) => ({
+      id: newId('evt', now), org_id: row.org_id, task_id: row.id, type,
+      payload: JSON.stringify({ type, task: presentTask(row) }), created_at: now,
+    }))).execute();
+  },
+
+  /** Moves `n` of an organization's tasks from one per-state count to another. */
+  async moveStateCounts(tx: Executor, orgId: number, from: QueueState, to: QueueState, n: number): Promise<void> {
+    await tx.updateTable('org_task_counts')
+      .set({ [from]: sql`${sql.ref(from)} - ${n}`, [to]: sql`${sql.ref(to)} + ${n}` })
+      .where('org_id', '=', orgId).execute();
+  },
+
   async find(db: Executor, orgId: number, id: string): Promise<TaskRow | undefined> {
     return db.selectFrom('tasks').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+  },
+
+  /**
+   * A task by id alone, for callers that carry no tenant (a carrier's callback, which proves
+   * itself with the organization's provider credentials afterwards).
+   */
+  async findAnyOrg(db: Executor, id: string): Promise<TaskRow | undefined> {
+    return db.selectFrom('tasks').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  /** A running task's result and carrier reference (locked with `lock`), or nothing when it is not running. */
+  async findRunning(db: Executor, id: string, opts: { lock?: boolean } = {}): Promise<Pick<TaskRow, 'result' | 'provider_ref'> | undefined> {
+    const q = db.selectFrom('tasks').select(['result', 'provider_ref']).where('id', '=', id).where('state', '=', 'running');
+    return (opts.lock ? q.forUpdate() : q).executeTakeFirst();
+  },
+
+  /** Changes columns of a task while it is running (and, given `attempt`, still on that attempt). */
+  async updateRunning(db: Executor, id: string, set: Partial<TaskRow>, opts: { attempt?: number } = {}): Promise<void> {
+    let q = db.updateTable('tasks').set(set as never).where('id', '=', id).where('state', '=', 'running');
+    if (opts.attempt !== undefined) q = q.where('attempt', '=', opts.attempt);
+    await q.execute();
+  },
+
+  /** Marks a running task for cancellation (its worker ends it); undefined when it is no longer running. */
+  async requestCancel(db: Executor, id: string, requestedAt: number, now: number): Promise<TaskRow | undefined> {
+    return db.updateTable('tasks').set({ cancel_requested_at: requestedAt, updated_at: now })
+      .where('id', '=', id).where('state', '=', 'running').returningAll().executeTakeFirst();
+  },
+
+  /** Changes a pending task; undefined when it is no longer pending. */
+  async updatePending(db: Executor, id: string, set: Partial<TaskRow>): Promise<TaskRow | undefined> {
+    return db.updateTable('tasks').set(set).where('id', '=', id).where('state', '=', 'pending').returningAll().executeTakeFirst();
+  },
+
+  /**
+   * Pending first attempts of an organization that a limit had put off are due again at `now`
+   * (never before their own schedule; retries keep their backoff).
+   */
+  async undeferPending(db: Executor, orgId: number, now: number): Promise<void> {
+    await db.updateTable('tasks')
+      .set((eb) => ({ run_at: eb.fn('coalesce', [eb.ref('scheduled_for'), eb.val(now)]) }))
+      .where('org_id', '=', orgId).where('state', '=', 'pending').where('attempt', '=', 0)
+      .where('run_at', '>', now).where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', eb.ref('run_at'))]))
+      .execute();
+  },
+
+  /** One round trip that reads a task: a ping's check of the store the queue depends on. */
+  async probe(db: Executor, id: string): Promise<void> {
+    await db.selectFrom('tasks').select('id').where('id', '=', id).executeTakeFirst();
   },
 
   async findByIdempotencyKey(db: Executor, orgId: number, key: string): Promise<TaskRow | undefined> {
@@ -119,5 +198,77 @@ export const taskRepo = {
     const rows = await db.selectFrom('org_daily_counters').select(['kind', 'n'])
       .where('org_id', '=', orgId).where('day', '=', day).execute();
     return Object.fromEntries(rows.map((r) => [r.kind, Number(r.n)]));
+  },
+};
+
+/** The per-organization limits and the counters admission checks them against. */
+export const limitRepo = {
+  /** The limits in force for an organization (defaults where nothing was set). */
+  async load(db: Executor, orgId: number): Promise<TaskLimits> {
+    const row = await db.selectFrom('org_task_limits').select('config').where('org_id', '=', orgId).executeTakeFirst();
+    return row ? { ...DEFAULT_LIMITS, ...(JSON.parse(row.config) as Partial<TaskLimits>) } : { ...DEFAULT_LIMITS };
+  },
+
+  /** Locks the organization's limits row (when there is one) for a read-modify-write. */
+  async lock(tx: Executor, orgId: number): Promise<void> {
+    await tx.selectFrom('org_task_limits').select('org_id').where('org_id', '=', orgId).forUpdate().executeTakeFirst();
+  },
+
+  async save(tx: Executor, orgId: number, limits: TaskLimits, now: number): Promise<void> {
+    const config = JSON.stringify(limits);
+    await tx.insertInto('org_task_limits').values({ org_id: orgId, config, updated_at: now })
+      .onConflict((oc) => oc.column('org_id').doUpdateSet({ config, updated_at: now })).execute();
+    await tx.insertInto('org_semaphores').values({ org_id: orgId, running: 0, max_running: limits.concurrencyPerRun })
+      .onConflict((oc) => oc.column('org_id').doUpdateSet({ max_running: limits.concurrencyPerRun })).execute();
+  },
+
+  /**
+   * The organization's semaphore (running tasks and the most allowed), created on first use and
+   * locked until the transaction ends, with its bound brought up to `maxRunning`.
+   */
+  async lockSemaphore(tx: Executor, orgId: number, maxRunning: number): Promise<{ running: number }> {
+    await tx.insertInto('org_semaphores').values({ org_id: orgId, running: 0, max_running: maxRunning })
+      .onConflict((oc) => oc.column('org_id').doNothing()).execute();
+    const sem = await tx.selectFrom('org_semaphores').select(['running', 'max_running']).where('org_id', '=', orgId)
+      .forUpdate().executeTakeFirstOrThrow();
+    if (sem.max_running !== maxRunning) {
+      await tx.updateTable('org_semaphores').set({ max_running: maxRunning }).where('org_id', '=', orgId).execute();
+    }
+    return { running: Number(sem.running) };
+  },
+
+  async takeSlot(tx: Executor, orgId: number): Promise<void> {
+    await tx.updateTable('org_semaphores').set({ running: sql`running + 1` }).where('org_id', '=', orgId).execute();
+  },
+
+  async releaseSlots(tx: Executor, orgId: number, slots: number): Promise<void> {
+    await tx.updateTable('org_semaphores')
+      .set({ running: sql`case when running > ${slots} then running - ${slots} else 0 end` })
+      .where('org_id', '=', orgId).where('running', '>', 0).execute();
+  },
+
+  /** Today's counts of the named kinds for an organization's local day. */
+  async countsOn(tx: Executor, orgId: number, day: string, kinds: CounterKind[]): Promise<Partial<Record<CounterKind, number>>> {
+    const rows = await tx.selectFrom('org_daily_counters').select(['kind', 'n'])
+      .where('org_id', '=', orgId).where('day', '=', day).where('kind', 'in', kinds).execute();
+    const out: Partial<Record<CounterKind, number>> = {};
+    for (const c of rows) out[c.kind as CounterKind] = Number(c.n);
+    return out;
+  },
+
+  async countOne(tx: Executor, orgId: number, day: string, kind: CounterKind): Promise<void> {
+    await tx.insertInto('org_daily_counters').values({ org_id: orgId, day, kind, n: 1 })
+      .onConflict((oc) => oc.columns(['org_id', 'day', 'kind']).doUpdateSet({ n: sql`org_daily_counters.n + 1` })).execute();
+  },
+
+  async lastAttemptAt(tx: Executor, orgId: number, kind: 'calls' | 'texts', target: string): Promise<number | null> {
+    const last = await tx.selectFrom('target_cooldowns').select('last_at')
+      .where('org_id', '=', orgId).where('kind', '=', kind).where('target', '=', target).executeTakeFirst();
+    return last ? Number(last.last_at) : null;
+  },
+
+  async recordAttempt(tx: Executor, orgId: number, kind: 'calls' | 'texts', target: string, at: number): Promise<void> {
+    await tx.insertInto('target_cooldowns').values({ org_id: orgId, kind, target, last_at: at })
+      .onConflict((oc) => oc.columns(['org_id', 'kind', 'target']).doUpdateSet({ last_at: at })).execute();
   },
 };

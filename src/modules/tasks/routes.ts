@@ -1,10 +1,9 @@
 // Every Tasks operation of the contract, plus the agent queueing operations (outboundCall/Sms).
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app.ts';
+import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
 import { taskCsvRoutes } from './csv.ts';
-import { TaskRuntime } from './runtime.ts';
-import { taskService } from './service.ts';
+import type { TaskService } from './service.ts';
 
 const tags = ['Tasks'];
 const Target = { targetAccountId: Type.Optional(AccountId('Organization or agent to act on (resellers and partners; an organization or agent token acts on itself)')) };
@@ -81,11 +80,9 @@ const LimitsBody = Type.Object({
   cooldowns: Type.Optional(Type.Unknown({ description: '{calls, texts}: seconds between attempts to the same number' })),
 }, { additionalProperties: true });
 
-export async function taskRoutes(app: App, ctx: AppContext): Promise<void> {
-  const runtime = ctx.tasks ?? new TaskRuntime({ database: ctx.database, config: ctx.config, box: ctx.box });
-  const tasks = taskService({ db: ctx.database.db, dialect: ctx.database.dialect, runtime });
+export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: TaskService; csvMaxBytes: number }): Promise<void> {
   // Its own plugin scope: multipart parsing is registered for that route only.
-  await app.register(taskCsvRoutes, { tasks, maxBytes: ctx.config.csvMaxBytes });
+  await app.register(taskCsvRoutes, { tasks, maxBytes: csvMaxBytes });
 
   app.post('/api/v2/tasks', {
     schema: {

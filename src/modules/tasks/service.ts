@@ -3,7 +3,7 @@
 // on its organization, restricted to its own tasks), or, for a reseller or partner, the
 // organization or agent named by targetAccountId.
 import crypto from 'node:crypto';
-import type { AccountRow, Db, Dialect, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
+import type { AccountRow, Db, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
 import { QUEUE_STATES } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Scope } from '../../http/auth.ts';
@@ -12,12 +12,12 @@ import { GroupCommit } from '../../db/group-commit.ts';
 import { StampedCache } from '../../db/stamped-cache.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { checkTask, type ItemContext, type RawTask } from './items.ts';
+import { checkTask, type ItemContext, type RawTask } from './validation.ts';
 import { dayTimeZone, localDay, mergeLimits, RESTRICTED_LIMIT_FIELDS, validateLimits } from './limits.ts';
 import { presentTask } from './present.ts';
-import { loadLimits, TASKS } from './queue.ts';
-import { taskRepo } from './repository.ts';
-import type { TaskRuntime } from './runtime.ts';
+import { TASKS } from './queue-hooks.ts';
+import { limitRepo, taskRepo } from './repository.ts';
+import type { TaskQueue } from './task-queue.ts';
 import { normalizeScheduledFor, normalizeSpacing } from './schedule.ts';
 
 /** How long an Idempotency-Key holds its first answer. */
@@ -28,8 +28,10 @@ export const MAX_BATCH = 1000;
 
 export interface TaskServiceDeps {
   db: Db;
-  dialect: Dialect;
-  runtime: TaskRuntime;
+  /** Write transactions that may run at once (Database.concurrentWriters): submissions group-commit up to 4. */
+  writers: number;
+  /** The process's task queue: transitions (cancel) and wakeups of its runner. */
+  queue: TaskQueue;
 }
 
 /** The organization a request acts on and, for an agent's token, the agent it is limited to. */
@@ -88,7 +90,7 @@ export function requestHash(body: unknown): string {
 }
 
 export function taskService(deps: TaskServiceDeps) {
-  const { db, dialect, runtime } = deps;
+  const { db, queue } = deps;
 
   async function tenant(scope: Scope, targetAccountId: number | undefined): Promise<TaskTenant> {
     const account = await scope.target(targetAccountId, ['organization', 'agent']);
@@ -119,11 +121,7 @@ export function taskService(deps: TaskServiceDeps) {
     }
     let agents = new Set<number>();
     if (t.agent) agents = new Set([t.agent.id]);
-    else if (named.size > 0) {
-      const rows = await db.selectFrom('accounts').select('id')
-        .where('org_id', '=', t.org.id).where('kind', '=', 'agent').where('id', 'in', [...named]).execute();
-      agents = new Set(rows.map((r) => r.id));
-    }
+    else if (named.size > 0) agents = await accountRepo.agentIdsIn(db, t.org.id, [...named]);
     return { orgId: t.org.id, defaultAccountId, allowedAccount: (id) => agents.has(id), now };
   }
 
@@ -132,10 +130,10 @@ export function taskService(deps: TaskServiceDeps) {
     if (rows.length === 0) return [];
     const inserted = await db.transaction().execute(async (tx) => {
       const out = await taskRepo.insert(tx, rows, now);
-      await notifyQueue(tx, dialect, TASKS);
+      await notifyQueue(tx, TASKS);
       return out;
     });
-    runtime.notify();
+    queue.notify();
     return inserted;
   }
 
@@ -146,15 +144,15 @@ export function taskService(deps: TaskServiceDeps) {
    */
   const submissions = new GroupCommit<NewTask[], TaskRow[]>({
     db,
-    concurrency: dialect === 'sqlite' ? 1 : 4,
+    concurrency: Math.min(4, deps.writers),
     size: (rows) => rows.length,
     write: async (tx, jobs) => {
       const inserted = await taskRepo.insert(tx, jobs.flat(), Date.now());
-      await notifyQueue(tx, dialect, TASKS);
+      await notifyQueue(tx, TASKS);
       const byId = new Map(inserted.map((row) => [row.id, row]));
       return jobs.map((rows) => rows.map((row) => byId.get(row.id)!));
     },
-    committed: () => runtime.notify(),
+    committed: () => queue.notify(),
   });
   const submit = (rows: NewTask[]): Promise<TaskRow[]> => rows.length === 0 ? Promise.resolve([]) : submissions.submit(rows);
 
@@ -167,15 +165,14 @@ export function taskService(deps: TaskServiceDeps) {
   async function cancel(row: TaskRow): Promise<{ row: TaskRow; message: string }> {
     const now = Date.now();
     if (row.state === 'pending') {
-      const moved = await runtime.engine.transition(db, row.id, ['pending'], 'canceled', { error: null });
+      const moved = await queue.engine.transition(db, row.id, ['pending'], 'canceled', { error: null });
       if (moved) return { row: moved, message: 'Task canceled.' };
       row = (await taskRepo.find(db, row.org_id, row.id)) ?? row; // claimed meanwhile
     }
     if (row.state === 'running') {
-      const updated = await db.updateTable('tasks').set({ cancel_requested_at: row.cancel_requested_at ?? now, updated_at: now })
-        .where('id', '=', row.id).where('state', '=', 'running').returningAll().executeTakeFirst();
+      const updated = await taskRepo.requestCancel(db, row.id, row.cancel_requested_at ?? now, now);
       if (updated) {
-        runtime.cancelLocal(row.id);
+        queue.cancelLocal(row.id);
         return { row: updated, message: 'Cancel requested: the running task is being ended; it becomes canceled when the carrier confirms.' };
       }
       row = (await taskRepo.find(db, row.org_id, row.id)) ?? row;
@@ -361,13 +358,12 @@ export function taskService(deps: TaskServiceDeps) {
           set.run_at = sched.runAtMs;
         }
         const updated = await db.transaction().execute(async (tx) => {
-          const r = await tx.updateTable('tasks').set(set).where('id', '=', row.id).where('state', '=', 'pending')
-            .returningAll().executeTakeFirst();
-          if (r && set.run_at !== undefined) await notifyQueue(tx, dialect, TASKS);
+          const r = await taskRepo.updatePending(tx, row.id, set);
+          if (r && set.run_at !== undefined) await notifyQueue(tx, TASKS);
           return r;
         });
         if (!updated) throw new Conflict(`Task ${id} started running meanwhile; only a pending task can be changed`);
-        if (set.run_at !== undefined) runtime.notify();
+        if (set.run_at !== undefined) queue.notify();
         row = updated;
       }
       if (state === 'canceled') ({ row, message } = await cancel(row));
@@ -396,7 +392,7 @@ export function taskService(deps: TaskServiceDeps) {
 
     async dailyCounts(scope: Scope, targetAccountId: number | undefined, date: string | undefined) {
       const t = await tenant(scope, targetAccountId);
-      const limits = await loadLimits(db, t.org.id);
+      const limits = await limitRepo.load(db, t.org.id);
       const timezone = dayTimeZone(t.org.timezone, limits);
       if (date !== undefined && !isCalendarDay(date)) throw new Invalid(`date must be a calendar day as YYYY-MM-DD (got '${date}')`);
       const day = date ?? localDay(Date.now(), timezone);
@@ -410,7 +406,7 @@ export function taskService(deps: TaskServiceDeps) {
 
     async getLimits(scope: Scope, targetAccountId: number | undefined) {
       const t = await tenant(scope, targetAccountId);
-      return { success: true, limits: await loadLimits(db, t.org.id) };
+      return { success: true, limits: await limitRepo.load(db, t.org.id) };
     },
 
     async setLimits(scope: Scope, targetAccountId: number | undefined, body: unknown) {
@@ -424,26 +420,15 @@ export function taskService(deps: TaskServiceDeps) {
       }
       const now = Date.now();
       const limits = await db.transaction().execute(async (tx) => {
-        let current = tx.selectFrom('org_task_limits').select('org_id').where('org_id', '=', t.org.id);
-        if (dialect === 'postgres') current = current.forUpdate();
-        await current.executeTakeFirst();
-        const merged = mergeLimits(await loadLimits(tx, t.org.id), checked.limits);
-        const config = JSON.stringify(merged);
-        await tx.insertInto('org_task_limits').values({ org_id: t.org.id, config, updated_at: now })
-          .onConflict((oc) => oc.column('org_id').doUpdateSet({ config, updated_at: now })).execute();
-        await tx.insertInto('org_semaphores').values({ org_id: t.org.id, running: 0, max_running: merged.concurrencyPerRun })
-          .onConflict((oc) => oc.column('org_id').doUpdateSet({ max_running: merged.concurrencyPerRun })).execute();
-        // Tasks a limit had put off are looked at again under the new limits (never earlier than
-        // their own schedule; retries keep their backoff).
-        await tx.updateTable('tasks')
-          .set((eb) => ({ run_at: eb.fn('coalesce', [eb.ref('scheduled_for'), eb.val(now)]) }))
-          .where('org_id', '=', t.org.id).where('state', '=', 'pending').where('attempt', '=', 0)
-          .where('run_at', '>', now).where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', eb.ref('run_at'))]))
-          .execute();
-        await notifyQueue(tx, dialect, TASKS);
+        await limitRepo.lock(tx, t.org.id);
+        const merged = mergeLimits(await limitRepo.load(tx, t.org.id), checked.limits);
+        await limitRepo.save(tx, t.org.id, merged, now);
+        // Tasks a limit had put off are looked at again under the new limits.
+        await taskRepo.undeferPending(tx, t.org.id, now);
+        await notifyQueue(tx, TASKS);
         return merged;
       });
-      runtime.notify();
+      queue.notify();
       return { success: true, message: 'Task limits updated successfully.', limits };
     },
   };

@@ -1,8 +1,8 @@
 // Authorization operations: tokens and one-time auth tokens.
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app.ts';
+import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
-import { tokenService } from './service.ts';
+import type { TokenService } from './service.ts';
 
 const tags = ['Authorization'];
 const Token = Obj({
@@ -11,8 +11,7 @@ const Token = Obj({
 });
 const TargetAccount = Type.Object({ targetAccountId: Type.Optional(AccountId('Act on this descendant account instead of your own')) });
 
-export async function tokenRoutes(app: App, ctx: AppContext): Promise<void> {
-  const tokens = tokenService({ db: ctx.database.db, oneTimeTokenTtlSeconds: ctx.config.oneTimeTokenTtlSeconds });
+export async function tokenRoutes(app: App, { tokens }: { tokens: TokenService }): Promise<void> {
 
   app.get('/api/v2/tokens', {
     schema: { operationId: 'listTokens', tags, security: Security, summary: 'List tokens (prefixes only)',

@@ -66,7 +66,7 @@ export async function replayDelivery(db: Db, dialect: Dialect, original: Webhook
       event_id: original.event_id, event_type: original.event_type, payload: original.payload,
       state: 'pending', run_at: now, attempt: 0, max_attempts: MAX_DELIVERY_ATTEMPTS, created_at: now, updated_at: now,
     }).returningAll().executeTakeFirstOrThrow();
-    await notifyQueue(tx, dialect, DELIVERIES);
+    await notifyQueue(tx, DELIVERIES);
     return row;
   });
 }

@@ -72,7 +72,7 @@ export async function dispatchTaskEvents(db: Db, dialect: Dialect, opts: { batch
     }
     // Events of organizations without a subscription are marked too, so they never pile up.
     await tx.updateTable('task_events').set({ dispatched: 1 }).where('id', 'in', events.map((e) => e.id)).execute();
-    if (rows.length > 0) await notifyQueue(tx, dialect, DELIVERIES);
+    if (rows.length > 0) await notifyQueue(tx, DELIVERIES);
     return { events: events.length, deliveries: rows.length };
   });
 }

@@ -1,11 +1,11 @@
 // The Webhook Relay operations of the contract (types, create/update, get, list, delete), our
 // deliveries listing and replay, and the public ingress the providers post to (ingress.ts).
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../../app.ts';
+import type { Config } from '../../../config.ts';
+import type { App } from '../../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../../http/schemas.ts';
-import { policyFromConfig } from '../../../webhooks/ssrf.ts';
 import { relayIngress } from './ingress.ts';
-import { MAX_TIMEOUT_MS, relayService } from './service.ts';
+import { MAX_TIMEOUT_MS, type RelayService } from './service.ts';
 
 const tags = ['Webhooks'];
 const TargetQuery = Type.Object({
@@ -45,15 +45,7 @@ const Delivery = Obj({
   attempts: Type.Array(Type.Unknown()), nextAttemptAt: Type.Union([Type.Number(), Type.Null()]), createdAt: Type.Number(),
 }, 'One forward of a received event, with every attempt (times in unix seconds)');
 
-export async function relayRoutes(app: App, ctx: AppContext): Promise<void> {
-  const relays = relayService({
-    db: ctx.database.db, dialect: ctx.database.dialect, box: ctx.box, config: ctx.config,
-    policy: policyFromConfig(ctx.config),
-    // The delivery runtime is optional in AppDeps: an API-only process has none and relies on the
-    // queue's database wakeups instead.
-    notify: () => ctx.deliveries?.notify(),
-  });
-
+export async function relayRoutes(app: App, { relays, config }: { relays: RelayService; config: Config }): Promise<void> {
   app.get('/api/v2/webhookRelay/types', {
     schema: {
       operationId: 'listWebhookRelayTypes', tags, security: Security, summary: 'List supported Webhook Relay types',
@@ -121,5 +113,5 @@ export async function relayRoutes(app: App, ctx: AppContext): Promise<void> {
   }, async (req) => relays.replay(req.scope, req.query.targetAccountId, req.params.type, req.params.id));
 
   // Its own plugin scope: the ingress parses every body as raw bytes; the API above stays JSON.
-  await app.register(relayIngress, { relays, config: ctx.config });
+  await app.register(relayIngress, { relays, config });
 }

@@ -8,7 +8,8 @@ import type { Scope } from '../../../http/auth.ts';
 import { Conflict, HttpError, Invalid, NotFound, Forbidden } from '../../../http/errors.ts';
 import { maskSecret, type SecretBox } from '../../../lib/crypto.ts';
 import { newId } from '../../../lib/ids.ts';
-import { bool, flag, toUnixSeconds } from '../../../lib/time.ts';
+import { bool, flag } from '../../../db/flags.ts';
+import { toUnixSeconds } from '../../../lib/time.ts';
 import { TWILIO } from '../../../providers/twilio.ts';
 import { notifyQueue } from '../../../queue/waker.ts';
 import { checkTargetUrl, checkCustomHeaders, type TargetPolicy } from '../../../webhooks/ssrf.ts';
@@ -383,7 +384,7 @@ export function relayService(deps: RelayServiceDeps) {
           id: newId('dlv', at), org_id: row.org_id, kind: 'relay', relay_id: row.id, relay_event_id: event.id,
           event_id: event.id, event_type: row.type, payload: null, run_at: at, created_at: at, updated_at: at,
         });
-        await notifyQueue(tx, dialect, DELIVERIES);
+        await notifyQueue(tx, DELIVERIES);
         return true;
       });
       if (!stored) {

@@ -1,11 +1,10 @@
 // The Webhooks operations of the contract on /api/v2/webhooks: list, add and remove the
 // organization's event subscriptions.
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../../app.ts';
+import type { App } from '../../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../../http/schemas.ts';
 import { QUEUE_STATES } from '../../../db/types.ts';
-import { policyFromConfig } from '../../../webhooks/ssrf.ts';
-import { MAX_LABEL_LENGTH, MAX_URL_LENGTH, subscriptionService, WEBHOOK_TYPES } from './service.ts';
+import { MAX_LABEL_LENGTH, MAX_URL_LENGTH, WEBHOOK_TYPES, type SubscriptionService } from './service.ts';
 
 const tags = ['Webhooks'];
 const TargetQuery = Type.Object({
@@ -40,12 +39,7 @@ const DeleteBody = Type.Object({
   type: Type.Optional(Type.String({ maxLength: 50, description: 'Only the subscription of this type (default: every type to this URL)' })),
 }, { additionalProperties: true });
 
-export async function subscriptionRoutes(app: App, ctx: AppContext): Promise<void> {
-  const subscriptions = subscriptionService({
-    db: ctx.database.db, dialect: ctx.database.dialect, box: ctx.box, policy: policyFromConfig(ctx.config),
-    notify: () => ctx.deliveries?.notify(),
-  });
-
+export async function subscriptionRoutes(app: App, { subscriptions }: { subscriptions: SubscriptionService }): Promise<void> {
   app.get('/api/v2/webhooks', {
     schema: {
       operationId: 'listWebhooks', tags, security: Security, summary: 'List Webhooks', querystring: TargetQuery,

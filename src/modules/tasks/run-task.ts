@@ -1,59 +1,22 @@
-// What running a task means: a ping answers at once (the platform's synthetic check); a call or a
-// text goes to the organization's carrier. Results and errors are written through the queue's
+// What running a task means (the job the task queue's runner calls): a ping answers at once (the
+// platform's synthetic check); a call or a text goes to the organization's carrier, as chosen by
+// the numbering module (src/modules/numbering/carriers.ts). Results and errors are written through the queue's
 // guarded completion, so a worker that lost its lease changes nothing.
 import type { Config } from '../../config.ts';
-import type { Db, NumberingProviderRow, TaskRow } from '../../db/types.ts';
+import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { bool } from '../../lib/time.ts';
-import {
-  CarrierError, createCarrier, PermanentCarrierError, SipCarrier, TransientCarrierError, TWILIO,
-  type Carrier, type CarrierOptions, type TaskOutcome,
-} from '../../providers/index.ts';
-import { sipCallPlan } from '../sip/calls.ts';
+import { bool } from '../../db/flags.ts';
+import { CarrierError, TransientCarrierError, type Carrier, type CarrierOptions, type TaskOutcome } from '../../providers/index.ts';
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
+import { chooseCarrier } from '../numbering/carriers.ts';
 import { outcomeRetryDelayMs } from './limits.ts';
-import { loadLimits } from './queue.ts';
+import { limitRepo, taskRepo } from './repository.ts';
 
 type Row = QueueRow<'tasks'>;
 
 export const TWILIO_STATUS_PATH = '/api/v2/providers/twilio/status';
 export const TWILIO_TWIML_PATH = '/api/v2/providers/twilio/twiml';
-
-/**
- * The carrier of an organization: its default enabled numbering provider, else its first enabled
- * one, else the SIMULATED carrier (which says so in every result).
- */
-export async function providerFor(db: Db, orgId: number): Promise<NumberingProviderRow | undefined> {
-  const rows = await db.selectFrom('numbering_providers').selectAll()
-    .where('org_id', '=', orgId).where('enabled', '=', 1).orderBy('is_default', 'desc').orderBy('id').execute();
-  return rows.find((r) => r.provider_id === 'twilio' || r.provider_id === 'simulated') ?? rows[0];
-}
-
-/** A twilio apiBaseUrl must be Twilio's own unless the operator allows private targets. */
-function checkApiBase(url: string | undefined, config: Config): void {
-  if (!url || config.allowPrivateTargets) return;
-  let host = '';
-  try {
-    const u = new URL(url);
-    if (u.protocol !== 'https:') throw new Error('not https');
-    host = u.hostname.toLowerCase();
-  } catch {
-    throw new PermanentCarrierError(`twilio: apiBaseUrl '${url}' must be an https URL`, TWILIO);
-  }
-  if (host !== 'twilio.com' && !host.endsWith('.twilio.com')) {
-    throw new PermanentCarrierError(`twilio: apiBaseUrl must be a twilio.com address (got '${host}')`, TWILIO);
-  }
-}
-
-export function carrierFor(row: NumberingProviderRow | undefined, box: SecretBox, config: Config, opts: CarrierOptions = {}): Carrier {
-  if (!row) return createCarrier(null, { ...opts, simulated: { callSeconds: config.simulatedCallSeconds, ...opts.simulated } });
-  const cfg = JSON.parse(row.config) as Record<string, string>;
-  const secrets = row.secrets ? box.openJson<Record<string, string>>(row.secrets) : {};
-  if (row.provider_id === TWILIO) checkApiBase(cfg.apiBaseUrl ?? secrets.apiBaseUrl, config);
-  return createCarrier({ providerId: row.provider_id, config: cfg, secrets },
-    { ...opts, simulated: { ...(cfg.callSeconds ? {} : { callSeconds: config.simulatedCallSeconds }), ...opts.simulated } });
-}
 
 export interface TaskHandlerDeps {
   db: Db;
@@ -90,7 +53,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const due = row.scheduled_for ?? row.created_at;
     // One round trip to the database: the check covers the store the queue depends on.
     const probe = Date.now();
-    await db.selectFrom('tasks').select('id').where('id', '=', row.id).executeTakeFirst();
+    await taskRepo.probe(db, row.id);
     const result = {
       provider: null, outcome: 'pong',
       queueLatencyMs: Math.max(0, startedAt - due),
@@ -101,18 +64,13 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   }
 
   /** Records who carries the task and its carrier id while the call is in progress. */
-  async function note(row: Row, set: Patch<Row>): Promise<void> {
-    await db.updateTable('tasks').set({ ...set, updated_at: Date.now() } as never)
-      .where('id', '=', row.id).where('state', '=', 'running').where('attempt', '=', row.attempt).execute();
+  async function note(row: Row, set: Partial<Row>): Promise<void> {
+    await taskRepo.updateRunning(db, row.id, { ...set, updated_at: Date.now() }, { attempt: row.attempt });
   }
 
   async function carrierTask(row: Row, signal: AbortSignal): Promise<Outcome<Row>> {
-    // An organization with SIP outbound routes places its calls over SIP; texts keep its carrier.
-    const sip = row.type === 'call' ? await sipCallPlan(db, box, row.org_id) : null;
-    const carrier = sip
-      ? new SipCarrier(deps.carrierOptions?.sip, sip, { ringTimeoutMs: config.sipRingSeconds * 1000, maxDurationMs: callMaxMs })
-      : carrierFor(await providerFor(db, row.org_id), box, config, deps.carrierOptions);
-    const who: Patch<Row> = { provider: carrier.name };
+    const carrier = await chooseCarrier({ db, box, config, carrierOptions: deps.carrierOptions }, row.org_id, row.type as 'call' | 'text');
+    const who = { provider: carrier.name };
     const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
     if (row.type === 'text') {
       const sent = await carrier.sendText({ taskId: row.id, to: row.target!, body: row.content ?? '', statusCallbackUrl }, signal);
@@ -139,7 +97,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   async function settleCall(row: Row, outcome: TaskOutcome, ref: Patch<Row>): Promise<Outcome<Row>> {
     const kind = String(outcome.result.outcome);
     const delay = outcome.state === 'finished' && (kind === 'busy' || kind === 'no-answer')
-      ? outcomeRetryDelayMs(await loadLimits(db, row.org_id), kind, row.attempt) : null;
+      ? outcomeRetryDelayMs(await limitRepo.load(db, row.org_id), kind, row.attempt) : null;
     if (delay === null) return done(outcome, ref);
     await note(row, { max_attempts: Math.max(row.max_attempts, row.attempt + 1) });
     return {

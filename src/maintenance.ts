@@ -50,7 +50,7 @@ export function maintenanceJobs(database: Database, opts: { taskRetentionDays: n
   ];
 }
 
-export class Worker {
+export class Maintenance {
   #timers: NodeJS.Timeout[] = [];
   #running = new Set<Promise<unknown>>();
 

@@ -25,6 +25,7 @@ import { recordRegistrationEvent, type PresenceData, type RegistrationEventData,
 import { defaultPort, formatHost, parseAor, parseHostPort, whitelisted, whitelistMatcher } from './parse.ts';
 import { sipRepo } from './repository.ts';
 import { SIP_REGISTRATIONS } from './service.ts';
+import { DELIVERIES } from '../webhooks/dispatcher.ts';
 
 export interface SipRuntimeLog extends SipLog {
   info(obj: object, msg?: string): void;
@@ -32,13 +33,13 @@ export interface SipRuntimeLog extends SipLog {
   error(obj: object, msg?: string): void;
 }
 
-export interface SipRuntimeDeps {
+export interface SipWorkerDeps {
   database: Database;
   config: Config;
   box: SecretBox;
   log?: SipRuntimeLog;
-  /** Woken after registration events queued webhook deliveries. */
-  deliveries?: { notify(): void };
+  /** The process's one wake-up bus: registration API changes wake the owner; queued events wake deliveries. */
+  wakeups: Wakeups;
   /** Listener address and port (default config.sipHost/sipPort); tests bind 127.0.0.x:0. */
   host?: string;
   port?: number;
@@ -148,7 +149,7 @@ export function registrarOf(row: Pick<SipRegistrationRow, 'aor' | 'proxy' | 'por
   return { transport: row.transport, host: aor.value.host, port: row.port ?? aor.value.port ?? defaultPort(row.transport) };
 }
 
-export class SipRuntime {
+export class SipWorker {
   readonly ownerId: string;
   #endpoint: SipEndpoint | undefined;
   readonly #owned = new Map<number, Owned>();
@@ -172,7 +173,7 @@ export class SipRuntime {
   /** Refused INVITEs captured this minute, per organization. */
   readonly #refusedCaptures = new Map<number, { minute: number; n: number }>();
 
-  constructor(readonly deps: SipRuntimeDeps) {
+  constructor(readonly deps: SipWorkerDeps) {
     this.ownerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
     this.#leaseMs = deps.leaseMs ?? 30_000;
     this.#pollMs = deps.pollMs ?? 1000;
@@ -194,10 +195,10 @@ export class SipRuntime {
   }
 
   /**
-   * Binds the listener and starts owning registrations. `wakeups` is the process's in-process
-   * bus (which PostgreSQL NOTIFY feeds): the API wakes the owner loop through it.
+   * Binds the listener and starts owning registrations. The API wakes the owner loop through the
+   * process's wake-up bus (which PostgreSQL NOTIFY feeds from other processes).
    */
-  async start(wakeups?: Wakeups): Promise<void> {
+  async start(): Promise<void> {
     if (this.#endpoint) return;
     const { config, log } = this.deps;
     const host = this.deps.host ?? config.sipHost;
@@ -213,7 +214,7 @@ export class SipRuntime {
     await endpoint.start();
     this.#endpoint = endpoint;
     this.#stopping = false;
-    this.#unsubscribe = wakeups?.on(SIP_REGISTRATIONS, () => this.#waker.notify());
+    this.#unsubscribe = this.deps.wakeups.on(SIP_REGISTRATIONS, () => this.#waker.notify());
     this.#flushTimer = setInterval(() => void this.#flush(), CAPTURE_FLUSH_MS);
     this.#flushTimer.unref();
     this.#loop = this.#run();
@@ -528,7 +529,7 @@ export class SipRuntime {
       if (running) running.lastEvent = eventKey;
       return recordRegistrationEvent(tx, database.dialect, o.orgId, type, data, now);
     });
-    if (queued) this.deps.deliveries?.notify();
+    if (queued) this.deps.wakeups.emit(DELIVERIES);
   }
 
   /**
@@ -575,7 +576,7 @@ export class SipRuntime {
       running.presenceState = p.state;
       return recordRegistrationEvent(tx, database.dialect, o.orgId, 'registration.presence', { ...eventData(running.aor, running.latest, now), presence }, now);
     });
-    if (queued) this.deps.deliveries?.notify();
+    if (queued) this.deps.wakeups.emit(DELIVERIES);
   }
 
   /** Ends a presence subscription at the notifier (SUBSCRIBE, Expires: 0), best effort and bounded. */
@@ -618,7 +619,7 @@ export class SipRuntime {
       });
     });
     this.#owned.delete(o.id);
-    if (queued) this.deps.deliveries?.notify();
+    if (queued) this.deps.wakeups.emit(DELIVERIES);
     this.deps.log?.info({ registration: o.id, aor: row.aor, ok: result.ok, status: result.status }, 'SIP registration removed');
   }
 

@@ -1,6 +1,7 @@
 // The webhook delivery queue of one process: the engine over webhook_deliveries (relayed provider
-// events and our own events to subscriptions), the wakeups producers signal, and, in a worker,
-// the runner that sends deliveries plus the outbox dispatcher that turns task events into them.
+// events and our own events to subscriptions), woken through the process's one wake-up bus, and,
+// in a worker, the runner that sends deliveries plus the outbox dispatcher that turns task events
+// into them. Built once per process by src/platform.ts.
 import crypto from 'node:crypto';
 import os from 'node:os';
 import type { Dispatcher } from 'undici';
@@ -10,13 +11,13 @@ import type { QueueState } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { QueueEngine, type Cause } from '../../queue/engine.ts';
 import { QueueRunner } from '../../queue/runner.ts';
-import { listenForWakeups, Wakeups, type QueueListener } from '../../queue/waker.ts';
+import type { Wakeups } from '../../queue/waker.ts';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../../webhooks/deliver.ts';
 import { guardedDispatcher, policyFromConfig } from '../../webhooks/ssrf.ts';
-import { createDeliveryHandler, type RetryDelay } from './delivery-handler.ts';
+import { createDeliveryHandler, type RetryDelay } from './send-delivery.ts';
 import { DELIVERIES, OutboxDispatcher } from './dispatcher.ts';
 
-/** The queue name task transitions are announced on (src/modules/tasks/queue.ts). */
+/** The queue name task transitions are announced on (src/modules/tasks/queue-hooks.ts). */
 const TASKS = 'tasks';
 
 /** Attempts a schedule allows: the first plus every retry it gives a delay for. */
@@ -35,16 +36,18 @@ function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: numb
   return set;
 }
 
-export function createDeliveryEngine(opts: { dialect: Database['dialect']; workerId: string; leaseMs?: number; now?: () => number }): QueueEngine<'webhook_deliveries'> {
+export function createDeliveryEngine(opts: { workerId: string; leaseMs?: number; now?: () => number }): QueueEngine<'webhook_deliveries'> {
   return new QueueEngine({
-    table: DELIVERIES, dialect: opts.dialect, workerId: opts.workerId, leaseMs: opts.leaseMs, now: opts.now, stamp,
+    table: DELIVERIES, workerId: opts.workerId, leaseMs: opts.leaseMs, now: opts.now, stamp,
   });
 }
 
-export interface DeliveryRuntimeDeps {
+export interface DeliveryQueueDeps {
   database: Database;
   config: Config;
   box: SecretBox;
+  /** The process's one wake-up bus: producers wake deliveries through it, and task changes wake the outbox dispatcher. */
+  wakeups: Wakeups;
   log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Tests shorten leases, heartbeats and rescues; production uses config and the defaults. */
   leaseMs?: number;
@@ -54,26 +57,24 @@ export interface DeliveryRuntimeDeps {
   retryDelay?: RetryDelay;
   /** Longest the outbox dispatcher sleeps without a wakeup. Default 250 ms. */
   dispatchEveryMs?: number;
-  /** Task wakeups of this process (TaskRuntime.wakeups): new tasks make the dispatcher look at once. */
-  taskWakeups?: Wakeups;
   now?: () => number;
 }
 
-export class DeliveryRuntime {
-  readonly wakeups = new Wakeups();
+export class DeliveryQueue {
+  readonly wakeups: Wakeups;
   readonly engine: QueueEngine<'webhook_deliveries'>;
   readonly workerId: string;
   readonly maxAttempts: number;
   #runner: QueueRunner<'webhook_deliveries'> | undefined;
   #dispatcher: OutboxDispatcher | undefined;
   #http: Dispatcher | undefined;
-  #listener: QueueListener | undefined;
   #unsubscribe: (() => void)[] = [];
 
-  constructor(readonly deps: DeliveryRuntimeDeps) {
+  constructor(readonly deps: DeliveryQueueDeps) {
     this.workerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}:deliveries`;
+    this.wakeups = deps.wakeups;
     this.engine = createDeliveryEngine({
-      dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.deliveryLeaseMs, now: deps.now,
+      workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.deliveryLeaseMs, now: deps.now,
     });
     this.maxAttempts = deps.retryDelay ? attemptsAllowed(deps.retryDelay) : MAX_DELIVERY_ATTEMPTS;
   }
@@ -87,13 +88,11 @@ export class DeliveryRuntime {
     if (this.#runner) return;
     const { database, config, box, log } = this.deps;
     const now = this.engine.now;
-    if (database.dialect === 'postgres' && config.databaseUrl) {
-      this.#listener = await listenForWakeups({ databaseUrl: config.databaseUrl, wakeups: this.wakeups, log });
-    }
     this.#http = guardedDispatcher(policyFromConfig(config));
     this.#runner = new QueueRunner({
       engine: this.engine,
       db: database.db,
+      writers: database.concurrentWriters,
       handler: createDeliveryHandler({
         db: database.db, box, dispatcher: this.#http, retryDelay: this.deps.retryDelay ?? retryDelayMs, now, log,
       }),
@@ -110,7 +109,6 @@ export class DeliveryRuntime {
     });
     const wakeDispatcher = () => this.#dispatcher?.notify();
     this.#unsubscribe.push(this.wakeups.on(TASKS, wakeDispatcher));
-    if (this.deps.taskWakeups) this.#unsubscribe.push(this.deps.taskWakeups.on(TASKS, wakeDispatcher));
     this.#runner.start();
     this.#dispatcher.start();
   }
@@ -131,8 +129,6 @@ export class DeliveryRuntime {
     this.#dispatcher = undefined;
     await this.#runner?.stop(opts);
     this.#runner = undefined;
-    await this.#listener?.close();
-    this.#listener = undefined;
     await this.#http?.close().catch(() => {});
     this.#http = undefined;
   }

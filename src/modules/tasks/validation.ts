@@ -3,7 +3,7 @@
 import type { NewTask, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { invalidPhoneMessage, normalizePhone } from '../../lib/phone.ts';
-import { flag } from '../../lib/time.ts';
+import { flag } from '../../db/flags.ts';
 import { normalizeScheduledFor, staggered, type Scheduled } from './schedule.ts';
 
 export const TASK_TYPES: readonly TaskType[] = ['call', 'text', 'ping'];

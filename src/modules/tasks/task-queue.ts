@@ -1,6 +1,6 @@
 // The task queue of one process: the engine the API uses for transitions (cancel, carrier status
-// callbacks), the wakeups it signals on insert, and, in a worker process, the runner that claims
-// and runs tasks (plus the LISTEN connection that hears other processes on PostgreSQL).
+// callbacks), the process's wake-up bus it signals on insert, and, in a worker process, the runner
+// that claims and runs tasks. Built once per process by src/platform.ts.
 import crypto from 'node:crypto';
 import os from 'node:os';
 import type { Config } from '../../config.ts';
@@ -9,14 +9,16 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import type { CarrierOptions } from '../../providers/index.ts';
 import type { QueueEngine } from '../../queue/engine.ts';
 import { QueueRunner } from '../../queue/runner.ts';
-import { listenForWakeups, Wakeups, type QueueListener } from '../../queue/waker.ts';
-import { createTaskHandler } from './handler.ts';
-import { createTaskEngine, TASKS } from './queue.ts';
+import type { Wakeups } from '../../queue/waker.ts';
+import { createTaskHandler } from './run-task.ts';
+import { createTaskEngine, TASKS } from './queue-hooks.ts';
 
-export interface TaskRuntimeDeps {
+export interface TaskQueueDeps {
   database: Database;
   config: Config;
   box: SecretBox;
+  /** The process's one wake-up bus (src/queue/waker.ts), shared with every other queue. */
+  wakeups: Wakeups;
   log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Tests shorten leases and heartbeats; production uses the defaults. */
   leaseMs?: number;
@@ -29,16 +31,16 @@ export interface TaskRuntimeDeps {
   now?: () => number;
 }
 
-export class TaskRuntime {
-  readonly wakeups = new Wakeups();
+export class TaskQueue {
+  readonly wakeups: Wakeups;
   readonly engine: QueueEngine<'tasks'>;
   readonly workerId: string;
   #runner: QueueRunner<'tasks'> | undefined;
-  #listener: QueueListener | undefined;
 
-  constructor(readonly deps: TaskRuntimeDeps) {
+  constructor(readonly deps: TaskQueueDeps) {
+    this.wakeups = deps.wakeups;
     this.workerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
-    this.engine = createTaskEngine({ dialect: deps.database.dialect, workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now });
+    this.engine = createTaskEngine({ workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now });
   }
 
   get running(): number {
@@ -49,12 +51,10 @@ export class TaskRuntime {
   async startWorker(): Promise<void> {
     if (this.#runner) return;
     const { database, config, box, log } = this.deps;
-    if (database.dialect === 'postgres' && config.databaseUrl) {
-      this.#listener = await listenForWakeups({ databaseUrl: config.databaseUrl, wakeups: this.wakeups, log });
-    }
     this.#runner = new QueueRunner({
       engine: this.engine,
       db: database.db,
+      writers: database.concurrentWriters,
       handler: createTaskHandler({ db: database.db, box, config, carrierOptions: this.deps.carrierOptions, log }),
       concurrency: config.workerConcurrency,
       wakeups: this.wakeups,
@@ -86,7 +86,5 @@ export class TaskRuntime {
   async stop(): Promise<void> {
     await this.#runner?.stop();
     this.#runner = undefined;
-    await this.#listener?.close();
-    this.#listener = undefined;
   }
 }

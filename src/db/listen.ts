@@ -1,0 +1,65 @@
+// PostgreSQL LISTEN on a dedicated connection: a pooled one would drop the subscription when it
+// is returned to the pool. Reconnects after a failure and then calls onReconnect, since
+// notifications sent while disconnected are gone.
+import pg from 'pg';
+
+export interface Listener {
+  close(): Promise<void>;
+}
+
+export async function listenOn(opts: {
+  databaseUrl: string;
+  channel: string;
+  onNotify(payload: string | undefined): void;
+  onReconnect(): void;
+  reconnectMs?: number;
+  log?: { warn(obj: object, msg: string): void };
+}): Promise<Listener> {
+  let client: pg.Client | undefined;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: opts.databaseUrl });
+    c.on('notification', (msg) => opts.onNotify(msg.payload || undefined));
+    c.on('error', (err) => {
+      opts.log?.warn({ err }, 'listener connection failed; reconnecting');
+      void c.end().catch(() => {});
+      if (client === c) client = undefined;
+      schedule();
+    });
+    c.on('end', () => {
+      if (client === c) client = undefined;
+      schedule();
+    });
+    await c.connect();
+    await c.query(`LISTEN ${pg.escapeIdentifier(opts.channel)}`);
+    if (closed) {
+      await c.end().catch(() => {});
+      return;
+    }
+    client = c;
+  };
+  const schedule = () => {
+    if (closed || timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      connect().then(() => opts.onReconnect(), (err: unknown) => {
+        opts.log?.warn({ err }, 'listener reconnect failed');
+        schedule();
+      });
+    }, opts.reconnectMs ?? 1000);
+    timer.unref();
+  };
+
+  await connect();
+  return {
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,78 @@
+// The one place where an organization's numbering provider settings are opened (plain `config`
+// merged with the sealed `secrets`) and where its carrier is chosen. Tasks (placing calls and
+// texts), the Twilio callbacks (checking signatures) and relays (verifying Twilio ingress) all ask
+// here; a new provider plugs in here too.
+import type { Config } from '../../config.ts';
+import type { Db, NumberingProviderRow } from '../../db/types.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import {
+  createCarrier, PermanentCarrierError, SipCarrier, TWILIO, type Carrier, type CarrierOptions, type ProviderSettings,
+} from '../../providers/index.ts';
+import { sipCallPlan } from '../sip/calls.ts';
+import { numberingRepo } from './repository.ts';
+
+/** A provider row's settings: its plain config and its opened secrets. */
+export function openProviderSettings(row: NumberingProviderRow, box: SecretBox): ProviderSettings {
+  return {
+    providerId: row.provider_id,
+    config: JSON.parse(row.config) as Record<string, string>,
+    secrets: row.secrets ? box.openJson<Record<string, string>>(row.secrets) : {},
+  };
+}
+
+/**
+ * The settings of one of an organization's providers, enabled or not (a call placed before the
+ * provider was disabled still reports), as one record (secrets over config); undefined when the
+ * organization has no such provider.
+ */
+export async function providerSettings(db: Db, box: SecretBox, orgId: number, providerId: string): Promise<Record<string, string> | undefined> {
+  const row = await numberingRepo.find(db, orgId, providerId);
+  if (!row) return undefined;
+  const s = openProviderSettings(row, box);
+  return { ...s.config, ...s.secrets };
+}
+
+/** A twilio apiBaseUrl must be Twilio's own unless the operator allows private targets. */
+function checkApiBase(url: string | undefined, config: Pick<Config, 'allowPrivateTargets'>): void {
+  if (!url || config.allowPrivateTargets) return;
+  let host = '';
+  try {
+    const u = new URL(url);
+    if (u.protocol !== 'https:') throw new Error('not https');
+    host = u.hostname.toLowerCase();
+  } catch {
+    throw new PermanentCarrierError(`twilio: apiBaseUrl '${url}' must be an https URL`, TWILIO);
+  }
+  if (host !== 'twilio.com' && !host.endsWith('.twilio.com')) {
+    throw new PermanentCarrierError(`twilio: apiBaseUrl must be a twilio.com address (got '${host}')`, TWILIO);
+  }
+}
+
+export interface CarrierChoiceDeps {
+  db: Db;
+  box: SecretBox;
+  config: Pick<Config, 'allowPrivateTargets' | 'simulatedCallSeconds' | 'sipRingSeconds' | 'callMaxSeconds'>;
+  carrierOptions?: CarrierOptions;
+}
+
+/**
+ * The carrier of an organization's call or text:
+ * - a call of an organization with SIP outbound routes goes over SIP (texts keep its carrier);
+ * - otherwise its default enabled numbering provider, else its first enabled one;
+ * - with none, the SIMULATED carrier, which says so in every result.
+ */
+export async function chooseCarrier(deps: CarrierChoiceDeps, orgId: number, kind: 'call' | 'text'): Promise<Carrier> {
+  const { db, box, config } = deps;
+  const opts = deps.carrierOptions ?? {};
+  const sip = kind === 'call' ? await sipCallPlan(db, box, orgId) : null;
+  if (sip) {
+    return new SipCarrier(opts.sip, sip, { ringTimeoutMs: config.sipRingSeconds * 1000, maxDurationMs: config.callMaxSeconds * 1000 });
+  }
+  const rows = await numberingRepo.listEnabled(db, orgId);
+  const row = rows.find((r) => r.provider_id === TWILIO || r.provider_id === 'simulated') ?? rows[0];
+  if (!row) return createCarrier(null, { ...opts, simulated: { callSeconds: config.simulatedCallSeconds, ...opts.simulated } });
+  const settings = openProviderSettings(row, box);
+  if (row.provider_id === TWILIO) checkApiBase(settings.config.apiBaseUrl ?? settings.secrets?.apiBaseUrl, config);
+  return createCarrier(settings,
+    { ...opts, simulated: { ...(settings.config.callSeconds ? {} : { callSeconds: config.simulatedCallSeconds }), ...opts.simulated } });
+}

@@ -1,0 +1,121 @@
+// The task queue: the generic engine (src/queue/) bound to the tasks table, with the hooks that
+// make it a task queue. In the claim transaction: the organization's limits (semaphore, daily caps,
+// business hours, cooldowns). On every state change: the semaphore release, the per-state counts
+// and the outbox event, all in the transaction of the change itself.
+import { sql, type Transaction } from 'kysely';
+import type { DB, QueueState, TaskRow } from '../../db/types.ts';
+import { ADMIT, deferUntil, NOT_NOW, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
+import { notifyQueue } from '../../queue/waker.ts';
+import { accountRepo } from '../accounts/repository.ts';
+import { admission, dayTimeZone, localDay } from './limits.ts';
+import { limitRepo, taskRepo, type TaskEventType } from './repository.ts';
+
+export const TASKS = 'tasks';
+/** A claim holds a task this long without a heartbeat; the runner beats every third of it. */
+export const TASK_LEASE_MS = 30_000;
+
+const PLURAL = { call: 'calls', text: 'texts' } as const;
+
+/**
+ * Admission of one due call or text, inside the claim transaction. The organization's semaphore
+ * row is locked first, so every check below sees the counts as they are and no other claim (on
+ * any process) can change them before this transaction commits.
+ */
+async function admit(tx: Transaction<DB>, row: TaskRow, now: number): Promise<Admission> {
+  if (row.type === 'ping') return ADMIT;
+  const kind = row.type;
+  const limits = await limitRepo.load(tx, row.org_id);
+  const sem = await limitRepo.lockSemaphore(tx, row.org_id, limits.concurrencyPerRun);
+  const dayTz = dayTimeZone(await accountRepo.timezoneOf(tx, row.org_id), limits);
+  const day = localDay(now, dayTz);
+  const plural = PLURAL[kind];
+  const today = await limitRepo.countsOn(tx, row.org_id, day, [plural, 'tasks']);
+  const lastAttemptAt = limits.cooldowns[plural] && row.target
+    ? await limitRepo.lastAttemptAt(tx, row.org_id, plural, row.target) : null;
+  const verdict = admission(kind, now, limits, { today, dayTimezone: dayTz, running: sem.running, lastAttemptAt });
+  if (!verdict.admit) {
+    // Only the semaphore stands in the way (any other limit ends sooner): leave the task due. The
+    // claim filter skips the organization while its semaphore is full, and the release notifies
+    // the runners, so the task starts as soon as a slot frees instead of after a fixed recheck.
+    return verdict.code === 'concurrency' ? NOT_NOW : deferUntil(verdict.until);
+  }
+
+  await limitRepo.takeSlot(tx, row.org_id);
+  for (const k of [plural, 'tasks'] as const) await limitRepo.countOne(tx, row.org_id, day, k);
+  // Recorded whether or not a cooldown is set now, so one set later applies to recent attempts.
+  if (row.target) await limitRepo.recordAttempt(tx, row.org_id, plural, row.target, now);
+  return ADMIT;
+}
+
+const EVENT_FOR: Record<QueueState, TaskEventType> = {
+  pending: 'task.retrying', running: 'task.running', finished: 'task.finished', failed: 'task.failed', canceled: 'task.canceled',
+};
+
+async function onTransition(tx: Transaction<DB>, row: TaskRow, from: QueueState, to: QueueState, now: number): Promise<void> {
+  await onTransitions(tx, [row], from, to, now);
+}
+
+/**
+ * The task hooks for rows making the same change in one transaction (a claim's batch, or one
+ * row): semaphore slots given back, the outbox events, and the per-state counts. The counts row
+ * of an organization is written by every transition of its tasks, so it is updated last (its lock
+ * is then held only until the commit), once per organization, in organization order (as the
+ * semaphores are locked by admission, so two transactions never wait on each other in a cycle).
+ */
+async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueState, to: QueueState, now: number): Promise<void> {
+  const perOrg = new Map<number, { n: number; slots: number }>();
+  for (const row of rows) {
+    const o = perOrg.get(row.org_id) ?? { n: 0, slots: 0 };
+    o.n++;
+    if (from === 'running' && row.type !== 'ping') o.slots++;
+    perOrg.set(row.org_id, o);
+  }
+  const orgs = [...perOrg.keys()].sort((a, b) => a - b);
+  let released = false;
+  for (const orgId of orgs) {
+    const { slots } = perOrg.get(orgId)!;
+    if (slots === 0) continue;
+    await limitRepo.releaseSlots(tx, orgId, slots);
+    released = true;
+  }
+  // A slot is free: runners in other processes need not wait for their next poll.
+  if (released) await notifyQueue(tx, TASKS);
+  await taskRepo.writeEvents(tx, rows, EVENT_FOR[to], now);
+  for (const orgId of orgs) await taskRepo.moveStateCounts(tx, orgId, from, to, perOrg.get(orgId)!.n);
+}
+
+function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: number; cause: Cause }) {
+  const set: Record<string, unknown> = { updated_at: now };
+  if (to === 'running') set.started_at = sql`coalesce(started_at, ${now})`;
+  if (to === 'finished' || to === 'failed' || to === 'canceled') set.finished_at = now;
+  if (cause === 'rescue') set.error = 'worker lost its lease (crashed or stalled); task returned to the queue';
+  return set;
+}
+
+export interface TaskEngineOptions {
+  workerId: string;
+  leaseMs?: number;
+  now?(): number;
+}
+
+/** The queue engine over the tasks table with the task hooks. */
+export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> {
+  const now = opts.now ?? Date.now;
+  return new QueueEngine({
+    table: 'tasks',
+    workerId: opts.workerId,
+    leaseMs: opts.leaseMs ?? TASK_LEASE_MS,
+    now,
+    admit: (tx, row, at) => admit(tx, row, at),
+    // Semaphore locks are taken in organization order, so two claims never wait on each other in a cycle.
+    admitOrder: (a, b) => a.org_id - b.org_id || (a.run_at - b.run_at) || (a.id < b.id ? -1 : 1),
+    claimFilter: (eb) => eb.or([
+      eb('type', '=', 'ping'),
+      eb.not(eb.exists(eb.selectFrom('org_semaphores as s').select(eb.lit(1).as('one'))
+        .whereRef('s.org_id', '=', 'tasks.org_id').whereRef('s.running', '>=', 's.max_running'))),
+    ]),
+    onTransition: (tx, row, from, to) => onTransition(tx, row, from, to, now()),
+    onTransitions: (tx, rows, from, to) => onTransitions(tx, rows, from, to, now()),
+    stamp,
+  });
+}

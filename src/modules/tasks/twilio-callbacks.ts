@@ -1,0 +1,145 @@
+// What Twilio calls back on while a task's call or text is under way: the status callback (which
+// ends the task) and the TwiML URL (what to say when the call is answered). Twilio sends no token:
+// each request is checked against X-Twilio-Signature, computed with the auth token of the task's
+// organization's twilio provider over the public URL Twilio called and the form it posted.
+// A request that fails the check changes nothing. The routes are in twilio-routes.ts.
+import type { Config } from '../../config.ts';
+import type { Db, TaskRow } from '../../db/types.ts';
+import { bool } from '../../db/flags.ts';
+import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { greetingTwiml, parseStatusCallback, TWILIO, verifyTwilioSignature, type TwilioParams } from '../../providers/index.ts';
+import { providerSettings } from '../numbering/carriers.ts';
+import { taskRepo } from './repository.ts';
+import type { TaskQueue } from './task-queue.ts';
+
+export type Params = Record<string, string | string[]>;
+
+const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
+
+/** One request as Twilio sent it: the path and query it called, its signature header, and what it signed. */
+export interface TwilioRequest {
+  /** The path and query string Twilio called (appended to config.publicUrl for the signature). */
+  url: string;
+  taskId: unknown;
+  signature: string | undefined;
+  /** The parameters Twilio sent (the form, or the query of a GET). */
+  params: Params;
+  /** What the signature covers besides the URL: the form of a POST, nothing for a GET. */
+  signed: TwilioParams;
+}
+
+export interface TwilioCallbackDeps {
+  db: Db;
+  box: SecretBox;
+  config: Pick<Config, 'publicUrl'>;
+  queue: TaskQueue;
+  log?: { warn(obj: object, msg: string): void };
+}
+
+function first(params: Params, key: string): string | undefined {
+  const v = Object.hasOwn(params, key) ? params[key] : undefined;
+  const s = Array.isArray(v) ? v[0] : v;
+  return typeof s === 'string' && s !== '' ? s : undefined;
+}
+
+export function twilioCallbacks(deps: TwilioCallbackDeps) {
+  const { db, box, config, queue } = deps;
+
+  /**
+   * The task named by ?taskId and the account sid of its organization's twilio provider, once the
+   * signature over the URL Twilio called and what it signed is valid.
+   */
+  async function verified(req: TwilioRequest, log: { warn(obj: object, msg: string): void }): Promise<{ task: TaskRow; accountSid: string }> {
+    const { taskId } = req;
+    if (typeof taskId !== 'string' || taskId === '') throw new Invalid('taskId query parameter is required');
+    const task = taskId.length <= 64 ? await taskRepo.findAnyOrg(db, taskId) : undefined;
+    if (!task) throw new NotFound(`Task ${taskId} was not found`);
+    const settings = (await providerSettings(db, box, task.org_id, TWILIO)) ?? {};
+    // config.publicUrl + the path is the URL Twilio was given (run-task.ts builds it from the same
+    // base); the status callback URL went through new URL() (withTaskId), which may have
+    // lower-cased the host or dropped a default port, so that spelling is accepted too.
+    const url = `${config.publicUrl}${req.url}`;
+    const urls = [url, new URL(url).toString()];
+    if (!settings.authToken || !urls.some((u) => verifyTwilioSignature(settings.authToken, u, req.signed, req.signature))) {
+      log.warn({ taskId, hasSignature: Boolean(req.signature) }, 'twilio request refused: signature missing or invalid');
+      throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
+    }
+    return { task, accountSid: settings.accountSid ?? '' };
+  }
+
+  /** The callback names our Twilio account and the task's own call or message (once we know its sid). */
+  function checkIdentity(task: TaskRow, accountSid: string, params: Params, sidKeys: string[]): string | undefined {
+    const given = first(params, 'AccountSid');
+    if (given !== undefined && given !== accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
+    const sid = sidKeys.map((k) => first(params, k)).find((s) => s !== undefined);
+    if (sid !== undefined && task.provider_ref && sid !== task.provider_ref) {
+      throw new Conflict(`${sidKeys[0]} ${sid} is not the ${task.type} of task ${task.id}`);
+    }
+    return sid;
+  }
+
+  /**
+   * Records a call's or text's progress (ringing, in-progress, sent…) in result.status while the
+   * task runs. A progress event numbered lower than one already recorded is older: kept out.
+   */
+  async function noteProgress(id: string, providerRef: string, status: string, seq: number | undefined): Promise<void> {
+    await db.transaction().execute(async (tx) => {
+      const row = await taskRepo.findRunning(tx, id, { lock: true });
+      if (!row) return;
+      let result: Record<string, unknown> = {};
+      try {
+        const parsed: unknown = row.result ? JSON.parse(row.result) : {};
+        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) result = parsed as Record<string, unknown>;
+      } catch { /* not ours to keep */ }
+      const known = typeof result.sequenceNumber === 'number' ? result.sequenceNumber : undefined;
+      if (seq !== undefined && known !== undefined && seq <= known) return;
+      const next = { ...result, provider: TWILIO, providerRef, status, ...(seq !== undefined ? { sequenceNumber: seq } : {}) };
+      await taskRepo.updateRunning(tx, id, {
+        result: JSON.stringify(next), provider: TWILIO, provider_ref: row.provider_ref ?? providerRef, updated_at: Date.now(),
+      });
+    });
+  }
+
+  return {
+    /** A status callback: progress is noted; a final status ends the running task. */
+    async status(req: TwilioRequest, log: { warn(obj: object, msg: string): void }): Promise<void> {
+      const { task, accountSid } = await verified(req, log);
+      const cancelRequested = task.cancel_requested_at !== null;
+      const event = parseStatusCallback(req.params, { cancelRequested });
+      if (!event) throw new Invalid('not a Twilio status callback: CallSid and CallStatus, or MessageSid and MessageStatus, are required');
+      if ((event.kind === 'call') !== (task.type === 'call') || task.type === 'ping') {
+        throw new Invalid(`a ${event.kind} status callback for task ${task.id}, which is a ${task.type}`);
+      }
+      checkIdentity(task, accountSid, req.params, event.kind === 'call' ? ['CallSid'] : ['MessageSid', 'SmsSid']);
+
+      if (!event.final) return noteProgress(task.id, event.providerRef, event.status, event.sequenceNumber);
+      // After a cancel request the call was ended by us (Twilio reports that hang-up as
+      // `completed`): a call that ended normally is then canceled; one that failed stays failed.
+      const state = cancelRequested && event.final.state === 'finished' ? 'canceled' : event.final.state;
+      // Only a running task moves: a duplicate, or a callback after the task ended (or after it
+      // went back to the queue), changes nothing.
+      const moved = await queue.engine.transition(db, task.id, ['running'], state, {
+        result: JSON.stringify(event.final.result),
+        error: state === 'failed' ? event.final.error ?? null : null,
+        provider: TWILIO,
+        provider_ref: event.providerRef,
+      });
+      // The worker waiting for this call, when it runs in this process, stops now instead of at
+      // its next heartbeat (in another process the heartbeat still finds the lease gone).
+      if (moved) queue.settled(task.id);
+    },
+
+    /** The call's instructions: the greeting while the task runs; a hang-up once it has ended. */
+    async twiml(req: TwilioRequest, log: { warn(obj: object, msg: string): void }): Promise<string> {
+      const { task, accountSid } = await verified(req, log);
+      if (task.type !== 'call') throw new Invalid(`task ${task.id} is a ${task.type}, not a call`);
+      checkIdentity(task, accountSid, req.params, ['CallSid']);
+      return task.state === 'running'
+        ? greetingTwiml({ greeting: task.greeting ?? undefined, waitToGreet: bool(task.wait_to_greet) })
+        : HANGUP_TWIML;
+    },
+  };
+}
+
+export type TwilioCallbacks = ReturnType<typeof twilioCallbacks>;

@@ -1,0 +1,111 @@
+// The composition root: every queue, runtime and service of a process is built here, once, and
+// handed to whoever uses it (the HTTP app's route plugins, the workers). Nothing else constructs
+// a service or a queue. main.ts and the test harness both start from createPlatform().
+import type { Config } from './config.ts';
+import type { Database, Listener } from './db/index.ts';
+import type { SecretBox } from './lib/crypto.ts';
+import { listenForWakeups, Wakeups } from './queue/waker.ts';
+import { policyFromConfig } from './webhooks/ssrf.ts';
+import { accountService, type AccountService } from './modules/accounts/service.ts';
+import { memberService, type MemberService } from './modules/members/service.ts';
+import { numberingService, type NumberingService } from './modules/numbering/service.ts';
+import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
+import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
+import { taskService, type TaskService } from './modules/tasks/service.ts';
+import { TaskQueue, type TaskQueueDeps } from './modules/tasks/task-queue.ts';
+import { twilioCallbacks, type TwilioCallbacks } from './modules/tasks/twilio-callbacks.ts';
+import { tokenService, type TokenService } from './modules/tokens/service.ts';
+import { DeliveryQueue, type DeliveryQueueDeps } from './modules/webhooks/delivery-queue.ts';
+import { DELIVERIES } from './modules/webhooks/dispatcher.ts';
+import { relayService, type RelayService } from './modules/webhooks/relays/service.ts';
+import { subscriptionService, type SubscriptionService } from './modules/webhooks/subscriptions/service.ts';
+
+type Log = { error(obj: object, msg: string): void; warn(obj: object, msg: string): void; info(obj: object, msg: string): void; child(b: object): Log };
+
+export interface PlatformDeps {
+  config: Config;
+  database: Database;
+  box: SecretBox;
+  log?: Log;
+  /**
+   * Run this process's SIP endpoint (worker processes: the owner of registrations, inbound calls
+   * and the carrier of calls over outbound routes); overrides are for tests (host, port, leases).
+   */
+  sip?: false | Partial<Omit<SipWorkerDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
+  /** Test settings of the task queue (shorter leases, a moved clock, carrier settings). */
+  tasks?: Partial<Omit<TaskQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
+  /** Test settings of the delivery queue (shorter leases, a fast retry schedule). */
+  deliveries?: Partial<Omit<DeliveryQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
+  /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
+  sipWorkerWaitMs?: number;
+}
+
+export interface Services {
+  accounts: AccountService;
+  tokens: TokenService;
+  members: MemberService;
+  numbering: NumberingService;
+  tasks: TaskService;
+  twilioCallbacks: TwilioCallbacks;
+  relays: RelayService;
+  subscriptions: SubscriptionService;
+  sip: SipService;
+}
+
+export interface Platform {
+  /** The process's one wake-up bus: every producer signals it, every runner listens on it. */
+  wakeups: Wakeups;
+  tasks: TaskQueue;
+  deliveries: DeliveryQueue;
+  sip?: SipWorker;
+  services: Services;
+  /** Hears other processes' queue notifications (PostgreSQL); worker processes call it once. */
+  listen(): Promise<void>;
+  /** Stops the listener (the queues and SIP are stopped by whoever started them, in their order). */
+  close(): Promise<void>;
+}
+
+export function createPlatform(deps: PlatformDeps): Platform {
+  const { config, database, box, log } = deps;
+  const { db } = database;
+  const wakeups = new Wakeups();
+  const child = (component: string) => log?.child({ component });
+  const sip = deps.sip === false || deps.sip === undefined ? undefined
+    : new SipWorker({ database, config, box, wakeups, log: child('sip'), ...deps.sip });
+  const tasks = new TaskQueue({
+    database, config, box, wakeups, log: child('tasks'), ...deps.tasks,
+    ...(sip ? { carrierOptions: { ...deps.tasks?.carrierOptions, sip } } : {}),
+  });
+  const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
+  const policy = policyFromConfig(config);
+  const wakeDeliveries = () => wakeups.emit(DELIVERIES);
+
+  const services: Services = {
+    accounts: accountService({ db, box, config }),
+    tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
+    members: memberService({ db }),
+    numbering: numberingService({ db, dialect: database.dialect, box }),
+    tasks: taskService({ db, writers: database.concurrentWriters, queue: tasks }),
+    twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks }),
+    relays: relayService({ db, dialect: database.dialect, box, config, policy, notify: wakeDeliveries }),
+    subscriptions: subscriptionService({ db, dialect: database.dialect, box, policy, notify: wakeDeliveries }),
+    sip: sipService({
+      db, dialect: database.dialect, box,
+      wake: () => wakeups.emit(SIP_REGISTRATIONS),
+      wakeDeliveries,
+      workerWaitMs: deps.sipWorkerWaitMs,
+    }),
+  };
+
+  let listener: Listener | undefined;
+  return {
+    wakeups, tasks, deliveries, sip, services,
+    async listen() {
+      listener ??= await listenForWakeups(database, wakeups, child('listener'));
+    },
+    async close() {
+      await listener?.close();
+      listener = undefined;
+    },
+  };
+}
