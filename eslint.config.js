@@ -1,0 +1,73 @@
+// Lint: typescript-eslint's type-aware rules (floating promises, unsafe any), import circles, and
+// the structure rules of docs/architecture.md, each scoped to where it applies.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+
+/** SQL is written only in repositories, migrations, src/db and the generic queue engine. */
+const SQL_HOMES = ['src/**/repository.ts', 'src/db/**', 'src/queue/engine.ts'];
+
+const noSqlOutsideRepositories = {
+  selector: [
+    "CallExpression[callee.property.name=/^(selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto)$/]",
+    "TaggedTemplateExpression[tag.name='sql']",
+  ].join(', '),
+  message: 'SQL belongs in the module\'s repository (docs/architecture.md).',
+};
+const noDialectChecks = {
+  selector: "MemberExpression[property.name='dialect']",
+  message: 'Services never ask which engine they run on: put the difference in src/db or a repository.',
+};
+const noFallbackConstruction = {
+  selector: "LogicalExpression[operator='??'] > NewExpression.right",
+  message: 'Build services and runtimes once, in src/platform.ts; do not fall back to a new one.',
+};
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'data/**', 'test/fixtures/**', '.tmp/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { 'import-x': importX },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // node:test's describe/it/test return promises the runner itself awaits.
+      '@typescript-eslint/no-floating-promises': ['error', {
+        allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
+      }],
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/only-throw-error': 'error',
+      'no-empty': ['error', { allowEmptyCatch: true }],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: SQL_HOMES,
+    rules: { 'no-restricted-syntax': ['error', noSqlOutsideRepositories, noDialectChecks, noFallbackConstruction] },
+  },
+  {
+    files: SQL_HOMES.filter((p) => p !== 'src/db/**'),
+    rules: { 'no-restricted-syntax': ['error', noFallbackConstruction] },
+  },
+  {
+    // Tests and benchmarks read what the service wrote (rows, JSON answers) as any on purpose.
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+    },
+  },
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+  },
+);
