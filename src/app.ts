@@ -94,7 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       servers: [{ url: config.publicUrl }],
       components: { securitySchemes: { apiKeyAuth: { type: 'apiKey', in: 'query', name: 'token' } } },
     },
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   // The reference page and its assets are public, like the document they render.
   app.addHook('onRoute', (route) => {

@@ -57,10 +57,9 @@ async function prepare(config: Config, database: Database, log: pino.Logger): Pr
 }
 
 async function serve(config: Config, role: Role, log: pino.Logger): Promise<void> {
-  let lock: { release(): void } | undefined;
   if (!config.databaseUrl) {
     try {
-      lock = lockDataDir(config.dataDir);
+      lockDataDir(config.dataDir); // released when the process exits
     } catch (err) {
       if (err instanceof DataDirLocked) throw new StartupError(err.message);
       throw err;
@@ -70,7 +69,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   log.info({ database: database.description, role }, 'starting');
   await prepare(config, database, log);
   const { key } = loadSecretKey(config.secretKey, config.dataDir);
-  if (!config.secretKey && database.dialect === 'postgres') {
+  if (!config.secretKey && config.databaseUrl) {
     log.warn('CALLPLANE_SECRET_KEY is not set: using a key file in DATA_DIR; every process sharing this database needs the same key');
   }
   const box = new SecretBox(key);

@@ -4,10 +4,11 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, SqliteQueryCompiler, sql, type SelectModifierNode } from 'kysely';
-import { listenOn, type Listener } from './listen.ts';
+import { listenOn, type Listener } from './notifications.ts';
 import type { DB, Db, Dialect } from './types.ts';
 
-export type { Listener } from './listen.ts';
+export type { Listener } from './notifications.ts';
+export { notify } from './notifications.ts';
 
 // int8 (counts, unix-ms timestamps) as JS numbers: every value we store fits in 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -126,7 +127,7 @@ class WriteCounter {
   stamp(tables: readonly string[]): string {
     let n = 0;
     for (const t of tables) n += this.#counts.get(t) ?? 0;
-    return `${this.#schema}.${n}.${this.#dataVersion.get()}`;
+    return `${this.#schema}.${n}.${String(this.#dataVersion.get())}`;
   }
 }
 

@@ -31,7 +31,7 @@ function migrator(database: Database): Migrator {
 
 export async function migrateToLatest(database: Database): Promise<string[]> {
   const { error, results } = await migrator(database).migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
+  if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 

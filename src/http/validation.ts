@@ -17,7 +17,7 @@ export function describeValidationError(errors: FastifySchemaValidationError[], 
   const child = (c: string) => (name === context || name === 'body' ? c : `${name}.${c}`);
   switch (e.keyword) {
     case 'required':
-      return `${child(p.missingProperty)} is required`;
+      return `${child(String(p.missingProperty))} is required`;
     case 'type':
       return `${name} must be ${String(p.type).split(',').map(article).join(' or ')}`;
     case 'format':
@@ -39,7 +39,7 @@ export function describeValidationError(errors: FastifySchemaValidationError[], 
     case 'pattern':
       return `${name} has an invalid format`;
     case 'additionalProperties':
-      return `${child(p.additionalProperty)} is not allowed`;
+      return `${child(String(p.additionalProperty))} is not allowed`;
     case 'minProperties':
       return `${name} must have at least ${p.limit} propert${p.limit === 1 ? 'y' : 'ies'}`;
     case 'anyOf': case 'oneOf':
@@ -64,7 +64,7 @@ function findValue(value: unknown, root: string, bad: (v: unknown) => boolean): 
       for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${at}[${i}]`]);
     } else if (v !== null && typeof v === 'object') {
       const entries = Object.entries(v);
-      for (const [k] of entries) if (bad(k)) return join(at, k.replace(/\u0000/g, '\\0'));
+      for (const [k] of entries) if (bad(k)) return join(at, k.replaceAll('\u0000', '\\0'));
       for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i][1], join(at, entries[i][0])]);
     }
   }

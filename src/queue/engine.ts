@@ -59,31 +59,31 @@ export interface QueueHooks<Row> {
    * roll back with the claim. A refusal defers the row to a time, or (NOT_NOW) leaves it due when
    * claimFilter keeps it out until the blocking resource is released.
    */
-  admit?(tx: Transaction<DB>, row: Row, now: number): Promise<Admission>;
+  admit?: (tx: Transaction<DB>, row: Row, now: number) => Promise<Admission>;
   /**
    * The order in which one claim runs admit() over its candidates (default run_at, id). When
    * admit() locks shared rows (a semaphore per organization), order by that key so two workers
    * take those locks in the same order instead of deadlocking on PostgreSQL.
    */
-  admitOrder?(a: Row, b: Row): number;
+  admitOrder?: (a: Row, b: Row) => number;
   /**
    * Narrows the claim's candidates with SQL, before admit() runs: rows that certainly cannot start
    * (their organization's semaphore is full) are then never selected, locked or deferred one by
    * one. admit() stays the authority; this only saves work.
    */
-  claimFilter?(eb: ExpressionBuilder<any, any>): Expression<SqlBool>;
+  claimFilter?: (eb: ExpressionBuilder<any, any>) => Expression<SqlBool>;
   /**
    * Runs after every state change, in its transaction, with the row as written. Throwing rolls the
    * change back. Every exit from `running` comes through here, so it is where semaphores are released.
    */
-  onTransition?(tx: Transaction<DB>, row: Row, from: QueueState, to: QueueState, cause: Cause): Promise<void>;
+  onTransition?: (tx: Transaction<DB>, row: Row, from: QueueState, to: QueueState, cause: Cause) => Promise<void>;
   /**
    * The same for several rows making the same change in one transaction (a claim's batch), when
    * the owner can do it in fewer statements than row by row; onTransition is used otherwise.
    */
-  onTransitions?(tx: Transaction<DB>, rows: Row[], from: QueueState, to: QueueState, cause: Cause): Promise<void>;
+  onTransitions?: (tx: Transaction<DB>, rows: Row[], from: QueueState, to: QueueState, cause: Cause) => Promise<void>;
   /** Extra columns to write with a transition (updated_at, started_at, finished_at, error …). */
-  stamp?(t: { from: QueueState; to: QueueState; now: number; cause: Cause }): Patch<Row>;
+  stamp?: (t: { from: QueueState; to: QueueState; now: number; cause: Cause }) => Patch<Row>;
 }
 
 export interface QueueOptions<T extends QueueTable> extends QueueHooks<QueueRow<T>> {
@@ -93,9 +93,9 @@ export interface QueueOptions<T extends QueueTable> extends QueueHooks<QueueRow<
   /** How long a claim holds a row without a heartbeat. Default 30 s. */
   leaseMs?: number;
   /** Delay before attempt `attempt + 1` when retry() is given no time. Default exponentialBackoff. */
-  backoff?(attempt: number): number;
+  backoff?: (attempt: number) => number;
   /** The clock (unix ms); tests pass their own. */
-  now?(): number;
+  now?: () => number;
 }
 
 /** 1 s, 2 s, 4 s … capped, with ±jitter so failures that happened together do not retry together. */
@@ -243,7 +243,7 @@ export class QueueEngine<T extends QueueTable> {
    */
   async completeMany(ex: Executor, items: readonly Completion<QueueRow<T>>[]): Promise<(QueueRow<T> | undefined)[]> {
     return inTransaction(ex, async (tx) => {
-      const out: (QueueRow<T> | undefined)[] = new Array(items.length);
+      const out = new Array<QueueRow<T> | undefined>(items.length);
       const moved = new Map<FinalState, QueueRow<T>[]>();
       // In id order, as heartbeat() locks rows, so the two never wait on each other in a cycle.
       const order = items.map((_, i) => i).sort((a, b) => (items[a].lease.id < items[b].lease.id ? -1 : 1));
@@ -348,7 +348,7 @@ export class QueueEngine<T extends QueueTable> {
     // Rows the claim would not select (a full semaphore) do not make anything due: their release
     // wakes the runners instead.
     if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
-    const row = await select.executeTakeFirst();
+    const row = (await select.executeTakeFirst()) as { next: number | string | null } | undefined;
     const next = row?.next;
     return next === null || next === undefined ? null : Number(next);
   }

@@ -26,7 +26,7 @@ export type Outcome<Row> = (
    * Writes that must commit with the settle or not at all (a delivery's attempt log): run in the
    * settle's transaction with the row as written, only when this worker still held the row.
    */
-  after?(tx: Transaction<DB>, row: Row): Promise<void>;
+  after?: (tx: Transaction<DB>, row: Row) => Promise<void>;
 };
 
 export interface HandlerContext {
@@ -39,7 +39,7 @@ export interface RunnerOptions<T extends QueueTable> {
   db: Db;
   /** Write transactions that may run at once (Database.concurrentWriters); settles are batched by up to 2. Default 1. */
   writers?: number;
-  handler(row: QueueRow<T>, ctx: HandlerContext): Promise<Outcome<QueueRow<T>> | void>;
+  handler: (row: QueueRow<T>, ctx: HandlerContext) => Promise<Outcome<QueueRow<T>> | void>;
   /** Rows run at once by this runner. Default 10. */
   concurrency?: number;
   /** Longest sleep without a wakeup. Default 1000 ms. */
@@ -51,11 +51,11 @@ export interface RunnerOptions<T extends QueueTable> {
   /** Subscribes the runner to wakeups for its table (in-process notify and LISTEN hints). */
   wakeups?: Wakeups;
   /** Checked on each heartbeat's fresh copy of a row: true aborts its handler as canceled. */
-  isCancelRequested?(row: QueueRow<T>): boolean;
+  isCancelRequested?: (row: QueueRow<T>) => boolean;
   /** Columns to record when a handler throws (e.g. the error message). */
-  errorPatch?(err: unknown, row: QueueRow<T>): Patch<QueueRow<T>>;
+  errorPatch?: (err: unknown, row: QueueRow<T>) => Patch<QueueRow<T>>;
   /** Delay before retrying a row whose handler threw. Default exponentialBackoff(attempt). */
-  backoff?(row: QueueRow<T>, err: unknown): number;
+  backoff?: (row: QueueRow<T>, err: unknown) => number;
   log?: { error(obj: object, msg: string): void };
 }
 

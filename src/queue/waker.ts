@@ -1,8 +1,7 @@
 // Wakeups for idle runners: an in-process signal, PostgreSQL LISTEN/NOTIFY as a hint between
 // processes, and the sleep primitive runners wait on. Hints may be lost (a dropped LISTEN
 // connection); runners also poll, so a lost hint only costs latency, never work.
-import { sql } from 'kysely';
-import type { Database, Listener } from '../db/index.ts';
+import { notify, type Database, type Listener } from '../db/index.ts';
 import type { Executor } from '../db/types.ts';
 
 export const QUEUE_CHANNEL = 'callplane_queue';
@@ -66,7 +65,7 @@ export class Wakeups {
  * before the rows are visible. On SQLite the statement does nothing (src/db/index.ts).
  */
 export async function notifyQueue(ex: Executor, queue: string): Promise<void> {
-  await sql`select pg_notify(${QUEUE_CHANNEL}, ${queue})`.execute(ex);
+  await notify(ex, QUEUE_CHANNEL, queue);
 }
 
 /**

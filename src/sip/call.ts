@@ -132,7 +132,7 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
     let final: SipResponse | undefined;
     let cancelledFor: 'ring-timeout' | 'abort' | undefined;
     /** Set once our ACK is out: re-sends it when the far end repeats its 2xx (our ACK was lost). */
-    let resendAck: (() => void) | undefined;
+    let resendAck: (() => void) | undefined; // eslint-disable-line prefer-const -- read by a callback defined before its one assignment
     let lateEnded = false;
 
     for (let attempt = 0; attempt < 3; attempt++) {

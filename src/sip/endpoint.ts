@@ -126,8 +126,8 @@ interface ClientTx {
   linger?: NodeJS.Timeout;
   ack?: Buffer;
   opts: RequestOptions;
-  resolve(res: SipResponse): void;
-  reject(err: Error): void;
+  resolve: (res: SipResponse) => void;
+  reject: (err: Error) => void;
 }
 
 interface ServerTx {
@@ -360,7 +360,7 @@ export class SipEndpoint {
       }, timeoutMs);
       this.#transmit(tx).then(() => {
         if (to.transport === 'UDP' && !tx.done) this.#scheduleRetransmit(tx, T1);
-      }, (err) => this.#finishTx(tx, err));
+      }, (err: unknown) => this.#finishTx(tx, err instanceof Error ? err : new Error(String(err))));
     });
   }
 

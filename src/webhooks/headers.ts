@@ -18,6 +18,7 @@ export const MAX_HEADER_VALUE_LENGTH = 8192;
 /** RFC 9110 token characters. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Control characters other than horizontal tab (CR and LF would let a value inject headers). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
 const SHAPE = 'headers must be an array of single-key objects, such as [{"Authorization": "Bearer xyz"}]';

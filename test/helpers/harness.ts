@@ -102,7 +102,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   const call: Harness['call'] = async (method, url, opts = {}) => {
     const token = opts.token === undefined ? adminToken : opts.token;
     const query: Record<string, string> = {};
-    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) query[k] = String(v);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) query[k] = typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v as string | number | boolean);
     if (token !== null) query.token = token;
     const res = await app.inject({
       method: method as any, url, query,

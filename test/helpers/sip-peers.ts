@@ -75,7 +75,7 @@ export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeout
       if (err instanceof GiveUp) throw err;
       last = err;
     }
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}${last ? `: ${last instanceof Error ? last.message : JSON.stringify(last)}` : ''}`);
     await sleep(everyMs);
   }
 }

@@ -795,13 +795,16 @@ forEachEngine('tasks API', (h) => {
     l = await set({ daily: { texts: 5 } });
     assert.deepEqual(l.daily, { calls: 10, texts: 5, tasks: null });
     l = await set({ cooldowns: { calls: 60 } }, o.token, undefined);
+    assert.deepEqual(l.cooldowns, { calls: 60, texts: null });
     l = await set({ cooldowns: { texts: 30 } }, o.token, undefined);
     assert.deepEqual(l.cooldowns, { calls: 60, texts: 30 });
     assert.deepEqual(l.daily, { calls: 10, texts: 5, tasks: null }, 'the organization\'s change kept the reseller\'s caps');
     l = await set({ businessHours: HOURS }, o.token, undefined);
+    assert.deepEqual(l.businessHours, { ...HOURS, days: [1, 2, 3, 4, 5] }, 'days kept sorted');
     l = await set({ businessHours: { timezone: 'Europe/Berlin', days: [6], start: '10:00', end: '24:00' } }, o.token, undefined);
     assert.deepEqual(l.businessHours, { timezone: 'Europe/Berlin', days: [6], start: '10:00', end: '24:00' }, 'replaced as a whole');
     l = await set({ concurrencyPerRun: 9 });
+    assert.equal(l.concurrencyPerRun, 9);
     l = await set({ daily: { calls: null } });
     assert.deepEqual(l.daily, { calls: null, texts: 5, tasks: null });
     l = await set({ cooldowns: null }, o.token, undefined);
@@ -811,9 +814,11 @@ forEachEngine('tasks API', (h) => {
     l = await set({ concurrencyPerRun: null });
     assert.equal(l.concurrencyPerRun, 5);
     l = await set({ retries: { noAnswer: 1, delaySec: 60 } }, o.token, undefined);
+    assert.deepEqual(l.retries, { busy: null, noAnswer: 1, delaySec: 60 });
     l = await set({ retries: { busy: 3 } }, o.token, undefined);
     assert.deepEqual(l.retries, { busy: 3, noAnswer: 1, delaySec: 60 });
     l = await set({ retries: null });
+    assert.deepEqual(l.retries, { busy: null, noAnswer: null, delaySec: null });
     l = await set({ daily: null });
     assert.deepEqual(l, DEFAULTS);
     // Unknown top-level keys are ignored, as elsewhere; an empty update changes nothing.

@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 import { before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { forEachEngine } from '../helpers/engines.ts';
-import type { Harness, Reply } from '../helpers/harness.ts';
+import type { Reply } from '../helpers/harness.ts';
 import { MAX_LISTED, MAX_ROW_CHARS } from '../../src/modules/tasks/csv.ts';
 
 const SMALL_LIMIT = 4096;

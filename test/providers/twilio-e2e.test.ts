@@ -2,7 +2,6 @@
 // (test/helpers/fake-twilio.ts), which calls our app back over real HTTP on 127.0.0.1 with
 // signed status callbacks and TwiML fetches, as Twilio would.
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, before, it } from 'node:test';
 import { greetingTwiml } from '../../src/providers/index.ts';
 import { forEachEngine } from '../helpers/engines.ts';

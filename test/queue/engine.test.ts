@@ -245,7 +245,7 @@ forEachEngine('queue engine', (h) => {
     const t = await tenant(h());
     const db = h().database.db;
     const clock = manualClock();
-    const [id] = await insertTasks(db, t, [{ run_at: clock.now() - 1, max_attempts: 3 }]);
+    await insertTasks(db, t, [{ run_at: clock.now() - 1, max_attempts: 3 }]);
     const e = engine({ now: clock.now, backoff: (attempt) => attempt * 10_000 });
     const [first] = await e.claim(db, 1);
     const retried = await e.retry(db, first, { runAt: clock.now() + 500, set: { error: 'busy' } });

@@ -35,7 +35,7 @@ export async function providerSettings(db: Db, box: SecretBox, orgId: number, pr
 /** A twilio apiBaseUrl must be Twilio's own unless the operator allows private targets. */
 function checkApiBase(url: string | undefined, config: Pick<Config, 'allowPrivateTargets'>): void {
   if (!url || config.allowPrivateTargets) return;
-  let host = '';
+  let host: string;
   try {
     const u = new URL(url);
     if (u.protocol !== 'https:') throw new Error('not https');

@@ -2,13 +2,13 @@
 // make it a task queue. In the claim transaction: the organization's limits (semaphore, daily caps,
 // business hours, cooldowns). On every state change: the semaphore release, the per-state counts
 // and the outbox event, all in the transaction of the change itself.
-import { sql, type Transaction } from 'kysely';
+import type { ExpressionBuilder, Transaction } from 'kysely';
 import type { DB, QueueState, TaskRow } from '../../db/types.ts';
 import { ADMIT, deferUntil, NOT_NOW, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { admission, dayTimeZone, localDay } from './limits.ts';
-import { limitRepo, taskRepo, type TaskEventType } from './repository.ts';
+import { firstStartedAt, limitRepo, taskRepo, type TaskEventType } from './repository.ts';
 
 export const TASKS = 'tasks';
 /** A claim holds a task this long without a heartbeat; the runner beats every third of it. */
@@ -86,7 +86,7 @@ async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueSt
 
 function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: number; cause: Cause }) {
   const set: Record<string, unknown> = { updated_at: now };
-  if (to === 'running') set.started_at = sql`coalesce(started_at, ${now})`;
+  if (to === 'running') set.started_at = firstStartedAt(now);
   if (to === 'finished' || to === 'failed' || to === 'canceled') set.finished_at = now;
   if (cause === 'rescue') set.error = 'worker lost its lease (crashed or stalled); task returned to the queue';
   return set;
@@ -95,7 +95,7 @@ function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: numb
 export interface TaskEngineOptions {
   workerId: string;
   leaseMs?: number;
-  now?(): number;
+  now?: () => number;
 }
 
 /** The queue engine over the tasks table with the task hooks. */
@@ -109,11 +109,7 @@ export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> 
     admit: (tx, row, at) => admit(tx, row, at),
     // Semaphore locks are taken in organization order, so two claims never wait on each other in a cycle.
     admitOrder: (a, b) => a.org_id - b.org_id || (a.run_at - b.run_at) || (a.id < b.id ? -1 : 1),
-    claimFilter: (eb) => eb.or([
-      eb('type', '=', 'ping'),
-      eb.not(eb.exists(eb.selectFrom('org_semaphores as s').select(eb.lit(1).as('one'))
-        .whereRef('s.org_id', '=', 'tasks.org_id').whereRef('s.running', '>=', 's.max_running'))),
-    ]),
+    claimFilter: (eb) => limitRepo.mayStart(eb as ExpressionBuilder<DB, 'tasks'>),
     onTransition: (tx, row, from, to) => onTransition(tx, row, from, to, now()),
     onTransitions: (tx, rows, from, to) => onTransitions(tx, rows, from, to, now()),
     stamp,

@@ -2,7 +2,7 @@
 // org_task_limits, org_semaphores, org_daily_counters and target_cooldowns. Queries take the
 // executor first (a transaction or the database); `lock` options take row locks (no-ops on SQLite,
 // whose one writer already serialises write transactions: src/db/index.ts).
-import { sql } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { DB, Db, Executor, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
@@ -201,8 +201,23 @@ export const taskRepo = {
   },
 };
 
+/** The started_at a claim writes: the first start's time, kept across retries. */
+export const firstStartedAt = (now: number) => sql<number>`coalesce(started_at, ${now})`;
+
 /** The per-organization limits and the counters admission checks them against. */
 export const limitRepo = {
+  /**
+   * A claim filter on tasks: pings, and calls and texts of organizations whose semaphore has a
+   * free slot (the others cannot start; their release wakes the runners).
+   */
+  mayStart(eb: ExpressionBuilder<DB, 'tasks'>): Expression<SqlBool> {
+    return eb.or([
+      eb('type', '=', 'ping'),
+      eb.not(eb.exists(eb.selectFrom('org_semaphores as s').select(eb.lit(1).as('one'))
+        .whereRef('s.org_id', '=', 'tasks.org_id').whereRef('s.running', '>=', 's.max_running'))),
+    ]);
+  },
+
   /** The limits in force for an organization (defaults where nothing was set). */
   async load(db: Executor, orgId: number): Promise<TaskLimits> {
     const row = await db.selectFrom('org_task_limits').select('config').where('org_id', '=', orgId).executeTakeFirst();

@@ -116,7 +116,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const reason = signal.reason instanceof QueueAbortError ? signal.reason.kind : undefined;
     if (how === 'aborted' && reason === 'lease-lost') throw signal.reason; // settled elsewhere
     if (row.type === 'call') {
-      await carrier.endCall(providerRef, AbortSignal.timeout(10_000)).catch((err) =>
+      await carrier.endCall(providerRef, AbortSignal.timeout(10_000)).catch((err: unknown) =>
         deps.log?.warn({ err, taskId: row.id }, 'ending the call failed'));
     }
     if (how === 'aborted' && reason === 'canceled') {

@@ -121,7 +121,7 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
 
   let meta: string | null = null;
   if (raw.meta !== undefined && raw.meta !== null && raw.meta !== '') {
-    let value = raw.meta;
+    let value: unknown = raw.meta;
     if (typeof value === 'string') {
       try { value = JSON.parse(value); } catch { return fail(`${f}meta must be a JSON object`); }
     }

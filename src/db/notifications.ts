@@ -1,12 +1,26 @@
-// PostgreSQL LISTEN on a dedicated connection: a pooled one would drop the subscription when it
-// is returned to the pool. Reconnects after a failure and then calls onReconnect, since
-// notifications sent while disconnected are gone.
+// Notifications between processes sharing the database: PostgreSQL NOTIFY and LISTEN. On SQLite
+// (one process per DATA_DIR) pg_notify is a function that does nothing (src/db/index.ts).
+import { sql } from 'kysely';
 import pg from 'pg';
+import type { Executor } from './types.ts';
+
+/**
+ * Sends `payload` on `channel` when the transaction commits (PostgreSQL delivers NOTIFY only on
+ * commit, so listeners never hear of rows before they are visible).
+ */
+export async function notify(ex: Executor, channel: string, payload: string): Promise<void> {
+  await sql`select pg_notify(${channel}, ${payload})`.execute(ex);
+}
 
 export interface Listener {
   close(): Promise<void>;
 }
 
+/**
+ * LISTEN on a dedicated connection: a pooled one would drop the subscription when it is returned
+ * to the pool. Reconnects after a failure and then calls onReconnect, since notifications sent
+ * while disconnected are gone.
+ */
 export async function listenOn(opts: {
   databaseUrl: string;
   channel: string;
