@@ -373,7 +373,7 @@ export class SipWorker {
       if (!o || h.deleting === 1 || o.version !== h.version) this.#sync(h.id, o?.orgId);
     }
     if (this.#stopping) return;
-    const claimed = await sipRepo.claim(db, database.dialect, this.ownerId, Date.now(), this.#leaseMs, this.deps.claimBatch ?? 20);
+    const claimed = await sipRepo.claim(db, this.ownerId, Date.now(), this.#leaseMs, this.deps.claimBatch ?? 20);
     for (const row of claimed) {
       this.deps.log?.info({ registration: row.id, aor: row.aor }, 'SIP registration taken');
       this.#sync(row.id, row.org_id);
@@ -527,7 +527,7 @@ export class SipWorker {
       });
       if (!wrote || !type) return false;
       if (running) running.lastEvent = eventKey;
-      return recordRegistrationEvent(tx, database.dialect, o.orgId, type, data, now);
+      return recordRegistrationEvent(tx, o.orgId, type, data, now);
     });
     if (queued) this.deps.wakeups.emit(DELIVERIES);
   }
@@ -574,7 +574,7 @@ export class SipWorker {
       });
       if (!wrote || !changed) return false;
       running.presenceState = p.state;
-      return recordRegistrationEvent(tx, database.dialect, o.orgId, 'registration.presence', { ...eventData(running.aor, running.latest, now), presence }, now);
+      return recordRegistrationEvent(tx, o.orgId, 'registration.presence', { ...eventData(running.aor, running.latest, now), presence }, now);
     });
     if (queued) this.deps.wakeups.emit(DELIVERIES);
   }
@@ -610,10 +610,9 @@ export class SipWorker {
     }
     o.running = undefined;
     const queued = await database.db.transaction().execute(async (tx) => {
-      const gone = await tx.deleteFrom('sip_registrations').where('id', '=', o.id).where('lease_owner', '=', this.ownerId)
-        .executeTakeFirst().then((r) => Number(r.numDeletedRows) > 0);
+      const gone = await sipRepo.removeOwned(tx, o.id, this.ownerId);
       if (!gone) return false;
-      return recordRegistrationEvent(tx, database.dialect, row.org_id, 'registration.unregistered', {
+      return recordRegistrationEvent(tx, row.org_id, 'registration.unregistered', {
         aor: row.aor, registered: false, code: result.status ?? null, reason: result.reason ?? null,
         error: result.ok ? null : (result.error ?? null), expiresAt: null, lastAttemptAt: Math.floor(Date.now() / 1000),
       });
@@ -675,8 +674,7 @@ export class SipWorker {
       const orgs = await sipRepo.orgsOfUser(db, ruriUser);
       if (orgs.length === 1) return orgs[0].org_id;
     }
-    const entries = await db.selectFrom('sip_ip_whitelist').select(['org_id', 'ip'])
-      .where((eb) => eb.or([eb('ip', '=', source), eb('ip', 'like', '%/%')])).execute();
+    const entries = await sipRepo.whitelistEntriesFor(db, source);
     const orgs = new Set(entries.filter((e) => whitelisted(whitelistMatcher([e.ip]), source)).map((e) => e.org_id));
     return orgs.size === 1 ? [...orgs][0] : undefined;
   }
