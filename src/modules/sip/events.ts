@@ -4,6 +4,8 @@
 import type { Insertable } from 'kysely';
 import type { Executor, SipEventsTable, WebhookDeliveriesTable } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
+import { toUnixSeconds } from '../../lib/time.ts';
+import type { RegistrationStatus } from '../../sip/register.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { DELIVERIES } from '../webhooks/dispatcher.ts';
 import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
@@ -35,6 +37,15 @@ export interface PresenceData {
   reason: string | null;
   /** Unix seconds. */
   updatedAt: number | null;
+}
+
+/** The payload of a registration event: the registration's status (`s`, at `now`) as GET shows it. */
+export function eventData(aor: string, s: RegistrationStatus | undefined, now: number): RegistrationEventData {
+  return {
+    aor, registered: !!s?.ok && s.expiresAt !== null && s.expiresAt.getTime() > now, code: s?.code ?? null,
+    reason: s?.reason ?? null, error: s && !s.ok ? (s.error ?? null) : null,
+    expiresAt: toUnixSeconds(s?.expiresAt?.getTime()), lastAttemptAt: toUnixSeconds(s?.lastAttemptAt?.getTime()),
+  };
 }
 
 /**
