@@ -95,6 +95,7 @@ export function presenceOf(row: Pick<SipRegistrationRow, 'subscribe' | 'presence
   };
 }
 
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function text(value: string | undefined, field: string, max: number): string | undefined {
