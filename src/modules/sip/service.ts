@@ -1,5 +1,5 @@
 // SIP operations of the API: an organization's registration (stored here, registered by the
-// worker that owns it: src/modules/sip/sip-worker.ts), its inbound IP whitelist, its outbound routes
+// worker that owns it: src/modules/sip/registrations.ts), its inbound IP whitelist, its outbound routes
 // and its captures. The API process never speaks SIP itself: it writes the configuration, wakes
 // the workers and waits (bounded) for the owner's first REGISTER to answer 201/200 or 502.
 import type { AccountRow, Db, SipRegistrationRow } from '../../db/types.ts';
