@@ -90,7 +90,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     relays: relayService({ db, dialect: database.dialect, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, dialect: database.dialect, box, policy, notify: wakeDeliveries }),
     sip: sipService({
-      db, dialect: database.dialect, box,
+      db, box,
       wake: () => wakeups.emit(SIP_REGISTRATIONS),
       wakeDeliveries,
       workerWaitMs: deps.sipWorkerWaitMs,

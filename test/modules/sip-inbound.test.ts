@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { it } from 'node:test';
-import { REFUSED_CAPTURES_PER_MINUTE } from '../../src/modules/sip/sip-worker.ts';
+import { REFUSED_CAPTURES_PER_MINUTE } from '../../src/modules/sip/captures.ts';
 import { newBranch } from '../../src/sip/endpoint.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { sleep, udpPeer, waitFor } from '../helpers/sip-peers.ts';

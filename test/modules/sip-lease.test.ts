@@ -103,7 +103,7 @@ for (const engine of ENGINES) describe(`SIP registration ownership across proces
     for (const m of mine) {
       // b's binding is there; a's stays until it expires at the registrar (nobody removes it).
       const ports = contactsOf(m.username);
-      assert.ok(ports.includes(b.endpoint!.port), `${m.username}: ${ports}`);
+      assert.ok(ports.includes(b.endpoint!.port), `${m.username}: ${ports.join(',')}`);
       assert.ok(ports.includes(aPort));
     }
     assert.ok(mine.every((m) => b.owned.includes(m.id)));

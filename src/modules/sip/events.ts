@@ -2,11 +2,14 @@
 // webhook deliveries to the organization's `registration` subscriptions (POST /api/v2/webhooks),
 // signed and retried by the delivery runtime like task events.
 import type { Insertable } from 'kysely';
-import type { Dialect, Executor, SipEventsTable, WebhookDeliveriesTable } from '../../db/types.ts';
+import type { Executor, SipEventsTable, WebhookDeliveriesTable } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
+import { toUnixSeconds } from '../../lib/time.ts';
+import type { RegistrationStatus } from '../../sip/register.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { DELIVERIES } from '../webhooks/dispatcher.ts';
 import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
+import { sipRepo } from './repository.ts';
 
 export type RegistrationEventType = SipEventsTable['type'];
 
@@ -36,24 +39,33 @@ export interface PresenceData {
   updatedAt: number | null;
 }
 
+/** The payload of a registration event: the registration's status (`s`, at `now`) as GET shows it. */
+export function eventData(aor: string, s: RegistrationStatus | undefined, now: number): RegistrationEventData {
+  return {
+    aor, registered: !!s?.ok && s.expiresAt !== null && s.expiresAt.getTime() > now, code: s?.code ?? null,
+    reason: s?.reason ?? null, error: s && !s.ok ? (s.error ?? null) : null,
+    expiresAt: toUnixSeconds(s?.expiresAt?.getTime()), lastAttemptAt: toUnixSeconds(s?.lastAttemptAt?.getTime()),
+  };
+}
+
 /**
  * Stores the event and queues one delivery per `registration` subscription of the organization.
  * Answers whether deliveries were queued (the caller wakes the delivery worker after commit).
  */
 export async function recordRegistrationEvent(
-  tx: Executor, dialect: Dialect, orgId: number, type: RegistrationEventType, data: RegistrationEventData, now = Date.now(),
+  tx: Executor, orgId: number, type: RegistrationEventType, data: RegistrationEventData, now = Date.now(),
 ): Promise<boolean> {
   const id = newId('sev', now);
   const payload = JSON.stringify({ type, timestamp: new Date(now).toISOString(), data });
-  await tx.insertInto('sip_events').values({ id, org_id: orgId, aor: data.aor, type, payload, created_at: now }).execute();
-  const hooks = await tx.selectFrom('webhooks').select('id').where('org_id', '=', orgId).where('type', '=', 'registration').execute();
+  await sipRepo.insertEvent(tx, { id, org_id: orgId, aor: data.aor, type, payload, created_at: now });
+  const hooks = await sipRepo.registrationSubscriptions(tx, orgId);
   if (hooks.length === 0) return false;
-  const rows: Insertable<WebhookDeliveriesTable>[] = hooks.map((h) => ({
-    id: newId('dlv', now), org_id: orgId, kind: 'webhook', relay_id: null, relay_event_id: null, webhook_id: h.id,
+  const rows: Insertable<WebhookDeliveriesTable>[] = hooks.map((webhookId) => ({
+    id: newId('dlv', now), org_id: orgId, kind: 'webhook', relay_id: null, relay_event_id: null, webhook_id: webhookId,
     event_id: id, event_type: type, payload, state: 'pending', run_at: now, attempt: 0, max_attempts: MAX_DELIVERY_ATTEMPTS,
     lease_owner: null, lease_expires_at: null, last_status: null, last_error: null, created_at: now, updated_at: now, finished_at: null,
   }));
-  await tx.insertInto('webhook_deliveries').values(rows).execute();
+  await sipRepo.insertRegistrationDeliveries(tx, rows);
   await notifyQueue(tx, DELIVERIES);
   return true;
 }

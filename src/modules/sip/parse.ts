@@ -220,7 +220,7 @@ export function parseWhitelistIp(text: unknown, field = 'ip'): Checked<Whitelist
     prefix = Math.max(0, prefix - 96);
     if (slash >= 0 && Number(t.slice(slash + 1)) < 96) return bad(`${field} '${t}': an IPv4-mapped range needs a prefix of at least /96`);
   }
-  const kind = addr.kind() as 'ipv4' | 'ipv6';
+  const kind = addr.kind();
   const full = kind === 'ipv4' ? 32 : 128;
   const network = prefix === full ? addr
     : kind === 'ipv4' ? ipaddr.IPv4.networkAddressFromCIDR(`${addr.toString()}/${prefix}`)

@@ -1,9 +1,10 @@
 // SIP queries: registrations (with the lease that gives each one owner), whitelist, outbound
-// routes, captures and registration events. Every method takes the executor first.
-import type { Insertable, Updateable } from 'kysely';
+// routes, captures and registration events (with the webhook deliveries they queue). Every
+// method takes the executor first.
+import type { ExpressionBuilder, Insertable, Updateable } from 'kysely';
 import type {
-  Dialect, Executor, SipCapturesTable, SipIpWhitelistTable, SipOutboundRoutesTable, SipRegistrationRow,
-  SipRegistrationsTable,
+  DB, Executor, SipCapturesTable, SipEventsTable, SipIpWhitelistTable, SipOutboundRoutesTable, SipRegistrationRow,
+  SipRegistrationsTable, WebhookDeliveriesTable,
 } from '../../db/types.ts';
 
 /** The lease columns of a registration as its owner sees them each turn. */
@@ -51,16 +52,18 @@ export const sipRepo = {
 
   /**
    * Takes up to `limit` registrations nobody holds (new ones, released ones, and those whose
-   * owner stopped renewing). On PostgreSQL the candidates are locked with SKIP LOCKED, so two
-   * workers claiming at once take different rows; the outer condition is checked again in the
-   * UPDATE, so a row is never taken from a live owner.
+   * owner stopped renewing). The candidates are locked with SKIP LOCKED (PostgreSQL; SQLite's one
+   * writer needs no lock and the compiler leaves it out), so two workers claiming at once take
+   * different rows; the outer condition is checked again in the UPDATE, so a row is never taken
+   * from a live owner.
    */
-  async claim(db: Executor, dialect: Dialect, owner: string, now: number, leaseMs: number, limit: number): Promise<SipRegistrationRow[]> {
-    const free = (eb: any) => eb.or([eb('lease_owner', 'is', null), eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]);
+  async claim(db: Executor, owner: string, now: number, leaseMs: number, limit: number): Promise<SipRegistrationRow[]> {
+    const free = (eb: ExpressionBuilder<DB, 'sip_registrations'>) =>
+      eb.or([eb('lease_owner', 'is', null), eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]);
     const any = await db.selectFrom('sip_registrations').select('id').where(free).limit(1).executeTakeFirst();
     if (!any) return [];
-    let candidates = db.selectFrom('sip_registrations').select('id').where(free).orderBy('id').limit(limit);
-    if (dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
+    const candidates = db.selectFrom('sip_registrations').select('id').where(free).orderBy('id').limit(limit)
+      .forUpdate().skipLocked();
     return db.updateTable('sip_registrations').set({ lease_owner: owner, lease_expires_at: now + leaseMs })
       .where('id', 'in', candidates).where(free).returningAll().execute();
   },
@@ -77,6 +80,11 @@ export const sipRepo = {
     db.updateTable('sip_registrations').set(set).where('id', '=', id).where('lease_owner', '=', owner)
       .where('version', '=', version).executeTakeFirst().then((r) => Number(r.numUpdatedRows) > 0),
 
+  /** Removes a registration this owner holds (DELETE, once un-REGISTERed); answers whether it did. */
+  removeOwned: (db: Executor, id: number, owner: string) =>
+    db.deleteFrom('sip_registrations').where('id', '=', id).where('lease_owner', '=', owner)
+      .executeTakeFirst().then((r) => Number(r.numDeletedRows) > 0),
+
   /** The organization whose registration has this address of record. */
   orgOfAor: (db: Executor, aorKey: string) =>
     db.selectFrom('sip_registrations').select(['org_id']).where('aor_key', '=', aorKey).executeTakeFirst().then((r) => r?.org_id),
@@ -87,6 +95,14 @@ export const sipRepo = {
 
   whitelist: (db: Executor, orgId: number) =>
     db.selectFrom('sip_ip_whitelist').selectAll().where('org_id', '=', orgId).orderBy('id').execute(),
+
+  /**
+   * The whitelist entries that may hold `address`, of every organization: the address itself and
+   * all ranges (the caller checks the ranges).
+   */
+  whitelistEntriesFor: (db: Executor, address: string) =>
+    db.selectFrom('sip_ip_whitelist').select(['org_id', 'ip'])
+      .where((eb) => eb.or([eb('ip', '=', address), eb('ip', 'like', '%/%')])).execute(),
 
   countWhitelist: (db: Executor, orgId: number) =>
     db.selectFrom('sip_ip_whitelist').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', orgId)
@@ -145,4 +161,20 @@ export const sipRepo = {
 
   events: (db: Executor, orgId: number) =>
     db.selectFrom('sip_events').selectAll().where('org_id', '=', orgId).orderBy('id').execute(),
+
+  insertEvent: (db: Executor, row: Insertable<SipEventsTable>) =>
+    db.insertInto('sip_events').values(row).execute(),
+
+  // The webhooks module's tables, as registration events use them: which subscriptions an event
+  // goes to, and the delivery rows it queues for them (one per subscription, in the event's
+  // transaction). They belong in the webhooks module's repository once it has one for deliveries.
+
+  /** The organization's `registration` webhook subscriptions (ids). */
+  registrationSubscriptions: (db: Executor, orgId: number) =>
+    db.selectFrom('webhooks').select('id').where('org_id', '=', orgId).where('type', '=', 'registration').execute()
+      .then((rows) => rows.map((r) => r.id)),
+
+  /** The webhook deliveries of a registration event (webhook_deliveries rows, kind `webhook`). */
+  insertRegistrationDeliveries: (db: Executor, rows: Insertable<WebhookDeliveriesTable>[]) =>
+    db.insertInto('webhook_deliveries').values(rows).execute(),
 };

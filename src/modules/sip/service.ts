@@ -1,8 +1,8 @@
 // SIP operations of the API: an organization's registration (stored here, registered by the
-// worker that owns it: src/modules/sip/sip-worker.ts), its inbound IP whitelist, its outbound routes
+// worker that owns it: src/modules/sip/registrations.ts), its inbound IP whitelist, its outbound routes
 // and its captures. The API process never speaks SIP itself: it writes the configuration, wakes
 // the workers and waits (bounded) for the owner's first REGISTER to answer 201/200 or 502.
-import type { AccountRow, Db, Dialect, SipRegistrationRow } from '../../db/types.ts';
+import type { AccountRow, Db, SipRegistrationRow } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/errors.ts';
@@ -39,7 +39,6 @@ export interface RegistrationBody {
 
 export interface SipServiceDeps {
   db: Db;
-  dialect: Dialect;
   box: SecretBox;
   /** Wakes this process's registration owner and delivery worker (other processes hear NOTIFY). */
   wake?: () => void;
@@ -96,6 +95,7 @@ export function presenceOf(row: Pick<SipRegistrationRow, 'subscribe' | 'presence
   };
 }
 
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function text(value: string | undefined, field: string, max: number): string | undefined {
@@ -194,7 +194,7 @@ function rejection(row: SipRegistrationRow): { message: string; extra: Record<st
 }
 
 export function sipService(deps: SipServiceDeps) {
-  const { db, dialect, box } = deps;
+  const { db, box } = deps;
   const waitMs = deps.workerWaitMs ?? DEFAULT_WORKER_WAIT_MS;
 
   /** The organization a request acts on; an agent's token may read its organization's settings, not change them. */
@@ -350,7 +350,7 @@ export function sipService(deps: SipServiceDeps) {
       if (await sipRepo.registrationById(db, row.id)) {
         const queued = await db.transaction().execute(async (tx) => {
           if (!(await sipRepo.deleteRegistration(tx, row.id))) return false;
-          return recordRegistrationEvent(tx, dialect, org.id, 'registration.unregistered', {
+          return recordRegistrationEvent(tx, org.id, 'registration.unregistered', {
             aor: row.aor, registered: false, code: null, reason: null, error: noWorker(), expiresAt: null, lastAttemptAt: row.last_attempt_at === null ? null : toUnixSeconds(row.last_attempt_at),
           });
         });
