@@ -65,7 +65,6 @@ const Capture = Obj({
   transport: Type.String(), source: Type.String(), destination: Type.String(), message: Type.String(),
 });
 
-// eslint-disable-next-line @typescript-eslint/require-await -- an async function is Fastify's plugin form without a done callback; registering routes awaits nothing
 export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise<void> {
   app.post('/api/v2/sip/registration', {
     schema: {
