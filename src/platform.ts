@@ -87,8 +87,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     numbering: numberingService({ db, dialect: database.dialect, box }),
     tasks: taskService({ db, writers: database.concurrentWriters, queue: tasks }),
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks }),
-    relays: relayService({ db, dialect: database.dialect, box, config, policy, notify: wakeDeliveries }),
-    subscriptions: subscriptionService({ db, dialect: database.dialect, box, policy, notify: wakeDeliveries }),
+    relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
+    subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),
     sip: sipService({
       db, dialect: database.dialect, box,
       wake: () => wakeups.emit(SIP_REGISTRATIONS),

@@ -29,6 +29,15 @@ export const accountRepo = {
   },
 
   /**
+   * Locks the account's row until the transaction ends, so read-modify-writes of what hangs off it
+   * (an organization's subscriptions) are serialised (a no-op on SQLite, whose one writer already
+   * serialises write transactions).
+   */
+  async lock(tx: Executor, id: number): Promise<void> {
+    await tx.selectFrom('accounts').select('id').where('id', '=', id).forUpdate().execute();
+  },
+
+  /**
    * A new account of `kind` under `parent` (null: the root partner). The ancestor columns come
    * from the parent; settings not named keep their column defaults (NULL, 0 or '{}').
    */

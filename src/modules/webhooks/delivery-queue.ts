@@ -104,7 +104,7 @@ export class DeliveryQueue {
       log,
     });
     this.#dispatcher = new OutboxDispatcher({
-      db: database.db, dialect: database.dialect, maxAttempts: this.maxAttempts,
+      db: database.db, maxAttempts: this.maxAttempts,
       everyMs: this.deps.dispatchEveryMs ?? 250, now, onDeliveries: () => this.notify(), log,
     });
     const wakeDispatcher = () => this.#dispatcher?.notify();
