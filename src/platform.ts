@@ -84,7 +84,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     accounts: accountService({ db, box, config }),
     tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
     members: memberService({ db }),
-    numbering: numberingService({ db, dialect: database.dialect, box }),
+    numbering: numberingService({ db, box }),
     tasks: taskService({ db, writers: database.concurrentWriters, queue: tasks }),
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks }),
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),

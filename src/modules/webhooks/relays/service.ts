@@ -15,7 +15,7 @@ import { notifyQueue } from '../../../queue/waker.ts';
 import { checkTargetUrl, checkCustomHeaders, type TargetPolicy } from '../../../webhooks/ssrf.ts';
 import { DEFAULT_TIMEOUT_MS, newSigningSecret } from '../../../webhooks/deliver.ts';
 import { accountRepo } from '../../accounts/repository.ts';
-import { numberingRepo } from '../../numbering/repository.ts';
+import { providerSettings } from '../../numbering/carriers.ts';
 import {
   bodyFields, dedupeKey, isTwilio, keptHeaders, relayType, RELAY_TYPES, verifyBasicAuth, verifyStripe, verifyTwilio,
   type ProviderSecret, type RelayTypeInfo, type Verdict,
@@ -97,13 +97,9 @@ export function relayService(deps: RelayServiceDeps) {
 
   /** The auth token of the organization's twilio numbering provider (enabled or not), if any. */
   async function twilioAuthToken(orgId: number): Promise<string | undefined> {
-    const provider = await numberingRepo.find(db, orgId, TWILIO);
-    if (!provider) return undefined;
-    const settings = {
-      ...(JSON.parse(provider.config) as Record<string, unknown>),
-      ...(provider.secrets ? box.openJson<Record<string, unknown>>(provider.secrets) : {}),
-    };
-    return typeof settings.authToken === 'string' && settings.authToken !== '' ? settings.authToken : undefined;
+    const settings: Record<string, unknown> | undefined = await providerSettings(db, box, orgId, TWILIO);
+    const token = settings?.authToken;
+    return typeof token === 'string' && token !== '' ? token : undefined;
   }
 
   /** Whether the ingress can verify requests yet, and what it checks. */
