@@ -280,8 +280,8 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       for (const [kind, field] of Object.entries(NAME_FIELD)) {
         if (input[field] === undefined) continue;
         if (kind !== account.kind) throw new Invalid(`${field} applies only to ${kind === 'agent' ? 'agent' : kind} accounts`);
-        if (!input[field]!.trim()) throw new Invalid(`${field} must not be empty`);
-        patch.name = input[field]!.trim();
+        if (!input[field].trim()) throw new Invalid(`${field} must not be empty`);
+        patch.name = input[field].trim();
       }
       if (input.email !== undefined) {
         if (!isEmail(input.email)) throw new Invalid('email must be a valid email address');
@@ -357,7 +357,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
           case 'orgAccountType': set(field, () => (patch.org_account_type = value as string)); break;
           case 'timezone': {
             const zone = canonicalTimeZone(String(value));
-            if (!zone) failed.push({ field, message: `timezone '${value}' is not an IANA time zone` });
+            if (!zone) failed.push({ field, message: `timezone '${String(value)}' is not an IANA time zone` });
             else set(field, () => (patch.timezone = zone));
             break;
           }
