@@ -46,7 +46,7 @@ async function migrate(database: Database): Promise<string[]> {
 async function prepare(config: Config, database: Database, log: pino.Logger): Promise<void> {
   const applied = await migrate(database);
   if (applied.length) log.info({ applied }, 'migrations applied');
-  const { partnerId, newToken } = await bootstrapAdmin(database.db, database.dialect, config.adminToken);
+  const { partnerId, newToken } = await bootstrapAdmin(database.db, config.adminToken);
   if (newToken) {
     const file = path.join(config.dataDir, 'admin-token');
     fs.mkdirSync(config.dataDir, { recursive: true });

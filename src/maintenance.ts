@@ -1,10 +1,11 @@
-// Background work of a worker process. The foundation has one periodic job (pruning expired
-// one-time tokens); the task queue and webhook deliveries plug in here as they arrive.
+// Background work of a worker process: periodic jobs that keep the tables bounded (expired
+// one-time tokens, finished tasks and old daily counters, ended webhook deliveries and relayed
+// events). Each deletes in small batches, so no run holds a long transaction.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
-import { pruneRelayEvents, pruneSubscriptionDeliveries } from './modules/webhooks/retention.ts';
+import { deliveryRepo, relayEventRepo } from './modules/webhooks/repository.ts';
 
 export interface PeriodicJob {
   name: string;
@@ -40,11 +41,13 @@ export function maintenanceJobs(database: Database, opts: { taskRetentionDays: n
         new Date(Date.now() - Math.max(retentionMs, 400 * DAY_MS)).toISOString().slice(0, 10)),
     },
     {
+      // Subscription deliveries that ended, and relayed events whose deliveries all ended, go once
+      // older than the retention period (with their attempt logs).
       name: 'prune-webhook-deliveries', everyMs: 600_000,
       run: async () => {
         const before = Date.now() - deliveryRetentionMs;
-        return (await drain(() => pruneSubscriptionDeliveries(database.db, before, 1000), 1000))
-          + (await drain(() => pruneRelayEvents(database.db, before, 1000), 1000));
+        return (await drain(() => deliveryRepo.pruneEndedSubscriptionDeliveries(database.db, before, 1000), 1000))
+          + (await drain(() => relayEventRepo.pruneEnded(database.db, before, 1000), 1000));
       },
     },
   ];

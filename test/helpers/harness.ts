@@ -81,7 +81,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   const config = loadConfig({ DATA_DIR: dataDir, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...env });
   const database = openDatabase({ databaseUrl, sqliteFile: path.join(dataDir, 'callplane.db'), poolSize: 5 });
   await migrateToLatest(database);
-  const { partnerId, newToken } = await bootstrapAdmin(database.db, database.dialect, undefined);
+  const { partnerId, newToken } = await bootstrapAdmin(database.db, undefined);
   const box = new SecretBox(crypto.randomBytes(32));
   const platform = createPlatform({
     config, database, box,

@@ -367,8 +367,8 @@ forEachEngine('bootstrapAdmin', (h) => {
   it('on a fresh database it creates the partner and returns a new token once; a second call returns none', async () => {
     const fresh = await freshDatabase(h().engine);
     try {
-      const { db, dialect } = fresh.database;
-      const first = await bootstrapAdmin(db, dialect, undefined);
+      const { db } = fresh.database;
+      const first = await bootstrapAdmin(db, undefined);
       assert.equal(typeof first.newToken, 'string');
       assert.match(first.newToken!, /^cpl_/);
       const rows = await partners(fresh.database);
@@ -382,7 +382,7 @@ forEachEngine('bootstrapAdmin', (h) => {
       assert.equal(tokens[0]!.account_id, first.partnerId);
       assert.equal(tokens[0]!.type, 'admin');
 
-      const second = await bootstrapAdmin(db, dialect, undefined);
+      const second = await bootstrapAdmin(db, undefined);
       assert.equal(second.newToken, undefined);
       assert.equal(second.partnerId, first.partnerId);
       assert.equal((await partners(fresh.database)).length, 1);
@@ -395,8 +395,8 @@ forEachEngine('bootstrapAdmin', (h) => {
   it('concurrent first starts create exactly one partner and hand out exactly one token', async () => {
     const fresh = await freshDatabase(h().engine);
     try {
-      const { db, dialect } = fresh.database;
-      const results = await Promise.all([1, 2, 3, 4].map(() => bootstrapAdmin(db, dialect, undefined)));
+      const { db } = fresh.database;
+      const results = await Promise.all([1, 2, 3, 4].map(() => bootstrapAdmin(db, undefined)));
       assert.equal(new Set(results.map((r) => r.partnerId)).size, 1);
       assert.equal(results.filter((r) => r.newToken !== undefined).length, 1);
       assert.equal((await partners(fresh.database)).length, 1);
@@ -409,11 +409,11 @@ forEachEngine('bootstrapAdmin', (h) => {
   it('on a fresh database an explicit admin token is registered (not returned), once, however often it is called', async () => {
     const fresh = await freshDatabase(h().engine);
     try {
-      const { db, dialect } = fresh.database;
+      const { db } = fresh.database;
       const value = `operator-chosen-${crypto.randomBytes(12).toString('hex')}`;
-      const first = await bootstrapAdmin(db, dialect, value);
+      const first = await bootstrapAdmin(db, value);
       assert.equal(first.newToken, undefined);
-      const second = await bootstrapAdmin(db, dialect, value);
+      const second = await bootstrapAdmin(db, value);
       assert.equal(second.newToken, undefined);
       assert.equal(second.partnerId, first.partnerId);
       assert.equal((await partners(fresh.database)).length, 1);
@@ -428,11 +428,11 @@ forEachEngine('bootstrapAdmin', (h) => {
   });
 
   it('an explicit admin token registered on a running database authenticates as the partner, idempotently', async () => {
-    const { db, dialect } = h().database;
+    const { db } = h().database;
     const value = `operator-chosen-${crypto.randomBytes(12).toString('hex')}`;
     assert.equal((await h().call('GET', '/api/v2/account', { token: value })).status, 401);
-    const first = await bootstrapAdmin(db, dialect, value);
-    const second = await bootstrapAdmin(db, dialect, value);
+    const first = await bootstrapAdmin(db, value);
+    const second = await bootstrapAdmin(db, value);
     assert.equal(first.partnerId, h().partnerId);
     assert.equal(second.partnerId, h().partnerId);
     assert.equal(first.newToken, undefined);
@@ -447,12 +447,12 @@ forEachEngine('bootstrapAdmin', (h) => {
   });
 
   it('a changed admin token that shares its visible prefix with an earlier one is still registered', async () => {
-    const { db, dialect } = h().database;
+    const { db } = h().database;
     const stem = `rotate-me-${crypto.randomBytes(4).toString('hex')}`;
     const older = `${stem}-first-value-000000`;
     const newer = `${stem}-second-value-11111`;
-    await bootstrapAdmin(db, dialect, older);
-    await bootstrapAdmin(db, dialect, newer);
+    await bootstrapAdmin(db, older);
+    await bootstrapAdmin(db, newer);
     const res = await h().call('GET', '/api/v2/account', { token: newer });
     assert.equal(res.status, 200);
     assert.equal(res.body.id, h().partnerId);

@@ -48,7 +48,7 @@ forEachEngine('webhook outbox dispatcher', (h) => {
     await events(quiet, 250);
     let total = 0;
     for (let round = 0; round < 10; round++) {
-      const r = await dispatchTaskEvents(h().database.db, h().database.dialect, { batch: 100, maxAttempts: 8 });
+      const r = await dispatchTaskEvents(h().database.db, { batch: 100, maxAttempts: 8 });
       total += r.events;
       if (r.events === 0) break;
     }
@@ -70,7 +70,7 @@ forEachEngine('webhook outbox dispatcher', (h) => {
     assert.equal(payload.data.state, 'running');
     assert.equal((await deliveriesOf(quiet.orgId)).length, 0);
     // Nothing left: a further pass makes nothing.
-    assert.deepEqual(await dispatchTaskEvents(h().database.db, h().database.dialect, { maxAttempts: 8 }), { events: 0, deliveries: 0 });
+    assert.deepEqual(await dispatchTaskEvents(h().database.db, { maxAttempts: 8 }), { events: 0, deliveries: 0 });
   });
 
   it('the payload is {type, timestamp, data} with the task as the event stored it', () => {
@@ -88,7 +88,7 @@ forEachEngine('webhook outbox dispatcher', (h) => {
       const runOne = async (database: typeof pools[number]) => {
         let n = 0;
         for (;;) {
-          const r = await dispatchTaskEvents(database.db, database.dialect, { batch: 25, maxAttempts: 8 });
+          const r = await dispatchTaskEvents(database.db, { batch: 25, maxAttempts: 8 });
           n += r.events;
           if (r.events === 0) return n;
         }

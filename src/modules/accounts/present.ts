@@ -4,6 +4,7 @@ import type { AccountRow, IntegrationRow, NumberingProviderRow } from '../../db/
 import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
 import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
+import { openProviderSettings } from '../numbering/carriers.ts';
 
 export const ACCOUNT_TYPE = { partner: 'partner', reseller: 'reseller', organization: 'organization', agent: 'account' } as const;
 
@@ -14,12 +15,12 @@ export function maskRecord(data: Record<string, string>, isSecret: (k: string) =
 }
 
 export function presentProvider(row: NumberingProviderRow, box: SecretBox) {
-  const secrets = row.secrets ? box.openJson<Record<string, string>>(row.secrets) : {};
+  const { config, secrets = {} } = openProviderSettings(row, box);
   return {
     providerId: row.provider_id,
     default: bool(row.is_default),
     enabled: bool(row.enabled),
-    config: { ...JSON.parse(row.config), ...maskRecord(secrets, () => true) } as Record<string, string>,
+    config: { ...config, ...maskRecord(secrets, () => true) },
     createdAt: toUnixSeconds(row.created_at),
     updatedAt: toUnixSeconds(row.updated_at),
   };

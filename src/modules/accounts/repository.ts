@@ -1,5 +1,6 @@
 // Queries on the accounts table (every level of the tenancy ladder). Queries only: scoping
 // decisions are made by the caller and passed in as ids.
+import { sql, type SqlBool } from 'kysely';
 import type { AccountKind, AccountRow, AccountUpdate, Executor, NewAccount } from '../../db/types.ts';
 
 /** The ancestor column that holds the id of an account of this kind (each row names itself too). */
@@ -23,9 +24,57 @@ export interface ListFilter {
   offset?: number;
 }
 
+export interface SearchFilter {
+  kind: AccountKind;
+  /** Only descendants of this account (by its kind's ancestor column). */
+  within: Pick<AccountRow, 'id' | 'kind'>;
+  /** Case-insensitive substring of the name, email or externalAccountId (no wildcards). */
+  text?: string;
+  /** Columns that must hold exactly these values. */
+  equal: Partial<AccountRow>;
+  /** Canceled (canceled_at set) or not. */
+  canceled?: boolean;
+  /** Inclusive bounds by column (unix ms for times). */
+  ranges: Partial<Record<keyof AccountRow, { min?: number; max?: number }>>;
+  limit?: number;
+  offset?: number;
+}
+
+/**
+ * The key of the advisory lock that serialises first starts (bootstrapAdmin) of processes sharing
+ * one PostgreSQL database.
+ */
+const FIRST_START_LOCK = 7214001;
+
 export const accountRepo = {
   async findById(db: Executor, id: number): Promise<AccountRow | undefined> {
     return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  /**
+   * Locks the account's row until the transaction ends, so read-modify-writes of what hangs off it
+   * (an organization's subscriptions) are serialised (a no-op on SQLite, whose one writer already
+   * serialises write transactions).
+   */
+  async lock(tx: Executor, id: number): Promise<void> {
+    await tx.selectFrom('accounts').select('id').where('id', '=', id).forUpdate().execute();
+  },
+
+  /** The root partner (the first start's), if there is one yet. */
+  async findRootPartner(db: Executor): Promise<AccountRow | undefined> {
+    return db.selectFrom('accounts').selectAll().where('kind', '=', 'partner').where('parent_id', 'is', null)
+      .orderBy('id').executeTakeFirst();
+  },
+
+  /**
+   * Holds, until the transaction ends, the lock that serialises first starts: processes starting
+   * at once on one PostgreSQL database would each find no partner and create one. SQLite needs
+   * none (one serving process per DATA_DIR, one writer connection). The engine shows in how it
+   * compiles a row lock, which the SQLite dialect leaves out (src/db/index.ts).
+   */
+  async lockFirstStart(tx: Executor): Promise<void> {
+    const locksRows = /\bfor update\b/.test(tx.selectFrom('accounts').select('id').forUpdate().compile().sql);
+    if (locksRows) await sql`select pg_advisory_xact_lock(${sql.lit(FIRST_START_LOCK)})`.execute(tx);
   },
 
   /**
@@ -92,6 +141,30 @@ export const accountRepo = {
   async timezoneOf(db: Executor, id: number): Promise<string | null | undefined> {
     const r = await db.selectFrom('accounts').select('timezone').where('id', '=', id).executeTakeFirst();
     return r?.timezone;
+  },
+
+  /** Accounts of one kind within a subtree that match a search, by id, and how many match in all. */
+  async search(db: Executor, f: SearchFilter): Promise<{ rows: AccountRow[]; total: number }> {
+    let q = db.selectFrom('accounts').where('kind', '=', f.kind).where(ANCESTOR_COLUMN[f.within.kind], '=', f.within.id);
+    if (f.text) {
+      const like = `%${f.text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      // ESCAPE is spelled out: SQLite's LIKE has no escape character by default, so '_' and '%'
+      // in the search text would otherwise be wildcards there.
+      const matches = (col: 'name' | 'email' | 'external_account_id') => sql<SqlBool>`lower(${sql.ref(col)}) like ${like} escape '\\'`;
+      q = q.where((eb) => eb.or([matches('name'), matches('email'), matches('external_account_id')]));
+    }
+    for (const [col, v] of Object.entries(f.equal)) {
+      if (v !== undefined) q = q.where(col as keyof AccountRow, '=', v as never);
+    }
+    if (f.canceled !== undefined) q = q.where('canceled_at', f.canceled ? 'is not' : 'is', null);
+    for (const [col, range] of Object.entries(f.ranges) as [keyof AccountRow, { min?: number; max?: number }][]) {
+      if (range.min !== undefined) q = q.where(col, '>=', range.min as never);
+      if (range.max !== undefined) q = q.where(col, '<=', range.max as never);
+    }
+    const { n } = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    let rows = q.selectAll().orderBy('id');
+    if (f.limit !== undefined) rows = rows.limit(f.limit).offset(f.offset ?? 0);
+    return { rows: await rows.execute(), total: Number(n) };
   },
 
   async findByExternalId(db: Executor, within: Pick<AccountRow, 'id' | 'kind'>, externalAccountId: string): Promise<AccountRow[]> {

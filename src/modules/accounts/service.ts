@@ -1,6 +1,5 @@
 // Rules of the tenancy ladder: who may create, list, change and delete which accounts.
 // Each method resolves its targets through the caller's Scope and owns its transaction.
-import { sql, type SqlBool } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { AccountKind, AccountRow, AccountUpdate, Db, Executor } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -11,7 +10,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { canonicalTimeZone, isEmail } from '../../lib/checks.ts';
 import { flag } from '../../db/flags.ts';
 import { nowMs } from '../../lib/time.ts';
-import { accountRepo, ANCESTOR_COLUMN } from './repository.ts';
+import { accountRepo, type SearchFilter } from './repository.ts';
 import { ACCOUNT_TYPE, presentAccount, presentIntegration, presentProvider } from './present.ts';
 import { integrationRepo, numberingRepo } from '../numbering/repository.ts';
 import { normalizeProviderConfig, providerSpec, type NormalizedProvider } from '../numbering/catalog.ts';
@@ -281,8 +280,8 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       for (const [kind, field] of Object.entries(NAME_FIELD)) {
         if (input[field] === undefined) continue;
         if (kind !== account.kind) throw new Invalid(`${field} applies only to ${kind === 'agent' ? 'agent' : kind} accounts`);
-        if (!input[field]!.trim()) throw new Invalid(`${field} must not be empty`);
-        patch.name = input[field]!.trim();
+        if (!input[field].trim()) throw new Invalid(`${field} must not be empty`);
+        patch.name = input[field].trim();
       }
       if (input.email !== undefined) {
         if (!isEmail(input.email)) throw new Invalid('email must be a valid email address');
@@ -358,7 +357,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
           case 'orgAccountType': set(field, () => (patch.org_account_type = value as string)); break;
           case 'timezone': {
             const zone = canonicalTimeZone(String(value));
-            if (!zone) failed.push({ field, message: `timezone '${value}' is not an IANA time zone` });
+            if (!zone) failed.push({ field, message: `timezone '${String(value)}' is not an IANA time zone` });
             else set(field, () => (patch.timezone = zone));
             break;
           }
@@ -400,15 +399,8 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
     async searchAccounts(scope: Scope, q: SearchInput) {
       const kind = SEARCH_KIND[q.accountType.toLowerCase()];
       if (!kind) throw new Invalid(`accountType must be one of: partner, reseller, organization, account`);
-      let query = db.selectFrom('accounts').where('kind', '=', kind).where(ANCESTOR_COLUMN[scope.actor.kind], '=', scope.actor.id);
-      if (q.queryText) {
-        const like = `%${q.queryText.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-        // ESCAPE is spelled out: SQLite's LIKE has no escape character by default, so '_' and '%'
-        // in the search text would otherwise be wildcards there.
-        const matches = (col: 'name' | 'email' | 'external_account_id') => sql<SqlBool>`lower(${sql.ref(col)}) like ${like} escape '\\'`;
-        query = query.where((eb) => eb.or([matches('name'), matches('email'), matches('external_account_id')]));
-      }
-      const eq = <K extends keyof AccountRow>(col: K, v: unknown) => { if (v !== undefined) query = query.where(col as any, '=', v as any); };
+      const equal: Partial<AccountRow> = {};
+      const eq = <K extends keyof AccountRow>(col: K, v: AccountRow[K] | undefined) => { if (v !== undefined) equal[col] = v; };
       eq('active', q.active === undefined ? undefined : flag(q.active));
       eq('subscribed', q.subscribed === undefined ? undefined : flag(q.subscribed));
       eq('onboarding_complete', q.onboardingComplete === undefined ? undefined : flag(q.onboardingComplete));
@@ -417,23 +409,17 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
       eq('billing_subscription_id', q.billingSubscriptionId);
       eq('billing_id', q.billingId);
       eq('external_account_id', q.externalAccountId);
-      if (q.canceled !== undefined) query = query.where('canceled_at', q.canceled ? 'is not' : 'is', null);
-      if (q.createdStart !== undefined) query = query.where('created_at', '>=', msFrom(q.createdStart));
-      if (q.createdEnd !== undefined) query = query.where('created_at', '<=', msUntil(q.createdEnd));
-      if (q.canceledStart !== undefined) query = query.where('canceled_at', '>=', msFrom(q.canceledStart));
-      if (q.canceledEnd !== undefined) query = query.where('canceled_at', '<=', msUntil(q.canceledEnd));
+      const ranges: SearchFilter['ranges'] = {
+        created_at: { min: q.createdStart === undefined ? undefined : msFrom(q.createdStart), max: q.createdEnd === undefined ? undefined : msUntil(q.createdEnd) },
+        canceled_at: { min: q.canceledStart === undefined ? undefined : msFrom(q.canceledStart), max: q.canceledEnd === undefined ? undefined : msUntil(q.canceledEnd) },
+      };
       for (const [param, col] of Object.entries(USAGE_RANGES)) {
-        const min = q[`${param}Min`] as number | undefined;
-        const max = q[`${param}Max`] as number | undefined;
-        if (min !== undefined) query = query.where(col as any, '>=', min);
-        if (max !== undefined) query = query.where(col as any, '<=', max);
+        ranges[col] = { min: q[`${param}Min`] as number | undefined, max: q[`${param}Max`] as number | undefined };
       }
       const page = pageOf(q) ?? (q.pagination === false ? undefined : pageOf({ pagination: true }));
-      const { n } = await query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      let rowsQ = query.selectAll().orderBy('id');
-      if (page) rowsQ = rowsQ.limit(page.limit).offset(page.offset);
-      const rows = await rowsQ.execute();
-      const total = Number(n);
+      const { rows, total } = await accountRepo.search(db, {
+        kind, within: scope.actor, text: q.queryText, equal, canceled: q.canceled, ranges, limit: page?.limit, offset: page?.offset,
+      });
       return {
         success: true, message: 'Success', totalAccounts: total,
         pageSize: page?.pageSize ?? total, pageNumber: page?.page ?? 0,

@@ -1,5 +1,6 @@
 // Queries on users: the people (members and admin users) invited to an account.
-import type { Executor, UserRow } from '../../db/types.ts';
+import type { AccountRow, Executor, UserRow } from '../../db/types.ts';
+import { ANCESTOR_COLUMN } from '../accounts/repository.ts';
 
 export const memberRepo = {
   async insert(db: Executor, row: Omit<UserRow, 'id'>): Promise<UserRow> {
@@ -15,6 +16,14 @@ export const memberRepo = {
   },
   async findByEmail(db: Executor, accountId: number, email: string): Promise<UserRow | undefined> {
     return db.selectFrom('users').selectAll().where('account_id', '=', accountId).where('email', '=', email.toLowerCase()).executeTakeFirst();
+  },
+  /** The account of the first user with this email within `within`'s subtree. */
+  async firstAccountIdByEmail(db: Executor, within: Pick<AccountRow, 'id' | 'kind'>, email: string): Promise<number | undefined> {
+    const match = await db.selectFrom('users').innerJoin('accounts', 'accounts.id', 'users.account_id')
+      .select('users.account_id').where('users.email', '=', email)
+      .where(`accounts.${ANCESTOR_COLUMN[within.kind]}`, '=', within.id)
+      .orderBy('users.id').executeTakeFirst();
+    return match?.account_id;
   },
   async update(db: Executor, id: number, patch: Partial<Omit<UserRow, 'id'>>): Promise<UserRow | undefined> {
     return db.updateTable('users').set(patch).where('id', '=', id).returningAll().executeTakeFirst();

@@ -1,5 +1,5 @@
 // Numbering providers of an organization: the carriers its calls and texts go through.
-import type { Db, Dialect } from '../../db/types.ts';
+import type { Db } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
@@ -7,19 +7,20 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { flag } from '../../db/flags.ts';
 import { nowMs } from '../../lib/time.ts';
 import { presentProvider } from '../accounts/present.ts';
+import { openProviderSettings } from './carriers.ts';
 import { normalizeProviderConfig, PROVIDERS, providerSpec } from './catalog.ts';
 import { numberingRepo } from './repository.ts';
 
 export interface ProviderBody { providerId: string; default?: boolean; enabled?: boolean; config?: Record<string, string> }
 
-export function numberingService(deps: { db: Db; dialect: Dialect; box: SecretBox }) {
+export function numberingService(deps: { db: Db; box: SecretBox }) {
   const { db, box } = deps;
   const ancestors = ['partner', 'reseller'] as const;
 
   return {
     catalog(scope: Scope) {
       scope.requireActor(ancestors, 'list numbering providers');
-      const numberingProviders = Object.values(PROVIDERS).map(({ aliases, patterns, ...spec }) => ({
+      const numberingProviders = Object.values(PROVIDERS).map(({ aliases, patterns: _patterns, ...spec }) => ({
         ...spec, acceptedAliases: aliases,
       }));
       return { success: true, message: 'Numbering providers fetched successfully', numberingProviders };
@@ -59,13 +60,14 @@ export function numberingService(deps: { db: Db; dialect: Dialect; box: SecretBo
         throw new Invalid('nothing to update: send default, enabled or config');
       }
       const patch = body.config ? normalizeProviderConfig(spec, body.config, 'config', true) : undefined;
-      // Read and write in one transaction, the row locked on PostgreSQL, so two concurrent
+      // Read and write in one transaction, the row locked (on PostgreSQL), so two concurrent
       // updates merge their settings instead of one overwriting the other.
       const updated = await db.transaction().execute(async (tx) => {
-        const row = await numberingRepo.find(tx, org.id, spec.providerId, { lock: deps.dialect === 'postgres' });
+        const row = await numberingRepo.find(tx, org.id, spec.providerId, { lock: true });
         if (!row) throw new NotFound(`providerId '${spec.providerId}' is not configured for organization ${org.id}`);
-        const config = { ...JSON.parse(row.config), ...(patch?.config ?? {}) };
-        const secrets = { ...(row.secrets ? box.openJson<Record<string, string>>(row.secrets) : {}), ...(patch?.secrets ?? {}) };
+        const current = openProviderSettings(row, box);
+        const config = { ...current.config, ...(patch?.config ?? {}) };
+        const secrets = { ...current.secrets, ...(patch?.secrets ?? {}) };
         await numberingRepo.update(tx, row.id, {
           config: JSON.stringify(config),
           secrets: Object.keys(secrets).length ? box.sealJson(secrets) : null,

@@ -3,13 +3,18 @@
 // executor first (a transaction or the database); `lock` options take row locks (no-ops on SQLite,
 // whose one writer already serialises write transactions: src/db/index.ts).
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
-import type { DB, Db, Executor, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
+import type { DB, Db, Executor, NewTask, QueueState, TaskEventRow, TaskRow, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
 import { presentTask } from './present.ts';
 
 export type TaskEventType = DB['task_events']['type'];
 export type CounterKind = 'calls' | 'texts' | 'tasks';
+/**
+ * Task events the outbox dispatcher has not turned into deliveries yet. A literal (not a
+ * parameter), so both engines use the partial index on undispatched events.
+ */
+const UNDISPATCHED = sql<boolean>`dispatched = 0`;
 
 /** Adds `delta` to the organization's count of tasks in `state` (creating the row on first use). */
 async function bumpStateCount(db: Executor, orgId: number, state: QueueState, delta: number): Promise<void> {
@@ -198,6 +203,31 @@ export const taskRepo = {
     const rows = await db.selectFrom('org_daily_counters').select(['kind', 'n'])
       .where('org_id', '=', orgId).where('day', '=', day).execute();
     return Object.fromEntries(rows.map((r) => [r.kind, Number(r.n)]));
+  },
+
+  /**
+   * Whether any task event waits for the outbox dispatcher (src/modules/webhooks/dispatcher.ts):
+   * most polls find none, so it looks without a transaction first.
+   */
+  async hasUndispatchedEvents(db: Executor): Promise<boolean> {
+    return (await db.selectFrom('task_events').select('id').where(UNDISPATCHED).limit(1).executeTakeFirst()) !== undefined;
+  },
+
+  /**
+   * Up to `limit` undispatched task events, oldest first. `lock` locks them and skips those
+   * another dispatcher holds (SKIP LOCKED), so dispatchers of several workers take disjoint
+   * batches (no-ops on SQLite, whose one writer serialises write transactions).
+   */
+  async undispatchedEvents(tx: Executor, limit: number, opts: { lock?: boolean } = {}): Promise<Pick<TaskEventRow, 'id' | 'org_id' | 'type' | 'payload' | 'created_at'>[]> {
+    const q = tx.selectFrom('task_events').select(['id', 'org_id', 'type', 'payload', 'created_at'])
+      .where(UNDISPATCHED).orderBy('id').limit(limit);
+    return (opts.lock ? q.forUpdate().skipLocked() : q).execute();
+  },
+
+  /** Marks events dispatched (their deliveries, if any, were written in the same transaction). */
+  async markEventsDispatched(tx: Executor, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await tx.updateTable('task_events').set({ dispatched: 1 }).where('id', 'in', ids).execute();
   },
 };
 

@@ -19,6 +19,11 @@ export const tokenRepo = {
     return { token: { id: token_id, type: token_type, expires_at: token_expires_at, used_at: token_used_at }, account };
   },
 
+  /** Whether a token shows this prefix already (prefixes are unique). */
+  async prefixInUse(db: Executor, prefix: string): Promise<boolean> {
+    return (await db.selectFrom('tokens').select('id').where('prefix', '=', prefix).executeTakeFirst()) !== undefined;
+  },
+
   async insert(db: Executor, row: Omit<TokenRow, 'id'>): Promise<TokenRow> {
     return db.insertInto('tokens').values(row).returningAll().executeTakeFirstOrThrow();
   },

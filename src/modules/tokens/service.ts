@@ -1,13 +1,12 @@
 // API tokens: random, shown once, stored as SHA-256 hashes, listed by prefix, deleted at once.
 // One-time tokens are single-use and expire within minutes.
-import { sql } from 'kysely';
-import type { AccountRow, Db, Dialect, Executor, TokenRow } from '../../db/types.ts';
+import type { AccountRow, Db, Executor, TokenRow } from '../../db/types.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { isEmail } from '../../lib/checks.ts';
 import { hashToken, newToken, tokenPrefix, VISIBLE_PREFIX_LENGTH } from '../../lib/crypto.ts';
 import { nowMs, toUnixSeconds } from '../../lib/time.ts';
-import { accountRepo, ANCESTOR_COLUMN } from '../accounts/repository.ts';
+import { accountRepo } from '../accounts/repository.ts';
 import { memberRepo } from '../members/repository.ts';
 import { tokenRepo } from './repository.ts';
 
@@ -92,12 +91,9 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
         [account] = await accountRepo.findByExternalId(db, scope.actor, q.externalAccountId);
         if (!account) throw new NotFound(`No account found with externalAccountId '${q.externalAccountId}'`);
       } else {
-        const match = await db.selectFrom('users').innerJoin('accounts', 'accounts.id', 'users.account_id')
-          .select('users.account_id').where('users.email', '=', email)
-          .where(`accounts.${ANCESTOR_COLUMN[scope.actor.kind]}` as 'accounts.id', '=', scope.actor.id)
-          .orderBy('users.id').executeTakeFirst();
-        if (!match) throw new NotFound(`No account found for email ${email}`);
-        account = await scope.account(match.account_id);
+        const accountId = await memberRepo.firstAccountIdByEmail(db, scope.actor, email);
+        if (accountId === undefined) throw new NotFound(`No account found for email ${email}`);
+        account = await scope.account(accountId);
       }
       const memberHolder = account.kind === 'agent' ? await scope.account(account.org_id!) : account;
       const member = await memberRepo.findByEmail(db, memberHolder.id, email);
@@ -131,7 +127,7 @@ async function freePrefix(db: Executor, token: string, hash: string): Promise<st
   const candidates = [tokenPrefix(token)];
   for (let i = 0; i + step <= hash.length; i += step) candidates.push(`adm_${hash.slice(i, i + step)}`);
   for (const prefix of candidates) {
-    if (!(await db.selectFrom('tokens').select('id').where('prefix', '=', prefix).executeTakeFirst())) return prefix;
+    if (!(await tokenRepo.prefixInUse(db, prefix))) return prefix;
   }
   throw new Error('no free prefix for the admin token');
 }
@@ -140,11 +136,10 @@ async function freePrefix(db: Executor, token: string, hash: string): Promise<st
  * First start: creates the partner (root) account and its token. With CALLPLANE_ADMIN_TOKEN the
  * given value is registered (idempotently); otherwise a new token is returned once, for printing.
  */
-export async function bootstrapAdmin(db: Db, dialect: Dialect, adminToken: string | undefined): Promise<{ partnerId: number; newToken?: string }> {
+export async function bootstrapAdmin(db: Db, adminToken: string | undefined): Promise<{ partnerId: number; newToken?: string }> {
   return db.transaction().execute(async (tx) => {
-    if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(7214001)`.execute(tx);
-    let partner = await tx.selectFrom('accounts').selectAll().where('kind', '=', 'partner').where('parent_id', 'is', null)
-      .orderBy('id').executeTakeFirst();
+    await accountRepo.lockFirstStart(tx);
+    let partner = await accountRepo.findRootPartner(tx);
     const created = !partner;
     if (!partner) {
       const now = nowMs();

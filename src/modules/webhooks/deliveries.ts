@@ -1,13 +1,14 @@
 // What relay deliveries and subscription deliveries share in the API: the delivery as shown with its
-// attempt log, the attempt log of a page of deliveries, and a replay (a new delivery of the same
-// event, due now, with the same webhook-id).
-import type { DeliveryAttemptRow, Dialect, Executor, WebhookDeliveryRow, Db } from '../../db/types.ts';
+// attempt log (read with attemptRepo.byDelivery), and a replay (a new delivery of the same event,
+// due now, with the same webhook-id).
+import type { Db, DeliveryAttemptRow, WebhookDeliveryRow } from '../../db/types.ts';
 import { Conflict } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
 import { DELIVERIES } from './dispatcher.ts';
+import { deliveryRepo } from './repository.ts';
 
 /** A delivery as the API shows it (times in unix seconds), with every attempt it made. */
 export function presentDelivery(d: WebhookDeliveryRow, attempts: readonly DeliveryAttemptRow[]) {
@@ -36,36 +37,22 @@ export function presentDelivery(d: WebhookDeliveryRow, attempts: readonly Delive
   };
 }
 
-/** The attempt log of these deliveries, by delivery id, in attempt order. */
-export async function attemptsOf(db: Executor, deliveryIds: string[]): Promise<Map<string, DeliveryAttemptRow[]>> {
-  const byDelivery = new Map<string, DeliveryAttemptRow[]>();
-  if (deliveryIds.length === 0) return byDelivery;
-  const rows = await db.selectFrom('delivery_attempts').selectAll()
-    .where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('attempt').execute();
-  for (const a of rows) {
-    const list = byDelivery.get(a.delivery_id);
-    if (list) list.push(a);
-    else byDelivery.set(a.delivery_id, [a]);
-  }
-  return byDelivery;
-}
-
 /**
  * A new delivery of the original's event to the same relay or subscription, due now, with the same
  * event id (the receiver's webhook-id) and the whole retry schedule. The original is left as it
  * was; 409 while it is still pending or running.
  */
-export async function replayDelivery(db: Db, dialect: Dialect, original: WebhookDeliveryRow, now: number): Promise<WebhookDeliveryRow> {
+export async function replayDelivery(db: Db, original: WebhookDeliveryRow, now: number): Promise<WebhookDeliveryRow> {
   if (original.state === 'pending' || original.state === 'running') {
     throw new Conflict(`Delivery ${original.id} is still ${original.state}: replay it once it has finished or failed`);
   }
   return db.transaction().execute(async (tx) => {
-    const row = await tx.insertInto('webhook_deliveries').values({
+    const row = await deliveryRepo.insert(tx, {
       id: newId('dlv', now), org_id: original.org_id, kind: original.kind,
       relay_id: original.relay_id, relay_event_id: original.relay_event_id, webhook_id: original.webhook_id,
       event_id: original.event_id, event_type: original.event_type, payload: original.payload,
       state: 'pending', run_at: now, attempt: 0, max_attempts: MAX_DELIVERY_ATTEMPTS, created_at: now, updated_at: now,
-    }).returningAll().executeTakeFirstOrThrow();
+    });
     await notifyQueue(tx, DELIVERIES);
     return row;
   });

@@ -83,9 +83,12 @@ export class DeliveryQueue {
     return this.#runner?.running ?? 0;
   }
 
-  /** Starts sending deliveries and dispatching task events in this process. */
-  async startWorker(): Promise<void> {
-    if (this.#runner) return;
+  /**
+   * Starts sending deliveries and dispatching task events in this process. Nothing in it waits;
+   * it answers a promise so callers start it as they start the other queues.
+   */
+  startWorker(): Promise<void> {
+    if (this.#runner) return Promise.resolve();
     const { database, config, box, log } = this.deps;
     const now = this.engine.now;
     this.#http = guardedDispatcher(policyFromConfig(config));
@@ -104,13 +107,14 @@ export class DeliveryQueue {
       log,
     });
     this.#dispatcher = new OutboxDispatcher({
-      db: database.db, dialect: database.dialect, maxAttempts: this.maxAttempts,
+      db: database.db, maxAttempts: this.maxAttempts,
       everyMs: this.deps.dispatchEveryMs ?? 250, now, onDeliveries: () => this.notify(), log,
     });
     const wakeDispatcher = () => this.#dispatcher?.notify();
     this.#unsubscribe.push(this.wakeups.on(TASKS, wakeDispatcher));
     this.#runner.start();
     this.#dispatcher.start();
+    return Promise.resolve();
   }
 
   /** New or rescheduled deliveries are due: wake this process's runner now. */

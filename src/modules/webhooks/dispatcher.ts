@@ -1,17 +1,17 @@
 // The outbox dispatcher: turns task events not yet dispatched into webhook deliveries, one per
 // matching `task` subscription of the event's organization, and marks the events dispatched, in
 // one transaction (so an event is delivered once per subscription, even across a crash).
-import { sql } from 'kysely';
-import type { Db, Dialect, TaskEventRow, WebhookDeliveriesTable } from '../../db/types.ts';
 import type { Insertable } from 'kysely';
+import type { Db, TaskEventRow, WebhookDeliveriesTable } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { notifyQueue, Waker } from '../../queue/waker.ts';
+import { taskRepo } from '../tasks/repository.ts';
+import { deliveryRepo } from './repository.ts';
+import { subscriptionRepo } from './subscriptions/repository.ts';
 
 export const DELIVERIES = 'webhook_deliveries';
 /** Events taken per transaction. */
 export const DISPATCH_BATCH = 500;
-/** Multi-row inserts stay well under SQLite's and PostgreSQL's parameter limits. */
-const INSERT_CHUNK = 200;
 
 /**
  * The body a `task` subscription receives (Standard Webhooks' recommended shape):
@@ -28,26 +28,19 @@ export interface DispatchResult {
 }
 
 /**
- * One batch: up to `batch` undispatched events, oldest first. On PostgreSQL the events are locked
- * with SKIP LOCKED, so dispatchers of several workers take disjoint batches.
+ * One batch: up to `batch` undispatched events, oldest first, locked with SKIP LOCKED (on
+ * PostgreSQL), so dispatchers of several workers take disjoint batches.
  */
-export async function dispatchTaskEvents(db: Db, dialect: Dialect, opts: { batch?: number; now?: number; maxAttempts: number }): Promise<DispatchResult> {
+export async function dispatchTaskEvents(db: Db, opts: { batch?: number; now?: number; maxAttempts: number }): Promise<DispatchResult> {
   const batch = opts.batch ?? DISPATCH_BATCH;
-  // The literal (not a parameter) lets both engines use the partial index on undispatched events.
-  const undispatched = sql<boolean>`dispatched = 0`;
   // Most polls find nothing: look without a transaction first.
-  const any = await db.selectFrom('task_events').select('id').where(undispatched).limit(1).executeTakeFirst();
-  if (!any) return { events: 0, deliveries: 0 };
+  if (!(await taskRepo.hasUndispatchedEvents(db))) return { events: 0, deliveries: 0 };
   return db.transaction().execute(async (tx) => {
-    let select = tx.selectFrom('task_events').select(['id', 'org_id', 'type', 'payload', 'created_at'])
-      .where(undispatched).orderBy('id').limit(batch);
-    if (dialect === 'postgres') select = select.forUpdate().skipLocked();
-    const events = await select.execute();
+    const events = await taskRepo.undispatchedEvents(tx, batch, { lock: true });
     if (events.length === 0) return { events: 0, deliveries: 0 };
 
     const orgIds = [...new Set(events.map((e) => e.org_id))];
-    const subs = await tx.selectFrom('webhooks').select(['id', 'org_id'])
-      .where('type', '=', 'task').where('org_id', 'in', orgIds).orderBy('id').execute();
+    const subs = await subscriptionRepo.ofType(tx, orgIds, 'task');
     const byOrg = new Map<number, number[]>();
     for (const s of subs) byOrg.set(s.org_id, [...(byOrg.get(s.org_id) ?? []), s.id]);
 
@@ -67,11 +60,9 @@ export async function dispatchTaskEvents(db: Db, dialect: Dialect, opts: { batch
         });
       }
     }
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      await tx.insertInto('webhook_deliveries').values(rows.slice(i, i + INSERT_CHUNK)).execute();
-    }
+    await deliveryRepo.insertMany(tx, rows);
     // Events of organizations without a subscription are marked too, so they never pile up.
-    await tx.updateTable('task_events').set({ dispatched: 1 }).where('id', 'in', events.map((e) => e.id)).execute();
+    await taskRepo.markEventsDispatched(tx, events.map((e) => e.id));
     if (rows.length > 0) await notifyQueue(tx, DELIVERIES);
     return { events: events.length, deliveries: rows.length };
   });
@@ -88,7 +79,6 @@ export class OutboxDispatcher {
 
   constructor(private readonly o: {
     db: Db;
-    dialect: Dialect;
     maxAttempts: number;
     everyMs: number;
     batch?: number;
@@ -119,7 +109,7 @@ export class OutboxDispatcher {
     while (!this.#stopping) {
       let full = false;
       try {
-        const r = await dispatchTaskEvents(this.o.db, this.o.dialect, { batch, now: this.o.now?.(), maxAttempts: this.o.maxAttempts });
+        const r = await dispatchTaskEvents(this.o.db, { batch, now: this.o.now?.(), maxAttempts: this.o.maxAttempts });
         if (r.deliveries > 0) this.o.onDeliveries?.();
         full = r.events === batch;
       } catch (err) {

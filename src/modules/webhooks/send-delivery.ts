@@ -7,6 +7,9 @@ import type { DB, Db, WebhookDeliveryRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
 import { deliverOnce, headerMap, signatureHeaders, type AttemptResult } from '../../webhooks/deliver.ts';
+import { relayRepo } from './relays/repository.ts';
+import { attemptRepo, relayEventRepo } from './repository.ts';
+import { subscriptionRepo } from './subscriptions/repository.ts';
 
 export const USER_AGENT = 'callplane-webhooks';
 
@@ -40,18 +43,17 @@ export interface DeliveryHandlerDeps {
   box: SecretBox;
   dispatcher: Dispatcher;
   retryDelay: RetryDelay;
-  now(): number;
+  now: () => number;
   log?: { warn(obj: object, msg: string): void };
 }
 
 async function loadRelayTarget(deps: DeliveryHandlerDeps, row: WebhookDeliveryRow): Promise<Loaded> {
   const { db, box } = deps;
   if (row.relay_id === null || row.relay_event_id === null) return { skip: 'delivery names no relay event' };
-  const relay = await db.selectFrom('webhook_relays').selectAll().where('id', '=', row.relay_id).executeTakeFirst();
+  const relay = await relayRepo.findById(db, row.relay_id);
   if (!relay) return { skip: 'the relay was deleted' };
   if (!relay.enabled) return { skip: `the ${relay.type} relay is disabled` };
-  const event = await db.selectFrom('relay_events').select(['body', 'content_type'])
-    .where('id', '=', row.relay_event_id).executeTakeFirst();
+  const event = await relayEventRepo.findContent(db, row.relay_event_id);
   if (!event) return { skip: 'the relay event was deleted' };
   const codes = JSON.parse(relay.success_status_codes) as number[];
   return {
@@ -65,7 +67,7 @@ async function loadRelayTarget(deps: DeliveryHandlerDeps, row: WebhookDeliveryRo
       successStatusCodes: Array.isArray(codes) && codes.length > 0 ? codes : ANY_2XX,
       disabledMessage: `the receiver answered 410 Gone: the ${relay.type} relay is disabled until it is configured again`,
       async disable(tx, now) {
-        await tx.updateTable('webhook_relays').set({ enabled: 0, updated_at: now }).where('id', '=', relay.id).execute();
+        await relayRepo.disable(tx, relay.id, now);
       },
     },
   };
@@ -74,7 +76,7 @@ async function loadRelayTarget(deps: DeliveryHandlerDeps, row: WebhookDeliveryRo
 async function loadWebhookTarget(deps: DeliveryHandlerDeps, row: WebhookDeliveryRow): Promise<Loaded> {
   const { db, box } = deps;
   if (row.webhook_id === null) return { skip: 'delivery names no subscription' };
-  const hook = await db.selectFrom('webhooks').selectAll().where('id', '=', row.webhook_id).executeTakeFirst();
+  const hook = await subscriptionRepo.findById(db, row.webhook_id);
   if (!hook) return { skip: 'the subscription was deleted' };
   return {
     target: {
@@ -89,7 +91,7 @@ async function loadWebhookTarget(deps: DeliveryHandlerDeps, row: WebhookDelivery
       // subscription removed (as DELETE /api/v2/webhooks would), with its pending deliveries.
       disabledMessage: 'the receiver answered 410 Gone: the subscription was removed',
       async disable(tx) {
-        await tx.deleteFrom('webhooks').where('id', '=', hook.id).execute();
+        await subscriptionRepo.remove(tx, hook.id);
       },
     },
   };
@@ -143,8 +145,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps) {
       next_attempt_at: nextAttemptAt,
     });
     const logAttempt = async (tx: Transaction<DB>, written: WebhookDeliveryRow) => {
-      await tx.insertInto('delivery_attempts')
-        .values(attemptRow(written.state === 'pending' ? written.run_at : null)).execute();
+      await attemptRepo.insert(tx, attemptRow(written.state === 'pending' ? written.run_at : null));
     };
     const lastStatus = result.statusCode ?? null;
 

@@ -51,7 +51,7 @@ export async function relayRoutes(app: App, { relays, config }: { relays: RelayS
       operationId: 'listWebhookRelayTypes', tags, security: Security, summary: 'List supported Webhook Relay types',
       response: { 200: Envelope({ types: Type.Array(Obj({ name: Type.String(), description: Type.String() })) }), ...errors() },
     },
-  }, async () => relays.types());
+  }, () => relays.types());
 
   app.get('/api/v2/webhookRelay', {
     schema: {

@@ -3,7 +3,7 @@
 // a provider's request verified, deduplicated and stored with its delivery in one transaction.
 import crypto from 'node:crypto';
 import type { Config } from '../../../config.ts';
-import type { AccountRow, Db, Dialect, WebhookRelayRow } from '../../../db/types.ts';
+import type { AccountRow, Db, WebhookRelayRow } from '../../../db/types.ts';
 import type { Scope } from '../../../http/auth.ts';
 import { Conflict, HttpError, Invalid, NotFound, Forbidden } from '../../../http/errors.ts';
 import { maskSecret, type SecretBox } from '../../../lib/crypto.ts';
@@ -15,14 +15,15 @@ import { notifyQueue } from '../../../queue/waker.ts';
 import { checkTargetUrl, checkCustomHeaders, type TargetPolicy } from '../../../webhooks/ssrf.ts';
 import { DEFAULT_TIMEOUT_MS, newSigningSecret } from '../../../webhooks/deliver.ts';
 import { accountRepo } from '../../accounts/repository.ts';
-import { numberingRepo } from '../../numbering/repository.ts';
+import { providerSettings } from '../../numbering/carriers.ts';
 import {
   bodyFields, dedupeKey, isTwilio, keptHeaders, relayType, RELAY_TYPES, verifyBasicAuth, verifyStripe, verifyTwilio,
   type ProviderSecret, type RelayTypeInfo, type Verdict,
 } from './providers.ts';
-import { attemptsOf, presentDelivery, replayDelivery } from '../deliveries.ts';
+import { presentDelivery, replayDelivery } from '../deliveries.ts';
 import { DELIVERIES } from '../dispatcher.ts';
-import { relayDeliveryRepo, relayEventRepo, relayRepo, type RelayDelivery } from './repository.ts';
+import { attemptRepo, deliveryRepo, relayEventRepo, type RelayDelivery } from '../repository.ts';
+import { relayRepo } from './repository.ts';
 
 export { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS } from '../../../webhooks/deliver.ts';
 export const DEFAULT_SUCCESS_STATUS_CODES: readonly number[] = Array.from({ length: 100 }, (_, i) => 200 + i);
@@ -58,7 +59,6 @@ export type IngressResult =
 
 export interface RelayServiceDeps {
   db: Db;
-  dialect: Dialect;
   box: SecretBox;
   config: Pick<Config, 'publicUrl'>;
   policy: TargetPolicy;
@@ -73,7 +73,7 @@ const PREMIUM_TO_USE = 'Webhook Relay is a premium feature. Please upgrade your 
 const secs = (ms: number | null | undefined) => toUnixSeconds(ms);
 
 export function relayService(deps: RelayServiceDeps) {
-  const { db, dialect, box, config, policy } = deps;
+  const { db, box, config, policy } = deps;
   const now = deps.now ?? Date.now;
 
   function typeOf(name: string): RelayTypeInfo {
@@ -97,13 +97,9 @@ export function relayService(deps: RelayServiceDeps) {
 
   /** The auth token of the organization's twilio numbering provider (enabled or not), if any. */
   async function twilioAuthToken(orgId: number): Promise<string | undefined> {
-    const provider = await numberingRepo.find(db, orgId, TWILIO);
-    if (!provider) return undefined;
-    const settings = {
-      ...(JSON.parse(provider.config) as Record<string, unknown>),
-      ...(provider.secrets ? box.openJson<Record<string, unknown>>(provider.secrets) : {}),
-    };
-    return typeof settings.authToken === 'string' && settings.authToken !== '' ? settings.authToken : undefined;
+    const settings: Record<string, unknown> | undefined = await providerSettings(db, box, orgId, TWILIO);
+    const token = settings?.authToken;
+    return typeof token === 'string' && token !== '' ? token : undefined;
   }
 
   /** Whether the ingress can verify requests yet, and what it checks. */
@@ -251,7 +247,7 @@ export function relayService(deps: RelayServiceDeps) {
       const at = now();
       let issued: string | undefined;
       const row = await db.transaction().execute(async (tx) => {
-        let existing = await relayRepo.find(tx, org.id, type.name, { lock: dialect === 'postgres' });
+        let existing = await relayRepo.find(tx, org.id, type.name, { lock: true });
         if (!existing) {
           const secret = mergeSecret({}, input.secrets);
           if (type.name === 'chargebee' && !(secret.username && secret.password)) {
@@ -272,7 +268,7 @@ export function relayService(deps: RelayServiceDeps) {
             return created;
           }
           // Created by a concurrent request since we looked: update that one.
-          existing = await relayRepo.find(tx, org.id, type.name, { lock: dialect === 'postgres' });
+          existing = await relayRepo.find(tx, org.id, type.name, { lock: true });
           if (!existing) throw new Conflict(`Webhook Relay type '${type.name}' was changed concurrently; try again`);
         }
         const secret = mergeSecret(providerSecret(existing), input.secrets);
@@ -331,10 +327,10 @@ export function relayService(deps: RelayServiceDeps) {
       const limit = q.limit ?? 100;
       const offset = q.offset ?? 0;
       const [total, rows] = await Promise.all([
-        relayDeliveryRepo.count(db, org.id, relay.id),
-        relayDeliveryRepo.page(db, org.id, relay.id, limit, offset),
+        deliveryRepo.countForRelay(db, org.id, relay.id),
+        deliveryRepo.pageForRelay(db, org.id, relay.id, limit, offset),
       ]);
-      const attempts = await attemptsOf(db, rows.map((r) => r.id));
+      const attempts = await attemptRepo.byDelivery(db, rows.map((r) => r.id));
       return {
         success: true, message: 'Webhook Relay deliveries fetched successfully.', total, limit, offset,
         deliveries: rows.map((r) => presentRelayDelivery(r, attempts.get(r.id) ?? [])),
@@ -345,9 +341,9 @@ export function relayService(deps: RelayServiceDeps) {
       const type = typeOf(typeName);
       const org = await premiumOrg(scope, targetAccountId, PREMIUM_TO_USE);
       const relay = await relayOf(org, type.name, `Webhook Relay type '${type.name}' not configured.`);
-      const original = deliveryId.length <= 64 ? await relayDeliveryRepo.find(db, org.id, relay.id, deliveryId) : undefined;
+      const original = deliveryId.length <= 64 ? await deliveryRepo.findForRelay(db, org.id, relay.id, deliveryId) : undefined;
       if (!original) throw new NotFound(`Delivery ${deliveryId} was not found`);
-      const created = await replayDelivery(db, dialect, original, now());
+      const created = await replayDelivery(db, original, now());
       deps.notify();
       return {
         success: true, message: `Delivery ${deliveryId} replayed as ${created.id}.`,
@@ -380,7 +376,7 @@ export function relayService(deps: RelayServiceDeps) {
           body: req.rawBody.toString('base64'), received_at: at,
         });
         if (!event) return false;
-        await relayDeliveryRepo.insert(tx, {
+        await deliveryRepo.insert(tx, {
           id: newId('dlv', at), org_id: row.org_id, kind: 'relay', relay_id: row.id, relay_event_id: event.id,
           event_id: event.id, event_type: row.type, payload: null, run_at: at, created_at: at, updated_at: at,
         });

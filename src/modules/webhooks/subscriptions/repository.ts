@@ -1,19 +1,8 @@
-// Queries on webhooks (an organization's event subscriptions). Every query is bound to one
-// organization.
+// Queries on webhooks (an organization's event subscriptions). Every query but the delivery
+// worker's is bound to one organization (or, for the outbox dispatcher, to the organizations of a
+// batch of events). Their deliveries and attempt logs are in ../repository.ts.
 import type { Insertable } from 'kysely';
-import type { DB, Executor, QueueState, WebhookDeliveryRow, WebhookRow } from '../../../db/types.ts';
-
-/** A subscription delivery with where it goes. */
-export interface SubscriptionDelivery extends WebhookDeliveryRow {
-  url: string;
-  type: string;
-}
-
-export interface DeliveryFilter {
-  url?: string;
-  type?: string;
-  state?: QueueState;
-}
+import type { DB, Executor, WebhookRow } from '../../../db/types.ts';
 
 export const subscriptionRepo = {
   async list(db: Executor, orgId: number): Promise<WebhookRow[]> {
@@ -28,6 +17,16 @@ export const subscriptionRepo = {
     return db.selectFrom('webhooks').selectAll()
       .where('org_id', '=', orgId).where('url', '=', url).where('type', '=', type).executeTakeFirst();
   },
+  /** The delivery worker's lookup of the subscription a delivery goes to. */
+  async findById(db: Executor, id: number): Promise<WebhookRow | undefined> {
+    return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+  /** The subscriptions of one type of these organizations (the fan-out of their events), by id. */
+  async ofType(db: Executor, orgIds: readonly number[], type: string): Promise<Pick<WebhookRow, 'id' | 'org_id'>[]> {
+    if (orgIds.length === 0) return [];
+    return db.selectFrom('webhooks').select(['id', 'org_id'])
+      .where('type', '=', type).where('org_id', 'in', orgIds).orderBy('id').execute();
+  },
   async insert(db: Executor, row: Insertable<DB['webhooks']>): Promise<WebhookRow> {
     return db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
   },
@@ -38,25 +37,8 @@ export const subscriptionRepo = {
     const r = await q.executeTakeFirst();
     return Number(r.numDeletedRows);
   },
-
-  /** The organization's subscription deliveries, newest first, with the subscription's url and type. */
-  async deliveries(db: Executor, orgId: number, f: DeliveryFilter, limit: number, offset: number): Promise<{ total: number; rows: SubscriptionDelivery[] }> {
-    let q = db.selectFrom('webhook_deliveries as d').innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-      .where('d.org_id', '=', orgId).where('d.kind', '=', 'webhook').where('w.org_id', '=', orgId);
-    if (f.url !== undefined) q = q.where('w.url', '=', f.url);
-    if (f.type !== undefined) q = q.where('w.type', '=', f.type);
-    if (f.state !== undefined) q = q.where('d.state', '=', f.state);
-    const [count, rows] = await Promise.all([
-      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      q.selectAll('d').select(['w.url', 'w.type'])
-        .orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit).offset(offset).execute(),
-    ]);
-    return { total: Number(count.n), rows };
-  },
-  async findDelivery(db: Executor, orgId: number, id: string): Promise<SubscriptionDelivery | undefined> {
-    return db.selectFrom('webhook_deliveries as d').innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-      .selectAll('d').select(['w.url', 'w.type'])
-      .where('d.org_id', '=', orgId).where('d.kind', '=', 'webhook').where('w.org_id', '=', orgId).where('d.id', '=', id)
-      .executeTakeFirst();
+  /** Deletes one subscription (its receiver answered 410 Gone); pending deliveries go with it. */
+  async remove(db: Executor, id: number): Promise<void> {
+    await db.deleteFrom('webhooks').where('id', '=', id).execute();
   },
 };

@@ -1,7 +1,7 @@
 // Event subscriptions (GET/POST/DELETE /api/v2/webhooks): where an organization wants our own
 // events sent. Each subscription has its own Standard Webhooks signing secret, answered in full
-// once, when it is created; deliveries go through the delivery queue (delivery-runtime.ts).
-import type { AccountRow, Db, Dialect, WebhookRow } from '../../../db/types.ts';
+// once, when it is created; deliveries go through the delivery queue (delivery-queue.ts).
+import type { AccountRow, Db, WebhookRow } from '../../../db/types.ts';
 import { QUEUE_STATES } from '../../../db/types.ts';
 import type { Scope } from '../../../http/auth.ts';
 import { Conflict, Invalid, NotFound } from '../../../http/errors.ts';
@@ -9,8 +9,12 @@ import { maskSecret, type SecretBox } from '../../../lib/crypto.ts';
 import { toUnixSeconds } from '../../../lib/time.ts';
 import { newSigningSecret } from '../../../webhooks/deliver.ts';
 import { checkTargetUrl, type TargetPolicy } from '../../../webhooks/ssrf.ts';
-import { attemptsOf, presentDelivery, replayDelivery } from '../deliveries.ts';
-import { subscriptionRepo, type DeliveryFilter, type SubscriptionDelivery } from './repository.ts';
+import { accountRepo } from '../../accounts/repository.ts';
+import { presentDelivery, replayDelivery } from '../deliveries.ts';
+import {
+  attemptRepo, deliveryRepo, type SubscriptionDelivery, type SubscriptionDeliveryFilter,
+} from '../repository.ts';
+import { subscriptionRepo } from './repository.ts';
 
 /** The contract's types, then ours: `task` (task lifecycle) and `registration` (SIP registration status). */
 export const WEBHOOK_TYPES = ['conversation', 'incoming', 'contact', 'agent', 'onboarding', 'task', 'registration'] as const;
@@ -28,7 +32,6 @@ export interface SubscriptionBody {
 
 export interface SubscriptionServiceDeps {
   db: Db;
-  dialect: Dialect;
   box: SecretBox;
   policy: TargetPolicy;
   /** Wakes this process's delivery runner (if it has one) after a replay. */
@@ -48,7 +51,7 @@ function normalUrl(url: string): string {
 }
 
 export function subscriptionService(deps: SubscriptionServiceDeps) {
-  const { db, dialect, box, policy } = deps;
+  const { db, box, policy } = deps;
   const now = deps.now ?? Date.now;
 
   /** Subscriptions belong to an organization: its own token, or targetAccountId for resellers and partners. */
@@ -96,7 +99,7 @@ export function subscriptionService(deps: SubscriptionServiceDeps) {
       const at = now();
       const row = await db.transaction().execute(async (tx) => {
         // Serialises concurrent creations for one organization, so the checks below hold on PostgreSQL.
-        if (dialect === 'postgres') await tx.selectFrom('accounts').select('id').where('id', '=', org.id).forUpdate().execute();
+        await accountRepo.lock(tx, org.id);
         if (await subscriptionRepo.findByUrlAndType(tx, org.id, url, type)) {
           throw new Conflict(`A webhook of type '${type}' to ${url} already exists`);
         }
@@ -129,17 +132,17 @@ export function subscriptionService(deps: SubscriptionServiceDeps) {
 
     async deliveries(scope: Scope, targetAccountId: number | undefined, q: { url?: string; type?: string; state?: string; limit?: number; offset?: number }) {
       const org = await organization(scope, targetAccountId);
-      const filter: DeliveryFilter = {};
+      const filter: SubscriptionDeliveryFilter = {};
       if (q.url !== undefined) filter.url = normalUrl(q.url);
       if (q.type !== undefined) filter.type = checkType(q.type);
       if (q.state !== undefined) {
         if (!(QUEUE_STATES as readonly string[]).includes(q.state)) throw new Invalid(`state must be one of: ${QUEUE_STATES.join(', ')}`);
-        filter.state = q.state as DeliveryFilter['state'];
+        filter.state = q.state as SubscriptionDeliveryFilter['state'];
       }
       const limit = q.limit ?? 100;
       const offset = q.offset ?? 0;
-      const { total, rows } = await subscriptionRepo.deliveries(db, org.id, filter, limit, offset);
-      const attempts = await attemptsOf(db, rows.map((r) => r.id));
+      const { total, rows } = await deliveryRepo.pageForSubscriptions(db, org.id, filter, limit, offset);
+      const attempts = await attemptRepo.byDelivery(db, rows.map((r) => r.id));
       return {
         success: true, message: 'Webhook deliveries fetched successfully', total, limit, offset,
         deliveries: rows.map((r) => presentSubscriptionDelivery(r, attempts.get(r.id) ?? [])),
@@ -148,9 +151,9 @@ export function subscriptionService(deps: SubscriptionServiceDeps) {
 
     async replay(scope: Scope, targetAccountId: number | undefined, deliveryId: string) {
       const org = await organization(scope, targetAccountId);
-      const original = await subscriptionRepo.findDelivery(db, org.id, deliveryId);
+      const original = await deliveryRepo.findForSubscriptions(db, org.id, deliveryId);
       if (!original) throw new NotFound(`Delivery ${deliveryId} was not found`);
-      const created = await replayDelivery(db, dialect, original, now());
+      const created = await replayDelivery(db, original, now());
       deps.notify?.();
       return {
         success: true, message: `Delivery ${deliveryId} replayed as ${created.id}.`,
