@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, it } from 'node:test';

@@ -67,6 +67,9 @@ export function openDatabase(opts: DatabaseOptions): Database {
   // pg_notify tells other processes that a queue has work (src/queue/waker.ts). A DATA_DIR has one
   // serving process, so on SQLite there is nobody to tell: the same statement runs and does nothing.
   sqlite.function('pg_notify', { deterministic: false, varargs: true }, () => null);
+  // Likewise pg_advisory_xact_lock: SQLite's one writer connection already runs write transactions
+  // one at a time, so a transaction-scoped lock has nothing left to exclude.
+  sqlite.function('pg_advisory_xact_lock', { deterministic: false, varargs: true }, () => null);
   const writes = new WriteCounter(sqlite);
   const db = new Kysely<DB>({ dialect: new SqliteWithoutRowLocks({ database: withStatementCache(sqlite, writes) }) });
   changeWatches.set(db, (tables) => () => writes.stamp(tables));

@@ -5,7 +5,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { it } from 'node:test';
-import pg from 'pg';
 import { forEachEngine } from '../helpers/engines.ts';
 import { PG_URL, type Engine, type Harness } from '../helpers/harness.ts';
 import { openDatabase, type Database } from '../../src/db/index.ts';

@@ -69,12 +69,11 @@ export const accountRepo = {
   /**
    * Holds, until the transaction ends, the lock that serialises first starts: processes starting
    * at once on one PostgreSQL database would each find no partner and create one. SQLite needs
-   * none (one serving process per DATA_DIR, one writer connection). The engine shows in how it
-   * compiles a row lock, which the SQLite dialect leaves out (src/db/index.ts).
+   * none (one serving process per DATA_DIR, one writer connection): there the function does
+   * nothing (src/db/index.ts).
    */
   async lockFirstStart(tx: Executor): Promise<void> {
-    const locksRows = /\bfor update\b/.test(tx.selectFrom('accounts').select('id').forUpdate().compile().sql);
-    if (locksRows) await sql`select pg_advisory_xact_lock(${sql.lit(FIRST_START_LOCK)})`.execute(tx);
+    await sql`select pg_advisory_xact_lock(${sql.lit(FIRST_START_LOCK)})`.execute(tx);
   },
 
   /**

@@ -34,7 +34,7 @@ const NumberingProvider = Type.Object({
 const AccountView = Obj({ id: Type.Integer(), accountType: Type.String(), name: Type.String() }, 'An account at any level of the ladder');
 const Listing = (key: string) => Envelope({ [key]: Type.Array(AccountView), total: Type.Integer() });
 
-export function accountRoutes(app: App, { accounts }: { accounts: AccountService }): void {
+export async function accountRoutes(app: App, { accounts }: { accounts: AccountService }): Promise<void> {
 
   app.post('/api/v2/createReseller', {
     schema: {

@@ -9,7 +9,7 @@ const Member = Obj({ id: Type.Integer(), email: Type.String(), role: Type.String
 const TargetAccount = { targetAccountId: Type.Optional(AccountId('Act on this descendant account instead of your own')) };
 const MemberIds = Type.Array(Type.Integer({ minimum: 1, maximum: MAX_ACCOUNT_ID }), { maxItems: 1000 });
 
-export function memberRoutes(app: App, { members }: { members: MemberService }): void {
+export async function memberRoutes(app: App, { members }: { members: MemberService }): Promise<void> {
 
   app.get('/api/v2/members', {
     schema: { operationId: 'listMembers', tags, security: Security, summary: 'List members of your account',

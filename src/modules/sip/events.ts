@@ -8,6 +8,8 @@ import { toUnixSeconds } from '../../lib/time.ts';
 import type { RegistrationStatus } from '../../sip/register.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { DELIVERIES } from '../webhooks/dispatcher.ts';
+import { deliveryRepo } from '../webhooks/repository.ts';
+import { subscriptionRepo } from '../webhooks/subscriptions/repository.ts';
 import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
 import { sipRepo } from './repository.ts';
 
@@ -58,14 +60,14 @@ export async function recordRegistrationEvent(
   const id = newId('sev', now);
   const payload = JSON.stringify({ type, timestamp: new Date(now).toISOString(), data });
   await sipRepo.insertEvent(tx, { id, org_id: orgId, aor: data.aor, type, payload, created_at: now });
-  const hooks = await sipRepo.registrationSubscriptions(tx, orgId);
+  const hooks = await subscriptionRepo.ofType(tx, [orgId], 'registration');
   if (hooks.length === 0) return false;
-  const rows: Insertable<WebhookDeliveriesTable>[] = hooks.map((webhookId) => ({
-    id: newId('dlv', now), org_id: orgId, kind: 'webhook', relay_id: null, relay_event_id: null, webhook_id: webhookId,
+  const rows: Insertable<WebhookDeliveriesTable>[] = hooks.map((hook) => ({
+    id: newId('dlv', now), org_id: orgId, kind: 'webhook', relay_id: null, relay_event_id: null, webhook_id: hook.id,
     event_id: id, event_type: type, payload, state: 'pending', run_at: now, attempt: 0, max_attempts: MAX_DELIVERY_ATTEMPTS,
     lease_owner: null, lease_expires_at: null, last_status: null, last_error: null, created_at: now, updated_at: now, finished_at: null,
   }));
-  await sipRepo.insertRegistrationDeliveries(tx, rows);
+  await deliveryRepo.insertMany(tx, rows);
   await notifyQueue(tx, DELIVERIES);
   return true;
 }

@@ -4,7 +4,7 @@
 import type { ExpressionBuilder, Insertable, Updateable } from 'kysely';
 import type {
   DB, Executor, SipCapturesTable, SipEventsTable, SipIpWhitelistTable, SipOutboundRoutesTable, SipRegistrationRow,
-  SipRegistrationsTable, WebhookDeliveriesTable,
+  SipRegistrationsTable,
 } from '../../db/types.ts';
 
 /** The lease columns of a registration as its owner sees them each turn. */
@@ -164,17 +164,4 @@ export const sipRepo = {
 
   insertEvent: (db: Executor, row: Insertable<SipEventsTable>) =>
     db.insertInto('sip_events').values(row).execute(),
-
-  // The webhooks module's tables, as registration events use them: which subscriptions an event
-  // goes to, and the delivery rows it queues for them (one per subscription, in the event's
-  // transaction). They belong in the webhooks module's repository once it has one for deliveries.
-
-  /** The organization's `registration` webhook subscriptions (ids). */
-  registrationSubscriptions: (db: Executor, orgId: number) =>
-    db.selectFrom('webhooks').select('id').where('org_id', '=', orgId).where('type', '=', 'registration').execute()
-      .then((rows) => rows.map((r) => r.id)),
-
-  /** The webhook deliveries of a registration event (webhook_deliveries rows, kind `webhook`). */
-  insertRegistrationDeliveries: (db: Executor, rows: Insertable<WebhookDeliveriesTable>[]) =>
-    db.insertInto('webhook_deliveries').values(rows).execute(),
 };

@@ -11,7 +11,7 @@ const Token = Obj({
 });
 const TargetAccount = Type.Object({ targetAccountId: Type.Optional(AccountId('Act on this descendant account instead of your own')) });
 
-export function tokenRoutes(app: App, { tokens }: { tokens: TokenService }): void {
+export async function tokenRoutes(app: App, { tokens }: { tokens: TokenService }): Promise<void> {
 
   app.get('/api/v2/tokens', {
     schema: { operationId: 'listTokens', tags, security: Security, summary: 'List tokens (prefixes only)',

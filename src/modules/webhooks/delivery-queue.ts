@@ -84,11 +84,10 @@ export class DeliveryQueue {
   }
 
   /**
-   * Starts sending deliveries and dispatching task events in this process. Nothing in it waits;
-   * it answers a promise so callers start it as they start the other queues.
+   * Starts sending deliveries and dispatching task events in this process.
    */
-  startWorker(): Promise<void> {
-    if (this.#runner) return Promise.resolve();
+  async startWorker(): Promise<void> {
+    if (this.#runner) return;
     const { database, config, box, log } = this.deps;
     const now = this.engine.now;
     this.#http = guardedDispatcher(policyFromConfig(config));
@@ -114,7 +113,6 @@ export class DeliveryQueue {
     this.#unsubscribe.push(this.wakeups.on(TASKS, wakeDispatcher));
     this.#runner.start();
     this.#dispatcher.start();
-    return Promise.resolve();
   }
 
   /** New or rescheduled deliveries are due: wake this process's runner now. */

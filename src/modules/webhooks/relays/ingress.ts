@@ -10,7 +10,7 @@ import { INGRESS_PATH, type RelayService } from './service.ts';
 /** What Twilio is answered: no instructions (no reply to an SMS; for a call, nothing more to do). */
 export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 
-export function relayIngress(app: FastifyInstance, opts: { relays: RelayService; config: Config }): void {
+export async function relayIngress(app: FastifyInstance, opts: { relays: RelayService; config: Config }): Promise<void> {
   const { relays, config } = opts;
   // Replaces the JSON parser in this scope only: any content type (or none) arrives as a Buffer.
   app.removeAllContentTypeParsers();

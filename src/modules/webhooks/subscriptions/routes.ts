@@ -39,7 +39,7 @@ const DeleteBody = Type.Object({
   type: Type.Optional(Type.String({ maxLength: 50, description: 'Only the subscription of this type (default: every type to this URL)' })),
 }, { additionalProperties: true });
 
-export function subscriptionRoutes(app: App, { subscriptions }: { subscriptions: SubscriptionService }): void {
+export async function subscriptionRoutes(app: App, { subscriptions }: { subscriptions: SubscriptionService }): Promise<void> {
   app.get('/api/v2/webhooks', {
     schema: {
       operationId: 'listWebhooks', tags, security: Security, summary: 'List Webhooks', querystring: TargetQuery,
