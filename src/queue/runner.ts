@@ -1,7 +1,10 @@
 // Runs a queue: claims up to its free capacity, runs one handler per row with an AbortSignal,
 // keeps leases alive while handlers run, settles each row, rescues expired leases, and sleeps
 // until woken (notify, a LISTEN hint, the earliest future run_at, or the poll interval).
+import crypto from 'node:crypto';
+import os from 'node:os';
 import type { Transaction } from 'kysely';
+import type { Database } from '../db/index.ts';
 import type { DB, Db, Executor } from '../db/types.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { QueueEngine, exponentialBackoff, type Completion, type FinalState, type Patch, type QueueRow, type QueueTable } from './engine.ts';
@@ -32,6 +35,25 @@ export type Outcome<Row> = (
 export interface HandlerContext {
   /** Aborted with a QueueAbortError when the row is canceled, its lease is lost, or the runner stops. */
   signal: AbortSignal;
+}
+
+/** What a process's queue (tasks, deliveries) is built from, besides its own settings. */
+export interface QueueProcessDeps {
+  database: Database;
+  /** The process's one wake-up bus (src/queue/waker.ts), shared with every other queue. */
+  wakeups: Wakeups;
+  log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Tests shorten leases, heartbeats and rescues; production uses the configuration and defaults. */
+  leaseMs?: number;
+  heartbeatMs?: number;
+  rescueEveryMs?: number;
+  /** The queue's clock (unix ms) for claims and leases; tests move it. */
+  now?: () => number;
+}
+
+/** A worker id unique to this process (and to `suffix` when one process runs several queues). */
+export function newWorkerId(suffix?: string): string {
+  return `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}${suffix ? `:${suffix}` : ''}`;
 }
 
 export interface RunnerOptions<T extends QueueTable> {

@@ -1,34 +1,21 @@
 // The task queue of one process: the engine the API uses for transitions (cancel, carrier status
 // callbacks), the process's wake-up bus it signals on insert, and, in a worker process, the runner
 // that claims and runs tasks. Built once per process by src/platform.ts.
-import crypto from 'node:crypto';
-import os from 'node:os';
 import type { Config } from '../../config.ts';
-import type { Database } from '../../db/index.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import type { CarrierOptions } from '../../providers/index.ts';
 import type { QueueEngine } from '../../queue/engine.ts';
-import { QueueRunner } from '../../queue/runner.ts';
+import { newWorkerId, QueueRunner, type QueueProcessDeps } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
 import { createTaskHandler } from './run-task.ts';
 import { createTaskEngine, TASKS } from './queue-hooks.ts';
 
-export interface TaskQueueDeps {
-  database: Database;
+export interface TaskQueueDeps extends QueueProcessDeps {
   config: Config;
   box: SecretBox;
-  /** The process's one wake-up bus (src/queue/waker.ts), shared with every other queue. */
-  wakeups: Wakeups;
-  log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
-  /** Tests shorten leases and heartbeats; production uses the defaults. */
-  leaseMs?: number;
-  heartbeatMs?: number;
-  rescueEveryMs?: number;
   /** Longest the runner sleeps without a wakeup (default 1 s); tests lengthen it to prove wakeups work. */
   pollMs?: number;
   carrierOptions?: CarrierOptions;
-  /** The queue's clock (unix ms) for claims, limits and leases; tests move it past a local midnight. */
-  now?: () => number;
 }
 
 export class TaskQueue {
@@ -39,7 +26,7 @@ export class TaskQueue {
 
   constructor(readonly deps: TaskQueueDeps) {
     this.wakeups = deps.wakeups;
-    this.workerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
+    this.workerId = newWorkerId();
     this.engine = createTaskEngine({ workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now });
   }
 

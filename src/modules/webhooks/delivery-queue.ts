@@ -2,15 +2,12 @@
 // events and our own events to subscriptions), woken through the process's one wake-up bus, and,
 // in a worker, the runner that sends deliveries plus the outbox dispatcher that turns task events
 // into them. Built once per process by src/platform.ts.
-import crypto from 'node:crypto';
-import os from 'node:os';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../../config.ts';
-import type { Database } from '../../db/index.ts';
 import type { QueueState } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { QueueEngine, type Cause } from '../../queue/engine.ts';
-import { QueueRunner } from '../../queue/runner.ts';
+import { newWorkerId, QueueRunner, type QueueProcessDeps } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../../webhooks/deliver.ts';
 import { guardedDispatcher, policyFromConfig } from '../../webhooks/ssrf.ts';
@@ -42,22 +39,14 @@ export function createDeliveryEngine(opts: { workerId: string; leaseMs?: number;
   });
 }
 
-export interface DeliveryQueueDeps {
-  database: Database;
+/** Producers wake deliveries through the wake-up bus, and task changes wake the outbox dispatcher. */
+export interface DeliveryQueueDeps extends QueueProcessDeps {
   config: Config;
   box: SecretBox;
-  /** The process's one wake-up bus: producers wake deliveries through it, and task changes wake the outbox dispatcher. */
-  wakeups: Wakeups;
-  log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
-  /** Tests shorten leases, heartbeats and rescues; production uses config and the defaults. */
-  leaseMs?: number;
-  heartbeatMs?: number;
-  rescueEveryMs?: number;
   /** The retry schedule; tests pass a fast one. Default DESIGN §7's (retryDelayMs). */
   retryDelay?: RetryDelay;
   /** Longest the outbox dispatcher sleeps without a wakeup. Default 250 ms. */
   dispatchEveryMs?: number;
-  now?: () => number;
 }
 
 export class DeliveryQueue {
@@ -71,7 +60,7 @@ export class DeliveryQueue {
   #unsubscribe: (() => void)[] = [];
 
   constructor(readonly deps: DeliveryQueueDeps) {
-    this.workerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}:deliveries`;
+    this.workerId = newWorkerId('deliveries');
     this.wakeups = deps.wakeups;
     this.engine = createDeliveryEngine({
       workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.deliveryLeaseMs, now: deps.now,
