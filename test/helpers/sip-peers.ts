@@ -312,7 +312,6 @@ export async function startSipp(opts: { host?: string; scenario?: string; vars?:
   const host = opts.host ?? '127.0.0.3';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-sipp-'));
   const log = path.join(dir, 'messages.log');
-  const port = await freePort(host);
   let scenario = ['-sn', 'uas'];
   if (opts.scenario) {
     // {{name}} placeholders filled from vars (sipp checks status codes when it loads a scenario).
@@ -323,20 +322,35 @@ export async function startSipp(opts: { host?: string; scenario?: string; vars?:
     fs.writeFileSync(path.join(dir, opts.scenario), xml);
     scenario = ['-sf', path.join(dir, opts.scenario)];
   }
-  const args = [
-    ...scenario, '-i', host, '-p', String(port), '-t', opts.transport === 'TCP' ? 't1' : 'u1', '-nostdin', '-trace_msg',
-    '-message_file', log, '-m', String(opts.calls ?? 1), '-timeout', '60s', '-mp', String(await freePort(host)), ...(opts.extra ?? []),
-  ];
-  const child = spawn(SIPP, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A port found free can be taken by another test process before sipp binds it (the suite runs
+  // two files at once): sipp then exits with errno 98, and is started again on new ports.
+  let port = 0;
+  let child: ReturnType<typeof spawn>;
   let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  // sipp binds before it prints anything useful: wait until the port is taken.
-  await waitFor('sipp to listen', async () => {
-    if (child.exitCode !== null) throw new GiveUp(`sipp exited: ${out.slice(-2000)}`);
-    return !(await portFree(host, port, opts.transport ?? 'UDP'));
-  }, 10_000, 50);
+  let exited: Promise<number | null>;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort(host);
+    const args = [
+      ...scenario, '-i', host, '-p', String(port), '-t', opts.transport === 'TCP' ? 't1' : 'u1', '-nostdin', '-trace_msg',
+      '-message_file', log, '-m', String(opts.calls ?? 1), '-timeout', '60s', '-mp', String(await freePort(host)), ...(opts.extra ?? []),
+    ];
+    const c = spawn(SIPP, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = c;
+    out = '';
+    c.stdout!.on('data', (d) => { out += d; });
+    c.stderr!.on('data', (d) => { out += d; });
+    exited = new Promise<number | null>((r) => c.once('exit', (code) => r(code)));
+    try {
+      // sipp binds before it prints anything useful: wait until the port is taken.
+      await waitFor('sipp to listen', async () => {
+        if (c.exitCode !== null) throw new GiveUp(`sipp exited: ${out.slice(-2000)}`);
+        return !(await portFree(host, port, opts.transport ?? 'UDP'));
+      }, 10_000, 50);
+      break;
+    } catch (err) {
+      if (attempt >= 3 || !/errno = 98/.test(out)) throw err;
+    }
+  }
   return {
     host, port, exited,
     messages: () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : ''),
