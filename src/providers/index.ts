@@ -1,5 +1,6 @@
-// Picks an organization's carrier from its default numbering provider (src/modules/numbering):
-// twilio when configured, otherwise the SIMULATED carrier, which says so in every result.
+// The carriers (Twilio, SIP, and the SIMULATED one, which says so in every result) and
+// createCarrier, which builds one from a provider's opened settings. Which provider an
+// organization uses is decided in src/modules/numbering/carriers.ts.
 import { PermanentCarrierError, type Carrier } from './carrier.ts';
 import { SimulatedCarrier, type SimulatedOptions } from './simulated.ts';
 import { TwilioCarrier, type TwilioOptions } from './twilio.ts';
