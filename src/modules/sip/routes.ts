@@ -1,6 +1,6 @@
 // Every SIP operation of the contract: registration (POST/GET/DELETE, available), IP whitelist,
 // outbound routes and captures. Handlers are a schema and one service call (service.ts).
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
 import type { SipService } from './service.ts';
@@ -10,19 +10,24 @@ const Target = { targetAccountId: Type.Optional(AccountId('Organization (or one 
 const TargetQuery = Type.Object(Target);
 const Str = (description: string, maxLength = 300) => Type.Optional(Type.String({ description, maxLength }));
 
+const Nullable = <T extends TSchema>(schema: T, description?: string) => Type.Union([schema, Type.Null()], description ? { description } : {});
 const Registration = Obj({
-  aor: Type.String(), username: Type.String(), authUsername: Type.Union([Type.String(), Type.Null()]),
-  sipRealm: Type.Union([Type.String(), Type.Null()]), proxy: Type.Union([Type.String(), Type.Null()]),
-  port: Type.Union([Type.Number(), Type.Null()]), transport: Type.String(), subscribe: Type.Boolean(),
+  id: Type.Integer(),
+  userId: Type.Integer({ description: 'The organization' }),
+  aor: Type.String(), username: Type.String(), authUsername: Nullable(Type.String()),
+  sipRealm: Nullable(Type.String()),
+  proxy: Type.Optional(Type.String({ description: 'host[:port] REGISTERs go to; absent when they go to the AOR\'s host' })),
+  port: Nullable(Type.Number()), transport: Type.String(), subscribe: Type.Boolean(),
   status: Type.String({ description: 'pending (first REGISTER not answered yet), registered, failed, or deleting' }),
-  registered: Type.Boolean(), lastCode: Type.Union([Type.Number(), Type.Null()]), lastReason: Type.Union([Type.String(), Type.Null()]),
-  expiresAt: Type.Union([Type.Number(), Type.Null()]), lastAttemptAt: Type.Union([Type.Number(), Type.Null()]),
-  presence: Type.Union([Obj({
-    subscription: Type.Union([Type.String(), Type.Null()], { description: 'active, pending, terminated or failed (null until the first SUBSCRIBE is answered)' }),
-    state: Type.Union([Type.String(), Type.Null()], { description: 'open or closed, as the last NOTIFY\'s PIDF <basic> said (null: not said yet)' }),
-    code: Type.Union([Type.Number(), Type.Null()]), reason: Type.Union([Type.String(), Type.Null()]),
-    updatedAt: Type.Union([Type.Number(), Type.Null()]),
-  }), Type.Null()], { description: 'The AOR\'s presence when subscribe is true (null otherwise)' }),
+  registered: Type.Boolean(), lastCode: Nullable(Type.Number()), lastReason: Nullable(Type.String()), lastError: Nullable(Type.String()),
+  expiresAt: Nullable(Type.Number()), lastAttemptAt: Nullable(Type.Number()), nextAttemptAt: Nullable(Type.Number()),
+  presence: Nullable(Obj({
+    subscription: Nullable(Type.String(), 'active, pending, terminated or failed (null until the first SUBSCRIBE is answered)'),
+    state: Nullable(Type.String(), 'open or closed, as the last NOTIFY\'s PIDF <basic> said (null: not said yet)'),
+    code: Nullable(Type.Number()), reason: Nullable(Type.String()),
+    updatedAt: Nullable(Type.Number()),
+  }), 'The AOR\'s presence when subscribe is true (null otherwise)'),
+  createdAt: Type.Number(), updatedAt: Type.Number(),
 }, 'A SIP registration (the password is never returned); times are unix seconds');
 
 const RegistrationBody = Type.Object({

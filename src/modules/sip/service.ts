@@ -65,7 +65,8 @@ export function presentRegistration(row: SipRegistrationRow) {
     username: row.username,
     authUsername: row.auth_username,
     sipRealm: row.realm,
-    proxy: row.proxy,
+    // The contract types proxy as a string: without one (REGISTERs go to the AOR's host) it is absent, not null.
+    ...(row.proxy !== null ? { proxy: row.proxy } : {}),
     port: row.port,
     transport: row.transport,
     subscribe: row.subscribe === 1,

@@ -14,7 +14,7 @@ import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { checkTask, type ItemContext, type RawTask } from './validation.ts';
 import { dayTimeZone, localDay, mergeLimits, RESTRICTED_LIMIT_FIELDS, validateLimits } from './limits.ts';
-import { presentTask } from './present.ts';
+import { presentLimits, presentTask } from './present.ts';
 import { TASKS } from './queue-hooks.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 import type { TaskQueue } from './task-queue.ts';
@@ -400,13 +400,13 @@ export function taskService(deps: TaskServiceDeps) {
       return {
         success: true,
         counts: { calls: n.calls ?? 0, texts: n.texts ?? 0, tasks: n.tasks ?? 0, date: day, timezone },
-        limits: limits.daily,
+        limits: presentLimits(limits).daily,
       };
     },
 
     async getLimits(scope: Scope, targetAccountId: number | undefined) {
       const t = await tenant(scope, targetAccountId);
-      return { success: true, limits: await limitRepo.load(db, t.org.id) };
+      return { success: true, limits: presentLimits(await limitRepo.load(db, t.org.id)) };
     },
 
     async setLimits(scope: Scope, targetAccountId: number | undefined, body: unknown) {
@@ -429,7 +429,7 @@ export function taskService(deps: TaskServiceDeps) {
         return merged;
       });
       queue.notify();
-      return { success: true, message: 'Task limits updated successfully.', limits };
+      return { success: true, message: 'Task limits updated successfully.', limits: presentLimits(limits) };
     },
   };
 }
