@@ -76,6 +76,66 @@ forEachEngine('contract fidelity', (h) => {
     }
   });
 
+  it('the contract\'s example number +15551234567 is accepted (possible, not assigned) with a warning saying so', async () => {
+    const r = await h().reseller();
+    const o = await h().organization(r.id);
+    const res = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: '+1 555 123 4567' } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.task.target, '+15551234567');
+    assert.equal(res.body.warnings.length, 1, JSON.stringify(res.body.warnings));
+    assert.match(res.body.warnings[0], /^target \+15551234567 is a possible number but not one assigned/);
+    // An assigned number carries no warning.
+    const real = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'text', target: '+14155552671', content: 'hi' } });
+    assert.equal(real.status, 201, JSON.stringify(real.body));
+    assert.equal(real.body.warnings, undefined);
+    // The agent queueing operations say it per item.
+    const batch = await h().call('POST', '/api/v2/agent/outboundSms', { token: o.token, body: { targets: ['+14155552671', '+15551230001'], content: 'hi' } });
+    assert.equal(batch.status, 200, JSON.stringify(batch.body));
+    assert.equal(batch.body.inserted, 2);
+    assert.deepEqual(batch.body.warnings.map((w: string) => w.split(' ').slice(0, 2).join(' ')), ['targets[1].target +15551230001']);
+    // Not even possible (one digit short for +1): still refused, naming the field.
+    const short = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: '+1234567890' } });
+    assert.equal(short.status, 400);
+    assert.match(short.body.message, /^target '\+1234567890' is not a valid phone number/);
+  });
+
+  it('a username target: a ping to an agent of the organization runs as that agent; calls and texts refuse it, saying so', async () => {
+    const r = await h().reseller();
+    const o = await h().organization(r.id);
+    const a2 = await h().agent(o.id);
+    const other = await h().organization(r.id);
+    const account = await h().call('GET', '/api/v2/account', { token: a2.token });
+    const name = account.body.username as string;
+    assert.equal(name, `account-${a2.id}`);
+
+    const ping = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'ping', target: name } });
+    assert.equal(ping.status, 201, JSON.stringify(ping.body));
+    assert.deepEqual([ping.body.task.target, ping.body.task.accountId], [name, a2.id]);
+    // An agent with an email is named by it, in any case; accountId still wins when given.
+    await h().database.db.updateTable('accounts').set({ email: 'jane@example.com' }).where('id', '=', o.agentId).execute();
+    const byEmail = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'ping', target: 'Jane@Example.com', accountId: a2.id } });
+    assert.equal(byEmail.status, 201, JSON.stringify(byEmail.body));
+    assert.deepEqual([byEmail.body.task.target, byEmail.body.task.accountId], ['jane@example.com', a2.id]);
+
+    for (const [body, words] of [
+      [{ type: 'call', target: name }, ['target', name, 'call tasks need a phone number', 'ping tasks only']],
+      [{ type: 'text', target: name, content: 'hi' }, ['target', 'text tasks need a phone number', 'ping tasks only']],
+      [{ type: 'ping', target: 'nobody@example.com' }, ['target', 'nobody@example.com', 'not the username of an agent of this organization']],
+      [{ type: 'ping', target: `account-${other.agentId}` }, ['target', 'not the username of an agent of this organization']],
+      [{ type: 'ping', target: `account-${o.id}` }, ['target', 'not the username of an agent']],
+    ] as const) {
+      const res = await h().call('POST', '/api/v2/tasks', { token: o.token, body });
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.success, false);
+      for (const w of words) assert.ok(res.body.message.includes(w), `"${res.body.message}" should say ${w}`);
+    }
+    // An agent's token names only itself.
+    const own = await h().call('POST', '/api/v2/tasks', { token: a2.token, body: { type: 'ping', target: name } });
+    assert.equal(own.status, 201, JSON.stringify(own.body));
+    const foreign = await h().call('POST', '/api/v2/tasks', { token: a2.token, body: { type: 'ping', target: 'jane@example.com' } });
+    assert.equal(foreign.status, 400, JSON.stringify(foreign.body));
+  });
+
   it('GET /sip/registration without a proxy leaves proxy out (the contract types it as a string); with one, it is the string', async () => {
     const r = await h().reseller();
     const o = await h().organization(r.id);

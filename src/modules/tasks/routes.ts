@@ -45,7 +45,7 @@ const LooseInt = (description: string) => Type.Optional(Type.Union([Type.Integer
 
 const TaskBody = Type.Object({
   type: Type.String({ description: 'call, text or ping' }),
-  target: Text('Phone number (E.164, or international format); required for call and text'),
+  target: Text('Phone number (E.164, or international format; required for call and text), or for a ping the username of an agent of the organization'),
   context: Text('Context for the agent'),
   taskContext: Text('Context for this task only'),
   greeting: Text('What the agent opens with'),
@@ -130,7 +130,13 @@ export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: Task
       operationId: 'createTask', tags, security: Security, summary: 'Create a new task (call, text or ping)',
       description: 'Send an Idempotency-Key header to make retries safe: the same key and body within 24 h answer with the first task.',
       querystring: TargetQuery, body: TaskBody,
-      response: { 201: Envelope({ task: Task }), ...errors(400, 403, 404, 409, 422) },
+      response: {
+        201: Envelope({
+          task: Task,
+          warnings: Type.Optional(Type.Array(Type.String(), { description: 'What was accepted but is worth knowing: a number that is possible but not assigned, a schedule moved to now' })),
+        }),
+        ...errors(400, 403, 404, 409, 422),
+      },
     },
   }, async (req, reply) => {
     const key = req.headers['idempotency-key'];
@@ -205,7 +211,8 @@ export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: Task
     },
   }, async (req) => tasks.remove(req.scope, req.query.targetAccountId, req.params.taskId));
 
-  const Batch = Envelope({ inserted: Type.Integer(), tasks: Type.Array(Task) });
+  const Warnings = Type.Optional(Type.Array(Type.String(), { description: 'What was accepted but is worth knowing: a number that is possible but not assigned, a schedule moved to now' }));
+  const Batch = Envelope({ inserted: Type.Integer(), tasks: Type.Array(Task), warnings: Warnings });
   app.post('/api/v2/agent/outboundCall', {
     schema: {
       operationId: 'agentOutboundCall', tags: ['Agents'], security: Security, summary: 'Queue outbound call(s) from your agent',
