@@ -63,12 +63,24 @@ const CapturesQuery = Type.Object({
   sipCallId: Type.String({ minLength: 1, maxLength: 500, description: 'SIP Call-ID header value' }),
   from: Type.Optional(Type.Number({ minimum: 0, description: 'Epoch millis start of search window' })),
   to: Type.Optional(Type.Number({ minimum: 0, description: 'Epoch millis end of search window' })),
-  format: Type.Optional(Type.String({ maxLength: 20, description: 'json (default) or text' })),
+  format: Type.Optional(Type.String({
+    maxLength: 20,
+    description: 'text | pcap | json | transaction: json (default) lists the messages; text is a transcript (text/plain); '
+      + 'pcap a libpcap file Wireshark opens (application/vnd.tcpdump.pcap); transaction the messages grouped by SIP transaction',
+  })),
 });
 const Capture = Obj({
   timestamp: Type.Number({ description: 'Epoch millis' }), direction: Type.String({ description: 'in (received) or out (sent)' }),
   transport: Type.String(), source: Type.String(), destination: Type.String(), message: Type.String(),
 });
+const Transaction = Obj({
+  branch: Type.Union([Type.String(), Type.Null()], { description: 'The top Via\'s branch' }),
+  method: Type.Union([Type.String(), Type.Null()], { description: 'The CSeq method (INVITE for the ACK of a non-2xx answer)' }),
+  cseq: Type.Union([Type.Integer(), Type.Null()]),
+  finalStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'The final answer (>= 200), null when none was captured' }),
+  firstAt: Type.Number({ description: 'Epoch millis' }), lastAt: Type.Number({ description: 'Epoch millis' }),
+  messages: Type.Array(Capture),
+}, 'One SIP transaction of the call: its messages, retransmissions included, in capture order');
 
 export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise<void> {
   app.post('/api/v2/sip/registration', {
@@ -158,13 +170,23 @@ export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise
 
   app.get('/api/v2/sip/captures', {
     schema: {
-      operationId: 'getSipCaptures', tags, security: Security, summary: 'Fetch SIP Captures by SIP Call-ID (json or text)',
+      operationId: 'getSipCaptures', tags, security: Security, summary: 'Fetch SIP Captures by SIP Call-ID (json, text, pcap or transaction)',
       querystring: CapturesQuery,
-      response: { 200: Envelope({ sipCallId: Type.String(), captures: Type.Array(Capture) }), ...errors(400, 403, 404) },
+      response: {
+        200: Type.Union([
+          Envelope({ sipCallId: Type.String(), count: Type.Integer(), captures: Type.Array(Capture) }, 'format=json'),
+          Envelope({ sipCallId: Type.String(), count: Type.Integer(), transactions: Type.Array(Transaction) }, 'format=transaction'),
+        ]),
+        ...errors(400, 403, 404),
+      },
     },
   }, async (req, reply) => {
     const r = await sip.captures(req.scope, req.query);
     if (r.text !== undefined) return reply.type('text/plain; charset=utf-8').send(r.text as never);
+    if (r.pcap !== undefined) {
+      const name = `sip-${req.query.sipCallId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}.pcap`;
+      return reply.type('application/vnd.tcpdump.pcap').header('content-disposition', `attachment; filename="${name}"`).send(r.pcap as never);
+    }
     return r.json;
   });
 }
