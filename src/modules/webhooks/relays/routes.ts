@@ -32,7 +32,7 @@ const RelayConfig = Obj({
   type: Type.String(),
   url: Type.String(),
   timeout: Type.Number(),
-  headers: Type.Array(Type.Unknown(), { description: 'As configured, each value masked' }),
+  headers: Type.Array(Obj({}), { description: 'As configured (single-key objects), each value masked' }),
   successStatusCodes: Type.Array(Type.Integer()),
   ingressUrl: Type.String({ description: 'Where the provider must send its webhooks' }),
   signingSecret: Type.String({ description: 'Our Standard Webhooks secret, masked (shown in full only when issued)' }),
