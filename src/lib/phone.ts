@@ -1,11 +1,16 @@
 // Phone numbers in, E.164 out: the one place that decides whether a task target can be dialled.
+// Possible numbers are accepted; whether one is also assigned (valid) is reported with it.
 // The "max" metadata is used because only it checks a number against the ranges in actual use
 // (the default "min" metadata only checks the general shape and lengths of a country's numbers).
 import { isSupportedCountry, parsePhoneNumberWithError, ParseError, validatePhoneNumberLength } from 'libphonenumber-js/max';
 import type { CountryCode } from 'libphonenumber-js/max';
 
 export type PhoneResult =
-  | { ok: true; e164: string; country?: string }
+  /**
+   * `assigned`: false for a number that is possible (a valid length for its country code) but in
+   * no range a numbering plan assigns, such as the fictional 555-01xx numbers of documentation.
+   */
+  | { ok: true; e164: string; country?: string; assigned: boolean }
   | { ok: false; reason: string };
 
 /** Longer input is refused before parsing: no real number (with its punctuation) comes near it. */
@@ -55,9 +60,12 @@ export function normalizePhone(input: unknown, defaultCountry?: string): PhoneRe
   if (!parsed.isValid()) {
     const length = validatePhoneNumberLength(compact, country ? { defaultCountry: country } : undefined);
     if (length) return { ok: false, reason: describeParseError(length, international) };
+    // Possible but not assigned (the contract's own +15551234567): accepted, and said so by the
+    // caller, since examples, test ranges and freshly opened ranges must not fail on the first call.
+    if (parsed.isPossible()) return { ok: true, e164: parsed.number, assigned: false };
     return { ok: false, reason: `not a valid number for country code +${parsed.countryCallingCode}` };
   }
-  return { ok: true, e164: parsed.number, ...(parsed.country ? { country: parsed.country } : {}) };
+  return { ok: true, e164: parsed.number, ...(parsed.country ? { country: parsed.country } : {}), assigned: true };
 }
 
 function describeParseError(code: string, international: boolean): string {

@@ -226,7 +226,8 @@ forEachEngine('SIP API', (h) => {
     assert.equal((await call('GET', 'captures', a.r.token, { query: { sipCallId: callId, targetAccountId: a.o.id } })).body.captures.length, 2);
     expectError(await call('GET', 'captures', b.r.token, { query: { sipCallId: callId, targetAccountId: a.o.id } }), 404);
     expectError(await call('GET', 'captures', a.o.token, { query: { sipCallId: 'unknown@x' } }), 404, 'unknown@x');
-    expectError(await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, format: 'pcap' } }), 400, 'format', 'pcap');
+    // pcap and transaction are answered (test/modules/sip-captures-export.test.ts); an unknown format names them all.
+    expectError(await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, format: 'gif' } }), 400, 'format', 'gif', 'json, text, pcap, transaction');
     expectError(await call('GET', 'captures', a.o.token, { query: {} }), 400, 'sipCallId');
     expectError(await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, from: 'yesterday' } }), 400, 'from');
   });

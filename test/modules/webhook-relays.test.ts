@@ -233,7 +233,6 @@ forEachEngine('webhook relays', (h) => {
       await bad({ url: RECEIVER, successStatusCodes: [] }, 'successStatusCodes');
       await bad({ url: RECEIVER, successStatusCodes: [200.5] }, 'successStatusCodes');
       await bad({ url: RECEIVER, stripeSigningSecret: 'whsec_abc' }, 'stripeSigningSecret', 'stripe');
-      expectError(await post(o.token, 'chargebee', { url: RECEIVER }), 400, 'username', 'password');
       expectError(await post(o.token, 'chargebee', { url: RECEIVER, username: 'a:b', password: 'p' }), 400, 'username');
       expectError(await post(o.token, 'stripe', { url: RECEIVER, stripeSigningSecret: 'sk_live_not_a_signing_secret' }), 400, 'stripeSigningSecret');
       const rows = await h().database.db.selectFrom('webhook_relays').selectAll().where('org_id', '=', o.id).execute();
@@ -483,6 +482,40 @@ forEachEngine('webhook relays', (h) => {
       assert.equal(stored[0].provider_event_id, 'evt_1NqZ');
       assert.equal(JSON.parse(stored[0].headers)['stripe-signature'], header);
       assert.equal((await deliveryRows(o.id)).length, 1);
+    });
+
+    it('chargebee with only url (the contract\'s body): basic-auth credentials are generated, shown once, stored sealed, and checked', async () => {
+      const { o } = await premiumOrg();
+      const created = await post(o.token, 'chargebee', { url: RECEIVER });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      const { username, password, config } = created.body;
+      assert.equal(typeof username, 'string');
+      assert.equal(typeof password, 'string');
+      assert.ok(!username.includes(':') && username.length >= 8, username);
+      assert.ok(password.length >= 24, 'a generated password is long');
+      assert.equal(config.username, username);
+      assert.equal(config.password, `****${password.slice(-4)}`);
+      assert.equal(config.verification.ready, true);
+      // Shown once: neither a read nor an update answers the password again.
+      for (const res of [await get(o.token, 'chargebee'), await list(o.token), await post(o.token, 'chargebee', { url: `${RECEIVER}/2` })]) {
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        assert.ok(!JSON.stringify(res.body).includes(password), 'the generated password is answered again');
+        assert.equal(res.body.password, undefined);
+      }
+      const rows = await h().database.db.selectFrom('webhook_relays').selectAll().where('org_id', '=', o.id).execute();
+      assert.ok(!JSON.stringify(rows).includes(password), 'the generated password is stored in clear');
+      // The ingress accepts exactly the generated credentials.
+      const json = { 'content-type': 'application/json' };
+      expectError(await ingress(config.ingressUrl, '{"id":"ev_1"}', { ...json, authorization: basic(username, 'wrong') }), 401);
+      assert.equal((await ingress(config.ingressUrl, '{"id":"ev_1"}', { ...json, authorization: basic(username, password) })).status, 200);
+      // A username sent without a password: only the password is generated (and answered).
+      const { o: o2 } = await premiumOrg();
+      const half = await post(o2.token, 'chargebee', { url: RECEIVER, username: 'billing' });
+      assert.equal(half.status, 200, JSON.stringify(half.body));
+      assert.equal(half.body.username, undefined);
+      assert.equal(typeof half.body.password, 'string');
+      assert.equal(half.body.config.username, 'billing');
+      assert.equal((await ingress(half.body.config.ingressUrl, '{"id":"ev_1"}', { ...json, authorization: basic('billing', half.body.password) })).status, 200);
     });
 
     it('chargebee: HTTP basic auth must match the configured credentials; the event id dedupes', async () => {

@@ -80,11 +80,24 @@ forEachEngine('webhook subscriptions', (h) => {
     assert.equal((await list(o.token)).body.webhooks.length, 0);
   });
 
-  it('the same url and type twice is a 409; the same url for another type is a second subscription', async () => {
+  it('the same url and type twice is a 200 with the existing subscription (the contract lists 200, not 409); the same url for another type is a second subscription', async () => {
     const { o } = await org();
-    assert.equal((await add(o.token, { url: URL_A, label: 'a', type: 'task' })).status, 201);
-    expectError(await add(o.token, { url: URL_A, label: 'b', type: 'task' }), 409, 'already exists');
+    const first = await add(o.token, { url: URL_A, label: 'a', type: 'task' });
+    assert.equal(first.status, 201);
+    const again = await add(o.token, { url: URL_A, label: 'b', type: 'task' });
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(again.body.success, true);
+    assert.match(again.body.message, /already exists/);
+    assert.equal(again.body.webhooks.length, 1);
+    assert.equal(again.body.webhooks[0].id, first.body.webhooks[0].id);
+    assert.equal(again.body.webhooks[0].label, 'a', 'the existing subscription is answered unchanged');
+    // The secret was shown once, at creation: here it is masked, and it is the same secret.
+    assert.equal(again.body.signingSecret, undefined);
+    assert.equal(again.body.webhooks[0].signingSecret, first.body.webhooks[0].signingSecret);
+    assert.notEqual(again.body.webhooks[0].signingSecret, first.body.signingSecret);
+    assert.equal((await list(o.token)).body.webhooks.length, 1);
     assert.equal((await add(o.token, { url: URL_A, label: 'c', type: 'agent' })).status, 201);
+    assert.equal((await list(o.token)).body.webhooks.length, 2);
   });
 
   it('DELETE by url removes every subscription to it (or one type with type); a url with none is a 404', async () => {

@@ -16,8 +16,8 @@ const reason = (input: unknown, country?: string) => {
 
 describe('normalizePhone', () => {
   it('keeps a valid E.164 number as it is and names its country', () => {
-    assert.deepEqual(normalizePhone('+14155552671'), { ok: true, e164: '+14155552671', country: 'US' });
-    assert.deepEqual(normalizePhone('+491701234567'), { ok: true, e164: '+491701234567', country: 'DE' });
+    assert.deepEqual(normalizePhone('+14155552671'), { ok: true, e164: '+14155552671', country: 'US', assigned: true });
+    assert.deepEqual(normalizePhone('+491701234567'), { ok: true, e164: '+491701234567', country: 'DE', assigned: true });
   });
 
   it('drops spaces, dashes, dots, parentheses and surrounding whitespace', () => {
@@ -70,10 +70,13 @@ describe('normalizePhone', () => {
     assert.equal(reason('+1' + '4'.repeat(70)), 'too long');
   });
 
-  it('refuses a number of the right length that no numbering plan assigns', () => {
-    // The contract's own example number is in the fictional 555 range, which is not dialable.
-    assert.equal(reason('+15551234567'), 'not a valid number for country code +1');
+  it('accepts a possible number that no numbering plan assigns, and says it is not assigned', () => {
+    // The contract's own example number is in the fictional 555 range: possible, not assigned.
+    assert.deepEqual(normalizePhone('+15551234567'), { ok: true, e164: '+15551234567', assigned: false });
+    assert.deepEqual(normalizePhone('+1 (555) 000-0000'), { ok: true, e164: '+15550000000', assigned: false });
     assert.equal(reason('+44 1234'), 'too short');
+    // Not even possible: the contract's other example has one digit too few for +1.
+    assert.equal(reason('+1234567890'), 'too short');
   });
 
   it('refuses an unknown country calling code', () => {

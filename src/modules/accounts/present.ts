@@ -35,7 +35,8 @@ export function presentIntegration(row: IntegrationRow, box: SecretBox) {
   };
 }
 
-function username(row: AccountRow): string {
+/** The account's username (GET /api/v2/account): its email, else `<accountType>-<id>`. */
+export function username(row: AccountRow): string {
   return row.email ?? `${ACCOUNT_TYPE[row.kind]}-${row.id}`;
 }
 

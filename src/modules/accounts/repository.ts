@@ -137,6 +137,18 @@ export const accountRepo = {
     return new Set(rows.map((r) => r.id));
   },
 
+  /** Agents of the organization with one of these (lowercased) emails or ids: what usernames name. */
+  async agentsByEmailOrId(db: Executor, orgId: number, emails: string[], ids: number[]): Promise<AccountRow[]> {
+    if (emails.length === 0 && ids.length === 0) return [];
+    return db.selectFrom('accounts').selectAll()
+      .where('org_id', '=', orgId).where('kind', '=', 'agent')
+      .where((eb) => eb.or([
+        ...(emails.length ? [eb('email', 'in', emails)] : []),
+        ...(ids.length ? [eb('id', 'in', ids)] : []),
+      ]))
+      .execute();
+  },
+
   async timezoneOf(db: Executor, id: number): Promise<string | null | undefined> {
     const r = await db.selectFrom('accounts').select('timezone').where('id', '=', id).executeTakeFirst();
     return r?.timezone;

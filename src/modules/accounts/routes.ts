@@ -49,7 +49,13 @@ export async function accountRoutes(app: App, { accounts }: { accounts: AccountS
         hipaaEnabledDefault: Type.Optional(Type.Boolean()),
         resellerStatus: Type.Optional(OneOf(['enabled', 'disabled'] as const)),
       }),
-      response: { 201: Envelope({ reseller: AccountView, organization: AccountView }), ...errors(400, 403, 404, 409) },
+      response: {
+        201: Envelope({
+          organization: Type.String({ description: 'The new reseller\'s id, as a string (the contract types it as a string)' }),
+          reseller: AccountView,
+        }),
+        ...errors(400, 403, 404, 409),
+      },
     },
   }, async (req, reply) => reply.status(201).send(await accounts.createReseller(req.scope, req.query.targetPartnerId, req.body)));
 

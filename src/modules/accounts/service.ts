@@ -198,7 +198,9 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
         return row;
       });
       const view = presentAccount(reseller);
-      return { success: true, message: 'Reseller created', reseller: view, organization: view };
+      // The contract types `organization` as a string: the new reseller's id, as createAccount's
+      // `account` is; the whole reseller is `reseller`.
+      return { success: true, message: 'Reseller created', organization: String(view.id), reseller: view };
     },
 
     async listResellers(scope: Scope, targetPartnerId: number, q: PageQuery & { active?: boolean }) {

@@ -1,6 +1,6 @@
 // Every SIP operation of the contract: registration (POST/GET/DELETE, available), IP whitelist,
 // outbound routes and captures. Handlers are a schema and one service call (service.ts).
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
 import type { SipService } from './service.ts';
@@ -10,19 +10,24 @@ const Target = { targetAccountId: Type.Optional(AccountId('Organization (or one 
 const TargetQuery = Type.Object(Target);
 const Str = (description: string, maxLength = 300) => Type.Optional(Type.String({ description, maxLength }));
 
+const Nullable = <T extends TSchema>(schema: T, description?: string) => Type.Union([schema, Type.Null()], description ? { description } : {});
 const Registration = Obj({
-  aor: Type.String(), username: Type.String(), authUsername: Type.Union([Type.String(), Type.Null()]),
-  sipRealm: Type.Union([Type.String(), Type.Null()]), proxy: Type.Union([Type.String(), Type.Null()]),
-  port: Type.Union([Type.Number(), Type.Null()]), transport: Type.String(), subscribe: Type.Boolean(),
+  id: Type.Integer(),
+  userId: Type.Integer({ description: 'The organization' }),
+  aor: Type.String(), username: Type.String(), authUsername: Nullable(Type.String()),
+  sipRealm: Nullable(Type.String()),
+  proxy: Type.Optional(Type.String({ description: 'host[:port] REGISTERs go to; absent when they go to the AOR\'s host' })),
+  port: Nullable(Type.Number()), transport: Type.String(), subscribe: Type.Boolean(),
   status: Type.String({ description: 'pending (first REGISTER not answered yet), registered, failed, or deleting' }),
-  registered: Type.Boolean(), lastCode: Type.Union([Type.Number(), Type.Null()]), lastReason: Type.Union([Type.String(), Type.Null()]),
-  expiresAt: Type.Union([Type.Number(), Type.Null()]), lastAttemptAt: Type.Union([Type.Number(), Type.Null()]),
-  presence: Type.Union([Obj({
-    subscription: Type.Union([Type.String(), Type.Null()], { description: 'active, pending, terminated or failed (null until the first SUBSCRIBE is answered)' }),
-    state: Type.Union([Type.String(), Type.Null()], { description: 'open or closed, as the last NOTIFY\'s PIDF <basic> said (null: not said yet)' }),
-    code: Type.Union([Type.Number(), Type.Null()]), reason: Type.Union([Type.String(), Type.Null()]),
-    updatedAt: Type.Union([Type.Number(), Type.Null()]),
-  }), Type.Null()], { description: 'The AOR\'s presence when subscribe is true (null otherwise)' }),
+  registered: Type.Boolean(), lastCode: Nullable(Type.Number()), lastReason: Nullable(Type.String()), lastError: Nullable(Type.String()),
+  expiresAt: Nullable(Type.Number()), lastAttemptAt: Nullable(Type.Number()), nextAttemptAt: Nullable(Type.Number()),
+  presence: Nullable(Obj({
+    subscription: Nullable(Type.String(), 'active, pending, terminated or failed (null until the first SUBSCRIBE is answered)'),
+    state: Nullable(Type.String(), 'open or closed, as the last NOTIFY\'s PIDF <basic> said (null: not said yet)'),
+    code: Nullable(Type.Number()), reason: Nullable(Type.String()),
+    updatedAt: Nullable(Type.Number()),
+  }), 'The AOR\'s presence when subscribe is true (null otherwise)'),
+  createdAt: Type.Number(), updatedAt: Type.Number(),
 }, 'A SIP registration (the password is never returned); times are unix seconds');
 
 const RegistrationBody = Type.Object({
@@ -58,12 +63,24 @@ const CapturesQuery = Type.Object({
   sipCallId: Type.String({ minLength: 1, maxLength: 500, description: 'SIP Call-ID header value' }),
   from: Type.Optional(Type.Number({ minimum: 0, description: 'Epoch millis start of search window' })),
   to: Type.Optional(Type.Number({ minimum: 0, description: 'Epoch millis end of search window' })),
-  format: Type.Optional(Type.String({ maxLength: 20, description: 'json (default) or text' })),
+  format: Type.Optional(Type.String({
+    maxLength: 20,
+    description: 'text | pcap | json | transaction: json (default) lists the messages; text is a transcript (text/plain); '
+      + 'pcap a libpcap file Wireshark opens (application/vnd.tcpdump.pcap); transaction the messages grouped by SIP transaction',
+  })),
 });
 const Capture = Obj({
   timestamp: Type.Number({ description: 'Epoch millis' }), direction: Type.String({ description: 'in (received) or out (sent)' }),
   transport: Type.String(), source: Type.String(), destination: Type.String(), message: Type.String(),
 });
+const Transaction = Obj({
+  branch: Type.Union([Type.String(), Type.Null()], { description: 'The top Via\'s branch' }),
+  method: Type.Union([Type.String(), Type.Null()], { description: 'The CSeq method (INVITE for the ACK of a non-2xx answer)' }),
+  cseq: Type.Union([Type.Integer(), Type.Null()]),
+  finalStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'The final answer (>= 200), null when none was captured' }),
+  firstAt: Type.Number({ description: 'Epoch millis' }), lastAt: Type.Number({ description: 'Epoch millis' }),
+  messages: Type.Array(Capture),
+}, 'One SIP transaction of the call: its messages, retransmissions included, in capture order');
 
 export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise<void> {
   app.post('/api/v2/sip/registration', {
@@ -153,13 +170,23 @@ export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise
 
   app.get('/api/v2/sip/captures', {
     schema: {
-      operationId: 'getSipCaptures', tags, security: Security, summary: 'Fetch SIP Captures by SIP Call-ID (json or text)',
+      operationId: 'getSipCaptures', tags, security: Security, summary: 'Fetch SIP Captures by SIP Call-ID (json, text, pcap or transaction)',
       querystring: CapturesQuery,
-      response: { 200: Envelope({ sipCallId: Type.String(), captures: Type.Array(Capture) }), ...errors(400, 403, 404) },
+      response: {
+        200: Type.Union([
+          Envelope({ sipCallId: Type.String(), count: Type.Integer(), captures: Type.Array(Capture) }, 'format=json'),
+          Envelope({ sipCallId: Type.String(), count: Type.Integer(), transactions: Type.Array(Transaction) }, 'format=transaction'),
+        ]),
+        ...errors(400, 403, 404),
+      },
     },
   }, async (req, reply) => {
     const r = await sip.captures(req.scope, req.query);
     if (r.text !== undefined) return reply.type('text/plain; charset=utf-8').send(r.text as never);
+    if (r.pcap !== undefined) {
+      const name = `sip-${req.query.sipCallId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}.pcap`;
+      return reply.type('application/vnd.tcpdump.pcap').header('content-disposition', `attachment; filename="${name}"`).send(r.pcap as never);
+    }
     return r.json;
   });
 }

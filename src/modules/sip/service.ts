@@ -2,6 +2,7 @@
 // worker that owns it: src/modules/sip/registrations.ts), its inbound IP whitelist, its outbound routes
 // and its captures. The API process never speaks SIP itself: it writes the configuration, wakes
 // the workers and waits (bounded) for the owner's first REGISTER to answer 201/200 or 502.
+import { toPcap, toTransactions, type CapturedMessage } from './capture-exports.ts';
 import type { AccountRow, Db, SipRegistrationRow } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Scope } from '../../http/auth.ts';
@@ -51,6 +52,9 @@ export class BadGateway extends HttpError {
   constructor(message: string, extra?: Record<string, unknown>) { super(502, message, extra); }
 }
 
+/** What GET /api/v2/sip/captures answers: the contract's `text | pcap | json | transaction`. */
+export const CAPTURE_FORMATS = ['json', 'text', 'pcap', 'transaction'];
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A registration as the API shows it: everything but the password, and the owner's status. */
@@ -65,7 +69,8 @@ export function presentRegistration(row: SipRegistrationRow) {
     username: row.username,
     authUsername: row.auth_username,
     sipRealm: row.realm,
-    proxy: row.proxy,
+    // The contract types proxy as a string: without one (REGISTERs go to the AOR's host) it is absent, not null.
+    ...(row.proxy !== null ? { proxy: row.proxy } : {}),
     port: row.port,
     transport: row.transport,
     subscribe: row.subscribe === 1,
@@ -445,9 +450,7 @@ export function sipService(deps: SipServiceDeps) {
     async captures(scope: Scope, q: { targetAccountId?: number; sipCallId: string; from?: number; to?: number; format?: string }) {
       const org = await tenant(scope, q.targetAccountId, false);
       const format = (q.format ?? 'json').trim().toLowerCase();
-      if (format !== 'json' && format !== 'text') {
-        throw new Invalid(`format must be json or text (got '${q.format}'${format === 'pcap' || format === 'transaction' ? '; pcap and transaction are not offered' : ''})`);
-      }
+      if (!CAPTURE_FORMATS.includes(format)) throw new Invalid(`format must be one of ${CAPTURE_FORMATS.join(', ')} (got '${q.format}')`);
       const callId = q.sipCallId.trim();
       if (callId === '') throw new Invalid('sipCallId must not be empty');
       if (q.from !== undefined && q.to !== undefined && q.from > q.to) throw new Invalid('from must not be after to');
@@ -456,7 +459,7 @@ export function sipService(deps: SipServiceDeps) {
       const to = q.to === undefined ? undefined : Math.min(Math.floor(q.to), Number.MAX_SAFE_INTEGER);
       const rows = await sipRepo.captures(db, org.id, callId, from, to, MAX_CAPTURES);
       if (rows.length === 0) throw new NotFound(`No SIP messages were found for sipCallId ${callId}`);
-      const messages = rows.map((r) => ({
+      const messages: CapturedMessage[] = rows.map((r) => ({
         timestamp: r.created_at,
         direction: r.direction,
         transport: r.transport,
@@ -465,6 +468,11 @@ export function sipService(deps: SipServiceDeps) {
         firstLine: r.message.slice(0, Math.max(0, r.message.indexOf('\r\n'))) || r.message.slice(0, 200),
         message: r.message,
       }));
+      if (format === 'pcap') return { pcap: toPcap(messages) };
+      if (format === 'transaction') {
+        const transactions = toTransactions(messages);
+        return { json: { success: true, message: 'Success', sipCallId: callId, count: transactions.length, transactions } };
+      }
       if (format === 'text') {
         const body = messages.map((m) =>
           `${new Date(m.timestamp).toISOString()} ${m.transport} ${m.source} -> ${m.destination}\n${m.message.replace(/\r\n/g, '\n').replace(/\n+$/, '')}\n`).join('\n');

@@ -2,6 +2,7 @@
 import type { TaskRow } from '../../db/types.ts';
 import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
+import type { TaskLimits } from './limits.ts';
 
 function json(text: string | null): unknown {
   if (text === null) return null;
@@ -17,7 +18,8 @@ export function presentTask(row: TaskRow) {
     id: row.id,
     type: row.type,
     state: row.state,
-    target: row.target,
+    // The contract types target as a string: a ping without one has none, rather than null.
+    ...(row.target !== null ? { target: row.target } : {}),
     context: row.context,
     taskContext: row.task_context,
     content: row.content,
@@ -45,3 +47,23 @@ export function presentTask(row: TaskRow) {
 }
 
 export type TaskView = ReturnType<typeof presentTask>;
+
+/** The keys of `values` whose value is set: an unset limit is left out, never sent as null. */
+function setOnly<T extends object>(values: T): { [K in keyof T]?: NonNullable<T[K]> } {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== null && v !== undefined)) as { [K in keyof T]?: NonNullable<T[K]> };
+}
+
+/**
+ * Limits on the wire. The contract types every limit as a number or an object, so a limit that is
+ * not set is left out (`daily: {}` when no cap is set, no `businessHours` without a window).
+ * Setting one to null in POST /tasks/limits still removes it.
+ */
+export function presentLimits(limits: Readonly<TaskLimits>) {
+  return {
+    ...(limits.businessHours ? { businessHours: limits.businessHours } : {}),
+    daily: setOnly(limits.daily),
+    concurrencyPerRun: limits.concurrencyPerRun,
+    cooldowns: setOnly(limits.cooldowns),
+    retries: setOnly(limits.retries),
+  };
+}

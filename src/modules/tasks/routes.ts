@@ -1,5 +1,5 @@
 // Every Tasks operation of the contract, plus the agent queueing operations (outboundCall/Sms).
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
 import { taskCsvRoutes } from './csv.ts';
@@ -9,16 +9,43 @@ const tags = ['Tasks'];
 const Target = { targetAccountId: Type.Optional(AccountId('Organization or agent to act on (resellers and partners; an organization or agent token acts on itself)')) };
 const TargetQuery = Type.Object(Target);
 const TaskId = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200, description: 'Task ID' }) });
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Seconds = (description: string) => Nullable(Type.Number({ description }));
+const NullableText = (description: string) => Nullable(Type.String({ description }));
 const Task = Obj({
-  id: Type.String(), type: Type.String(), state: Type.String(), target: Type.Union([Type.String(), Type.Null()]),
+  id: Type.String({ description: 'tsk_ + a time-sortable id' }),
+  type: Type.String({ description: 'call, text or ping' }),
+  state: Type.String({ description: 'pending, running, finished, failed or canceled' }),
+  target: Type.Optional(Type.String({ description: 'The number (E.164) or agent username; absent for a ping without one' })),
+  context: NullableText('Context for the agent'),
+  taskContext: NullableText('Context for this task only'),
+  content: NullableText('The message of a text'),
+  greeting: NullableText('What the agent opens with'),
+  waitToGreet: Type.Boolean(),
+  accountId: Type.Integer({ description: 'The agent that runs it' }),
+  organizationId: Type.Integer(),
+  externalTaskId: NullableText('Your identifier for the task'),
+  meta: Nullable(Obj({}, 'Your metadata, as given')),
+  scheduledFor: Seconds('Requested start (unix seconds); null: as soon as possible'),
+  runAt: Seconds('While pending: when the queue next considers it (unix seconds)'),
   createdAt: Type.Number(),
+  updatedAt: Type.Number(),
+  startedAt: Seconds('First start (unix seconds)'),
+  finishedAt: Seconds('Unix seconds'),
+  attempts: Type.Integer(),
+  maxAttempts: Type.Integer(),
+  cancelRequestedAt: Seconds('Set when a running task was asked to stop (unix seconds)'),
+  provider: NullableText('The carrier: simulated, twilio, sip'),
+  providerRef: NullableText('The carrier\'s id for the call or message'),
+  result: Nullable(Obj({}, 'The outcome (see docs/tasks.md)')),
+  error: NullableText('Why it failed'),
 }, 'A task; times are unix seconds. See docs/tasks.md for every field.');
 const Text = (description: string) => Type.Optional(Type.String({ description }));
 const LooseInt = (description: string) => Type.Optional(Type.Union([Type.Integer(), Type.String()], { description }));
 
 const TaskBody = Type.Object({
   type: Type.String({ description: 'call, text or ping' }),
-  target: Text('Phone number (E.164, or international format); required for call and text'),
+  target: Text('Phone number (E.164, or international format; required for call and text), or for a ping the username of an agent of the organization'),
   context: Text('Context for the agent'),
   taskContext: Text('Context for this task only'),
   greeting: Text('What the agent opens with'),
@@ -70,8 +97,22 @@ const UpdateBody = Type.Object({
   scheduledFor: Type.Optional(Type.Union([Type.Integer(), Type.String(), Type.Null()])),
 }, { additionalProperties: true });
 
+// Limits as answered: a limit that is not set is left out (never null: the contract types these
+// as numbers and objects).
 const Limits = Obj({
-  businessHours: Type.Unknown(), daily: Type.Unknown(), concurrencyPerRun: Type.Number(), cooldowns: Type.Unknown(),
+  businessHours: Type.Optional(Obj({
+    timezone: Type.String({ description: 'IANA time zone' }),
+    days: Type.Array(Type.Number(), { description: '0 = Sunday … 6 = Saturday' }),
+    start: Type.String({ description: 'HH:MM' }),
+    end: Type.String({ description: 'HH:MM (24:00 = end of day)' }),
+  }, 'Absent when tasks may start at any time')),
+  daily: Obj({ calls: Type.Optional(Type.Number()), texts: Type.Optional(Type.Number()), tasks: Type.Optional(Type.Number()) },
+    'Caps per local day; a cap that is not set is absent'),
+  concurrencyPerRun: Type.Number(),
+  cooldowns: Obj({ calls: Type.Optional(Type.Number()), texts: Type.Optional(Type.Number()) },
+    'Seconds between attempts to the same target; absent when not set'),
+  retries: Obj({ busy: Type.Optional(Type.Number()), noAnswer: Type.Optional(Type.Number()), delaySec: Type.Optional(Type.Number()) },
+    'callplane extension: further attempts after busy or no-answer; absent when not set'),
 });
 const LimitsBody = Type.Object({
   businessHours: Type.Optional(Type.Unknown({ description: '{timezone, days [0–6, 0 = Sunday], start "HH:MM", end "HH:MM"}, or null' })),
@@ -89,7 +130,13 @@ export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: Task
       operationId: 'createTask', tags, security: Security, summary: 'Create a new task (call, text or ping)',
       description: 'Send an Idempotency-Key header to make retries safe: the same key and body within 24 h answer with the first task.',
       querystring: TargetQuery, body: TaskBody,
-      response: { 201: Envelope({ task: Task }), ...errors(400, 403, 404, 409, 422) },
+      response: {
+        201: Envelope({
+          task: Task,
+          warnings: Type.Optional(Type.Array(Type.String(), { description: 'What was accepted but is worth knowing: a number that is possible but not assigned, a schedule moved to now' })),
+        }),
+        ...errors(400, 403, 404, 409, 422),
+      },
     },
   }, async (req, reply) => {
     const key = req.headers['idempotency-key'];
@@ -116,7 +163,14 @@ export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: Task
     schema: {
       operationId: 'taskDailyCounts', tags, security: Security, summary: 'Today\'s counts of calls, texts and tasks (the organization\'s day)',
       querystring: Type.Object({ ...Target, date: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'Another day (YYYY-MM-DD, the organization\'s time zone)' })) }),
-      response: { 200: Envelope({ counts: Obj({ calls: Type.Number(), texts: Type.Number(), tasks: Type.Number(), date: Type.String() }) }), ...errors(400, 403, 404) },
+      response: {
+        200: Envelope({
+          counts: Obj({ calls: Type.Number(), texts: Type.Number(), tasks: Type.Number(), date: Type.String(), timezone: Type.String() }),
+          limits: Obj({ calls: Type.Optional(Type.Number()), texts: Type.Optional(Type.Number()), tasks: Type.Optional(Type.Number()) },
+            'The daily caps in force; a cap that is not set is absent'),
+        }),
+        ...errors(400, 403, 404),
+      },
     },
   }, async (req) => tasks.dailyCounts(req.scope, req.query.targetAccountId, req.query.date));
 
@@ -157,7 +211,8 @@ export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: Task
     },
   }, async (req) => tasks.remove(req.scope, req.query.targetAccountId, req.params.taskId));
 
-  const Batch = Envelope({ inserted: Type.Integer(), tasks: Type.Array(Task) });
+  const Warnings = Type.Optional(Type.Array(Type.String(), { description: 'What was accepted but is worth knowing: a number that is possible but not assigned, a schedule moved to now' }));
+  const Batch = Envelope({ inserted: Type.Integer(), tasks: Type.Array(Task), warnings: Warnings });
   app.post('/api/v2/agent/outboundCall', {
     schema: {
       operationId: 'agentOutboundCall', tags: ['Agents'], security: Security, summary: 'Queue outbound call(s) from your agent',

@@ -11,10 +11,11 @@ import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/er
 import { GroupCommit } from '../../db/group-commit.ts';
 import { StampedCache } from '../../db/stamped-cache.ts';
 import { notifyQueue } from '../../queue/waker.ts';
+import { username } from '../accounts/present.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { checkTask, type ItemContext, type RawTask } from './validation.ts';
+import { checkTask, isUsernameTarget, type ItemContext, type RawTask } from './validation.ts';
 import { dayTimeZone, localDay, mergeLimits, RESTRICTED_LIMIT_FIELDS, validateLimits } from './limits.ts';
-import { presentTask } from './present.ts';
+import { presentLimits, presentTask } from './present.ts';
 import { TASKS } from './queue-hooks.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 import type { TaskQueue } from './task-queue.ts';
@@ -122,7 +123,30 @@ export function taskService(deps: TaskServiceDeps) {
     let agents = new Set<number>();
     if (t.agent) agents = new Set([t.agent.id]);
     else if (named.size > 0) agents = await accountRepo.agentIdsIn(db, t.org.id, [...named]);
-    return { orgId: t.org.id, defaultAccountId, allowedAccount: (id) => agents.has(id), now };
+    const usernames = await agentUsernames(t, items);
+    return {
+      orgId: t.org.id, defaultAccountId, allowedAccount: (id) => agents.has(id), now,
+      agentByUsername: (name) => usernames.get(name.toLowerCase()),
+    };
+  }
+
+  /**
+   * The agents that username targets of these items name (lowercased username → agent), among
+   * those the caller may name: an agent's token names only itself.
+   */
+  async function agentUsernames(t: TaskTenant, items: RawTask[]): Promise<Map<string, { id: number; username: string }>> {
+    const names = new Set(items.map((i) => i.target).filter(isUsernameTarget).map((n) => n.trim().toLowerCase()));
+    const found = new Map<string, { id: number; username: string }>();
+    if (names.size === 0) return found;
+    const ids = [...names].map((n) => /^account-(\d{1,10})$/.exec(n)?.[1]).filter((id) => id !== undefined).map(Number)
+      .filter((id) => id <= 2_147_483_647);
+    const rows = await accountRepo.agentsByEmailOrId(db, t.org.id, [...names].filter((n) => n.includes('@')), ids);
+    for (const row of rows) {
+      if (t.agent && row.id !== t.agent.id) continue;
+      const name = username(row);
+      if (names.has(name.toLowerCase())) found.set(name.toLowerCase(), { id: row.id, username: name });
+    }
+    return found;
   }
 
   /** Inserts checked rows in one transaction and wakes the runners. */
@@ -269,12 +293,14 @@ export function taskService(deps: TaskServiceDeps) {
       if (!spacing.ok) throw new Invalid(spacing.message);
       const ctx = await itemContext(t, raws.map((r) => r.raw), now);
       const rows: NewTask[] = [];
+      const warnings: string[] = [];
       for (const [index, { raw, field }] of raws.entries()) {
         // A per-item scheduledFor is that item's own time; the stagger applies to the shared one.
         const ownTime = raw.scheduledFor !== shared.scheduledFor;
         const checked = checkTask({ ...raw, type }, { ...ctx, field, index: ownTime ? 0 : index, spacingSec: spacing.spacingSec });
         if (!checked.ok) throw new Invalid(checked.message);
         rows.push(checked.task);
+        warnings.push(...checked.notes);
       }
       const inserted = await submit(rows);
       return {
@@ -282,6 +308,7 @@ export function taskService(deps: TaskServiceDeps) {
         message: type === 'call' ? 'Outbound call initiated.' : 'Outbound SMS initiated.',
         inserted: inserted.length,
         tasks: inserted.map(presentTask),
+        ...(warnings.length ? { warnings: warnings.slice(0, 100) } : {}),
       };
     },
 
@@ -400,13 +427,13 @@ export function taskService(deps: TaskServiceDeps) {
       return {
         success: true,
         counts: { calls: n.calls ?? 0, texts: n.texts ?? 0, tasks: n.tasks ?? 0, date: day, timezone },
-        limits: limits.daily,
+        limits: presentLimits(limits).daily,
       };
     },
 
     async getLimits(scope: Scope, targetAccountId: number | undefined) {
       const t = await tenant(scope, targetAccountId);
-      return { success: true, limits: await limitRepo.load(db, t.org.id) };
+      return { success: true, limits: presentLimits(await limitRepo.load(db, t.org.id)) };
     },
 
     async setLimits(scope: Scope, targetAccountId: number | undefined, body: unknown) {
@@ -429,7 +456,7 @@ export function taskService(deps: TaskServiceDeps) {
         return merged;
       });
       queue.notify();
-      return { success: true, message: 'Task limits updated successfully.', limits };
+      return { success: true, message: 'Task limits updated successfully.', limits: presentLimits(limits) };
     },
   };
 }

@@ -42,7 +42,23 @@ export interface ItemContext {
   /** The stagger of a batch: item `index` × `spacingSec` later than its schedule. */
   index?: number;
   spacingSec?: number;
+  /**
+   * The agent of the organization a username names (the `username` GET /api/v2/account shows:
+   * its email, else `account-<id>`), among those the caller may name; undefined when none.
+   */
+  agentByUsername?(name: string): { id: number; username: string } | undefined;
 }
+
+/**
+ * Whether a target names a user rather than a phone number: phone numbers begin with `+`, a digit
+ * or `(` (written forms such as `(415) 555-2671`); anything else (`jane@example.com`,
+ * `account-12`) is a username.
+ */
+export function isUsernameTarget(target: unknown): target is string {
+  return typeof target === 'string' && target.trim() !== '' && !/^[+(\d]/.test(target.trim());
+}
+
+const clip = (text: string) => (text.length > 64 ? `${text.slice(0, 64)}…` : text);
 
 export type Checked = { ok: true; task: NewTask; notes: string[] } | { ok: false; message: string };
 
@@ -80,10 +96,28 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
   const type = raw.type as TaskType;
 
   let target: string | null = null;
+  /** A ping whose target is an agent's username runs as that agent (unless accountId says otherwise). */
+  let targetAgent: number | undefined;
   if (raw.target !== undefined && raw.target !== null && raw.target !== '') {
-    const phone = normalizePhone(raw.target);
-    if (!phone.ok) return fail(invalidPhoneMessage(`${f}target`, raw.target, phone.reason));
-    target = phone.e164;
+    if (isUsernameTarget(raw.target)) {
+      const name = raw.target.trim();
+      if (type !== 'ping') {
+        return fail(`${f}target '${clip(name)}' is not a phone number: ${type} tasks need a phone number in international format `
+          + '(+<country code><number>); a username is a target for ping tasks only');
+      }
+      const agent = ctx.agentByUsername?.(name);
+      if (agent === undefined) return fail(`${f}target '${clip(name)}' is not the username of an agent of this organization`);
+      target = agent.username;
+      targetAgent = agent.id;
+    } else {
+      const phone = normalizePhone(raw.target);
+      if (!phone.ok) return fail(invalidPhoneMessage(`${f}target`, raw.target, phone.reason));
+      target = phone.e164;
+      if (!phone.assigned) {
+        notes.push(`${f}target ${phone.e164} is a possible number but not one assigned in any numbering plan; `
+          + 'the task was accepted, and the carrier may refuse the number');
+      }
+    }
   } else if (type !== 'ping') {
     return fail(`${f}target is required for ${type} tasks`);
   }
@@ -106,7 +140,7 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
   const wait = readBool(raw.waitToGreet, `${f}waitToGreet`);
   if (!wait.ok) return wait;
 
-  let accountId = ctx.defaultAccountId;
+  let accountId = targetAgent ?? ctx.defaultAccountId;
   if (raw.accountId !== undefined && raw.accountId !== null && raw.accountId !== '') {
     const id = readInt(raw.accountId);
     if (id === undefined || id < 1) return fail(`${f}accountId must be a positive integer`);

@@ -23,8 +23,8 @@ const RelayBody = Type.Object({
     minItems: 1, maxItems: 500, description: 'Status codes of your endpoint that count as delivered (default 200–299)',
   })),
   stripeSigningSecret: Type.Optional(Type.Unknown({ description: 'stripe only: the endpoint\'s signing secret (whsec_…) that Stripe signs with; null clears it' })),
-  username: Type.Optional(Type.Unknown({ description: 'chargebee only (required on creation): the basic-auth username set on the Chargebee webhook' })),
-  password: Type.Optional(Type.Unknown({ description: 'chargebee only (required on creation): the basic-auth password set on the Chargebee webhook' })),
+  username: Type.Optional(Type.Unknown({ description: 'chargebee only: the basic-auth username to set on the Chargebee webhook (generated when absent, answered once)' })),
+  password: Type.Optional(Type.Unknown({ description: 'chargebee only: the basic-auth password to set on the Chargebee webhook (generated when absent, answered once)' })),
   rotateSigningSecret: Type.Optional(Type.Boolean({ description: 'Issue a new signingSecret for our signatures (answered once, in full)' })),
 }, { additionalProperties: true });
 
@@ -32,7 +32,7 @@ const RelayConfig = Obj({
   type: Type.String(),
   url: Type.String(),
   timeout: Type.Number(),
-  headers: Type.Array(Type.Unknown(), { description: 'As configured, each value masked' }),
+  headers: Type.Array(Obj({}), { description: 'As configured (single-key objects), each value masked' }),
   successStatusCodes: Type.Array(Type.Integer()),
   ingressUrl: Type.String({ description: 'Where the provider must send its webhooks' }),
   signingSecret: Type.String({ description: 'Our Standard Webhooks secret, masked (shown in full only when issued)' }),
@@ -68,7 +68,15 @@ export async function relayRoutes(app: App, { relays, config }: { relays: RelayS
       description: 'Creates the relay for this type, or updates it (fields left out keep their values). '
         + 'The answer carries the configuration and, when a relay is created or rotateSigningSecret is set, our signingSecret in full.',
       params: TypeParams, querystring: TargetQuery, body: RelayBody,
-      response: { 200: Envelope({ config: RelayConfig, signingSecret: Type.Optional(Type.String()) }), ...errors(400, 403, 404, 409) },
+      response: {
+        200: Envelope({
+          config: RelayConfig,
+          signingSecret: Type.Optional(Type.String()),
+          username: Type.Optional(Type.String({ description: 'chargebee: the basic-auth username we generated (none was sent), shown this once' })),
+          password: Type.Optional(Type.String({ description: 'chargebee: the basic-auth password we generated (none was sent), shown this once' })),
+        }),
+        ...errors(400, 403, 404, 409),
+      },
     },
   }, async (req) => relays.upsert(req.scope, req.query.targetAccountId, req.params.type, req.body));
 

@@ -190,6 +190,17 @@ export function relayService(deps: RelayServiceDeps) {
     return { url: target.url.toString(), timeout: body.timeout, headers, codes, secrets, rotate: body.rotateSigningSecret === true };
   }
 
+  /**
+   * Generates the basic-auth username and password a chargebee relay lacks (the contract's body
+   * needs only `url`); returns what it generated, to be shown once.
+   */
+  function fillBasicAuth(secret: ProviderSecret): Partial<Record<'username' | 'password', string>> {
+    const made: Partial<Record<'username' | 'password', string>> = {};
+    if (!secret.username) secret.username = made.username = `chargebee-${crypto.randomBytes(6).toString('hex')}`;
+    if (!secret.password) secret.password = made.password = crypto.randomBytes(24).toString('base64url');
+    return made;
+  }
+
   function mergeSecret(current: ProviderSecret, patch: Partial<Record<keyof ProviderSecret, string | null>>): ProviderSecret {
     const out: ProviderSecret = { ...current };
     for (const [k, v] of Object.entries(patch) as Array<[keyof ProviderSecret, string | null]>) {
@@ -246,13 +257,12 @@ export function relayService(deps: RelayServiceDeps) {
       const input = checkBody(type, body);
       const at = now();
       let issued: string | undefined;
+      let generated: Partial<Record<'username' | 'password', string>> = {};
       const row = await db.transaction().execute(async (tx) => {
         let existing = await relayRepo.find(tx, org.id, type.name, { lock: true });
         if (!existing) {
           const secret = mergeSecret({}, input.secrets);
-          if (type.name === 'chargebee' && !(secret.username && secret.password)) {
-            throw new Invalid('username and password are required for chargebee relays (the HTTP basic-auth credentials set on the Chargebee webhook)');
-          }
+          if (type.name === 'chargebee') generated = fillBasicAuth(secret);
           const signing = newSigningSecret();
           const created = await relayRepo.insert(tx, {
             org_id: org.id, type: type.name, ingress_id: crypto.randomBytes(32).toString('base64url'),
@@ -272,9 +282,8 @@ export function relayService(deps: RelayServiceDeps) {
           if (!existing) throw new Conflict(`Webhook Relay type '${type.name}' was changed concurrently; try again`);
         }
         const secret = mergeSecret(providerSecret(existing), input.secrets);
-        if (type.name === 'chargebee' && !(secret.username && secret.password)) {
-          throw new Invalid('username and password are required for chargebee relays (the HTTP basic-auth credentials set on the Chargebee webhook)');
-        }
+        // Credentials cleared with null are generated anew: a chargebee relay always checks basic auth.
+        if (type.name === 'chargebee') generated = fillBasicAuth(secret);
         if (input.rotate) issued = newSigningSecret();
         return relayRepo.update(tx, existing.id, {
           url: input.url,
@@ -294,6 +303,8 @@ export function relayService(deps: RelayServiceDeps) {
         config: await view(row),
         // Our signing secret, in full only here: when the relay is created or the secret rotated.
         ...(issued !== undefined ? { signingSecret: issued } : {}),
+        // Chargebee basic-auth credentials we generated (none were sent), in full only here.
+        ...generated,
       };
     },
 

@@ -50,11 +50,19 @@ export async function subscriptionRoutes(app: App, { subscriptions }: { subscrip
   app.post('/api/v2/webhooks', {
     schema: {
       operationId: 'addWebhook', tags, security: Security, summary: 'Add Webhook',
-      description: `Subscribes url to one type of event: ${Types}. The answer carries the new webhook and its signingSecret in full, once.`,
+      description: `Subscribes url to one type of event: ${Types}. 201: the new webhook and its signingSecret in full, once. `
+        + '200: a webhook of this url and type already exists; it is answered unchanged (its secret masked).',
       querystring: TargetQuery, body: CreateBody,
-      response: { 201: Envelope({ webhooks: Type.Array(Webhook), signingSecret: Type.String() }), ...errors(400, 403, 404, 409) },
+      response: {
+        200: Envelope({ webhooks: Type.Array(Webhook) }),
+        201: Envelope({ webhooks: Type.Array(Webhook), signingSecret: Type.String() }),
+        ...errors(400, 403, 404, 409),
+      },
     },
-  }, async (req, reply) => reply.status(201).send(await subscriptions.create(req.scope, req.query.targetAccountId, req.body)));
+  }, async (req, reply) => {
+    const { created, body } = await subscriptions.create(req.scope, req.query.targetAccountId, req.body);
+    return reply.status(created ? 201 : 200).send(body);
+  });
 
   app.delete('/api/v2/webhooks', {
     schema: {

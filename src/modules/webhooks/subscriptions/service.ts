@@ -97,25 +97,36 @@ export function subscriptionService(deps: SubscriptionServiceDeps) {
       const label = body.label.trim();
       const secret = newSigningSecret();
       const at = now();
-      const row = await db.transaction().execute(async (tx) => {
+      const { row, created } = await db.transaction().execute(async (tx) => {
         // Serialises concurrent creations for one organization, so the checks below hold on PostgreSQL.
         await accountRepo.lock(tx, org.id);
-        if (await subscriptionRepo.findByUrlAndType(tx, org.id, url, type)) {
-          throw new Conflict(`A webhook of type '${type}' to ${url} already exists`);
-        }
+        // The same url and type again is the subscription that exists (the contract answers 200):
+        // a client that retries its setup gets it back, unchanged, its secret still masked.
+        const existing = await subscriptionRepo.findByUrlAndType(tx, org.id, url, type);
+        if (existing) return { row: existing, created: false };
         if ((await subscriptionRepo.count(tx, org.id)) >= MAX_SUBSCRIPTIONS) {
           throw new Conflict(`An organization may have at most ${MAX_SUBSCRIPTIONS} webhooks; delete one first`);
         }
-        return subscriptionRepo.insert(tx, {
+        const inserted = await subscriptionRepo.insert(tx, {
           org_id: org.id, url, label, type, signing_secret: box.seal(secret), created_at: at,
         });
+        return { row: inserted, created: true };
       });
+      if (!created) {
+        return {
+          created,
+          body: { success: true, message: `A webhook of type '${type}' to ${url} already exists`, webhooks: [view(row)] },
+        };
+      }
       return {
-        success: true,
-        message: 'Webhook created successfully',
-        webhooks: [view(row)],
-        // In full only here: verify our webhook-signature with it (Standard Webhooks).
-        signingSecret: secret,
+        created,
+        body: {
+          success: true,
+          message: 'Webhook created successfully',
+          webhooks: [view(row)],
+          // In full only here: verify our webhook-signature with it (Standard Webhooks).
+          signingSecret: secret,
+        },
       };
     },
 
