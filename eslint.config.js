@@ -29,7 +29,8 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // bin/, scripts/ and this file are plain JavaScript outside tsconfig.json's projects.
+      parserOptions: { projectService: { allowDefaultProject: ['bin/*.js', 'scripts/*.mjs', 'eslint.config.js'] }, tsconfigRootDir: import.meta.dirname },
     },
     plugins: { 'import-x': importX },
     // import-x reads the imported files too (to follow circles through them): with the TypeScript parser.

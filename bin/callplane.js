@@ -1,8 +1,16 @@
 #!/usr/bin/env node
-// Runs the TypeScript entry point through tsx, so `npx callplane …` works without a build step.
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+// The callplane command. It runs the compiled CLI (dist/, which `npm ci` builds through the
+// `prepare` script, or `npm run build`) in this same process: a signal sent to `callplane`
+// reaches the server itself, and no parent is left behind holding it.
+import fs from 'node:fs';
 import path from 'node:path';
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'src/main.ts'), ...process.argv.slice(2)], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const main = path.join(path.dirname(path.dirname(fileURLToPath(import.meta.url))), 'dist', 'main.js');
+if (!fs.existsSync(main)) {
+  console.error(`callplane: ${main} is missing; build it with \`npm run build\` (npm ci does so)`);
+  process.exit(1);
+}
+// Stack traces name the TypeScript sources, as `npm start` (node --enable-source-maps) does.
+process.setSourceMapsEnabled(true);
+await import(pathToFileURL(main).href);

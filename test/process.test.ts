@@ -1,5 +1,7 @@
-// The callplane command as an operator runs it: a real `node --import tsx src/main.ts` process
-// on a temp DATA_DIR and a free port, spoken to over real HTTP and stopped with real signals.
+// The callplane command as an operator runs it: the compiled dist/main.js (what `npm start` and
+// bin/callplane.js run; built first when stale), or `npm start` and `bin/callplane.js` themselves,
+// on a temp DATA_DIR and a free port, spoken to over real HTTP and stopped with real signals. Every
+// test sets up what it needs (its own DATA_DIR, its own first start), so any one runs alone.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -8,16 +10,15 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import { after, before, describe, it } from 'node:test';
+import { ensureBuilt, DIST_MAIN, ROOT } from './helpers/dist.ts';
 import { PG_URL } from './helpers/harness.ts';
 import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
 import { freePort } from './helpers/wait.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN_RE = /cpl_[A-Za-z0-9_-]{43}/;
 const dirs: string[] = [];
+before(() => ensureBuilt());
 after(() => { for (const d of dirs) fs.rmSync(d, { recursive: true, force: true }); });
 
 function tempDir(): string {
@@ -41,18 +42,21 @@ interface Proc {
 const running = new Set<ChildProcess>();
 after(() => { for (const c of running) c.kill('SIGKILL'); });
 
-/** Starts the command with a clean environment: nothing leaks in from the test runner's. */
-async function start(args: string[], env: Record<string, string>): Promise<Proc> {
+/**
+ * Runs a command line (the compiled CLI, `npm start`, bin/callplane.js) in the checkout with a
+ * clean environment: nothing leaks in from the test runner's. SIP listens on a free port.
+ */
+async function launch(argv: string[], env: Record<string, string>): Promise<Proc> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+  const child = spawn(argv[0], argv.slice(1), {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', CALLPLANE_SIP_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   let out = '', so = '', se = '';
-  child.stdout!.on('data', (b) => { out += b; so += b; });
-  child.stderr!.on('data', (b) => { out += b; se += b; });
+  child.stdout.on('data', (b) => { out += b; so += b; });
+  child.stderr.on('data', (b) => { out += b; se += b; });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => { running.delete(child); resolve({ code, signal }); }));
   const exit = async (ms = 20_000) => {
@@ -80,6 +84,11 @@ async function start(args: string[], env: Record<string, string>): Promise<Proc>
   };
 }
 
+/** Starts the compiled CLI as `npm start` runs it. */
+function start(args: string[], env: Record<string, string>): Promise<Proc> {
+  return launch([process.execPath, '--enable-source-maps', DIST_MAIN, ...args], env);
+}
+
 /** Runs a command to completion. */
 async function run(args: string[], env: Record<string, string>) {
   const p = await start(args, env);
@@ -97,17 +106,31 @@ async function get(port: number, pathAndQuery: string, headers: Record<string, s
   return { status: res.status, body, headers: res.headers };
 }
 
-describe('callplane serve (SQLite)', () => {
-  const dataDir = tempDir();
-  let firstToken = '';
+/**
+ * The first start on a fresh DATA_DIR: waits for ready, checks the token is printed exactly once
+ * and returns it with the running process (the caller stops it).
+ */
+async function firstStart(dataDir: string): Promise<{ p: Proc; token: string }> {
+  const p = await start(['serve'], { DATA_DIR: dataDir });
+  await p.waitFor(READY);
+  const printed = p.stdout().match(new RegExp(TOKEN_RE.source, 'g')) ?? [];
+  assert.equal(printed.length, 1, `expected the token printed exactly once:\n${p.output()}`);
+  return { p, token: printed[0] };
+}
 
+/** A DATA_DIR that has had its first start (and a clean stop), and the admin token it printed. */
+async function initializedDataDir(): Promise<{ dataDir: string; token: string }> {
+  const dataDir = tempDir();
+  const { p, token } = await firstStart(dataDir);
+  assert.equal((await p.stop()).code, 0);
+  return { dataDir, token };
+}
+
+describe('callplane serve (SQLite)', () => {
   it('on the first start prints the admin token once and writes it to DATA_DIR/admin-token with mode 0600', async () => {
-    const p = await start(['serve'], { DATA_DIR: dataDir });
+    const dataDir = tempDir();
+    const { p, token: firstToken } = await firstStart(dataDir);
     try {
-      await p.waitFor(READY);
-      const printed = p.stdout().match(new RegExp(TOKEN_RE.source, 'g')) ?? [];
-      assert.equal(printed.length, 1, `expected the token printed exactly once:\n${p.output()}`);
-      firstToken = printed[0];
       const file = path.join(dataDir, 'admin-token');
       assert.equal(fs.readFileSync(file, 'utf8').trim(), firstToken);
       assert.equal(fs.statSync(file).mode & 0o777, 0o600);
@@ -125,7 +148,7 @@ describe('callplane serve (SQLite)', () => {
   });
 
   it('a second start on the same DATA_DIR prints no token, keeps the file, and the first token still works', async () => {
-    assert.ok(firstToken, 'depends on the first start');
+    const { dataDir, token: firstToken } = await initializedDataDir();
     const before = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8');
     const p = await start(['serve'], { DATA_DIR: dataDir });
     try {
@@ -164,7 +187,7 @@ describe('callplane serve (SQLite)', () => {
   });
 
   it('request logs never carry the token, however the query spells it', async () => {
-    assert.ok(firstToken, 'depends on the first start');
+    const { dataDir, token: firstToken } = await initializedDataDir();
     const p = await start(['serve'], { DATA_DIR: dataDir });
     try {
       await p.waitFor(READY);
@@ -194,6 +217,7 @@ describe('callplane serve (SQLite)', () => {
   });
 
   it('SIGTERM stops a serving process promptly with exit code 0, even with a request in flight', async () => {
+    const { dataDir, token: firstToken } = await initializedDataDir();
     const p = await start(['serve'], { DATA_DIR: dataDir });
     await p.waitFor(READY);
     // A request whose body is only half sent when the signal arrives: surely in flight.
@@ -216,10 +240,86 @@ describe('callplane serve (SQLite)', () => {
     await p.waitFor(/shutting down/);
     req.end(body.slice(5));
     const { code, signal, ms } = await stopping;
+    assert.equal(code, 0, p.output());
+    assert.equal(signal, null);
+    assert.ok(ms < 10_000, `took ${ms} ms`);
     assert.match(p.output(), /shutting down/);
     const answer = await inFlight;
     assert.equal(answer.status, 200, `the request in flight is answered, not dropped: ${answer.text}`);
     assert.equal(JSON.parse(answer.text).success, true);
+  });
+});
+
+/** The pid and its descendants, each with its command line (Linux /proc). */
+function processTree(pid: number): { pid: number; cmd: string }[] {
+  const parentOf = new Map<number, number>();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      parentOf.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch { /* exited meanwhile */ }
+  }
+  const pids = [pid];
+  for (let i = 0; i < pids.length; i++) for (const [child, parent] of parentOf) if (parent === pids[i]) pids.push(child);
+  return pids.filter((p) => parentOf.has(p)).map((p) => {
+    let cmd = '';
+    try { cmd = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replaceAll('\0', ' ').trim(); } catch { /* exited meanwhile */ }
+    return { pid: p, cmd };
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts `argv` (which must serve on its own), checks which process serves, sends SIGTERM to the
+ * command itself and checks that the server stopped gracefully: exit code 0, "shutting down"
+ * logged, the port closed, and not one process of its tree left running.
+ */
+async function sigtermStopsTheOneServer(argv: string[], expectedTree: RegExp[]) {
+  const dataDir = tempDir();
+  const p = await launch(argv, { DATA_DIR: dataDir });
+  let tree: { pid: number; cmd: string }[] = [];
+  try {
+    await p.waitFor(READY);
+    assert.equal((await get(p.port, '/healthz')).status, 200);
+    tree = processTree(p.child.pid!);
+    assert.equal(tree.length, expectedTree.length, `processes: ${JSON.stringify(tree)}`);
+    tree.forEach((proc, i) => assert.match(proc.cmd, expectedTree[i], `processes: ${JSON.stringify(tree)}`));
+    // The last process of the chain is the server: it holds the DATA_DIR's pid lock.
+    const server = tree[tree.length - 1];
+    assert.equal(fs.readFileSync(path.join(dataDir, 'serve.pid'), 'utf8').trim(), String(server.pid));
+  } catch (err) {
+    p.child.kill('SIGKILL');
+    for (const proc of processTree(p.child.pid!)) process.kill(proc.pid, 'SIGKILL');
+    throw err;
+  }
+  const { code, signal } = await p.stop();
+  assert.equal(signal, null, p.output());
+  assert.equal(code, 0, p.output());
+  assert.match(p.output(), /"signal":"SIGTERM","msg":"shutting down"/);
+  const left = tree.filter((proc) => isAlive(proc.pid));
+  for (const proc of left) process.kill(proc.pid, 'SIGKILL');
+  assert.deepEqual(left, [], 'no process of the tree is left running');
+  await assert.rejects(get(p.port, '/healthz'), 'the port is closed');
+  assert.ok(!fs.existsSync(path.join(dataDir, 'serve.pid')), 'the server stopped cleanly (it removed its pid file)');
+}
+
+describe('npm start and bin/callplane.js run the one server process', () => {
+  it('SIGTERM to `npm start` stops the server gracefully, and nothing is left running', async () => {
+    // npm runs the script through a shell; the script execs node, so the shell is not left in between.
+    await sigtermStopsTheOneServer(['npm', 'start', '--silent'], [/^npm start/, /^node --enable-source-maps dist\/main\.js serve$/]);
+  });
+
+  it('SIGTERM to `bin/callplane.js serve` stops the server, which is that same process', async () => {
+    await sigtermStopsTheOneServer([process.execPath, path.join(ROOT, 'bin', 'callplane.js'), 'serve'], [/bin\/callplane\.js serve$/]);
   });
 });
 
@@ -312,7 +412,7 @@ describe('callplane roles and commands', () => {
     for (const url of ['mysql://root:hunter2pw@localhost/db', 'postgres://u:hunter2pw@[not-a-host/db']) {
       for (const cmd of [['serve'], ['migrate']]) {
         const r = await run(cmd, { DATA_DIR: tempDir(), DATABASE_URL: url });
-        assert.equal(r.code, 2, `${url} ${cmd}: ${r.output}`);
+        assert.equal(r.code, 2, `${url} ${cmd.join(' ')}: ${r.output}`);
         assert.match(r.stderr, /^callplane: DATABASE_URL (must start with postgres|is not a valid URL)/m);
         assert.ok(!r.output.includes('hunter2pw'), 'the password is not echoed');
         assert.doesNotMatch(r.output, /\n\s+at /, 'no stack trace');

@@ -1,9 +1,8 @@
 // The Twilio carrier: Calls and Messages through Twilio's REST API (2010-04-01) with the
 // organization's own account, plus what the HTTP side needs: signature checks for Twilio's
 // callbacks, status-callback parsing and the TwiML that speaks a task's greeting.
+import crypto from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
-// Only the webhook helpers: the package's index would load its whole REST client (axios and more).
-import { validateRequest, validateRequestWithBody } from 'twilio/lib/webhooks/webhooks.js';
 import {
   PermanentCarrierError, TransientCarrierError, callOutcome, textOutcome, withTaskId,
   type CallStart, type Carrier, type ResultBase, type MapOptions, type PlaceCallRequest, type SendTextRequest,
@@ -58,6 +57,12 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   if (!raw) return undefined;
   const ms = /^\s*\d+\s*$/.test(raw) ? Number(raw) * 1000 : Date.parse(raw) - now;
   return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), 86_400_000) : undefined;
+}
+
+/** A Node or undici error's `code` ('ECONNREFUSED', 'UND_ERR_…'), when it has a string one. */
+function errorCode(err: unknown): string | undefined {
+  const code = err && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code ? code : undefined;
 }
 
 export class TwilioCarrier implements Carrier {
@@ -118,13 +123,13 @@ export class TwilioCarrier implements Carrier {
       retryAfter = res.headers['retry-after'];
       const chunks: Buffer[] = [];
       let size = 0;
-      for await (const chunk of res.body) {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
         size += chunk.length;
         if (size > MAX_RESPONSE_BYTES) {
           res.body.destroy();
           throw new TransientCarrierError(`twilio: answer larger than ${MAX_RESPONSE_BYTES} bytes`, TWILIO, { httpStatus: status, maybeApplied: true });
         }
-        chunks.push(chunk as Buffer);
+        chunks.push(chunk);
       }
       text = Buffer.concat(chunks).toString('utf8');
     } catch (err) {
@@ -133,7 +138,7 @@ export class TwilioCarrier implements Carrier {
       if (timeout.aborted) {
         throw new TransientCarrierError(`twilio: no answer within ${this.#timeoutMs} ms`, TWILIO, { maybeApplied: true, cause: err });
       }
-      const code = String((err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code ?? '');
+      const code = errorCode(err) ?? errorCode((err as { cause?: unknown }).cause) ?? '';
       throw new TransientCarrierError(`twilio: request failed (${code || (err as Error).message})`, TWILIO, {
         maybeApplied: !NOT_SENT_CODES.has(code), cause: err,
       });
@@ -244,20 +249,84 @@ function toRecord(params: TwilioParams): Record<string, string | string[]> {
   return out;
 }
 
+/** A URL's scheme, authority parts and the rest, split without normalizing (Twilio signs the characters it requested). */
+function splitUrl(url: string): { scheme: string; userInfo: string; host: string; port: string; rest: string } | null {
+  const match = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)/i.exec(url);
+  if (!match) return null;
+  const [prefix, scheme, authority] = match;
+  const at = authority.lastIndexOf('@');
+  const hostAndPort = authority.slice(at + 1);
+  // A colon starts the port only after the closing bracket of an IPv6 literal.
+  const colon = hostAndPort.indexOf(':', hostAndPort.lastIndexOf(']') + 1);
+  return {
+    scheme, userInfo: authority.slice(0, at + 1),
+    host: colon < 0 ? hostAndPort : hostAndPort.slice(0, colon),
+    port: colon < 0 ? '' : hostAndPort.slice(colon),
+    rest: url.slice(prefix.length),
+  };
+}
+
 /**
- * Checks X-Twilio-Signature with Twilio's own helpers. `url` is the full URL Twilio requested,
- * query included. `body` is the form parameters (an object or URLSearchParams), or the raw body:
- * with a `bodySHA256` query parameter it is checked as a JSON body, otherwise read as a form.
- * Anything missing or malformed is a refusal, never an exception.
+ * The URLs Twilio may have signed for the one we were asked: as requested and as the WHATWG URL
+ * parser writes it, each without a port and with the scheme's default port (Twilio signs some
+ * requests with :443 or :80 added, others without). The same candidates as Twilio's own Node
+ * helper, less its re-encoding of the query string in the legacy `querystring` style.
+ */
+function signedUrlCandidates(url: string): string[] {
+  const variants = (u: string): string[] => {
+    const parts = splitUrl(u);
+    if (!parts) return [u];
+    const bare = parts.scheme + parts.userInfo + parts.host + parts.rest;
+    const withPort = parts.port ? u : parts.scheme + parts.userInfo + parts.host + (parts.scheme.toLowerCase() === 'https://' ? ':443' : ':80') + parts.rest;
+    return [bare, withPort];
+  };
+  return [...new Set([...variants(url), ...variants(new URL(url).toString())])];
+}
+
+/**
+ * Twilio's X-Twilio-Signature (twilio.com/docs/usage/security): base64 HMAC-SHA1, keyed with the
+ * auth token, of the full URL followed by every POST parameter's name and value, sorted by name
+ * (a repeated parameter contributes each distinct value, sorted, as Twilio's helpers do).
+ */
+function twilioSignatureOf(authToken: string, url: string, params: Record<string, string | string[]>): string {
+  let data = url;
+  for (const key of Object.keys(params).sort()) {
+    const value = params[key];
+    for (const v of Array.isArray(value) ? [...new Set(value)].sort() : [value]) data += key + v;
+  }
+  return crypto.createHmac('sha1', authToken).update(data, 'utf8').digest('base64');
+}
+
+/** Constant-time equality of two strings (false at once when their lengths differ). */
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  return x.length === y.length && crypto.timingSafeEqual(x, y);
+}
+
+/**
+ * Checks X-Twilio-Signature. `url` is the full URL Twilio requested, query included. `body` is the
+ * form parameters (an object or URLSearchParams), or the raw body: with a `bodySHA256` query
+ * parameter it is checked as a JSON body (the URL alone is signed, and bodySHA256 must be the hex
+ * SHA-256 of the body), otherwise read as a form. Anything missing or malformed is a refusal,
+ * never an exception.
  */
 export function verifyTwilioSignature(authToken: string, url: string, body: TwilioParams | string, signature: string | undefined): boolean {
   if (!authToken || !signature || !url) return false;
   try {
+    let params: Record<string, string | string[]>;
     if (typeof body === 'string') {
-      if (new URL(url).searchParams.has('bodySHA256')) return validateRequestWithBody(authToken, signature, url, body);
-      return validateRequest(authToken, signature, url, toRecord(new URLSearchParams(body)));
+      const bodyHash = new URL(url).searchParams.get('bodySHA256');
+      if (bodyHash !== null) {
+        if (!sameText(bodyHash, crypto.createHash('sha256').update(body, 'utf8').digest('hex'))) return false;
+        params = {};
+      } else {
+        params = toRecord(new URLSearchParams(body));
+      }
+    } else {
+      params = toRecord(body);
     }
-    return validateRequest(authToken, signature, url, toRecord(body));
+    return signedUrlCandidates(url).some((candidate) => sameText(signature, twilioSignatureOf(authToken, candidate, params)));
   } catch {
     return false;
   }

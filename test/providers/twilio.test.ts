@@ -1,6 +1,7 @@
 // The Twilio carrier against a local fake of Twilio's REST API (test/helpers/fake-twilio.ts), its
 // signed status callbacks, signature checks and the greeting TwiML.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -334,6 +335,48 @@ describe('Twilio signature verification', () => {
     assert.equal(verifyTwilioSignature(token, url, params, ''), false);
     assert.equal(verifyTwilioSignature('', url, params, signature), false);
     assert.equal(verifyTwilioSignature(token, 'not a url', '{"a":1}', signature), false);
+  });
+
+  it("accepts the other example of Twilio's documentation (its PHP snippet: another caller, another signature)", () => {
+    const php = { ...params, Caller: '+14158675310', From: '+14158675310' };
+    assert.equal(verifyTwilioSignature(token, url, php, 'GvWf1cFY/Q7PnoempGyD5oXAezc='), true);
+    assert.equal(verifyTwilioSignature(token, url, php, signature), false);
+  });
+
+  // Signatures below are computed here on node:crypto, independently of src/providers/twilio.ts.
+  const hmac = (key: string, data: string) => crypto.createHmac('sha1', key).update(data, 'utf8').digest('base64');
+
+  it('accepts a URL signed with the default port when asked without it, and the other way round', () => {
+    const signedWithPort = hmac(token, 'https://mycompany.com:443/myapp.php?foo=1&bar=2' + 'CallSidCA1');
+    assert.equal(verifyTwilioSignature(token, url, { CallSid: 'CA1' }, signedWithPort), true);
+    const signedBare = hmac(token, 'http://example.com/cb' + 'CallSidCA1');
+    assert.equal(verifyTwilioSignature(token, 'http://example.com:80/cb', { CallSid: 'CA1' }, signedBare), true);
+    // Another port is another URL.
+    assert.equal(verifyTwilioSignature(token, 'https://mycompany.com:8443/myapp.php?foo=1&bar=2', { CallSid: 'CA1' }, signedWithPort), false);
+  });
+
+  it('signs a repeated parameter once per value, values sorted, and sorts names by code unit', () => {
+    const form = new URLSearchParams([['b', '2'], ['StatusCallbackEvent', 'ringing'], ['StatusCallbackEvent', 'answered'], ['a', '1']]);
+    const sig = hmac(token, url + 'StatusCallbackEventansweredStatusCallbackEventringing' + 'a1' + 'b2');
+    assert.equal(verifyTwilioSignature(token, url, form, sig), true);
+    assert.equal(verifyTwilioSignature(token, url, form.toString(), sig), true);
+    assert.equal(verifyTwilioSignature(token, url, { a: '1', b: '2', StatusCallbackEvent: 'ringing' }, sig), false);
+  });
+
+  it("checks a JSON body through bodySHA256 with the body and hash of Twilio's documentation", () => {
+    // From Twilio's JSON validation snippet: this body's SHA-256 is the bodySHA256 it shows.
+    const body = '{"CallSid":"CA1234567890ABCDE","Caller":"+12349013030"}';
+    const hash = '5ccde7145dfb8f56479710896586cb9d5911809d83afbe34627818790db0aec9';
+    assert.equal(crypto.createHash('sha256').update(body).digest('hex'), hash);
+    const jsonUrl = `https://example.com/myapp?bodySHA256=${hash}`;
+    const sig = hmac(token, jsonUrl); // the URL alone is signed
+    assert.equal(verifyTwilioSignature(token, jsonUrl, body, sig), true);
+    assert.equal(verifyTwilioSignature(token, jsonUrl, body + ' ', sig), false, 'another body');
+    const upper = `https://example.com/myapp?bodySHA256=${hash.toUpperCase()}`;
+    assert.equal(verifyTwilioSignature(token, upper, body, hmac(token, upper)), false, 'the hash is lowercase hex, as Twilio writes it');
+    const short = 'https://example.com/myapp?bodySHA256=5ccde714';
+    assert.equal(verifyTwilioSignature(token, short, body, hmac(token, short)), false, 'a hash of another length');
+    assert.equal(verifyTwilioSignature(token, jsonUrl, body, sig.slice(0, -2)), false, 'a signature of another length');
   });
 
   it('checks JSON bodies through bodySHA256 and refuses a changed body', async () => {
