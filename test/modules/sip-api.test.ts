@@ -35,22 +35,22 @@ forEachEngine('SIP API', (h) => {
     assert.deepEqual({ userId: entry.userId, label: entry.label, ip: entry.ip }, { userId: o.id, label: 'Office IP', ip: '192.168.1.1' });
     assert.ok(Math.abs(entry.timestamp - Date.now() / 1000) < 60, 'timestamp is unix seconds');
 
-    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.9.8.7/8', label: 'LAN' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.9.8.7/24', label: 'LAN' } })).status, 201);
     assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '2001:DB8::1', label: 'v6' } })).status, 201);
     // The same range written differently is the same entry: 200, relabelled.
-    const again = await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.0/8', label: 'Private' } });
+    const again = await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.9.8.0/24', label: 'Private' } });
     assert.equal(again.status, 200);
     assert.match(again.body.message, /already exists/);
 
     const list = await call('GET', 'ipWhitelist', o.token);
     assert.equal(list.status, 200);
     assert.equal(list.body.message, 'Success');
-    assert.deepEqual(list.body.whitelist.map((w: any) => [w.ip, w.label]), [['192.168.1.1', 'Office IP'], ['10.0.0.0/8', 'Private'], ['2001:db8::1', 'v6']]);
+    assert.deepEqual(list.body.whitelist.map((w: any) => [w.ip, w.label]), [['192.168.1.1', 'Office IP'], ['10.9.8.0/24', 'Private'], ['2001:db8::1', 'v6']]);
 
-    const removed = await call('DELETE', 'ipWhitelist', o.token, { body: { ip: '10.1.1.1/8' } });
+    const removed = await call('DELETE', 'ipWhitelist', o.token, { body: { ip: '10.9.8.1/24' } });
     assert.equal(removed.status, 200);
     assert.deepEqual(removed.body, { success: true, message: 'IP entry deleted successfully' });
-    expectError(await call('DELETE', 'ipWhitelist', o.token, { body: { ip: '10.0.0.0/8' } }), 404, '10.0.0.0/8');
+    expectError(await call('DELETE', 'ipWhitelist', o.token, { body: { ip: '10.9.8.0/24' } }), 404, '10.9.8.0/24');
     assert.deepEqual((await call('GET', 'ipWhitelist', o.token)).body.whitelist.map((w: any) => w.ip), ['192.168.1.1', '2001:db8::1']);
   });
 
@@ -65,6 +65,26 @@ forEachEngine('SIP API', (h) => {
     expectError(await call('DELETE', 'ipWhitelist', o.token, { body: {} }), 400, 'ip');
     expectError(await call('DELETE', 'ipWhitelist', o.token, { body: { ip: 'nope' } }), 400, 'ip');
     assert.deepEqual((await call('GET', 'ipWhitelist', o.token)).body.whitelist, []);
+  });
+
+  it('refuses over-broad whitelist entries (wider than /24 or /48, unspecified, multicast, loopback without the private-targets setting) naming ip', async () => {
+    const { o } = await tenant();
+    for (const [ip, why] of [
+      ['0.0.0.0/0', /covers too many addresses.*\/24/], ['10.0.0.0/8', /covers too many addresses/], ['203.0.113.0/23', /covers too many addresses/],
+      ['::/0', /covers too many addresses.*\/48/], ['2001:db8::/47', /covers too many addresses/], ['::ffff:0.0.0.0/96', /covers too many addresses/],
+      ['0.0.0.0', /unspecified/], ['0.1.2.0/24', /unspecified/], ['::', /unspecified/], ['::/64', /unspecified/],
+      ['224.0.0.1', /multicast/], ['239.1.1.0/24', /multicast/], ['255.255.255.255', /broadcast/], ['ff02::1', /multicast/],
+      ['127.0.0.1', /loopback.*CALLPLANE_ALLOW_PRIVATE_TARGETS/], ['127.0.0.0/24', /loopback/], ['::1', /loopback/], ['::ffff:127.0.0.1', /loopback/],
+    ] as Array<[string, RegExp]>) {
+      const res = await call('POST', 'ipWhitelist', o.token, { body: { ip, label: 'too wide' } });
+      expectError(res, 400, 'ip');
+      assert.match(res.body.message, why, ip);
+    }
+    // The widest allowed, and an address just beside the special blocks.
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '203.0.113.0/24', label: 'trunk' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '2001:db8:1::/48', label: 'site' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '223.255.255.0/24', label: 'edge' } })).status, 201);
+    assert.deepEqual((await call('GET', 'ipWhitelist', o.token)).body.whitelist.map((w: any) => w.ip), ['203.0.113.0/24', '2001:db8:1::/48', '223.255.255.0/24']);
   });
 
   it('adds, lists and removes outbound routes; an equivalent route is the same route', async () => {

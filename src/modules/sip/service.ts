@@ -9,10 +9,11 @@ import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/er
 import type { SecretBox } from '../../lib/crypto.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { notifyQueue } from '../../queue/waker.ts';
+import { refusalReason, type TargetPolicy } from '../../webhooks/ssrf.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { recordRegistrationEvent, type PresenceData } from './events.ts';
 import {
-  isSipUser, parseAor, parseHostPort, parseOutboundRoute, parseWhitelistIp, routeKey, type Aor,
+  isSipUser, parseAor, parseHostPort, parseOutboundRoute, parseWhitelistIp, routeKey, whitelistRefusal, type Aor,
 } from './parse.ts';
 import { sipRepo } from './repository.ts';
 
@@ -40,6 +41,8 @@ export interface RegistrationBody {
 export interface SipServiceDeps {
   db: Db;
   box: SecretBox;
+  /** The address policy of outbound targets (CALLPLANE_ALLOW_PRIVATE_TARGETS): registrars, proxies, routes; loopback whitelist entries. */
+  policy: TargetPolicy;
   /** Wakes this process's registration owner and delivery worker (other processes hear NOTIFY). */
   wake?: () => void;
   wakeDeliveries?: () => void;
@@ -387,6 +390,8 @@ export function sipService(deps: SipServiceDeps) {
       const org = await tenant(scope, targetAccountId, true);
       const e = parseWhitelistIp(body.ip);
       if (!e.ok) throw new Invalid(e.message);
+      const refused = whitelistRefusal(e.value, (address) => refusalReason(address, deps.policy) === null);
+      if (refused !== null) throw new Invalid(refused);
       const label = text(body.label, 'label', 200);
       if (label === undefined) throw new Invalid('label must not be empty');
       const created = await db.transaction().execute(async (tx) => {
