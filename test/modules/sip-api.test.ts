@@ -87,6 +87,37 @@ forEachEngine('SIP API', (h) => {
     assert.deepEqual((await call('GET', 'ipWhitelist', o.token)).body.whitelist.map((w: any) => w.ip), ['203.0.113.0/24', '2001:db8:1::/48', '223.255.255.0/24']);
   });
 
+  it('refuses SIP targets the address policy refuses (loopback, the metadata address, names resolving to them) naming the field; opens only what CALLPLANE_ALLOW_PRIVATE_TARGETS lists', async () => {
+    const { o } = await tenant();
+    const policy = /private targets are not allowed \(CALLPLANE_ALLOW_PRIVATE_TARGETS\)/;
+    const refused = async (path: string, body: Record<string, unknown>, field: string, why: RegExp) => {
+      const res = await call('POST', path, o.token, { body });
+      expectError(res, 400, field);
+      assert.match(res.body.message, why, JSON.stringify(body));
+      assert.match(res.body.message, policy);
+    };
+    const reg = { aor: 'sip:1001@pbx.example.com', password: 'secret' };
+    await refused('registration', { ...reg, proxy: '127.0.0.1:5060' }, 'proxy', /^proxy host 127\.0\.0\.1 is a loopback address/);
+    await refused('registration', { ...reg, proxy: 'sip:169.254.169.254' }, 'proxy', /cloud metadata/);
+    await refused('registration', { ...reg, proxy: '[::1]:5060' }, 'proxy', /loopback/);
+    await refused('registration', { ...reg, proxy: 'localhost' }, 'proxy', /^proxy host localhost resolves to 127\.0\.0\.1, a loopback address/);
+    await refused('registration', { ...reg, aor: 'sip:1001@169.254.169.254' }, 'aor', /^aor host 169\.254\.169\.254 is a link-local address \(the cloud metadata service\)/);
+    await refused('registration', { ...reg, aor: 'sip:1001@localhost:5080' }, 'aor', /^aor host localhost resolves to 127\.0\.0\.1/);
+    await refused('registration', { username: '1001', sipRealm: '127.0.0.2', password: 'secret' }, 'sipRealm', /^sipRealm host 127\.0\.0\.2 is a loopback address/);
+    await refused('registration', { ...reg, proxy: '192.168.1.10' }, 'proxy', /private \(RFC 1918\)/);
+    await refused('outboundRoutes', { route: '127.0.0.1:5060' }, 'route', /^route host 127\.0\.0\.1 is a loopback address/);
+    await refused('outboundRoutes', { route: '169.254.169.254;transport=tcp' }, 'route', /cloud metadata/);
+    await refused('outboundRoutes', { route: 'localhost:5061;transport=tls' }, 'route', /^route host localhost resolves to 127\.0\.0\.1/);
+    await refused('outboundRoutes', { route: '[::ffff:127.0.0.1]:5060' }, 'route', /loopback/);
+    await refused('outboundRoutes', { route: 'pbx.example.com;proxyAddress=127.0.0.1:5070' }, 'route proxyAddress', /^route proxyAddress host 127\.0\.0\.1 is a loopback address/);
+    await refused('outboundRoutes', { route: 'pbx.example.com;proxyAddress=localhost' }, 'route proxyAddress', /localhost resolves to 127\.0\.0\.1/);
+    assert.deepEqual((await call('GET', 'outboundRoutes', o.token)).body.routes, []);
+    expectError(await call('GET', 'registration', o.token), 404);
+    // The range the setting lists (10.0.0.0/8 here) is open; behind a proxy the route's own host is not contacted.
+    assert.equal((await call('POST', 'outboundRoutes', o.token, { body: { route: '10.1.2.3:5060' } })).status, 201);
+    assert.equal((await call('POST', 'outboundRoutes', o.token, { body: { route: 'pbx.internal;proxyAddress=10.0.0.1' } })).status, 201);
+  });
+
   it('adds, lists and removes outbound routes; an equivalent route is the same route', async () => {
     const { o } = await tenant();
     const added = await call('POST', 'outboundRoutes', o.token, { body: { route: '1.1.1.1:5060;transport=udp' } });
@@ -275,4 +306,4 @@ forEachEngine('SIP API', (h) => {
     const events = await h().database.db.selectFrom('sip_events').selectAll().where('org_id', '=', o.id).execute();
     assert.deepEqual(events.map((e) => e.type), ['registration.unregistered']);
   });
-}, {}, { sipWorkerWaitMs: 600 });
+}, { CALLPLANE_ALLOW_PRIVATE_TARGETS: '10.0.0.0/8' }, { sipWorkerWaitMs: 600 });
