@@ -90,7 +90,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),
     sip: sipService({
-      db, box,
+      db, box, policy,
       wake: () => wakeups.emit(SIP_REGISTRATIONS),
       wakeDeliveries,
       workerWaitMs: deps.sipWorkerWaitMs,

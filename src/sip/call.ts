@@ -5,7 +5,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { authorize, challengesOf, type Challenge } from './digest.ts';
 import {
-  newBranch, newCallId, newTag, SipAbortError, SipTimeoutError, type Destination, type RequestContext, type SipEndpoint, type Transport,
+  failureText, newBranch, newCallId, newTag, SipAbortError, type Destination, type RequestContext, type SipEndpoint, type Transport,
 } from './endpoint.ts';
 import { parseCSeq, parseNameAddr, parseUri, SipHeaders, type SipRequest, type SipResponse } from './message.ts';
 import { buildOffer, parseSdp, type SdpAudio } from './sdp.ts';
@@ -210,7 +210,8 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
         if (err instanceof SipAbortError) {
           return result({ outcome: cancelledFor === 'abort' ? 'canceled' : 'no-answer', reason: 'no final response after CANCEL', media: media() });
         }
-        const reason = err instanceof SipTimeoutError ? `timeout: ${err.message}` : (err as Error).message;
+        // Refused, closed and silent ports read alike (failureText): the outcome is no port scanner.
+        const reason = failureText(err, next);
         return result({ outcome: cancelledFor === 'abort' ? 'canceled' : 'failed', reason, media: media() });
       } finally {
         clearTimeout(ringTimer);

@@ -38,9 +38,34 @@ export class SipTimeoutError extends Error {
 /** The request could not be sent or its connection failed (refused, reset, TLS trust, our own address). */
 export class SipTransportError extends Error {
   readonly code = 'SIP_TRANSPORT';
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** A TCP/TLS connection was refused, failed or closed: what a port scan would learn from (see `failureText`). */
+  readonly connection: boolean;
+  constructor(message: string, options?: { cause?: unknown; connection?: boolean }) {
     super(message, options);
     this.name = 'SipTransportError';
+    this.connection = options?.connection ?? false;
+  }
+}
+
+/**
+ * What a caller may show a customer about a request that got no SIP answer. A refused, reset or
+ * closed connection and a timeout read the same (`no SIP answer from tcp:host:port: refused,
+ * unreachable or timed out`), so a target's answers cannot tell an open port from a closed one.
+ * A refused target, an unresolvable name and our own endpoint's state keep their own words.
+ */
+export function failureText(err: unknown, dest: Destination): string {
+  if (err instanceof SipTimeoutError || (err instanceof SipTransportError && err.connection)) {
+    return `no SIP answer from ${dest.transport.toLowerCase()}:${bracket(unbracket(dest.host))}:${dest.port}: refused, unreachable or timed out`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The address policy refused where a request would go (checked after resolving, before anything is sent). */
+export class SipTargetRefusedError extends Error {
+  readonly code = 'SIP_TARGET_REFUSED';
+  constructor(message: string, readonly address: string) {
+    super(message);
+    this.name = 'SipTargetRefusedError';
   }
 }
 
@@ -79,6 +104,13 @@ export interface SipEndpointOptions {
   onMessage?: (dir: 'in' | 'out', msg: SipMessage, remote: Remote, raw: Buffer) => void;
   log?: SipLog;
   userAgent?: string;
+  /**
+   * The address policy of requests we send (request() and send(); responses go back to whoever
+   * asked): why an address may not be sent to, or null. Every address a name resolves to is
+   * checked, and the one checked is the one used (no second lookup), before a datagram is sent or
+   * a connection opened.
+   */
+  refuseTarget?: (address: string, name?: string) => string | null;
 }
 
 export interface RequestOptions {
@@ -386,11 +418,22 @@ export class SipEndpoint {
   async #resolve(dest: Destination): Promise<Resolved> {
     const host = unbracket(dest.host);
     let address = host;
+    let all = [host];
     if (!net.isIP(host)) {
       try {
-        address = (await dns.lookup(host)).address;
+        const found = await dns.lookup(host, { all: true, order: 'verbatim' });
+        if (found.length === 0) throw Object.assign(new Error(`could not resolve ${host}`), { code: 'ENOTFOUND' });
+        all = found.map((a) => a.address);
+        address = all[0];
       } catch (err) {
         throw new SipTransportError(`cannot resolve SIP host ${host}: ${errText(err)}`, { cause: err });
+      }
+    }
+    const refuse = this.options.refuseTarget;
+    if (refuse) {
+      for (const a of all) {
+        const why = refuse(a, a === host ? undefined : host);
+        if (why !== null) throw new SipTargetRefusedError(why, a);
       }
     }
     if (!Number.isInteger(dest.port) || dest.port < 1 || dest.port > 65535) throw new SipTransportError(`bad SIP port ${dest.port}`);
@@ -834,7 +877,7 @@ export class SipEndpoint {
       conn.ready = new Promise<void>((resolve, reject) => {
         const ev = transport === 'TLS' ? 'secureConnect' : 'connect';
         socket.once(ev, () => resolve());
-        socket.once('error', (err) => reject(new SipTransportError(`${transport} connection to ${bracket(remote.address)}:${remote.port} failed: ${errText(err)}`, { cause: err })));
+        socket.once('error', (err) => reject(new SipTransportError(`${transport} connection to ${bracket(remote.address)}:${remote.port} failed: ${errText(err)}`, { cause: err, connection: true })));
       });
       conn.ready.catch(() => undefined);
     }
@@ -859,7 +902,7 @@ export class SipEndpoint {
       conn.closed = true;
       if (this.#conns.get(key) === conn) this.#conns.delete(key);
       for (const tx of this.#client.values()) {
-        if (tx.conn === conn && !tx.done) this.#finishTx(tx, new SipTransportError(`${transport} connection to ${bracket(remote.address)}:${remote.port} closed before ${tx.method} got a final response`));
+        if (tx.conn === conn && !tx.done) this.#finishTx(tx, new SipTransportError(`${transport} connection to ${bracket(remote.address)}:${remote.port} closed before ${tx.method} got a final response`, { connection: true }));
       }
     });
     return conn;

@@ -2,7 +2,7 @@
 // authentication (registerOnce), and a Registration that keeps a binding alive by refreshing at
 // half the granted expiry, backs off on failure, and removes the binding on unregister().
 import { authorize, challengesOf, type Challenge } from './digest.ts';
-import { SipTimeoutError, newBranch, newCallId, newTag, type Destination, type SipEndpoint } from './endpoint.ts';
+import { SipTimeoutError, failureText, newBranch, newCallId, newTag, type Destination, type SipEndpoint } from './endpoint.ts';
 import { parseNameAddr, parseUri, SipHeaders, type SipRequest, type SipResponse } from './message.ts';
 
 export interface RegistrationConfig {
@@ -106,8 +106,8 @@ export async function authenticatedExchange(
       if (left <= 0) throw new SipTimeoutError(`${method} to ${cfg.registrar.host}:${cfg.registrar.port} did not complete in time`);
       res = await endpoint.request(req, cfg.registrar, { timeoutMs: left });
     } catch (err) {
-      const e = err as Error;
-      return { ok: false, error: err instanceof SipTimeoutError ? `timeout: ${e.message}` : e.message };
+      // Refused, closed and silent ports read alike (failureText): the answer is no port scanner.
+      return { ok: false, error: failureText(err, cfg.registrar) };
     }
 
     if (res.status === 401 || res.status === 407) {

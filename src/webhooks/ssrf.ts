@@ -203,6 +203,38 @@ function clip(s: string): string {
   return s.length > 200 ? `${s.slice(0, 200)}…` : s;
 }
 
+/**
+ * Why the policy refuses a host (a name or an IP address) as a target, as a sentence ending in the
+ * setting's name, or null. A name is resolved and refused if any of its addresses is; a name that
+ * does not resolve is not refused here (it is checked again where it is used, when it is sent to).
+ * For targets that are not URLs: SIP registrars, proxies and outbound routes.
+ */
+export async function hostRefusal(host: string, policy: TargetPolicy, resolve: (hostname: string) => Promise<dns.LookupAddress[]> = systemResolve): Promise<string | null> {
+  const literal = normalize(host);
+  if (literal) {
+    const reason = refusalReason(literal.address, policy);
+    return reason === null ? null : `${literal.address} is ${reason}; ${NOT_ALLOWED}`;
+  }
+  let found: dns.LookupAddress[];
+  try {
+    found = await resolve(host);
+  } catch {
+    return null;
+  }
+  for (const a of found) {
+    const reason = refusalReason(a.address, policy);
+    if (reason !== null) return `${host} resolves to ${a.address}, ${reason}; ${NOT_ALLOWED}`;
+  }
+  return null;
+}
+
+/** The sentence refusing an address the policy does not allow (at send time), or null. */
+export function addressRefusal(address: string, policy: TargetPolicy, name?: string): string | null {
+  const reason = refusalReason(address, policy);
+  if (reason === null) return null;
+  return name && name !== address ? `${name} resolves to ${address}, ${reason}; ${NOT_ALLOWED}` : `${address} is ${reason}; ${NOT_ALLOWED}`;
+}
+
 export interface GuardOptions {
   /** Resolves a name to all its addresses (default: the system resolver, dns.lookup with all). */
   resolve?: (hostname: string) => Promise<dns.LookupAddress[]>;

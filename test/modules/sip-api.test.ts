@@ -35,22 +35,22 @@ forEachEngine('SIP API', (h) => {
     assert.deepEqual({ userId: entry.userId, label: entry.label, ip: entry.ip }, { userId: o.id, label: 'Office IP', ip: '192.168.1.1' });
     assert.ok(Math.abs(entry.timestamp - Date.now() / 1000) < 60, 'timestamp is unix seconds');
 
-    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.9.8.7/8', label: 'LAN' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.9.8.7/24', label: 'LAN' } })).status, 201);
     assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '2001:DB8::1', label: 'v6' } })).status, 201);
     // The same range written differently is the same entry: 200, relabelled.
-    const again = await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.0/8', label: 'Private' } });
+    const again = await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.9.8.0/24', label: 'Private' } });
     assert.equal(again.status, 200);
     assert.match(again.body.message, /already exists/);
 
     const list = await call('GET', 'ipWhitelist', o.token);
     assert.equal(list.status, 200);
     assert.equal(list.body.message, 'Success');
-    assert.deepEqual(list.body.whitelist.map((w: any) => [w.ip, w.label]), [['192.168.1.1', 'Office IP'], ['10.0.0.0/8', 'Private'], ['2001:db8::1', 'v6']]);
+    assert.deepEqual(list.body.whitelist.map((w: any) => [w.ip, w.label]), [['192.168.1.1', 'Office IP'], ['10.9.8.0/24', 'Private'], ['2001:db8::1', 'v6']]);
 
-    const removed = await call('DELETE', 'ipWhitelist', o.token, { body: { ip: '10.1.1.1/8' } });
+    const removed = await call('DELETE', 'ipWhitelist', o.token, { body: { ip: '10.9.8.1/24' } });
     assert.equal(removed.status, 200);
     assert.deepEqual(removed.body, { success: true, message: 'IP entry deleted successfully' });
-    expectError(await call('DELETE', 'ipWhitelist', o.token, { body: { ip: '10.0.0.0/8' } }), 404, '10.0.0.0/8');
+    expectError(await call('DELETE', 'ipWhitelist', o.token, { body: { ip: '10.9.8.0/24' } }), 404, '10.9.8.0/24');
     assert.deepEqual((await call('GET', 'ipWhitelist', o.token)).body.whitelist.map((w: any) => w.ip), ['192.168.1.1', '2001:db8::1']);
   });
 
@@ -65,6 +65,57 @@ forEachEngine('SIP API', (h) => {
     expectError(await call('DELETE', 'ipWhitelist', o.token, { body: {} }), 400, 'ip');
     expectError(await call('DELETE', 'ipWhitelist', o.token, { body: { ip: 'nope' } }), 400, 'ip');
     assert.deepEqual((await call('GET', 'ipWhitelist', o.token)).body.whitelist, []);
+  });
+
+  it('refuses over-broad whitelist entries (wider than /24 or /48, unspecified, multicast, loopback without the private-targets setting) naming ip', async () => {
+    const { o } = await tenant();
+    for (const [ip, why] of [
+      ['0.0.0.0/0', /covers too many addresses.*\/24/], ['10.0.0.0/8', /covers too many addresses/], ['203.0.113.0/23', /covers too many addresses/],
+      ['::/0', /covers too many addresses.*\/48/], ['2001:db8::/47', /covers too many addresses/], ['::ffff:0.0.0.0/96', /covers too many addresses/],
+      ['0.0.0.0', /unspecified/], ['0.1.2.0/24', /unspecified/], ['::', /unspecified/], ['::/64', /unspecified/],
+      ['224.0.0.1', /multicast/], ['239.1.1.0/24', /multicast/], ['255.255.255.255', /broadcast/], ['ff02::1', /multicast/],
+      ['127.0.0.1', /loopback.*CALLPLANE_ALLOW_PRIVATE_TARGETS/], ['127.0.0.0/24', /loopback/], ['::1', /loopback/], ['::ffff:127.0.0.1', /loopback/],
+    ] as Array<[string, RegExp]>) {
+      const res = await call('POST', 'ipWhitelist', o.token, { body: { ip, label: 'too wide' } });
+      expectError(res, 400, 'ip');
+      assert.match(res.body.message, why, ip);
+    }
+    // The widest allowed, and an address just beside the special blocks.
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '203.0.113.0/24', label: 'trunk' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '2001:db8:1::/48', label: 'site' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '223.255.255.0/24', label: 'edge' } })).status, 201);
+    assert.deepEqual((await call('GET', 'ipWhitelist', o.token)).body.whitelist.map((w: any) => w.ip), ['203.0.113.0/24', '2001:db8:1::/48', '223.255.255.0/24']);
+  });
+
+  it('refuses SIP targets the address policy refuses (loopback, the metadata address, names resolving to them) naming the field; opens only what CALLPLANE_ALLOW_PRIVATE_TARGETS lists', async () => {
+    const { o } = await tenant();
+    const policy = /private targets are not allowed \(CALLPLANE_ALLOW_PRIVATE_TARGETS\)/;
+    const refused = async (path: string, body: Record<string, unknown>, field: string, why: RegExp) => {
+      const res = await call('POST', path, o.token, { body });
+      expectError(res, 400, field);
+      assert.match(res.body.message, why, JSON.stringify(body));
+      assert.match(res.body.message, policy);
+    };
+    const reg = { aor: 'sip:1001@pbx.example.com', password: 'secret' };
+    await refused('registration', { ...reg, proxy: '127.0.0.1:5060' }, 'proxy', /^proxy host 127\.0\.0\.1 is a loopback address/);
+    await refused('registration', { ...reg, proxy: 'sip:169.254.169.254' }, 'proxy', /cloud metadata/);
+    await refused('registration', { ...reg, proxy: '[::1]:5060' }, 'proxy', /loopback/);
+    await refused('registration', { ...reg, proxy: 'localhost' }, 'proxy', /^proxy host localhost resolves to 127\.0\.0\.1, a loopback address/);
+    await refused('registration', { ...reg, aor: 'sip:1001@169.254.169.254' }, 'aor', /^aor host 169\.254\.169\.254 is a link-local address \(the cloud metadata service\)/);
+    await refused('registration', { ...reg, aor: 'sip:1001@localhost:5080' }, 'aor', /^aor host localhost resolves to 127\.0\.0\.1/);
+    await refused('registration', { username: '1001', sipRealm: '127.0.0.2', password: 'secret' }, 'sipRealm', /^sipRealm host 127\.0\.0\.2 is a loopback address/);
+    await refused('registration', { ...reg, proxy: '192.168.1.10' }, 'proxy', /private \(RFC 1918\)/);
+    await refused('outboundRoutes', { route: '127.0.0.1:5060' }, 'route', /^route host 127\.0\.0\.1 is a loopback address/);
+    await refused('outboundRoutes', { route: '169.254.169.254;transport=tcp' }, 'route', /cloud metadata/);
+    await refused('outboundRoutes', { route: 'localhost:5061;transport=tls' }, 'route', /^route host localhost resolves to 127\.0\.0\.1/);
+    await refused('outboundRoutes', { route: '[::ffff:127.0.0.1]:5060' }, 'route', /loopback/);
+    await refused('outboundRoutes', { route: 'pbx.example.com;proxyAddress=127.0.0.1:5070' }, 'route proxyAddress', /^route proxyAddress host 127\.0\.0\.1 is a loopback address/);
+    await refused('outboundRoutes', { route: 'pbx.example.com;proxyAddress=localhost' }, 'route proxyAddress', /localhost resolves to 127\.0\.0\.1/);
+    assert.deepEqual((await call('GET', 'outboundRoutes', o.token)).body.routes, []);
+    expectError(await call('GET', 'registration', o.token), 404);
+    // The range the setting lists (10.0.0.0/8 here) is open; behind a proxy the route's own host is not contacted.
+    assert.equal((await call('POST', 'outboundRoutes', o.token, { body: { route: '10.1.2.3:5060' } })).status, 201);
+    assert.equal((await call('POST', 'outboundRoutes', o.token, { body: { route: 'pbx.internal;proxyAddress=10.0.0.1' } })).status, 201);
   });
 
   it('adds, lists and removes outbound routes; an equivalent route is the same route', async () => {
@@ -256,4 +307,4 @@ forEachEngine('SIP API', (h) => {
     const events = await h().database.db.selectFrom('sip_events').selectAll().where('org_id', '=', o.id).execute();
     assert.deepEqual(events.map((e) => e.type), ['registration.unregistered']);
   });
-}, {}, { sipWorkerWaitMs: 600 });
+}, { CALLPLANE_ALLOW_PRIVATE_TARGETS: '10.0.0.0/8' }, { sipWorkerWaitMs: 600 });

@@ -218,16 +218,24 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
         }
       });
 
+      /** A registration naming the organization's AOR and user, owned by another (live) worker so none REGISTERs it here. */
+      const registration = async (orgId: number, user: string) => {
+        const now = Date.now();
+        const aor = `sip:${user}@pbx.callplane.test`;
+        await h().database.db.insertInto('sip_registrations').values({
+          org_id: orgId, aor, aor_key: aor, username: user, password: h().box.seal('x'),
+          transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now,
+        }).execute();
+        return aor;
+      };
+
       it('answers an INVITE from an address on the organization\'s whitelist, holds it until the caller\'s BYE, and captures it for that organization', async () => {
         const a = await org();
         const b = await org();
-        // Another organization's registration names the AOR called: the whitelist that counts is its own.
-        const now = Date.now();
-        const aor = `sip:front-${h().engine}@pbx.callplane.test`;
-        await h().database.db.insertInto('sip_registrations').values({
-          org_id: b.o.id, aor, aor_key: aor, username: `front-${h().engine}`, password: h().box.seal('x'),
-          transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now,
-        }).execute();
+        // The calls are for a's user (its registration's, called at our Contact)…
+        await registration(a.o.id, `reception-${h().engine}`);
+        // …but another organization's registration names the AOR called here: the whitelist that counts is its own.
+        const aor = await registration(b.o.id, `front-${h().engine}`);
         assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: a.o.token, body: { ip: `${CALLER}/32`, label: 'PBX' } })).status, 201);
 
         const refused = await dial('uac-forbidden.xml', aor);
@@ -237,7 +245,7 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
           await refused.stop();
         }
 
-        const answered = await dial('uac-call.xml', ourUri('reception'));
+        const answered = await dial('uac-call.xml', ourUri(`reception-${h().engine}`));
         let callId: string;
         try {
           assert.equal(await exitOf(answered), 0, answered.output());
@@ -258,7 +266,7 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
 
         // Off the whitelist again: refused.
         assert.equal((await h().call('DELETE', '/api/v2/sip/ipWhitelist', { token: a.o.token, body: { ip: CALLER } })).status, 200);
-        const again = await dial('uac-forbidden.xml', ourUri('reception'));
+        const again = await dial('uac-forbidden.xml', ourUri(`reception-${h().engine}`));
         try {
           assert.equal(await exitOf(again), 0, again.output());
         } finally {
@@ -268,9 +276,10 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
 
       it('ends an answered inbound call after CALLPLANE_CALL_MAX_SECONDS with our BYE', async () => {
         const a = await org();
+        await registration(a.o.id, `long-${h().engine}`);
         assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: a.o.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
         const started = Date.now();
-        const sipp = await dial('uac-held.xml', ourUri('long'));
+        const sipp = await dial('uac-held.xml', ourUri(`long-${h().engine}`));
         try {
           assert.equal(await exitOf(sipp), 0, sipp.output());
           assert.deepEqual(sippFlow(sipp), ['< INVITE', '> 200', '< ACK', '> BYE', '< 200']);
@@ -281,7 +290,7 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
         }
       });
     });
-  }, { CALLPLANE_CALL_MAX_SECONDS: '1', CALLPLANE_SIP_RING_SECONDS: '1' }, {
+  }, { CALLPLANE_CALL_MAX_SECONDS: '1', CALLPLANE_SIP_RING_SECONDS: '1', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, {
     worker: true, sip: { pollMs: 100 }, runtime: { heartbeatMs: 200 },
   });
 });

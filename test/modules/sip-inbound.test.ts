@@ -12,6 +12,7 @@ import { sleep, udpPeer, waitFor } from '../helpers/sip-peers.ts';
 
 const STRANGER = '127.0.0.11';
 const FRIEND = '127.0.0.12';
+const TRUNK = '127.0.0.13';
 
 function invite(o: { via: string; uri?: string; to?: string; callId: string; contact?: string | null; extra?: string[]; body?: string }): string {
   const body = o.body ?? '';
@@ -25,6 +26,21 @@ function invite(o: { via: string; uri?: string; to?: string; callId: string; con
 
 forEachEngine('SIP listener with odd input', (h) => {
   const port = () => h().sip!.endpoint!.port;
+  /** A registration naming the organization's AOR and user, owned by another (live) worker so none REGISTERs it here. */
+  const registration = async (orgId: number, aor: string, username: string) => {
+    const now = Date.now();
+    await h().database.db.insertInto('sip_registrations').values({
+      org_id: orgId, aor, aor_key: aor, username, password: h().box.seal('x'),
+      transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now,
+    }).execute();
+  };
+  /** The organization's numbering provider names the number as its own. */
+  const ownNumber = async (resellerToken: string, orgId: number, phoneNumber: string) => {
+    const res = await h().call('POST', '/api/v2/numberingProvider', {
+      token: resellerToken, query: { targetOrganizationId: orgId }, body: { providerId: 'simulated', config: { phoneNumber } },
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  };
   const odd = (host: string, peerPort: number, tag: string) => {
     const via = () => `SIP/2.0/UDP ${host}:${peerPort};branch=${newBranch()};rport`;
     return [
@@ -109,19 +125,66 @@ forEachEngine('SIP listener with odd input', (h) => {
     }
   });
 
+  it('gives each of several organizations whitelisting the same trunk only the calls addressed to it; nobody\'s callee gets 404, a callee off its own whitelist 403', async () => {
+    const e = h().engine;
+    const r = await h().reseller();
+    const [a, b, c, d] = [await h().organization(r.id), await h().organization(r.id), await h().organization(r.id), await h().organization(r.id)];
+    await registration(a.id, `sip:alice-${e}@trunk.callplane.test`, `alice-${e}`);
+    await ownNumber(r.token, b.id, '+14155550100');
+    await registration(d.id, `sip:dave-${e}@trunk.callplane.test`, `dave-${e}`);
+    // a, b and c whitelist the one trunk; c also tries to claim everything, which is refused.
+    for (const o of [a, b, c]) assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: o.token, body: { ip: TRUNK, label: 'shared trunk' } })).status, 201);
+    const wide = await h().call('POST', '/api/v2/sip/ipWhitelist', { token: c.token, body: { ip: '0.0.0.0/0', label: 'everything' } });
+    assert.equal(wide.status, 400);
+    assert.match(wide.body.message, /^ip '0\.0\.0\.0\/0' covers too many addresses/);
+
+    const peer = await udpPeer(TRUNK);
+    try {
+      const via = () => `SIP/2.0/UDP ${TRUNK}:${peer.port};branch=${newBranch()};rport`;
+      const calls: Array<[string, { uri: string; to: string }, number, number | undefined]> = [
+        // To names a's AOR (Request-URI a contact of ours): a's call.
+        [`shared-a-${e}`, { uri: `sip:alice-${e}@127.0.0.1:${port()}`, to: `<sip:alice-${e}@trunk.callplane.test>` }, 200, a.id],
+        // The number b owns, in the Request-URI: b's call, though a and c whitelist the trunk as well.
+        [`shared-b-${e}`, { uri: `sip:+14155550100@127.0.0.1:${port()}`, to: '<sip:+14155550100@trunk.callplane.test>' }, 200, b.id],
+        [`shared-b2-${e}`, { uri: 'tel:+14155550100', to: '<tel:+14155550100>' }, 200, b.id],
+        // Nobody's: not a or b or c's, whichever whitelist holds the trunk.
+        [`shared-none-${e}`, { uri: `sip:nobody-${e}@127.0.0.1:${port()}`, to: `<sip:nobody-${e}@127.0.0.1>` }, 404, undefined],
+        // d's, but d did not whitelist the trunk: its own admission check refuses.
+        [`shared-d-${e}`, { uri: `sip:dave-${e}@127.0.0.1:${port()}`, to: `<sip:dave-${e}@trunk.callplane.test>` }, 403, d.id],
+      ];
+      for (const [callId, to] of calls) await peer.send(invite({ via: via(), callId, ...to }), port(), '127.0.0.1');
+      const finals = await waitFor('a final answer to each INVITE', () => {
+        const got = new Map(peer.got.filter((m) => m.kind === 'response' && m.status >= 200).map((m) => [m.headers.get('call-id'), m.kind === 'response' ? m.status : 0]));
+        return got.size === calls.length ? got : undefined;
+      }, 5000);
+      assert.deepEqual(Object.fromEntries(finals), Object.fromEntries(calls.map(([id, , status]) => [id, status])));
+      await sleep(500); // a capture flush
+      const captured = await h().database.db.selectFrom('sip_captures').select(['call_id', 'org_id']).distinct()
+        .where('call_id', 'like', `shared-%-${e}`).execute();
+      assert.deepEqual(Object.fromEntries(captured.map((x) => [x.call_id, x.org_id])),
+        Object.fromEntries(calls.filter(([, , , org]) => org !== undefined).map(([id, , , org]) => [id, org])));
+    } finally {
+      peer.close();
+    }
+  });
+
   it('survives odd INVITEs from a whitelisted address over UDP and TCP, answering each, and still answers OPTIONS', async () => {
     const r = await h().reseller();
     const o = await h().organization(r.id);
     assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: o.token, body: { ip: FRIEND, label: 'PBX' } })).status, 201);
+    // What the odd INVITEs call is the organization's: the user `reception` (its registration's) and the number +15551230000.
+    await registration(o.id, 'sip:reception@pbx.callplane.test', 'reception');
+    await ownNumber(r.token, o.id, '+1 555-123-0000');
     const peer = await udpPeer(FRIEND);
     try {
       const sent = odd(FRIEND, peer.port, 'friend');
       for (const m of sent) await peer.send(m, port(), '127.0.0.1');
       await waitFor('a final answer to each INVITE', () => new Set(peer.got.filter((m) => m.kind === 'response' && m.status >= 200).map((m) => m.headers.get('call-id'))).size === sent.length, 5000);
       const byCall = Object.fromEntries(peer.got.filter((m) => m.kind === 'response' && m.status >= 200).map((m) => [m.headers.get('call-id')!.slice(0, 8), m.kind === 'response' && m.status]));
-      // Answered (held without media until callMaxSeconds), except an INVITE naming a dialog we do not have.
+      // Answered (held without media until callMaxSeconds), except an INVITE naming a dialog we do not have
+      // and one whose callee (%00) is nobody's: 404, since the source is a trunk someone whitelisted.
       assert.deepEqual(byCall, {
-        'friend-1': 200, 'friend-2': 200, 'friend-3': 200, 'friend-4': 200, 'friend-5': 481, 'friend-6': 200, 'friend-7': 200, 'friend-8': 200, 'friend-9': 200,
+        'friend-1': 200, 'friend-2': 200, 'friend-3': 200, 'friend-4': 200, 'friend-5': 481, 'friend-6': 200, 'friend-7': 404, 'friend-8': 200, 'friend-9': 200,
       });
 
       // The same over TCP, then a stream that loses framing.
@@ -143,4 +206,4 @@ forEachEngine('SIP listener with odd input', (h) => {
       // The answered calls are held until callMaxSeconds: end them with the harness.
     }
   });
-}, { CALLPLANE_CALL_MAX_SECONDS: '1' }, { sip: { pollMs: 100 } });
+}, { CALLPLANE_CALL_MAX_SECONDS: '1', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { sip: { pollMs: 100 } });

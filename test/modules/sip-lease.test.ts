@@ -27,7 +27,7 @@ for (const engine of ENGINES) describe(`SIP registration ownership across proces
   before(async () => {
     kam = await startKamailio({ host: '127.0.0.7', maxExpires: 60, minExpires: 1 });
     const runtime = { leaseMs: LEASE_MS, pollMs: 100, registerTimeoutMs: 2000, claimBatch: 2 };
-    h = await startHarness(engine, { CALLPLANE_SIP_REGISTER_EXPIRES: '60' }, { sip: runtime });
+    h = await startHarness(engine, { CALLPLANE_SIP_REGISTER_EXPIRES: '60', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { sip: runtime });
     a = h.sip!;
     // A second "process": its own connections to the same database, its own SIP port.
     second = openDatabase({ databaseUrl: h.config.databaseUrl, sqliteFile: path.join(h.config.dataDir, 'callplane.db'), poolSize: 3 });

@@ -228,5 +228,5 @@ describe('SIP registration with Kamailio', { skip: peersSkip(['kamailio']) }, ()
       const events = await h().database.db.selectFrom('sip_events').select('type').where('org_id', '=', o.id).execute();
       assert.deepEqual(events.map((e) => e.type), ['registration.registered']);
     });
-  }, { CALLPLANE_SIP_REGISTER_EXPIRES: '2' }, { sip: { pollMs: 100, registerTimeoutMs: 2000 } });
+  }, { CALLPLANE_SIP_REGISTER_EXPIRES: '2', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { sip: { pollMs: 100, registerTimeoutMs: 2000 } });
 });

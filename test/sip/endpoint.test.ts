@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { after, describe, it } from 'node:test';
-import { newBranch, SipEndpoint, SipTimeoutError, SipTransportError, type SipEndpointOptions } from '../../src/sip/endpoint.ts';
+import { newBranch, SipEndpoint, SipTargetRefusedError, SipTimeoutError, SipTransportError, type SipEndpointOptions } from '../../src/sip/endpoint.ts';
+import { addressRefusal } from '../../src/webhooks/ssrf.ts';
 import { parseCSeq, parseMessage, parseVia, SipHeaders, StreamFramer, type SipMessage, type SipRequest, type SipResponse } from '../../src/sip/message.ts';
 import { freePort, sleep, udpPeer as rawUdpPeer, waitFor } from '../helpers/sip-peers.ts';
 
@@ -326,6 +327,39 @@ describe('SipEndpoint: TLS, host names and IPv6', () => {
     await assert.rejects(wary.request(options(`sip:p@localhost:${port}`), { transport: 'TLS', host: 'localhost', port }), (e: Error) => e instanceof SipTransportError && /TLS connection .* failed: .*(SELF_SIGNED|self-signed)/i.test(e.message));
     const lax = await endpoint({ tls: { rejectUnauthorized: false } });
     assert.equal((await lax.request(options(`sip:p@localhost:${port}`), { transport: 'TLS', host: 'localhost', port })).status, 200);
+  });
+
+  it('refuses, before sending anything, a destination the address policy refuses: a literal, and every address a name resolves to', async () => {
+    const policy = { allowPrivate: false, allowCidrs: ['127.0.0.30/32'] };
+    const ep = await endpoint({ refuseTarget: (address, name) => addressRefusal(address, policy, name) });
+    const peer = await udpPeer('127.0.0.1');
+    const listener = net.createServer((s) => { connections++; s.destroy(); });
+    let connections = 0;
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+    const tcpPort = (listener.address() as net.AddressInfo).port;
+    try {
+      const refused = (re: RegExp) => (e: Error) => e instanceof SipTargetRefusedError && re.test(e.message);
+      await assert.rejects(ep.request(options('sip:x@127.0.0.1'), { transport: 'UDP', host: '127.0.0.1', port: peer.port }),
+        refused(/^127\.0\.0\.1 is a loopback address; private targets are not allowed \(CALLPLANE_ALLOW_PRIVATE_TARGETS\)$/));
+      // localhost resolves to loopback only: a name is checked after it is resolved, each address of it.
+      await assert.rejects(ep.request(options('sip:x@localhost'), { transport: 'UDP', host: 'localhost', port: peer.port }),
+        refused(/^localhost resolves to (127\.0\.0\.1|::1), a loopback address; private targets are not allowed/));
+      await assert.rejects(ep.request(options('sip:x@localhost'), { transport: 'TCP', host: 'localhost', port: tcpPort }), refused(/^localhost resolves to/));
+      await assert.rejects(ep.send(options('sip:x@localhost'), { transport: 'UDP', host: 'localhost', port: peer.port }), refused(/^localhost resolves to/));
+      await assert.rejects(ep.request(options('sip:x@169.254.169.254'), { transport: 'TCP', host: '169.254.169.254', port: 80 }), refused(/cloud metadata/));
+      await assert.rejects(ep.request(options('sip:x@[::ffff:127.0.0.1]'), { transport: 'UDP', host: '[::ffff:127.0.0.1]', port: peer.port }), refused(/loopback/));
+      await sleep(300);
+      assert.equal(peer.got.length, 0, 'no datagram was sent');
+      assert.equal(connections, 0, 'no connection was opened');
+      // What the allow-list opens is reached.
+      const opened = await udpPeer('127.0.0.30');
+      const pending = ep.request(options('sip:x@127.0.0.30'), { transport: 'UDP', host: '127.0.0.30', port: opened.port }, { timeoutMs: 3000 });
+      const req = await waitFor('the request at the opened address', () => opened.got.find((m) => m.kind === 'request'));
+      await opened.send(reply(req as SipRequest, 200, 'OK'), ep.port, '127.0.0.1');
+      assert.equal((await pending).status, 200);
+    } finally {
+      listener.close();
+    }
   });
 
   it('reports a name that does not resolve', async () => {

@@ -32,6 +32,27 @@ export async function providerSettings(db: Db, box: SecretBox, orgId: number, pr
   return { ...s.config, ...s.secrets };
 }
 
+/** A phone number's digits, for comparing numbers written differently (+1 415-555-2671, 14155552671). */
+const digitsOf = (text: string) => text.replace(/^tel:/i, '').split(';')[0].replace(/[\s().\-+]/g, '');
+
+/**
+ * The organizations whose numbering provider settings name this number as theirs (`phoneNumber`),
+ * compared by digits (the international form without `+`); none for something that is not a
+ * number of at least 7 digits. Inbound SIP calls to a number are the organization's that owns it.
+ */
+export async function orgsOwningNumber(db: Db, called: string): Promise<number[]> {
+  const digits = digitsOf(called);
+  if (!/^\d{7,15}$/.test(digits)) return [];
+  const rows = await numberingRepo.withPhoneNumberEnding(db, digits.slice(-4));
+  const orgs = new Set<number>();
+  for (const r of rows) {
+    let phone: unknown;
+    try { phone = (JSON.parse(r.config) as Record<string, unknown>).phoneNumber; } catch { continue; }
+    if (typeof phone === 'string' && digitsOf(phone) === digits) orgs.add(r.org_id);
+  }
+  return [...orgs];
+}
+
 /** A twilio apiBaseUrl must be Twilio's own unless the operator allows private targets. */
 function checkApiBase(url: string | undefined, config: Pick<Config, 'allowPrivateTargets'>): void {
   if (!url || config.allowPrivateTargets) return;

@@ -21,6 +21,14 @@ export const numberingRepo = {
   async update(db: Executor, id: number, patch: Partial<Omit<NumberingProviderRow, 'id'>>): Promise<void> {
     await db.updateTable('numbering_providers').set(patch).where('id', '=', id).execute();
   },
+  /**
+   * Providers whose settings name a phone number ending in `lastDigits` (a coarse filter: the
+   * caller compares the numbers), of every organization.
+   */
+  async withPhoneNumberEnding(db: Executor, lastDigits: string): Promise<Array<Pick<NumberingProviderRow, 'org_id' | 'config'>>> {
+    return db.selectFrom('numbering_providers').select(['org_id', 'config'])
+      .where('config', 'like', '%"phoneNumber"%').where('config', 'like', `%${lastDigits.replace(/[%_\\]/g, '')}%`).execute();
+  },
   /** Only one provider of an organization is its default. */
   async clearDefault(db: Executor, orgId: number, exceptId: number): Promise<void> {
     await db.updateTable('numbering_providers').set({ is_default: 0 })

@@ -1,12 +1,13 @@
 // Inbound requests outside our dialogs: OPTIONS answered (PBX keep-alives), INVITEs attributed to
-// an organization and admitted only from addresses on its whitelist (refusals captured at a
-// bounded rate), an admitted INVITE answered and held without media until the caller's BYE or
+// an organization by the callee they name and admitted only from addresses on its whitelist
+// (refusals captured at a bounded rate), an admitted INVITE answered and held without media until the caller's BYE or
 // callMaxSeconds; BYE and NOTIFY for nothing of ours 481, anything else 405.
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { newTag, type RequestContext, type SipEndpoint, type SipRequest } from '../../sip/endpoint.ts';
 import { SipHeaders, parseNameAddr, parseUri } from '../../sip/message.ts';
 import { buildOffer } from '../../sip/sdp.ts';
+import { orgsOwningNumber } from '../numbering/carriers.ts';
 import type { SipCaptures } from './captures.ts';
 import { formatHost, whitelisted, whitelistMatcher } from './parse.ts';
 import { sipRepo } from './repository.ts';
@@ -58,40 +59,67 @@ export class InboundCalls {
   }
 
   /**
-   * The organization an INVITE is for: the registration whose AOR is its To (or Request-URI), or
-   * whose user is the Request-URI's user (calls to our Contact); failing that, the one organization
-   * whose whitelist holds the source address (trunks that send INVITEs without registering).
+   * The organization an INVITE is for, by what names the callee: the registration whose AOR is its
+   * To (or Request-URI); else the organizations whose registration user is the Request-URI's user
+   * (calls to our Contact) or whose numbering provider owns the number called (Request-URI or To
+   * user, or a tel: URI). Several of those are told apart by their own whitelists: the one whose
+   * whitelist holds the source. Which whitelist holds the source never makes an INVITE anyone's
+   * by itself. `identified` is false when nothing in the INVITE names any organization.
    */
-  async #orgForInvite(req: SipRequest, source: string): Promise<number | undefined> {
+  async #orgForInvite(req: SipRequest, source: string): Promise<{ orgId?: number; identified: boolean }> {
     const db = this.deps.database.db;
     const keys: string[] = [];
+    const numbers: string[] = [];
     try {
       const to = parseUri(parseNameAddr(req.headers.get('to') ?? '').uri);
-      if (to.user) keys.push(`sip:${to.user}@${formatHost(to.host.replace(/^\[|\]$/g, ''))}${to.port ? `:${to.port}` : ''}`, `sip:${to.user}@${formatHost(to.host.replace(/^\[|\]$/g, ''))}`);
+      if (to.user) {
+        keys.push(`sip:${to.user}@${formatHost(to.host.replace(/^\[|\]$/g, ''))}${to.port ? `:${to.port}` : ''}`, `sip:${to.user}@${formatHost(to.host.replace(/^\[|\]$/g, ''))}`);
+        numbers.push(to.user);
+      }
     } catch { /* not a SIP URI */ }
     let ruriUser: string | undefined;
+    if (/^tel:/i.test(req.uri)) numbers.unshift(req.uri);
     try {
       const ruri = parseUri(req.uri);
       ruriUser = ruri.user;
-      if (ruri.user) keys.push(`sip:${ruri.user}@${formatHost(ruri.host.replace(/^\[|\]$/g, ''))}`);
+      if (ruri.user) {
+        keys.push(`sip:${ruri.user}@${formatHost(ruri.host.replace(/^\[|\]$/g, ''))}`);
+        numbers.unshift(ruri.user);
+      }
     } catch { /* not a SIP URI */ }
     for (const key of keys) {
       const org = await sipRepo.orgOfAor(db, key);
-      if (org !== undefined) return org;
+      if (org !== undefined) return { orgId: org, identified: true };
     }
-    if (ruriUser) {
-      const orgs = await sipRepo.orgsOfUser(db, ruriUser);
-      if (orgs.length === 1) return orgs[0].org_id;
+    const candidates = new Set<number>();
+    if (ruriUser) for (const r of await sipRepo.orgsOfUser(db, ruriUser)) candidates.add(r.org_id);
+    for (const n of new Set(numbers)) for (const org of await orgsOwningNumber(db, n)) candidates.add(org);
+    if (candidates.size === 0) return { identified: false };
+    if (candidates.size === 1) return { orgId: [...candidates][0], identified: true };
+    const admitting: number[] = [];
+    for (const org of candidates) {
+      if (whitelisted(whitelistMatcher((await sipRepo.whitelist(db, org)).map((w) => w.ip)), source)) admitting.push(org);
     }
-    const entries = await sipRepo.whitelistEntriesFor(db, source);
-    const orgs = new Set(entries.filter((e) => whitelisted(whitelistMatcher([e.ip]), source)).map((e) => e.org_id));
-    return orgs.size === 1 ? [...orgs][0] : undefined;
+    return admitting.length === 1 ? { orgId: admitting[0], identified: true } : { identified: true };
+  }
+
+  /** Whether any organization whitelisted this address (a trunk of someone's, not a stranger). */
+  async #anyWhitelistHolds(source: string): Promise<boolean> {
+    const entries = await sipRepo.whitelistEntriesFor(this.deps.database.db, source);
+    return whitelisted(whitelistMatcher(entries.map((e) => e.ip)), source);
   }
 
   async #onInvite(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext): Promise<void> {
     const callId = req.headers.get('call-id')!;
     const source = ctx.remote.address;
-    const orgId = await this.#orgForInvite(req, source);
+    const { orgId, identified } = await this.#orgForInvite(req, source);
+    if (!identified && await this.#anyWhitelistHolds(source)) {
+      // A trunk someone whitelisted called a user or number nobody here has: say so. Strangers get
+      // the 403 below whatever they call, so they cannot learn which users and numbers exist.
+      this.deps.log?.info({ source, callId }, 'inbound SIP INVITE refused: nothing in it names an organization');
+      endpoint.respond(req, ctx, 404, 'Not Found');
+      return;
+    }
     const list = orgId === undefined ? undefined : whitelistMatcher((await sipRepo.whitelist(this.deps.database.db, orgId)).map((w) => w.ip));
     if (!list || !whitelisted(list, source)) {
       const captured = orgId !== undefined && this.captures.mayCaptureRefusal(orgId);

@@ -229,6 +229,36 @@ export function parseWhitelistIp(text: unknown, field = 'ip'): Checked<Whitelist
   return ok({ ip: prefix === full ? address : `${address}/${prefix}`, family: kind, address, prefix });
 }
 
+/** The widest range a whitelist entry may be: an IPv4 /24 (256 addresses) or an IPv6 /48 (one site). */
+export const WHITELIST_MIN_PREFIX = { ipv4: 24, ipv6: 48 } as const;
+
+/**
+ * Why an organization may not whitelist this entry, or null. The whitelist admits calls to the
+ * organization from a trunk's addresses: wider than a /24 (IPv4) or /48 (IPv6) it no longer names a
+ * trunk but a provider's or the whole internet's space. Ranges that are never the source of a
+ * packet (unspecified, multicast, reserved and broadcast) are refused; loopback (this machine)
+ * only when `loopbackAllowed` says the address policy opens it (development and tests).
+ */
+export function whitelistRefusal(e: WhitelistEntry, loopbackAllowed: (address: string) => boolean, field = 'ip'): string | null {
+  const min = WHITELIST_MIN_PREFIX[e.family];
+  if (e.prefix < min) {
+    return `${field} '${e.ip}' covers too many addresses: a whitelist entry may be at most a /${min} range (${e.family === 'ipv4' ? 'IPv4' : 'IPv6'}); list your trunk's addresses or ranges one by one`;
+  }
+  // With these prefixes a range overlaps one of the special blocks (all /8 or wider) only by starting in it.
+  const never = e.family === 'ipv4'
+    ? (e.address.startsWith('0.') ? 'the unspecified ("this network") block' : Number(e.address.split('.')[0]) >= 224 ? 'multicast, reserved or broadcast space' : null)
+    : (e.address === '::' ? 'the unspecified address' : ipaddr.IPv6.parse(e.address).toByteArray()[0] === 0xff ? 'multicast space' : null);
+  if (never) return `${field} '${e.ip}' is in ${never}, which never sends calls`;
+  const loopback = e.family === 'ipv4' ? e.address.startsWith('127.') : e.address === '::1';
+  if (loopback) {
+    const last = e.family === 'ipv4' && e.prefix < 32 ? ipaddr.IPv4.broadcastAddressFromCIDR(`${e.address}/${e.prefix}`).toString() : e.address;
+    if (!loopbackAllowed(e.address) || !loopbackAllowed(last)) {
+      return `${field} '${e.ip}' is a loopback address (this machine); it may be whitelisted only where CALLPLANE_ALLOW_PRIVATE_TARGETS opens it`;
+    }
+  }
+  return null;
+}
+
 /** A BlockList holding the entries, for matching a peer's address. */
 export function whitelistMatcher(entries: Iterable<string>): net.BlockList {
   const list = new net.BlockList();

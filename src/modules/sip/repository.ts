@@ -91,7 +91,7 @@ export const sipRepo = {
 
   /** Organizations whose registration uses this SIP user (the Request-URI of calls to our Contact). */
   orgsOfUser: (db: Executor, username: string) =>
-    db.selectFrom('sip_registrations').select(['org_id']).where('username', '=', username).limit(2).execute(),
+    db.selectFrom('sip_registrations').select(['org_id']).where('username', '=', username).limit(100).execute(),
 
   whitelist: (db: Executor, orgId: number) =>
     db.selectFrom('sip_ip_whitelist').selectAll().where('org_id', '=', orgId).orderBy('id').execute(),

@@ -10,11 +10,13 @@ import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/er
 import type { SecretBox } from '../../lib/crypto.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { notifyQueue } from '../../queue/waker.ts';
+import { hostRefusal, refusalReason, type TargetPolicy } from '../../webhooks/ssrf.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { recordRegistrationEvent, type PresenceData } from './events.ts';
 import {
-  isSipUser, parseAor, parseHostPort, parseOutboundRoute, parseWhitelistIp, routeKey, type Aor,
+  isSipUser, parseAor, parseHostPort, parseOutboundRoute, parseWhitelistIp, routeKey, whitelistRefusal, type Aor,
 } from './parse.ts';
+import { registrarOf } from './registrations.ts';
 import { sipRepo } from './repository.ts';
 
 /** The wakeup channel of registration owners (in-process and PostgreSQL NOTIFY). */
@@ -41,6 +43,8 @@ export interface RegistrationBody {
 export interface SipServiceDeps {
   db: Db;
   box: SecretBox;
+  /** The address policy of outbound targets (CALLPLANE_ALLOW_PRIVATE_TARGETS): registrars, proxies, routes; loopback whitelist entries. */
+  policy: TargetPolicy;
   /** Wakes this process's registration owner and delivery worker (other processes hear NOTIFY). */
   wake?: () => void;
   wakeDeliveries?: () => void;
@@ -216,6 +220,21 @@ export function sipService(deps: SipServiceDeps) {
 
   const wake = () => deps.wake?.();
 
+  /**
+   * A SIP target (a name is resolved: every address must pass) under the address policy of all
+   * outbound targets, or a 400 naming the field. The worker checks again at send time.
+   */
+  async function checkTarget(host: string, field: string): Promise<void> {
+    const refused = await hostRefusal(host, deps.policy);
+    if (refused !== null) throw new Invalid(`${field} host ${refused}`);
+  }
+
+  /** Where REGISTERs go: the proxy, else the AOR's host (`sipRealm` when the AOR was built from it). */
+  async function checkRegistrar(cfg: RegistrationConfig, body: RegistrationBody): Promise<void> {
+    const r = registrarOf(cfg);
+    await checkTarget(r.host, cfg.proxy ? 'proxy' : body.aor?.trim() ? 'aor' : 'sipRealm');
+  }
+
   /** Waits until the owner has tried `version` (or the row is gone or changed again). */
   async function awaitAttempt(id: number, version: number): Promise<SipRegistrationRow | 'gone' | 'timeout'> {
     const until = Date.now() + waitMs;
@@ -317,6 +336,7 @@ export function sipService(deps: SipServiceDeps) {
       const existing = await sipRepo.registrationOf(db, org.id);
       if (existing?.deleting) throw new Conflict('The registration is being deleted; try again in a moment');
       const cfg = checkRegistration(body, existing);
+      await checkRegistrar(cfg, body);
       const holder = await sipRepo.registrationByAorKey(db, cfg.aor_key);
       if (holder && holder.org_id !== org.id) throw new Conflict(`aor ${cfg.aor} is already registered by another organization`);
       try {
@@ -392,6 +412,8 @@ export function sipService(deps: SipServiceDeps) {
       const org = await tenant(scope, targetAccountId, true);
       const e = parseWhitelistIp(body.ip);
       if (!e.ok) throw new Invalid(e.message);
+      const refused = whitelistRefusal(e.value, (address) => refusalReason(address, deps.policy) === null);
+      if (refused !== null) throw new Invalid(refused);
       const label = text(body.label, 'label', 200);
       if (label === undefined) throw new Invalid('label must not be empty');
       const created = await db.transaction().execute(async (tx) => {
@@ -424,6 +446,9 @@ export function sipService(deps: SipServiceDeps) {
       const org = await tenant(scope, targetAccountId, true);
       const r = parseOutboundRoute(body.route);
       if (!r.ok) throw new Invalid(r.message);
+      // The INVITE goes to the proxy when there is one, else to the host.
+      if (r.value.proxy) await checkTarget(r.value.proxy.host, 'route proxyAddress');
+      else await checkTarget(r.value.host, 'route');
       const key = routeKey(r.value);
       const created = await db.transaction().execute(async (tx) => {
         if ((await sipRepo.countRoutes(tx, org.id)) >= MAX_ROUTES) throw new Invalid(`an organization may have at most ${MAX_ROUTES} outbound routes`);

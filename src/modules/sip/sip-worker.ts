@@ -15,6 +15,7 @@ import os from 'node:os';
 import fs from 'node:fs';
 import { Waker } from '../../queue/waker.ts';
 import { type SipEndpointOptions, SipEndpoint } from '../../sip/endpoint.ts';
+import { addressRefusal, policyFromConfig } from '../../webhooks/ssrf.ts';
 import { CAPTURE_FLUSH_MS, SipCaptures } from './captures.ts';
 import { InboundCalls } from './inbound.ts';
 import { RegistrationOwner } from './registrations.ts';
@@ -83,8 +84,11 @@ export class SipWorker implements WorkerState {
     const host = this.deps.host ?? config.sipHost;
     const tls: SipEndpointOptions['tls'] = { rejectUnauthorized: config.sipTlsRejectUnauthorized };
     if (config.sipTlsCa) tls.ca = fs.readFileSync(config.sipTlsCa);
+    // Registrars, proxies, routes and the targets their answers name: the policy of every outbound target.
+    const policy = policyFromConfig(config);
     const endpoint = new SipEndpoint({
       host, port: this.deps.port ?? config.sipPort,
+      refuseTarget: (address, name) => addressRefusal(address, policy, name),
       advertiseHost: this.deps.advertiseHost ?? config.sipAdvertiseHost ?? defaultAdvertiseHost(host),
       tls, log, userAgent: 'callplane',
       onRequest: (req, ctx) => this.#inbound.onRequest(req, ctx),
