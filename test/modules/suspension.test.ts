@@ -160,7 +160,7 @@ forEachEngine('suspension', (h) => {
     assert.equal(row.state, 'finished');
   });
 
-  it('a reseller created disabled: its token answers 403, nothing can be created under it; a suspended reseller suspends its organizations and their tasks', async () => {
+  it('a reseller created disabled: the partner reads it but creates nothing under it and issues it no token; a token it got while enabled answers 403 and creates no organization', async () => {
     const c = await h().call('POST', '/api/v2/createReseller', { query: { targetPartnerId: h().partnerId }, body: { resellerName: 'Disabled', resellerStatus: 'disabled' } });
     assert.equal(c.status, 201, JSON.stringify(c.body));
     const disabled = c.body.reseller.id as number;
