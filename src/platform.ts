@@ -81,7 +81,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const wakeDeliveries = () => wakeups.emit(DELIVERIES);
 
   const services: Services = {
-    accounts: accountService({ db, box, config }),
+    accounts: accountService({ db, box, config, wakeTasks: () => tasks.notify() }),
     tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
     members: memberService({ db }),
     numbering: numberingService({ db, box }),

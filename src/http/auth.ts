@@ -4,7 +4,7 @@
 // tenants cannot be probed.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountKind, AccountRow, Db, TokenRow } from '../db/types.ts';
-import { ANCESTOR_COLUMN, accountRepo } from '../modules/accounts/repository.ts';
+import { ANCESTOR_COLUMN, accountRepo, type Suspended } from '../modules/accounts/repository.ts';
 import { tokenRepo, type TokenWithAccount } from '../modules/tokens/repository.ts';
 import { changeStamp, type ChangeStamp } from '../db/index.ts';
 import { StampedCache } from '../db/stamped-cache.ts';
@@ -17,6 +17,17 @@ export const KIND_LABEL: Record<AccountKind, string> = {
   partner: 'Partner', reseller: 'Reseller', organization: 'Organization', agent: 'Account',
 };
 
+/** What a suspended account answers: "Organization 12 is suspended". */
+export function suspendedMessage(s: Suspended): string {
+  return `${KIND_LABEL[s.kind]} ${s.id} is suspended`;
+}
+
+/**
+ * Whether an operation may act on a suspended account below the actor. Only the accounts module's
+ * own management of an account does (read it, change its settings, reactivate it, delete it):
+ * anything else on a suspended account, or on anything below one, is refused with 403.
+ */
+export interface TargetOptions { suspended?: 'allow' }
 
 export class Scope {
   constructor(readonly db: Db, readonly actor: AccountRow, readonly token: Pick<TokenRow, 'id' | 'type'>) {}
@@ -26,28 +37,39 @@ export class Scope {
     return target[ANCESTOR_COLUMN[this.actor.kind]] === this.actor.id;
   }
 
-  /** An account within the actor's subtree; 404 for a missing id and for another tenant's. */
-  async account(id: number, kinds?: readonly AccountKind[], field = 'targetAccountId'): Promise<AccountRow> {
+  /**
+   * An account within the actor's subtree; 404 for a missing id and for another tenant's; 403 when
+   * it or an account between it and the actor is suspended (unless `opts.suspended` allows it).
+   */
+  async account(id: number, kinds?: readonly AccountKind[], field = 'targetAccountId', opts: TargetOptions = {}): Promise<AccountRow> {
     // Ids no account can have (beyond PostgreSQL's integer column) are simply not found, rather
-    // than reaching the database as an out-of-range parameter.
-    const row = id === this.actor.id ? this.actor
-      : Number.isSafeInteger(id) && id >= 1 && id <= MAX_ACCOUNT_ID ? await accountRepo.findById(this.db, id) : undefined;
+    // than reaching the database as an out-of-range parameter. The actor itself is in service:
+    // authenticate() refused its token otherwise.
+    const found = id === this.actor.id ? { account: this.actor, suspended: null }
+      : Number.isSafeInteger(id) && id >= 1 && id <= MAX_ACCOUNT_ID ? await accountRepo.findWithSuspension(this.db, id) : undefined;
+    const row = found?.account;
     if (!row || !this.contains(row)) throw new NotFound(`${field} ${id} was not found`);
     if (kinds && !kinds.includes(row.kind)) {
       throw new NotFound(`${field} ${id} is not ${kinds.map((k) => articleFor(KIND_LABEL[k])).join(' or ')}`);
+    }
+    // The actor and its ancestors are active, so a suspended account on the target's ladder lies
+    // between the actor (exclusive) and the target (inclusive).
+    if (found.suspended && opts.suspended !== 'allow') {
+      const message = suspendedMessage(found.suspended);
+      throw new Forbidden(found.suspended.id === row.id ? `${field} ${id}: ${message}` : `${field} ${id} is out of service: ${message}`);
     }
     return row;
   }
 
   /** The account an operation acts on: `targetAccountId` when given, else the token's own. */
-  async target(targetAccountId: number | undefined, kinds?: readonly AccountKind[]): Promise<AccountRow> {
+  async target(targetAccountId: number | undefined, kinds?: readonly AccountKind[], opts: TargetOptions = {}): Promise<AccountRow> {
     if (targetAccountId === undefined) {
       if (kinds && !kinds.includes(this.actor.kind)) {
         throw new Forbidden(`This operation needs ${kinds.map((k) => articleFor(KIND_LABEL[k].toLowerCase())).join(' or ')} (pass targetAccountId to act on one you own)`);
       }
       return this.actor;
     }
-    return this.account(targetAccountId, kinds);
+    return this.account(targetAccountId, kinds, 'targetAccountId', opts);
   }
 
   /** Refuses the operation unless the token's own account is of one of these kinds. */
@@ -129,6 +151,8 @@ export async function authenticate(db: Db, token: string, now = Date.now(), cach
   if (!found) throw new Unauthorized('Unauthorized: unknown or deleted token');
   const { token: row, account } = found;
   if (row.expires_at !== null && row.expires_at <= now) throw new Unauthorized('Unauthorized: token has expired');
+  // Checked before a one-time token is used up: it stays usable once the account is reactivated.
+  if (found.suspended) throw new Forbidden(`${suspendedMessage(found.suspended)}: its tokens, and those of every account below it, are refused until it is reactivated`);
   if (row.type === 'one-time' && !(await tokenRepo.consume(db, row.id, now))) {
     throw new Unauthorized('Unauthorized: one-time token has already been used');
   }

@@ -86,7 +86,7 @@ it('AuthCache keeps nothing looked up while a write may have happened, and never
   let stamp = 'a';
   const cache = new AuthCache(() => stamp);
   const found = (type: 'admin' | 'one-time'): TokenWithAccount => ({
-    token: { id: 1, type, expires_at: null, used_at: null }, account: { id: 7 } as TokenWithAccount['account'],
+    token: { id: 1, type, expires_at: null, used_at: null }, account: { id: 7 } as TokenWithAccount['account'], suspended: null,
   });
   assert.equal(cache.get('h1', 'a'), undefined);
   cache.set('h1', found('admin'), 'a');

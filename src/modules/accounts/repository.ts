@@ -1,7 +1,7 @@
 // Queries on the accounts table (every level of the tenancy ladder). Queries only: scoping
 // decisions are made by the caller and passed in as ids.
-import { sql, type SqlBool } from 'kysely';
-import type { AccountKind, AccountRow, AccountUpdate, Executor, NewAccount } from '../../db/types.ts';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import type { AccountKind, AccountRow, AccountUpdate, DB, Executor, NewAccount } from '../../db/types.ts';
 
 /** The ancestor column that holds the id of an account of this kind (each row names itself too). */
 export const ANCESTOR_COLUMN = {
@@ -10,6 +10,26 @@ export const ANCESTOR_COLUMN = {
   organization: 'org_id',
   agent: 'id',
 } as const satisfies Record<AccountKind, string>;
+
+/** The suspended (inactive) account that puts an account out of service: itself or an ancestor. */
+export interface Suspended { id: number; kind: AccountKind }
+
+/** The active flags of an account's ancestors, as the joins below select them (null: no such level). */
+export interface LadderFlags { partner_active: number | null; reseller_active: number | null; org_active: number | null }
+
+/**
+ * The highest suspended account on `account`'s ladder (partner, reseller, organization, then the
+ * account itself), or null when every level is active. Each row names itself in its own kind's
+ * ancestor column, so an organization's `org_active` is its own flag (and a reseller's
+ * `reseller_active`); a level the account does not have (a partner's reseller) reads null.
+ */
+export function suspensionOf(account: AccountRow, flags: LadderFlags): Suspended | null {
+  if (flags.partner_active === 0 && account.partner_id !== null) return { id: account.partner_id, kind: 'partner' };
+  if (flags.reseller_active === 0 && account.reseller_id !== null) return { id: account.reseller_id, kind: 'reseller' };
+  if (flags.org_active === 0 && account.org_id !== null) return { id: account.org_id, kind: 'organization' };
+  if (account.active === 0) return { id: account.id, kind: account.kind };
+  return null;
+}
 
 export type NewAccountFields = Omit<NewAccount, 'kind' | 'parent_id' | 'partner_id' | 'reseller_id' | 'org_id' | 'details' | 'created_at' | 'updated_at'>
   & { details?: string };
@@ -49,6 +69,42 @@ const FIRST_START_LOCK = 7214001;
 export const accountRepo = {
   async findById(db: Executor, id: number): Promise<AccountRow | undefined> {
     return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  /**
+   * The account and whether it is out of service (itself or an ancestor suspended: suspensionOf),
+   * in one round trip: its ancestors are joined by their ids.
+   */
+  async findWithSuspension(db: Executor, id: number): Promise<{ account: AccountRow; suspended: Suspended | null } | undefined> {
+    const row = await db.selectFrom('accounts')
+      .leftJoin('accounts as lp', 'lp.id', 'accounts.partner_id')
+      .leftJoin('accounts as lr', 'lr.id', 'accounts.reseller_id')
+      .leftJoin('accounts as lo', 'lo.id', 'accounts.org_id')
+      .selectAll('accounts')
+      .select(['lp.active as partner_active', 'lr.active as reseller_active', 'lo.active as org_active'])
+      .where('accounts.id', '=', id).executeTakeFirst();
+    if (!row) return undefined;
+    const { partner_active, reseller_active, org_active, ...account } = row;
+    return { account, suspended: suspensionOf(account, { partner_active, reseller_active, org_active }) };
+  },
+
+  /**
+   * A filter for rows of another table that belong to an organization and one of its agents
+   * (a task's org_id and account_id): true unless the agent, the organization or an ancestor of
+   * it is suspended. Used in the task queue's claim filter, so it is one correlated subquery.
+   */
+  inService<T extends keyof DB>(eb: ExpressionBuilder<DB, T>, orgRef: string, agentRef: string): Expression<SqlBool> {
+    const b = eb as unknown as ExpressionBuilder<DB, 'accounts'>;
+    return b.not(b.exists(b.selectFrom('accounts as so')
+      .innerJoin('accounts as sa', (j) => j.on((e) => e.or([
+        e('sa.id', '=', e.ref('so.id')),
+        e('sa.id', '=', e.ref('so.reseller_id')),
+        e('sa.id', '=', e.ref('so.partner_id')),
+        e('sa.id', '=', sql.ref<number>(agentRef)),
+      ])))
+      .select(b.lit(1).as('one'))
+      .where('so.id', '=', sql.ref<number>(orgRef))
+      .where('sa.active', '=', 0)));
   },
 
   /**

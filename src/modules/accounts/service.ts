@@ -15,6 +15,8 @@ import { ACCOUNT_TYPE, presentAccount, presentIntegration, presentProvider } fro
 import { integrationRepo, numberingRepo } from '../numbering/repository.ts';
 import { normalizeProviderConfig, providerSpec, type NormalizedProvider } from '../numbering/catalog.ts';
 import { memberRepo } from '../members/repository.ts';
+import { notifyQueue } from '../../queue/waker.ts';
+import { TASKS } from '../tasks/queue-hooks.ts';
 
 export interface IntegrationInput { appId: string; appVersion: string; appData: Record<string, string> }
 export interface ProviderInput { providerId: string; default?: boolean; enabled?: boolean; config: Record<string, string> }
@@ -80,6 +82,13 @@ const SEARCH_KIND: Record<string, AccountKind> = {
 };
 
 /** Times are stored in ms (bigint); these bounds are whole ms, clamped to what a Date can hold. */
+/**
+ * The accounts module's management of an account (reading it, its settings, its agents, its
+ * deletion, and reactivating it) also works on a suspended account below the actor; anything else
+ * on a suspended account is refused (src/http/auth.ts Scope.account).
+ */
+const MANAGE = { suspended: 'allow' } as const;
+
 const MAX_MS = 8.64e15;
 const clampMs = (ms: number) => Math.max(-MAX_MS, Math.min(MAX_MS, ms));
 /** The first ms of the second `seconds` (rounded up): answers show createdAt in whole seconds. */
@@ -92,7 +101,15 @@ function externalId(value: string | null | undefined): string | null | undefined
   return typeof value === 'string' && !value.trim() ? null : value;
 }
 
-export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Config, 'defaultPlanId'> }) {
+export interface AccountServiceDeps {
+  db: Db;
+  box: SecretBox;
+  config: Pick<Config, 'defaultPlanId'>;
+  /** Wakes this process's task runners (a reactivated account's pending tasks may start). */
+  wakeTasks: () => void;
+}
+
+export function accountService(deps: AccountServiceDeps) {
   const { db, box } = deps;
 
   function validateIntegrations(list: IntegrationInput[] | undefined, field = 'integrations'): IntegrationInput[] {
@@ -250,8 +267,8 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
 
     async deleteOrganization(scope: Scope, targetResellerId: number, targetOrganizationId: number) {
       scope.requireActor(['partner', 'reseller'], 'delete an organization');
-      const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId');
-      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId', MANAGE);
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId', MANAGE);
       if (org.reseller_id !== reseller.id) throw new NotFound(`targetOrganizationId ${org.id} was not found under reseller ${reseller.id}`);
       const descendants = await db.transaction().execute(async (tx) => {
         const n = await accountRepo.countDescendants(tx, org);
@@ -263,20 +280,20 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
 
     async listOrganizations(scope: Scope, targetResellerId: number, q: PageQuery & { active?: boolean }) {
       scope.requireActor(['partner', 'reseller'], 'list organizations');
-      const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId');
+      const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId', MANAGE);
       const { rows, total, ...rest } = await listKind(scope, reseller, 'organization', q);
       return { success: true, message: 'Success', organizations: rows, total, ...rest };
     },
 
     async getAccount(scope: Scope, targetAccountId?: number) {
-      const account = await scope.target(targetAccountId);
+      const account = await scope.target(targetAccountId, undefined, MANAGE);
       const details = account.kind === 'organization' ? await organizationView(account)
         : account.kind === 'agent' ? await agentView(account) : presentAccount(account);
       return { success: true, message: 'Success', id: account.id, username: details.username, accountType: ACCOUNT_TYPE[account.kind], details };
     },
 
     async updateAccountDetails(scope: Scope, targetAccountId: number | undefined, input: AccountDetailsInput) {
-      const account = await scope.target(targetAccountId);
+      const account = await scope.target(targetAccountId, undefined, MANAGE);
       if (Object.keys(input).length === 0) throw new Invalid('body must contain at least one field to update');
       const patch: AccountUpdate = {};
       for (const [kind, field] of Object.entries(NAME_FIELD)) {
@@ -298,7 +315,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
     },
 
     async listAccounts(scope: Scope, targetOrganizationId: number, q: PageQuery & { active?: boolean }) {
-      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId', MANAGE);
       const { rows, total, ...rest } = await listKind(scope, org, 'agent', q);
       return { success: true, message: 'Success', accounts: rows, total, ...rest };
     },
@@ -319,8 +336,8 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
     },
 
     async deleteAccount(scope: Scope, targetOrganizationId: number, targetAccountId: number) {
-      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
-      const agent = await scope.account(targetAccountId, ['agent']);
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId', MANAGE);
+      const agent = await scope.account(targetAccountId, ['agent'], 'targetAccountId', MANAGE);
       if (agent.org_id !== org.id) throw new NotFound(`targetAccountId ${agent.id} was not found in organization ${org.id}`);
       await db.transaction().execute((tx) => accountRepo.delete(tx, agent.id));
       return { success: true, message: 'Account deleted' };
@@ -328,7 +345,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
 
     async updateOrganization(scope: Scope, targetOrganizationId: number, input: UpdateOrganizationInput) {
       scope.requireActor(['partner', 'reseller'], 'update organization settings');
-      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId');
+      const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId', MANAGE);
       const patch: AccountUpdate = {};
       const updated: string[] = [];
       const failed: { field: string; message: string }[] = [];
@@ -371,7 +388,12 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
         throw new Invalid(failed[0]?.message ?? 'No settings updated', failed.length ? { failedSettings } : {});
       }
       patch.updated_at = nowMs();
-      await write((tx) => accountRepo.update(tx, org.id, patch), patch.external_account_id);
+      await write(async (tx) => {
+        await accountRepo.update(tx, org.id, patch);
+        if (patch.active === 1) await notifyQueue(tx, TASKS);
+      }, patch.external_account_id);
+      // Reactivated: its pending tasks (kept out of claims while it was suspended) are due again.
+      if (patch.active === 1) deps.wakeTasks();
       return {
         success: true, message: 'Organization settings updated', updatedSettings: updated,
         ...(failed.length ? { failedSettings } : {}),
@@ -380,7 +402,7 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
 
     async updateAccount(scope: Scope, targetAccountId: number, input: UpdateAccountInput) {
       scope.requireActor(['partner', 'reseller'], 'update account settings');
-      const agent = await scope.account(targetAccountId, ['agent']);
+      const agent = await scope.account(targetAccountId, ['agent'], 'targetAccountId', MANAGE);
       const patch: AccountUpdate = {};
       const updated: string[] = [];
       const failed: string[] = [];
@@ -394,7 +416,11 @@ export function accountService(deps: { db: Db; box: SecretBox; config: Pick<Conf
         throw new Invalid(failed.length ? 'accountName must not be empty' : 'No settings updated', failed.length ? { failedSettings: failed } : {});
       }
       patch.updated_at = nowMs();
-      await write((tx) => accountRepo.update(tx, agent.id, patch), patch.external_account_id);
+      await write(async (tx) => {
+        await accountRepo.update(tx, agent.id, patch);
+        if (patch.active === 1) await notifyQueue(tx, TASKS);
+      }, patch.external_account_id);
+      if (patch.active === 1) deps.wakeTasks();
       return { success: true, message: 'Account settings updated', updatedSettings: updated, ...(failed.length ? { failedSettings: failed } : {}) };
     },
 

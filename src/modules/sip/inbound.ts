@@ -10,6 +10,7 @@ import { buildOffer } from '../../sip/sdp.ts';
 import { orgsOwningNumber } from '../numbering/carriers.ts';
 import type { SipCaptures } from './captures.ts';
 import { formatHost, whitelisted, whitelistMatcher } from './parse.ts';
+import { accountRepo } from '../accounts/repository.ts';
 import { sipRepo } from './repository.ts';
 import type { SipWorkerDeps, WorkerState } from './worker-deps.ts';
 
@@ -127,6 +128,15 @@ export class InboundCalls {
       this.deps.log?.info({ source, callId, org: orgId }, 'inbound SIP INVITE refused: source not whitelisted');
       endpoint.respond(req, ctx, 403, 'Forbidden');
       if (captured) this.captures.untrack(callId);
+      return;
+    }
+    // A suspended organization (or its reseller or partner) takes no calls until it is reactivated.
+    // Checked after the whitelist, so only the organization's own trunks learn of it: 480, as for a
+    // callee that cannot take calls now (RFC 3261 §21.4.18), so a trunk may route elsewhere.
+    const suspended = (await accountRepo.findWithSuspension(this.deps.database.db, orgId!))?.suspended;
+    if (suspended) {
+      this.deps.log?.info({ source, callId, org: orgId, suspended }, 'inbound SIP INVITE refused: organization suspended');
+      endpoint.respond(req, ctx, 480, 'Temporarily Unavailable');
       return;
     }
     this.captures.track(callId, orgId!);

@@ -7,6 +7,7 @@ import type { DB, Db, Executor, NewTask, QueueState, TaskEventRow, TaskRow, Task
 import { newId } from '../../lib/ids.ts';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
 import { presentTask } from './present.ts';
+import { accountRepo } from '../accounts/repository.ts';
 
 export type TaskEventType = DB['task_events']['type'];
 export type CounterKind = 'calls' | 'texts' | 'tasks';
@@ -237,14 +238,19 @@ export const firstStartedAt = (now: number) => sql<number>`coalesce(started_at, 
 /** The per-organization limits and the counters admission checks them against. */
 export const limitRepo = {
   /**
-   * A claim filter on tasks: pings, and calls and texts of organizations whose semaphore has a
-   * free slot (the others cannot start; their release wakes the runners).
+   * A claim filter on tasks: tasks of agents in service (neither the agent, its organization nor
+   * an ancestor suspended: suspended ones stay pending, and reactivation wakes the runners), and
+   * of those pings, and calls and texts of organizations whose semaphore has a free slot (the
+   * others cannot start; their release wakes the runners).
    */
   mayStart(eb: ExpressionBuilder<DB, 'tasks'>): Expression<SqlBool> {
-    return eb.or([
-      eb('type', '=', 'ping'),
-      eb.not(eb.exists(eb.selectFrom('org_semaphores as s').select(eb.lit(1).as('one'))
-        .whereRef('s.org_id', '=', 'tasks.org_id').whereRef('s.running', '>=', 's.max_running'))),
+    return eb.and([
+      accountRepo.inService(eb, 'tasks.org_id', 'tasks.account_id'),
+      eb.or([
+        eb('type', '=', 'ping'),
+        eb.not(eb.exists(eb.selectFrom('org_semaphores as s').select(eb.lit(1).as('one'))
+          .whereRef('s.org_id', '=', 'tasks.org_id').whereRef('s.running', '>=', 's.max_running'))),
+      ]),
     ]);
   },
 

@@ -1,22 +1,40 @@
 // Queries on the tokens table. Only hashes are stored; the prefix is what listings show.
 import type { AccountRow, Executor, TokenRow } from '../../db/types.ts';
+import { suspensionOf, type Suspended } from '../accounts/repository.ts';
 
-export type TokenWithAccount = { token: Pick<TokenRow, 'id' | 'type' | 'expires_at' | 'used_at'>; account: AccountRow };
+export type TokenWithAccount = {
+  token: Pick<TokenRow, 'id' | 'type' | 'expires_at' | 'used_at'>;
+  account: AccountRow;
+  /** The account itself or the highest of its ancestors that is suspended, or null. */
+  suspended: Suspended | null;
+};
 
 export const tokenRepo = {
   async findByHash(db: Executor, hash: string): Promise<TokenRow | undefined> {
     return db.selectFrom('tokens').selectAll().where('hash', '=', hash).executeTakeFirst();
   },
 
-  /** The token and the account it belongs to, in one round trip (this runs on every request). */
+  /**
+   * The token, the account it belongs to and whether that account is suspended (itself or an
+   * ancestor: its partner, reseller and organization are joined by id), in one round trip (this
+   * runs on every request).
+   */
   async findWithAccountByHash(db: Executor, hash: string): Promise<TokenWithAccount | undefined> {
     const row = await db.selectFrom('tokens').innerJoin('accounts', 'accounts.id', 'tokens.account_id')
+      .leftJoin('accounts as lp', 'lp.id', 'accounts.partner_id')
+      .leftJoin('accounts as lr', 'lr.id', 'accounts.reseller_id')
+      .leftJoin('accounts as lo', 'lo.id', 'accounts.org_id')
       .selectAll('accounts')
       .select(['tokens.id as token_id', 'tokens.type as token_type', 'tokens.expires_at as token_expires_at', 'tokens.used_at as token_used_at'])
+      .select(['lp.active as partner_active', 'lr.active as reseller_active', 'lo.active as org_active'])
       .where('tokens.hash', '=', hash).executeTakeFirst();
     if (!row) return undefined;
-    const { token_id, token_type, token_expires_at, token_used_at, ...account } = row;
-    return { token: { id: token_id, type: token_type, expires_at: token_expires_at, used_at: token_used_at }, account };
+    const { token_id, token_type, token_expires_at, token_used_at, partner_active, reseller_active, org_active, ...account } = row;
+    return {
+      token: { id: token_id, type: token_type, expires_at: token_expires_at, used_at: token_used_at },
+      account,
+      suspended: suspensionOf(account, { partner_active, reseller_active, org_active }),
+    };
   },
 
   /** Whether a token shows this prefix already (prefixes are unique). */

@@ -42,7 +42,8 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
   const { db } = deps;
   return {
     async list(scope: Scope, targetAccountId?: number) {
-      const account = await scope.target(targetAccountId);
+      // An ancestor may see and revoke a suspended account's tokens (not issue new ones).
+      const account = await scope.target(targetAccountId, undefined, { suspended: 'allow' });
       const rows = await tokenRepo.listForAccount(db, account.id);
       return { success: true, message: 'Success', tokens: rows.map((r) => presentToken(r)) };
     },
@@ -66,13 +67,13 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
         const row = await tokenRepo.findByHash(db, hashToken(given));
         if (row) {
           // Only "not in your subtree" becomes a 404; a database failure stays a failure.
-          const owner = await scope.account(row.account_id).catch((err) => { if (err instanceof NotFound) return undefined; throw err; });
+          const owner = await scope.account(row.account_id, undefined, 'token', { suspended: 'allow' }).catch((err) => { if (err instanceof NotFound) return undefined; throw err; });
           if (owner && (targetAccountId === undefined || owner.id === targetAccountId)) {
             deleted = await tokenRepo.deleteForAccount(db, owner.id, { hash: row.hash });
           }
         }
       } else {
-        const account = await scope.target(targetAccountId);
+        const account = await scope.target(targetAccountId, undefined, { suspended: 'allow' });
         deleted = await tokenRepo.deleteForAccount(db, account.id, { prefix: given });
       }
       if (deleted === 0) throw new NotFound('token was not found');
