@@ -51,10 +51,12 @@ async function settled(h: Harness, ids: string[], timeoutMs = 15_000) {
   }, timeoutMs);
 }
 
+/** An INVITE to the organization's number (what assigns an inbound call to an organization). */
+const NUMBER = '+15550100123';
 function invite(o: { via: string; callId: string }): string {
   return [
-    'INVITE sip:reception@127.0.0.1 SIP/2.0', `Via: ${o.via}`, 'Max-Forwards: 70', 'From: <sip:caller@pbx.example.test>;tag=c1',
-    'To: <sip:reception@127.0.0.1>', `Call-ID: ${o.callId}`, 'CSeq: 1 INVITE', 'Contact: <sip:caller@127.0.0.1>', 'Content-Length: 0', '', '',
+    `INVITE sip:${NUMBER}@127.0.0.1 SIP/2.0`, `Via: ${o.via}`, 'Max-Forwards: 70', 'From: <sip:caller@pbx.example.test>;tag=c1',
+    `To: <sip:${NUMBER}@127.0.0.1>`, `Call-ID: ${o.callId}`, 'CSeq: 1 INVITE', 'Contact: <sip:caller@127.0.0.1>', 'Content-Length: 0', '', '',
   ].join('\r\n');
 }
 
@@ -229,6 +231,10 @@ forEachEngine('suspension', (h) => {
     const r = await h().reseller();
     const o = await h().organization(r.id);
     assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: o.token, body: { ip: FRIEND, label: 'PBX' } })).status, 201);
+    const owned = await h().call('POST', '/api/v2/numberingProvider', {
+      token: r.token, query: { targetOrganizationId: o.id }, body: { providerId: 'simulated', config: { phoneNumber: NUMBER } },
+    });
+    assert.equal(owned.status, 200, JSON.stringify(owned.body));
     const port = h().sip!.endpoint!.port;
     const friend = await udpPeer(FRIEND);
     const stranger = await udpPeer(STRANGER);
@@ -251,4 +257,4 @@ forEachEngine('suspension', (h) => {
       stranger.close();
     }
   });
-}, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2', CALLPLANE_CALL_MAX_SECONDS: '1' }, { worker: true, runtime: { pollMs: 60_000 }, sip: { pollMs: 100 } });
+}, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2', CALLPLANE_CALL_MAX_SECONDS: '1', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { worker: true, runtime: { pollMs: 60_000 }, sip: { pollMs: 100 } });
