@@ -14,7 +14,7 @@ import { registerAuth } from './http/auth.ts';
 import { HttpError, Invalid } from './http/errors.ts';
 import { clientErrorReply, frameworkErrorReply, MAX_PARAM_LENGTH } from './http/error-replies.ts';
 import { ErrorBody } from './http/schemas.ts';
-import { describeValidationError, findNonFiniteNumber, findNulCharacter } from './http/validation.ts';
+import { describeValidationError, findNonFiniteNumber, findNulCharacter, findTooDeep, tooDeepMessage } from './http/validation.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { opsRoutes } from './modules/ops/routes.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
@@ -137,8 +137,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     reply.status(404).send({ success: false, message: `Route ${req.method} ${req.url.split('?')[0]} not found`, requestId: req.id }));
 
   registerAuth(app, database.db);
-  // Before schema validation, so no route ever sees a NUL character (PostgreSQL refuses them).
+  // Before schema validation, so no route ever sees a body nested deeper than MAX_JSON_DEPTH
+  // (anything recursive, such as JSON.stringify, would overflow the stack on it) or a NUL
+  // character (PostgreSQL refuses them).
   app.addHook('preValidation', async (req) => {
+    const deep = findTooDeep(req.body);
+    if (deep !== undefined) throw new Invalid(tooDeepMessage(deep));
     const field = findNulCharacter(req.params, '') ?? findNulCharacter(req.query, '') ?? findNulCharacter(req.body, 'body');
     if (field !== undefined) throw new Invalid(`${field} must not contain NUL characters`);
   });
