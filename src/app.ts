@@ -12,8 +12,9 @@ import type { Services } from './platform.ts';
 import type { App } from './http/types.ts';
 import { registerAuth } from './http/auth.ts';
 import { HttpError, Invalid } from './http/errors.ts';
+import { clientErrorReply, frameworkErrorReply, MAX_PARAM_LENGTH } from './http/error-replies.ts';
 import { ErrorBody } from './http/schemas.ts';
-import { describeValidationError, findNonFiniteNumber, findNulCharacter } from './http/validation.ts';
+import { describeValidationError, findNonFiniteNumber, findNulCharacter, findTooDeep, tooDeepMessage } from './http/validation.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { opsRoutes } from './modules/ops/routes.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
@@ -77,8 +78,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     ajv: { customOptions: { allErrors: false } },
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // Errors raised before any route or hook runs come in our envelope too (src/http/error-replies.ts).
+    frameworkErrors: frameworkErrorReply,
+    clientErrorHandler: clientErrorReply,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+  // Bodies are JSON (or, where a route says so, a form or a CSV upload): Fastify's built-in
+  // text/plain parser would hand a route a string, refused as "body must be an object" (400);
+  // without it any other content type is a 415, as docs/api.md promises.
+  app.removeContentTypeParser('text/plain');
 
   app.addSchema(ErrorBody);
   const metrics = deps.metrics ?? createMetrics();
@@ -129,8 +137,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     reply.status(404).send({ success: false, message: `Route ${req.method} ${req.url.split('?')[0]} not found`, requestId: req.id }));
 
   registerAuth(app, database.db);
-  // Before schema validation, so no route ever sees a NUL character (PostgreSQL refuses them).
+  // Before schema validation, so no route ever sees a body nested deeper than MAX_JSON_DEPTH
+  // (anything recursive, such as JSON.stringify, would overflow the stack on it) or a NUL
+  // character (PostgreSQL refuses them).
   app.addHook('preValidation', async (req) => {
+    const deep = findTooDeep(req.body);
+    if (deep !== undefined) throw new Invalid(tooDeepMessage(deep));
     const field = findNulCharacter(req.params, '') ?? findNulCharacter(req.query, '') ?? findNulCharacter(req.body, 'body');
     if (field !== undefined) throw new Invalid(`${field} must not contain NUL characters`);
   });
@@ -158,8 +170,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 function clientErrorMessage(err: FastifyError): string {
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return 'Request body is not valid JSON';
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return 'Request body length does not match its Content-Length header';
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return 'Request body is empty but Content-Type is application/json';
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

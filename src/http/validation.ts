@@ -1,5 +1,6 @@
 // Turns the validator's errors into one sentence that names the field.
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
+import { MAX_JSON_DEPTH, tooDeep } from '../lib/json.ts';
 
 function fieldName(instancePath: string, context: string): string {
   const parts = instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
@@ -84,3 +85,17 @@ export const findNulCharacter = (value: unknown, root: string) =>
  */
 export const findNonFiniteNumber = (value: unknown, root: string) =>
   findValue(value, root, (v) => typeof v === 'number' && !Number.isFinite(v));
+
+/**
+ * The field (a top-level property of the body, or `body` itself) under which a request body nests
+ * objects and arrays deeper than MAX_JSON_DEPTH levels (the body being the first). Iterative, and
+ * checked before anything else reads the body, so nothing recursive ever meets such a body.
+ */
+export function findTooDeep(body: unknown): string | undefined {
+  const found = tooDeep(body, MAX_JSON_DEPTH);
+  if (!found) return undefined;
+  return found.key === null ? 'body' : typeof found.key === 'number' ? `body[${found.key}]` : found.key;
+}
+
+export const tooDeepMessage = (field: string) =>
+  `${field} is nested too deeply: a JSON body may nest at most ${MAX_JSON_DEPTH} levels of objects and arrays`;

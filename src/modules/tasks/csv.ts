@@ -4,6 +4,7 @@
 // waits for each insert (backpressure), so memory holds one batch, never the file. Bad rows are
 // reported with their physical line number (the header is line 1) and the reason, naming the
 // column. A dry run checks every row the same way and inserts nothing.
+import type { IncomingMessage } from 'node:http';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
@@ -211,20 +212,29 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
     on_skip: (err: CsvError | undefined) => { if (err) parser.push({ skip: err }); },
   });
   const feeder = new LineFeeder(opts.truncated ?? (() => false));
+  // What stopped the reading (a refused header, a failed insert) is kept and thrown once the
+  // pipeline has settled: thrown inside it, it would reach the caller as the AbortError of the
+  // streams the pipeline tears down (a 500) instead of itself.
+  let failure: { err: unknown } | undefined;
   await pipeline(opts.source, feeder, parser, async (items: AsyncIterable<Item>) => {
-    for await (const item of items) {
-      if ('skip' in item) {
-        stop = { line: lastEnd + 1, message: parserMessage(item.skip, lastEnd + 1) };
-        return;
+    try {
+      for await (const item of items) {
+        if ('skip' in item) {
+          stop = { line: lastEnd + 1, message: parserMessage(item.skip, lastEnd + 1) };
+          return;
+        }
+        const end = item.info.lines;
+        const line = end - item.record.reduce((n, c) => n + lineBreaks(c), 0);
+        lastEnd = end;
+        if (!fields) { fields = readHeader(item.record); continue; }
+        batch.push({ line, raw: rowToTask(item.record, fields) });
+        if (batch.length >= CSV_BATCH) await flush();
       }
-      const end = item.info.lines;
-      const line = end - item.record.reduce((n, c) => n + lineBreaks(c), 0);
-      lastEnd = end;
-      if (!fields) { fields = readHeader(item.record); continue; }
-      batch.push({ line, raw: rowToTask(item.record, fields) });
-      if (batch.length >= CSV_BATCH) await flush();
+    } catch (err) {
+      failure = { err };
     }
-  });
+  }).catch((err: unknown) => { failure ??= { err }; });
+  if (failure) throw failure.err;
   // A cut source may also have left a quote open: the size is the reason given.
   if (feeder.cut) {
     stop = { line: lastEnd + 1, message: `the file is larger than ${megabytes(opts.maxBytes)}; reading stopped here, lines from ${lastEnd + 1} on were not read` };
@@ -242,6 +252,38 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
   };
 }
 
+/** How long a refused upload's remaining body is read (and dropped) before the answer. */
+const DRAIN_MS = 15_000;
+
+/**
+ * Reads and drops what is left of a request body, so that the next request on its keep-alive
+ * connection can be read. False when the body is (or turns out) larger than `maxBytes` or is
+ * still arriving after `ms`: that connection must then be closed.
+ */
+export function drainRequest(raw: IncomingMessage, maxBytes: number, ms: number): Promise<boolean> {
+  if (raw.readableEnded) return Promise.resolve(true);
+  if (raw.destroyed) return Promise.resolve(false);
+  const length = Number(raw.headers['content-length']);
+  if (Number.isFinite(length) && length > maxBytes) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = (drained: boolean) => {
+      clearTimeout(timer);
+      raw.off('data', onData).off('end', onEnd).off('close', onClose);
+      if (!drained) raw.pause();
+      resolve(drained);
+    };
+    const onData = (chunk: Buffer) => { seen += chunk.length; if (seen > maxBytes) finish(false); };
+    const onEnd = () => finish(true);
+    const onClose = () => finish(raw.readableEnded);
+    const timer = setTimeout(() => finish(false), ms);
+    // A form parser may still be piped (a refusal between parts): it would stop reading.
+    raw.unpipe();
+    raw.on('data', onData).once('end', onEnd).once('close', onClose);
+    raw.resume();
+  });
+}
+
 const LineList = Type.Array(Obj({ line: Type.Integer(), message: Type.String() }));
 
 /** The CSV route, with multipart parsing registered for its own plugin scope only. */
@@ -254,6 +296,13 @@ export async function taskCsvRoutes(app: App, opts: { tasks: TaskService; maxByt
   // Any other content type reaches the handler (unread), which answers 415 in our shape with
   // what to send instead; JSON is still parsed by the application's parser.
   app.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
+  // The upload is read as it arrives, so a refusal (a bad header, a wrong form, a 415) can come
+  // while the client is still sending: what is left is read and dropped before answering, or the
+  // connection would wait on the unread body; past the size limit (or DRAIN_MS) the answer
+  // closes the connection instead.
+  app.addHook('onError', async (req, reply) => {
+    if (!(await drainRequest(req.raw, maxBytes + FRAMING_BYTES, DRAIN_MS))) void reply.header('connection', 'close');
+  });
 
   app.post('/api/v2/tasks/csv', {
     schema: {

@@ -4,6 +4,7 @@ import type { NewTask, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { invalidPhoneMessage, normalizePhone } from '../../lib/phone.ts';
 import { flag } from '../../db/flags.ts';
+import { MAX_JSON_DEPTH, tooDeep } from '../../lib/json.ts';
 import { normalizeScheduledFor, staggered, type Scheduled } from './schedule.ts';
 
 export const TASK_TYPES: readonly TaskType[] = ['call', 'text', 'ping'];
@@ -160,6 +161,9 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
       try { value = JSON.parse(value); } catch { return fail(`${f}meta must be a JSON object`); }
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail(`${f}meta must be an object`);
+    // A CSV cell is parsed here, after the request body's own depth check: bounded before
+    // JSON.stringify, which would overflow the stack on thousands of levels.
+    if (tooDeep(value, MAX_JSON_DEPTH)) return fail(`${f}meta is nested too deeply: at most ${MAX_JSON_DEPTH} levels of objects and arrays`);
     meta = JSON.stringify(value);
     if (Buffer.byteLength(meta) > MAX_META_BYTES) return fail(`${f}meta must be at most ${MAX_META_BYTES} bytes as JSON`);
   }
