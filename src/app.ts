@@ -25,6 +25,8 @@ import { taskRoutes } from './modules/tasks/routes.ts';
 import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
+import { contextRoutes } from './modules/context/routes.ts';
+import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 
 export type { App } from './http/types.ts';
@@ -162,6 +164,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(relayRoutes, { relays: services.relays, config });
   await app.register(sipRoutes, { sip: services.sip });
   await app.register(subscriptionRoutes, { subscriptions: services.subscriptions });
+  await app.register(contextRoutes, { context: services.context });
+  await app.register(integrationRoutes, { integrations: services.integrations });
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;

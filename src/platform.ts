@@ -7,6 +7,8 @@ import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
+import { contextService, type ContextService } from './modules/context/service.ts';
+import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
@@ -50,6 +52,8 @@ export interface Services {
   relays: RelayService;
   subscriptions: SubscriptionService;
   sip: SipService;
+  context: ContextService;
+  integrations: IntegrationService;
 }
 
 export interface Platform {
@@ -95,6 +99,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
       wakeDeliveries,
       workerWaitMs: deps.sipWorkerWaitMs,
     }),
+    context: contextService({ db }),
+    integrations: integrationService({ db, box }),
   };
 
   let listener: Listener | undefined;

@@ -98,6 +98,18 @@ export interface IntegrationsTable {
   updated_at: number;
 }
 
+/** A context note about one person, kept for the organization's agents (POST /api/v2/context). */
+export interface ContextNotesTable {
+  id: Generated<number>;
+  org_id: number;
+  /** E.164 number or lowercased username. */
+  target: string;
+  /** 1, 2, … per (org_id, target), unique. */
+  seq: number;
+  note: string;
+  created_at: number;
+}
+
 export type SipTransportName = 'UDP' | 'TCP' | 'TLS';
 
 /** An organization's registration with its PBX; one worker owns it at a time (lease_owner). */
@@ -190,6 +202,7 @@ export interface DB {
   users: UsersTable;
   numbering_providers: NumberingProvidersTable;
   integrations: IntegrationsTable;
+  context_notes: ContextNotesTable;
 }
 
 export type Db = Kysely<DB>;
@@ -203,6 +216,7 @@ export type TokenRow = Selectable<TokensTable>;
 export type UserRow = Selectable<UsersTable>;
 export type NumberingProviderRow = Selectable<NumberingProvidersTable>;
 export type IntegrationRow = Selectable<IntegrationsTable>;
+export type ContextNoteRow = Selectable<ContextNotesTable>;
 
 // --- Tasks and the queue (migration 0002-tasks) -------------------------------------------
 

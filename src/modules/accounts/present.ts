@@ -14,6 +14,19 @@ export function maskRecord(data: Record<string, string>, isSecret: (k: string) =
   return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, isSecret(k) ? maskSecret(v) : v]));
 }
 
+/**
+ * appData as an answer shows it: under a key that names a secret (token, key, password, …) every
+ * string is masked, at any depth; other values are shown as stored.
+ */
+export function maskAppData(value: unknown, secret = false): unknown {
+  if (typeof value === 'string') return secret ? maskSecret(value) : value;
+  if (Array.isArray(value)) return value.map((v) => maskAppData(v, secret));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskAppData(v, secret || SECRET_KEY.test(k))]));
+  }
+  return value;
+}
+
 export function presentProvider(row: NumberingProviderRow, box: SecretBox) {
   const { config, secrets = {} } = openProviderSettings(row, box);
   return {
@@ -30,7 +43,7 @@ export function presentIntegration(row: IntegrationRow, box: SecretBox) {
   return {
     appId: row.app_id,
     appVersion: row.app_version,
-    appData: maskRecord(box.openJson<Record<string, string>>(row.app_data), (k) => SECRET_KEY.test(k)),
+    appData: maskAppData(box.openJson<Record<string, unknown>>(row.app_data)) as Record<string, unknown>,
     createdAt: toUnixSeconds(row.created_at),
   };
 }

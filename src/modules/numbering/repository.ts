@@ -43,4 +43,13 @@ export const integrationRepo = {
   async insert(db: Executor, row: Omit<IntegrationRow, 'id'>): Promise<IntegrationRow> {
     return db.insertInto('integrations').values(row).returningAll().executeTakeFirstOrThrow();
   },
+  /** An account's integration by app id; `lock` takes a row lock (a no-op on SQLite). */
+  async find(db: Executor, accountId: number, appId: string, opts: { lock?: boolean } = {}): Promise<IntegrationRow | undefined> {
+    const q = db.selectFrom('integrations').selectAll().where('account_id', '=', accountId).where('app_id', '=', appId);
+    return (opts.lock ? q.forUpdate() : q).executeTakeFirst();
+  },
+  async updateData(db: Executor, id: number, appData: string, updatedAt: number): Promise<IntegrationRow> {
+    return db.updateTable('integrations').set({ app_data: appData, updated_at: updatedAt })
+      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  },
 };
