@@ -7,6 +7,7 @@ import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
+import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
@@ -50,6 +51,7 @@ export interface Services {
   relays: RelayService;
   subscriptions: SubscriptionService;
   sip: SipService;
+  knowledge: KnowledgeService;
 }
 
 export interface Platform {
@@ -89,6 +91,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks }),
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),
+    knowledge: knowledgeService({ db }),
     sip: sipService({
       db, box, policy,
       wake: () => wakeups.emit(SIP_REGISTRATIONS),
