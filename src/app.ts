@@ -22,6 +22,7 @@ import { tokenRoutes } from './modules/tokens/routes.ts';
 import { memberRoutes } from './modules/members/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
+import { knowledgeRoutes } from './modules/knowledge/routes.ts';
 import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
@@ -166,6 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(subscriptionRoutes, { subscriptions: services.subscriptions });
   await app.register(contextRoutes, { context: services.context });
   await app.register(integrationRoutes, { integrations: services.integrations });
+  await app.register(knowledgeRoutes, { knowledge: services.knowledge });
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -9,6 +9,7 @@ import { policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
+import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
@@ -54,6 +55,7 @@ export interface Services {
   sip: SipService;
   context: ContextService;
   integrations: IntegrationService;
+  knowledge: KnowledgeService;
 }
 
 export interface Platform {
@@ -93,6 +95,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks }),
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),
+    knowledge: knowledgeService({ db }),
     sip: sipService({
       db, box, policy,
       wake: () => wakeups.emit(SIP_REGISTRATIONS),

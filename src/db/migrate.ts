@@ -10,7 +10,8 @@ import { sip } from './migrations/0005-sip.ts';
 import { deliveryIndexes } from './migrations/0006-delivery-indexes.ts';
 import { orgDeliveryIndex } from './migrations/0007-org-delivery-index.ts';
 import { sipPresence } from './migrations/0008-sip-presence.ts';
-import { contextIntegrations } from './migrations/0010-context-integrations.ts';
+import { contextIntegrations } from './migrations/0009-context-integrations.ts';
+import { knowledge } from './migrations/0010-knowledge.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -22,7 +23,8 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0006-delivery-indexes': deliveryIndexes(),
     '0007-org-delivery-index': orgDeliveryIndex(),
     '0008-sip-presence': sipPresence(),
-    '0010-context-integrations': contextIntegrations(dialect),
+    '0009-context-integrations': contextIntegrations(dialect),
+    '0010-knowledge': knowledge(dialect),
   };
 }
 

@@ -437,3 +437,52 @@ export type SipIpWhitelistRow = Selectable<SipIpWhitelistTable>;
 export type SipOutboundRouteRow = Selectable<SipOutboundRoutesTable>;
 export type SipCaptureRow = Selectable<SipCapturesTable>;
 export type SipEventRow = Selectable<SipEventsTable>;
+
+// --- Knowledge bases (migration 0010-knowledge) ----------------------------------------------
+
+export type KbDocumentFormat = 'text' | 'markdown' | 'html' | 'pdf';
+
+export interface KnowledgeBasesTable {
+  /** `kb_` + time-sortable id (src/lib/ids.ts). */
+  id: string;
+  org_id: number;
+  name: string;
+  description: ColumnType<string, string | undefined, string>;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface KbDocumentsTable {
+  /** `doc_` + time-sortable id. */
+  id: string;
+  kb_id: string;
+  org_id: number;
+  name: string;
+  format: KbDocumentFormat;
+  /** Size of the upload. */
+  bytes: number;
+  /** Characters of the extracted text. */
+  characters: number;
+  chunks: number;
+  created_at: number;
+}
+
+/** A piece of a document's text; indexed by FTS5 (SQLite) or its `tsv` column (PostgreSQL). */
+export interface KbChunksTable {
+  id: Generated<number>;
+  document_id: string;
+  kb_id: string;
+  org_id: number;
+  /** 0-based order in its document. */
+  position: number;
+  content: string;
+}
+
+export interface DB {
+  knowledge_bases: KnowledgeBasesTable;
+  kb_documents: KbDocumentsTable;
+  kb_chunks: KbChunksTable;
+}
+
+export type KnowledgeBaseRow = Selectable<KnowledgeBasesTable>;
+export type KbDocumentRow = Selectable<KbDocumentsTable>;
