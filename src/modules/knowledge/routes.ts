@@ -8,7 +8,7 @@ import type { FastifyRequest } from 'fastify';
 import type { App } from '../../http/types.ts';
 import { HttpError, Invalid } from '../../http/errors.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
-import { drainRequest } from '../tasks/csv.ts';
+import { drainRequest } from '../../http/drain.ts';
 import { FORMATS, formatOf } from './extract.ts';
 import { CHUNK_CHARS, CHUNK_OVERLAP } from './chunks.ts';
 import {

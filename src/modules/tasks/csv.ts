@@ -4,12 +4,12 @@
 // waits for each insert (backpressure), so memory holds one batch, never the file. Bad rows are
 // reported with their physical line number (the header is line 1) and the reason, naming the
 // column. A dry run checks every row the same way and inserts nothing.
-import type { IncomingMessage } from 'node:http';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import { CsvError, Parser } from 'csv-parse';
+import { drainRequest } from '../../http/drain.ts';
 import type { App } from '../../http/types.ts';
 import type { NewTask } from '../../db/types.ts';
 import { HttpError, Invalid } from '../../http/errors.ts';
@@ -255,34 +255,6 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
 /** How long a refused upload's remaining body is read (and dropped) before the answer. */
 const DRAIN_MS = 15_000;
 
-/**
- * Reads and drops what is left of a request body, so that the next request on its keep-alive
- * connection can be read. False when the body is (or turns out) larger than `maxBytes` or is
- * still arriving after `ms`: that connection must then be closed.
- */
-export function drainRequest(raw: IncomingMessage, maxBytes: number, ms: number): Promise<boolean> {
-  if (raw.readableEnded) return Promise.resolve(true);
-  if (raw.destroyed) return Promise.resolve(false);
-  const length = Number(raw.headers['content-length']);
-  if (Number.isFinite(length) && length > maxBytes) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    let seen = 0;
-    const finish = (drained: boolean) => {
-      clearTimeout(timer);
-      raw.off('data', onData).off('end', onEnd).off('close', onClose);
-      if (!drained) raw.pause();
-      resolve(drained);
-    };
-    const onData = (chunk: Buffer) => { seen += chunk.length; if (seen > maxBytes) finish(false); };
-    const onEnd = () => finish(true);
-    const onClose = () => finish(raw.readableEnded);
-    const timer = setTimeout(() => finish(false), ms);
-    // A form parser may still be piped (a refusal between parts): it would stop reading.
-    raw.unpipe();
-    raw.on('data', onData).once('end', onEnd).once('close', onClose);
-    raw.resume();
-  });
-}
 
 const LineList = Type.Array(Obj({ line: Type.Integer(), message: Type.String() }));
 
