@@ -60,7 +60,7 @@ forEachEngine('knowledge bases', (h) => {
   const createKb = (token: string, body: unknown) => h().call('POST', '/api/v2/kb/knowledgebase', { token, body });
   const upload = (token: string, kbId: string, filename: string, content: string | Buffer, type = 'text/plain') => {
     const { payload, headers } = form(filename, content, type);
-    return h().call('POST', `/api/v2/kb/knowledgebase/${kbId}/documents`, { token, payload: payload as unknown as string, headers });
+    return h().call('POST', `/api/v2/kb/knowledgebase/${kbId}/documents/upload`, { token, payload: payload as unknown as string, headers });
   };
   const search = (token: string, kbId: string, query: string, limit?: number) =>
     h().call('POST', `/api/v2/kb/knowledgebase/${kbId}/search`, { token, body: { query, ...(limit ? { limit } : {}) } });
@@ -166,7 +166,7 @@ forEachEngine('knowledge bases', (h) => {
     assert.match(exe.body.message, /file must be/);
     const badPdf = await upload(o.token, kb.id, 'x.pdf', 'not a pdf at all', 'application/pdf');
     assert.equal(badPdf.status, 400, JSON.stringify(badPdf.body));
-    assert.equal((await h().call('POST', `/api/v2/kb/knowledgebase/${kb.id}/documents`, { token: o.token, body: { file: 'x' } })).status, 415);
+    assert.equal((await h().call('POST', `/api/v2/kb/knowledgebase/${kb.id}/documents/upload`, { token: o.token, body: { file: 'x' } })).status, 415);
     assert.equal((await createKb(o.token, { name: '' })).status, 400);
   });
 

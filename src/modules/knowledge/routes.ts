@@ -89,7 +89,7 @@ async function uploadRoutes(app: App, { knowledge }: { knowledge: KnowledgeServi
     if (!(await drainRequest(req.raw, MAX_UPLOAD_BYTES + FRAMING_BYTES, 15_000))) void reply.header('connection', 'close');
   });
 
-  app.post('/api/v2/kb/knowledgebase/:kbId/documents', {
+  app.post('/api/v2/kb/knowledgebase/:kbId/documents/upload', {
     schema: {
       operationId: 'uploadKnowledgeDocument', tags, security: Security,
       summary: 'Upload a document to a knowledge base (callplane extension)',
