@@ -7,6 +7,7 @@ import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
+import { agentService, type AgentService } from './modules/agents/service.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
@@ -50,6 +51,7 @@ export interface Services {
   relays: RelayService;
   subscriptions: SubscriptionService;
   sip: SipService;
+  agents: AgentService;
 }
 
 export interface Platform {
@@ -95,6 +97,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       wakeDeliveries,
       workerWaitMs: deps.sipWorkerWaitMs,
     }),
+    agents: agentService({ db, wakeDeliveries }),
   };
 
   let listener: Listener | undefined;

@@ -10,6 +10,7 @@ import { sip } from './migrations/0005-sip.ts';
 import { deliveryIndexes } from './migrations/0006-delivery-indexes.ts';
 import { orgDeliveryIndex } from './migrations/0007-org-delivery-index.ts';
 import { sipPresence } from './migrations/0008-sip-presence.ts';
+import { agents } from './migrations/0009-agents.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -21,6 +22,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0006-delivery-indexes': deliveryIndexes(),
     '0007-org-delivery-index': orgDeliveryIndex(),
     '0008-sip-presence': sipPresence(),
+    '0009-agents': agents(dialect),
   };
 }
 
