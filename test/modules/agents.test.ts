@@ -164,7 +164,7 @@ forEachEngine('agents', (h) => {
     const rows = await h().database.db.selectFrom('webhook_deliveries').selectAll().where('org_id', '=', o.id).execute();
     assert.equal(rows.length, 1);
     assert.equal(rows[0].event_type, 'agent.published');
-    const payload = JSON.parse(rows[0].payload);
+    const payload = JSON.parse(rows[0].payload ?? 'null');
     assert.equal(payload.data.agentId, `camp${o.agentId}`);
     assert.equal(payload.data.source, 'staging');
     assert.equal(payload.data.previousVersionId, pub.body.previousVersionId);
