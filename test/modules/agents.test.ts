@@ -84,16 +84,29 @@ forEachEngine('agents', (h) => {
       [{ apps: [{ appId: 'a', version: 'v1', instructions: 'x', extra: 1 }] }, 'apps[0].extra'],
       [{ backgroundAudio: { url: 'https://a.example/x.mp3', gain: 99 } }, 'gain'],
       [{ title: null }, 'title'],
+      [{ description: null }, 'description'],
+      [{ waitOnAnswer: '100' }, 'waitOnAnswer'],
+      [{ waitOnAnswer: null }, 'waitOnAnswer'],
+      [{ noConvoHistory: 'true' }, 'noConvoHistory'],
+      [{ agentThinking: 'high' }, 'agentThinking'],
+      [{ agentS2SEngine: 'other' }, 'agentS2SEngine'],
+      [{ attendedTransferBridgeTrigger: '(x*)*' }, 'attendedTransferBridgeTrigger'],
     ];
+    expectError(await h().call('POST', '/api/v2/agent', { token: agentToken, body: [1] }), 400, 'body');
     for (const [body, field] of cases) expectError(await post(agentToken, '/api/v2/agent', body), 400, field);
     const ok = await post(agentToken, '/api/v2/agent', {
       cnamAutoRejectRegex: '^SPAM', cnamAutoTransferDestination: 'ext:1234', agentThinking: 'low', agentS2SEngine: null,
+      preAnswerRingTime: null, attendedTransferBridgeTrigger: 'any', agentLang: 'multi', timezone: 'asia/tokyo',
       backgroundAudio: { url: 'https://a.example/x.mp3', loop: false }, apps: [{ appId: 'squareUp', version: 'v1', instructions: 'book' }],
     });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     const s = (await get(agentToken, '/api/v2/agentEventRules/staging')).body.agent;
     assert.equal(s.cnamAutoRejectRegex, '^SPAM');
     assert.deepEqual(s.backgroundAudio, { url: 'https://a.example/x.mp3', loop: false });
+    assert.equal(s.agentS2SEngine, null);
+    assert.equal(s.preAnswerRingTime, null);
+    assert.equal(s.timezone, 'Asia/Tokyo');
+    assert.equal(s.agentLang, 'multi');
   });
 
   it('tenancy: an organization names its agent; another organization\'s agent is 404; an agent token cannot reach a sibling', async () => {
@@ -141,7 +154,7 @@ forEachEngine('agents', (h) => {
     assert.deepEqual([ren.body.versionId, ren.body.newTitle], [v1, 'Renamed']);
     expectError(await h().call('PUT', `${base}/${v1}/title`, { token: agentToken, body: { title: '  ' } }), 400, 'title');
 
-    const toStaging = await post(agentToken, `${base}/${v1}/restore`, {});
+    const toStaging = await h().call('POST', `${base}/${v1}/restore`, { token: agentToken });
     assert.equal(toStaging.status, 200, JSON.stringify(toStaging.body));
     assert.equal(toStaging.body.restored.title, 'Replaced');
     assert.equal((await get(agentToken, '/api/v2/agentEventRules/staging')).body.agent.speakingTimeout, 2000);

@@ -40,6 +40,9 @@ export async function agentRoutes(app: App, { agents }: { agents: AgentService }
     schema: { operationId: 'updateAgent', tags, security: Security, summary: 'Update the staging agent (fields not sent are kept)',
       querystring: TargetAccount, body: AgentBody,
       response: { 200: Envelope({ campaignId: Type.String() }), ...errors(400, 403, 404) } },
+    // The body is checked as sent, before the schema's type coercion (which would take "100" for
+    // 100 and null for "" or 0), by the same check a stored version's snapshot gets.
+    preValidation: async (req) => { req.body = agents.checkConfig(req.body); },
   }, async (req) => agents.update(req.scope, req.body, req.query.targetAccountId));
 
   app.post('/api/v2/agent/publish', {
@@ -73,9 +76,11 @@ export async function agentRoutes(app: App, { agents }: { agents: AgentService }
 
   app.post('/api/v2/agent/:agentId/versions/:versionId/restore', {
     schema: { operationId: 'restoreAgentVersion', tags, security: Security, summary: 'Copy a stored version into the staging or live (default) slot',
-      params: VersionParams, body: Type.Optional(Type.Object({ target: Type.Optional(SlotName) })),
+      params: VersionParams, body: Type.Object({ target: Type.Optional(SlotName) }, { description: 'Optional: without a body the target is staging' }),
       response: { 200: Envelope({ restored: Obj({}, 'The configuration now in the target slot') }), ...errors(400, 403, 404) } },
-  }, async (req) => agents.restoreVersion(req.scope, req.params.agentId, req.params.versionId, req.body?.target === 'default' ? 'default' : 'staging'));
+    // The contract's body is optional: none means target staging.
+    preValidation: async (req) => { req.body ??= {}; },
+  }, async (req) => agents.restoreVersion(req.scope, req.params.agentId, req.params.versionId, req.body.target === 'default' ? 'default' : 'staging'));
 
   app.put('/api/v2/agent/:agentId/versions/:versionId/title', {
     schema: { operationId: 'renameAgentVersion', tags, security: Security, summary: 'Rename a stored version',

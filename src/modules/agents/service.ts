@@ -124,6 +124,9 @@ export function agentService(deps: AgentServiceDeps) {
   const present = (account: AccountRow, config: AgentConfig) => ({ id: agentIdOf(account.id), accountId: account.id, ...config });
 
   return {
+    /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */
+    checkConfig: (body: unknown) => checkConfig(body),
+
     async getSlot(scope: Scope, slot: Slot, targetAccountId?: number) {
       const account = await resolve(scope, targetAccountId);
       const s = await slots(account);
