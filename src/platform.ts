@@ -10,6 +10,7 @@ import { accountService, type AccountService } from './modules/accounts/service.
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
+import { agentService, type AgentService } from './modules/agents/service.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
@@ -56,6 +57,7 @@ export interface Services {
   context: ContextService;
   integrations: IntegrationService;
   knowledge: KnowledgeService;
+  agents: AgentService;
 }
 
 export interface Platform {
@@ -104,6 +106,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     }),
     context: contextService({ db }),
     integrations: integrationService({ db, box }),
+    agents: agentService({ db, wakeDeliveries }),
   };
 
   let listener: Listener | undefined;

@@ -12,6 +12,7 @@ import { orgDeliveryIndex } from './migrations/0007-org-delivery-index.ts';
 import { sipPresence } from './migrations/0008-sip-presence.ts';
 import { contextIntegrations } from './migrations/0009-context-integrations.ts';
 import { knowledge } from './migrations/0010-knowledge.ts';
+import { agents } from './migrations/0011-agents.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -25,6 +26,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0008-sip-presence': sipPresence(),
     '0009-context-integrations': contextIntegrations(dialect),
     '0010-knowledge': knowledge(dialect),
+    '0011-agents': agents(dialect),
   };
 }
 

@@ -196,7 +196,31 @@ export interface SipEventsTable {
   created_at: number;
 }
 
+export interface AgentsTable {
+  account_id: number;
+  org_id: number;
+  /** JSON: the agent configuration of each slot. */
+  staging: string;
+  live: string;
+  published_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AgentVersionsTable {
+  id: Generated<number>;
+  account_id: number;
+  version_id: number;
+  title: string;
+  /** JSON. */
+  snapshot: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface DB {
+  agents: AgentsTable;
+  agent_versions: AgentVersionsTable;
   accounts: AccountsTable;
   tokens: TokensTable;
   users: UsersTable;

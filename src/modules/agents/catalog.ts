@@ -1,0 +1,49 @@
+// The models and voices an agent may name (agentModel, agentThinkingModel, agentVoice). POST
+// /api/v2/agent refuses anything else; GET /api/v2/models/supported will serve this list.
+export interface ModelEntry {
+  id: string;
+  provider: string;
+  /** Whether it reasons before answering (agentThinking, agentThinkingModel). */
+  thinking: boolean;
+}
+
+export const MODELS: readonly ModelEntry[] = [
+  { id: 'gpt-4o-2024-08-06', provider: 'openai', thinking: false },
+  { id: 'gpt-4o-mini', provider: 'openai', thinking: false },
+  { id: 'gpt-4.1', provider: 'openai', thinking: false },
+  { id: 'gpt-4.1-mini', provider: 'openai', thinking: false },
+  { id: 'gpt-5', provider: 'openai', thinking: true },
+  { id: 'gpt-5-mini', provider: 'openai', thinking: true },
+  { id: 'gpt-5.2', provider: 'openai', thinking: true },
+  { id: 'claude-sonnet-4-5', provider: 'anthropic', thinking: true },
+  { id: 'claude-haiku-4-5', provider: 'anthropic', thinking: true },
+  { id: 'gemini-2.5-flash', provider: 'google', thinking: true },
+  { id: 'gemini-2.5-pro', provider: 'google', thinking: true },
+];
+
+export interface VoiceEntry {
+  id: string;
+  /** The language the voice speaks (BCP-47). */
+  lang: string;
+  gender: 'female' | 'male';
+}
+
+export const VOICES: readonly VoiceEntry[] = [
+  { id: 'en-US Female', lang: 'en-US', gender: 'female' },
+  { id: 'en-US Male', lang: 'en-US', gender: 'male' },
+  { id: 'en-GB Female', lang: 'en-GB', gender: 'female' },
+  { id: 'en-GB Male', lang: 'en-GB', gender: 'male' },
+  { id: 'es-US Female', lang: 'es-US', gender: 'female' },
+  { id: 'es-US Male', lang: 'es-US', gender: 'male' },
+  { id: 'es-MX Female', lang: 'es-MX', gender: 'female' },
+  { id: 'es-ES Female', lang: 'es-ES', gender: 'female' },
+  { id: 'fr-FR Female', lang: 'fr-FR', gender: 'female' },
+  { id: 'de-DE Female', lang: 'de-DE', gender: 'female' },
+];
+
+export const MODEL_IDS: readonly string[] = MODELS.map((m) => m.id);
+export const THINKING_MODEL_IDS: readonly string[] = MODELS.filter((m) => m.thinking).map((m) => m.id);
+export const VOICE_IDS: readonly string[] = VOICES.map((v) => v.id);
+export const DEFAULT_MODEL = 'gpt-4o-2024-08-06';
+export const DEFAULT_THINKING_MODEL = 'gpt-5.2';
+export const DEFAULT_VOICE = 'en-US Female';

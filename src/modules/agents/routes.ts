@@ -1,0 +1,90 @@
+// Agents: the staging and live (default) configuration of an agent account, publishing, and
+// stored versions (docs/agents.md).
+import { Type } from '@sinclair/typebox';
+import type { App } from '../../http/types.ts';
+import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import type { AgentService } from './service.ts';
+import { AgentBody } from './validation.ts';
+
+const tags = ['Agents'];
+const TargetAccount = Type.Object({
+  targetAccountId: Type.Optional(AccountId('Agent account (or organization, for its default agent) to act on instead of your own')),
+});
+const AgentParams = Type.Object({ agentId: Type.String({ maxLength: 100, description: 'Agent id: camp<accountId>, or the account id' }) });
+const VersionParams = Type.Object({
+  agentId: Type.String({ maxLength: 100, description: 'Agent id: camp<accountId>, or the account id' }),
+  versionId: Type.String({ maxLength: 20, description: 'Epoch-ms score identifying the snapshot' }),
+});
+const Config = Obj({ id: Type.String(), accountId: Type.Integer() }, 'The agent configuration (docs/agents.md)');
+const SlotName = Type.String({ enum: ['staging', 'default'], default: 'staging' });
+const Title = Type.String({ maxLength: 200 });
+const Version = Obj({ title: Type.String(), versionId: Type.Integer(), snapshot: Type.Optional(Obj({}, 'Only present when includeData=true')) });
+
+export async function agentRoutes(app: App, { agents }: { agents: AgentService }): Promise<void> {
+  app.get('/api/v2/agentEventRules/staging', {
+    schema: { operationId: 'getStagingAgent', tags, security: Security, summary: 'Fetch your staging agent configuration',
+      querystring: TargetAccount, response: { 200: Envelope({ agent: Config }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.getSlot(req.scope, 'staging', req.query.targetAccountId));
+
+  app.get('/api/v2/agentEventRules/default', {
+    schema: { operationId: 'getLiveAgent', tags, security: Security, summary: 'Fetch your live (default) agent configuration',
+      querystring: TargetAccount, response: { 200: Envelope({ agent: Config }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.getSlot(req.scope, 'default', req.query.targetAccountId));
+
+  app.get('/api/v2/agent/:agentId', {
+    schema: { operationId: 'getAgent', tags, security: Security, summary: 'Fetch an agent: its live configuration, with staging',
+      params: AgentParams, response: { 200: Envelope({ sponsorship: Obj({ id: Type.String() }) }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.get(req.scope, req.params.agentId));
+
+  app.post('/api/v2/agent', {
+    schema: { operationId: 'updateAgent', tags, security: Security, summary: 'Update the staging agent (fields not sent are kept)',
+      querystring: TargetAccount, body: AgentBody,
+      response: { 200: Envelope({ campaignId: Type.String() }), ...errors(400, 403, 404) } },
+    // The body is checked as sent, before the schema's type coercion (which would take "100" for
+    // 100 and null for "" or 0), by the same check a stored version's snapshot gets.
+    preValidation: async (req) => { req.body = agents.checkConfig(req.body); },
+  }, async (req) => agents.update(req.scope, req.body, req.query.targetAccountId));
+
+  app.post('/api/v2/agent/publish', {
+    schema: { operationId: 'publishAgent', tags, security: Security, summary: 'Publish the staging agent to live (the replaced live is kept as a version)',
+      querystring: TargetAccount, response: { 200: Envelope({ previousVersionId: Type.Integer() }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.publish(req.scope, req.query.targetAccountId));
+
+  app.post('/api/v2/agent/revert', {
+    schema: { operationId: 'revertAgent', tags, security: Security, summary: 'Revert the staging agent to the live configuration',
+      querystring: TargetAccount, response: { 200: Envelope({}), ...errors(400, 403, 404) } },
+  }, async (req) => agents.revert(req.scope, req.query.targetAccountId));
+
+  app.get('/api/v2/agent/:agentId/versions', {
+    schema: { operationId: 'listAgentVersions', tags, security: Security, summary: 'List the stored versions of an agent, newest first',
+      params: AgentParams,
+      querystring: Type.Object({ includeData: Type.Optional(Type.Boolean({ description: 'Include each version\'s snapshot' })) }),
+      response: { 200: Envelope({ versions: Type.Array(Version) }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.listVersions(req.scope, req.params.agentId, req.query.includeData === true));
+
+  app.post('/api/v2/agent/:agentId/versions', {
+    schema: { operationId: 'createAgentVersion', tags, security: Security, summary: 'Store the staging or live configuration as a named version',
+      params: AgentParams, body: Type.Object({ title: Title, source: Type.Optional(SlotName) }),
+      response: { 201: Envelope({ createdVersion: Obj({ title: Type.String(), versionId: Type.Integer() }) }), ...errors(400, 403, 404) } },
+  }, async (req, reply) => reply.status(201).send(await agents.createVersion(req.scope, req.params.agentId, req.body.title, req.body.source === 'default' ? 'default' : 'staging')));
+
+  app.post('/api/v2/agent/:agentId/versions/:versionId', {
+    schema: { operationId: 'replaceAgentVersion', tags, security: Security, summary: 'Replace a stored version\'s snapshot (validated like POST /agent)',
+      params: VersionParams, body: Type.Object({ snapshot: Obj({}, 'The agent configuration to store') }),
+      response: { 200: Envelope({ versionId: Type.Integer() }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.replaceVersion(req.scope, req.params.agentId, req.params.versionId, req.body.snapshot));
+
+  app.post('/api/v2/agent/:agentId/versions/:versionId/restore', {
+    schema: { operationId: 'restoreAgentVersion', tags, security: Security, summary: 'Copy a stored version into the staging or live (default) slot',
+      params: VersionParams, body: Type.Object({ target: Type.Optional(SlotName) }, { description: 'Optional: without a body the target is staging' }),
+      response: { 200: Envelope({ restored: Obj({}, 'The configuration now in the target slot') }), ...errors(400, 403, 404) } },
+    // The contract's body is optional: none means target staging.
+    preValidation: async (req) => { req.body ??= {}; },
+  }, async (req) => agents.restoreVersion(req.scope, req.params.agentId, req.params.versionId, req.body.target === 'default' ? 'default' : 'staging'));
+
+  app.put('/api/v2/agent/:agentId/versions/:versionId/title', {
+    schema: { operationId: 'renameAgentVersion', tags, security: Security, summary: 'Rename a stored version',
+      params: VersionParams, body: Type.Object({ title: Title }),
+      response: { 200: Envelope({ versionId: Type.Integer(), newTitle: Type.String() }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.renameVersion(req.scope, req.params.agentId, req.params.versionId, req.body.title));
+}

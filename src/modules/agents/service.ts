@@ -1,0 +1,223 @@
+// Agents: each agent account's configuration in two slots (staging, edited by POST /api/v2/agent;
+// live, the contract's "default", changed only by publish and by restoring a version to it) and
+// its stored versions. The agent id is `camp<accountId>` (docs/agents.md); either form is accepted.
+import type { AccountRow, Db, Executor } from '../../db/types.ts';
+import type { Scope } from '../../http/auth.ts';
+import { Invalid, NotFound } from '../../http/errors.ts';
+import { accountRepo } from '../accounts/repository.ts';
+import { recordAgentEvent, type AgentEventType } from './events.ts';
+import { agentRepo, versionRepo, type AgentRow } from './repository.ts';
+import { checkConfig, defaultConfig, type AgentConfig } from './validation.ts';
+
+export type Slot = 'staging' | 'default';
+
+export interface AgentServiceDeps {
+  db: Db;
+  /** Wakes this process's delivery worker after an event was queued. */
+  wakeDeliveries: () => void;
+  now?: () => number;
+}
+
+export const agentIdOf = (accountId: number) => `camp${accountId}`;
+
+/** `camp42` or `42` → 42; anything else is no agent (404). */
+export function accountIdOf(agentId: string): number | undefined {
+  const m = /^(?:camp)?([1-9]\d{0,9})$/.exec(agentId);
+  return m ? Number(m[1]) : undefined;
+}
+
+export const MAX_TITLE = 200;
+
+function checkTitle(title: string, field = 'title'): string {
+  const t = title.trim();
+  if (t === '') throw new Invalid(`${field} must not be empty`);
+  if (t.length > MAX_TITLE) throw new Invalid(`${field} must be at most ${MAX_TITLE} characters long`);
+  return t;
+}
+
+/** A versionId path parameter: the epoch-ms score, a positive integer. */
+function parseVersionId(v: string): number {
+  if (!/^[1-9]\d{0,15}$/.test(v) || !Number.isSafeInteger(Number(v))) throw new NotFound(`versionId ${v} was not found`);
+  return Number(v);
+}
+
+export function agentService(deps: AgentServiceDeps) {
+  const { db, wakeDeliveries } = deps;
+  const clock = deps.now ?? Date.now;
+
+  /** The agent an operation without an agentId acts on: the token's own, else targetAccountId, else the organization's default agent. */
+  async function resolve(scope: Scope, targetAccountId: number | undefined): Promise<AccountRow> {
+    const account = await scope.target(targetAccountId, ['organization', 'agent']);
+    if (account.kind === 'agent') return account;
+    const id = await accountRepo.firstAgentId(db, account.id);
+    if (id === null) throw new NotFound(`organization ${account.id} has no agent account`);
+    return scope.account(id, ['agent']);
+  }
+
+  /** The agent a path's agentId names, within the caller's subtree (another tenant's: 404). */
+  async function named(scope: Scope, agentId: string): Promise<AccountRow> {
+    const id = accountIdOf(agentId);
+    if (id === undefined) throw new NotFound(`agentId ${agentId} was not found`);
+    try {
+      return await scope.account(id, ['agent'], 'agentId');
+    } catch (err) {
+      if (err instanceof NotFound) throw new NotFound(`agentId ${agentId} was not found`);
+      throw err;
+    }
+  }
+
+  const parse = (json: string) => JSON.parse(json) as AgentConfig;
+
+  async function slots(account: AccountRow): Promise<{ staging: AgentConfig; live: AgentConfig; row?: AgentRow }> {
+    const row = await agentRepo.find(db, account.id);
+    if (!row) {
+      const initial = defaultConfig(account.name);
+      return { staging: initial, live: initial };
+    }
+    return { staging: parse(row.staging), live: parse(row.live), row };
+  }
+
+  /** What a transaction did that matters after its commit. */
+  interface Effects { queued: boolean }
+
+  /** Runs `fn` in a transaction with the agent's row locked (created when missing); wakes deliveries after commit. */
+  async function locked<T>(account: AccountRow, fn: (tx: Executor, row: AgentRow, now: number, fx: Effects) => Promise<T>): Promise<T> {
+    const fx: Effects = { queued: false };
+    const result = await db.transaction().execute(async (tx) => {
+      const now = clock();
+      const row = await agentRepo.lockOrCreate(tx, account.id, account.org_id!, JSON.stringify(defaultConfig(account.name)), now);
+      return fn(tx, row, now, fx);
+    });
+    if (fx.queued) wakeDeliveries();
+    return result;
+  }
+
+  /** The next versionId: now, or one past the agent's last when that is not earlier (call with the row locked). */
+  async function nextVersionId(tx: Executor, accountId: number, now: number): Promise<number> {
+    return Math.max(now, (await versionRepo.lastVersionId(tx, accountId)) + 1);
+  }
+
+  async function storeVersion(tx: Executor, accountId: number, title: string | undefined, snapshot: string, now: number): Promise<{ versionId: number; title: string }> {
+    const versionId = await nextVersionId(tx, accountId, now);
+    const t = title ?? `Auto-${versionId}`;
+    await versionRepo.insert(tx, { account_id: accountId, version_id: versionId, title: t, snapshot, created_at: now, updated_at: now });
+    return { versionId, title: t };
+  }
+
+  /** Replaces live with `next`, keeping the replaced live as an automatic version, and queues the `agent` event. */
+  async function setLive(tx: Executor, account: AccountRow, row: AgentRow, next: string, type: AgentEventType, source: 'staging' | number, now: number, fx: Effects) {
+    const previous = await storeVersion(tx, account.id, undefined, row.live, now);
+    await agentRepo.update(tx, account.id, { live: next, published_at: now }, now);
+    if (await recordAgentEvent(tx, account.org_id!, type, { agentId: agentIdOf(account.id), accountId: account.id, source, previousVersionId: previous.versionId }, now)) {
+      fx.queued = true;
+    }
+    return previous;
+  }
+
+  async function versionOf(tx: Executor, account: AccountRow, raw: string) {
+    const versionId = parseVersionId(raw);
+    const v = await versionRepo.find(tx, account.id, versionId);
+    if (!v) throw new NotFound(`versionId ${raw} was not found`);
+    return v;
+  }
+
+  const present = (account: AccountRow, config: AgentConfig) => ({ id: agentIdOf(account.id), accountId: account.id, ...config });
+
+  return {
+    /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */
+    checkConfig: (body: unknown) => checkConfig(body),
+
+    async getSlot(scope: Scope, slot: Slot, targetAccountId?: number) {
+      const account = await resolve(scope, targetAccountId);
+      const s = await slots(account);
+      return { success: true, agent: present(account, slot === 'staging' ? s.staging : s.live) };
+    },
+
+    async get(scope: Scope, agentId: string) {
+      const account = await named(scope, agentId);
+      const s = await slots(account);
+      return {
+        success: true, message: 'Success',
+        sponsorship: {
+          ...present(account, s.live), staging: s.staging,
+          publishedAt: s.row?.published_at != null ? Math.floor(s.row.published_at / 1000) : null,
+        },
+      };
+    },
+
+    async update(scope: Scope, body: unknown, targetAccountId?: number) {
+      const patch = checkConfig(body);
+      const account = await resolve(scope, targetAccountId);
+      await locked(account, async (tx, row, now) => {
+        await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(row.staging), ...patch }) }, now);
+      });
+      return { success: true, message: 'Agent updated.', campaignId: agentIdOf(account.id) };
+    },
+
+    async publish(scope: Scope, targetAccountId?: number) {
+      const account = await resolve(scope, targetAccountId);
+      const previous = await locked(account, (tx, row, now, fx) => setLive(tx, account, row, row.staging, 'agent.published', 'staging', now, fx));
+      return { success: true, message: `Agent ${agentIdOf(account.id)} published`, previousVersionId: previous.versionId };
+    },
+
+    async revert(scope: Scope, targetAccountId?: number) {
+      const account = await resolve(scope, targetAccountId);
+      await locked(account, (tx, row, now) => agentRepo.update(tx, account.id, { staging: row.live }, now));
+      return { success: true, message: `Agent ${agentIdOf(account.id)} unpublished` };
+    },
+
+    async listVersions(scope: Scope, agentId: string, includeData: boolean) {
+      const account = await named(scope, agentId);
+      const rows = await versionRepo.list(db, account.id, includeData);
+      return {
+        success: true,
+        versions: rows.map((r) => ({
+          title: r.title, versionId: r.version_id, createdAt: Math.floor(r.created_at / 1000), updatedAt: Math.floor(r.updated_at / 1000),
+          ...(r.snapshot !== undefined ? { snapshot: parse(r.snapshot) } : {}),
+        })),
+      };
+    },
+
+    async createVersion(scope: Scope, agentId: string, title: string, source: Slot) {
+      const t = checkTitle(title);
+      const account = await named(scope, agentId);
+      const created = await locked(account, (tx, row, now) => storeVersion(tx, account.id, t, source === 'staging' ? row.staging : row.live, now));
+      return { success: true, createdVersion: created };
+    },
+
+    async replaceVersion(scope: Scope, agentId: string, versionId: string, snapshot: unknown) {
+      const checked = checkConfig(snapshot, 'snapshot.');
+      const account = await named(scope, agentId);
+      const id = await locked(account, async (tx, _row, now) => {
+        const v = await versionOf(tx, account, versionId);
+        await versionRepo.update(tx, account.id, v.version_id, { snapshot: JSON.stringify({ ...defaultConfig(account.name), ...checked }) }, now);
+        return v.version_id;
+      });
+      return { success: true, versionId: id };
+    },
+
+    async restoreVersion(scope: Scope, agentId: string, versionId: string, target: Slot) {
+      const account = await named(scope, agentId);
+      const restored = await locked(account, async (tx, row, now, fx) => {
+        const v = await versionOf(tx, account, versionId);
+        if (target === 'staging') await agentRepo.update(tx, account.id, { staging: v.snapshot }, now);
+        else await setLive(tx, account, row, v.snapshot, 'agent.restored', v.version_id, now, fx);
+        return parse(v.snapshot);
+      });
+      return { success: true, restored: present(account, restored), target };
+    },
+
+    async renameVersion(scope: Scope, agentId: string, versionId: string, title: string) {
+      const t = checkTitle(title);
+      const account = await named(scope, agentId);
+      const id = await locked(account, async (tx, _row, now) => {
+        const v = await versionOf(tx, account, versionId);
+        await versionRepo.update(tx, account.id, v.version_id, { title: t }, now);
+        return v.version_id;
+      });
+      return { success: true, versionId: id, newTitle: t };
+    },
+  };
+}
+
+export type AgentService = ReturnType<typeof agentService>;

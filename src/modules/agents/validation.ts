@@ -1,0 +1,226 @@
+// The agent configuration's fields: each one's type, range and meaning for a phone call, in one
+// table that makes both the OpenAPI schema of POST /api/v2/agent and the check every write runs
+// (POST /agent, and a snapshot stored by POST /agent/{agentId}/versions/{versionId}).
+// docs/agents.md lists the same ranges.
+import { Type, type TSchema } from '@sinclair/typebox';
+import safeRegex from 'safe-regex2';
+import { Invalid } from '../../http/errors.ts';
+import { DEFAULT_MODEL, DEFAULT_THINKING_MODEL, DEFAULT_VOICE, MODEL_IDS, THINKING_MODEL_IDS, VOICE_IDS } from './catalog.ts';
+
+export type AgentConfig = Record<string, unknown>;
+
+type Check = (value: unknown, field: string) => unknown;
+
+interface Field {
+  schema: TSchema;
+  /** Returns the value to store (normalised) or throws Invalid naming the field. */
+  check: Check;
+  nullable?: boolean;
+}
+
+const fail = (field: string, what: string): never => { throw new Invalid(`${field} ${what}`); };
+
+function str(opts: { min?: number; max: number; enum?: readonly string[]; test?: (v: string, field: string) => string }): Check {
+  return (v, field) => {
+    if (typeof v !== 'string') return fail(field, 'must be a string');
+    if (opts.enum && !opts.enum.includes(v)) return fail(field, `must be one of: ${opts.enum.join(', ')}`);
+    if (v.length < (opts.min ?? 0)) return fail(field, opts.min === 1 ? 'must not be empty' : `must be at least ${opts.min} characters long`);
+    if (v.length > opts.max) return fail(field, `must be at most ${opts.max} characters long`);
+    return opts.test ? opts.test(v, field) : v;
+  };
+}
+
+function int(min: number, max: number): Check {
+  return (v, field) => {
+    if (typeof v !== 'number' || !Number.isInteger(v)) return fail(field, 'must be an integer');
+    if (v < min || v > max) return fail(field, `must be between ${min} and ${max}`);
+    return v;
+  };
+}
+
+const bool: Check = (v, field) => (typeof v === 'boolean' ? v : fail(field, 'must be a boolean'));
+
+function strings(maxItems: number, item: Check): Check {
+  return (v, field) => {
+    if (!Array.isArray(v)) return fail(field, 'must be an array');
+    if (v.length > maxItems) return fail(field, `must have at most ${maxItems} items`);
+    return v.map((x, i) => item(x, `${field}[${i}]`));
+  };
+}
+
+function httpUrl(v: string, field: string): string {
+  let u: URL;
+  try { u = new URL(v); } catch { return fail(field, 'must be an http(s) URL'); }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return fail(field, 'must be an http(s) URL');
+  return v;
+}
+
+function timezone(v: string, field: string): string {
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: v }).resolvedOptions().timeZone;
+  } catch {
+    return fail(field, `must be an IANA time zone (such as America/Chicago), not ${JSON.stringify(v)}`);
+  }
+}
+
+function language(v: string, field: string): string {
+  if (v === 'multi') return v;
+  try {
+    const [tag] = Intl.getCanonicalLocales(v);
+    if (tag) return tag;
+  } catch { /* refused below */ }
+  return fail(field, `must be a BCP-47 language tag (such as en-US) or multi, not ${JSON.stringify(v)}`);
+}
+
+export const MAX_REGEX_LENGTH = 500;
+
+/** A JavaScript regular expression that compiles and cannot backtrack catastrophically. */
+function regex(v: string, field: string): string {
+  try { new RegExp(v); } catch (err) { return fail(field, `is not a valid regular expression: ${(err as Error).message}`); }
+  if (!safeRegex(v)) return fail(field, 'could backtrack catastrophically (nested or overlapping repetition); simplify it');
+  return v;
+}
+
+const DESTINATION = /^(\+[1-9]\d{6,14}|(ext|pbx):[0-9A-Za-z*#_.-]{1,32})$/;
+const DTMF = /^[0-9*#A-Dw,]+$/;
+
+function backgroundAudio(v: unknown, field: string): unknown {
+  if (typeof v === 'string') return httpUrl(str({ min: 1, max: 2000 })(v, field) as string, field);
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return fail(field, 'must be a URL or an object with url');
+  const o = v as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(o)) {
+    const f = `${field}.${k}`;
+    switch (k) {
+      case 'url': out.url = httpUrl(str({ min: 1, max: 2000 })(o.url, f) as string, f); break;
+      case 'loop': case 'startAfterGreeting': out[k] = bool(o[k], f); break;
+      case 'gain': out.gain = int(-40, 20)(o.gain, f); break;
+      case 'track': out.track = str({ max: 2, enum: ['bg', 'fx'] })(o.track, f); break;
+      default: fail(f, 'is not allowed');
+    }
+  }
+  if (out.url === undefined) fail(`${field}.url`, 'is required');
+  return out;
+}
+
+function app(v: unknown, field: string): unknown {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return fail(field, 'must be an object');
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (!['appId', 'version', 'instructions'].includes(k)) fail(`${field}.${k}`, 'is not allowed');
+  return {
+    appId: str({ min: 1, max: 100 })(o.appId ?? fail(`${field}.appId`, 'is required'), `${field}.appId`),
+    version: str({ min: 1, max: 20 })(o.version ?? fail(`${field}.version`, 'is required'), `${field}.version`),
+    instructions: str({ max: 10_000 })(o.instructions ?? fail(`${field}.instructions`, 'is required'), `${field}.instructions`),
+  };
+}
+
+const S = (description: string, o: object = {}) => Type.String({ description, ...o });
+const I = (description: string, minimum: number, maximum: number) => Type.Integer({ description, minimum, maximum });
+const B = (description: string) => Type.Boolean({ description });
+const nullable = (schema: TSchema) => ({ ...schema, nullable: true }) as TSchema;
+
+export const FIELDS: Record<string, Field> = {
+  type: { schema: S('Type for this agent', { enum: ['chatAgent'] }), check: str({ max: 20, enum: ['chatAgent'] }) },
+  title: { schema: S('Title for the agent', { minLength: 1, maxLength: 200 }), check: str({ min: 1, max: 200 }) },
+  description: { schema: S('Some description', { maxLength: 2000 }), check: str({ max: 2000 }) },
+  welcomeMessage: { schema: S('What the agent says first on a call', { maxLength: 2000 }), check: str({ max: 2000 }) },
+  links: { schema: Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 50, description: 'http(s) links the agent may reference' }),
+    check: strings(50, (x, f) => httpUrl(str({ min: 1, max: 2000 })(x, f) as string, f)) },
+  actions: { schema: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, description: 'Actions the agent can take' }),
+    check: strings(50, str({ min: 1, max: 100 })) },
+  timezone: { schema: S('IANA time zone the agent operates in', { maxLength: 64 }), check: str({ min: 1, max: 64, test: timezone }) },
+  agentVoice: { schema: S('Voice (GET /api/v2/models/supported)', { enum: [...VOICE_IDS] }), check: str({ max: 64, enum: VOICE_IDS }) },
+  agentLang: { schema: S('BCP-47 language tag, or multi', { maxLength: 35 }), check: str({ min: 1, max: 35, test: language }) },
+  agentInstructions: { schema: S('Instructions for the agent', { maxLength: 100_000 }), check: str({ max: 100_000 }) },
+  agentModel: { schema: S('LLM model', { enum: [...MODEL_IDS] }), check: str({ max: 64, enum: MODEL_IDS }) },
+  agentThinking: { schema: nullable(S('Reasoning budget: low, or null for none', { maxLength: 3 })), nullable: true, check: str({ max: 3, enum: ['low'] }) },
+  agentThinkingModel: { schema: S('Model for pauseAndThink reasoning', { enum: [...THINKING_MODEL_IDS] }), check: str({ max: 64, enum: THINKING_MODEL_IDS }) },
+  postConvoForceThinking: { schema: B('Force a thinking model for post-conversation work'), check: bool },
+  agentS2SEngine: { schema: nullable(S('Speech-to-speech engine: openai, gemini, or null', { maxLength: 10 })), nullable: true, check: str({ max: 10, enum: ['openai', 'gemini'] }) },
+  agentSttEngine: { schema: S('Speech-to-text engine', { enum: ['google', 'deepgram', 'deepgramflux', 'openai'] }),
+    check: str({ max: 20, enum: ['google', 'deepgram', 'deepgramflux', 'openai'] }) },
+  agentSttSmartFormatting: { schema: B('Smart formatting of transcriptions'), check: bool },
+  postAnswerDtmf: { schema: S('DTMF sent on answer: 0-9 * # A-D, w or , for a pause', { maxLength: 32 }),
+    check: str({ max: 32, test: (v, f) => (v === '' || DTMF.test(v) ? v : fail(f, 'may hold only 0-9 * # A-D w ,')) }) },
+  waitOnAnswer: { schema: I('Milliseconds before the greeting', 0, 10_000), check: int(0, 10_000) },
+  backgroundAudio: { schema: Type.Union([Type.String({ maxLength: 2000 }), Type.Null(), Type.Object({
+    url: Type.String({ maxLength: 2000 }), loop: Type.Optional(Type.Boolean()), gain: Type.Optional(Type.Integer({ description: 'dB, -40 to 20' })),
+    startAfterGreeting: Type.Optional(Type.Boolean()), track: Type.Optional(Type.String({ enum: ['bg', 'fx'] })),
+  })], { description: 'Background audio: an http(s) URL or {url, loop, gain (dB), startAfterGreeting, track}; null for none' }),
+  nullable: true, check: backgroundAudio },
+  interruptionWordCount: { schema: I('Words a caller speaks before it counts as an interruption', 1, 20), check: int(1, 20) },
+  interruptionMinimumSpeakingTime: { schema: I('Seconds the agent speaks before it can be interrupted', 0, 30), check: int(0, 30) },
+  speakingTimeout: { schema: I('Milliseconds of silence that end the caller\'s turn', 100, 10_000), check: int(100, 10_000) },
+  speechProcessingDelay: { schema: I('Milliseconds before speech goes to the LLM', 0, 5000), check: int(0, 5000) },
+  speechProcessingDelayInterruptionStep: { schema: I('Milliseconds of delay added per interruption', 0, 5000), check: int(0, 5000) },
+  speechProcessingDelayMaxMultiplier: { schema: I('Interruptions that raise the delay, at most', 0, 10), check: int(0, 10) },
+  callerResponseTimeout: { schema: I('Seconds of caller silence before "are you still there?"', 1, 120), check: int(1, 120) },
+  callerResponseTimeoutHangupCounter: { schema: I('Times the agent asks before hanging up', 0, 10), check: int(0, 10) },
+  noContactInjection: { schema: B('Leave the caller\'s contact card out of the context'), check: bool },
+  noConvoHistory: { schema: B('Leave the caller\'s call history out of the context'), check: bool },
+  autoRecordingNotification: { schema: S('true, false or always', { enum: ['true', 'false', 'always'] }), check: str({ max: 6, enum: ['true', 'false', 'always'] }) },
+  recordingNotificationPhrase: { schema: S('Phrase announcing the recording', { minLength: 1, maxLength: 500 }), check: str({ min: 1, max: 500 }) },
+  preAnswerRingTime: { schema: nullable(I('Seconds of ringing before the agent answers', 1, 60)), nullable: true, check: int(1, 60) },
+  preAnswerSkipProcessingResults: { schema: B('Pre-answer function results go straight to the context'), check: bool },
+  cnamAutoRejectRegex: { schema: nullable(S('Regex on the inbound CNAM that rejects the call', { maxLength: MAX_REGEX_LENGTH })), nullable: true,
+    check: str({ min: 1, max: MAX_REGEX_LENGTH, test: regex }) },
+  cnamAutoRejectCode: { schema: I('SIP code of such a rejection', 400, 699), check: int(400, 699) },
+  cnamAutoTransferRegex: { schema: nullable(S('Regex on the inbound CNAM that transfers the call', { maxLength: MAX_REGEX_LENGTH })), nullable: true,
+    check: str({ min: 1, max: MAX_REGEX_LENGTH, test: regex }) },
+  cnamAutoTransferDestination: { schema: nullable(S('E.164 number, ext:NNN or pbx:NNN', { maxLength: 40 })), nullable: true,
+    check: str({ max: 40, test: (v, f) => (DESTINATION.test(v) ? v : fail(f, 'must be an E.164 number (+15551234567) or ext:/pbx: followed by an extension')) }) },
+  confirmTransfers: { schema: B('Callee presses 1 to accept a transfer'), check: bool },
+  monitorTransfers: { schema: B('Keep transcribing transferred calls'), check: bool },
+  attendedTransfers: { schema: B('Agent stays on the line during transfer attempts'), check: bool },
+  attendedTransferBridgeTrigger: { schema: nullable(S('null (Yes), any, or a regex', { maxLength: MAX_REGEX_LENGTH })), nullable: true,
+    check: str({ min: 1, max: MAX_REGEX_LENGTH, test: (v, f) => (v === 'any' ? v : regex(v, f)) }) },
+  transferConfirmTimeout: { schema: I('Seconds to wait for a transfer\'s confirmation', 5, 120), check: int(5, 120) },
+  apps: { schema: Type.Array(Type.Object({
+    appId: Type.String({ maxLength: 100 }), version: Type.String({ maxLength: 20 }), instructions: Type.String({ maxLength: 10_000 }),
+  }), { maxItems: 50, description: 'Apps enabled for the agent' }), check: strings(50, app) },
+};
+
+/** A new agent's configuration (both slots). */
+export function defaultConfig(title: string): AgentConfig {
+  return {
+    type: 'chatAgent', title: title.slice(0, 200), description: '', welcomeMessage: '', links: [], actions: [],
+    timezone: 'America/New_York', agentVoice: DEFAULT_VOICE, agentLang: 'en-US', agentInstructions: '',
+    agentModel: DEFAULT_MODEL, agentThinking: null, agentThinkingModel: DEFAULT_THINKING_MODEL, postConvoForceThinking: false,
+    agentS2SEngine: null, agentSttEngine: 'deepgram', agentSttSmartFormatting: true, postAnswerDtmf: '', waitOnAnswer: 0,
+    backgroundAudio: null, interruptionWordCount: 3, interruptionMinimumSpeakingTime: 3, speakingTimeout: 1200,
+    speechProcessingDelay: 500, speechProcessingDelayInterruptionStep: 500, speechProcessingDelayMaxMultiplier: 4,
+    callerResponseTimeout: 13, callerResponseTimeoutHangupCounter: 3, noContactInjection: false, noConvoHistory: false,
+    autoRecordingNotification: 'true', recordingNotificationPhrase: 'This call is being recorded.', preAnswerRingTime: null,
+    preAnswerSkipProcessingResults: false, cnamAutoRejectRegex: null, cnamAutoRejectCode: 603, cnamAutoTransferRegex: null,
+    cnamAutoTransferDestination: null, confirmTransfers: false, monitorTransfers: false, attendedTransfers: false,
+    attendedTransferBridgeTrigger: null, transferConfirmTimeout: 30, apps: [],
+  };
+}
+
+/** The OpenAPI body of POST /api/v2/agent: every field optional (a partial update). */
+export const AgentBody = Type.Object(
+  Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, Type.Optional(f.schema)])),
+  { additionalProperties: true, description: 'Fields to change in the staging agent; fields not sent keep their value. Unknown fields are refused.' },
+);
+
+/**
+ * Checks a partial configuration and returns it normalised; 400 naming the first unknown or
+ * invalid field. `root` prefixes field names (`snapshot.` for a stored version).
+ */
+export function checkConfig(input: unknown, root = ''): AgentConfig {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) throw new Invalid(`${root || 'body'} must be an object`);
+  const out: AgentConfig = {};
+  for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
+    const name = `${root}${key}`;
+    const field = Object.hasOwn(FIELDS, key) ? FIELDS[key] : undefined;
+    if (!field) throw new Invalid(`${name} is not an agent field`);
+    if (value === undefined) continue;
+    if (value === null) {
+      if (!field.nullable) throw new Invalid(`${name} must not be null`);
+      out[key] = null;
+      continue;
+    }
+    out[key] = field.check(value, name);
+  }
+  return out;
+}
