@@ -1,16 +1,11 @@
 // Registration lifecycle events (and presence changes of registrations with `subscribe`): kept in sip_events and, in the same transaction, queued as
 // webhook deliveries to the organization's `registration` subscriptions (POST /api/v2/webhooks),
 // signed and retried by the delivery runtime like task events.
-import type { Insertable } from 'kysely';
-import type { Executor, SipEventsTable, WebhookDeliveriesTable } from '../../db/types.ts';
+import type { Executor, SipEventsTable } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import type { RegistrationStatus } from '../../sip/register.ts';
-import { notifyQueue } from '../../queue/waker.ts';
-import { DELIVERIES } from '../webhooks/dispatcher.ts';
-import { deliveryRepo } from '../webhooks/repository.ts';
-import { subscriptionRepo } from '../webhooks/subscriptions/repository.ts';
-import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
+import { queueSubscriptionEvent } from '../webhooks/deliveries.ts';
 import { sipRepo } from './repository.ts';
 
 export type RegistrationEventType = SipEventsTable['type'];
@@ -60,15 +55,6 @@ export async function recordRegistrationEvent(
   const id = newId('sev', now);
   const payload = JSON.stringify({ type, timestamp: new Date(now).toISOString(), data });
   await sipRepo.insertEvent(tx, { id, org_id: orgId, aor: data.aor, type, payload, created_at: now });
-  const hooks = await subscriptionRepo.ofType(tx, [orgId], 'registration');
-  if (hooks.length === 0) return false;
-  const rows: Insertable<WebhookDeliveriesTable>[] = hooks.map((hook) => ({
-    id: newId('dlv', now), org_id: orgId, kind: 'webhook', relay_id: null, relay_event_id: null, webhook_id: hook.id,
-    event_id: id, event_type: type, payload, state: 'pending', run_at: now, attempt: 0, max_attempts: MAX_DELIVERY_ATTEMPTS,
-    lease_owner: null, lease_expires_at: null, last_status: null, last_error: null, created_at: now, updated_at: now, finished_at: null,
-  }));
-  await deliveryRepo.insertMany(tx, rows);
-  await notifyQueue(tx, DELIVERIES);
-  return true;
+  return queueSubscriptionEvent(tx, { orgId, subscriptionType: 'registration', eventId: id, eventType: type, payload, now });
 }
 

@@ -1,7 +1,7 @@
-// What relay deliveries and subscription deliveries share in the API: the delivery as shown with its
-// attempt log (read with attemptRepo.byDelivery), and a replay (a new delivery of the same event,
-// due now, with the same webhook-id).
-import type { Db, DeliveryAttemptRow, WebhookDeliveryRow } from '../../db/types.ts';
+// What relay deliveries and subscription deliveries share: the delivery as the API shows it with
+// its attempt log (read with attemptRepo.byDelivery), a replay (a new delivery of the same event,
+// due now, with the same webhook-id), and queueing one of our events to the subscriptions of its type.
+import type { Db, DeliveryAttemptRow, Executor, WebhookDeliveryRow } from '../../db/types.ts';
 import { Conflict } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
@@ -9,6 +9,7 @@ import { notifyQueue } from '../../queue/waker.ts';
 import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
 import { DELIVERIES } from './dispatcher.ts';
 import { deliveryRepo } from './repository.ts';
+import { subscriptionRepo } from './subscriptions/repository.ts';
 
 /** A delivery as the API shows it (times in unix seconds), with every attempt it made. */
 export function presentDelivery(d: WebhookDeliveryRow, attempts: readonly DeliveryAttemptRow[]) {
@@ -56,4 +57,26 @@ export async function replayDelivery(db: Db, original: WebhookDeliveryRow, now: 
     await notifyQueue(tx, DELIVERIES);
     return row;
   });
+}
+
+/**
+ * Queues one delivery of an event of ours (`eventId`, `eventType`, its JSON `payload`) per
+ * subscription of `subscriptionType` the organization has, in the caller's transaction, and tells
+ * other processes' delivery workers. True when any was queued (the caller wakes this process's
+ * delivery worker after commit).
+ */
+export async function queueSubscriptionEvent(tx: Executor, e: {
+  orgId: number; subscriptionType: string; eventId: string; eventType: string; payload: string; now: number;
+}): Promise<boolean> {
+  const hooks = await subscriptionRepo.ofType(tx, [e.orgId], e.subscriptionType);
+  if (hooks.length === 0) return false;
+  const { now } = e;
+  await deliveryRepo.insertMany(tx, hooks.map((hook) => ({
+    id: newId('dlv', now), org_id: e.orgId, kind: 'webhook' as const, relay_id: null, relay_event_id: null, webhook_id: hook.id,
+    event_id: e.eventId, event_type: e.eventType, payload: e.payload, state: 'pending' as const, run_at: now, attempt: 0,
+    max_attempts: MAX_DELIVERY_ATTEMPTS, lease_owner: null, lease_expires_at: null, last_status: null, last_error: null,
+    created_at: now, updated_at: now, finished_at: null,
+  })));
+  await notifyQueue(tx, DELIVERIES);
+  return true;
 }
