@@ -19,7 +19,7 @@ import { createMetrics, type Metrics } from './http/metrics.ts';
 import { opsRoutes } from './modules/ops/routes.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
-import { agentRoutes } from './modules/agents/routes.ts';
+import { agentRoutes, agentUrlRoutes } from './modules/agents/routes.ts';
 import { memberRoutes } from './modules/members/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
@@ -170,6 +170,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(integrationRoutes, { integrations: services.integrations });
   await app.register(knowledgeRoutes, { knowledge: services.knowledge });
   await app.register(agentRoutes, { agents: services.agents });
+  await app.register(agentUrlRoutes, { agents: services.agents });
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;

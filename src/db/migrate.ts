@@ -13,6 +13,7 @@ import { sipPresence } from './migrations/0008-sip-presence.ts';
 import { contextIntegrations } from './migrations/0009-context-integrations.ts';
 import { knowledge } from './migrations/0010-knowledge.ts';
 import { agents } from './migrations/0011-agents.ts';
+import { agentUrls } from './migrations/0012-agent-urls.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -27,6 +28,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0009-context-integrations': contextIntegrations(dialect),
     '0010-knowledge': knowledge(dialect),
     '0011-agents': agents(dialect),
+    '0012-agent-urls': agentUrls(),
   };
 }
 

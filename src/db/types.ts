@@ -218,9 +218,18 @@ export interface AgentVersionsTable {
   updated_at: number;
 }
 
+/** An agent's public slug (docs/agents.md "Agent URLs"); `slug` is unique across the deployment. */
+export interface AgentUrlsTable {
+  account_id: number;
+  slug: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface DB {
   agents: AgentsTable;
   agent_versions: AgentVersionsTable;
+  agent_urls: AgentUrlsTable;
   accounts: AccountsTable;
   tokens: TokensTable;
   users: UsersTable;

@@ -205,6 +205,11 @@ export const accountRepo = {
       .execute();
   },
 
+  /** Agent accounts (anywhere) whose email is this (lowercased) one: callers keep those in their scope. */
+  async agentsByEmail(db: Executor, email: string): Promise<AccountRow[]> {
+    return db.selectFrom('accounts').selectAll().where('kind', '=', 'agent').where('email', '=', email).orderBy('id').limit(100).execute();
+  },
+
   async timezoneOf(db: Executor, id: number): Promise<string | null | undefined> {
     const r = await db.selectFrom('accounts').select('timezone').where('id', '=', id).executeTakeFirst();
     return r?.timezone;

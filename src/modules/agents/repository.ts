@@ -1,4 +1,4 @@
-// Every statement on the agents and agent_versions tables.
+// Every statement on the agents, agent_versions and agent_urls tables.
 import type { Selectable } from 'kysely';
 import type { AgentsTable, AgentVersionsTable, Executor } from '../../db/types.ts';
 
@@ -53,5 +53,27 @@ export const versionRepo = {
     const r = await tx.updateTable('agent_versions').set({ ...patch, updated_at: now })
       .where('account_id', '=', accountId).where('version_id', '=', versionId).executeTakeFirst();
     return Number(r.numUpdatedRows);
+  },
+};
+
+export const urlRepo = {
+  async slugOf(db: Executor, accountId: number): Promise<string | undefined> {
+    const r = await db.selectFrom('agent_urls').select('slug').where('account_id', '=', accountId).executeTakeFirst();
+    return r?.slug;
+  },
+
+  /** The agent account holding the slug, if any. */
+  async holder(db: Executor, slug: string): Promise<number | undefined> {
+    const r = await db.selectFrom('agent_urls').select('account_id').where('slug', '=', slug).executeTakeFirst();
+    return r?.account_id;
+  },
+
+  /**
+   * Sets the agent's slug in one statement (the old one is freed by the same write). A slug held
+   * by another agent raises a unique violation from the `agent_urls_slug` index.
+   */
+  async set(db: Executor, accountId: number, slug: string, now: number): Promise<void> {
+    await db.insertInto('agent_urls').values({ account_id: accountId, slug, created_at: now, updated_at: now })
+      .onConflict((oc) => oc.column('account_id').doUpdateSet({ slug, updated_at: now })).execute();
   },
 };

@@ -88,3 +88,27 @@ export async function agentRoutes(app: App, { agents }: { agents: AgentService }
       response: { 200: Envelope({ versionId: Type.Integer(), newTitle: Type.String() }), ...errors(400, 403, 404) } },
   }, async (req) => agents.renameVersion(req.scope, req.params.agentId, req.params.versionId, req.body.title));
 }
+
+const urlTags = ['Agent URLs'];
+const TargetUsername = Type.String({ maxLength: 320, description: 'The agent: its username (email or account-<id>), agent id (camp<id>) or account id; without it, your agent (an organization: its default agent)' });
+const Slug = Type.String({ maxLength: 100, description: '3–40 characters of a–z, 0–9 and single hyphens, case-insensitive (stored lower-case); not a reserved word (docs/agents.md)' });
+
+export async function agentUrlRoutes(app: App, { agents }: { agents: AgentService }): Promise<void> {
+  app.get('/api/v2/checkAgentUrl', {
+    schema: { operationId: 'checkAgentUrl', tags: urlTags, security: Security, summary: 'Check whether a slug is available for an agent',
+      querystring: Type.Object({ targetUsername: Type.Optional(TargetUsername), slug: Slug }),
+      response: { 200: Envelope({ available: Type.Boolean(), slug: Type.String() }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.checkUrl(req.scope, req.query.targetUsername, req.query.slug));
+
+  app.get('/api/v2/agentUrl', {
+    schema: { operationId: 'getAgentUrl', tags: urlTags, security: Security, summary: 'Fetch an agent\'s slug (404 when it has none)',
+      querystring: Type.Object({ targetUsername: Type.Optional(TargetUsername) }),
+      response: { 200: Envelope({ slug: Type.String() }), ...errors(400, 403, 404) } },
+  }, async (req) => agents.getUrl(req.scope, req.query.targetUsername));
+
+  app.post('/api/v2/agentUrl', {
+    schema: { operationId: 'setAgentUrl', tags: urlTags, security: Security, summary: 'Set or replace an agent\'s slug (the old one is freed)',
+      body: Type.Object({ targetUsername: Type.Optional(TargetUsername), slug: Slug }),
+      response: { 200: Envelope({ slug: Type.String() }), ...errors(400, 403, 404, 409) } },
+  }, async (req) => agents.setUrl(req.scope, req.body.targetUsername, req.body.slug));
+}

@@ -3,10 +3,12 @@
 // its stored versions. The agent id is `camp<accountId>` (docs/agents.md); either form is accepted.
 import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
-import { Invalid, NotFound } from '../../http/errors.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
-import { agentRepo, versionRepo, type AgentRow } from './repository.ts';
+import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';
+import { normaliseSlug } from './slug.ts';
 import { checkConfig, defaultConfig, type AgentConfig } from './validation.ts';
 
 export type Slot = 'staging' | 'default';
@@ -62,6 +64,31 @@ export function agentService(deps: AgentServiceDeps) {
       return await scope.account(id, ['agent'], 'agentId');
     } catch (err) {
       if (err instanceof NotFound) throw new NotFound(`agentId ${agentId} was not found`);
+      throw err;
+    }
+  }
+
+  /**
+   * The agent `targetUsername` names (Agent URLs): its username as GET /api/v2/account shows it
+   * (email, or `account-<id>`), its agent id (`camp<id>`) or account id, case-insensitive; without
+   * one, the agent operations without an agentId act on. Outside the caller's subtree: 404.
+   */
+  async function byUsername(scope: Scope, targetUsername: string | undefined): Promise<AccountRow> {
+    const name = targetUsername?.trim().toLowerCase() ?? '';
+    if (name === '') return resolve(scope, undefined);
+    const notFound = () => new NotFound(`targetUsername ${targetUsername} was not found`);
+    const idMatch = /^(?:camp|account-)?([1-9]\d{0,9})$/.exec(name);
+    let id: number | undefined = idMatch ? Number(idMatch[1]) : undefined;
+    if (id === undefined && name.includes('@')) {
+      const mine = (await accountRepo.agentsByEmail(db, name)).filter((a) => scope.contains(a));
+      if (mine.length > 1) throw new Invalid(`targetUsername ${targetUsername} names ${mine.length} agents: name one as account-<id>`);
+      id = mine[0]?.id;
+    }
+    if (id === undefined) throw notFound();
+    try {
+      return await scope.account(id, ['agent'], 'targetUsername');
+    } catch (err) {
+      if (err instanceof NotFound) throw notFound();
       throw err;
     }
   }
@@ -205,6 +232,34 @@ export function agentService(deps: AgentServiceDeps) {
         return parse(v.snapshot);
       });
       return { success: true, restored: present(account, restored), target };
+    },
+
+    /** Whether `slug` is free for the named agent (its own slug is): never says who holds it. */
+    async checkUrl(scope: Scope, targetUsername: string | undefined, rawSlug: string) {
+      const slug = normaliseSlug(rawSlug);
+      const account = await byUsername(scope, targetUsername);
+      const holder = await urlRepo.holder(db, slug);
+      return { success: true, available: holder === undefined || holder === account.id, slug };
+    },
+
+    async getUrl(scope: Scope, targetUsername: string | undefined) {
+      const account = await byUsername(scope, targetUsername);
+      const slug = await urlRepo.slugOf(db, account.id);
+      if (slug === undefined) throw new NotFound(`agent ${agentIdOf(account.id)} has no agent URL yet (POST /api/v2/agentUrl sets one)`);
+      return { success: true, slug };
+    },
+
+    /** Sets (or replaces) the agent's slug; the unique index settles races: the loser is 409. */
+    async setUrl(scope: Scope, targetUsername: string | undefined, rawSlug: string) {
+      const slug = normaliseSlug(rawSlug);
+      const account = await byUsername(scope, targetUsername);
+      try {
+        await urlRepo.set(db, account.id, slug, clock());
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new Conflict(`slug ${slug} is not available`);
+        throw err;
+      }
+      return { success: true, slug };
     },
 
     async renameVersion(scope: Scope, agentId: string, versionId: string, title: string) {
