@@ -36,4 +36,10 @@ export const PaginationQuery = {
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Rows per page (default 20)' })),
 };
 
+/** Our extensions' paging: `limit` (default 100) rows after `offset`. */
+export const LimitOffsetQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many (default 100)' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Skip this many' })),
+};
+
 export const Security = [{ apiKeyAuth: [] as string[] }];

@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../../http/types.ts';
 import { HttpError, Invalid } from '../../http/errors.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { AccountId, Envelope, errors, LimitOffsetQuery, Obj, Security } from '../../http/schemas.ts';
 import { drainRequest } from '../../http/drain.ts';
 import { FORMATS, formatOf } from './extract.ts';
 import { CHUNK_CHARS, CHUNK_OVERLAP } from './chunks.ts';
@@ -216,8 +216,7 @@ export async function knowledgeRoutes(app: App, { knowledge }: { knowledge: Know
       params: KbParams,
       querystring: Type.Object({
         ...TargetQuery.properties,
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many (default 100)' })),
-        offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Skip this many' })),
+        ...LimitOffsetQuery,
       }),
       response: { 200: Envelope({ total: Type.Integer(), documents: Type.Array(Document) }), ...errors(400, 403, 404) },
     },

@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../../config.ts';
 import type { App } from '../../../http/types.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../../http/schemas.ts';
+import { AccountId, Envelope, errors, LimitOffsetQuery, Obj, Security } from '../../../http/schemas.ts';
 import { relayIngress } from './ingress.ts';
 import { MAX_TIMEOUT_MS, type RelayService } from './service.ts';
 
@@ -103,8 +103,7 @@ export async function relayRoutes(app: App, { relays, config }: { relays: RelayS
       params: TypeParams,
       querystring: Type.Object({
         ...TargetQuery.properties,
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many (default 100)' })),
-        offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Skip this many' })),
+        ...LimitOffsetQuery,
       }),
       response: { 200: Envelope({ total: Type.Number(), deliveries: Type.Array(Delivery) }), ...errors(400, 403, 404) },
     },

@@ -2,7 +2,7 @@
 // organization's event subscriptions.
 import { Type } from '@sinclair/typebox';
 import type { App } from '../../../http/types.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../../http/schemas.ts';
+import { AccountId, Envelope, errors, LimitOffsetQuery, Obj, Security } from '../../../http/schemas.ts';
 import { QUEUE_STATES } from '../../../db/types.ts';
 import { MAX_LABEL_LENGTH, MAX_URL_LENGTH, WEBHOOK_TYPES, type SubscriptionService } from './service.ts';
 
@@ -82,8 +82,7 @@ export async function subscriptionRoutes(app: App, { subscriptions }: { subscrip
         url: Type.Optional(Type.String({ maxLength: MAX_URL_LENGTH, description: 'Only deliveries to this webhook URL' })),
         type: Type.Optional(Type.String({ maxLength: 50, description: 'Only deliveries of subscriptions of this type' })),
         state: Type.Optional(Type.String({ maxLength: 20, description: `Only deliveries in this state: ${QUEUE_STATES.join(', ')}` })),
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many (default 100)' })),
-        offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Skip this many' })),
+        ...LimitOffsetQuery,
       }),
       response: { 200: Envelope({ total: Type.Number(), deliveries: Type.Array(Delivery) }), ...errors(400, 403, 404) },
     },
