@@ -22,9 +22,8 @@ const PLURAL = { call: 'calls', text: 'texts' } as const;
  * any process) can change them before this transaction commits.
  */
 async function admit(tx: Transaction<DB>, row: TaskRow, now: number): Promise<Admission> {
-  // A suspended agent, organization or ancestor: the task stays pending (the claim filter keeps it
-  // out of claims) until reactivation wakes the runners.
-  if ((await accountRepo.findWithSuspension(tx, row.account_id))?.suspended) return NOT_NOW;
+  // Tasks of a suspended agent, organization or ancestor never get here: the claim filter
+  // (limitRepo.mayStart) leaves them out of the claim's own SELECT until reactivation wakes the runners.
   if (row.type === 'ping') return ADMIT;
   const kind = row.type;
   const limits = await limitRepo.load(tx, row.org_id);
