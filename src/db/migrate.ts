@@ -14,6 +14,7 @@ import { contextIntegrations } from './migrations/0009-context-integrations.ts';
 import { knowledge } from './migrations/0010-knowledge.ts';
 import { agents } from './migrations/0011-agents.ts';
 import { agentUrls } from './migrations/0012-agent-urls.ts';
+import { conversations } from './migrations/0013-conversations.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -29,6 +30,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0010-knowledge': knowledge(dialect),
     '0011-agents': agents(dialect),
     '0012-agent-urls': agentUrls(),
+    '0013-conversations': conversations(dialect),
   };
 }
 

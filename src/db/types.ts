@@ -40,6 +40,9 @@ export interface AccountsTable {
   messages_previous: ColumnType<number, number | undefined, number>;
   messages_all_time: ColumnType<number, number | undefined, number>;
   timezone: string | null;
+  /** Organizations: where receiveMessage replies go by default, and the sealed secret that signs them. */
+  message_webhook_url: ColumnType<string | null, string | null | undefined, string | null>;
+  message_signing_secret: ColumnType<string | null, string | null | undefined, string | null>;
   /** JSON object of profile fields (firstName, businessName, …). */
   details: string;
   created_at: number;
@@ -403,7 +406,8 @@ export interface WebhooksTable {
 export interface WebhookDeliveriesTable {
   id: string;
   org_id: number;
-  kind: 'relay' | 'webhook';
+  /** 'message': an agent's reply to receiveMessage, sent to target_url with the organization's message secret. */
+  kind: 'relay' | 'webhook' | 'message';
   relay_id: number | null;
   relay_event_id: string | null;
   webhook_id: number | null;
@@ -423,6 +427,7 @@ export interface WebhookDeliveriesTable {
   created_at: number;
   updated_at: number;
   finished_at: number | null;
+  target_url: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface DeliveryAttemptsTable {
@@ -519,3 +524,140 @@ export interface DB {
 
 export type KnowledgeBaseRow = Selectable<KnowledgeBasesTable>;
 export type KbDocumentRow = Selectable<KbDocumentsTable>;
+
+// Conversations (migration 0013).
+export type ConversationChannel = 'api' | 'sms' | 'voice' | 'web' | 'sip';
+export type ConversationOutcome = 'completed' | 'ended_by_agent' | 'transferred' | 'no_response' | 'hung_up' | 'failed';
+export type MessageDirection = 'inbound' | 'outbound' | 'tool';
+
+export interface ConversationRoomsTable {
+  id: Generated<number>;
+  org_id: number;
+  /** The agent account that talks in this room. */
+  account_id: number;
+  /** E.164, `web:<visitor>` or an API sourceAddress. */
+  counterpart: string;
+  counterpart_kind: 'phone' | 'web' | 'address';
+  display_name: string | null;
+  last_message: string | null;
+  last_message_at: number;
+  unread: ColumnType<number, number | undefined, number>;
+  junk: ColumnType<Flag, Flag | undefined, Flag>;
+  junk_reason: string | null;
+  /** The organization's own decision; null: the junk rules decide. */
+  junk_override: Flag | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ConversationsTable {
+  id: string;
+  room_id: number;
+  org_id: number;
+  account_id: number;
+  channel: ConversationChannel;
+  direction: 'inbound' | 'outbound';
+  counterpart: string;
+  agent_version: number | null;
+  engine: 'model' | 'simulated';
+  provider: string | null;
+  model: string | null;
+  task_id: string | null;
+  carrier_ref: string | null;
+  started_at: number;
+  last_activity_at: number;
+  ended_at: number | null;
+  outcome: ConversationOutcome | null;
+  outcome_detail: string | null;
+  duration_ms: number | null;
+  messages_in: ColumnType<number, number | undefined, number>;
+  messages_out: ColumnType<number, number | undefined, number>;
+  model_calls: ColumnType<number, number | undefined, number>;
+  tokens_in: ColumnType<number, number | undefined, number>;
+  tokens_out: ColumnType<number, number | undefined, number>;
+  /** JSON: the channel's state. */
+  state: ColumnType<string, string | undefined, string>;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ConversationMessagesTable {
+  id: string;
+  conversation_id: string;
+  room_id: number;
+  org_id: number;
+  direction: MessageDirection;
+  text: string;
+  source: ConversationChannel;
+  status: 'received' | 'pending' | 'success' | 'failed' | 'interrupted';
+  /** JSON array of {type, url}. */
+  attachments: ColumnType<string, string | undefined, string>;
+  /** JSON: a tool call {name, arguments, result, refused}, or the message's context and metadata. */
+  data: string | null;
+  at: number;
+}
+
+export interface ConversationTurnsTable {
+  id: string;
+  org_id: number;
+  conversation_id: string;
+  message_id: string;
+  /** JSON ReplyTarget. */
+  reply_to: string;
+  /** JSON: the model loop's saved state while an automation request is outstanding. */
+  resume: string | null;
+  state: ColumnType<QueueState, QueueState | undefined, QueueState>;
+  run_at: number;
+  attempt: ColumnType<number, number | undefined, number>;
+  max_attempts: ColumnType<number, number | undefined, number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+export interface AutomationRequestsTable {
+  id: string;
+  org_id: number;
+  turn_id: string;
+  conversation_id: string;
+  tool_call_id: string;
+  action: string;
+  state: 'waiting' | 'answered' | 'expired';
+  /** JSON responseData. */
+  response: string | null;
+  created_at: number;
+  expires_at: number;
+  answered_at: number | null;
+}
+
+export interface LlmProvidersTable {
+  id: Generated<number>;
+  org_id: number;
+  name: string;
+  base_url: string;
+  /** Sealed. */
+  api_key: string | null;
+  /** JSON array of model ids. */
+  models: ColumnType<string, string | undefined, string>;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DB {
+  conversation_rooms: ConversationRoomsTable;
+  conversations: ConversationsTable;
+  conversation_messages: ConversationMessagesTable;
+  conversation_turns: ConversationTurnsTable;
+  automation_requests: AutomationRequestsTable;
+  llm_providers: LlmProvidersTable;
+}
+
+export type RoomRow = Selectable<ConversationRoomsTable>;
+export type ConversationRow = Selectable<ConversationsTable>;
+export type MessageRow = Selectable<ConversationMessagesTable>;
+export type TurnRow = Selectable<ConversationTurnsTable>;
+export type AutomationRequestRow = Selectable<AutomationRequestsTable>;
+export type LlmProviderRow = Selectable<LlmProvidersTable>;
