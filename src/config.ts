@@ -1,5 +1,6 @@
 // Reads the environment once at boot, validates it and returns a frozen config.
 // Nothing else in the code base reads process.env.
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 
@@ -76,6 +77,36 @@ export interface Config {
   readonly sipRingSeconds: number;
   /** Days SIP captures are kept (CALLPLANE_SIP_CAPTURE_RETENTION_DAYS). */
   readonly sipCaptureRetentionDays: number;
+  /**
+   * The deployment's language-model providers (OpenAI-compatible): CALLPLANE_LLM_BASE_URL,
+   * CALLPLANE_LLM_API_KEY and CALLPLANE_LLM_MODEL make the first, named `default`; more come from
+   * the JSON file CALLPLANE_LLM_PROVIDERS_FILE. Empty: conversations run on the SIMULATED engine.
+   */
+  readonly llmProviders: readonly LlmProviderConfig[];
+  /** The model a conversation uses when its agent names none a provider serves (CALLPLANE_LLM_MODEL). */
+  readonly llmDefaultModel: string | undefined;
+  /** How long one model request may take, ms (CALLPLANE_LLM_TIMEOUT_MS). */
+  readonly llmTimeoutMs: number;
+  /** Retries of a model request that failed with 408, 409, 429 or 5xx, with backoff (CALLPLANE_LLM_MAX_RETRIES). */
+  readonly llmMaxRetries: number;
+  /** Conversation turns one worker process runs at once (CALLPLANE_TURN_CONCURRENCY). */
+  readonly turnConcurrency: number;
+  /** Minutes of silence after which a message conversation ends; the next message opens a new one. */
+  readonly conversationIdleMinutes: number;
+}
+
+/** One OpenAI-compatible endpoint the deployment may send chat completions to. */
+export interface LlmProviderConfig {
+  /** Shown in errors, records and GET /api/v2/models/supported (`provider`). */
+  readonly name: string;
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  /** Models this provider serves, besides those its /models lists (when listModels). */
+  readonly models: readonly string[];
+  /** Ask the provider's GET /models for more (cached); default true. */
+  readonly listModels: boolean;
+  /** Which of `models` reason before answering (shown as canReason). */
+  readonly reasoningModels: readonly string[];
 }
 
 export class ConfigError extends Error {}
@@ -136,6 +167,66 @@ function privateTargets(env: NodeJS.ProcessEnv): { all: boolean; cidrs: string[]
     }
   }
   return { all: false, cidrs };
+}
+
+function httpBase(name: string, raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL such as https://api.openai.com/v1 (got '${raw}')`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must be an http(s) URL (got '${raw}')`);
+  return raw.replace(/\/+$/, '');
+}
+
+const PROVIDER_NAME = /^[a-z0-9][a-z0-9_.-]{0,39}$/;
+
+/** CALLPLANE_LLM_BASE_URL / _API_KEY / _MODEL, then the providers file (docs/conversations.md shows its shape). */
+function llmProviders(env: NodeJS.ProcessEnv): LlmProviderConfig[] {
+  const out: LlmProviderConfig[] = [];
+  const model = env.CALLPLANE_LLM_MODEL?.trim() || undefined;
+  const base = env.CALLPLANE_LLM_BASE_URL?.trim();
+  if (base) {
+    out.push({
+      name: 'default', baseUrl: httpBase('CALLPLANE_LLM_BASE_URL', base), apiKey: env.CALLPLANE_LLM_API_KEY || undefined,
+      models: model ? [model] : [], listModels: true, reasoningModels: [],
+    });
+  } else if (env.CALLPLANE_LLM_API_KEY) {
+    // A key alone means OpenAI itself.
+    out.push({ name: 'default', baseUrl: 'https://api.openai.com/v1', apiKey: env.CALLPLANE_LLM_API_KEY, models: model ? [model] : [], listModels: true, reasoningModels: [] });
+  }
+  const file = env.CALLPLANE_LLM_PROVIDERS_FILE?.trim();
+  if (!file) return out;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`CALLPLANE_LLM_PROVIDERS_FILE '${file}' could not be read as JSON: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(parsed)) throw new ConfigError('CALLPLANE_LLM_PROVIDERS_FILE must hold a JSON array of providers');
+  for (const [i, p] of (parsed as Record<string, unknown>[]).entries()) {
+    const where = `CALLPLANE_LLM_PROVIDERS_FILE[${i}]`;
+    if (typeof p !== 'object' || p === null) throw new ConfigError(`${where} must be an object`);
+    const name = typeof p.name === 'string' ? p.name : '';
+    if (!PROVIDER_NAME.test(name)) throw new ConfigError(`${where}.name must be 1-40 lowercase letters, digits, '.', '_' or '-' (got '${name}')`);
+    if (out.some((o) => o.name === name)) throw new ConfigError(`${where}.name '${name}' is used twice`);
+    if (typeof p.baseUrl !== 'string') throw new ConfigError(`${where}.baseUrl must be a string`);
+    const keyEnv = typeof p.apiKeyEnv === 'string' ? p.apiKeyEnv : undefined;
+    if (keyEnv !== undefined && !env[keyEnv]) throw new ConfigError(`${where}.apiKeyEnv names ${keyEnv}, which is not set`);
+    const list = (v: unknown, field: string): string[] => {
+      if (v === undefined) return [];
+      if (!Array.isArray(v) || v.some((m) => typeof m !== 'string' || m === '')) throw new ConfigError(`${where}.${field} must be an array of model ids`);
+      return v as string[];
+    };
+    out.push({
+      name, baseUrl: httpBase(`${where}.baseUrl`, p.baseUrl),
+      apiKey: keyEnv ? env[keyEnv] : typeof p.apiKey === 'string' ? p.apiKey : undefined,
+      models: list(p.models, 'models'), reasoningModels: list(p.reasoningModels, 'reasoningModels'),
+      listModels: p.listModels === undefined ? true : p.listModels === true,
+    });
+  }
+  return out;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -203,5 +294,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sipRegisterExpires: int(env, 'CALLPLANE_SIP_REGISTER_EXPIRES', 3600, 1, 86_400),
     sipRingSeconds: num(env, 'CALLPLANE_SIP_RING_SECONDS', 60, 0.1, 600),
     sipCaptureRetentionDays: int(env, 'CALLPLANE_SIP_CAPTURE_RETENTION_DAYS', 7, 1, 3650),
+    llmProviders: Object.freeze(llmProviders(env)),
+    llmDefaultModel: env.CALLPLANE_LLM_MODEL?.trim() || undefined,
+    llmTimeoutMs: int(env, 'CALLPLANE_LLM_TIMEOUT_MS', 30_000, 1000, 600_000),
+    llmMaxRetries: int(env, 'CALLPLANE_LLM_MAX_RETRIES', 2, 0, 10),
+    turnConcurrency: int(env, 'CALLPLANE_TURN_CONCURRENCY', 50, 1, 1000),
+    conversationIdleMinutes: int(env, 'CALLPLANE_CONVERSATION_IDLE_MINUTES', 30, 1, 10_080),
   });
 }

@@ -12,6 +12,7 @@ import { integrationService, type IntegrationService } from './modules/integrati
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
 import { agentService, type AgentService } from './modules/agents/service.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
+import { modelsService, type ModelsService } from './modules/models/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
 import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
@@ -58,6 +59,7 @@ export interface Services {
   integrations: IntegrationService;
   knowledge: KnowledgeService;
   agents: AgentService;
+  models: ModelsService;
 }
 
 export interface Platform {
@@ -107,6 +109,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     context: contextService({ db }),
     integrations: integrationService({ db, box }),
     agents: agentService({ db, wakeDeliveries }),
+    models: modelsService({ config }),
   };
 
   let listener: Listener | undefined;

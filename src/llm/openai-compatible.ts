@@ -1,0 +1,123 @@
+// Chat completions over the OpenAI-compatible protocol through the `openai` client with a
+// configurable base URL: OpenAI, Groq, Together, vLLM, Ollama, llama.cpp's server, LM Studio, and
+// the OpenAI-compatible endpoints of Anthropic and Google all speak it. The client times requests
+// out and retries 408/409/429/5xx with exponential backoff (honouring Retry-After); what still
+// fails becomes a ModelError that names the provider.
+import OpenAI, { APIError } from 'openai';
+import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { ModelError, type ChatEngine, type ChatMessage, type ChatRequest, type ChatResult, type ToolCall } from './types.ts';
+
+export interface OpenAICompatibleOptions {
+  name: string;
+  baseUrl: string;
+  apiKey: string | undefined;
+  timeoutMs: number;
+  maxRetries: number;
+  /** How requests leave the process (an organization's own provider goes through the SSRF guard). */
+  fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+}
+
+/** Bounds on what a model's reply may grow to before we stop reading it. */
+const MAX_REPLY_CHARS = 32_000;
+const MAX_TOOL_CALLS = 8;
+const MAX_ARGUMENT_CHARS = 16_000;
+
+function toWire(m: ChatMessage): ChatCompletionMessageParam {
+  switch (m.role) {
+    case 'system': return { role: 'system', content: m.content };
+    case 'user': return { role: 'user', content: m.content };
+    case 'tool': return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+    case 'assistant':
+      return m.toolCalls?.length
+        ? {
+          role: 'assistant', content: m.content || null,
+          tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
+        }
+        : { role: 'assistant', content: m.content };
+  }
+}
+
+export class OpenAICompatible implements ChatEngine {
+  readonly simulated = false;
+  readonly name: string;
+  private readonly client: OpenAI;
+
+  constructor(opts: OpenAICompatibleOptions) {
+    this.name = opts.name;
+    this.client = new OpenAI({
+      baseURL: opts.baseUrl,
+      // Local servers (Ollama, llama.cpp) take no key; the client insists on one.
+      apiKey: opts.apiKey ?? 'no-key',
+      timeout: opts.timeoutMs,
+      maxRetries: opts.maxRetries,
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    });
+  }
+
+  async chat(req: ChatRequest): Promise<ChatResult> {
+    const tools: ChatCompletionTool[] | undefined = req.tools?.length
+      ? req.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } }))
+      : undefined;
+    let text = '';
+    let finishReason = 'stop';
+    let model = req.model;
+    let usage = { input: 0, output: 0 };
+    const calls = new Map<number, ToolCall>();
+    try {
+      const stream = await this.client.chat.completions.create({
+        model: req.model,
+        messages: req.messages.map(toWire),
+        ...(tools ? { tools } : {}),
+        ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+        ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+        stream: true,
+        stream_options: { include_usage: true },
+      }, { signal: req.signal });
+      for await (const chunk of stream as AsyncIterable<ChatCompletionChunk>) {
+        if (chunk.model) model = chunk.model;
+        if (chunk.usage) usage = { input: chunk.usage.prompt_tokens ?? 0, output: chunk.usage.completion_tokens ?? 0 };
+        const choice = chunk.choices?.[0];
+        if (!choice) continue;
+        const delta = choice.delta;
+        if (delta?.content) {
+          if (text.length + delta.content.length > MAX_REPLY_CHARS) throw new ModelError(this.name, `the reply grew past ${MAX_REPLY_CHARS} characters`);
+          text += delta.content;
+          req.onText?.(delta.content);
+        }
+        for (const tc of delta?.tool_calls ?? []) {
+          const at = calls.get(tc.index) ?? { id: '', name: '', arguments: '' };
+          if (tc.id) at.id = tc.id;
+          if (tc.function?.name) at.name += tc.function.name;
+          if (tc.function?.arguments) at.arguments += tc.function.arguments;
+          if (at.arguments.length > MAX_ARGUMENT_CHARS) throw new ModelError(this.name, `a tool call's arguments grew past ${MAX_ARGUMENT_CHARS} characters`);
+          calls.set(tc.index, at);
+          if (calls.size > MAX_TOOL_CALLS) throw new ModelError(this.name, `the reply asked for more than ${MAX_TOOL_CALLS} tool calls`);
+        }
+        if (choice.finish_reason) finishReason = choice.finish_reason;
+      }
+    } catch (err) {
+      if (err instanceof ModelError) throw err;
+      if (req.signal?.aborted) throw err;
+      if (err instanceof APIError) throw new ModelError(this.name, `${err.status ?? 'no status'} ${err.message}`, err.status as number | undefined);
+      throw new ModelError(this.name, (err as Error).message);
+    }
+    const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b)
+      .map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }))
+      .filter((c) => c.name !== '');
+    return { text, toolCalls, usage, finishReason, model };
+  }
+
+  async listModels(signal?: AbortSignal): Promise<string[]> {
+    try {
+      const ids: string[] = [];
+      for await (const m of this.client.models.list({ signal })) {
+        ids.push(m.id);
+        if (ids.length >= 1000) break;
+      }
+      return ids;
+    } catch (err) {
+      if (err instanceof APIError) throw new ModelError(this.name, `listing models: ${err.status ?? 'no status'} ${err.message}`, err.status as number | undefined);
+      throw new ModelError(this.name, `listing models: ${(err as Error).message}`);
+    }
+  }
+}
