@@ -5,9 +5,14 @@ import type { Config } from './config.ts';
 import type { Database, Listener } from './db/index.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
-import { policyFromConfig } from './webhooks/ssrf.ts';
+import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
+import { messageSecret } from './modules/accounts/message-secret.ts';
+import { conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
+import { turnRunner } from './modules/conversations/turn.ts';
+import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
+import { chooseCarrier } from './modules/numbering/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
 import { agentService, type AgentService } from './modules/agents/service.ts';
@@ -41,6 +46,8 @@ export interface PlatformDeps {
   tasks?: Partial<Omit<TaskQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the delivery queue (shorter leases, a fast retry schedule). */
   deliveries?: Partial<Omit<DeliveryQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
+  /** Test settings of the conversation-turn queue (shorter leases). */
+  turns?: Partial<Omit<TurnQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
   sipWorkerWaitMs?: number;
 }
@@ -60,6 +67,7 @@ export interface Services {
   knowledge: KnowledgeService;
   agents: AgentService;
   models: ModelsService;
+  conversations: ConversationService;
 }
 
 export interface Platform {
@@ -67,6 +75,8 @@ export interface Platform {
   wakeups: Wakeups;
   tasks: TaskQueue;
   deliveries: DeliveryQueue;
+  /** Conversation turns (API messages, SMS); its worker runs in worker processes. */
+  turns: TurnQueue;
   sip?: SipWorker;
   services: Services;
   /** Hears other processes' queue notifications (PostgreSQL); worker processes call it once. */
@@ -90,8 +100,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const policy = policyFromConfig(config);
   const wakeDeliveries = () => wakeups.emit(DELIVERIES);
 
-  const services: Services = {
-    accounts: accountService({ db, box, config, wakeTasks: () => tasks.notify() }),
+  const base = {
+    accounts: accountService({ db, box, config, policy, wakeTasks: () => tasks.notify() }),
     tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
     members: memberService({ db }),
     numbering: numberingService({ db, box }),
@@ -111,10 +121,30 @@ export function createPlatform(deps: PlatformDeps): Platform {
     agents: agentService({ db, wakeDeliveries }),
     models: modelsService({ config }),
   };
+  const services: Services = {
+    ...base,
+    conversations: conversationService({
+      db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns: () => wakeups.emit(TURNS),
+    }),
+  };
+  const turns = new TurnQueue({
+    database, config, wakeups, log: child('turns'), ...deps.turns,
+    handler: {
+      db,
+      conversations: services.conversations,
+      turns: turnRunner({
+        db, models: services.models, knowledge: services.knowledge, context: services.context, tasks: services.tasks,
+        http: guardedDispatcher(policy), messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
+      }),
+      textCarrier: (orgId) => chooseCarrier({ db, box, config, carrierOptions: deps.tasks?.carrierOptions }, orgId, 'text'),
+      wakeDeliveries,
+      log: child('turns'),
+    },
+  });
 
   let listener: Listener | undefined;
   return {
-    wakeups, tasks, deliveries, sip, services,
+    wakeups, tasks, deliveries, turns, sip, services,
     async listen() {
       listener ??= await listenForWakeups(database, wakeups, child('listener'));
     },

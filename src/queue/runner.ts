@@ -30,6 +30,8 @@ export type Outcome<Row> = (
    * settle's transaction with the row as written, only when this worker still held the row.
    */
   after?: (tx: Transaction<DB>, row: Row) => Promise<void>;
+  /** Runs once the settle has committed (wakes a consumer of what `after` wrote). */
+  settled?: () => void;
 };
 
 export interface HandlerContext {
@@ -242,6 +244,7 @@ export class QueueRunner<T extends QueueTable> {
         const written = await settle(tx);
         if (written) await after(tx, written);
       });
+      outcome.settled?.();
     } catch (err) {
       // The lease expires and the rescuer returns the row; nothing is lost.
       this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed');

@@ -14,6 +14,7 @@ import { bootstrapAdmin } from '../../src/modules/tokens/service.ts';
 import { createScratchPgDatabase } from './scratch-pg.ts';
 import type { TaskQueue } from '../../src/modules/tasks/task-queue.ts';
 import type { DeliveryQueue } from '../../src/modules/webhooks/delivery-queue.ts';
+import type { TurnQueue } from '../../src/modules/conversations/turn-queue.ts';
 import type { SipWorker } from '../../src/modules/sip/sip-worker.ts';
 import { createPlatform, type PlatformDeps } from '../../src/platform.ts';
 
@@ -38,6 +39,8 @@ export interface Harness {
   tasks: TaskQueue;
   /** The webhook delivery queue of this harness; its worker runs only when started with `deliveries: true`. */
   deliveries: DeliveryQueue;
+  /** The conversation-turn queue; its worker runs only when started with `turns: true`. */
+  turns: TurnQueue;
   /** The SIP runtime (endpoint, registration owner), when started with `sip`. */
   sip?: SipWorker;
   call(method: string, url: string, opts?: CallOptions): Promise<Reply>;
@@ -67,6 +70,8 @@ export interface HarnessOptions {
   sip?: Exclude<PlatformDeps['sip'], false>;
   /** How long SIP registration POST/DELETE wait for the owner (default 14 s). */
   sipWorkerWaitMs?: number;
+  /** Run the conversation-turn worker (API messages and SMS the agent answers). */
+  turns?: boolean;
 }
 
 export async function startHarness(engine: Engine, env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -91,10 +96,11 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     sipWorkerWaitMs: opts.sipWorkerWaitMs,
   });
   const { tasks, deliveries, sip } = platform;
-  if (opts.worker || opts.deliveries || sip) await platform.listen();
+  if (opts.worker || opts.deliveries || opts.turns || sip) await platform.listen();
   if (sip) await sip.start();
   if (opts.worker) await tasks.startWorker();
   if (opts.deliveries) await deliveries.startWorker();
+  if (opts.turns) platform.turns.startWorker();
   const app = await buildApp({ config, database, services: platform.services });
   await app.ready();
   const adminToken = newToken!;
@@ -122,7 +128,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
@@ -142,6 +148,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     async close() {
       await tasks.stop();
       await deliveries.stop();
+      await platform.turns.stop();
       await sip?.stop();
       await platform.close();
       await app.close();

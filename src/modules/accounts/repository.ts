@@ -151,6 +151,17 @@ export const accountRepo = {
       .returningAll().executeTakeFirstOrThrow();
   },
 
+  /**
+   * Stores the organization's message signing secret (sealed) unless it has one; the one it has
+   * afterwards (two first replies racing agree on one secret).
+   */
+  async ensureMessageSecret(db: Executor, orgId: number, sealed: string): Promise<string | null> {
+    await db.updateTable('accounts').set({ message_signing_secret: sealed })
+      .where('id', '=', orgId).where('message_signing_secret', 'is', null).execute();
+    const row = await db.selectFrom('accounts').select('message_signing_secret').where('id', '=', orgId).executeTakeFirst();
+    return row?.message_signing_secret ?? null;
+  },
+
   async update(db: Executor, id: number, patch: AccountUpdate): Promise<AccountRow | undefined> {
     return db.updateTable('accounts').set(patch).where('id', '=', id).returningAll().executeTakeFirst();
   },

@@ -182,8 +182,11 @@ export async function accountRoutes(app: App, { accounts }: { accounts: AccountS
         hipaaSetting: Type.Optional(HipaaSetting),
         orgAccountType: Type.Optional(OrgAccountType),
         timezone: Type.Optional(Str('callplane extension: IANA time zone of the organization (task limits, daily counts)')),
+        outboundMessageWebhookUrl: Type.Optional(Nullable('callplane extension: where agents\' replies to receiveMessage go by default; null removes it')),
+        rotateOutboundMessageSigningSecret: Type.Optional(Type.Boolean({ description: 'callplane extension: issue a new secret for signing agents\' replies (answered once in full)' })),
       }),
-      response: { 200: Settings, ...errors(400, 403, 404, 409) },
+      response: { 200: Envelope({ updatedSettings: Type.Array(Type.String()), failedSettings: Type.Optional(Type.Array(Type.String())),
+        outboundMessageSigningSecret: Type.Optional(Type.String({ description: 'The whsec_… secret that signs agents\' replies, answered once when issued' })) }), ...errors(400, 403, 404, 409) },
     },
   }, async (req) => accounts.updateOrganization(req.scope, req.query.targetOrganizationId, req.body));
 

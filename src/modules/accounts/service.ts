@@ -2,6 +2,9 @@
 // Each method resolves its targets through the caller's Scope and owns its transaction.
 import type { Config } from '../../config.ts';
 import type { AccountKind, AccountRow, AccountUpdate, Db, Executor } from '../../db/types.ts';
+import { checkTargetUrl, type TargetPolicy } from '../../webhooks/ssrf.ts';
+import { newSigningSecret } from '../../webhooks/deliver.ts';
+import { messageSecret } from './message-secret.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
@@ -49,6 +52,7 @@ export interface UpdateOrganizationInput {
   smsEnabled?: boolean; smsBrandId?: string | null; smsCampaignId?: string | null; vidaPremium?: boolean;
   externalAccountId?: string | null; externalBillingId?: string | null; hipaaSetting?: 'on' | 'off' | 'inherit';
   orgAccountType?: 'internal' | 'customer'; timezone?: string;
+  outboundMessageWebhookUrl?: string | null; rotateOutboundMessageSigningSecret?: boolean;
 }
 
 export interface UpdateAccountInput {
@@ -105,6 +109,8 @@ export interface AccountServiceDeps {
   db: Db;
   box: SecretBox;
   config: Pick<Config, 'defaultPlanId'>;
+  /** Checks outboundMessageWebhookUrl like every customer URL. */
+  policy: TargetPolicy;
   /** Wakes this process's task runners (a reactivated account's pending tasks may start). */
   wakeTasks: () => void;
 }
@@ -350,6 +356,7 @@ export function accountService(deps: AccountServiceDeps) {
       const updated: string[] = [];
       const failed: { field: string; message: string }[] = [];
       const set = (field: string, apply: () => void) => { apply(); updated.push(field); };
+      let issued: string | undefined;
       for (const [field, value] of Object.entries(input) as [keyof UpdateOrganizationInput, unknown][]) {
         switch (field) {
           case 'email':
@@ -374,6 +381,18 @@ export function accountService(deps: AccountServiceDeps) {
           case 'externalBillingId': set(field, () => (patch.external_billing_id = value as string | null)); break;
           case 'hipaaSetting': set(field, () => (patch.hipaa_setting = value as string)); break;
           case 'orgAccountType': set(field, () => (patch.org_account_type = value as string)); break;
+          case 'outboundMessageWebhookUrl': {
+            if (value === null) { set(field, () => (patch.message_webhook_url = null)); break; }
+            const url = typeof value === 'string' ? value : '';
+            const checked = checkTargetUrl(url, deps.policy);
+            if (url.length > 2048) failed.push({ field, message: 'outboundMessageWebhookUrl must be at most 2048 characters' });
+            else if (!checked.ok) failed.push({ field, message: `outboundMessageWebhookUrl ${checked.message}` });
+            else set(field, () => (patch.message_webhook_url = url));
+            break;
+          }
+          case 'rotateOutboundMessageSigningSecret':
+            if (value === true) set(field, () => { issued = newSigningSecret(); patch.message_signing_secret = box.seal(issued); });
+            break;
           case 'timezone': {
             const zone = canonicalTimeZone(String(value));
             if (!zone) failed.push({ field, message: `timezone '${String(value)}' is not an IANA time zone` });
@@ -394,9 +413,12 @@ export function accountService(deps: AccountServiceDeps) {
       }, patch.external_account_id);
       // Reactivated: its pending tasks (kept out of claims while it was suspended) are due again.
       if (patch.active === 1) deps.wakeTasks();
+      // A reply URL needs the secret that signs its replies: issued with the first URL, shown once.
+      if (patch.message_webhook_url && !issued && !org.message_signing_secret) issued = await messageSecret(db, box, org.id);
       return {
         success: true, message: 'Organization settings updated', updatedSettings: updated,
         ...(failed.length ? { failedSettings } : {}),
+        ...(issued ? { outboundMessageSigningSecret: issued } : {}),
       };
     },
 

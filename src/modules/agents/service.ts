@@ -3,6 +3,7 @@
 // its stored versions. The agent id is `camp<accountId>` (docs/agents.md); either form is accepted.
 import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
+import { orgsOwningNumber } from '../numbering/carriers.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
@@ -151,6 +152,38 @@ export function agentService(deps: AgentServiceDeps) {
   const present = (account: AccountRow, config: AgentConfig) => ({ id: agentIdOf(account.id), accountId: account.id, ...config });
 
   return {
+    /**
+     * The agent a message names (receiveMessage's targetAgent): its account id, agent id
+     * (`camp…`), username, or a phone number one of the caller's organizations owns (that
+     * organization's default agent). Outside the caller's subtree: 404 naming `field`.
+     */
+    async named(scope: Scope, name: string, field: string): Promise<AccountRow> {
+      const text = name.trim();
+      if (/^\+?[\d\s().-]{7,20}$/.test(text) && text.replace(/\D/g, '').length >= 7 && !/^[1-9]\d{0,9}$/.test(text)) {
+        for (const orgId of await orgsOwningNumber(db, text)) {
+          const agentId = await accountRepo.firstAgentId(db, orgId);
+          if (agentId === null) continue;
+          try {
+            return await scope.account(agentId, ['agent'], field);
+          } catch (err) {
+            if (!(err instanceof NotFound)) throw err;
+          }
+        }
+        throw new NotFound(`${field} ${name} was not found`);
+      }
+      try {
+        return await byUsername(scope, text === '' ? '-' : text);
+      } catch (err) {
+        if (err instanceof NotFound) throw new NotFound(`${field} ${name} was not found`);
+        throw err;
+      }
+    },
+
+    /** The agent's live configuration, what conversations use (the defaults until its first write). */
+    async liveConfig(account: AccountRow): Promise<AgentConfig> {
+      return (await slots(account)).live;
+    },
+
     /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */
     checkConfig: (body: unknown) => checkConfig(body),
 

@@ -114,6 +114,77 @@ function app(v: unknown, field: string): unknown {
   };
 }
 
+/** Names the built-in tools take (src/modules/conversations/tools.ts); a webhook action may not reuse one. */
+const RESERVED_TOOL_NAMES = ['end_conversation', 'transfer_call', 'send_text', 'queue_follow_up', 'search_knowledge'];
+const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
+const PARAM_TYPES = ['string', 'number', 'integer', 'boolean'] as const;
+
+/** One parameter of a webhook action: a flat, typed value (no nesting: the model fills it, we check it). */
+function actionParameter(v: unknown, field: string): unknown {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return fail(field, 'must be an object with type');
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (!['type', 'description', 'enum', 'required'].includes(k)) fail(`${field}.${k}`, 'is not allowed');
+  const out: Record<string, unknown> = { type: str({ max: 10, enum: PARAM_TYPES })(o.type ?? fail(`${field}.type`, 'is required'), `${field}.type`) };
+  if (o.description !== undefined) out.description = str({ max: 500 })(o.description, `${field}.description`);
+  if (o.enum !== undefined) {
+    if (out.type !== 'string') fail(`${field}.enum`, 'applies only to string parameters');
+    out.enum = strings(20, str({ min: 1, max: 100 }))(o.enum, `${field}.enum`);
+  }
+  if (o.required !== undefined) out.required = bool(o.required, `${field}.required`);
+  return out;
+}
+
+/** A tool the agent may call that POSTs to the customer's URL (docs/conversations.md, Tools). */
+function webhookAction(v: unknown, field: string): unknown {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return fail(field, 'must be an object');
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (!['name', 'description', 'url', 'parameters', 'async', 'timeoutSeconds'].includes(k)) fail(`${field}.${k}`, 'is not allowed');
+  const name = str({ min: 1, max: 48 })(o.name ?? fail(`${field}.name`, 'is required'), `${field}.name`) as string;
+  if (!TOOL_NAME.test(name)) fail(`${field}.name`, 'must start with a letter and hold only letters, digits and _ (at most 48)');
+  if (RESERVED_TOOL_NAMES.includes(name)) fail(`${field}.name`, `'${name}' is a built-in tool's name`);
+  const url = httpUrl(str({ min: 1, max: 2000 })(o.url ?? fail(`${field}.url`, 'is required'), `${field}.url`) as string, `${field}.url`);
+  const params: Record<string, unknown> = {};
+  if (o.parameters !== undefined) {
+    if (!o.parameters || typeof o.parameters !== 'object' || Array.isArray(o.parameters)) fail(`${field}.parameters`, 'must be an object of named parameters');
+    const entries = Object.entries(o.parameters as Record<string, unknown>);
+    if (entries.length > 20) fail(`${field}.parameters`, 'may have at most 20 parameters');
+    for (const [p, spec] of entries) {
+      if (!TOOL_NAME.test(p)) fail(`${field}.parameters.${p}`, 'must be a name of letters, digits and _');
+      params[p] = actionParameter(spec, `${field}.parameters.${p}`);
+    }
+  }
+  const isAsync = o.async === undefined ? false : bool(o.async, `${field}.async`);
+  return {
+    name, url, parameters: params, async: isAsync,
+    description: str({ min: 1, max: 1000 })(o.description ?? fail(`${field}.description`, 'is required'), `${field}.description`),
+    timeoutSeconds: o.timeoutSeconds === undefined ? (isAsync ? 120 : 10) : int(1, isAsync ? 600 : 30)(o.timeoutSeconds, `${field}.timeoutSeconds`),
+  };
+}
+
+function transferDestination(v: unknown, field: string): unknown {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return fail(field, 'must be an object with name and destination');
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (!['name', 'destination'].includes(k)) fail(`${field}.${k}`, 'is not allowed');
+  return {
+    name: str({ min: 1, max: 100 })(o.name ?? fail(`${field}.name`, 'is required'), `${field}.name`),
+    destination: str({ max: 40, test: (d, f) => (DESTINATION.test(d) ? d : fail(f, 'must be an E.164 number (+15551234567) or ext:/pbx: followed by an extension')) })(
+      o.destination ?? fail(`${field}.destination`, 'is required'), `${field}.destination`),
+  };
+}
+
+function unique(names: (x: unknown) => string, what: string, check: Check): Check {
+  return (v, field) => {
+    const out = check(v, field) as unknown[];
+    const seen = new Set<string>();
+    for (const x of out) {
+      const n = names(x);
+      if (seen.has(n)) fail(field, `names ${what} '${n}' twice`);
+      seen.add(n);
+    }
+    return out;
+  };
+}
+
 const S = (description: string, o: object = {}) => Type.String({ description, ...o });
 const I = (description: string, minimum: number, maximum: number) => Type.Integer({ description, minimum, maximum });
 const B = (description: string) => Type.Boolean({ description });
@@ -128,6 +199,17 @@ export const FIELDS: Record<string, Field> = {
     check: strings(50, (x, f) => httpUrl(str({ min: 1, max: 2000 })(x, f) as string, f)) },
   actions: { schema: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, description: 'Actions the agent can take' }),
     check: strings(50, str({ min: 1, max: 100 })) },
+  webhookActions: { schema: Type.Array(Type.Object({
+    name: Type.String({ maxLength: 48 }), description: Type.String({ maxLength: 1000 }), url: Type.String({ maxLength: 2000 }),
+    parameters: Type.Optional(Type.Record(Type.String(), Type.Object({
+      type: Type.String({ enum: [...PARAM_TYPES] }), description: Type.Optional(Type.String()), enum: Type.Optional(Type.Array(Type.String())), required: Type.Optional(Type.Boolean()),
+    }))),
+    async: Type.Optional(Type.Boolean()), timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 600 })),
+  }), { maxItems: 20, description: 'Tools that POST to your URL (extension; docs/conversations.md)' }),
+  check: unique((x) => (x as { name: string }).name, 'the action', strings(20, webhookAction)) },
+  transferDestinations: { schema: Type.Array(Type.Object({ name: Type.String({ maxLength: 100 }), destination: Type.String({ maxLength: 40 }) }),
+    { maxItems: 10, description: 'Where the transfer action may send a call (extension): E.164 numbers or ext:/pbx: extensions' }),
+  check: unique((x) => (x as { name: string }).name, 'the destination', strings(10, transferDestination)) },
   timezone: { schema: S('IANA time zone the agent operates in', { maxLength: 64 }), check: str({ min: 1, max: 64, test: timezone }) },
   agentVoice: { schema: S('Voice (GET /api/v2/models/supported)', { enum: [...VOICE_IDS] }), check: str({ max: 64, enum: VOICE_IDS }) },
   agentLang: { schema: S('BCP-47 language tag, or multi', { maxLength: 35 }), check: str({ min: 1, max: 35, test: language }) },
@@ -183,7 +265,7 @@ export const FIELDS: Record<string, Field> = {
 /** A new agent's configuration (both slots). */
 export function defaultConfig(title: string): AgentConfig {
   return {
-    type: 'chatAgent', title: title.slice(0, 200), description: '', welcomeMessage: '', links: [], actions: [],
+    type: 'chatAgent', title: title.slice(0, 200), description: '', welcomeMessage: '', links: [], actions: [], webhookActions: [], transferDestinations: [],
     timezone: 'America/New_York', agentVoice: DEFAULT_VOICE, agentLang: 'en-US', agentInstructions: '',
     agentModel: DEFAULT_MODEL, agentThinking: null, agentThinkingModel: DEFAULT_THINKING_MODEL, postConvoForceThinking: false,
     agentS2SEngine: null, agentSttEngine: 'deepgram', agentSttSmartFormatting: true, postAnswerDtmf: '', waitOnAnswer: 0,

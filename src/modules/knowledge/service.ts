@@ -152,6 +152,19 @@ export function knowledgeService(deps: KnowledgeServiceDeps) {
       });
     },
 
+    /**
+     * The best chunks for what was just said across the knowledge bases an agent names (the
+     * conversation engine's retrieval): the organization's own bases only, best first, deleted
+     * bases skipped. Scores of different bases are merged as they are (same engine, same scale).
+     */
+    async retrieve(orgId: number, kbIds: readonly string[], text: string, limit: number): Promise<Array<{ kbId: string; document: string; content: string; score: number }>> {
+      const terms = queryTerms(text);
+      if (terms.length === 0 || kbIds.length === 0) return [];
+      const hits = await Promise.all(kbIds.slice(0, 20).map(async (kbId) =>
+        (await knowledgeRepo.search(db, orgId, kbId, terms, limit)).map((h) => ({ kbId, document: h.document_name, content: h.content, score: h.score }))));
+      return hits.flat().sort((a, b) => b.score - a.score).slice(0, limit);
+    },
+
     async search(scope: Scope, targetAccountId: number | undefined, kbId: string, body: { query: string; limit?: number }) {
       const { org, kb } = await base(scope, targetAccountId, kbId);
       const terms = queryTerms(body.query);

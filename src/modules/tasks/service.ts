@@ -232,6 +232,20 @@ export function taskService(deps: TaskServiceDeps) {
   return {
     tenant,
 
+    /**
+     * A task an agent queues itself during a conversation (its send_text and queue_follow_up
+     * tools): no caller's token, so it acts for the agent's own organization, checked like any task.
+     */
+    async createForAgent(orgId: number, agentAccountId: number, body: RawTask) {
+      const org = await accountRepo.findById(db, orgId);
+      const agent = await accountRepo.findById(db, agentAccountId);
+      if (!org || !agent || agent.org_id !== org.id) throw new NotFound(`agent account ${agentAccountId} was not found in organization ${orgId}`);
+      const checked = checkTask(body, await itemContext({ org, agent }, [body], Date.now()));
+      if (!checked.ok) throw new Invalid(checked.message);
+      const [row] = await submit([checked.task]);
+      return presentTask(row!);
+    },
+
     async create(scope: Scope, targetAccountId: number | undefined, body: RawTask, idempotencyKey: string | undefined) {
       const t = await tenant(scope, targetAccountId);
       const now = Date.now();

@@ -80,3 +80,17 @@ export async function queueSubscriptionEvent(tx: Executor, e: {
   await notifyQueue(tx, DELIVERIES);
   return true;
 }
+
+/**
+ * Queues an agent's reply to receiveMessage for `url` (signed with the organization's message
+ * secret, retried on the schedule like every delivery), in the caller's transaction.
+ */
+export async function queueMessageDelivery(tx: Executor, e: { orgId: number; url: string; eventId: string; eventType: string; payload: string; now: number }): Promise<void> {
+  const { now } = e;
+  await deliveryRepo.insert(tx, {
+    id: newId('dlv', now), org_id: e.orgId, kind: 'message', relay_id: null, relay_event_id: null, webhook_id: null,
+    event_id: e.eventId, event_type: e.eventType, payload: e.payload, state: 'pending', run_at: now, attempt: 0,
+    max_attempts: MAX_DELIVERY_ATTEMPTS, created_at: now, updated_at: now, target_url: e.url,
+  });
+  await notifyQueue(tx, DELIVERIES);
+}

@@ -7,6 +7,7 @@ import type { DB, Db, WebhookDeliveryRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
 import { deliverOnce, headerMap, signatureHeaders, type AttemptResult } from '../../webhooks/deliver.ts';
+import { messageSecret } from '../accounts/message-secret.ts';
 import { relayRepo } from './relays/repository.ts';
 import { attemptRepo, relayEventRepo } from './repository.ts';
 import { subscriptionRepo } from './subscriptions/repository.ts';
@@ -97,6 +98,24 @@ async function loadWebhookTarget(deps: DeliveryHandlerDeps, row: WebhookDelivery
   };
 }
 
+/** An agent's reply to receiveMessage: to the URL the message named, signed with the organization's message secret. */
+async function loadMessageTarget(deps: DeliveryHandlerDeps, row: WebhookDeliveryRow): Promise<Loaded> {
+  if (!row.target_url) return { skip: 'delivery names no URL' };
+  return {
+    target: {
+      url: row.target_url,
+      body: Buffer.from(row.payload ?? 'null', 'utf8'),
+      contentType: 'application/json',
+      headers: {},
+      secret: await messageSecret(deps.db, deps.box, row.org_id),
+      timeoutMs: WEBHOOK_TIMEOUT_MS,
+      successStatusCodes: ANY_2XX,
+      disabledMessage: 'the receiver answered 410 Gone: this reply is not sent again',
+      async disable() { /* a per-message URL has nothing to switch off */ },
+    },
+  };
+}
+
 /** One line for last_error and the log: the status or the transport error. */
 export function describeAttempt(r: AttemptResult): string {
   if (r.error) return r.error;
@@ -109,7 +128,8 @@ const clip = (s: string) => (s.length > ERROR_MAX ? s.slice(0, ERROR_MAX) : s);
 export function createDeliveryHandler(deps: DeliveryHandlerDeps) {
   const { dispatcher, retryDelay, now } = deps;
   return async (row: WebhookDeliveryRow, ctx?: HandlerContext): Promise<Outcome<WebhookDeliveryRow>> => {
-    const loaded = row.kind === 'relay' ? await loadRelayTarget(deps, row) : await loadWebhookTarget(deps, row);
+    const loaded = row.kind === 'relay' ? await loadRelayTarget(deps, row)
+      : row.kind === 'message' ? await loadMessageTarget(deps, row) : await loadWebhookTarget(deps, row);
     if ('skip' in loaded) return { kind: 'complete', state: 'canceled', set: { last_error: `not sent: ${loaded.skip}` } };
     const t = loaded.target;
 

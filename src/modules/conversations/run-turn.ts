@@ -1,0 +1,97 @@
+// The job of a queued turn (API messages and SMS): run the agent's turn on its live configuration
+// and send the reply where the message asked (a signed webhook through the delivery queue, or an
+// SMS through the organization's carrier). A turn that waits on an automation request goes back
+// to the queue until it is answered or its deadline passes; a model that keeps failing is retried
+// on the queue's backoff, and after the last attempt the person's platform is told it failed.
+import type { Transaction } from 'kysely';
+import type { DB, Db, TurnRow } from '../../db/types.ts';
+import { newId } from '../../lib/ids.ts';
+import { toUnixSeconds } from '../../lib/time.ts';
+import type { Carrier } from '../../providers/index.ts';
+import type { HandlerContext, Outcome } from '../../queue/runner.ts';
+import { accountRepo } from '../accounts/repository.ts';
+import { agentIdOf } from '../agents/service.ts';
+import { queueMessageDelivery } from '../webhooks/deliveries.ts';
+import { roomIdOf } from './events.ts';
+import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
+import type { ConversationService, ReplyTarget } from './service.ts';
+import type { TurnRunner } from './turn.ts';
+
+export interface TurnHandlerDeps {
+  db: Db;
+  conversations: Pick<ConversationService, 'liveConfig' | 'end'>;
+  turns: TurnRunner;
+  /** The organization's carrier for texts (src/modules/numbering/carriers.ts chooseCarrier). */
+  textCarrier(orgId: number): Promise<Carrier>;
+  wakeDeliveries: () => void;
+  now(): number;
+  log?: { warn(obj: object, msg: string): void };
+}
+
+type TurnOutcome = Outcome<TurnRow>;
+
+export function createTurnHandler(deps: TurnHandlerDeps) {
+  const { db } = deps;
+
+  /** The reply (or the failure) for a webhook target, queued with the settle. */
+  function webhookAfter(row: TurnRow, target: Extract<ReplyTarget, { kind: 'webhook' }>, payload: Record<string, unknown>, eventType: string) {
+    return async (tx: Transaction<DB>) => {
+      const now = deps.now();
+      await queueMessageDelivery(tx, {
+        orgId: row.org_id, url: target.url, eventId: newId('msg', now), eventType,
+        payload: JSON.stringify({ ...payload, inReplyTo: target.inReplyTo, sourceAddress: target.sourceAddress, context: target.context ?? null, metadata: target.metadata ?? null, timestamp: toUnixSeconds(now) }),
+        now,
+      });
+    };
+  }
+
+  return async (row: TurnRow, ctx: HandlerContext): Promise<TurnOutcome> => {
+    const conversation = await conversationRepo.find(db, row.conversation_id);
+    const room = conversation && await roomRepo.find(db, conversation.room_id);
+    const agent = conversation && await accountRepo.findById(db, conversation.account_id);
+    if (!conversation || !room || !agent) return { kind: 'complete', state: 'canceled', set: { last_error: 'the conversation or its agent was deleted' } };
+    const target = JSON.parse(row.reply_to) as ReplyTarget;
+    const inbound = await messageRepo.find(db, row.message_id);
+    const config = await deps.conversations.liveConfig(agent);
+    let result;
+    try {
+      result = await deps.turns.run({
+        conversation, room, config, turnId: row.id, allowAsync: true, replyStatus: target.kind === 'none' ? 'success' : 'pending',
+        inbound: inbound ? { id: inbound.id, text: inbound.text, at: inbound.at } : undefined,
+        resume: row.resume ? JSON.parse(row.resume) as never : undefined,
+        signal: ctx.signal,
+      });
+    } catch (err) {
+      if (ctx.signal.aborted || row.attempt < row.max_attempts) throw err;
+      // The last attempt failed: say so to the person's platform instead of leaving it waiting.
+      const message = err instanceof Error ? err.message : String(err);
+      deps.log?.warn({ turn: row.id, err: message }, 'conversation turn failed for good');
+      return {
+        kind: 'complete', state: 'failed', set: { last_error: message.slice(0, 1000) }, settled: deps.wakeDeliveries,
+        ...(target.kind === 'webhook' ? {
+          after: webhookAfter(row, target, { type: 'message.failed', success: false, error: message.slice(0, 500), agentId: agentIdOf(agent.id), roomId: roomIdOf(conversation), conversationUuid: conversation.id }, 'message.failed'),
+        } : {}),
+      };
+    }
+    if (result.kind === 'waiting') {
+      return { kind: 'retry', runAt: result.expiresAt, uncounted: true, set: { resume: JSON.stringify(result.resume) } };
+    }
+    if (result.effects.some((e) => e.kind === 'end')) await deps.conversations.end(conversation.id, 'ended_by_agent', null);
+    if (target.kind === 'sms') {
+      const carrier = await deps.textCarrier(row.org_id);
+      const sent = await carrier.sendText({ taskId: row.id, to: target.to, ...(target.from ? { from: target.from } : {}), body: result.text }, ctx.signal);
+      await messageRepo.setStatus(db, result.messageId, sent.final?.state === 'failed' ? 'failed' : 'success');
+    }
+    if (target.kind !== 'webhook') return { kind: 'complete', state: 'finished', set: { resume: null } };
+    await messageRepo.setStatus(db, result.messageId, 'success');
+    return {
+      kind: 'complete', state: 'finished', set: { resume: null }, settled: deps.wakeDeliveries,
+      after: webhookAfter(row, target, {
+        type: 'message', success: true, messageUuid: result.messageId, message: result.text,
+        agentId: agentIdOf(agent.id), roomId: roomIdOf(conversation), conversationUuid: conversation.id,
+        engine: result.simulated ? 'simulated' : 'model', provider: result.engine, model: result.model,
+        ...(result.simulated ? { simulated: true } : {}),
+      }, 'message'),
+    };
+  };
+}
