@@ -97,7 +97,10 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     // After the task workers, so calls in progress end before the endpoint goes.
     if (sip) stops.push(() => sip.stop());
     stops.push(() => platform.close());
-    const maintenance = new Maintenance(maintenanceJobs(database, { taskRetentionDays: config.taskRetentionDays, deliveryRetentionDays: config.deliveryRetentionDays }), log.child({ component: 'maintenance' }));
+    const maintenance = new Maintenance(maintenanceJobs(database, {
+      taskRetentionDays: config.taskRetentionDays, deliveryRetentionDays: config.deliveryRetentionDays,
+      closeIdleConversations: () => platform.services.conversations.closeIdle(),
+    }), log.child({ component: 'maintenance' }));
     maintenance.start();
     // The maintenance timers are unref'd (so tests and embedders are never held open); without a
     // listening server nothing else keeps a worker-only process alive until it is told to stop.

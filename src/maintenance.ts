@@ -1,8 +1,10 @@
 // Background work of a worker process: periodic jobs that keep the tables bounded (expired
 // one-time tokens, finished tasks and old daily counters, ended webhook deliveries and relayed
-// events). Each deletes in small batches, so no run holds a long transaction.
+// events, ended conversation turns) and end message conversations that have gone quiet. Each
+// deletes in small batches, so no run holds a long transaction.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
+import { turnRepo } from './modules/conversations/repository.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
 import { deliveryRepo, relayEventRepo } from './modules/webhooks/repository.ts';
@@ -25,7 +27,11 @@ async function drain(step: () => Promise<number>, batch: number): Promise<number
   }
 }
 
-export function maintenanceJobs(database: Database, opts: { taskRetentionDays: number; deliveryRetentionDays?: number }): PeriodicJob[] {
+export function maintenanceJobs(database: Database, opts: {
+  taskRetentionDays: number; deliveryRetentionDays?: number;
+  /** Ends message conversations idle past the idle window (ConversationService.closeIdle). */
+  closeIdleConversations?: () => Promise<number>;
+}): PeriodicJob[] {
   const retentionMs = opts.taskRetentionDays * DAY_MS;
   const deliveryRetentionMs = (opts.deliveryRetentionDays ?? 30) * DAY_MS;
   return [
@@ -50,6 +56,12 @@ export function maintenanceJobs(database: Database, opts: { taskRetentionDays: n
           + (await drain(() => relayEventRepo.pruneEnded(database.db, before, 1000), 1000));
       },
     },
+    {
+      // A turn is only the queue's record of work done; the conversation and its messages stay.
+      name: 'prune-ended-turns', everyMs: 600_000,
+      run: () => drain(() => turnRepo.pruneEnded(database.db, Date.now() - retentionMs, 1000), 1000),
+    },
+    ...(opts.closeIdleConversations ? [{ name: 'close-idle-conversations', everyMs: 60_000, run: opts.closeIdleConversations }] : []),
   ];
 }
 

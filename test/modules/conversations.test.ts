@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
+import { conversationRepo } from '../../src/modules/conversations/repository.ts';
+import { conversationService } from '../../src/modules/conversations/service.ts';
+import { policyFromConfig } from '../../src/webhooks/ssrf.ts';
 import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 
@@ -124,6 +127,40 @@ for (const engine of ENGINES) {
       } finally {
         await sub.close();
       }
+    });
+  });
+
+  describe(`message sessions end when idle [${engine}]`, () => {
+    let h: Harness;
+    let hook: Receiver;
+    before(async () => {
+      h = await startHarness(engine, { CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true', CALLPLANE_CONVERSATION_IDLE_MINUTES: '30' }, { turns: true, deliveries: true, deliveryRuntime: FAST });
+      hook = await startReceiver();
+    });
+    after(async () => { await h.close(); await hook.close(); });
+
+    it('maintenance ends a session idle past the window (outcome completed, detail idle); the next message opens a new one', async () => {
+      const { r, o } = await tenant(h);
+      await replyUrl(h, r.token, o.id, hook.url);
+      const send = async (message: string) => {
+        const n = hook.requests.length;
+        await h.call('POST', '/api/v2/agent/receiveMessage', { token: r.token, body: { targetAgent: String(o.agentId), sourceAddress: 'visitor@example.com', message } });
+        return JSON.parse((await hook.waitFor(n + 1))[n]!.body.toString('utf8'));
+      };
+      const first = await send('hello');
+      const deps = { db: h.database.db, config: h.config, policy: policyFromConfig(h.config), agents: { named: () => { throw new Error('unused'); }, liveConfig: () => { throw new Error('unused'); } }, wakeTurns: () => {}, wakeDeliveries: () => {} };
+      // The same service code with its clock 29 minutes on: nothing is idle yet.
+      assert.equal(await conversationService({ ...deps, now: () => Date.now() + 29 * 60_000 }).closeIdle(), 0);
+      assert.equal((await conversationRepo.find(h.database.db, first.conversationUuid))?.ended_at, null);
+      // And 31 minutes on: the session ends.
+      assert.equal(await conversationService({ ...deps, now: () => Date.now() + 31 * 60_000 }).closeIdle(), 1);
+      const ended = await conversationRepo.find(h.database.db, first.conversationUuid);
+      assert.equal(ended?.outcome, 'completed');
+      assert.equal(ended?.outcome_detail, 'idle');
+      assert.ok(Number(ended?.duration_ms) >= 31 * 60_000 - 5000);
+      const second = await send('hello again');
+      assert.notEqual(second.conversationUuid, first.conversationUuid);
+      assert.equal(second.roomId, first.roomId);
     });
   });
 

@@ -3,7 +3,7 @@
 // conversation_turns (the queue's own columns are src/queue/engine.ts's) and automation_requests.
 import { sql } from 'kysely';
 import type {
-  AutomationRequestRow, ConversationOutcome, ConversationRow, Executor, MessageRow, RoomRow, TurnRow,
+  AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, TurnRow,
 } from '../../db/types.ts';
 
 type NewRoom = Pick<RoomRow, 'org_id' | 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>;
@@ -133,6 +133,16 @@ export const turnRepo = {
   },
   async setResume(db: Executor, id: string, resume: string | null, now: number): Promise<void> {
     await db.updateTable('conversation_turns').set({ resume, updated_at: now }).where('id', '=', id).execute();
+  },
+  /** Deletes turns that ended before `before` (the conversation and its messages stay); how many. */
+  async pruneEnded(db: Db, before: number, batch = 1000): Promise<number> {
+    return db.transaction().execute(async (tx) => {
+      const rows = await tx.selectFrom('conversation_turns').select('id')
+        .where('state', 'in', ['finished', 'failed', 'canceled']).where('finished_at', '<', before).limit(batch).execute();
+      if (rows.length === 0) return 0;
+      await tx.deleteFrom('conversation_turns').where('id', 'in', rows.map((r) => r.id)).execute();
+      return rows.length;
+    });
   },
   /** A waiting turn is due now (its automation request was answered). */
   async wake(db: Executor, id: string, now: number): Promise<void> {

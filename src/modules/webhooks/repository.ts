@@ -105,10 +105,11 @@ export const deliveryRepo = {
    * with their attempt log (by cascade), in one short transaction. Returns how many were deleted;
    * call again while it returns `batch`.
    */
+  /** Ended deliveries of our own events and of agents' replies (relayed events go with their event). */
   async pruneEndedSubscriptionDeliveries(db: Db, before: number, batch = 1000): Promise<number> {
     return db.transaction().execute(async (tx) => {
       const rows = await tx.selectFrom('webhook_deliveries').select('id')
-        .where('kind', '=', 'webhook').where('state', 'in', ENDED).where('finished_at', '<', before)
+        .where('kind', 'in', ['webhook', 'message']).where('state', 'in', ENDED).where('finished_at', '<', before)
         .limit(batch).execute();
       if (rows.length === 0) return 0;
       await tx.deleteFrom('webhook_deliveries').where('id', 'in', rows.map((r) => r.id)).execute();
