@@ -6,6 +6,7 @@ import type { Scope } from '../../http/auth.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
+import { knowledgeRepo } from '../knowledge/repository.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
 import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';
 import { normaliseSlug } from './slug.ts';
@@ -148,6 +149,22 @@ export function agentService(deps: AgentServiceDeps) {
     return v;
   }
 
+  /**
+   * The knowledge bases a write names must be knowledge bases of the agent's own organization
+   * (not the caller's: a reseller editing an organization's agent names that organization's);
+   * 400 naming the field and every id that is not. Only what the write sends is checked: a
+   * knowledge base deleted since an agent named it stays in the stored configuration (retrieval
+   * leaves it out) until a write sends the list again, and then it is refused (docs/agents.md).
+   */
+  async function checkKnowledgeBases(tx: Executor, account: AccountRow, config: AgentConfig, root = ''): Promise<void> {
+    const ids = config.knowledgeBases as string[] | undefined;
+    if (!ids || ids.length === 0) return;
+    const found = new Set(await knowledgeRepo.existingBases(tx, account.org_id!, ids));
+    const missing = ids.filter((id) => !found.has(id)).map((id) => `'${id}'`);
+    if (missing.length === 1) throw new Invalid(`${root}knowledgeBases: ${missing[0]} is not a knowledge base of this organization`);
+    if (missing.length > 1) throw new Invalid(`${root}knowledgeBases: ${missing.join(', ')} are not knowledge bases of this organization`);
+  }
+
   const present = (account: AccountRow, config: AgentConfig) => ({ id: agentIdOf(account.id), accountId: account.id, ...config });
 
   return {
@@ -176,6 +193,7 @@ export function agentService(deps: AgentServiceDeps) {
       const patch = checkConfig(body);
       const account = await resolve(scope, targetAccountId);
       await locked(account, async (tx, row, now) => {
+        await checkKnowledgeBases(tx, account, patch);
         await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(row.staging), ...patch }) }, now);
       });
       return { success: true, message: 'Agent updated.', campaignId: agentIdOf(account.id) };
@@ -217,6 +235,7 @@ export function agentService(deps: AgentServiceDeps) {
       const account = await named(scope, agentId);
       const id = await locked(account, async (tx, _row, now) => {
         const v = await versionOf(tx, account, versionId);
+        await checkKnowledgeBases(tx, account, checked, 'snapshot.');
         await versionRepo.update(tx, account.id, v.version_id, { snapshot: JSON.stringify({ ...defaultConfig(account.name), ...checked }) }, now);
         return v.version_id;
       });
