@@ -217,6 +217,25 @@ forEachEngine('agents', (h) => {
       assert.equal(props.knowledgeBases.maxItems, 20);
     });
 
+    it('configurations stored before the field existed read as knowledgeBases: []', async () => {
+      const { o, agentToken } = await tenant();
+      await post(agentToken, '/api/v2/agent', { title: 'Old' });
+      const base = `/api/v2/agent/camp${o.agentId}/versions`;
+      await post(agentToken, base, { title: 'old version' });
+      const db = h().database.db;
+      const row = await db.selectFrom('agents').selectAll().where('account_id', '=', o.agentId).executeTakeFirstOrThrow();
+      const strip = (json: string) => { const c = JSON.parse(json); delete c.knowledgeBases; return JSON.stringify(c); };
+      await db.updateTable('agents').set({ staging: strip(row.staging), live: strip(row.live) }).where('account_id', '=', o.agentId).execute();
+      const v = await db.selectFrom('agent_versions').selectAll().where('account_id', '=', o.agentId).executeTakeFirstOrThrow();
+      await db.updateTable('agent_versions').set({ snapshot: strip(v.snapshot) }).where('id', '=', v.id).execute();
+      const s = await staging(agentToken);
+      assert.equal(s.title, 'Old');
+      assert.deepEqual(s.knowledgeBases, []);
+      assert.deepEqual((await get(agentToken, '/api/v2/agentEventRules/default')).body.agent.knowledgeBases, []);
+      assert.deepEqual((await get(agentToken, base, { includeData: true })).body.versions[0].snapshot.knowledgeBases, []);
+      assert.deepEqual((await get(o.token, `/api/v2/agent/camp${o.agentId}`)).body.sponsorship.staging.knowledgeBases, []);
+    });
+
     it('refuses more than 20 ids, non-strings, malformed, unknown and another organization\'s ids, naming knowledgeBases', async () => {
       const { o, agentToken } = await tenant();
       const other = await tenant();

@@ -94,7 +94,11 @@ export function agentService(deps: AgentServiceDeps) {
     }
   }
 
-  const parse = (json: string) => JSON.parse(json) as AgentConfig;
+  /**
+   * A stored configuration, with the default of every field it lacks: configurations stored
+   * before a field existed (knowledgeBases) read as if they had its default.
+   */
+  const parse = (account: AccountRow, json: string): AgentConfig => ({ ...defaultConfig(account.name), ...(JSON.parse(json) as AgentConfig) });
 
   async function slots(account: AccountRow): Promise<{ staging: AgentConfig; live: AgentConfig; row?: AgentRow }> {
     const row = await agentRepo.find(db, account.id);
@@ -102,7 +106,7 @@ export function agentService(deps: AgentServiceDeps) {
       const initial = defaultConfig(account.name);
       return { staging: initial, live: initial };
     }
-    return { staging: parse(row.staging), live: parse(row.live), row };
+    return { staging: parse(account, row.staging), live: parse(account, row.live), row };
   }
 
   /** What a transaction did that matters after its commit. */
@@ -194,7 +198,7 @@ export function agentService(deps: AgentServiceDeps) {
       const account = await resolve(scope, targetAccountId);
       await locked(account, async (tx, row, now) => {
         await checkKnowledgeBases(tx, account, patch);
-        await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(row.staging), ...patch }) }, now);
+        await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(account, row.staging), ...patch }) }, now);
       });
       return { success: true, message: 'Agent updated.', campaignId: agentIdOf(account.id) };
     },
@@ -218,7 +222,7 @@ export function agentService(deps: AgentServiceDeps) {
         success: true,
         versions: rows.map((r) => ({
           title: r.title, versionId: r.version_id, createdAt: Math.floor(r.created_at / 1000), updatedAt: Math.floor(r.updated_at / 1000),
-          ...(r.snapshot !== undefined ? { snapshot: parse(r.snapshot) } : {}),
+          ...(r.snapshot !== undefined ? { snapshot: parse(account, r.snapshot) } : {}),
         })),
       };
     },
@@ -248,7 +252,7 @@ export function agentService(deps: AgentServiceDeps) {
         const v = await versionOf(tx, account, versionId);
         if (target === 'staging') await agentRepo.update(tx, account.id, { staging: v.snapshot }, now);
         else await setLive(tx, account, row, v.snapshot, 'agent.restored', v.version_id, now, fx);
-        return parse(v.snapshot);
+        return parse(account, v.snapshot);
       });
       return { success: true, restored: present(account, restored), target };
     },
