@@ -1,7 +1,7 @@
 // Agents: the staging and live slots of an agent account, publish/revert, stored versions, the
 // `agent` webhook event, and tenancy — on both engines.
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { describe, it } from 'node:test';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Reply } from '../helpers/harness.ts';
 
@@ -181,6 +181,134 @@ forEachEngine('agents', (h) => {
     assert.equal(payload.data.agentId, `camp${o.agentId}`);
     assert.equal(payload.data.source, 'staging');
     assert.equal(payload.data.previousVersionId, pub.body.previousVersionId);
+  });
+
+  describe('knowledgeBases', () => {
+    const createKb = async (token: string, name = 'kb'): Promise<string> => {
+      const r = await post(token, '/api/v2/kb/knowledgebase', { name });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body.knowledgeBase.id as string;
+    };
+    const staging = async (token: string) => (await get(token, '/api/v2/agentEventRules/staging')).body.agent;
+
+    it('defaults to [] in both slots; a list of the organization\'s knowledge bases is stored deduplicated, in first order', async () => {
+      const { o, agentToken } = await tenant();
+      assert.deepEqual((await staging(agentToken)).knowledgeBases, []);
+      assert.deepEqual((await get(agentToken, '/api/v2/agentEventRules/default')).body.agent.knowledgeBases, []);
+      const [a, b, c] = [await createKb(o.token, 'a'), await createKb(o.token, 'b'), await createKb(o.token, 'c')];
+      const up = await post(agentToken, '/api/v2/agent', { knowledgeBases: [c, a, c, b, a] });
+      assert.equal(up.status, 200, JSON.stringify(up.body));
+      assert.deepEqual((await staging(agentToken)).knowledgeBases, [c, a, b]);
+      // Another field's edit keeps the list; an organization token acting on its agent may set it too.
+      await post(agentToken, '/api/v2/agent', { title: 'With KB' });
+      assert.deepEqual((await staging(agentToken)).knowledgeBases, [c, a, b]);
+      assert.equal((await post(o.token, '/api/v2/agent', { knowledgeBases: [b] }, { targetAccountId: o.agentId })).status, 200);
+      assert.deepEqual((await staging(agentToken)).knowledgeBases, [b]);
+      assert.equal((await post(agentToken, '/api/v2/agent/publish')).status, 200);
+      assert.deepEqual((await get(agentToken, '/api/v2/agentEventRules/default')).body.agent.knowledgeBases, [b]);
+      assert.equal((await post(agentToken, '/api/v2/agent', { knowledgeBases: [] })).status, 200);
+      assert.deepEqual((await staging(agentToken)).knowledgeBases, []);
+      // The field is in the OpenAPI schema of POST /agent.
+      const doc = await h().call('GET', '/api/v2/openapi.json', { token: null });
+      const op = doc.body.paths['/api/v2/agent'].post;
+      const schema = op.requestBody.content['application/json'].schema;
+      const props = schema.properties ?? doc.body.components.schemas[String(schema.$ref).split('/').pop()!].properties;
+      assert.equal(props.knowledgeBases.type, 'array');
+      assert.equal(props.knowledgeBases.maxItems, 20);
+    });
+
+    it('configurations stored before the field existed read as knowledgeBases: []', async () => {
+      const { o, agentToken } = await tenant();
+      await post(agentToken, '/api/v2/agent', { title: 'Old' });
+      const base = `/api/v2/agent/camp${o.agentId}/versions`;
+      await post(agentToken, base, { title: 'old version' });
+      const db = h().database.db;
+      const row = await db.selectFrom('agents').selectAll().where('account_id', '=', o.agentId).executeTakeFirstOrThrow();
+      const strip = (json: string) => { const c = JSON.parse(json); delete c.knowledgeBases; return JSON.stringify(c); };
+      await db.updateTable('agents').set({ staging: strip(row.staging), live: strip(row.live) }).where('account_id', '=', o.agentId).execute();
+      const v = await db.selectFrom('agent_versions').selectAll().where('account_id', '=', o.agentId).executeTakeFirstOrThrow();
+      await db.updateTable('agent_versions').set({ snapshot: strip(v.snapshot) }).where('id', '=', v.id).execute();
+      const s = await staging(agentToken);
+      assert.equal(s.title, 'Old');
+      assert.deepEqual(s.knowledgeBases, []);
+      assert.deepEqual((await get(agentToken, '/api/v2/agentEventRules/default')).body.agent.knowledgeBases, []);
+      assert.deepEqual((await get(agentToken, base, { includeData: true })).body.versions[0].snapshot.knowledgeBases, []);
+      assert.deepEqual((await get(o.token, `/api/v2/agent/camp${o.agentId}`)).body.sponsorship.staging.knowledgeBases, []);
+    });
+
+    it('refuses more than 20 ids, non-strings, malformed, unknown and another organization\'s ids, naming knowledgeBases', async () => {
+      const { o, agentToken } = await tenant();
+      const other = await tenant();
+      const mine = await createKb(o.token, 'mine');
+      const foreign = await createKb(other.o.token, 'theirs');
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: Array.from({ length: 21 }, () => mine) }), 400, 'knowledgeBases', 'at most 20');
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: [mine, 7] }), 400, 'knowledgeBases[1]', 'string');
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: [mine, { id: mine }] }), 400, 'knowledgeBases[1]');
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: mine }), 400, 'knowledgeBases', 'array');
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: null }), 400, 'knowledgeBases');
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: ['doc_1'] }), 400, 'knowledgeBases[0]', 'kb_');
+      const unknown = 'kb_01ZZZZZZZZZZZZZZZZZZZZZZZZ';
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: [mine, unknown] }), 400, 'knowledgeBases', unknown, 'not a knowledge base of this organization');
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: [foreign] }), 400, 'knowledgeBases', foreign, 'not a knowledge base of this organization');
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: [unknown, mine, foreign] }), 400, 'knowledgeBases', unknown, foreign, 'are not');
+      // The agent's own organization decides, not the caller: the reseller of both organizations
+      // editing one's agent cannot name the other's knowledge base.
+      const r = await h().reseller();
+      const o1 = await h().organization(r.id);
+      const o2 = await h().organization(r.id);
+      const kb2 = await createKb(o2.token, 'o2');
+      expectError(await post(r.token, '/api/v2/agent', { knowledgeBases: [kb2] }, { targetAccountId: o1.agentId }), 400, 'knowledgeBases', kb2);
+      assert.equal((await post(r.token, '/api/v2/agent', { knowledgeBases: [kb2] }, { targetAccountId: o2.agentId })).status, 200);
+      // Nothing refused was stored.
+      assert.deepEqual((await staging(agentToken)).knowledgeBases, []);
+    });
+
+    it('replacing a version checks the snapshot\'s knowledgeBases the same way', async () => {
+      const { o, agentToken } = await tenant();
+      const other = await tenant();
+      const mine = await createKb(o.token);
+      const foreign = await createKb(other.o.token);
+      const base = `/api/v2/agent/camp${o.agentId}/versions`;
+      const v = (await post(agentToken, base, { title: 'v' })).body.createdVersion.versionId;
+      expectError(await post(agentToken, `${base}/${v}`, { snapshot: { knowledgeBases: [foreign] } }), 400, 'snapshot.knowledgeBases', foreign);
+      expectError(await post(agentToken, `${base}/${v}`, { snapshot: { knowledgeBases: [1] } }), 400, 'snapshot.knowledgeBases[0]');
+      expectError(await post(agentToken, `${base}/${v}`, { snapshot: { knowledgeBases: Array.from({ length: 21 }, () => mine) } }), 400, 'snapshot.knowledgeBases');
+      assert.equal((await post(agentToken, `${base}/${v}`, { snapshot: { knowledgeBases: [mine, mine] } })).status, 200);
+      const stored = (await get(agentToken, base, { includeData: true })).body.versions[0].snapshot;
+      assert.deepEqual(stored.knowledgeBases, [mine]);
+      assert.equal((await post(agentToken, `${base}/${v}`, { snapshot: { title: 'no kb' } })).status, 200);
+      assert.deepEqual((await get(agentToken, base, { includeData: true })).body.versions[0].snapshot.knowledgeBases, [], 'omitted: the default');
+    });
+
+    it('a named knowledge base may be deleted: the stale id is kept and copied as is, refused only when a write sends it again', async () => {
+      const { o, agentToken } = await tenant();
+      const keep = await createKb(o.token, 'keep');
+      const gone = await createKb(o.token, 'gone');
+      const base = `/api/v2/agent/camp${o.agentId}/versions`;
+      assert.equal((await post(agentToken, '/api/v2/agent', { knowledgeBases: [gone, keep] })).status, 200);
+      assert.equal((await post(agentToken, '/api/v2/agent/publish')).status, 200);
+      const v = (await post(agentToken, base, { title: 'with gone' })).body.createdVersion.versionId;
+
+      const del = await h().call('DELETE', `/api/v2/kb/knowledgebase/${gone}`, { token: o.token });
+      assert.equal(del.status, 200, 'deleting a knowledge base an agent names is allowed');
+      // Stored configurations are not rewritten behind the user's back.
+      assert.deepEqual((await staging(agentToken)).knowledgeBases, [gone, keep]);
+      assert.deepEqual((await get(agentToken, '/api/v2/agentEventRules/default')).body.agent.knowledgeBases, [gone, keep]);
+      // Writes that do not send knowledgeBases, and copies between slots and versions, still work.
+      assert.equal((await post(agentToken, '/api/v2/agent', { title: 'Edited after delete' })).status, 200);
+      assert.equal((await post(agentToken, '/api/v2/agent/publish')).status, 200);
+      assert.equal((await post(agentToken, '/api/v2/agent/revert')).status, 200);
+      assert.equal((await post(agentToken, base, { title: 'copy' })).status, 201);
+      const restored = await post(agentToken, `${base}/${v}/restore`, { target: 'default' });
+      assert.equal(restored.status, 200, JSON.stringify(restored.body));
+      assert.deepEqual(restored.body.restored.knowledgeBases, [gone, keep]);
+      assert.equal((await post(agentToken, `${base}/${v}/restore`)).status, 200);
+      // Sending the list again with the deleted id is refused; without it, accepted.
+      expectError(await post(agentToken, '/api/v2/agent', { knowledgeBases: [gone, keep] }), 400, 'knowledgeBases', gone);
+      expectError(await post(agentToken, `${base}/${v}`, { snapshot: { knowledgeBases: [gone] } }), 400, 'snapshot.knowledgeBases', gone);
+      assert.equal((await post(agentToken, '/api/v2/agent', { knowledgeBases: [keep] })).status, 200);
+      assert.deepEqual((await staging(agentToken)).knowledgeBases, [keep]);
+    });
   });
 
   it('racing publishes and edits never leave a mixed configuration', async () => {

@@ -7,6 +7,7 @@ import { orgsOwningNumber } from '../numbering/carriers.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
+import { knowledgeRepo } from '../knowledge/repository.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
 import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';
 import { normaliseSlug } from './slug.ts';
@@ -94,7 +95,11 @@ export function agentService(deps: AgentServiceDeps) {
     }
   }
 
-  const parse = (json: string) => JSON.parse(json) as AgentConfig;
+  /**
+   * A stored configuration, with the default of every field it lacks: configurations stored
+   * before a field existed (knowledgeBases) read as if they had its default.
+   */
+  const parse = (account: AccountRow, json: string): AgentConfig => ({ ...defaultConfig(account.name), ...(JSON.parse(json) as AgentConfig) });
 
   async function slots(account: AccountRow): Promise<{ staging: AgentConfig; live: AgentConfig; row?: AgentRow }> {
     const row = await agentRepo.find(db, account.id);
@@ -102,7 +107,7 @@ export function agentService(deps: AgentServiceDeps) {
       const initial = defaultConfig(account.name);
       return { staging: initial, live: initial };
     }
-    return { staging: parse(row.staging), live: parse(row.live), row };
+    return { staging: parse(account, row.staging), live: parse(account, row.live), row };
   }
 
   /** What a transaction did that matters after its commit. */
@@ -147,6 +152,22 @@ export function agentService(deps: AgentServiceDeps) {
     const v = await versionRepo.find(tx, account.id, versionId);
     if (!v) throw new NotFound(`versionId ${raw} was not found`);
     return v;
+  }
+
+  /**
+   * The knowledge bases a write names must be knowledge bases of the agent's own organization
+   * (not the caller's: a reseller editing an organization's agent names that organization's);
+   * 400 naming the field and every id that is not. Only what the write sends is checked: a
+   * knowledge base deleted since an agent named it stays in the stored configuration (retrieval
+   * leaves it out) until a write sends the list again, and then it is refused (docs/agents.md).
+   */
+  async function checkKnowledgeBases(tx: Executor, account: AccountRow, config: AgentConfig, root = ''): Promise<void> {
+    const ids = config.knowledgeBases as string[] | undefined;
+    if (!ids || ids.length === 0) return;
+    const found = new Set(await knowledgeRepo.existingBases(tx, account.org_id!, ids));
+    const missing = ids.filter((id) => !found.has(id)).map((id) => `'${id}'`);
+    if (missing.length === 1) throw new Invalid(`${root}knowledgeBases: ${missing[0]} is not a knowledge base of this organization`);
+    if (missing.length > 1) throw new Invalid(`${root}knowledgeBases: ${missing.join(', ')} are not knowledge bases of this organization`);
   }
 
   const present = (account: AccountRow, config: AgentConfig) => ({ id: agentIdOf(account.id), accountId: account.id, ...config });
@@ -209,7 +230,8 @@ export function agentService(deps: AgentServiceDeps) {
       const patch = checkConfig(body);
       const account = await resolve(scope, targetAccountId);
       await locked(account, async (tx, row, now) => {
-        await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(row.staging), ...patch }) }, now);
+        await checkKnowledgeBases(tx, account, patch);
+        await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(account, row.staging), ...patch }) }, now);
       });
       return { success: true, message: 'Agent updated.', campaignId: agentIdOf(account.id) };
     },
@@ -233,7 +255,7 @@ export function agentService(deps: AgentServiceDeps) {
         success: true,
         versions: rows.map((r) => ({
           title: r.title, versionId: r.version_id, createdAt: Math.floor(r.created_at / 1000), updatedAt: Math.floor(r.updated_at / 1000),
-          ...(r.snapshot !== undefined ? { snapshot: parse(r.snapshot) } : {}),
+          ...(r.snapshot !== undefined ? { snapshot: parse(account, r.snapshot) } : {}),
         })),
       };
     },
@@ -250,6 +272,7 @@ export function agentService(deps: AgentServiceDeps) {
       const account = await named(scope, agentId);
       const id = await locked(account, async (tx, _row, now) => {
         const v = await versionOf(tx, account, versionId);
+        await checkKnowledgeBases(tx, account, checked, 'snapshot.');
         await versionRepo.update(tx, account.id, v.version_id, { snapshot: JSON.stringify({ ...defaultConfig(account.name), ...checked }) }, now);
         return v.version_id;
       });
@@ -262,7 +285,7 @@ export function agentService(deps: AgentServiceDeps) {
         const v = await versionOf(tx, account, versionId);
         if (target === 'staging') await agentRepo.update(tx, account.id, { staging: v.snapshot }, now);
         else await setLive(tx, account, row, v.snapshot, 'agent.restored', v.version_id, now, fx);
-        return parse(v.snapshot);
+        return parse(account, v.snapshot);
       });
       return { success: true, restored: present(account, restored), target };
     },

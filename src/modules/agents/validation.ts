@@ -185,6 +185,20 @@ function unique(names: (x: unknown) => string, what: string, check: Check): Chec
   };
 }
 
+export const MAX_KNOWLEDGE_BASES = 20;
+const KNOWLEDGE_BASE_ID = /^kb_[0-9A-Za-z]{1,61}$/;
+
+/**
+ * Knowledge base ids as the knowledge module issues them (`kb_…`), duplicates removed keeping the
+ * first order. Whether each names a knowledge base of the agent's organization needs the database:
+ * the agents service checks that on every write that sends the field (docs/agents.md).
+ */
+function knowledgeBases(v: unknown, field: string): string[] {
+  const ids = strings(MAX_KNOWLEDGE_BASES, str({ min: 1, max: 64,
+    test: (x, f) => (KNOWLEDGE_BASE_ID.test(x) ? x : fail(f, `must be a knowledge base id (kb_…), not ${JSON.stringify(x)}`)) }))(v, field) as string[];
+  return [...new Set(ids)];
+}
+
 const S = (description: string, o: object = {}) => Type.String({ description, ...o });
 const I = (description: string, minimum: number, maximum: number) => Type.Integer({ description, minimum, maximum });
 const B = (description: string) => Type.Boolean({ description });
@@ -260,6 +274,10 @@ export const FIELDS: Record<string, Field> = {
   apps: { schema: Type.Array(Type.Object({
     appId: Type.String({ maxLength: 100 }), version: Type.String({ maxLength: 20 }), instructions: Type.String({ maxLength: 10_000 }),
   }), { maxItems: 50, description: 'Apps enabled for the agent' }), check: strings(50, app) },
+  knowledgeBases: { schema: Type.Array(Type.String({ maxLength: 64, pattern: KNOWLEDGE_BASE_ID.source }), {
+    maxItems: MAX_KNOWLEDGE_BASES,
+    description: 'Ids of the organization\'s knowledge bases (kb_…) the agent retrieves from; duplicates are dropped',
+  }), check: knowledgeBases },
 };
 
 /** A new agent's configuration (both slots). */
@@ -275,7 +293,7 @@ export function defaultConfig(title: string): AgentConfig {
     autoRecordingNotification: 'true', recordingNotificationPhrase: 'This call is being recorded.', preAnswerRingTime: null,
     preAnswerSkipProcessingResults: false, cnamAutoRejectRegex: null, cnamAutoRejectCode: 603, cnamAutoTransferRegex: null,
     cnamAutoTransferDestination: null, confirmTransfers: false, monitorTransfers: false, attendedTransfers: false,
-    attendedTransferBridgeTrigger: null, transferConfirmTimeout: 30, apps: [],
+    attendedTransferBridgeTrigger: null, transferConfirmTimeout: 30, apps: [], knowledgeBases: [],
   };
 }
 

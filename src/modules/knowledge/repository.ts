@@ -35,6 +35,16 @@ export const knowledgeRepo = {
   async findBase(db: Executor, orgId: number, id: string): Promise<KnowledgeBaseRow | undefined> {
     return db.selectFrom('knowledge_bases').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
   },
+  /**
+   * Which of these ids are knowledge bases of the organization (in no particular order): one
+   * query, so an agent configuration's `knowledgeBases` is checked at once, and retrieval can
+   * leave out the ids of knowledge bases deleted since the configuration was written.
+   */
+  async existingBases(db: Executor, orgId: number, ids: readonly string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await db.selectFrom('knowledge_bases').select('id').where('org_id', '=', orgId).where('id', 'in', ids).execute();
+    return rows.map((r) => r.id);
+  },
   /** Deletes a knowledge base with its documents and chunks (their index entries go with them). */
   async removeBase(db: Executor, orgId: number, id: string): Promise<boolean> {
     await db.deleteFrom('kb_chunks').where('org_id', '=', orgId).where('kb_id', '=', id).execute();
