@@ -216,6 +216,32 @@ for (const engine of ENGINES) {
       assert.match(llm.requests.at(-1)!.body.messages[0]!.content!, /talk like a pirate/);
     });
 
+    it('the best passages of the agent\'s knowledge bases for what was said are in the system prompt; search_knowledge finds more', async () => {
+      const { r, o, agentToken } = await tenant(h);
+      const kb = await h.call('POST', '/api/v2/kb/knowledgebase', { token: o.token, body: { name: 'FAQ' } });
+      assert.equal(kb.status, 201);
+      const boundary = '----cpconv';
+      const doc = 'Parking is free in the garage on Elm Street. The clinic is closed on public holidays.';
+      const up = await h.call('POST', `/api/v2/kb/knowledgebase/${kb.body.knowledgeBase.id}/documents/upload`, {
+        token: o.token, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        payload: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="faq.txt"\r\nContent-Type: text/plain\r\n\r\n${doc}\r\n--${boundary}--\r\n`,
+      });
+      assert.equal(up.status, 201, JSON.stringify(up.body));
+      // Not named by the agent yet: nothing is retrieved.
+      await send(r, o.agentId, 'where can I park?', '+14155550144');
+      assert.doesNotMatch(llm.requests.at(-1)!.body.messages[0]!.content!, /Elm Street/);
+      await configure(h, agentToken, { knowledgeBases: [kb.body.knowledgeBase.id], actions: ['knowledge'] });
+      await send(r, o.agentId, 'where can I park?', '+14155550144');
+      const system = llm.requests.at(-1)!.body.messages[0]!.content!;
+      assert.match(system, /<passage source="faq\.txt">/);
+      assert.match(system, /Parking is free in the garage on Elm Street/);
+      assert.ok(llm.requests.at(-1)!.body.tools?.some((t) => t.function.name === 'search_knowledge'));
+      llm.script.push({ toolCalls: [{ name: 'search_knowledge', arguments: { query: 'holidays' } }] }, { text: 'Closed on public holidays.' });
+      await send(r, o.agentId, 'open on holidays?', '+14155550144');
+      const tool = llm.requests.at(-1)!.body.messages.find((m) => m.role === 'tool');
+      assert.match(tool!.content!, /closed on public holidays/);
+    });
+
     it('noConvoHistory leaves the history out', async () => {
       const { r, o, agentToken } = await tenant(h);
       await configure(h, agentToken, { noConvoHistory: true });
