@@ -3,6 +3,7 @@
 // status, a delay), it streams them as server-sent events the way OpenAI does, and it records
 // every request (headers and JSON body) so a test can check what the service sent the model.
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 
 export interface RecordedChat {
@@ -15,6 +16,9 @@ export interface RecordedChat {
     [k: string]: unknown;
   };
   at: number;
+  /** performance.now() when the request had arrived, and when the reply's last byte was written. */
+  t: number;
+  doneT?: number;
 }
 
 export interface ScriptedReply {
@@ -62,7 +66,8 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
           return;
         }
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedChat['body'];
-        state.requests.push({ headers: req.headers, body, at: Date.now() });
+        const recorded: RecordedChat = { headers: req.headers, body, at: Date.now(), t: performance.now() };
+        state.requests.push(recorded);
         const step = state.script.shift() ?? {};
         if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
         if (step.status) {
@@ -87,7 +92,7 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
         sse(res, { ...base, choices: [{ index: 0, delta: {}, finish_reason: step.toolCalls?.length ? 'tool_calls' : 'stop' }] });
         if (body.stream_options) sse(res, { ...base, choices: [], usage: { ...(step.usage ?? { prompt_tokens: 11, completion_tokens: 7 }), total_tokens: 0 } });
         res.write('data: [DONE]\n\n');
-        res.end();
+        res.end(() => { recorded.doneT = performance.now(); });
       })();
     });
   });
