@@ -52,6 +52,12 @@ for (const engine of ENGINES) {
     it('receiveMessage answers at once; the simulated reply is delivered, signed, with the message uuid, and says it is simulated', async () => {
       const { r, o } = await tenant(h);
       const secret = await replyUrl(h, r.token, o.id, `${hook.url}/org-default`);
+      const shown = await h.call('GET', '/api/v2/account', { token: o.token });
+      assert.equal(shown.body.outboundMessageWebhookUrl, `${hook.url}/org-default`);
+      assert.equal(shown.body.outboundMessageSigningSecretIssued, true);
+      assert.ok(!JSON.stringify(shown.body).includes(secret), 'the secret is never answered again');
+      const again = await h.call('POST', '/api/v2/updateOrganization', { token: r.token, query: { targetOrganizationId: o.id }, body: { outboundMessageWebhookUrl: `${hook.url}/org-default` } });
+      assert.equal(again.body.outboundMessageSigningSecret, undefined, 'issued once');
       const res = await h.call('POST', '/api/v2/agent/receiveMessage', {
         token: r.token, body: { targetAgent: String(o.agentId), sourceAddress: '+1 (415) 555-2671', message: 'Hello there', metadata: { thread: 't1' } },
       });

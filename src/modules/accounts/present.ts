@@ -88,6 +88,9 @@ export function presentAccount(row: AccountRow) {
         hipaaSetting: row.hipaa_setting, orgAccountType: row.org_account_type,
         onboardingComplete: bool(row.onboarding_complete), subscribed: bool(row.subscribed),
         canceledAt: toUnixSeconds(row.canceled_at), timezone: row.timezone,
+        // Where agents' replies to receiveMessage go by default; the secret that signs them is shown only when issued.
+        outboundMessageWebhookUrl: row.message_webhook_url ?? null,
+        outboundMessageSigningSecretIssued: row.message_signing_secret !== null && row.message_signing_secret !== undefined,
       };
     case 'agent':
       return { ...base, accountName: row.name, organizationId: row.org_id, resellerId: row.reseller_id };
