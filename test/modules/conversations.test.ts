@@ -53,8 +53,8 @@ for (const engine of ENGINES) {
       const { r, o } = await tenant(h);
       const secret = await replyUrl(h, r.token, o.id, `${hook.url}/org-default`);
       const shown = await h.call('GET', '/api/v2/account', { token: o.token });
-      assert.equal(shown.body.outboundMessageWebhookUrl, `${hook.url}/org-default`);
-      assert.equal(shown.body.outboundMessageSigningSecretIssued, true);
+      assert.equal(shown.body.details.outboundMessageWebhookUrl, `${hook.url}/org-default`);
+      assert.equal(shown.body.details.outboundMessageSigningSecretIssued, true);
       assert.ok(!JSON.stringify(shown.body).includes(secret), 'the secret is never answered again');
       const again = await h.call('POST', '/api/v2/updateOrganization', { token: r.token, query: { targetOrganizationId: o.id }, body: { outboundMessageWebhookUrl: `${hook.url}/org-default` } });
       assert.equal(again.body.outboundMessageSigningSecret, undefined, 'issued once');
