@@ -46,12 +46,13 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
   }
 
   return async (row: TurnRow, ctx: HandlerContext): Promise<TurnOutcome> => {
-    const conversation = await conversationRepo.find(db, row.conversation_id);
-    const room = conversation && await roomRepo.find(db, conversation.room_id);
-    const agent = conversation && await accountRepo.findById(db, conversation.account_id);
+    // Independent reads side by side (PostgreSQL runs them on several pooled connections).
+    const [conversation, inbound] = await Promise.all([conversationRepo.find(db, row.conversation_id), messageRepo.find(db, row.message_id)]);
+    const [room, agent] = conversation
+      ? await Promise.all([roomRepo.find(db, conversation.room_id), accountRepo.findById(db, conversation.account_id)])
+      : [undefined, undefined];
     if (!conversation || !room || !agent) return { kind: 'complete', state: 'canceled', set: { last_error: 'the conversation or its agent was deleted' } };
     const target = JSON.parse(row.reply_to) as ReplyTarget;
-    const inbound = await messageRepo.find(db, row.message_id);
     const config = await deps.conversations.liveConfig(agent);
     let result;
     try {

@@ -191,9 +191,11 @@ export function turnRunner(deps: TurnDeps) {
         await record(conversation, { direction: 'tool', text: `${input.resume.pending.action}: ${clip(result, 500)}`, status: 'success', data: { name: input.resume.pending.action, requestId: input.resume.pending.requestId, result } });
         queue = input.resume.rest;
       } else {
-        const notes = conversation.counterpart.startsWith('web:') ? '' : await deps.context.forPerson(conversation.org_id, conversation.counterpart.toLowerCase());
-        const knowledge = input.inbound ? await deps.knowledge.retrieve(conversation.org_id, knowledgeBases(config), input.inbound.text, PROMPT_LIMITS.knowledgePassages) : [];
-        const history = await messageRepo.recentInRoom(db, room.id, input.inbound?.at ?? deps.now() + 1, PROMPT_LIMITS.historyMessages + 1);
+        const [notes, knowledge, history] = await Promise.all([
+          conversation.counterpart.startsWith('web:') ? '' : deps.context.forPerson(conversation.org_id, conversation.counterpart.toLowerCase()),
+          input.inbound ? deps.knowledge.retrieve(conversation.org_id, knowledgeBases(config), input.inbound.text, PROMPT_LIMITS.knowledgePassages) : [],
+          config.noConvoHistory === true ? [] : messageRepo.recentInRoom(db, room.id, input.inbound?.at ?? deps.now() + 1, PROMPT_LIMITS.historyMessages + 1),
+        ]);
         messages = buildMessages({
           config, channel: conversation.channel, counterpart: conversation.counterpart, now: deps.now(), notes, knowledge,
           history: history.filter((m) => m.id !== input.inbound?.id), inbound: input.inbound?.text,
