@@ -117,6 +117,30 @@ for (const engine of ENGINES) {
       assert.match(badUrl.body.message, /outboundMessageWebhookUrl/);
     });
 
+    it('webhookActions and transferDestinations are checked field by field', async () => {
+      const { agentToken } = await tenant(h);
+      const bad = async (body: Record<string, unknown>, field: string) => {
+        const res = await h.call('POST', '/api/v2/agent', { token: agentToken, body });
+        assert.equal(res.status, 400, JSON.stringify(res.body));
+        assert.ok(res.body.message.includes(field), `${res.body.message} should name ${field}`);
+      };
+      const action = { name: 'check', description: 'd', url: 'https://example.com/a' };
+      await bad({ webhookActions: [{ ...action, name: 'end_conversation' }] }, 'webhookActions[0].name');
+      await bad({ webhookActions: [{ ...action, name: '1abc' }] }, 'webhookActions[0].name');
+      await bad({ webhookActions: [{ ...action, url: 'ftp://example.com' }] }, 'webhookActions[0].url');
+      await bad({ webhookActions: [action, action] }, 'webhookActions');
+      await bad({ webhookActions: [{ ...action, parameters: { x: { type: 'object' } } }] }, 'webhookActions[0].parameters.x.type');
+      await bad({ webhookActions: [{ ...action, parameters: { x: { type: 'number', enum: ['a'] } } }] }, 'webhookActions[0].parameters.x.enum');
+      await bad({ webhookActions: [{ ...action, timeoutSeconds: 31 }] }, 'webhookActions[0].timeoutSeconds');
+      await bad({ webhookActions: [{ ...action, async: true, timeoutSeconds: 601 }] }, 'webhookActions[0].timeoutSeconds');
+      await bad({ webhookActions: [{ ...action, headers: {} }] }, 'webhookActions[0].headers');
+      await bad({ transferDestinations: [{ name: 'x', destination: '5551234' }] }, 'transferDestinations[0].destination');
+      const ok = await h.call('POST', '/api/v2/agent', { token: agentToken, body: { webhookActions: [{ ...action, async: true }], transferDestinations: [{ name: 'Desk', destination: '+15551230000' }] } });
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
+      const staged = await h.call('GET', '/api/v2/agentEventRules/staging', { token: agentToken });
+      assert.deepEqual(staged.body.agent.webhookActions, [{ ...action, parameters: {}, async: true, timeoutSeconds: 120 }]);
+    });
+
     it('an inbound conversation emits `incoming` to the organization\'s subscriptions', async () => {
       const { r, o } = await tenant(h);
       const sub = await startReceiver();
