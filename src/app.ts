@@ -11,7 +11,7 @@ import type { Database } from './db/index.ts';
 import type { Services } from './platform.ts';
 import type { App } from './http/types.ts';
 import { registerAuth } from './http/auth.ts';
-import { HttpError, Invalid } from './http/errors.ts';
+import { HttpError, Invalid, TooManyRequests } from './http/errors.ts';
 import { clientErrorReply, frameworkErrorReply, MAX_PARAM_LENGTH } from './http/error-replies.ts';
 import { ErrorBody } from './http/schemas.ts';
 import { describeValidationError, findNonFiniteNumber, findNulCharacter, findTooDeep, tooDeepMessage } from './http/validation.ts';
@@ -124,6 +124,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof HttpError) {
+      if (err instanceof TooManyRequests) void reply.header('retry-after', String(err.retryAfterSeconds));
       return reply.status(err.statusCode).send({ success: false, message: err.message, ...err.extra, requestId: req.id });
     }
     if (err.validation) {

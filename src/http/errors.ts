@@ -19,3 +19,16 @@ export class NotFound extends HttpError {
 export class Conflict extends HttpError {
   constructor(message: string) { super(409, message); }
 }
+export class TooManyRequests extends HttpError {
+  /** Sent as the Retry-After header (whole seconds, at least 1) and as `retryAfter` in the body. */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterMs: number) {
+    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    super(429, message, { retryAfter: seconds });
+    this.retryAfterSeconds = seconds;
+  }
+}
+/** Something we depend on (a language model) failed; the message is ours, never the upstream's. */
+export class BadGateway extends HttpError {
+  constructor(message: string) { super(502, message); }
+}

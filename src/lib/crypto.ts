@@ -27,6 +27,7 @@ export function maskSecret(value: string): string {
 /** AES-256-GCM with a random 96-bit IV per message; the output carries a version tag. */
 export class SecretBox {
   readonly #key: Buffer;
+  readonly #macKeys = new Map<string, Buffer>();
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('secret key must be 32 bytes');
     this.#key = key;
@@ -53,6 +54,20 @@ export class SecretBox {
 
   openJson<T>(sealed: string): T {
     return JSON.parse(this.open(sealed)) as T;
+  }
+
+  /**
+   * HMAC-SHA-256 (base64url) of `data` under a key derived from the secret key for `purpose`
+   * alone (HKDF), so a MAC made for one purpose never verifies for another and the secret key
+   * itself never signs anything. Every process sharing the key computes the same MAC.
+   */
+  mac(purpose: string, data: string): string {
+    let key = this.#macKeys.get(purpose);
+    if (!key) {
+      key = Buffer.from(crypto.hkdfSync('sha256', this.#key, Buffer.alloc(0), `callplane:mac:${purpose}`, 32));
+      this.#macKeys.set(purpose, key);
+    }
+    return crypto.createHmac('sha256', key).update(data, 'utf8').digest('base64url');
   }
 }
 
