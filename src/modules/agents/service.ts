@@ -200,6 +200,24 @@ export function agentService(deps: AgentServiceDeps) {
       }
     },
 
+    /**
+     * The agent a public page's slug names (docs/agents.md, Agent URLs), in any case; undefined
+     * when the slug is not a usable one, nobody holds it, or the agent or an account above it is
+     * suspended (a public page tells none of these apart).
+     */
+    async bySlug(rawSlug: string): Promise<{ account: AccountRow; slug: string } | undefined> {
+      let slug: string;
+      try {
+        slug = normaliseSlug(rawSlug);
+      } catch {
+        return undefined;
+      }
+      const id = await urlRepo.holder(db, slug);
+      const found = id === undefined ? undefined : await accountRepo.findWithSuspension(db, id);
+      if (!found || found.account.kind !== 'agent' || found.suspended) return undefined;
+      return { account: found.account, slug };
+    },
+
     /** The agent's live configuration, what conversations use (the defaults until its first write). */
     async liveConfig(account: AccountRow): Promise<AgentConfig> {
       return (await slots(account)).live;

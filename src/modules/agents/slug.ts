@@ -17,6 +17,8 @@ export const RESERVED_SLUGS: ReadonlySet<string> = new Set([
   'settings', 'billing', 'kb', 'knowledge', 'sip', 'twilio', 'providers', 'ws', 'wss', 'socket',
   'widget', 'embed', 'help', 'support', 'about', 'terms', 'privacy', 'legal', 'www', 'mail',
   'callplane', 'vida', 'system', 'root', 'null', 'undefined', 'new', 'edit',
+  // The web chat's pages live under /a/<slug> (too short to be a slug, listed all the same).
+  'a',
 ]);
 
 /** Trims and lower-cases `raw`, then checks it: 400 naming `field` when it is not a usable slug. */

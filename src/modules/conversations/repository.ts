@@ -54,6 +54,12 @@ export const conversationRepo = {
       .where('ended_at', 'is', null).where('last_activity_at', '>=', since)
       .orderBy('started_at', 'desc').limit(1).executeTakeFirst();
   },
+  /** The room's latest conversation on a channel, open or ended. */
+  async latestInRoom(db: Executor, roomId: number, channel: ConversationRow['channel']): Promise<ConversationRow | undefined> {
+    return db.selectFrom('conversations').selectAll()
+      .where('room_id', '=', roomId).where('channel', '=', channel)
+      .orderBy('started_at', 'desc').limit(1).executeTakeFirst();
+  },
   async byCarrierRef(db: Executor, orgId: number, carrierRef: string): Promise<ConversationRow | undefined> {
     return db.selectFrom('conversations').selectAll()
       .where('carrier_ref', '=', carrierRef).where('org_id', '=', orgId).executeTakeFirst();
@@ -120,6 +126,16 @@ export const messageRepo = {
     const rows = await db.selectFrom('conversation_messages').selectAll()
       .where('room_id', '=', roomId).where('at', '<', before)
       .orderBy('at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.reverse();
+  },
+  /**
+   * The room's last `limit` messages said by the person or the agent (no tool records), oldest
+   * first; within one millisecond what the person said comes before the answer.
+   */
+  async spokenInRoom(db: Executor, roomId: number, limit: number): Promise<MessageRow[]> {
+    const rows = await db.selectFrom('conversation_messages').selectAll()
+      .where('room_id', '=', roomId).where('direction', 'in', ['inbound', 'outbound'])
+      .orderBy('at', 'desc').orderBy('direction', 'desc').orderBy('id', 'desc').limit(limit).execute();
     return rows.reverse();
   },
 };

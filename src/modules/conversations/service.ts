@@ -118,6 +118,18 @@ export function conversationService(deps: ConversationServiceDeps) {
     return { id, queued };
   }
 
+  /** Records what the agent said outside a turn (a web chat's welcome message) as delivered. */
+  async function recordOutbound(tx: Executor, o: Opened, text: string, now: number): Promise<string> {
+    const id = crypto.randomUUID();
+    await messageRepo.insert(tx, {
+      id, conversation_id: o.conversation.id, room_id: o.room.id, org_id: o.room.org_id, direction: 'outbound', text,
+      source: o.conversation.channel, status: 'success', data: null, at: now,
+    });
+    await conversationRepo.count(tx, o.conversation.id, now, { out: 1 });
+    await roomRepo.touch(tx, o.room.id, text, now, false);
+    return id;
+  }
+
   /** Ends a conversation once (the first outcome stands) and emits `conversation`; true when this call ended it. */
   async function end(conversationId: string, outcome: ConversationOutcome, detail: string | null): Promise<boolean> {
     const now = clock();
@@ -142,6 +154,7 @@ export function conversationService(deps: ConversationServiceDeps) {
   return {
     open,
     recordInbound,
+    recordOutbound,
     end,
     queueTurn,
 
