@@ -29,6 +29,7 @@ import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
 import { contextRoutes } from './modules/context/routes.ts';
 import { conversationRoutes } from './modules/conversations/routes.ts';
+import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 
@@ -174,6 +175,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(agentRoutes, { agents: services.agents });
   await app.register(conversationRoutes, { conversations: services.conversations });
   await app.register(agentUrlRoutes, { agents: services.agents });
+  // The public chat page of each agent URL (/a/<slug>); its cookie is Secure when we are served over https.
+  await app.register(webChatRoutes, { webChat: services.webChat, secureCookies: config.publicUrl.startsWith('https:') });
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -12,6 +12,7 @@ import { messageSecret } from './modules/accounts/message-secret.ts';
 import { conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
+import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
@@ -68,6 +69,7 @@ export interface Services {
   agents: AgentService;
   models: ModelsService;
   conversations: ConversationService;
+  webChat: WebChatService;
 }
 
 export interface Platform {
@@ -121,21 +123,25 @@ export function createPlatform(deps: PlatformDeps): Platform {
     agents: agentService({ db, wakeDeliveries }),
     models: modelsService({ config }),
   };
+  const conversations = conversationService({
+    db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns: () => wakeups.emit(TURNS),
+  });
+  // The one turn runner of the process: queued turns (the turn queue's worker) and web chat turns (inline).
+  const runner = turnRunner({
+    db, models: base.models, knowledge: base.knowledge, context: base.context, tasks: base.tasks,
+    http: guardedDispatcher(policy), messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
+  });
   const services: Services = {
     ...base,
-    conversations: conversationService({
-      db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns: () => wakeups.emit(TURNS),
-    }),
+    conversations,
+    webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('web-chat') }),
   };
   const turns = new TurnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,
     handler: {
       db,
-      conversations: services.conversations,
-      turns: turnRunner({
-        db, models: services.models, knowledge: services.knowledge, context: services.context, tasks: services.tasks,
-        http: guardedDispatcher(policy), messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
-      }),
+      conversations,
+      turns: runner,
       textCarrier: (orgId) => chooseCarrier({ db, box, config, carrierOptions: deps.tasks?.carrierOptions }, orgId, 'text'),
       wakeDeliveries,
       log: child('turns'),
