@@ -21,6 +21,7 @@ import { accountRoutes } from './modules/accounts/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
 import { agentRoutes, agentUrlRoutes } from './modules/agents/routes.ts';
 import { memberRoutes } from './modules/members/routes.ts';
+import { modelsRoutes } from './modules/models/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
@@ -171,6 +172,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(knowledgeRoutes, { knowledge: services.knowledge });
   await app.register(agentRoutes, { agents: services.agents });
   await app.register(agentUrlRoutes, { agents: services.agents });
+  await app.register(modelsRoutes, { models: services.models });
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;

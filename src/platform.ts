@@ -89,6 +89,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
   const policy = policyFromConfig(config);
   const wakeDeliveries = () => wakeups.emit(DELIVERIES);
+  const models = modelsService({ config, db, box, policy, log: child('models') });
 
   const services: Services = {
     accounts: accountService({ db, box, config, wakeTasks: () => tasks.notify() }),
@@ -109,7 +110,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     context: contextService({ db }),
     integrations: integrationService({ db, box }),
     agents: agentService({ db, wakeDeliveries }),
-    models: modelsService({ config }),
+    models,
   };
 
   let listener: Listener | undefined;
