@@ -109,7 +109,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     }),
     context: contextService({ db }),
     integrations: integrationService({ db, box }),
-    agents: agentService({ db, wakeDeliveries }),
+    agents: agentService({ db, wakeDeliveries, models }),
     models,
   };
 

@@ -6,10 +6,11 @@ import type { Scope } from '../../http/auth.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
+import type { ModelsService } from '../models/service.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
 import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';
 import { normaliseSlug } from './slug.ts';
-import { checkConfig, defaultConfig, type AgentConfig } from './validation.ts';
+import { checkConfig, checkModels, defaultConfig, MODEL_FIELDS, type AgentConfig } from './validation.ts';
 
 export type Slot = 'staging' | 'default';
 
@@ -17,6 +18,8 @@ export interface AgentServiceDeps {
   db: Db;
   /** Wakes this process's delivery worker after an event was queued. */
   wakeDeliveries: () => void;
+  /** The organization's model catalog: which models an agent may name. */
+  models: Pick<ModelsService, 'modelIds'>;
   now?: () => number;
 }
 
@@ -44,7 +47,7 @@ function parseVersionId(v: string): number {
 }
 
 export function agentService(deps: AgentServiceDeps) {
-  const { db, wakeDeliveries } = deps;
+  const { db, wakeDeliveries, models } = deps;
   const clock = deps.now ?? Date.now;
 
   /** The agent an operation without an agentId acts on: the token's own, else targetAccountId, else the organization's default agent. */
@@ -150,6 +153,12 @@ export function agentService(deps: AgentServiceDeps) {
 
   const present = (account: AccountRow, config: AgentConfig) => ({ id: agentIdOf(account.id), accountId: account.id, ...config });
 
+  /** 400 unless every model the configuration names is in the organization's catalog (computed once, only when one is named). */
+  async function checkModelsOf(account: AccountRow, config: AgentConfig, root = ''): Promise<void> {
+    if (!MODEL_FIELDS.some((k) => typeof config[k] === 'string')) return;
+    checkModels(config, await models.modelIds(account.org_id!), root);
+  }
+
   return {
     /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */
     checkConfig: (body: unknown) => checkConfig(body),
@@ -175,6 +184,7 @@ export function agentService(deps: AgentServiceDeps) {
     async update(scope: Scope, body: unknown, targetAccountId?: number) {
       const patch = checkConfig(body);
       const account = await resolve(scope, targetAccountId);
+      await checkModelsOf(account, patch);
       await locked(account, async (tx, row, now) => {
         await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(row.staging), ...patch }) }, now);
       });
@@ -215,6 +225,7 @@ export function agentService(deps: AgentServiceDeps) {
     async replaceVersion(scope: Scope, agentId: string, versionId: string, snapshot: unknown) {
       const checked = checkConfig(snapshot, 'snapshot.');
       const account = await named(scope, agentId);
+      await checkModelsOf(account, checked, 'snapshot.');
       const id = await locked(account, async (tx, _row, now) => {
         const v = await versionOf(tx, account, versionId);
         await versionRepo.update(tx, account.id, v.version_id, { snapshot: JSON.stringify({ ...defaultConfig(account.name), ...checked }) }, now);
