@@ -9,8 +9,9 @@ import { accountRepo } from '../accounts/repository.ts';
 import type { ModelsService } from '../models/service.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
 import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';
+import { FIELD_ALIASES, reviewAgent, reviewFields, type FieldInput } from './review.ts';
 import { normaliseSlug } from './slug.ts';
-import { checkConfig, checkModels, defaultConfig, MODEL_FIELDS, type AgentConfig } from './validation.ts';
+import { checkConfig, checkModels, defaultConfig, FIELDS, MODEL_FIELDS, type AgentConfig } from './validation.ts';
 
 export type Slot = 'staging' | 'default';
 
@@ -18,8 +19,8 @@ export interface AgentServiceDeps {
   db: Db;
   /** Wakes this process's delivery worker after an event was queued. */
   wakeDeliveries: () => void;
-  /** The organization's model catalog: which models an agent may name. */
-  models: Pick<ModelsService, 'modelIds'>;
+  /** The organization's model catalog (which models an agent may name) and the model that reviews. */
+  models: Pick<ModelsService, 'modelIds' | 'resolve'>;
   now?: () => number;
 }
 
@@ -32,6 +33,15 @@ export function accountIdOf(agentId: string): number | undefined {
 }
 
 export const MAX_TITLE = 200;
+
+/** POST /api/v2/agent/autoReviewAgentConfiguration. */
+export interface ReviewBody {
+  mode?: string;
+  agentId?: string;
+  /** Accepted and ignored: callplane has no agent templates. */
+  templateId?: string;
+  fields?: Array<{ key: string; value?: string }>;
+}
 
 function checkTitle(title: string, field = 'title'): string {
   const t = title.trim();
@@ -159,6 +169,10 @@ export function agentService(deps: AgentServiceDeps) {
     checkModels(config, await models.modelIds(account.org_id!), root);
   }
 
+  /** A configuration value as the review shows it: text as is, anything else as JSON. */
+  const shown = (v: unknown) => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));
+  const modelOf = (config: AgentConfig) => (typeof config.agentModel === 'string' ? config.agentModel : undefined);
+
   return {
     /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */
     checkConfig: (body: unknown) => checkConfig(body),
@@ -271,6 +285,38 @@ export function agentService(deps: AgentServiceDeps) {
         throw err;
       }
       return { success: true, slug };
+    },
+
+    /**
+     * autoReviewAgentConfiguration. `agent` mode reviews the named agent's staging configuration;
+     * `fields` mode reviews `fields` (their values read from the agent's staging configuration when
+     * agentId is given). The agent's model (resolved like a conversation's) reviews; SIMULATED: rules.
+     */
+    async review(scope: Scope, body: ReviewBody, targetAccountId?: number) {
+      const mode = body.mode ?? 'fields';
+      if (mode === 'agent') {
+        if (body.agentId === undefined || body.agentId === '') throw new Invalid('agentId is required in agent mode');
+        const account = await named(scope, body.agentId);
+        const { staging } = await slots(account);
+        return reviewAgent(await models.resolve(account.org_id!, modelOf(staging)), agentIdOf(account.id), staging);
+      }
+      if (mode !== 'fields') throw new Invalid('mode must be one of: fields, agent');
+      const fields = body.fields ?? [];
+      if (fields.length === 0) throw new Invalid('fields is required in fields mode: [{key, value}] (with agentId, values are read from the agent)');
+      const byAgent = body.agentId !== undefined && body.agentId !== '';
+      const account = byAgent ? await named(scope, body.agentId!) : await resolve(scope, targetAccountId);
+      const { staging } = await slots(account);
+      const items: FieldInput[] = fields.map((f, i) => {
+        const alias = FIELD_ALIASES[f.key];
+        const field = alias ?? (Object.hasOwn(FIELDS, f.key) ? f.key : undefined);
+        if (!byAgent) return { key: f.key, field, value: f.value ?? '' };
+        if (!field) {
+          throw new Invalid(`fields[${i}].key ${JSON.stringify(f.key)} is not a field of agent ${agentIdOf(account.id)} (agent fields, or greeting and instructions)`);
+        }
+        return { key: f.key, field, value: shown(staging[field]) };
+      });
+      const agentModel = modelOf(staging) ?? 'unknown';
+      return reviewFields(await models.resolve(account.org_id!, modelOf(staging)), items, byAgent ? staging : undefined, agentModel);
     },
 
     async renameVersion(scope: Scope, agentId: string, versionId: string, title: string) {
