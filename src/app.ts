@@ -21,6 +21,7 @@ import { accountRoutes } from './modules/accounts/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
 import { agentRoutes, agentUrlRoutes } from './modules/agents/routes.ts';
 import { memberRoutes } from './modules/members/routes.ts';
+import { modelsRoutes } from './modules/models/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
@@ -177,6 +178,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(agentUrlRoutes, { agents: services.agents });
   // The public chat page of each agent URL (/a/<slug>); its cookie is Secure when we are served over https.
   await app.register(webChatRoutes, { webChat: services.webChat, secureCookies: config.publicUrl.startsWith('https:') });
+  await app.register(modelsRoutes, { models: services.models });
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -101,6 +101,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
   const policy = policyFromConfig(config);
   const wakeDeliveries = () => wakeups.emit(DELIVERIES);
+  const models = modelsService({ config, db, box, policy, log: child('models') });
 
   const base = {
     accounts: accountService({ db, box, config, policy, wakeTasks: () => tasks.notify() }),
@@ -120,8 +121,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     }),
     context: contextService({ db }),
     integrations: integrationService({ db, box }),
-    agents: agentService({ db, wakeDeliveries }),
-    models: modelsService({ config }),
+    agents: agentService({ db, wakeDeliveries, models }),
+    models,
   };
   const conversations = conversationService({
     db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns: () => wakeups.emit(TURNS),

@@ -37,6 +37,21 @@ function toWire(m: ChatMessage): ChatCompletionMessageParam {
   }
 }
 
+/**
+ * An error's message followed by its causes' (at most three): the client reports a refused or
+ * failed connection as "Connection error." and keeps the reason (a refused address, a reset) in
+ * `cause`.
+ */
+function describe(err: Error): string {
+  const parts = [err.message];
+  let cause = (err as { cause?: unknown }).cause;
+  for (let i = 0; cause instanceof Error && i < 3; i++) {
+    if (!parts.includes(cause.message)) parts.push(cause.message);
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return parts.join(': ');
+}
+
 export class OpenAICompatible implements ChatEngine {
   readonly simulated = false;
   readonly name: string;
@@ -98,8 +113,8 @@ export class OpenAICompatible implements ChatEngine {
     } catch (err) {
       if (err instanceof ModelError) throw err;
       if (req.signal?.aborted) throw err;
-      if (err instanceof APIError) throw new ModelError(this.name, `${err.status ?? 'no status'} ${err.message}`, err.status as number | undefined);
-      throw new ModelError(this.name, (err as Error).message);
+      if (err instanceof APIError) throw new ModelError(this.name, `${err.status ?? 'no status'} ${describe(err)}`, err.status as number | undefined);
+      throw new ModelError(this.name, describe(err as Error));
     }
     const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b)
       .map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }))
@@ -116,8 +131,8 @@ export class OpenAICompatible implements ChatEngine {
       }
       return ids;
     } catch (err) {
-      if (err instanceof APIError) throw new ModelError(this.name, `listing models: ${err.status ?? 'no status'} ${err.message}`, err.status as number | undefined);
-      throw new ModelError(this.name, `listing models: ${(err as Error).message}`);
+      if (err instanceof APIError) throw new ModelError(this.name, `listing models: ${err.status ?? 'no status'} ${describe(err)}`, err.status as number | undefined);
+      throw new ModelError(this.name, `listing models: ${describe(err as Error)}`);
     }
   }
 }

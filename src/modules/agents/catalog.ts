@@ -1,5 +1,7 @@
-// The models and voices an agent may name (agentModel, agentThinkingModel, agentVoice). POST
-// /api/v2/agent refuses anything else; GET /api/v2/models/supported will serve this list.
+// The hosted platform's models (with their nominal providers) and the voices an agent may name.
+// These models are always in GET /api/v2/models/supported, with the deployment's and the
+// organization's own providers' models (src/modules/models/catalog.ts); POST /api/v2/agent refuses
+// a voice not listed here and a model not in that catalog.
 export interface ModelEntry {
   id: string;
   provider: string;

@@ -20,6 +20,31 @@ const SlotName = Type.String({ enum: ['staging', 'default'], default: 'staging' 
 const Title = Type.String({ maxLength: 200 });
 const Version = Obj({ title: Type.String(), versionId: Type.Integer(), snapshot: Type.Optional(Obj({}, 'Only present when includeData=true')) });
 
+const ReviewLabel = {
+  reviewEngine: Type.String({ enum: ['model', 'rules'], description: 'model: the agent\'s language model wrote the suggestions; rules: the rule-based review (no model configured, or the model\'s answer was set aside)' }),
+  model: Type.Optional(Type.String()),
+  provider: Type.Optional(Type.String()),
+  fallbackReason: Type.Optional(Type.String({ description: 'Why the model\'s review was set aside for the rules\'' })),
+  findings: Type.Array(Obj({ field: Type.String(), severity: Type.String({ enum: ['error', 'warning', 'info'] }), message: Type.String() }),
+    { description: 'What the rule checks found (timings, context size, missing greeting or descriptions)' }),
+};
+const FieldReview = Obj({ key: Type.String(), value: Type.String(), promptSuggestion: Type.String(), ...ReviewLabel });
+const AgentReview = Obj({
+  agentId: Type.String(), agentInstructionsSuggestion: Type.String(), greetingSuggestion: Type.String(),
+  actionSuggestions: Type.Array(Obj({ name: Type.String(), promptSuggestion: Type.String() })),
+  appSuggestions: Type.Array(Obj({ appId: Type.String(), version: Type.String(), promptSuggestion: Type.String() })),
+  ...ReviewLabel,
+});
+const ReviewBody = Type.Object({
+  mode: Type.String({ enum: ['fields', 'agent'], default: 'fields' }),
+  templateId: Type.Optional(Type.String({ maxLength: 200, description: 'Accepted and ignored: callplane has no agent templates (send the values in fields)' })),
+  agentId: Type.Optional(Type.String({ maxLength: 100, description: 'Required in agent mode; in fields mode the values are read from this agent\'s staging configuration' })),
+  fields: Type.Optional(Type.Array(Type.Object({
+    key: Type.String({ minLength: 1, maxLength: 100 }),
+    value: Type.Optional(Type.String({ maxLength: 100_000 })),
+  }, { additionalProperties: true }), { maxItems: 50, description: 'Fields mode: {key, value}; value is ignored when agentId is given. greeting means welcomeMessage, instructions agentInstructions' })),
+}, { additionalProperties: true });
+
 export async function agentRoutes(app: App, { agents }: { agents: AgentService }): Promise<void> {
   app.get('/api/v2/agentEventRules/staging', {
     schema: { operationId: 'getStagingAgent', tags, security: Security, summary: 'Fetch your staging agent configuration',
@@ -44,6 +69,14 @@ export async function agentRoutes(app: App, { agents }: { agents: AgentService }
     // 100 and null for "" or 0), by the same check a stored version's snapshot gets.
     preValidation: async (req) => { req.body = agents.checkConfig(req.body); },
   }, async (req) => agents.update(req.scope, req.body, req.query.targetAccountId));
+
+  app.post('/api/v2/agent/autoReviewAgentConfiguration', {
+    schema: { operationId: 'autoReviewAgentConfiguration', tags, security: Security, summary: 'Get LLM feedback for agent configuration or specific fields',
+      description: 'fields mode answers [{key, value, promptSuggestion}], agent mode {agentId, agentInstructionsSuggestion, greetingSuggestion, actionSuggestions, appSuggestions}. '
+        + 'The agent\'s model reviews when it resolves to a configured provider; otherwise (or when its answer is not the JSON asked for) a rule-based review answers, labelled reviewEngine: rules.',
+      querystring: TargetAccount, body: ReviewBody,
+      response: { 200: Type.Union([Type.Array(FieldReview), AgentReview]), ...errors(400, 403, 404) } },
+  }, async (req) => agents.review(req.scope, req.body, req.query.targetAccountId));
 
   app.post('/api/v2/agent/publish', {
     schema: { operationId: 'publishAgent', tags, security: Security, summary: 'Publish the staging agent to live (the replaced live is kept as a version)',

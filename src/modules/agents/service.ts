@@ -8,10 +8,12 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { knowledgeRepo } from '../knowledge/repository.ts';
+import type { ModelsService } from '../models/service.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
 import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';
+import { FIELD_ALIASES, reviewAgent, reviewFields, type FieldInput } from './review.ts';
 import { normaliseSlug } from './slug.ts';
-import { checkConfig, defaultConfig, type AgentConfig } from './validation.ts';
+import { checkConfig, checkModels, defaultConfig, FIELDS, MODEL_FIELDS, type AgentConfig } from './validation.ts';
 
 export type Slot = 'staging' | 'default';
 
@@ -19,6 +21,8 @@ export interface AgentServiceDeps {
   db: Db;
   /** Wakes this process's delivery worker after an event was queued. */
   wakeDeliveries: () => void;
+  /** The organization's model catalog (which models an agent may name) and the model that reviews. */
+  models: Pick<ModelsService, 'modelIds' | 'resolve'>;
   now?: () => number;
 }
 
@@ -31,6 +35,15 @@ export function accountIdOf(agentId: string): number | undefined {
 }
 
 export const MAX_TITLE = 200;
+
+/** POST /api/v2/agent/autoReviewAgentConfiguration. */
+export interface ReviewBody {
+  mode?: string;
+  agentId?: string;
+  /** Accepted and ignored: callplane has no agent templates. */
+  templateId?: string;
+  fields?: Array<{ key: string; value?: string }>;
+}
 
 function checkTitle(title: string, field = 'title'): string {
   const t = title.trim();
@@ -46,7 +59,7 @@ function parseVersionId(v: string): number {
 }
 
 export function agentService(deps: AgentServiceDeps) {
-  const { db, wakeDeliveries } = deps;
+  const { db, wakeDeliveries, models } = deps;
   const clock = deps.now ?? Date.now;
 
   /** The agent an operation without an agentId acts on: the token's own, else targetAccountId, else the organization's default agent. */
@@ -172,6 +185,16 @@ export function agentService(deps: AgentServiceDeps) {
 
   const present = (account: AccountRow, config: AgentConfig) => ({ id: agentIdOf(account.id), accountId: account.id, ...config });
 
+  /** 400 unless every model the configuration names is in the organization's catalog (computed once, only when one is named). */
+  async function checkModelsOf(account: AccountRow, config: AgentConfig, root = ''): Promise<void> {
+    if (!MODEL_FIELDS.some((k) => typeof config[k] === 'string')) return;
+    checkModels(config, await models.modelIds(account.org_id!), root);
+  }
+
+  /** A configuration value as the review shows it: text as is, anything else as JSON. */
+  const shown = (v: unknown) => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));
+  const modelOf = (config: AgentConfig) => (typeof config.agentModel === 'string' ? config.agentModel : undefined);
+
   return {
     /**
      * The agent a message names (receiveMessage's targetAgent): its account id, agent id
@@ -247,6 +270,7 @@ export function agentService(deps: AgentServiceDeps) {
     async update(scope: Scope, body: unknown, targetAccountId?: number) {
       const patch = checkConfig(body);
       const account = await resolve(scope, targetAccountId);
+      await checkModelsOf(account, patch);
       await locked(account, async (tx, row, now) => {
         await checkKnowledgeBases(tx, account, patch);
         await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(account, row.staging), ...patch }) }, now);
@@ -288,6 +312,7 @@ export function agentService(deps: AgentServiceDeps) {
     async replaceVersion(scope: Scope, agentId: string, versionId: string, snapshot: unknown) {
       const checked = checkConfig(snapshot, 'snapshot.');
       const account = await named(scope, agentId);
+      await checkModelsOf(account, checked, 'snapshot.');
       const id = await locked(account, async (tx, _row, now) => {
         const v = await versionOf(tx, account, versionId);
         await checkKnowledgeBases(tx, account, checked, 'snapshot.');
@@ -334,6 +359,38 @@ export function agentService(deps: AgentServiceDeps) {
         throw err;
       }
       return { success: true, slug };
+    },
+
+    /**
+     * autoReviewAgentConfiguration. `agent` mode reviews the named agent's staging configuration;
+     * `fields` mode reviews `fields` (their values read from the agent's staging configuration when
+     * agentId is given). The agent's model (resolved like a conversation's) reviews; SIMULATED: rules.
+     */
+    async review(scope: Scope, body: ReviewBody, targetAccountId?: number) {
+      const mode = body.mode ?? 'fields';
+      if (mode === 'agent') {
+        if (body.agentId === undefined || body.agentId === '') throw new Invalid('agentId is required in agent mode');
+        const account = await named(scope, body.agentId);
+        const { staging } = await slots(account);
+        return reviewAgent(await models.resolve(account.org_id!, modelOf(staging)), agentIdOf(account.id), staging);
+      }
+      if (mode !== 'fields') throw new Invalid('mode must be one of: fields, agent');
+      const fields = body.fields ?? [];
+      if (fields.length === 0) throw new Invalid('fields is required in fields mode: [{key, value}] (with agentId, values are read from the agent)');
+      const byAgent = body.agentId !== undefined && body.agentId !== '';
+      const account = byAgent ? await named(scope, body.agentId!) : await resolve(scope, targetAccountId);
+      const { staging } = await slots(account);
+      const items: FieldInput[] = fields.map((f, i) => {
+        const alias = FIELD_ALIASES[f.key];
+        const field = alias ?? (Object.hasOwn(FIELDS, f.key) ? f.key : undefined);
+        if (!byAgent) return { key: f.key, field, value: f.value ?? '' };
+        if (!field) {
+          throw new Invalid(`fields[${i}].key ${JSON.stringify(f.key)} is not a field of agent ${agentIdOf(account.id)} (agent fields, or greeting and instructions)`);
+        }
+        return { key: f.key, field, value: shown(staging[field]) };
+      });
+      const agentModel = modelOf(staging) ?? 'unknown';
+      return reviewFields(await models.resolve(account.org_id!, modelOf(staging)), items, byAgent ? staging : undefined, agentModel);
     },
 
     async renameVersion(scope: Scope, agentId: string, versionId: string, title: string) {

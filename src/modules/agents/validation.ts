@@ -5,7 +5,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import safeRegex from 'safe-regex2';
 import { Invalid } from '../../http/errors.ts';
-import { DEFAULT_MODEL, DEFAULT_THINKING_MODEL, DEFAULT_VOICE, MODEL_IDS, THINKING_MODEL_IDS, VOICE_IDS } from './catalog.ts';
+import { DEFAULT_MODEL, DEFAULT_THINKING_MODEL, DEFAULT_VOICE, VOICE_IDS } from './catalog.ts';
 
 export type AgentConfig = Record<string, unknown>;
 
@@ -228,9 +228,10 @@ export const FIELDS: Record<string, Field> = {
   agentVoice: { schema: S('Voice (GET /api/v2/models/supported)', { enum: [...VOICE_IDS] }), check: str({ max: 64, enum: VOICE_IDS }) },
   agentLang: { schema: S('BCP-47 language tag, or multi', { maxLength: 35 }), check: str({ min: 1, max: 35, test: language }) },
   agentInstructions: { schema: S('Instructions for the agent', { maxLength: 100_000 }), check: str({ max: 100_000 }) },
-  agentModel: { schema: S('LLM model', { enum: [...MODEL_IDS] }), check: str({ max: 64, enum: MODEL_IDS }) },
+  agentModel: { schema: S('LLM model: a model id GET /api/v2/models/supported lists for the organization', { maxLength: 200 }), check: str({ min: 1, max: 200 }) },
   agentThinking: { schema: nullable(S('Reasoning budget: low, or null for none', { maxLength: 3 })), nullable: true, check: str({ max: 3, enum: ['low'] }) },
-  agentThinkingModel: { schema: S('Model for pauseAndThink reasoning', { enum: [...THINKING_MODEL_IDS] }), check: str({ max: 64, enum: THINKING_MODEL_IDS }) },
+  agentThinkingModel: { schema: S('Model for pauseAndThink reasoning: a model id GET /api/v2/models/supported lists for the organization', { maxLength: 200 }),
+    check: str({ min: 1, max: 200 }) },
   postConvoForceThinking: { schema: B('Force a thinking model for post-conversation work'), check: bool },
   agentS2SEngine: { schema: nullable(S('Speech-to-speech engine: openai, gemini, or null', { maxLength: 10 })), nullable: true, check: str({ max: 10, enum: ['openai', 'gemini'] }) },
   agentSttEngine: { schema: S('Speech-to-text engine', { enum: ['google', 'deepgram', 'deepgramflux', 'openai'] }),
@@ -279,6 +280,19 @@ export const FIELDS: Record<string, Field> = {
     description: 'Ids of the organization\'s knowledge bases (kb_…) the agent retrieves from; duplicates are dropped',
   }), check: knowledgeBases },
 };
+
+/** The fields naming a model: checkConfig checks their form, checkModels that the organization may use them. */
+export const MODEL_FIELDS = ['agentModel', 'agentThinkingModel'] as const;
+
+/** 400 naming the first model field whose model is not in `models` (the organization's catalog). */
+export function checkModels(config: AgentConfig, models: ReadonlySet<string>, root = ''): void {
+  for (const key of MODEL_FIELDS) {
+    const v = config[key];
+    if (typeof v === 'string' && !models.has(v)) {
+      throw new Invalid(`${root}${key} ${JSON.stringify(v)} is not a model this organization can use (GET /api/v2/models/supported lists them)`);
+    }
+  }
+}
 
 /** A new agent's configuration (both slots). */
 export function defaultConfig(title: string): AgentConfig {
