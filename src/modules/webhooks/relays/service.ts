@@ -18,7 +18,7 @@ import { accountRepo } from '../../accounts/repository.ts';
 import { providerSettings } from '../../numbering/carriers.ts';
 import {
   bodyFields, dedupeKey, isTwilio, keptHeaders, relayType, RELAY_TYPES, verifyBasicAuth, verifyStripe, verifyTwilio,
-  type ProviderSecret, type RelayTypeInfo, type Verdict,
+  type ProviderSecret, type RelayType, type RelayTypeInfo, type Verdict,
 } from './providers.ts';
 import { presentDelivery, replayDelivery } from '../deliveries.ts';
 import { DELIVERIES } from '../dispatcher.ts';
@@ -52,6 +52,9 @@ export interface IngressRequest {
   contentType: string | undefined;
   rawBody: Buffer;
 }
+
+/** What a relay stores and forwards of a request: its headers and its exact bytes. */
+export type RawRequest = Pick<IngressRequest, 'headers' | 'contentType' | 'rawBody'>;
 
 export type IngressResult =
   | { kind: 'refused'; type: string; relayId: number; verdict: Extract<Verdict, { ok: false }> }
@@ -243,6 +246,33 @@ export function relayService(deps: RelayServiceDeps) {
     return { ok: true };
   }
 
+  /** A verified request stored with its delivery (due now) in one transaction, unless its event id was seen already. */
+  async function store(row: WebhookRelayRow, req: RawRequest): Promise<IngressResult> {
+    const key = dedupeKey(row.type, req.headers, bodyFields(req.contentType, req.rawBody), req.rawBody);
+    const at = now();
+    const eventId = newId('rev', at);
+    const stored = await db.transaction().execute(async (tx) => {
+      const event = await relayEventRepo.insert(tx, {
+        id: eventId, relay_id: row.id, org_id: row.org_id, provider_event_id: key,
+        content_type: req.contentType ?? null, headers: JSON.stringify(keptHeaders(req.headers)),
+        body: req.rawBody.toString('base64'), received_at: at,
+      });
+      if (!event) return false;
+      await deliveryRepo.insert(tx, {
+        id: newId('dlv', at), org_id: row.org_id, kind: 'relay', relay_id: row.id, relay_event_id: event.id,
+        event_id: event.id, event_type: row.type, payload: null, run_at: at, created_at: at, updated_at: at,
+      });
+      await notifyQueue(tx, DELIVERIES);
+      return true;
+    });
+    if (!stored) {
+      const first = await relayEventRepo.find(db, row.id, key!);
+      return { kind: 'duplicate', type: row.type, relayId: row.id, eventId: first?.id ?? '' };
+    }
+    deps.notify();
+    return { kind: 'stored', type: row.type, relayId: row.id, eventId };
+  }
+
   return {
     types() {
       return {
@@ -376,30 +406,22 @@ export function relayService(deps: RelayServiceDeps) {
       }
       const verdict = await verify(row, req);
       if (!verdict.ok) return { kind: 'refused', type: row.type, relayId: row.id, verdict };
+      return store(row, req);
+    },
 
-      const key = dedupeKey(row.type, req.headers, bodyFields(req.contentType, req.rawBody), req.rawBody);
-      const at = now();
-      const eventId = newId('rev', at);
-      const stored = await db.transaction().execute(async (tx) => {
-        const event = await relayEventRepo.insert(tx, {
-          id: eventId, relay_id: row.id, org_id: row.org_id, provider_event_id: key,
-          content_type: req.contentType ?? null, headers: JSON.stringify(keptHeaders(req.headers)),
-          body: req.rawBody.toString('base64'), received_at: at,
-        });
-        if (!event) return false;
-        await deliveryRepo.insert(tx, {
-          id: newId('dlv', at), org_id: row.org_id, kind: 'relay', relay_id: row.id, relay_event_id: event.id,
-          event_id: event.id, event_type: row.type, payload: null, run_at: at, created_at: at, updated_at: at,
-        });
-        await notifyQueue(tx, DELIVERIES);
-        return true;
-      });
-      if (!stored) {
-        const first = await relayEventRepo.find(db, row.id, key!);
-        return { kind: 'duplicate', type: row.type, relayId: row.id, eventId: first?.id ?? '' };
-      }
-      deps.notify();
-      return { kind: 'stored', type: row.type, relayId: row.id, eventId };
+    /**
+     * A provider's request that one of our own webhooks already received and verified (the
+     * Twilio SMS webhook, src/modules/conversations/sms.ts), handed to the organization's relay of
+     * this type as if it had come to the relay's ingress: stored and forwarded, deduplicated the
+     * same way. Nothing happens (undefined) when the organization has no such relay, the relay is
+     * disabled, or the organization is not premium.
+     */
+    async forwardVerified(orgId: number, type: RelayType, req: RawRequest): Promise<IngressResult | undefined> {
+      const row = await relayRepo.find(db, orgId, type);
+      if (!row || !bool(row.enabled)) return undefined;
+      const org = await accountRepo.findById(db, orgId);
+      if (!org || !bool(org.vida_premium)) return undefined;
+      return store(row, req);
     },
   };
 }
