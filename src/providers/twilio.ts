@@ -15,6 +15,8 @@ export const DEFAULT_TWILIO_API_BASE_URL = 'https://api.twilio.com';
 export const MAX_INLINE_TWIML = 4000;
 /** The call progress events we ask for; `completed` carries the final status. */
 export const CALL_STATUS_EVENTS = ['initiated', 'ringing', 'answered', 'completed'] as const;
+/** TwiML with no instructions: no reply to a message (it goes out later, if at all), nothing more on a call. */
+export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 /** Seconds of listening before the greeting when the callee is to speak first. */
 export const DEFAULT_WAIT_TO_GREET_SECONDS = 2;
 

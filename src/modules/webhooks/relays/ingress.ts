@@ -4,11 +4,9 @@
 // and the forward must carry them unchanged.
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../../config.ts';
+import { EMPTY_TWIML } from '../../../providers/index.ts';
 import { isTwilio } from './providers.ts';
 import { INGRESS_PATH, type RelayService } from './service.ts';
-
-/** What Twilio is answered: no instructions (no reply to an SMS; for a call, nothing more to do). */
-export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 
 export async function relayIngress(app: FastifyInstance, opts: { relays: RelayService; config: Config }): Promise<void> {
   const { relays, config } = opts;
@@ -34,6 +32,7 @@ export async function relayIngress(app: FastifyInstance, opts: { relays: RelaySe
       if (verdict.challenge) reply.header('www-authenticate', verdict.challenge);
       return reply.status(verdict.status).send({ success: false, message: verdict.message, requestId: req.id });
     }
+    // Twilio is answered with no instructions (no reply to an SMS; for a call, nothing more to do).
     if (isTwilio(result.type)) return reply.status(200).type('text/xml; charset=utf-8').send(EMPTY_TWIML);
     return reply.status(200).send({ success: true, ...(result.kind === 'duplicate' ? { duplicate: true } : {}) });
   });
