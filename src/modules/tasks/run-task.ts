@@ -18,11 +18,28 @@ type Row = QueueRow<'tasks'>;
 export const TWILIO_STATUS_PATH = '/api/v2/providers/twilio/status';
 export const TWILIO_TWIML_PATH = '/api/v2/providers/twilio/twiml';
 
+/** A text task's text that its carrier accepted (or settled at once), for the person's conversation history. */
+export interface TextSent {
+  taskId: string;
+  orgId: number;
+  /** The task's agent. */
+  accountId: number;
+  to: string;
+  body: string;
+  provider: string;
+  simulated: boolean;
+  providerRef: string;
+  /** The carrier already reported it undelivered, failed or canceled. */
+  failed: boolean;
+}
+
 export interface TaskHandlerDeps {
   db: Db;
   box: SecretBox;
   config: Config;
   carrierOptions?: CarrierOptions;
+  /** Records a sent text in the person's text conversation (src/modules/conversations/sms.ts); a failure is logged, the task goes on. */
+  textSent?: (text: TextSent) => Promise<void>;
   log?: { warn(obj: object, msg: string): void };
 }
 
@@ -74,6 +91,10 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
     if (row.type === 'text') {
       const sent = await carrier.sendText({ taskId: row.id, to: row.target!, body: row.content ?? '', statusCallbackUrl }, signal);
+      await deps.textSent?.({
+        taskId: row.id, orgId: row.org_id, accountId: row.account_id, to: row.target!, body: row.content ?? '', provider: sent.provider,
+        simulated: sent.simulated, providerRef: sent.providerRef, failed: sent.final !== null && sent.final.state !== 'finished',
+      }).catch((err: unknown) => deps.log?.warn({ err, taskId: row.id }, 'recording the text in its conversation failed'));
       const ref = { ...who, provider_ref: sent.providerRef };
       if (sent.final) return done(sent.final, ref);
       await note(row, { ...ref, result: JSON.stringify({ provider: sent.provider, providerRef: sent.providerRef, status: sent.status }) });

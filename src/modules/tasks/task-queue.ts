@@ -7,7 +7,7 @@ import type { CarrierOptions } from '../../providers/index.ts';
 import type { QueueEngine } from '../../queue/engine.ts';
 import { newWorkerId, QueueRunner, type QueueProcessDeps } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
-import { createTaskHandler } from './run-task.ts';
+import { createTaskHandler, type TaskHandlerDeps } from './run-task.ts';
 import { createTaskEngine, TASKS } from './queue-hooks.ts';
 
 export interface TaskQueueDeps extends QueueProcessDeps {
@@ -16,6 +16,8 @@ export interface TaskQueueDeps extends QueueProcessDeps {
   /** Longest the runner sleeps without a wakeup (default 1 s); tests lengthen it to prove wakeups work. */
   pollMs?: number;
   carrierOptions?: CarrierOptions;
+  /** What the job does with a text its carrier accepted (records it in the person's conversation). */
+  textSent?: TaskHandlerDeps['textSent'];
 }
 
 export class TaskQueue {
@@ -42,7 +44,7 @@ export class TaskQueue {
       engine: this.engine,
       db: database.db,
       writers: database.concurrentWriters,
-      handler: createTaskHandler({ db: database.db, box, config, carrierOptions: this.deps.carrierOptions, log }),
+      handler: createTaskHandler({ db: database.db, box, config, carrierOptions: this.deps.carrierOptions, textSent: this.deps.textSent, log }),
       concurrency: config.workerConcurrency,
       wakeups: this.wakeups,
       heartbeatMs: this.deps.heartbeatMs,
