@@ -31,6 +31,7 @@ import { sipRoutes } from './modules/sip/routes.ts';
 import { contextRoutes } from './modules/context/routes.ts';
 import { conversationRoutes } from './modules/conversations/routes.ts';
 import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
+import { smsRoutes } from './modules/conversations/sms-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 
@@ -167,6 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(numberingRoutes, { numbering: services.numbering });
   await app.register(taskRoutes, { tasks: services.tasks, csvMaxBytes: config.csvMaxBytes });
   await app.register(twilioRoutes, { twilioCallbacks: services.twilioCallbacks });
+  await app.register(smsRoutes, { sms: services.sms, bodyLimitBytes: config.bodyLimitBytes });
   await app.register(relayRoutes, { relays: services.relays, config });
   await app.register(sipRoutes, { sip: services.sip });
   await app.register(subscriptionRoutes, { subscriptions: services.subscriptions });

@@ -10,6 +10,7 @@ import { accountService, type AccountService } from './modules/accounts/service.
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
+import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
@@ -70,6 +71,7 @@ export interface Services {
   models: ModelsService;
   conversations: ConversationService;
   webChat: WebChatService;
+  sms: SmsService;
 }
 
 export interface Platform {
@@ -97,6 +99,9 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const tasks = new TaskQueue({
     database, config, box, wakeups, log: child('tasks'), ...deps.tasks,
     ...(sip ? { carrierOptions: { ...deps.tasks?.carrierOptions, sip } } : {}),
+    // A text task's text goes into the person's text conversation (the services are built below;
+    // the worker that calls this starts after createPlatform returns).
+    textSent: (text) => services.sms.recordTextTask(text),
   });
   const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
   const policy = policyFromConfig(config);
@@ -124,9 +129,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     agents: agentService({ db, wakeDeliveries, models }),
     models,
   };
-  const conversations = conversationService({
-    db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns: () => wakeups.emit(TURNS),
-  });
+  const wakeTurns = () => wakeups.emit(TURNS);
+  const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
   // The one turn runner of the process: queued turns (the turn queue's worker) and web chat turns (inline).
   const runner = turnRunner({
     db, models: base.models, knowledge: base.knowledge, context: base.context, tasks: base.tasks,
@@ -136,6 +140,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     ...base,
     conversations,
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('web-chat') }),
+    sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
   };
   const turns = new TurnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,

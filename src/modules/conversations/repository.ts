@@ -60,6 +60,16 @@ export const conversationRepo = {
       .where('room_id', '=', roomId).where('channel', '=', channel)
       .orderBy('started_at', 'desc').limit(1).executeTakeFirst();
   },
+  /**
+   * The organization's most recently active open conversation on a channel with this counterpart
+   * (any agent), active since `since`: whose session an inbound text continues.
+   */
+  async openWithCounterpart(db: Executor, orgId: number, channel: string, counterpart: string, since: number): Promise<ConversationRow | undefined> {
+    return db.selectFrom('conversations').selectAll()
+      .where('org_id', '=', orgId).where('channel', '=', channel as ConversationRow['channel']).where('counterpart', '=', counterpart)
+      .where('ended_at', 'is', null).where('last_activity_at', '>=', since)
+      .orderBy('last_activity_at', 'desc').limit(1).executeTakeFirst();
+  },
   async byCarrierRef(db: Executor, orgId: number, carrierRef: string): Promise<ConversationRow | undefined> {
     return db.selectFrom('conversations').selectAll()
       .where('carrier_ref', '=', carrierRef).where('org_id', '=', orgId).executeTakeFirst();

@@ -1,0 +1,237 @@
+// Text messages (SMS): what a person texts to an organization's Twilio number (Twilio's messaging
+// webhook, POST /api/v2/providers/twilio/sms, routes in sms-routes.ts) is recorded in their text
+// conversation with the organization's agent and answered by a queued turn (run-turn.ts sends the
+// reply through the organization's carrier); the texts of `text` tasks are recorded in the same
+// conversation, so the person's answer continues it and the model sees what was sent.
+// docs/conversations.md, "Text messages (SMS)".
+import crypto from 'node:crypto';
+import type { Config } from '../../config.ts';
+import type { AccountRow, Db } from '../../db/types.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { normalizePhone } from '../../lib/phone.ts';
+import { TWILIO, verifyTwilioSignature } from '../../providers/index.ts';
+import { accountRepo } from '../accounts/repository.ts';
+import { orgsOwningNumber, providerSettings } from '../numbering/carriers.ts';
+import type { TextSent } from '../tasks/run-task.ts';
+import type { RelayService } from '../webhooks/relays/service.ts';
+import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
+import { normaliseAddress, type ConversationService } from './service.ts';
+
+/** Where Twilio posts a number's incoming messages ("A message comes in"). */
+export const TWILIO_SMS_PATH = '/api/v2/providers/twilio/sms';
+/** Twilio's own limit on a message body; a longer one is cut here. */
+export const MAX_SMS_CHARS = 1600;
+/** Twilio sends at most 10 media items with a message. */
+export const MAX_SMS_MEDIA = 10;
+const MAX_MEDIA_URL = 2000;
+
+type Log = { warn(obj: object, msg: string): void };
+
+/** One POST of Twilio's messaging webhook, as received. */
+export interface InboundSmsRequest {
+  /** The path and query Twilio called (appended to config.publicUrl for the signature). */
+  url: string;
+  headers: Record<string, string | undefined>;
+  contentType: string | undefined;
+  /** The form exactly as posted: the signature covers it, and a relay forwards these bytes. */
+  rawBody: Buffer;
+}
+
+export type InboundSmsResult =
+  | { kind: 'queued'; orgId: number; messageId: string; conversationId: string }
+  | { kind: 'duplicate'; orgId: number; messageId: string }
+  /** Verified, but the organization has no agent to answer: nothing recorded. */
+  | { kind: 'no-agent'; orgId: number };
+
+export interface SmsServiceDeps {
+  db: Db;
+  box: SecretBox;
+  config: Pick<Config, 'publicUrl' | 'conversationIdleMinutes'>;
+  conversations: Pick<ConversationService, 'open' | 'recordInbound' | 'queueTurn'>;
+  relays: Pick<RelayService, 'forwardVerified'>;
+  wakeTurns: () => void;
+  wakeDeliveries: () => void;
+  now?: () => number;
+}
+
+/**
+ * A UUID (version 8, RFC 9562) derived from `name`: the same carrier message always gets the same
+ * message id, so the messages table's primary key makes recording it idempotent.
+ */
+export function stableUuid(name: string): string {
+  const b = crypto.createHash('sha256').update(name, 'utf8').digest().subarray(0, 16);
+  b[6] = (b[6]! & 0x0f) | 0x80;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+function first(form: URLSearchParams, key: string): string | undefined {
+  const v = form.get(key);
+  return v !== null && v !== '' ? v : undefined;
+}
+
+const sameNumber = (a: string, b: string) => {
+  const x = normalizePhone(a);
+  const y = normalizePhone(b);
+  return x.ok && y.ok && x.e164 === y.e164;
+};
+
+/** The media Twilio lists with a message (MediaUrl0…, MediaContentType0…), http(s) only, at most MAX_SMS_MEDIA. */
+function mediaOf(form: URLSearchParams): Array<{ type: string; url: string }> {
+  const n = Math.min(Math.max(Number.parseInt(form.get('NumMedia') ?? '0', 10) || 0, 0), MAX_SMS_MEDIA);
+  const out: Array<{ type: string; url: string }> = [];
+  for (let i = 0; i < n; i++) {
+    const url = first(form, `MediaUrl${i}`);
+    if (!url || url.length > MAX_MEDIA_URL || !/^https?:\/\//i.test(url)) continue;
+    const type = first(form, `MediaContentType${i}`);
+    out.push({ type: type && type.length <= 100 ? type : 'file', url });
+  }
+  return out;
+}
+
+export function smsService(deps: SmsServiceDeps) {
+  const { db, box, config, conversations } = deps;
+  const clock = deps.now ?? Date.now;
+  const idleMs = config.conversationIdleMinutes * 60_000;
+
+  /**
+   * The organization this message was sent to: the one whose twilio provider's phoneNumber is
+   * `To`; of several, those whose accountSid is the posted AccountSid. Each candidate is checked
+   * with its own auth token (as the status callbacks are), so another organization's token never
+   * helps. Unknown number: 404 saying nothing; no valid signature: 403.
+   */
+  async function owner(form: URLSearchParams, url: string, rawBody: string, signature: string | undefined, log: Log) {
+    const to = first(form, 'To');
+    const owners: Array<{ orgId: number; accountSid: string; authToken: string }> = [];
+    for (const orgId of to ? await orgsOwningNumber(db, to) : []) {
+      const s = await providerSettings(db, box, orgId, TWILIO);
+      if (s?.phoneNumber && sameNumber(s.phoneNumber, to!)) owners.push({ orgId, accountSid: s.accountSid ?? '', authToken: s.authToken ?? '' });
+    }
+    if (owners.length === 0) throw new NotFound('Not found');
+    const accountSid = first(form, 'AccountSid');
+    const candidates = owners.length > 1 ? owners.filter((o) => o.accountSid === accountSid) : owners;
+    const verified = candidates.filter((o) => o.authToken !== '' && verifyTwilioSignature(o.authToken, url, rawBody, signature));
+    if (verified.length === 0) {
+      log.warn({ to, hasSignature: Boolean(signature) }, 'twilio sms refused: signature missing or invalid');
+      throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
+    }
+    if (verified.length > 1) {
+      log.warn({ to, orgs: verified.map((o) => o.orgId) }, 'twilio sms refused: the number belongs to several organizations with the same twilio account');
+      throw new Conflict('This number is configured in more than one organization with the same Twilio account');
+    }
+    const org = verified[0]!;
+    if (accountSid !== undefined && accountSid !== org.accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
+    return org.orgId;
+  }
+
+  /**
+   * Who answers: the agent of the person's open text conversation in this organization (a text
+   * task's agent, while that session lasts), else the organization's default agent (its first
+   * agent account), until numbers can be bound to agents.
+   */
+  async function answeringAgent(orgId: number, counterpart: string, now: number): Promise<AccountRow | undefined> {
+    const open = await conversationRepo.openWithCounterpart(db, orgId, 'sms', counterpart, now - idleMs);
+    const id = open?.account_id ?? await accountRepo.firstAgentId(db, orgId);
+    const agent = id === null ? undefined : await accountRepo.findById(db, id);
+    return agent && agent.org_id === orgId && agent.kind === 'agent' ? agent : undefined;
+  }
+
+  async function record(orgId: number, form: URLSearchParams, log: Log): Promise<InboundSmsResult> {
+    const from = first(form, 'From');
+    const to = first(form, 'To')!;
+    const sid = first(form, 'MessageSid') ?? first(form, 'SmsSid');
+    if (!from || from.length > 256) throw new Invalid('From is required (at most 256 characters)');
+    if (!sid || sid.length > 64) throw new Invalid('MessageSid is required');
+    const body = form.get('Body') ?? '';
+    const attachments = mediaOf(form);
+    const text = body !== '' || attachments.length === 0 ? body.slice(0, MAX_SMS_CHARS)
+      : `(sent ${attachments.length} attachment${attachments.length > 1 ? 's' : ''}: ${attachments.map((a) => a.type).join(', ')})`;
+    const { address, kind } = normaliseAddress(from);
+    const now = clock();
+    const agent = await answeringAgent(orgId, address, now);
+    if (!agent) {
+      log.warn({ orgId, messageSid: sid }, 'text message not answered: the organization has no agent');
+      return { kind: 'no-agent', orgId };
+    }
+    // The message id is derived from the organization and the MessageSid: a retry of the webhook
+    // finds it (or, racing the first, hits the primary key) and records nothing.
+    const messageId = stableUuid(`twilio-sms:${orgId}:${sid}`);
+    const data = {
+      provider: TWILIO, messageSid: sid, accountSid: first(form, 'AccountSid') ?? null, from, to,
+      ...(body.length > MAX_SMS_CHARS ? { truncated: true, length: body.length } : {}),
+    };
+    let done: { conversationId: string; incoming: boolean } | null;
+    try {
+      done = await db.transaction().execute(async (tx) => {
+        if (await messageRepo.find(tx, messageId)) return null;
+        const o = await conversations.open(tx, { agent, channel: 'sms', direction: 'inbound', counterpart: address, counterpartKind: kind }, now);
+        // TODO(junk): when src/modules/conversations/junk.ts lands, judge a room that was just
+        // opened here (o.room, the first text) with its rules.
+        const r = await conversations.recordInbound(tx, o, { id: messageId, text, attachments, data }, now);
+        await conversations.queueTurn(tx, o.conversation, messageId, { kind: 'sms', to: from, from: to, inReplyTo: messageId }, now);
+        return { conversationId: o.conversation.id, incoming: r.queued };
+      });
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      done = null;
+    }
+    if (!done) return { kind: 'duplicate', orgId, messageId };
+    deps.wakeTurns();
+    if (done.incoming) deps.wakeDeliveries();
+    return { kind: 'queued', orgId, messageId, conversationId: done.conversationId };
+  }
+
+  return {
+    /**
+     * Twilio's messaging webhook: the organization found by `To` and checked by its signature, the
+     * message recorded in the sender's text conversation and the agent's turn queued, in one
+     * transaction. The same MessageSid again (Twilio retries a webhook that timed out) records and
+     * queues nothing. Afterwards the raw webhook goes to the organization's twilioSMS relay, if it
+     * has one.
+     */
+    async receive(req: InboundSmsRequest, log: Log): Promise<InboundSmsResult> {
+      const rawBody = req.rawBody.toString('utf8');
+      const form = new URLSearchParams(rawBody);
+      const orgId = await owner(form, `${config.publicUrl}${req.url}`, rawBody, req.headers['x-twilio-signature'], log);
+      const result = await record(orgId, form, log);
+      try {
+        await deps.relays.forwardVerified(orgId, 'twilioSMS', { headers: req.headers, contentType: req.contentType, rawBody: req.rawBody });
+      } catch (err) {
+        log.warn({ err, orgId }, 'handing the text message to the twilioSMS relay failed');
+      }
+      return result;
+    },
+
+    /** A text task's text as its carrier took it: an outbound message of the agent's text conversation with the person. */
+    async recordTextTask(t: TextSent): Promise<void> {
+      const agent = await accountRepo.findById(db, t.accountId);
+      if (!agent || agent.org_id !== t.orgId) return;
+      const { address, kind } = normaliseAddress(t.to);
+      const id = stableUuid(`text-task:${t.orgId}:${t.taskId}:${t.providerRef}`);
+      const now = clock();
+      try {
+        await db.transaction().execute(async (tx) => {
+          if (await messageRepo.find(tx, id)) return;
+          const o = await conversations.open(tx, {
+            agent, channel: 'sms', direction: 'outbound', counterpart: address, counterpartKind: kind, taskId: t.taskId, carrierRef: t.providerRef,
+          }, now);
+          await messageRepo.insert(tx, {
+            id, conversation_id: o.conversation.id, room_id: o.room.id, org_id: o.room.org_id, direction: 'outbound', text: t.body,
+            source: 'sms', status: t.failed ? 'failed' : 'success', attachments: '[]',
+            data: JSON.stringify({ taskId: t.taskId, provider: t.provider, carrierRef: t.providerRef, ...(t.simulated ? { simulated: true } : {}) }),
+            at: now,
+          });
+          await conversationRepo.count(tx, o.conversation.id, now, { out: 1 });
+          await roomRepo.touch(tx, o.room.id, t.body, now, false);
+        });
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err; // recorded by a concurrent attempt
+      }
+    },
+  };
+}
+
+export type SmsService = ReturnType<typeof smsService>;
