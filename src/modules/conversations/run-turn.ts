@@ -7,14 +7,16 @@ import type { Transaction } from 'kysely';
 import type { DB, Db, TurnRow } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
-import type { Carrier } from '../../providers/index.ts';
+import { CarrierError, TransientCarrierError, type Carrier } from '../../providers/index.ts';
+import { exponentialBackoff } from '../../queue/engine.ts';
 import type { HandlerContext, Outcome } from '../../queue/runner.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { agentIdOf } from '../agents/service.ts';
 import { queueMessageDelivery } from '../webhooks/deliveries.ts';
 import { roomIdOf } from './events.ts';
-import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
+import { conversationRepo, messageRepo, roomRepo, turnRepo } from './repository.ts';
 import type { ConversationService, ReplyTarget } from './service.ts';
+import { MAX_SMS_CHARS } from './sms.ts';
 import type { TurnRunner } from './turn.ts';
 
 export interface TurnHandlerDeps {
@@ -29,6 +31,23 @@ export interface TurnHandlerDeps {
 }
 
 type TurnOutcome = Outcome<TurnRow>;
+type SmsTarget = Extract<ReplyTarget, { kind: 'sms' }>;
+
+/**
+ * An SMS reply the model has given and the carrier has not yet taken, kept in the turn's `resume`
+ * until it is sent: a later attempt (the carrier was busy, the worker stopped) sends it again
+ * instead of asking the model again, which would record a second reply and run its tools twice.
+ */
+interface UnsentSms { messageId: string; body: string }
+
+function unsentSms(resume: string | null): UnsentSms | undefined {
+  if (!resume) return undefined;
+  const parsed = JSON.parse(resume) as { unsentSms?: UnsentSms };
+  return parsed.unsentSms;
+}
+
+/** Twilio takes at most 1,600 characters in one message. */
+const smsBody = (text: string) => (text.length > MAX_SMS_CHARS ? `${text.slice(0, MAX_SMS_CHARS - 1)}…` : text);
 
 export function createTurnHandler(deps: TurnHandlerDeps) {
   const { db } = deps;
@@ -45,6 +64,33 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
     };
   }
 
+  /**
+   * Sends an SMS reply through the organization's text carrier. A carrier that refused it before
+   * it could have gone out (429, connection refused) is tried again later with the same reply;
+   * any other carrier error fails the turn and marks the reply failed, since trying again could
+   * text the person twice.
+   */
+  async function sendSms(row: TurnRow, target: SmsTarget, reply: UnsentSms, signal: AbortSignal): Promise<TurnOutcome> {
+    try {
+      const carrier = await deps.textCarrier(row.org_id);
+      const sent = await carrier.sendText({ taskId: row.id, to: target.to, ...(target.from ? { from: target.from } : {}), body: reply.body }, signal);
+      const failed = sent.final !== null && sent.final.state !== 'finished';
+      await messageRepo.setStatus(db, reply.messageId, failed ? 'failed' : 'success');
+      return {
+        kind: 'complete', state: 'finished',
+        set: { resume: null, last_error: failed ? `${carrier.name}: the reply was ${String(sent.final?.result.status)}` : null },
+      };
+    } catch (err) {
+      if (signal.aborted || !(err instanceof CarrierError)) throw err;
+      if (err instanceof TransientCarrierError && !err.maybeApplied && row.attempt < row.max_attempts) {
+        return { kind: 'retry', runAt: deps.now() + (err.retryAfterMs ?? exponentialBackoff(row.attempt)), set: { last_error: err.message.slice(0, 1000) } };
+      }
+      deps.log?.warn({ turn: row.id, err: err.message }, 'the SMS reply could not be sent');
+      await messageRepo.setStatus(db, reply.messageId, 'failed');
+      return { kind: 'complete', state: 'failed', set: { resume: null, last_error: err.message.slice(0, 1000) } };
+    }
+  }
+
   return async (row: TurnRow, ctx: HandlerContext): Promise<TurnOutcome> => {
     // Independent reads side by side (PostgreSQL runs them on several pooled connections).
     const [conversation, inbound] = await Promise.all([conversationRepo.find(db, row.conversation_id), messageRepo.find(db, row.message_id)]);
@@ -53,6 +99,8 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
       : [undefined, undefined];
     if (!conversation || !room || !agent) return { kind: 'complete', state: 'canceled', set: { last_error: 'the conversation or its agent was deleted' } };
     const target = JSON.parse(row.reply_to) as ReplyTarget;
+    const unsent = target.kind === 'sms' ? unsentSms(row.resume) : undefined;
+    if (target.kind === 'sms' && unsent) return sendSms(row, target, unsent, ctx.signal);
     const config = await deps.conversations.liveConfig(agent);
     let result;
     try {
@@ -79,9 +127,9 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
     }
     if (result.effects.some((e) => e.kind === 'end')) await deps.conversations.end(conversation.id, 'ended_by_agent', null);
     if (target.kind === 'sms') {
-      const carrier = await deps.textCarrier(row.org_id);
-      const sent = await carrier.sendText({ taskId: row.id, to: target.to, ...(target.from ? { from: target.from } : {}), body: result.text }, ctx.signal);
-      await messageRepo.setStatus(db, result.messageId, sent.final?.state === 'failed' ? 'failed' : 'success');
+      const reply = { messageId: result.messageId, body: smsBody(result.text) };
+      await turnRepo.setResume(db, row.id, JSON.stringify({ unsentSms: reply }), deps.now());
+      return sendSms(row, target, reply, ctx.signal);
     }
     if (target.kind !== 'webhook') return { kind: 'complete', state: 'finished', set: { resume: null } };
     await messageRepo.setStatus(db, result.messageId, 'success');
