@@ -29,12 +29,42 @@ export interface TwilioRequest {
   signed: TwilioParams;
 }
 
+type Log = { warn(obj: object, msg: string): void };
+
 export interface TwilioCallbackDeps {
   db: Db;
   box: SecretBox;
   config: Pick<Config, 'publicUrl'>;
   queue: TaskQueue;
-  log?: { warn(obj: object, msg: string): void };
+  log?: Log;
+}
+
+/** The organization's twilio settings a signed request was checked with. */
+export interface VerifiedTwilio {
+  accountSid: string;
+}
+
+/**
+ * Checks X-Twilio-Signature of a request Twilio made for one of the organization's calls or texts,
+ * with the auth token of the organization's twilio provider, over config.publicUrl + the path and
+ * query Twilio called and what it signed. 403 when the signature is missing or does not match (or
+ * the organization has no twilio provider). Every route Twilio calls checks here.
+ */
+export async function verifyTwilioRequest(
+  deps: Pick<TwilioCallbackDeps, 'db' | 'box' | 'config'>, orgId: number,
+  req: Pick<TwilioRequest, 'url' | 'signature' | 'signed'>, log: Log, about: Record<string, unknown>,
+): Promise<VerifiedTwilio> {
+  const settings = (await providerSettings(deps.db, deps.box, orgId, TWILIO)) ?? {};
+  // config.publicUrl + the path is the URL Twilio was given (run-task.ts builds it from the same
+  // base); the status callback URL went through new URL() (withTaskId), which may have
+  // lower-cased the host or dropped a default port, so that spelling is accepted too.
+  const url = `${deps.config.publicUrl}${req.url}`;
+  const urls = [url, new URL(url).toString()];
+  if (!settings.authToken || !urls.some((u) => verifyTwilioSignature(settings.authToken, u, req.signed, req.signature))) {
+    log.warn({ ...about, hasSignature: Boolean(req.signature) }, 'twilio request refused: signature missing or invalid');
+    throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
+  }
+  return { accountSid: settings.accountSid ?? '' };
 }
 
 function first(params: Params, key: string): string | undefined {
@@ -44,28 +74,19 @@ function first(params: Params, key: string): string | undefined {
 }
 
 export function twilioCallbacks(deps: TwilioCallbackDeps) {
-  const { db, box, config, queue } = deps;
+  const { db, queue } = deps;
 
   /**
    * The task named by ?taskId and the account sid of its organization's twilio provider, once the
    * signature over the URL Twilio called and what it signed is valid.
    */
-  async function verified(req: TwilioRequest, log: { warn(obj: object, msg: string): void }): Promise<{ task: TaskRow; accountSid: string }> {
+  async function verified(req: TwilioRequest, log: Log): Promise<{ task: TaskRow; accountSid: string }> {
     const { taskId } = req;
     if (typeof taskId !== 'string' || taskId === '') throw new Invalid('taskId query parameter is required');
     const task = taskId.length <= 64 ? await taskRepo.findAnyOrg(db, taskId) : undefined;
     if (!task) throw new NotFound(`Task ${taskId} was not found`);
-    const settings = (await providerSettings(db, box, task.org_id, TWILIO)) ?? {};
-    // config.publicUrl + the path is the URL Twilio was given (run-task.ts builds it from the same
-    // base); the status callback URL went through new URL() (withTaskId), which may have
-    // lower-cased the host or dropped a default port, so that spelling is accepted too.
-    const url = `${config.publicUrl}${req.url}`;
-    const urls = [url, new URL(url).toString()];
-    if (!settings.authToken || !urls.some((u) => verifyTwilioSignature(settings.authToken, u, req.signed, req.signature))) {
-      log.warn({ taskId, hasSignature: Boolean(req.signature) }, 'twilio request refused: signature missing or invalid');
-      throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
-    }
-    return { task, accountSid: settings.accountSid ?? '' };
+    const { accountSid } = await verifyTwilioRequest(deps, task.org_id, req, log, { taskId });
+    return { task, accountSid };
   }
 
   /** The callback names our Twilio account and the task's own call or message (once we know its sid). */
@@ -103,7 +124,7 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
 
   return {
     /** A status callback: progress is noted; a final status ends the running task. */
-    async status(req: TwilioRequest, log: { warn(obj: object, msg: string): void }): Promise<void> {
+    async status(req: TwilioRequest, log: Log): Promise<void> {
       const { task, accountSid } = await verified(req, log);
       const cancelRequested = task.cancel_requested_at !== null;
       const event = parseStatusCallback(req.params, { cancelRequested });
@@ -131,7 +152,7 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
     },
 
     /** The call's instructions: the greeting while the task runs; a hang-up once it has ended. */
-    async twiml(req: TwilioRequest, log: { warn(obj: object, msg: string): void }): Promise<string> {
+    async twiml(req: TwilioRequest, log: Log): Promise<string> {
       const { task, accountSid } = await verified(req, log);
       if (task.type !== 'call') throw new Invalid(`task ${task.id} is a ${task.type}, not a call`);
       checkIdentity(task, accountSid, req.params, ['CallSid']);
