@@ -63,7 +63,9 @@ export function grantedTools(ctx: ToolSetContext): ToolSpec[] {
       parameters: { type: 'object', properties: { reason: { type: 'string', description: 'Why the conversation ends' } }, additionalProperties: false },
     });
   }
-  const destinations = transferDestinations(ctx.config);
+  // A `voice` call is carried by Twilio, whose <Dial> reaches E.164 numbers only: ext:/pbx:
+  // destinations (a PBX behind SIP) are not offered there, so the model cannot pick one.
+  const destinations = transferDestinations(ctx.config).filter((d) => ctx.channel !== 'voice' || isPhone(d.destination));
   if (has('transfer_call') && VOICE.includes(ctx.channel) && destinations.length > 0) {
     tools.push({
       name: 'transfer_call', description: 'Transfer the call to a person or department.',
