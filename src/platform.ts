@@ -14,6 +14,7 @@ import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
+import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
@@ -52,6 +53,8 @@ export interface PlatformDeps {
   turns?: Partial<Omit<TurnQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
   sipWorkerWaitMs?: number;
+  /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
+  voiceTurnTimeoutMs?: number;
 }
 
 export interface Services {
@@ -72,6 +75,7 @@ export interface Services {
   conversations: ConversationService;
   webChat: WebChatService;
   sms: SmsService;
+  twilioVoice: TwilioVoice;
 }
 
 export interface Platform {
@@ -114,7 +118,6 @@ export function createPlatform(deps: PlatformDeps): Platform {
     members: memberService({ db }),
     numbering: numberingService({ db, box }),
     tasks: taskService({ db, writers: database.concurrentWriters, queue: tasks }),
-    twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks }),
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),
     knowledge: knowledgeService({ db }),
@@ -131,16 +134,22 @@ export function createPlatform(deps: PlatformDeps): Platform {
   };
   const wakeTurns = () => wakeups.emit(TURNS);
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
-  // The one turn runner of the process: queued turns (the turn queue's worker) and web chat turns (inline).
+  // The one turn runner of the process: queued turns (the turn queue's worker), web chat and
+  // spoken (Twilio) turns inline.
   const runner = turnRunner({
     db, models: base.models, knowledge: base.knowledge, context: base.context, tasks: base.tasks,
     http: guardedDispatcher(policy), messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
+  });
+  const voice = twilioVoice({
+    db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now,
   });
   const services: Services = {
     ...base,
     conversations,
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('web-chat') }),
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
+    twilioVoice: voice,
+    twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks, calls: voice }),
   };
   const turns = new TurnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,

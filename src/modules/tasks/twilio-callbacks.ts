@@ -2,13 +2,14 @@
 // ends the task) and the TwiML URL (what to say when the call is answered). Twilio sends no token:
 // each request is checked against X-Twilio-Signature, computed with the auth token of the task's
 // organization's twilio provider over the public URL Twilio called and the form it posted.
-// A request that fails the check changes nothing. The routes are in twilio-routes.ts.
+// A request that fails the check changes nothing. The routes are in twilio-routes.ts. What an
+// answered call says, and what its end means to its conversation, is the conversation module's
+// (src/modules/conversations/twilio-voice.ts), handed in as `calls`.
 import type { Config } from '../../config.ts';
 import type { Db, TaskRow } from '../../db/types.ts';
-import { bool } from '../../db/flags.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { greetingTwiml, parseStatusCallback, TWILIO, verifyTwilioSignature, type TwilioParams } from '../../providers/index.ts';
+import { parseStatusCallback, TWILIO, verifyTwilioSignature, type TwilioParams } from '../../providers/index.ts';
 import { providerSettings } from '../numbering/carriers.ts';
 import { taskRepo } from './repository.ts';
 import type { TaskQueue } from './task-queue.ts';
@@ -31,11 +32,23 @@ export interface TwilioRequest {
 
 type Log = { warn(obj: object, msg: string): void };
 
+/**
+ * A call's conversation (src/modules/conversations/twilio-voice.ts, built in src/platform.ts):
+ * handed in so that tasks never import the conversation module.
+ */
+export interface CallConversations {
+  /** The TwiML of a running task's call, answered: its CallSid is `callSid`. */
+  answer(task: TaskRow, callSid: string): Promise<string>;
+  /** The call ended (a final status callback, `status` in Twilio's words). */
+  ended(task: TaskRow, callSid: string, status: string): Promise<void>;
+}
+
 export interface TwilioCallbackDeps {
   db: Db;
   box: SecretBox;
   config: Pick<Config, 'publicUrl'>;
   queue: TaskQueue;
+  calls: CallConversations;
   log?: Log;
 }
 
@@ -149,16 +162,25 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
       // The worker waiting for this call, when it runs in this process, stops now instead of at
       // its next heartbeat (in another process the heartbeat still finds the lease gone).
       if (moved) queue.settled(task.id);
+      // The call's conversation ends with it (once: a duplicate callback changes nothing there
+      // either). The task has moved already; a failure here is logged, not answered to Twilio.
+      if (event.kind === 'call') {
+        await deps.calls.ended(task, event.providerRef, event.status).catch((err: unknown) =>
+          log.warn({ err, taskId: task.id }, 'ending the call\'s conversation failed'));
+      }
     },
 
-    /** The call's instructions: the greeting while the task runs; a hang-up once it has ended. */
+    /**
+     * The call's instructions: while the task runs, its conversation's (the greeting, then
+     * listening: `calls.answer`); a hang-up once it has ended.
+     */
     async twiml(req: TwilioRequest, log: Log): Promise<string> {
       const { task, accountSid } = await verified(req, log);
       if (task.type !== 'call') throw new Invalid(`task ${task.id} is a ${task.type}, not a call`);
-      checkIdentity(task, accountSid, req.params, ['CallSid']);
-      return task.state === 'running'
-        ? greetingTwiml({ greeting: task.greeting ?? undefined, waitToGreet: bool(task.wait_to_greet) })
-        : HANGUP_TWIML;
+      const sid = checkIdentity(task, accountSid, req.params, ['CallSid']) ?? task.provider_ref;
+      if (task.state !== 'running') return HANGUP_TWIML;
+      if (!sid) throw new Invalid('CallSid is required');
+      return deps.calls.answer(task, sid);
     },
   };
 }

@@ -1,0 +1,278 @@
+// Spoken conversations over Twilio (docs/conversations.md, Voice over Twilio). When a task's call
+// is answered, Twilio fetches its TwiML (src/modules/tasks/twilio-callbacks.ts hands it here): the
+// call's conversation opens and the agent greets and listens (<Gather input="speech">). Each time
+// the caller has spoken — or stayed silent — Twilio posts the gather action (voice-routes.ts): what
+// was said is recorded, the agent's turn runs inline on its live configuration, and the answer is
+// TwiML that says the reply and listens again, hangs up, or dials a transfer. The call's final
+// status callback ends the conversation if nothing else did.
+import crypto from 'node:crypto';
+import type { Config } from '../../config.ts';
+import { bool } from '../../db/flags.ts';
+import type { ConversationOutcome, ConversationRow, Db, Executor, RoomRow, TaskRow } from '../../db/types.ts';
+import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import type { TwilioParams } from '../../providers/index.ts';
+import { accountRepo } from '../accounts/repository.ts';
+import type { AgentConfig } from '../agents/validation.ts';
+import { verifyTwilioRequest, type CallConversations, type Params } from '../tasks/twilio-callbacks.ts';
+import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
+import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
+import type { TurnResult, TurnRunner } from './turn.ts';
+import { dial, gather, HANGUP, onAnswer, phrasesFor, say, twimlDocument, voiceStyle, type Phrases, type VoiceStyle } from './voice-twiml.ts';
+
+/** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */
+export const TWILIO_GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
+/**
+ * How long one spoken turn may take. Twilio waits about 15 s for the answer to a gather action;
+ * the model request (and every tool it calls) is aborted after this and the caller hears an
+ * apology instead.
+ */
+export const VOICE_TURN_TIMEOUT_MS = 10_000;
+/** Failed turns in a row (model errors, timeouts) after which the call says sorry and hangs up. */
+export const MAX_TURN_FAILURES = 3;
+
+type Log = { warn(obj: object, msg: string): void };
+
+/** One post of the gather action as Twilio sent it. */
+export interface GatherRequest {
+  /** The path and query Twilio called (appended to config.publicUrl for the signature). */
+  url: string;
+  /** ?conversation: the call's conversation. */
+  conversation: unknown;
+  signature: string | undefined;
+  params: Params;
+  /** What the signature covers besides the URL: the form. */
+  signed: TwilioParams;
+}
+
+/** The call's own counters, kept in conversations.state. */
+interface VoiceState {
+  /** Empty gathers in a row (the caller said nothing). */
+  noResponse: number;
+  /** Failed turns in a row. */
+  failures: number;
+}
+
+export interface TwilioVoiceDeps {
+  db: Db;
+  box: SecretBox;
+  config: Pick<Config, 'publicUrl'>;
+  conversations: Pick<ConversationService, 'open' | 'recordInbound' | 'end' | 'liveConfig'>;
+  turns: Pick<TurnRunner, 'run'>;
+  /** VOICE_TURN_TIMEOUT_MS; tests shorten it. */
+  turnTimeoutMs: number;
+  now: () => number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const E164 = /^\+[1-9]\d{6,14}$/;
+
+function first(params: Params, key: string): string | undefined {
+  const v = Object.hasOwn(params, key) ? params[key] : undefined;
+  const s = Array.isArray(v) ? v[0] : v;
+  return typeof s === 'string' ? s : undefined;
+}
+
+function readState(json: string): VoiceState {
+  let o: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(json);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) o = parsed as Record<string, unknown>;
+  } catch { /* a fresh state */ }
+  const n = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);
+  return { noResponse: n(o.noResponse), failures: n(o.failures) };
+}
+
+const intIn = (v: unknown, min: number, max: number, dflt: number) =>
+  (typeof v === 'number' && Number.isInteger(v) ? Math.min(Math.max(v, min), max) : dflt);
+
+class TurnTimeout extends Error {
+  constructor(ms: number) { super(`the turn took longer than ${ms} ms`); }
+}
+
+export function twilioVoice(deps: TwilioVoiceDeps) {
+  const { db } = deps;
+  const clock = deps.now;
+
+  const gatherUrl = (conversationId: string) => `${deps.config.publicUrl}${TWILIO_GATHER_PATH}?conversation=${encodeURIComponent(conversationId)}`;
+
+  /** Something the call said that the turn runner did not record (the greeting, prompts, apologies). */
+  async function recordSaid(tx: Executor, c: ConversationRow, text: string, kind: string, at: number): Promise<void> {
+    await messageRepo.insert(tx, {
+      id: crypto.randomUUID(), conversation_id: c.id, room_id: c.room_id, org_id: c.org_id, direction: 'outbound', text,
+      source: c.channel, status: 'success', data: JSON.stringify({ kind }), at,
+    });
+    await conversationRepo.count(tx, c.id, at, { out: 1 });
+    await roomRepo.touch(tx, c.room_id, text, at, false);
+  }
+
+  /** Records what the call says now and its counters, and (with `end`) ends the conversation after. */
+  async function settle(c: ConversationRow, state: VoiceState, said: { text: string; kind: string } | null, end?: { outcome: ConversationOutcome; detail: string | null }): Promise<void> {
+    const now = clock();
+    await db.transaction().execute(async (tx) => {
+      if (said) await recordSaid(tx, c, said.text, said.kind, now);
+      await conversationRepo.setState(tx, c.id, JSON.stringify(state), now);
+    });
+    if (end) await deps.conversations.end(c.id, end.outcome, end.detail);
+  }
+
+  /** The agent's turn, bounded: the signal aborts the model request; past the bound nobody waits for it. */
+  async function boundedTurn(input: Parameters<TurnRunner['run']>[0]): Promise<TurnResult> {
+    const ms = deps.turnTimeoutMs;
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => { controller.abort(new TurnTimeout(ms)); reject(new TurnTimeout(ms)); }, ms);
+    });
+    const run = deps.turns.run({ ...input, signal: controller.signal });
+    // Past the bound the turn may still settle (a step that does not listen to the signal); its
+    // outcome is nobody's then.
+    run.catch(() => undefined);
+    try {
+      return await Promise.race([run, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** A turn that failed: an apology and listening again; after MAX_TURN_FAILURES in a row, goodbye. */
+  async function failedTurn(c: ConversationRow, state: VoiceState, style: VoiceStyle, words: Phrases, err: unknown, log: Log): Promise<string> {
+    const message = err instanceof Error ? err.message : String(err);
+    log.warn({ conversation: c.id, err: message }, 'voice turn failed');
+    state.failures += 1;
+    if (state.failures >= MAX_TURN_FAILURES) {
+      await settle(c, state, { text: words.failedGoodbye, kind: 'failed' }, { outcome: 'failed', detail: message.slice(0, 500) });
+      return twimlDocument(say(style, words.failedGoodbye), HANGUP);
+    }
+    await settle(c, state, { text: words.apology, kind: 'apology' });
+    return twimlDocument(gather(style, gatherUrl(c.id), say(style, words.apology)));
+  }
+
+  /** What the call does after the agent's reply: a transfer dials, an end hangs up, otherwise listen again. */
+  async function afterReply(c: ConversationRow, state: VoiceState, style: VoiceStyle, words: Phrases, result: Extract<TurnResult, { kind: 'reply' }>): Promise<string> {
+    const transfer = result.effects.find((e) => e.kind === 'transfer');
+    if (transfer) {
+      // tools.ts offers a Twilio call only E.164 destinations; anything else cannot be dialled here.
+      if (E164.test(transfer.destination)) {
+        await settle(c, state, null, { outcome: 'transferred', detail: `${transfer.name} (${transfer.destination})`.slice(0, 500) });
+        return twimlDocument(say(style, result.text), dial(transfer.destination));
+      }
+      await settle(c, state, { text: words.cannotTransfer, kind: 'transfer_refused' });
+      return twimlDocument(say(style, result.text), gather(style, gatherUrl(c.id), say(style, words.cannotTransfer)));
+    }
+    const end = result.effects.find((e) => e.kind === 'end');
+    if (end) {
+      await settle(c, state, null, { outcome: 'ended_by_agent', detail: end.reason.slice(0, 500) });
+      return twimlDocument(say(style, result.text), HANGUP);
+    }
+    await settle(c, state, null);
+    return twimlDocument(gather(style, gatherUrl(c.id), say(style, result.text)));
+  }
+
+  const service = {
+    /**
+     * A task's call was answered: its conversation opens (one per CallSid: a second fetch of the
+     * TwiML answers the same) and the agent greets — the task's own greeting, else the live
+     * welcomeMessage — and listens.
+     */
+    async answer(task: TaskRow, callSid: string): Promise<string> {
+      const agent = await accountRepo.findById(db, task.account_id);
+      if (!agent || !task.target) return twimlDocument(HANGUP);
+      const config: AgentConfig = await deps.conversations.liveConfig(agent);
+      const style = voiceStyle(config);
+      const greeting = task.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage.trim() : '');
+      let c = await conversationRepo.byCarrierRef(db, task.org_id, callSid);
+      if (c?.ended_at != null) return twimlDocument(HANGUP);
+      if (!c) {
+        const now = clock();
+        const { address, kind } = normaliseAddress(task.target);
+        c = await db.transaction().execute(async (tx) => {
+          const o = await deps.conversations.open(tx, {
+            agent, channel: 'voice', direction: 'outbound', counterpart: address, counterpartKind: kind,
+            taskId: task.id, carrierRef: callSid, fresh: true,
+          }, now);
+          if (greeting) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
+          return o.conversation;
+        });
+      }
+      return twimlDocument(...onAnswer(config, bool(task.wait_to_greet)), gather(style, gatherUrl(c.id), say(style, greeting)));
+    },
+
+    /** The call ended: its conversation, when still open, ends `hung_up`. */
+    async ended(task: TaskRow, callSid: string, status: string): Promise<void> {
+      const c = await conversationRepo.byCarrierRef(db, task.org_id, callSid);
+      if (!c || c.ended_at !== null) return;
+      await deps.conversations.end(c.id, 'hung_up', `call ${status}`.slice(0, 100));
+    },
+
+    /**
+     * The gather action: what the caller said (SpeechResult), or nothing. Signed like every
+     * request of Twilio's (403 otherwise); the conversation must be this call's. Never a 5xx for
+     * a failed turn: the caller hears an apology.
+     */
+    async gather(req: GatherRequest, log: Log): Promise<string> {
+      const id = req.conversation;
+      if (typeof id !== 'string' || id === '') throw new Invalid('conversation query parameter is required');
+      const c = UUID.test(id) ? await conversationRepo.find(db, id) : undefined;
+      if (!c || c.channel !== 'voice') throw new NotFound(`conversation ${id.slice(0, 64)} was not found`);
+      const twilio = await verifyTwilioRequest(deps, c.org_id, req, log, { conversation: c.id });
+      const accountSid = first(req.params, 'AccountSid');
+      if (accountSid !== undefined && accountSid !== twilio.accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
+      const callSid = first(req.params, 'CallSid');
+      if (!callSid) throw new Invalid('CallSid is required');
+      if (callSid !== c.carrier_ref) throw new Conflict(`CallSid ${callSid.slice(0, 64)} is not the call of conversation ${c.id}`);
+      if (c.ended_at !== null) return twimlDocument(HANGUP);
+
+      const agent = await accountRepo.findById(db, c.account_id);
+      const room: RoomRow | undefined = await roomRepo.find(db, c.room_id);
+      if (!agent || !room) {
+        await deps.conversations.end(c.id, 'failed', 'the agent was deleted');
+        return twimlDocument(HANGUP);
+      }
+      const config = await deps.conversations.liveConfig(agent);
+      const style = voiceStyle(config);
+      const words = phrasesFor(style);
+      const state = readState(c.state);
+      const speech = (first(req.params, 'SpeechResult') ?? '').trim();
+
+      if (speech === '') {
+        state.noResponse += 1;
+        // The agent asks callerResponseTimeoutHangupCounter times; the silence after the last ask ends the call.
+        const asks = intIn(config.callerResponseTimeoutHangupCounter, 0, 10, 3);
+        if (state.noResponse > asks) {
+          await settle(c, state, { text: words.noResponseGoodbye, kind: 'no_response' }, { outcome: 'no_response', detail: `${state.noResponse} silences in a row` });
+          return twimlDocument(say(style, words.noResponseGoodbye), HANGUP);
+        }
+        await settle(c, state, { text: words.stillThere, kind: 'still_there' });
+        return twimlDocument(gather(style, gatherUrl(c.id), say(style, words.stillThere)));
+      }
+
+      // What the caller said is data for the model, never an instruction to us: bounded, recorded
+      // as said, escaped wherever it is written into TwiML.
+      state.noResponse = 0;
+      const text = speech.slice(0, MAX_MESSAGE_CHARS);
+      const confidence = Number(first(req.params, 'Confidence'));
+      const now = clock();
+      const inbound = await db.transaction().execute((tx) => deps.conversations.recordInbound(tx, { room, conversation: c, opened: false }, {
+        text, data: { confidence: Number.isFinite(confidence) ? confidence : null, ...(speech.length > text.length ? { clipped: speech.length } : {}) },
+      }, now));
+      let result: TurnResult;
+      try {
+        result = await boundedTurn({ conversation: c, room, config, inbound: { id: inbound.id, text, at: now }, allowAsync: false, replyStatus: 'success' });
+        if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
+      } catch (err) {
+        try {
+          return await failedTurn(c, state, style, words, err, log);
+        } catch (inner) {
+          log.warn({ conversation: c.id, err: inner instanceof Error ? inner.message : String(inner) }, 'recording a failed voice turn failed');
+          return twimlDocument(gather(style, gatherUrl(c.id), say(style, words.apology)));
+        }
+      }
+      state.failures = 0;
+      return afterReply(c, state, style, words, result);
+    },
+  };
+  return service satisfies CallConversations;
+}
+
+export type TwilioVoice = ReturnType<typeof twilioVoice>;
