@@ -72,6 +72,8 @@ export interface HarnessOptions {
   sipWorkerWaitMs?: number;
   /** Run the conversation-turn worker (API messages and SMS the agent answers). */
   turns?: boolean;
+  /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
+  voiceTurnTimeoutMs?: number;
 }
 
 export async function startHarness(engine: Engine, env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -94,6 +96,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     tasks: opts.runtime,
     deliveries: opts.deliveryRuntime,
     sipWorkerWaitMs: opts.sipWorkerWaitMs,
+    voiceTurnTimeoutMs: opts.voiceTurnTimeoutMs,
   });
   const { tasks, deliveries, sip } = platform;
   if (opts.worker || opts.deliveries || opts.turns || sip) await platform.listen();
