@@ -8,7 +8,7 @@ import { MAX_MESSAGE_CHARS, type ConversationService } from './service.ts';
 export async function conversationRoutes(app: App, { conversations }: { conversations: ConversationService }): Promise<void> {
   app.post('/api/v2/agent/receiveMessage', {
     schema: {
-      tags: ['Messaging'], security: Security, summary: 'Send message to an agent from your own platform',
+      operationId: 'receiveMessage', tags: ['Messaging'], security: Security, summary: 'Send message to an agent from your own platform',
       description: 'Answers at once with the message uuid; the agent\'s reply is POSTed, signed, to outboundMessageWebhookUrl '
         + '(or the organization\'s default) with inReplyTo set to that uuid (docs/conversations.md). Reseller or partners only.',
       body: Type.Object({
@@ -26,7 +26,7 @@ export async function conversationRoutes(app: App, { conversations }: { conversa
 
   app.post('/api/v2/agent/zapier/response', {
     schema: {
-      security: Security, summary: 'Answer an asynchronous automation action',
+      operationId: 'answerAutomationRequest', tags: ['Agents'], security: Security, summary: 'Answer an asynchronous automation action',
       description: 'The agent waits for this answer to the requestId its webhook action sent (docs/conversations.md, Tools). 404 for an unknown requestId, 409 when it was already answered or its time ran out.',
       body: Type.Object({ requestId: Type.Optional(Type.Unknown()), responseData: Type.Optional(Type.Unknown()) }),
       response: { 200: Type.Object({ success: Type.Boolean(), message: Type.String(), requestId: Type.String() }), ...errors(400, 404, 409) },
