@@ -115,7 +115,7 @@ for (const engine of ENGINES) {
         agentVoice: 'es-MX Female', agentLang: 'es-MX', callerResponseTimeout: 7, speakingTimeout: 2000, waitOnAnswer: 1500, postAnswerDtmf: '1,2#',
       });
       await configure(o.agentToken, { agentInstructions: 'STAGING ONLY: talk like a pirate.', welcomeMessage: 'Ahoy!' }, false);
-      const { id, sid, twiml, gatherUrl } = await answeredCall(o);
+      const { id, sid, twiml, gatherUrl } = await answeredCall(o, { context: 'Confirm the cleaning booked for Tuesday.' });
 
       const c = await conversationOf(o.id, sid);
       assert.equal(c.channel, 'voice');
@@ -139,6 +139,7 @@ for (const engine of ENGINES) {
       assert.equal(system.role, 'system');
       assert.match(system.content!, /You are Ada, the front desk of Acme Dental\./);
       assert.match(system.content!, /phone call/);
+      assert.match(system.content!, /<task>\nConfirm the cleaning booked for Tuesday\.\n<\/task>/, 'the task\'s context reaches the model');
       assert.doesNotMatch(system.content!, /pirate/);
       assert.deepEqual(req.body.messages.slice(1).map((m) => `${m.role}:${m.content}`), ['assistant:Hola, soy Ada de Acme Dental.', 'user:Necesito una limpieza']);
 

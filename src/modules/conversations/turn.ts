@@ -12,6 +12,7 @@ import type { AgentConfig } from '../agents/validation.ts';
 import type { ContextService } from '../context/service.ts';
 import type { KnowledgeService } from '../knowledge/service.ts';
 import type { ModelsService } from '../models/service.ts';
+import { taskRepo } from '../tasks/repository.ts';
 import type { TaskService } from '../tasks/service.ts';
 import { buildMessages, PROMPT_LIMITS } from './prompt.ts';
 import { automationRepo, conversationRepo, messageRepo, roomRepo } from './repository.ts';
@@ -191,14 +192,16 @@ export function turnRunner(deps: TurnDeps) {
         await record(conversation, { direction: 'tool', text: `${input.resume.pending.action}: ${clip(result, 500)}`, status: 'success', data: { name: input.resume.pending.action, requestId: input.resume.pending.requestId, result } });
         queue = input.resume.rest;
       } else {
-        const [notes, knowledge, history] = await Promise.all([
+        const [notes, knowledge, history, task] = await Promise.all([
           conversation.counterpart.startsWith('web:') ? '' : deps.context.forPerson(conversation.org_id, conversation.counterpart.toLowerCase()),
           input.inbound ? deps.knowledge.retrieve(conversation.org_id, knowledgeBases(config), input.inbound.text, PROMPT_LIMITS.knowledgePassages) : [],
           config.noConvoHistory === true ? [] : messageRepo.recentInRoom(db, room.id, input.inbound?.at ?? deps.now() + 1, PROMPT_LIMITS.historyMessages + 1),
+          conversation.task_id ? taskRepo.find(db, conversation.org_id, conversation.task_id) : undefined,
         ]);
         messages = buildMessages({
           config, channel: conversation.channel, counterpart: conversation.counterpart, now: deps.now(), notes, knowledge,
           history: history.filter((m) => m.id !== input.inbound?.id), inbound: input.inbound?.text,
+          ...(task ? { task: { context: task.context, taskContext: task.task_context, content: task.content } } : {}),
         });
       }
       let text = '';
