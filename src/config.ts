@@ -93,6 +93,36 @@ export interface Config {
   readonly turnConcurrency: number;
   /** Minutes of silence after which a message conversation ends; the next message opens a new one. */
   readonly conversationIdleMinutes: number;
+  /** Which speech engines voice sessions use and how to reach a remote one (docs/voice.md). */
+  readonly speech: SpeechConfig;
+}
+
+/**
+ * Speech engines: `offline` runs pocketsphinx and espeak-ng from Debian on this machine; `openai`
+ * sends audio to an OpenAI-compatible audio API (OpenAI, or a local server at
+ * CALLPLANE_SPEECH_BASE_URL). Recognition and synthesis are chosen separately.
+ */
+export interface SpeechConfig {
+  /** Speech to text (CALLPLANE_STT, default offline). */
+  readonly stt: 'offline' | 'openai';
+  /** Text to speech (CALLPLANE_TTS, default offline). */
+  readonly tts: 'offline' | 'openai';
+  /** The OpenAI-compatible API's base URL (CALLPLANE_SPEECH_BASE_URL, default https://api.openai.com/v1). */
+  readonly baseUrl: string;
+  /** CALLPLANE_SPEECH_API_KEY; local servers take none. */
+  readonly apiKey: string | undefined;
+  /** Transcription model (CALLPLANE_STT_MODEL, default whisper-1). */
+  readonly sttModel: string;
+  /** Speech model (CALLPLANE_TTS_MODEL, default tts-1). */
+  readonly ttsModel: string;
+  /** What the speech route is asked for (CALLPLANE_TTS_FORMAT): wav (default, any server) or pcm (OpenAI's 24 kHz). */
+  readonly ttsFormat: 'wav' | 'pcm';
+  /** The remote voices that stand for female and male (CALLPLANE_TTS_VOICES, default female=nova,male=onyx). */
+  readonly ttsVoices: { readonly female: string; readonly male: string };
+  /** How long one remote speech request may wait for its answer, ms (CALLPLANE_SPEECH_TIMEOUT_MS). */
+  readonly timeoutMs: number;
+  /** Retries of a remote speech request that failed with 408, 409, 429 or 5xx (CALLPLANE_SPEECH_MAX_RETRIES). */
+  readonly maxRetries: number;
 }
 
 /** One OpenAI-compatible endpoint the deployment may send chat completions to. */
@@ -229,6 +259,54 @@ function llmProviders(env: NodeJS.ProcessEnv): LlmProviderConfig[] {
   return out;
 }
 
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = (env[name] ?? '').trim();
+  if (raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${values.join(', ')} (got '${raw}')`);
+  return raw as T;
+}
+
+/** A model or voice id: no spaces, at most 200 characters. */
+function modelId(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = (env[name] ?? '').trim();
+  if (raw === '') return fallback;
+  if (!/^[^\s]{1,200}$/.test(raw)) throw new ConfigError(`${name} must be a model id without spaces, at most 200 characters (got '${raw}')`);
+  return raw;
+}
+
+const OPENAI_BASE = 'https://api.openai.com/v1';
+
+/** CALLPLANE_STT, CALLPLANE_TTS and the OpenAI-compatible audio API's settings. */
+function speechConfig(env: NodeJS.ProcessEnv): SpeechConfig {
+  const stt = oneOf(env, 'CALLPLANE_STT', ['offline', 'openai'] as const, 'offline');
+  const tts = oneOf(env, 'CALLPLANE_TTS', ['offline', 'openai'] as const, 'offline');
+  const rawBase = env.CALLPLANE_SPEECH_BASE_URL?.trim();
+  const baseUrl = rawBase ? httpBase('CALLPLANE_SPEECH_BASE_URL', rawBase) : OPENAI_BASE;
+  const apiKey = env.CALLPLANE_SPEECH_API_KEY?.trim() || undefined;
+  if ((stt === 'openai' || tts === 'openai') && !apiKey && new URL(baseUrl).hostname === 'api.openai.com') {
+    const which = stt === 'openai' ? 'CALLPLANE_STT' : 'CALLPLANE_TTS';
+    throw new ConfigError(`${which}=openai needs CALLPLANE_SPEECH_API_KEY for OpenAI, or CALLPLANE_SPEECH_BASE_URL for a local OpenAI-compatible server`);
+  }
+  const voices: { female: string; male: string } = { female: 'nova', male: 'onyx' };
+  const rawVoices = (env.CALLPLANE_TTS_VOICES ?? '').trim();
+  if (rawVoices !== '') {
+    for (const pair of rawVoices.split(',')) {
+      const m = /^\s*(female|male)\s*=\s*([A-Za-z0-9][A-Za-z0-9_.-]{0,63})\s*$/.exec(pair);
+      if (!m) throw new ConfigError(`CALLPLANE_TTS_VOICES must look like female=nova,male=onyx (got '${rawVoices}')`);
+      voices[m[1] as 'female' | 'male'] = m[2]!;
+    }
+  }
+  return Object.freeze({
+    stt, tts, baseUrl, apiKey,
+    sttModel: modelId(env, 'CALLPLANE_STT_MODEL', 'whisper-1'),
+    ttsModel: modelId(env, 'CALLPLANE_TTS_MODEL', 'tts-1'),
+    ttsFormat: oneOf(env, 'CALLPLANE_TTS_FORMAT', ['wav', 'pcm'] as const, 'wav'),
+    ttsVoices: Object.freeze(voices),
+    timeoutMs: int(env, 'CALLPLANE_SPEECH_TIMEOUT_MS', 15_000, 1000, 120_000),
+    maxRetries: int(env, 'CALLPLANE_SPEECH_MAX_RETRIES', 1, 0, 10),
+  });
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -300,5 +378,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     llmMaxRetries: int(env, 'CALLPLANE_LLM_MAX_RETRIES', 2, 0, 10),
     turnConcurrency: int(env, 'CALLPLANE_TURN_CONCURRENCY', 50, 1, 1000),
     conversationIdleMinutes: int(env, 'CALLPLANE_CONVERSATION_IDLE_MINUTES', 30, 1, 10_080),
+    speech: speechConfig(env),
   });
 }

@@ -2,9 +2,11 @@
 // 127.0.0.1, for the test suite only. The tests script its replies (text, tool calls, an error
 // status, a delay), it streams them as server-sent events the way OpenAI does, and it records
 // every request (headers and JSON body) so a test can check what the service sent the model.
+// It also answers OpenAI's audio routes (transcriptions, speech): test/helpers/fake-audio.ts.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
+import { handleAudio, type FakeAudioState } from './fake-audio.ts';
 
 export interface RecordedChat {
   headers: http.IncomingHttpHeaders;
@@ -31,7 +33,7 @@ export interface ScriptedReply {
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
-export interface FakeLlm {
+export interface FakeLlm extends FakeAudioState {
   url: string;
   /** The base URL a client is configured with (`…/v1`). */
   baseUrl: string;
@@ -48,7 +50,10 @@ function sse(res: http.ServerResponse, data: unknown) {
 }
 
 export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<FakeLlm> {
-  const state: Omit<FakeLlm, 'url' | 'baseUrl' | 'close'> = { requests: [], modelListRequests: 0, script: [], models: opts.models ?? ['fake-model'] };
+  const state: Omit<FakeLlm, 'url' | 'baseUrl' | 'close'> = {
+    requests: [], modelListRequests: 0, script: [], models: opts.models ?? ['fake-model'],
+    audioRequests: [], audioScript: [], speechWavRate: 22_050,
+  };
   let n = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -61,6 +66,7 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
           res.end(JSON.stringify({ object: 'list', data: state.models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'fake' })) }));
           return;
         }
+        if (req.url?.startsWith('/v1/audio/') && await handleAudio(req, Buffer.concat(chunks), res, state)) return;
         if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
           res.writeHead(404).end();
           return;

@@ -1,0 +1,39 @@
+// Which speech engines a process runs, from its configuration (CALLPLANE_STT, CALLPLANE_TTS):
+// there is always a real one, offline by default (pocketsphinx and espeak-ng from Debian), never a
+// simulated one, and never a silent switch to a remote service: `openai` is chosen by name.
+//
+// What an agent asks for maps onto what is configured (docs/voice.md):
+// - agentSttEngine (google, deepgram, deepgramflux, openai) names services we hold no keys for,
+//   so every value runs on the configured recogniser; sttFor() says when that is a substitution.
+// - agentVoice (the catalog's `en-US Female`, …) gives a language and a gender: synthesize() takes
+//   both, and each engine picks its voice from them (espeak-ng: en-US female → en-us+f3; OpenAI:
+//   CALLPLANE_TTS_VOICES, nova for female and onyx for male by default).
+import type { SpeechConfig } from '../config.ts';
+import { EspeakEngine } from './espeak.ts';
+import { OpenAISynthesizer, OpenAITranscriber } from './openai-speech.ts';
+import { PocketsphinxEngine } from './pocketsphinx.ts';
+import type { SpeechToText, TextToSpeech } from './types.ts';
+
+export interface SpeechEngines {
+  stt: SpeechToText;
+  tts: TextToSpeech;
+}
+
+/** Builds the configured engines (once per process, in the composition root). */
+export function speechEngines(config: SpeechConfig): SpeechEngines {
+  const remote = { name: 'openai', baseUrl: config.baseUrl, apiKey: config.apiKey, timeoutMs: config.timeoutMs, maxRetries: config.maxRetries };
+  return {
+    stt: config.stt === 'openai' ? new OpenAITranscriber({ ...remote, model: config.sttModel }) : new PocketsphinxEngine(),
+    tts: config.tts === 'openai'
+      ? new OpenAISynthesizer({ ...remote, model: config.ttsModel, format: config.ttsFormat, voices: config.ttsVoices })
+      : new EspeakEngine(),
+  };
+}
+
+/**
+ * The recogniser for an agent whose agentSttEngine is `requested`: always the configured one;
+ * `substituted` is true when the agent asked for another (google, deepgram, …), for the records.
+ */
+export function sttFor(engines: SpeechEngines, requested: string | null | undefined): { engine: SpeechToText; substituted: boolean } {
+  return { engine: engines.stt, substituted: requested != null && requested !== '' && requested !== engines.stt.name };
+}

@@ -1,0 +1,120 @@
+// WAV (RIFF) files of PCM16 mono: reading what espeak-ng and speech servers write, and writing
+// what transcription servers and pocketsphinx read.
+//
+// A WAV written to a pipe cannot have its sizes filled in afterwards: espeak-ng --stdout puts
+// 0x7ffff000-ish placeholders in the RIFF and data sizes, so a data chunk that claims more than
+// the bytes present runs to the end of the buffer.
+
+export class WavError extends Error {}
+
+export interface Pcm16 {
+  pcm16: Int16Array;
+  sampleRate: number;
+}
+
+/** The samples of a little-endian byte buffer (copied, so the result is aligned and owned). */
+export function bytesToPcm16(bytes: Uint8Array): Int16Array {
+  const n = bytes.length >> 1;
+  const out = new Int16Array(n);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, n * 2);
+  for (let i = 0; i < n; i++) out[i] = view.getInt16(i * 2, true);
+  return out;
+}
+
+/** Little-endian bytes of the samples. */
+export function pcm16ToBytes(pcm: Int16Array): Buffer {
+  const out = Buffer.allocUnsafe(pcm.length * 2);
+  for (let i = 0; i < pcm.length; i++) out.writeInt16LE(pcm[i]!, i * 2);
+  return out;
+}
+
+/** Samples from either form the interfaces accept (a Buffer holds little-endian bytes). */
+export function asPcm16(audio: Int16Array | Buffer): Int16Array {
+  if (Buffer.isBuffer(audio)) {
+    if (audio.length % 2 !== 0) throw new WavError(`PCM16 audio has an odd number of bytes (${audio.length})`);
+    return bytesToPcm16(audio);
+  }
+  return audio;
+}
+
+export interface WavHeader {
+  sampleRate: number;
+  /** Where the samples begin. */
+  dataOffset: number;
+  /** The data chunk's size as written (a streamed file's is a placeholder past the end). */
+  dataBytes: number;
+}
+
+/**
+ * Reads the header of a RIFF/WAVE file of PCM 16-bit mono (the only kind we ask for) up to its
+ * data chunk. Null when `buf` ends before the data chunk starts (a stream: wait for more).
+ */
+export function readWavHeader(buf: Uint8Array): WavHeader | null {
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  if (b.length < 12) {
+    const n = Math.min(4, b.length);
+    if (b.toString('latin1', 0, n) !== 'RIFF'.slice(0, n)) throw new WavError('not a RIFF/WAVE file');
+    return null;
+  }
+  if (b.toString('latin1', 0, 4) !== 'RIFF' || b.toString('latin1', 8, 12) !== 'WAVE') throw new WavError('not a RIFF/WAVE file');
+  let pos = 12;
+  let fmt: { format: number; channels: number; rate: number; bits: number } | undefined;
+  while (pos + 8 <= b.length) {
+    const id = b.toString('latin1', pos, pos + 4);
+    const size = b.readUInt32LE(pos + 4);
+    const body = pos + 8;
+    if (id === 'data') {
+      if (!fmt) throw new WavError('the data chunk comes before the fmt chunk');
+      if (fmt.format !== 1 || fmt.bits !== 16 || fmt.channels !== 1) {
+        throw new WavError(`expected PCM 16-bit mono, got format ${fmt.format}, ${fmt.bits} bits, ${fmt.channels} channels`);
+      }
+      if (fmt.rate < 1000 || fmt.rate > 192_000) throw new WavError(`implausible sample rate ${fmt.rate}`);
+      return { sampleRate: fmt.rate, dataOffset: body, dataBytes: size };
+    }
+    if (id === 'fmt ') {
+      if (size < 16) throw new WavError('the fmt chunk is too short');
+      if (body + size > b.length) return null;
+      let format = b.readUInt16LE(body);
+      const channels = b.readUInt16LE(body + 2);
+      const rate = b.readUInt32LE(body + 4);
+      const bits = b.readUInt16LE(body + 14);
+      // WAVE_FORMAT_EXTENSIBLE names the real format in the first two bytes of its sub-format GUID.
+      if (format === 0xfffe && size >= 26) format = b.readUInt16LE(body + 24);
+      fmt = { format, channels, rate, bits };
+    }
+    if (size > 1024 * 1024) throw new WavError(`a '${id}' chunk of ${size} bytes before the data`);
+    // Chunks are padded to an even size.
+    pos = body + size + (size & 1);
+  }
+  return null;
+}
+
+/** Parses a whole RIFF/WAVE file of PCM 16-bit mono. */
+export function parseWav(buf: Uint8Array): Pcm16 {
+  const h = readWavHeader(buf);
+  if (!h) throw new WavError('the file ends before its data chunk');
+  // A size past the end is a streamed file's placeholder: the data runs to the end.
+  const end = Math.min(buf.byteLength, h.dataOffset + h.dataBytes);
+  const len = (end - h.dataOffset) & ~1;
+  return { pcm16: bytesToPcm16(buf.subarray(h.dataOffset, h.dataOffset + len)), sampleRate: h.sampleRate };
+}
+
+/** A canonical 44-byte-header WAV of PCM16 mono. */
+export function buildWav(pcm: Int16Array, sampleRate: number): Buffer {
+  const data = pcm.length * 2;
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'latin1');
+  h.writeUInt32LE(36 + data, 4);
+  h.write('WAVE', 8, 'latin1');
+  h.write('fmt ', 12, 'latin1');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20); // PCM
+  h.writeUInt16LE(1, 22); // mono
+  h.writeUInt32LE(sampleRate, 24);
+  h.writeUInt32LE(sampleRate * 2, 28); // bytes per second
+  h.writeUInt16LE(2, 32); // bytes per frame
+  h.writeUInt16LE(16, 34); // bits per sample
+  h.write('data', 36, 'latin1');
+  h.writeUInt32LE(data, 40);
+  return Buffer.concat([h, pcm16ToBytes(pcm)]);
+}

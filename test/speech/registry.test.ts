@@ -1,0 +1,71 @@
+// Which engines the configuration picks: offline (pocketsphinx, espeak-ng) unless CALLPLANE_STT /
+// CALLPLANE_TTS say `openai`, the remote settings validated at start, and how an agent's
+// agentSttEngine maps onto the one configured recogniser.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { EspeakEngine } from '../../src/speech/espeak.ts';
+import { OpenAISynthesizer, OpenAITranscriber } from '../../src/speech/openai-speech.ts';
+import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
+import { speechEngines, sttFor } from '../../src/speech/registry.ts';
+
+describe('speech configuration and registry', () => {
+  it('runs offline by default', () => {
+    const c = loadConfig({});
+    assert.deepEqual(c.speech, {
+      stt: 'offline', tts: 'offline', baseUrl: 'https://api.openai.com/v1', apiKey: undefined,
+      sttModel: 'whisper-1', ttsModel: 'tts-1', ttsFormat: 'wav', ttsVoices: { female: 'nova', male: 'onyx' },
+      timeoutMs: 15_000, maxRetries: 1,
+    });
+    const e = speechEngines(c.speech);
+    assert.ok(e.stt instanceof PocketsphinxEngine);
+    assert.ok(e.tts instanceof EspeakEngine);
+    assert.equal(e.stt.offline, true);
+    assert.equal(e.tts.offline, true);
+  });
+
+  it('picks the OpenAI-compatible engines by name, each on its own', () => {
+    const c = loadConfig({
+      CALLPLANE_STT: 'openai', CALLPLANE_SPEECH_BASE_URL: 'http://127.0.0.1:8000/v1/', CALLPLANE_STT_MODEL: 'Systran/faster-whisper-small',
+      CALLPLANE_TTS_MODEL: 'kokoro', CALLPLANE_TTS_FORMAT: 'pcm', CALLPLANE_TTS_VOICES: 'female=af_bella, male=am_adam',
+      CALLPLANE_SPEECH_TIMEOUT_MS: '5000', CALLPLANE_SPEECH_MAX_RETRIES: '0',
+    });
+    assert.equal(c.speech.baseUrl, 'http://127.0.0.1:8000/v1');
+    assert.deepEqual(c.speech.ttsVoices, { female: 'af_bella', male: 'am_adam' });
+    const e = speechEngines(c.speech);
+    assert.ok(e.stt instanceof OpenAITranscriber);
+    assert.equal(e.stt.model, 'Systran/faster-whisper-small');
+    assert.equal(e.stt.offline, false);
+    assert.ok(e.tts instanceof EspeakEngine, 'synthesis stays offline unless CALLPLANE_TTS says otherwise');
+    const both = speechEngines(loadConfig({ CALLPLANE_STT: 'openai', CALLPLANE_TTS: 'openai', CALLPLANE_SPEECH_API_KEY: 'sk-x', CALLPLANE_TTS_FORMAT: 'pcm' }).speech);
+    assert.ok(both.tts instanceof OpenAISynthesizer);
+    assert.equal(both.tts.format, 'pcm');
+    assert.equal(both.tts.name, 'openai');
+  });
+
+  it('refuses settings that cannot work, naming the variable', () => {
+    const bad: Array<[NodeJS.ProcessEnv, RegExp]> = [
+      [{ CALLPLANE_STT: 'deepgram' }, /CALLPLANE_STT must be one of offline, openai/],
+      [{ CALLPLANE_TTS: 'OpenAI ' }, /CALLPLANE_TTS must be one of/],
+      [{ CALLPLANE_STT: 'openai' }, /CALLPLANE_STT=openai needs CALLPLANE_SPEECH_API_KEY/],
+      [{ CALLPLANE_TTS: 'openai' }, /CALLPLANE_TTS=openai needs/],
+      [{ CALLPLANE_SPEECH_BASE_URL: 'ftp://x' }, /CALLPLANE_SPEECH_BASE_URL must be an http/],
+      [{ CALLPLANE_TTS_FORMAT: 'mp3' }, /CALLPLANE_TTS_FORMAT must be one of wav, pcm/],
+      [{ CALLPLANE_TTS_VOICES: 'nova' }, /CALLPLANE_TTS_VOICES must look like/],
+      [{ CALLPLANE_STT_MODEL: 'two words' }, /CALLPLANE_STT_MODEL must be a model id/],
+      [{ CALLPLANE_SPEECH_TIMEOUT_MS: '10' }, /CALLPLANE_SPEECH_TIMEOUT_MS must be an integer between 1000 and 120000/],
+    ];
+    for (const [env, re] of bad) assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && re.test(e.message), JSON.stringify(env));
+  });
+
+  it('runs every agentSttEngine on the configured recogniser and says when that is a substitution', () => {
+    const offline = speechEngines(loadConfig({}).speech);
+    for (const asked of ['google', 'deepgram', 'deepgramflux', 'openai']) {
+      assert.deepEqual(sttFor(offline, asked), { engine: offline.stt, substituted: true }, asked);
+    }
+    assert.equal(sttFor(offline, null).substituted, false);
+    const remote = speechEngines(loadConfig({ CALLPLANE_STT: 'openai', CALLPLANE_SPEECH_API_KEY: 'sk-x' }).speech);
+    assert.equal(sttFor(remote, 'openai').substituted, false);
+    assert.equal(sttFor(remote, 'deepgram').substituted, true);
+  });
+});
