@@ -196,3 +196,185 @@ export const automationRepo = {
     return Number(r.numUpdatedRows) > 0;
   },
 };
+
+// ---------------------------------------------------------------------------------------------
+// The history's reads (history.ts): the inbox, messages, transcripts and conversation logs, and
+// the two writes reading makes (mark read, the organization's junk decision).
+
+/** Whose rooms a read sees: an organization's, or only one of its agents'. */
+export interface RoomScope {
+  orgId: number;
+  /** An agent's token (or targetAccountId naming an agent): only this agent's rooms. */
+  accountId?: number;
+}
+
+export interface InboxFilter {
+  junk: 0 | 1;
+  unread?: boolean;
+}
+
+/** A message with the room it was said in (GET /api/v2/messages/recent). */
+export type MessageInRoom = MessageRow & Pick<RoomRow, 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>
+  & Pick<ConversationRow, 'messages_out' | 'duration_ms'>;
+
+function inboxQuery(db: Executor, s: RoomScope, f: InboxFilter) {
+  let q = db.selectFrom('conversation_rooms').where('org_id', '=', s.orgId).where('junk', '=', f.junk);
+  if (s.accountId !== undefined) q = q.where('account_id', '=', s.accountId);
+  if (f.unread === true) q = q.where('unread', '>', 0);
+  else if (f.unread === false) q = q.where('unread', '=', 0);
+  return q;
+}
+
+export const inboxRepo = {
+  /** One page of the inbox (or the junk inbox), newest activity first (index conversation_rooms_inbox). */
+  async page(db: Executor, s: RoomScope, f: InboxFilter, limit: number, offset: number): Promise<RoomRow[]> {
+    return inboxQuery(db, s, f).selectAll()
+      .orderBy('last_message_at', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute();
+  },
+  async count(db: Executor, s: RoomScope, f: InboxFilter): Promise<number> {
+    const r = await inboxQuery(db, s, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(r.n);
+  },
+  /** The room `accountId:id` when it lies within `s` (another organization's or agent's: undefined). */
+  async find(db: Executor, s: RoomScope, accountId: number, id: number): Promise<RoomRow | undefined> {
+    if (s.accountId !== undefined && s.accountId !== accountId) return undefined;
+    return db.selectFrom('conversation_rooms').selectAll()
+      .where('id', '=', id).where('account_id', '=', accountId).where('org_id', '=', s.orgId).executeTakeFirst();
+  },
+  /** Rooms by id within an organization (a batch's lookups). */
+  async byIds(db: Executor, orgId: number, ids: readonly number[]): Promise<RoomRow[]> {
+    if (ids.length === 0) return [];
+    return db.selectFrom('conversation_rooms').selectAll().where('org_id', '=', orgId).where('id', 'in', [...ids]).execute();
+  },
+  /**
+   * Marks the room read up to `seenAt` (ms): a message that arrived after what the reader was
+   * shown leaves the count alone, so nothing unread is ever lost to a read racing a new message.
+   */
+  async markRead(db: Executor, id: number, seenAt: number): Promise<void> {
+    await db.updateTable('conversation_rooms').set({ unread: 0 })
+      .where('id', '=', id).where('unread', '>', 0).where('last_message_at', '<=', seenAt).execute();
+  },
+  /** The organization's decision (junk_override) and the junk state it leads to. */
+  async setJunkDecision(db: Executor, id: number, v: Pick<RoomRow, 'junk' | 'junk_reason' | 'junk_override'>, now: number): Promise<void> {
+    await db.updateTable('conversation_rooms').set({ ...v, updated_at: now }).where('id', '=', id).execute();
+  },
+  /** The channel of the room's latest conversation (the junk rules depend on it). */
+  async lastChannel(db: Executor, roomId: number): Promise<ConversationRow['channel'] | undefined> {
+    const r = await db.selectFrom('conversations').select('channel').where('room_id', '=', roomId)
+      .orderBy('started_at', 'desc').limit(1).executeTakeFirst();
+    return r?.channel;
+  },
+  /** Who opened the room: the direction of its first conversation. */
+  async firstDirection(db: Executor, roomId: number): Promise<ConversationRow['direction'] | undefined> {
+    const r = await db.selectFrom('conversations').select('direction').where('room_id', '=', roomId)
+      .orderBy('started_at').limit(1).executeTakeFirst();
+    return r?.direction;
+  },
+};
+
+export const historyRepo = {
+  /** The room's latest `limit` messages the counterpart and the agent exchanged (no tool calls), oldest first. */
+  async roomMessages(db: Executor, roomId: number, limit: number): Promise<MessageRow[]> {
+    const rows = await db.selectFrom('conversation_messages').selectAll()
+      .where('room_id', '=', roomId).where('direction', '<>', 'tool')
+      .orderBy('at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.reverse();
+  },
+  /** The latest `limit` messages across the rooms of `s` (no tool calls), newest first, with their rooms and conversations' counts. */
+  async recent(db: Executor, s: RoomScope, limit: number): Promise<MessageInRoom[]> {
+    let q = db.selectFrom('conversation_messages as m').innerJoin('conversation_rooms as r', 'r.id', 'm.room_id')
+      .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+      .selectAll('m').select(['r.account_id', 'r.counterpart', 'r.counterpart_kind', 'r.display_name', 'r.junk', 'r.junk_reason', 'c.messages_out', 'c.duration_ms'])
+      .where('m.org_id', '=', s.orgId).where('m.direction', '<>', 'tool');
+    if (s.accountId !== undefined) q = q.where('r.account_id', '=', s.accountId);
+    return q.orderBy('m.at', 'desc').orderBy('m.id', 'desc').limit(limit).execute();
+  },
+  /** Conversations by id within an organization. */
+  async conversations(db: Executor, orgId: number, ids: readonly string[]): Promise<ConversationRow[]> {
+    if (ids.length === 0) return [];
+    return db.selectFrom('conversations').selectAll().where('org_id', '=', orgId).where('id', 'in', [...ids]).execute();
+  },
+  /**
+   * The first `perConversation` messages of each conversation (tool calls too when `tools`), in
+   * order: conversation, then time. One statement for a whole batch or a page of logs.
+   */
+  async transcripts(db: Executor, ids: readonly string[], perConversation: number, tools: boolean): Promise<(MessageRow & { n: number })[]> {
+    if (ids.length === 0) return [];
+    const numbered = db.selectFrom('conversation_messages').selectAll()
+      .select((eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('conversation_id').orderBy('at').orderBy('id')).as('n'))
+      .where('conversation_id', 'in', [...ids])
+      .$if(!tools, (q) => q.where('direction', '<>', 'tool'));
+    return db.selectFrom(numbered.as('t')).selectAll().where('t.n', '<=', perConversation)
+      .orderBy('t.conversation_id').orderBy('t.n').execute();
+  },
+};
+
+/** What GET /api/v2/logs selects: an organization's (or an agent's) conversations that started in [from, to] (ms). */
+export interface LogFilter {
+  orgId: number;
+  accountId?: number;
+  from: number;
+  to: number;
+  directions?: readonly ConversationRow['direction'][];
+  channels?: readonly ConversationRow['channel'][];
+  /** Outcomes; `open` selects conversations that have not ended. */
+  outcomes?: readonly (ConversationOutcome | 'open')[];
+  engines?: readonly ConversationRow['engine'][];
+  /** One room, `<accountId>:<id>`. */
+  room?: { accountId: number; id: number };
+  counterpart?: string;
+  provider?: string;
+  model?: string;
+  taskId?: string;
+}
+
+/** A conversation as the logs show it: with its room's display name. */
+export type LogRow = ConversationRow & { display_name: string | null };
+
+/** Where a page of logs continues (newest first): the last row's start and id. */
+export interface LogCursor { startedAt: number; id: string }
+
+function logQuery(db: Executor, f: LogFilter) {
+  let q = db.selectFrom('conversations as c')
+    .where('c.org_id', '=', f.orgId).where('c.started_at', '>=', f.from).where('c.started_at', '<=', f.to);
+  if (f.accountId !== undefined) q = q.where('c.account_id', '=', f.accountId);
+  if (f.directions?.length) q = q.where('c.direction', 'in', [...f.directions]);
+  if (f.channels?.length) q = q.where('c.channel', 'in', [...f.channels]);
+  if (f.engines?.length) q = q.where('c.engine', 'in', [...f.engines]);
+  if (f.outcomes?.length) {
+    const ended = f.outcomes.filter((o): o is ConversationOutcome => o !== 'open');
+    const open = f.outcomes.includes('open');
+    q = q.where((eb) => eb.or([
+      ...(ended.length ? [eb('c.outcome', 'in', ended)] : []),
+      ...(open ? [eb('c.ended_at', 'is', null)] : []),
+    ]));
+  }
+  if (f.room) q = q.where('c.room_id', '=', f.room.id).where('c.account_id', '=', f.room.accountId);
+  if (f.counterpart !== undefined) q = q.where('c.counterpart', '=', f.counterpart);
+  if (f.provider !== undefined) q = q.where('c.provider', '=', f.provider);
+  if (f.model !== undefined) q = q.where('c.model', '=', f.model);
+  if (f.taskId !== undefined) q = q.where('c.task_id', '=', f.taskId);
+  return q;
+}
+
+export const logRepo = {
+  /**
+   * Up to `limit` conversations, newest first: after `cursor` (keyset, for streaming) or after
+   * skipping `offset` (a numbered page). Uses conversations_org_started (org_id, started_at).
+   */
+  async page(db: Executor, f: LogFilter, limit: number, at: { offset?: number; cursor?: LogCursor }): Promise<LogRow[]> {
+    const { cursor } = at;
+    // After a cursor the range's upper end is the cursor's start itself (one bound, which the
+    // index seeks to), so each batch of a stream starts where the last one stopped.
+    let q = logQuery(db, cursor ? { ...f, to: Math.min(f.to, cursor.startedAt) } : f)
+      .innerJoin('conversation_rooms as r', 'r.id', 'c.room_id').selectAll('c').select('r.display_name');
+    if (cursor) q = q.where((eb) => eb.or([eb('c.started_at', '<', cursor.startedAt), eb('c.id', '<', cursor.id)]));
+    q = q.orderBy('c.started_at', 'desc').orderBy('c.id', 'desc').limit(limit);
+    if (at.offset) q = q.offset(at.offset);
+    return q.execute();
+  },
+  async count(db: Executor, f: LogFilter): Promise<number> {
+    const r = await logQuery(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(r.n);
+  },
+};
