@@ -33,6 +33,7 @@ import { conversationRoutes } from './modules/conversations/routes.ts';
 import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
 import { smsRoutes } from './modules/conversations/sms-routes.ts';
 import { voiceRoutes } from './modules/conversations/voice-routes.ts';
+import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 
@@ -179,6 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(agentRoutes, { agents: services.agents });
   await app.register(conversationRoutes, { conversations: services.conversations });
   await app.register(voiceRoutes, { twilioVoice: services.twilioVoice });
+  await app.register(historyRoutes, { history: services.history });
   await app.register(agentUrlRoutes, { agents: services.agents });
   // The public chat page of each agent URL (/a/<slug>); its cookie is Secure when we are served over https.
   await app.register(webChatRoutes, { webChat: services.webChat, secureCookies: config.publicUrl.startsWith('https:') });

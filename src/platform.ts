@@ -11,6 +11,7 @@ import { contextService, type ContextService } from './modules/context/service.t
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
+import { historyService, type HistoryService } from './modules/conversations/history.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
@@ -76,6 +77,7 @@ export interface Services {
   webChat: WebChatService;
   sms: SmsService;
   twilioVoice: TwilioVoice;
+  history: HistoryService;
 }
 
 export interface Platform {
@@ -150,6 +152,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
     twilioVoice: voice,
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks, calls: voice }),
+    history: historyService({ db, agents: base.agents }),
   };
   const turns = new TurnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,
