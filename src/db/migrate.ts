@@ -15,6 +15,7 @@ import { knowledge } from './migrations/0010-knowledge.ts';
 import { agents } from './migrations/0011-agents.ts';
 import { agentUrls } from './migrations/0012-agent-urls.ts';
 import { conversations } from './migrations/0013-conversations.ts';
+import { conversationIndexes } from './migrations/0014-conversation-indexes.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -31,6 +32,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0011-agents': agents(dialect),
     '0012-agent-urls': agentUrls(),
     '0013-conversations': conversations(dialect),
+    '0014-conversation-indexes': conversationIndexes(),
   };
 }
 

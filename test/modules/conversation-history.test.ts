@@ -525,6 +525,8 @@ forEachEngine('conversation history', (h) => {
       assert.deepEqual(await ids({ agentId: String(o.agentId) }), [s1, s0, s3]);
       assert.deepEqual(await ids({ targetAccountId: second.id }), [s2], 'an org token may name one of its agents');
       assert.deepEqual(await ids({ roomId: seeded[1].roomId }), [s1]);
+      assert.deepEqual(await ids({ roomId: seeded[1].roomId, agentId: `camp${second.id}` }), [], 'a room of another agent than agentId names');
+      assert.deepEqual(await ids({ roomId: seeded[2].roomId, channel: 'api' }), [s2]);
       assert.deepEqual(await ids({ counterpart: '+1 (415) 555-0701' }), [s0]);
       assert.deepEqual(await ids({ engine: 'model' }), [s0]);
       assert.deepEqual(await ids({ model: 'fake-model', provider: 'default' }), [s0]);
@@ -650,6 +652,8 @@ forEachEngine('conversation history', (h) => {
         assert.ok(!JSON.stringify(l.body).includes('private to a') && !JSON.stringify(l.body).includes(s.conversation.id));
       }
       bad(await h().call('GET', '/api/v2/logs', { token: b.token, query: { agentId: `camp${a.agentId}` } }), 404, /agentId/);
+      bad(await h().call('GET', '/api/v2/logs', { token: b.token, query: { roomId: s.roomId } }), 404, /roomId/);
+      bad(await h().call('GET', '/api/v2/logs', { token: b.token, query: { roomId: `${b.agentId}:${s.room.id}` } }), 404, /roomId/);
       const batch = await h().call('POST', '/api/v2/conversation/batch', { token: b.token, body: { items: [{ roomId: s.roomId, uuid: s.conversation.id }] } });
       assert.deepEqual(batch.body.stats, { requested: 1, ok: 0, failed: 1 });
       assert.equal((await roomRepo.find(h().database.db, s.room.id))!.unread, 1, 'a refused read marks nothing read');
@@ -672,6 +676,7 @@ forEachEngine('conversation history', (h) => {
       const logs = await h().call('GET', '/api/v2/logs', { token: o.agentToken });
       assert.deepEqual(logs.body.logs.map((l: any) => l.id), [mine.conversation.id]);
       bad(await h().call('GET', '/api/v2/logs', { token: o.agentToken, query: { agentId: `camp${other.id}` } }), 404, /agentId/);
+      bad(await h().call('GET', '/api/v2/logs', { token: o.agentToken, query: { roomId: theirs.roomId } }), 404, /roomId/);
       const batch = await h().call('POST', '/api/v2/conversation/batch', {
         token: o.agentToken, body: { items: [{ roomId: mine.roomId, uuid: mine.conversation.id }, { roomId: theirs.roomId, uuid: theirs.conversation.id }] },
       });

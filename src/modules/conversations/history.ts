@@ -133,8 +133,11 @@ export function historyService(deps: HistoryServiceDeps) {
     });
   }
 
-  /** The filter of a logs request: the tenant's organization, its agent (or the agentId filter's), the window. */
-  async function logFilter(scope: Scope, t: Tenant, p: ParsedLogs): Promise<LogFilter> {
+  /**
+   * The filter of a logs request: the tenant's organization, its agent (or the agentId filter's),
+   * the window, the other filters; undefined when they cannot match anything.
+   */
+  async function logFilter(scope: Scope, t: Tenant, p: ParsedLogs): Promise<LogFilter | undefined> {
     let accountId = t.agent?.id;
     if (p.agentId !== undefined && p.agentId !== accountId) {
       const notFound = () => new NotFound(`agentId ${p.agentId} was not found`);
@@ -150,7 +153,15 @@ export function historyService(deps: HistoryServiceDeps) {
       if (agent.org_id !== t.org.id) throw notFound();
       accountId = agent.id;
     }
-    return { ...p.filter, orgId: t.org.id, accountId, from: p.from, to: p.to };
+    let roomId: number | undefined;
+    if (p.room) {
+      const r = await inboxRepo.find(db, t.rooms, p.room.accountId, p.room.id);
+      if (!r) throw new NotFound(`roomId ${p.room.accountId}:${p.room.id} was not found`);
+      // A room of another agent than the one agentId names: nothing matches.
+      if (accountId !== undefined && r.account_id !== accountId) return undefined;
+      roomId = r.id;
+    }
+    return { ...p.filter, orgId: t.org.id, accountId, roomId, from: p.from, to: p.to };
   }
 
   /** The CSV export as a stream: the first batch is already read (so an empty export is a 404 before anything is sent). */
@@ -292,16 +303,17 @@ export function historyService(deps: HistoryServiceDeps) {
     > {
       const p = parseLogsQuery(q, keys, clock());
       const t = await tenant(scope, q.targetAccountId);
-      const filter = await logFilter(scope, t, p);
+      const checked = await logFilter(scope, t, p);
+      const filter = p.matchesNothing ? undefined : checked;
       const offset = (p.page - 1) * p.pageSize;
       if (p.format === 'csv') {
         const size = Math.min(CSV_BATCH, p.paged ? p.pageSize : CSV_BATCH);
-        const first = p.matchesNothing ? [] : await logRepo.page(db, filter, size, { offset: p.paged ? offset : 0 });
-        if (first.length === 0) throw new NotFound('No logs found for CSV export');
+        const first = filter ? await logRepo.page(db, filter, size, { offset: p.paged ? offset : 0 }) : [];
+        if (!filter || first.length === 0) throw new NotFound('No logs found for CSV export');
         return { kind: 'csv', filename: csvFilename(t.org.id, p.start, p.end), stream: csvStream(filter, p, first, size) };
       }
-      const total = p.matchesNothing ? 0 : await logRepo.count(db, filter);
-      const rows = total === 0 || offset >= total ? [] : await logRepo.page(db, filter, p.pageSize, { offset });
+      const total = filter ? await logRepo.count(db, filter) : 0;
+      const rows = !filter || total === 0 || offset >= total ? [] : await logRepo.page(db, filter, p.pageSize, { offset });
       const totalPages = Math.ceil(total / p.pageSize);
       return {
         kind: 'json',

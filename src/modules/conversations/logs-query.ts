@@ -71,7 +71,9 @@ export interface ParsedLogs {
   matchesNothing: boolean;
   /** The agent the `agentId` filter names (its account id), still to be checked against the caller's scope. */
   agentId?: number;
-  filter: Omit<LogFilter, 'orgId' | 'accountId' | 'from' | 'to'>;
+  /** The room the `roomId` filter names, still to be checked against the caller's scope. */
+  room?: { accountId: number; id: number };
+  filter: Omit<LogFilter, 'orgId' | 'accountId' | 'from' | 'to' | 'roomId'>;
 }
 
 const TRUE = new Set(['1', 'true', 'yes', 'on']);
@@ -174,12 +176,12 @@ export function parseLogsQuery(q: LogsQuery, keys: readonly string[], nowMs: num
     // channel and eventType given that no channel satisfies both.
     matchesNothing: channels !== undefined && channels.length === 0,
     agentId,
+    room,
     filter: {
       directions: oneOf(q.direction, 'direction', DIRECTIONS),
       channels,
       outcomes: oneOf(q.outcome, 'outcome', OUTCOMES),
       engines: oneOf(q.engine, 'engine', ENGINES),
-      room,
       counterpart: counterpart === undefined ? undefined : normaliseAddress(counterpart).address,
       provider: text(q.provider, 'provider'),
       model: text(q.model, 'model'),

@@ -320,8 +320,12 @@ export interface LogFilter {
   /** Outcomes; `open` selects conversations that have not ended. */
   outcomes?: readonly (ConversationOutcome | 'open')[];
   engines?: readonly ConversationRow['engine'][];
-  /** One room, `<accountId>:<id>`. */
-  room?: { accountId: number; id: number };
+  /**
+   * One room, which the caller has checked is the tenant's (and the agent's, if one is named): the
+   * query then reads that room's conversations alone (conversations_room), since a room's
+   * conversations are all of its organization and agent.
+   */
+  roomId?: number;
   counterpart?: string;
   provider?: string;
   model?: string;
@@ -335,9 +339,12 @@ export type LogRow = ConversationRow & { display_name: string | null };
 export interface LogCursor { startedAt: number; id: string }
 
 function logQuery(db: Executor, f: LogFilter) {
-  let q = db.selectFrom('conversations as c')
-    .where('c.org_id', '=', f.orgId).where('c.started_at', '>=', f.from).where('c.started_at', '<=', f.to);
-  if (f.accountId !== undefined) q = q.where('c.account_id', '=', f.accountId);
+  let q = db.selectFrom('conversations as c').where('c.started_at', '>=', f.from).where('c.started_at', '<=', f.to);
+  if (f.roomId !== undefined) q = q.where('c.room_id', '=', f.roomId);
+  else {
+    q = q.where('c.org_id', '=', f.orgId);
+    if (f.accountId !== undefined) q = q.where('c.account_id', '=', f.accountId);
+  }
   if (f.directions?.length) q = q.where('c.direction', 'in', [...f.directions]);
   if (f.channels?.length) q = q.where('c.channel', 'in', [...f.channels]);
   if (f.engines?.length) q = q.where('c.engine', 'in', [...f.engines]);
@@ -349,7 +356,6 @@ function logQuery(db: Executor, f: LogFilter) {
       ...(open ? [eb('c.ended_at', 'is', null)] : []),
     ]));
   }
-  if (f.room) q = q.where('c.room_id', '=', f.room.id).where('c.account_id', '=', f.room.accountId);
   if (f.counterpart !== undefined) q = q.where('c.counterpart', '=', f.counterpart);
   if (f.provider !== undefined) q = q.where('c.provider', '=', f.provider);
   if (f.model !== undefined) q = q.where('c.model', '=', f.model);
@@ -360,18 +366,22 @@ function logQuery(db: Executor, f: LogFilter) {
 export const logRepo = {
   /**
    * Up to `limit` conversations, newest first: after `cursor` (keyset, for streaming) or after
-   * skipping `offset` (a numbered page). Uses conversations_org_started (org_id, started_at).
+   * skipping `offset` (a numbered page). The page's ids are chosen first, in the index
+   * (conversations_org_started_id; conversations_agent_started for one agent; conversations_room
+   * for one room), and only those
+   * rows are read and joined to their rooms: a deep offset skips index entries, not rows.
    */
   async page(db: Executor, f: LogFilter, limit: number, at: { offset?: number; cursor?: LogCursor }): Promise<LogRow[]> {
     const { cursor } = at;
     // After a cursor the range's upper end is the cursor's start itself (one bound, which the
     // index seeks to), so each batch of a stream starts where the last one stopped.
-    let q = logQuery(db, cursor ? { ...f, to: Math.min(f.to, cursor.startedAt) } : f)
-      .innerJoin('conversation_rooms as r', 'r.id', 'c.room_id').selectAll('c').select('r.display_name');
-    if (cursor) q = q.where((eb) => eb.or([eb('c.started_at', '<', cursor.startedAt), eb('c.id', '<', cursor.id)]));
-    q = q.orderBy('c.started_at', 'desc').orderBy('c.id', 'desc').limit(limit);
-    if (at.offset) q = q.offset(at.offset);
-    return q.execute();
+    let ids = logQuery(db, cursor ? { ...f, to: Math.min(f.to, cursor.startedAt) } : f).select('c.id');
+    if (cursor) ids = ids.where((eb) => eb.or([eb('c.started_at', '<', cursor.startedAt), eb('c.id', '<', cursor.id)]));
+    ids = ids.orderBy('c.started_at', 'desc').orderBy('c.id', 'desc').limit(limit);
+    if (at.offset) ids = ids.offset(at.offset);
+    return db.selectFrom('conversations as l').innerJoin('conversation_rooms as r', 'r.id', 'l.room_id')
+      .selectAll('l').select('r.display_name').where('l.id', 'in', ids)
+      .orderBy('l.started_at', 'desc').orderBy('l.id', 'desc').execute();
   },
   async count(db: Executor, f: LogFilter): Promise<number> {
     const r = await logQuery(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
