@@ -40,7 +40,7 @@ const InboxQuery = Type.Object({
   pagination: Type.Optional(Type.Boolean({ description: 'Answers are always pages; false answers every room at once when there are at most 1000 (else 400)' })),
   page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Page number (0-based, default 0)' })),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: INBOX_MAX_PAGE_SIZE, description: 'Rooms per page (default 20)' })),
-  unread: Type.Optional(Type.Boolean({ description: 'true: only rooms with unread messages; false: only rooms without' })),
+  unread: Type.Optional(Type.Boolean({ description: 'true: only rooms with unread messages (false, or absent: every room)' })),
 });
 const Inbox = Envelope({
   pageSize: Type.Integer(), pageNumber: Type.Integer(), totalRooms: Type.Integer(), rooms: Type.Array(Room),

@@ -32,6 +32,10 @@ export const BATCH_MAX_ITEMS = 200;
 /** A log entry's `transcript`: its first messages, at most this many characters. */
 export const LOG_TRANSCRIPT_MESSAGES = 200;
 export const LOG_TRANSCRIPT_CHARS = 10_000;
+/** With transcripts a JSON page holds at most this many entries, and a CSV batch this many. */
+export const LOG_TRANSCRIPT_MAX_PAGE_SIZE = 1000;
+export const CSV_TRANSCRIPT_BATCH = 200;
+const TRANSCRIPTS_PER_STATEMENT = 200;
 
 export interface HistoryServiceDeps {
   db: Db;
@@ -93,14 +97,17 @@ export function historyService(deps: HistoryServiceDeps) {
   async function transcripts(ids: readonly string[], max: number, tools: boolean) {
     const lines = new Map<string, MessageRow[]>();
     const truncated = new Set<string>();
-    for (const m of await historyRepo.transcripts(db, ids, max + 1, tools)) {
-      if (m.n > max) {
-        truncated.add(m.conversation_id);
-        continue;
+    // A statement's rows are held at once: a few hundred conversations per statement.
+    for (let i = 0; i < ids.length; i += TRANSCRIPTS_PER_STATEMENT) {
+      for (const m of await historyRepo.transcripts(db, ids.slice(i, i + TRANSCRIPTS_PER_STATEMENT), max + 1, tools)) {
+        if (m.n > max) {
+          truncated.add(m.conversation_id);
+          continue;
+        }
+        const list = lines.get(m.conversation_id) ?? [];
+        list.push(m);
+        lines.set(m.conversation_id, list);
       }
-      const list = lines.get(m.conversation_id) ?? [];
-      list.push(m);
-      lines.set(m.conversation_id, list);
     }
     return { lines, truncated };
   }
@@ -165,7 +172,7 @@ export function historyService(deps: HistoryServiceDeps) {
   }
 
   /** The CSV export as a stream: the first batch is already read (so an empty export is a 404 before anything is sent). */
-  function csvStream(filter: LogFilter, p: ParsedLogs, first: LogRow[], firstSize: number): Readable {
+  function csvStream(filter: LogFilter, p: ParsedLogs, first: LogRow[], firstSize: number, batchSize: number): Readable {
     const limit = p.paged ? p.pageSize : Infinity;
     async function* lines(): AsyncGenerator<string> {
       yield csvLine(p.fields);
@@ -177,7 +184,7 @@ export function historyService(deps: HistoryServiceDeps) {
         yield entries.map((e) => csvLine(p.fields.map((f) => e[f]))).join('');
         sent += batch.length;
         if (batch.length < requested) return;
-        requested = Math.min(CSV_BATCH, limit - sent);
+        requested = Math.min(batchSize, limit - sent);
         if (requested <= 0) return;
         const last = batch[batch.length - 1];
         batch = await logRepo.page(db, filter, requested, { cursor: { startedAt: last.started_at, id: last.id } });
@@ -306,11 +313,16 @@ export function historyService(deps: HistoryServiceDeps) {
       const checked = await logFilter(scope, t, p);
       const filter = p.matchesNothing ? undefined : checked;
       const offset = (p.page - 1) * p.pageSize;
+      const withTranscript = p.fields.includes('transcript');
       if (p.format === 'csv') {
-        const size = Math.min(CSV_BATCH, p.paged ? p.pageSize : CSV_BATCH);
+        const batchSize = withTranscript ? CSV_TRANSCRIPT_BATCH : CSV_BATCH;
+        const size = Math.min(batchSize, p.paged ? p.pageSize : batchSize);
         const first = filter ? await logRepo.page(db, filter, size, { offset: p.paged ? offset : 0 }) : [];
         if (!filter || first.length === 0) throw new NotFound('No logs found for CSV export');
-        return { kind: 'csv', filename: csvFilename(t.org.id, p.start, p.end), stream: csvStream(filter, p, first, size) };
+        return { kind: 'csv', filename: csvFilename(t.org.id, p.start, p.end), stream: csvStream(filter, p, first, size, batchSize) };
+      }
+      if (withTranscript && p.pageSize > LOG_TRANSCRIPT_MAX_PAGE_SIZE) {
+        throw new Invalid(`pageSize must be at most ${LOG_TRANSCRIPT_MAX_PAGE_SIZE} when fields includes transcript`);
       }
       const total = filter ? await logRepo.count(db, filter) : 0;
       const rows = !filter || total === 0 || offset >= total ? [] : await logRepo.page(db, filter, p.pageSize, { offset });

@@ -210,6 +210,7 @@ export interface RoomScope {
 
 export interface InboxFilter {
   junk: 0 | 1;
+  /** Only rooms with unread messages. */
   unread?: boolean;
 }
 
@@ -220,8 +221,7 @@ export type MessageInRoom = MessageRow & Pick<RoomRow, 'account_id' | 'counterpa
 function inboxQuery(db: Executor, s: RoomScope, f: InboxFilter) {
   let q = db.selectFrom('conversation_rooms').where('org_id', '=', s.orgId).where('junk', '=', f.junk);
   if (s.accountId !== undefined) q = q.where('account_id', '=', s.accountId);
-  if (f.unread === true) q = q.where('unread', '>', 0);
-  else if (f.unread === false) q = q.where('unread', '=', 0);
+  if (f.unread) q = q.where('unread', '>', 0);
   return q;
 }
 
