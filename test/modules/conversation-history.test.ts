@@ -283,9 +283,12 @@ forEachEngine('conversation history', (h) => {
       const a = await seed(h(), { orgId: o.id, accountId: o.agentId, counterpart: '+14155550401', at: now, messages: [{ dir: 'inbound', text: 'a1' }, { dir: 'outbound', text: 'a2' }] });
       const j = await seed(h(), { orgId: o.id, accountId: o.agentId, counterpart: '12345', kind: 'address', at: now + 5000, messages: [{ dir: 'inbound', text: 'WIN A PRIZE', attachments: [{ type: 'file', url: 'https://x.example/f.pdf' }] }, { dir: 'tool', text: 'x: y' }] });
       await roomRepo.setJunk(h().database.db, j.room.id, 1, 'shortCode', Date.now());
+      const same = await seed(h(), { orgId: o.id, accountId: o.agentId, counterpart: '+14155550402', at: now - 60_000, messages: [{ dir: 'outbound', text: 'answer', at: now - 59_000 }, { dir: 'inbound', text: 'question', at: now - 59_000 }] });
       const res = await h().call('GET', '/api/v2/messages/recent', { token: o.token });
       ok(res);
-      assert.deepEqual(res.body.map((m: any) => m.message), ['WIN A PRIZE', 'a2', 'a1']);
+      assert.deepEqual(res.body.map((m: any) => m.message), ['WIN A PRIZE', 'a2', 'a1', 'answer', 'question'], 'newest first; in one millisecond the answer is newer');
+      const room = await h().call('GET', `/api/v2/messages/${same.roomId}`, { token: o.token });
+      assert.deepEqual(room.body.map((m: any) => m.message), ['question', 'answer']);
       const [spam, reply] = res.body;
       assert.equal(spam.targetInbox, 'junk');
       assert.equal(spam.roomId, j.roomId);
@@ -298,6 +301,7 @@ forEachEngine('conversation history', (h) => {
       assert.equal(reply.agentReplyCount, 1);
       assert.equal(reply.roomId, a.roomId);
       assert.equal(res.body[2].aiAgent, false);
+      assert.equal(res.body[4].aiAgent, false);
       const one = await h().call('GET', '/api/v2/messages/recent', { token: o.token, query: { limit: 1 } });
       assert.deepEqual(one.body.map((m: any) => m.message), ['WIN A PRIZE']);
       bad(await h().call('GET', '/api/v2/messages/recent', { token: o.token, query: { limit: 501 } }), 400, /limit/);
@@ -310,10 +314,11 @@ forEachEngine('conversation history', (h) => {
       const at = Date.now() - 20 * MINUTE;
       const s = await seed(h(), {
         orgId: o.id, accountId: o.agentId, counterpart: '+14155550501', channel: 'voice', at, outcome: 'completed',
+        // All in one millisecond: the order is what was said, the tool it led to, the answer.
         messages: [
-          { dir: 'inbound', text: 'Hello?' },
-          { dir: 'tool', text: 'transfer: refused', status: 'failed', data: { name: 'transfer', arguments: '{"to":"+1"}', result: 'not granted', refused: true } },
-          { dir: 'outbound', text: 'I cannot transfer you.' },
+          { dir: 'outbound', text: 'I cannot transfer you.', at: at + 1000 },
+          { dir: 'tool', text: 'transfer: refused', status: 'failed', at: at + 1000, data: { name: 'transfer', arguments: '{"to":"+1"}', result: 'not granted', refused: true } },
+          { dir: 'inbound', text: 'Hello?', at: at + 1000 },
         ],
       });
       for (const uuid of [s.conversation.id, `${s.conversation.id}:${Math.floor(at / 1000)}`, `${s.conversation.id}:${Math.floor(at / 1000)}:${Math.floor(at / 1000) + 60}`]) {

@@ -15,7 +15,7 @@ import { decideJunk } from './junk.ts';
 import { CSV_BATCH, csvFilename, csvLine } from './logs-csv.ts';
 import { LOG_FIELDS, type LogField, type LogValue, counterpartName, presentConversationSummary, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
 import { parseLogsQuery, parseRoomKey, type LogsQuery, type ParsedLogs } from './logs-query.ts';
-import { historyRepo, inboxRepo, logRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
+import { historyRepo, inboxRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
 
 /** Rooms per page: default and most (pageSize); `pagination=false` answers all of them only up to the most. */
 export const INBOX_DEFAULT_PAGE_SIZE = 20;
@@ -237,7 +237,7 @@ export function historyService(deps: HistoryServiceDeps) {
     async roomMessages(scope: Scope, q: { targetAccountId?: number; limit?: number }, roomId: string) {
       const t = await tenant(scope, q.targetAccountId);
       const r = await room(t, roomId);
-      const rows = await historyRepo.roomMessages(db, r.id, q.limit ?? ROOM_MESSAGES_MAX);
+      const rows = await messageRepo.spokenInRoom(db, r.id, q.limit ?? ROOM_MESSAGES_MAX);
       const agentName = (await agentNames([r.account_id])).get(r.account_id)!;
       const first = await inboxRepo.firstDirection(db, r.id);
       const initiator = first === undefined ? undefined : first === 'inbound' ? counterpartName(r) : agentName;

@@ -272,14 +272,13 @@ export const inboxRepo = {
   },
 };
 
+/**
+ * Messages of one millisecond in the order they happened: what the person said, the tools the
+ * agent ran on it, then the agent's answer.
+ */
+const SAID_ORDER = sql<number>`case direction when 'inbound' then 0 when 'tool' then 1 else 2 end`;
+
 export const historyRepo = {
-  /** The room's latest `limit` messages the counterpart and the agent exchanged (no tool calls), oldest first. */
-  async roomMessages(db: Executor, roomId: number, limit: number): Promise<MessageRow[]> {
-    const rows = await db.selectFrom('conversation_messages').selectAll()
-      .where('room_id', '=', roomId).where('direction', '<>', 'tool')
-      .orderBy('at', 'desc').orderBy('id', 'desc').limit(limit).execute();
-    return rows.reverse();
-  },
   /** The latest `limit` messages across the rooms of `s` (no tool calls), newest first, with their rooms and conversations' counts. */
   async recent(db: Executor, s: RoomScope, limit: number): Promise<MessageInRoom[]> {
     let q = db.selectFrom('conversation_messages as m').innerJoin('conversation_rooms as r', 'r.id', 'm.room_id')
@@ -287,7 +286,8 @@ export const historyRepo = {
       .selectAll('m').select(['r.account_id', 'r.counterpart', 'r.counterpart_kind', 'r.display_name', 'r.junk', 'r.junk_reason', 'c.messages_out', 'c.duration_ms'])
       .where('m.org_id', '=', s.orgId).where('m.direction', '<>', 'tool');
     if (s.accountId !== undefined) q = q.where('r.account_id', '=', s.accountId);
-    return q.orderBy('m.at', 'desc').orderBy('m.id', 'desc').limit(limit).execute();
+    return q.orderBy('m.at', 'desc').orderBy(sql`case m.direction when 'inbound' then 0 when 'tool' then 1 else 2 end`, 'desc')
+      .orderBy('m.id', 'desc').limit(limit).execute();
   },
   /** Conversations by id within an organization. */
   async conversations(db: Executor, orgId: number, ids: readonly string[]): Promise<ConversationRow[]> {
@@ -301,7 +301,7 @@ export const historyRepo = {
   async transcripts(db: Executor, ids: readonly string[], perConversation: number, tools: boolean): Promise<(MessageRow & { n: number })[]> {
     if (ids.length === 0) return [];
     const numbered = db.selectFrom('conversation_messages').selectAll()
-      .select((eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('conversation_id').orderBy('at').orderBy('id')).as('n'))
+      .select((eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('conversation_id').orderBy('at').orderBy(SAID_ORDER).orderBy('id')).as('n'))
       .where('conversation_id', 'in', [...ids])
       .$if(!tools, (q) => q.where('direction', '<>', 'tool'));
     return db.selectFrom(numbered.as('t')).selectAll().where('t.n', '<=', perConversation)
