@@ -117,6 +117,21 @@ for (const engine of ENGINES) {
       assert.match(badUrl.body.message, /outboundMessageWebhookUrl/);
     });
 
+    it('the junk rules run as messages arrive: an automated sender and the agent\'s live cnamAutoRejectRegex put the room in the junk inbox', async () => {
+      const { r, o, agentToken } = await tenant(h);
+      await replyUrl(h, r.token, o.id, hook.url);
+      const send = (sourceAddress: string) => h.call('POST', '/api/v2/agent/receiveMessage', { token: r.token, body: { targetAgent: String(o.agentId), sourceAddress, message: 'hi' } });
+      assert.equal((await send('no-reply@shop.example')).status, 200);
+      assert.equal((await send('+14155550199')).status, 200);
+      const junk = async () => (await h.call('GET', '/api/v2/junkConversations', { token: o.token, query: { pagination: true } })).body.rooms.map((x: any) => `${x.unregisteredDisplayName}:${x.junkReason}`);
+      assert.deepEqual(await junk(), ['no-reply@shop.example:automatedAddress']);
+      await configure(h, agentToken, { cnamAutoRejectRegex: '^\\+1415555019' });
+      assert.equal((await send('+14155550199')).status, 200);
+      assert.deepEqual((await junk()).sort(), ['+14155550199:cnamAutoRejectRegex', 'no-reply@shop.example:automatedAddress']);
+      const inbox = (await h.call('GET', '/api/v2/conversations', { token: o.token, query: { pagination: true } })).body.rooms;
+      assert.equal(inbox.length, 0);
+    });
+
     it('webhookActions and transferDestinations are checked field by field', async () => {
       const { agentToken } = await tenant(h);
       const bad = async (body: Record<string, unknown>, field: string) => {

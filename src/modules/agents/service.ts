@@ -114,8 +114,8 @@ export function agentService(deps: AgentServiceDeps) {
    */
   const parse = (account: AccountRow, json: string): AgentConfig => ({ ...defaultConfig(account.name), ...(JSON.parse(json) as AgentConfig) });
 
-  async function slots(account: AccountRow): Promise<{ staging: AgentConfig; live: AgentConfig; row?: AgentRow }> {
-    const row = await agentRepo.find(db, account.id);
+  async function slots(account: AccountRow, ex: Executor = db): Promise<{ staging: AgentConfig; live: AgentConfig; row?: AgentRow }> {
+    const row = await agentRepo.find(ex, account.id);
     if (!row) {
       const initial = defaultConfig(account.name);
       return { staging: initial, live: initial };
@@ -242,8 +242,8 @@ export function agentService(deps: AgentServiceDeps) {
     },
 
     /** The agent's live configuration, what conversations use (the defaults until its first write). */
-    async liveConfig(account: AccountRow): Promise<AgentConfig> {
-      return (await slots(account)).live;
+    async liveConfig(account: AccountRow, ex: Executor = db): Promise<AgentConfig> {
+      return (await slots(account, ex)).live;
     },
 
     /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */

@@ -16,6 +16,7 @@ import { accountRepo } from '../accounts/repository.ts';
 import type { AgentService } from '../agents/service.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { recordConversationEvent, recordIncomingEvent, roomIdOf } from './events.ts';
+import { decideJunk } from './junk.ts';
 import { automationRepo, conversationRepo, messageRepo, roomRepo, turnRepo } from './repository.ts';
 
 /** The queue name of conversation turns (wake-up bus and NOTIFY channel). */
@@ -114,6 +115,12 @@ export function conversationService(deps: ConversationServiceDeps) {
     });
     await conversationRepo.count(tx, o.conversation.id, now, { in: 1 });
     await roomRepo.touch(tx, o.room.id, m.text, now, true);
+    // The junk rules, with the agent's live configuration (its cnamAutoRejectRegex may have changed since the room opened).
+    const agent = await accountRepo.findById(tx, o.room.account_id);
+    if (agent) {
+      const decided = decideJunk({ counterpart: o.room.counterpart, displayName: o.room.display_name, channel: o.conversation.channel, override: o.room.junk_override }, await agents.liveConfig(agent, tx));
+      if (decided.junk !== o.room.junk || decided.reason !== o.room.junk_reason) await roomRepo.setJunk(tx, o.room.id, decided.junk, decided.reason, now);
+    }
     const queued = o.opened && o.conversation.direction === 'inbound' ? await recordIncomingEvent(tx, o.conversation, m.text, now) : false;
     return { id, queued };
   }
@@ -159,7 +166,7 @@ export function conversationService(deps: ConversationServiceDeps) {
     queueTurn,
 
     /** The agent's live configuration (conversations never see staging). */
-    liveConfig: (agent: AccountRow): Promise<AgentConfig> => agents.liveConfig(agent),
+    liveConfig: (agent: AccountRow, ex?: Executor): Promise<AgentConfig> => agents.liveConfig(agent, ex),
 
     /**
      * POST /api/v2/agent/receiveMessage: a message from the caller's own platform to one of its
