@@ -78,6 +78,12 @@ export interface Config {
   /** Days SIP captures are kept (CALLPLANE_SIP_CAPTURE_RETENTION_DAYS). */
   readonly sipCaptureRetentionDays: number;
   /**
+   * The UDP ports calls take their RTP on (CALLPLANE_RTP_PORT_MIN to CALLPLANE_RTP_PORT_MAX, even,
+   * default 10000-20000): one even port per call, the odd one above it left for RTCP.
+   */
+  readonly rtpPortMin: number;
+  readonly rtpPortMax: number;
+  /**
    * The deployment's language-model providers (OpenAI-compatible): CALLPLANE_LLM_BASE_URL,
    * CALLPLANE_LLM_API_KEY and CALLPLANE_LLM_MODEL make the first, named `default`; more come from
    * the JSON file CALLPLANE_LLM_PROVIDERS_FILE. Empty: conversations run on the SIMULATED engine.
@@ -339,6 +345,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (sipAdvertiseHost !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)$/.test(sipAdvertiseHost)) {
     throw new ConfigError(`CALLPLANE_SIP_ADVERTISE_HOST must be a host name or IP address (got '${sipAdvertiseHost}')`);
   }
+  const rtpPortMin = int(env, 'CALLPLANE_RTP_PORT_MIN', 10_000, 1024, 65_534);
+  const rtpPortMax = int(env, 'CALLPLANE_RTP_PORT_MAX', 20_000, 1024, 65_534);
+  if (rtpPortMin % 2 !== 0 || rtpPortMax % 2 !== 0) {
+    throw new ConfigError(`CALLPLANE_RTP_PORT_MIN and CALLPLANE_RTP_PORT_MAX must be even: RTP takes the even ports, RTCP the odd one above each (got ${rtpPortMin}-${rtpPortMax})`);
+  }
+  if (rtpPortMin >= rtpPortMax) {
+    throw new ConfigError(`CALLPLANE_RTP_PORT_MIN must be below CALLPLANE_RTP_PORT_MAX (got ${rtpPortMin}-${rtpPortMax})`);
+  }
   return Object.freeze({
     port,
     host,
@@ -372,6 +386,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sipRegisterExpires: int(env, 'CALLPLANE_SIP_REGISTER_EXPIRES', 3600, 1, 86_400),
     sipRingSeconds: num(env, 'CALLPLANE_SIP_RING_SECONDS', 60, 0.1, 600),
     sipCaptureRetentionDays: int(env, 'CALLPLANE_SIP_CAPTURE_RETENTION_DAYS', 7, 1, 3650),
+    rtpPortMin,
+    rtpPortMax,
     llmProviders: Object.freeze(llmProviders(env)),
     llmDefaultModel: env.CALLPLANE_LLM_MODEL?.trim() || undefined,
     llmTimeoutMs: int(env, 'CALLPLANE_LLM_TIMEOUT_MS', 30_000, 1000, 600_000),

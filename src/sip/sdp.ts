@@ -1,6 +1,6 @@
 // SDP (RFC 4566) for our calls: the audio offer we send (PCMU, PCMA, telephone-event on an RTP
-// port we bind) and the few facts we read from an answer. No media is processed: the port exists
-// so the far end has somewhere to send RTP, and we only count what arrives.
+// port we bind), the few facts we read from an answer, and the choice of codec both ends share
+// (negotiateAudio), which is what the media layer (src/media/) is opened with.
 import crypto from 'node:crypto';
 import net from 'node:net';
 
@@ -104,4 +104,53 @@ export function parseSdp(text: string): SdpAudio | null {
   }
   if (audio && !audio.address) audio.address = sessionAddress;
   return audio;
+}
+
+/** The outcome of offer/answer for the audio stream: what to send, what to accept, and where. */
+export interface AudioNegotiation {
+  /** The audio codec we send: the first of the remote's list we support. */
+  codec: Codec;
+  /** Every audio codec both ends support, in the remote's order (what the far end may send). */
+  common: Codec[];
+  /** telephone-event at the codec's rate, with the remote's payload type; null when not offered. */
+  telephoneEvent: Codec | null;
+  /** Where to send RTP. */
+  address: string;
+  port: number;
+  /** The remote's direction (sendonly or inactive: it does not want our audio). */
+  direction: SdpAudio['direction'];
+  /** The codecs of an answer to this SDP: the chosen codec and telephone-event, numbered as the remote numbered them. */
+  answerCodecs: Codec[];
+}
+
+const sameCodec = (a: Codec, b: Codec) => a.name.toLowerCase() === b.name.toLowerCase() && a.rate === b.rate;
+
+/**
+ * Chooses from a remote offer or answer: the first audio codec of the remote's list that we
+ * support (matched by name and rate, so a dynamic payload type works), and telephone-event if it
+ * is there. Null when nothing is shared, or the stream was refused (port 0) or has no address.
+ */
+export function negotiateAudio(remote: SdpAudio, supported: readonly Codec[] = OFFER_CODECS): AudioNegotiation | null {
+  if (remote.port === 0 || !remote.address) return null;
+  const isEvent = (c: Codec) => c.name.toLowerCase() === 'telephone-event';
+  const ours = supported.filter((c) => !isEvent(c));
+  const common = remote.codecs.filter((c) => !isEvent(c) && ours.some((o) => sameCodec(o, c))).map((c) => ({ ...c }));
+  const codec = common[0];
+  if (!codec) return null;
+  const event = supported.some(isEvent) ? remote.codecs.find((c) => isEvent(c) && c.rate === codec.rate) : undefined;
+  const telephoneEvent = event ? { ...event, fmtp: event.fmtp ?? '0-15' } : null;
+  return {
+    codec, common, telephoneEvent, address: remote.address, port: remote.port, direction: remote.direction,
+    answerCodecs: telephoneEvent ? [codec, telephoneEvent] : [codec],
+  };
+}
+
+const ANSWER_DIRECTION: Record<SdpAudio['direction'], SdpAudio['direction']> = { sendrecv: 'sendrecv', sendonly: 'recvonly', recvonly: 'sendonly', inactive: 'inactive' };
+
+/**
+ * Our answer to a remote offer (RFC 3264 §6): the negotiated codecs, numbered as the offer
+ * numbered them, on our RTP address and port, and the direction that mirrors the offer's.
+ */
+export function buildAnswer(n: AudioNegotiation, o: Omit<OfferOptions, 'codecs'>): string {
+  return buildOffer({ ...o, direction: o.direction ?? ANSWER_DIRECTION[n.direction], codecs: n.answerCodecs });
 }
