@@ -7,7 +7,9 @@
 // of folding it back as aliasing, and going up (8000 → 16000) adds nothing above 4 kHz. The kernel
 // is tabulated once and read with linear interpolation (no trigonometry per tap).
 //
-// main has no resampler of its own (no src/media/ yet); when one arrives, one of the two should go.
+// src/media/resample.ts is the streaming resampler for call audio (state kept across 20 ms frames,
+// a few ms of delay). This one converts whole utterances with their length and timing exact, which
+// the recognition tests over the telephone path rely on; making one serve both is open work.
 
 /** Zero crossings of the sinc on each side of the centre: 16 keeps the passband flat to about 90% of Nyquist. */
 const HALF_ZEROS = 16;
