@@ -1,0 +1,38 @@
+// What a voice session needs from whatever carries a call's audio (SIP/RTP, Twilio Media
+// Streams), and nothing else: audio, digits and hang-up in; audio, clear, digits, transfer and
+// hang-up out (DESIGN §11). Audio is PCM16 mono at 8 kHz; the transport converts to its codec
+// (μ-law, A-law) and paces it (20 ms frames).
+import type { EventEmitter } from 'node:events';
+
+/** Samples in one 20 ms frame at 8 kHz. */
+export const FRAME_SAMPLES = 160;
+export const VOICE_RATE = 8000;
+
+export interface VoiceTransportEvents {
+  /** A frame of the caller's audio (FRAME_SAMPLES samples, 8 kHz). */
+  audio: [frame: Int16Array];
+  /** A key the caller pressed (0-9, *, #, A-D). */
+  dtmf: [digit: string];
+  /** Audio queued with a mark has been played out to the caller (Twilio `mark`, or sent over RTP). */
+  played: [mark: string];
+  /** The call ended (the far end hung up, the media timed out, the transport failed). */
+  ended: [reason: string];
+}
+
+export interface VoiceTransport extends EventEmitter<VoiceTransportEvents> {
+  /** Who carries the call, for records and logs: `sip`, `twilio-media-stream`. */
+  readonly kind: string;
+  /**
+   * Queues the agent's audio (any length; PCM16, 8 kHz). It is played in order after what is
+   * queued, paced in real time. `mark` is emitted as `played` once the last sample went out.
+   */
+  play(pcm: Int16Array, mark?: string): void;
+  /** Drops everything queued and not yet played (barge-in); the samples dropped. Output stops within one frame. */
+  clear(): number;
+  /** Sends keypresses to the far end (RFC 4733 over RTP, or the carrier's API). */
+  sendDigits(digits: string): Promise<void>;
+  /** Hands the call to `destination` (E.164, or a SIP URI where the transport allows) and leaves it. */
+  transfer(destination: string): Promise<void>;
+  /** Ends the call from our side. */
+  hangup(reason?: string): Promise<void>;
+}
