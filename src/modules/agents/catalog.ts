@@ -43,8 +43,6 @@ export const VOICES: readonly VoiceEntry[] = [
   { id: 'de-DE Female', lang: 'de-DE', gender: 'female' },
 ];
 
-export const MODEL_IDS: readonly string[] = MODELS.map((m) => m.id);
-export const THINKING_MODEL_IDS: readonly string[] = MODELS.filter((m) => m.thinking).map((m) => m.id);
 export const VOICE_IDS: readonly string[] = VOICES.map((v) => v.id);
 export const DEFAULT_MODEL = 'gpt-4o-2024-08-06';
 export const DEFAULT_THINKING_MODEL = 'gpt-5.2';
