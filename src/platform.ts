@@ -136,11 +136,13 @@ export function createPlatform(deps: PlatformDeps): Platform {
   };
   const wakeTurns = () => wakeups.emit(TURNS);
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
+  /** Webhook actions' requests to customer URLs (closed with the platform). */
+  const actionHttp = guardedDispatcher(policy);
   // The one turn runner of the process: queued turns (the turn queue's worker), web chat and
   // spoken (Twilio) turns inline.
   const runner = turnRunner({
     db, models: base.models, knowledge: base.knowledge, context: base.context, tasks: base.tasks,
-    http: guardedDispatcher(policy), messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
+    http: actionHttp, messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
   });
   const voice = twilioVoice({
     db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now,
@@ -175,6 +177,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     async close() {
       await listener?.close();
       listener = undefined;
+      await Promise.all([actionHttp.close().catch(() => {}), services.models.close()]);
     },
   };
 }

@@ -76,9 +76,11 @@ export function modelsService(deps: ModelsServiceDeps) {
   // An organization's provider is a customer URL: every request to it goes through the SSRF guard,
   // which resolves the name itself and refuses addresses the policy does not allow.
   let guarded: OpenAICompatibleOptions['fetch'];
+  let guardedPool: ReturnType<typeof guardedDispatcher> | undefined;
   const guardedFetch = (): NonNullable<OpenAICompatibleOptions['fetch']> => {
     if (!guarded) {
       const dispatcher = guardedDispatcher(policy);
+      guardedPool = dispatcher;
       type Init = NonNullable<Parameters<typeof undiciFetch>[1]>;
       guarded = (input, init) => undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Init), dispatcher }) as unknown as Promise<Response>;
     }
@@ -167,6 +169,15 @@ export function modelsService(deps: ModelsServiceDeps) {
   }
 
   return {
+    /** Closes the connections kept to organizations' own providers (at shutdown). */
+    async close(): Promise<void> {
+      const pool = guardedPool;
+      guardedPool = undefined;
+      guarded = undefined;
+      engines.clear();
+      await pool?.close().catch(() => {});
+    },
+
     /** True when no provider is configured: conversations run on the SIMULATED engine. */
     get simulatedOnly(): boolean {
       return deployment.length === 0;
