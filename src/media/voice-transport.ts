@@ -4,12 +4,8 @@
 // (μ-law, A-law) and paces it (20 ms frames).
 import type { EventEmitter } from 'node:events';
 
-/** Samples in one 20 ms frame at 8 kHz. */
-export const FRAME_SAMPLES = 160;
-export const VOICE_RATE = 8000;
-
 export interface VoiceTransportEvents {
-  /** A frame of the caller's audio (FRAME_SAMPLES samples, 8 kHz). */
+  /** A frame of the caller's audio (FRAME_SAMPLES of src/media/pcm.ts: 160 samples, 8 kHz). */
   audio: [frame: Int16Array];
   /** A key the caller pressed (0-9, *, #, A-D). */
   dtmf: [digit: string];

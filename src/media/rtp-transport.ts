@@ -1,0 +1,101 @@
+// A VoiceTransport over one call's RtpSession (SIP): the caller's frames, digits and a dead media
+// stream in; the agent's audio (with marks emitted once it has really been sent), clear,
+// RFC 4733 digits out. Transfer and hang-up belong to whoever owns the SIP dialog (REFER, BYE),
+// which hands them in as callbacks.
+import { EventEmitter } from 'node:events';
+import { FRAME_MS } from './pcm.ts';
+import type { RtpSession } from './rtp-session.ts';
+import type { VoiceTransport, VoiceTransportEvents } from './voice-transport.ts';
+
+export interface RtpTransportOptions {
+  /** Hands the call to `destination` (a SIP REFER by the dialog's owner). */
+  transfer(destination: string): Promise<void>;
+  /** Ends the call (a BYE by the dialog's owner). */
+  hangup(reason: string): Promise<void>;
+}
+
+interface Pending {
+  mark: string;
+  /** The mark is reached once this many samples (counted since the session opened) have been sent. */
+  at: number;
+}
+
+export class RtpTransport extends EventEmitter<VoiceTransportEvents> implements VoiceTransport {
+  readonly kind = 'sip';
+  /** Samples handed to the session since it opened (cleared ones included). */
+  private queued = 0;
+  /** Samples dropped by clear(). */
+  private dropped = 0;
+  private marks: Pending[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private done = false;
+
+  constructor(private readonly session: RtpSession, private readonly o: RtpTransportOptions) {
+    super();
+    session.on('audio', (frame) => this.emit('audio', frame));
+    session.on('dtmf', (key) => this.emit('dtmf', key));
+    session.on('timeout', () => this.end('no media from the far end'));
+    session.on('drained', () => this.checkMarks());
+  }
+
+  /** Samples the session has really sent (queued, less what is still queued or was dropped). */
+  private get sent(): number {
+    return this.queued - this.dropped - this.session.queuedSamples;
+  }
+
+  private checkMarks(): void {
+    const sent = this.sent;
+    while (this.marks.length > 0 && this.marks[0]!.at <= sent) this.emit('played', this.marks.shift()!.mark);
+    if (this.marks.length === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  play(pcm: Int16Array, mark?: string): void {
+    if (this.done) return;
+    this.session.send(pcm);
+    this.queued += pcm.length;
+    if (mark === undefined) return;
+    this.marks.push({ mark, at: this.queued - this.dropped });
+    // Marks are checked every frame while any is pending (the session reports only when it has drained).
+    this.timer ??= setInterval(() => this.checkMarks(), FRAME_MS);
+  }
+
+  clear(): number {
+    const n = this.session.clear();
+    this.dropped += n;
+    // Marks of audio that will never be played are dropped with it, unplayed.
+    const sent = this.sent;
+    this.marks = this.marks.filter((m) => m.at <= sent);
+    this.checkMarks();
+    return n;
+  }
+
+  sendDigits(digits: string): Promise<void> {
+    this.session.sendDigits(digits);
+    return Promise.resolve();
+  }
+
+  async transfer(destination: string): Promise<void> {
+    await this.o.transfer(destination);
+    this.end('transferred');
+  }
+
+  async hangup(reason = 'hung up by the agent'): Promise<void> {
+    if (this.done) return;
+    await this.o.hangup(reason);
+    this.end(reason);
+  }
+
+  /** The far end hung up (the dialog's owner saw a BYE), or the media died: once. */
+  end(reason: string): void {
+    if (this.done) return;
+    this.done = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.marks = [];
+    void this.session.close();
+    this.emit('ended', reason);
+  }
+}
