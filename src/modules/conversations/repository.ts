@@ -123,6 +123,10 @@ export const messageRepo = {
   async find(db: Executor, id: string): Promise<MessageRow | undefined> {
     return db.selectFrom('conversation_messages').selectAll().where('id', '=', id).executeTakeFirst();
   },
+  /** An agent's reply cut short by the caller: only what was heard stays (status `interrupted`). */
+  async interrupt(db: Executor, id: string, heard: string): Promise<void> {
+    await db.updateTable('conversation_messages').set({ text: heard, status: 'interrupted' }).where('id', '=', id).execute();
+  },
   async setStatus(db: Executor, id: string, status: MessageRow['status']): Promise<void> {
     await db.updateTable('conversation_messages').set({ status }).where('id', '=', id).execute();
   },

@@ -1,0 +1,269 @@
+// One call's spoken conversation over any voice transport (src/media/voice-transport.ts): the
+// caller's audio cut into utterances by the VAD (end of turn after the agent's speakingTimeout),
+// each transcribed and answered by the conversation engine on the agent's live configuration, the
+// reply spoken sentence by sentence as the model streams it. Barge-in stops what is playing and
+// keeps in the transcript only what the caller heard. docs/voice.md, "Voice sessions".
+import crypto from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import type { ConversationRow, Db, RoomRow } from '../../db/types.ts';
+import type { VoiceTransport } from '../../media/voice-transport.ts';
+import { resample } from '../../speech/resample.ts';
+import type { SpeechGrammar, SpeechToText, TextToSpeech } from '../../speech/types.ts';
+import { VoiceActivityDetector } from '../../speech/vad.ts';
+import type { AgentConfig } from '../agents/validation.ts';
+import { messageRepo } from './repository.ts';
+import type { ConversationService } from './service.ts';
+import type { TurnRunner } from './turn.ts';
+
+const RATE = 8000;
+/** How long one spoken word lasts, roughly: interruptionWordCount words of the caller make a barge-in. */
+const MS_PER_WORD = 300;
+
+export interface VoiceSessionDeps {
+  db: Db;
+  conversations: Pick<ConversationService, 'recordInbound' | 'end'>;
+  turns: Pick<TurnRunner, 'run'>;
+  stt: SpeechToText;
+  tts: TextToSpeech;
+  now: () => number;
+  log?: { warn(obj: object, msg: string): void };
+}
+
+export interface VoiceSessionInput {
+  transport: VoiceTransport;
+  conversation: ConversationRow;
+  room: RoomRow;
+  /** The agent's live configuration. */
+  config: AgentConfig;
+  /** Recognition restricted to these (menus, tests); free speech otherwise. */
+  grammar?: SpeechGrammar;
+}
+
+export interface VoiceSession {
+  /** Resolves when the call has ended and everything is recorded. */
+  readonly done: Promise<void>;
+}
+
+const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isFinite(v) ? v : d);
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/** Splits streamed text at sentence ends: returns the complete sentences and what is left. */
+export function splitSentences(buffer: string): { sentences: string[]; rest: string } {
+  const sentences: string[] = [];
+  let rest = buffer;
+  for (;;) {
+    const m = /^(.*?[.!?…])(\s+)/s.exec(rest);
+    if (!m) break;
+    if (m[1]!.trim()) sentences.push(m[1]!.trim());
+    rest = rest.slice(m[0].length);
+  }
+  return { sentences, rest };
+}
+
+export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {
+  const { transport, conversation, room, config } = input;
+  const language = str(config.agentLang) && config.agentLang !== 'multi' ? str(config.agentLang) : 'en-US';
+  const gender = /male$/i.test(str(config.agentVoice)) && !/female$/i.test(str(config.agentVoice)) ? 'male' : 'female';
+  transport.setMaxListeners(200);
+  const vad = new VoiceActivityDetector({ sampleRate: RATE, speakingTimeoutMs: num(config.speakingTimeout, 1200) });
+  const bargeInMs = num(config.interruptionWordCount, 3) * MS_PER_WORD;
+  const minSpeakingMs = num(config.interruptionMinimumSpeakingTime, 3) * 1000;
+  const silenceMs = num(config.callerResponseTimeout, 13) * 1000;
+  const maxPrompts = num(config.callerResponseTimeoutHangupCounter, 3);
+
+  let ended = false;
+  /** The outcome our own hang-up or transfer is ending the call with (the transport's `ended` follows it). */
+  let closing: 'no_response' | 'ended_by_agent' | 'transferred' | 'failed' | undefined;
+  let heardMs = 0; // caller audio pushed so far, ms
+  let callerSpeechStart: number | undefined;
+  let noResponse = 0;
+  let silenceTimer: NodeJS.Timeout | undefined;
+  let markSeq = 0;
+  /** The reply being spoken: its sentences, which were played, and how to stop it. */
+  let speaking: { sentences: Map<string, string>; played: string[]; startedAt: number; abort: AbortController; messageId?: string; cut: boolean } | undefined;
+  let chain: Promise<void> = Promise.resolve();
+  let resolveDone!: () => void;
+  const done = new Promise<void>((r) => { resolveDone = r; });
+
+  /** Resolves once the mark's audio has been played, or the call has ended. */
+  const waitPlayed = (mark: string, signal?: AbortSignal) => new Promise<boolean>((resolve) => {
+    const settle = (played: boolean) => {
+      transport.off('played', onPlayed);
+      transport.off('ended', onEnded);
+      signal?.removeEventListener('abort', onEnded);
+      resolve(played);
+    };
+    const onPlayed = (m: string) => { if (m === mark) settle(true); };
+    const onEnded = () => settle(false);
+    transport.on('played', onPlayed);
+    transport.on('ended', onEnded);
+    signal?.addEventListener('abort', onEnded);
+  });
+
+  /** Synthesizes one sentence and queues it; resolves with its mark. */
+  async function say(text: string, signal?: AbortSignal): Promise<string | undefined> {
+    if (ended || signal?.aborted) return undefined;
+    const speech = await deps.tts.synthesize(text, { language, gender, signal });
+    if (ended || signal?.aborted) return undefined;
+    const mark = `m${++markSeq}`;
+    transport.play(speech.sampleRate === RATE ? speech.pcm16 : resample(speech.pcm16, speech.sampleRate, RATE), mark);
+    return mark;
+  }
+
+  function armSilence(): void {
+    clearTimeout(silenceTimer);
+    if (ended) return;
+    silenceTimer = setTimeout(() => { chain = chain.then(onSilence); }, silenceMs);
+  }
+
+  async function onSilence(): Promise<void> {
+    if (ended || speaking) return;
+    if (noResponse >= maxPrompts) {
+      const mark = await say('I have not heard from you, so I will end the call now. Goodbye.');
+      if (mark) await waitPlayed(mark);
+      await finish('no_response');
+      return;
+    }
+    noResponse++;
+    const mark = await say('Are you still there?');
+    if (mark) await waitPlayed(mark);
+    armSilence();
+  }
+
+  async function finish(outcome: 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed', transferTo?: string): Promise<void> {
+    if (ended) return;
+    if (outcome !== 'hung_up') closing = outcome;
+    try {
+      if (transferTo) await transport.transfer(transferTo);
+      else if (outcome !== 'hung_up') await transport.hangup(outcome);
+    } catch (err) {
+      deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: ending the call failed');
+    }
+    await stop(outcome);
+  }
+
+  async function stop(outcome: 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed'): Promise<void> {
+    if (ended) return;
+    ended = true;
+    clearTimeout(silenceTimer);
+    speaking?.abort.abort();
+    await deps.conversations.end(conversation.id, outcome, null);
+    resolveDone();
+  }
+
+  /** The caller said something (an utterance's text, or keys pressed): the agent answers. */
+  async function answer(text: string): Promise<void> {
+    if (ended) return;
+    noResponse = 0;
+    clearTimeout(silenceTimer);
+    const at = deps.now();
+    const inbound = await deps.db.transaction().execute((tx) => deps.conversations.recordInbound(tx, { room, conversation, opened: false }, { text }, at));
+    const abort = new AbortController();
+    // One listener per sentence queued (their marks), which a long reply can exceed ten of.
+    setMaxListeners(200, abort.signal);
+    const current = { sentences: new Map<string, string>(), played: [] as string[], startedAt: performance.now(), abort, cut: false } as NonNullable<typeof speaking>;
+    speaking = current;
+    let buffer = '';
+    let queue: Promise<void> = Promise.resolve();
+    const speak = (sentence: string) => {
+      queue = queue.then(async () => {
+        const mark = await say(sentence, abort.signal).catch(() => undefined);
+        if (!mark) return;
+        current.sentences.set(mark, sentence);
+        void waitPlayed(mark, abort.signal).then((played) => { if (played && !current.cut) current.played.push(sentence); });
+      });
+    };
+    let effects: Array<{ kind: string; destination?: string }> = [];
+    try {
+      const result = await deps.turns.run({
+        conversation, room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: abort.signal,
+        onText: (delta) => {
+          const split = splitSentences(buffer + delta);
+          buffer = split.rest;
+          split.sentences.forEach(speak);
+        },
+      });
+      if (result.kind === 'reply') {
+        current.messageId = result.messageId;
+        effects = result.effects;
+      }
+      if (buffer.trim()) speak(buffer.trim());
+      buffer = '';
+    } catch (err) {
+      if (!abort.signal.aborted) {
+        deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: the turn failed');
+        speak('Sorry, I could not answer that. Could you say it again?');
+      }
+    }
+    await queue;
+    const marks = [...current.sentences.keys()];
+    // Until the reply has been heard to its end, or the caller cut it short (barge-in aborts).
+    if (marks.length > 0 && !current.cut) await waitPlayed(marks[marks.length - 1]!, abort.signal);
+    if (current.cut && current.messageId) {
+      // Only what the caller heard stays in the transcript (and in the model's history).
+      await messageRepo.interrupt(deps.db, current.messageId, current.played.join(' ') || '…');
+    }
+    if (speaking === current) speaking = undefined;
+    const end = effects.find((e) => e.kind === 'end');
+    const transfer = effects.find((e) => e.kind === 'transfer');
+    if (!current.cut && transfer?.destination) await finish('transferred', transfer.destination);
+    else if (!current.cut && end) await finish('ended_by_agent');
+    else armSilence();
+  }
+
+  function bargeIn(): void {
+    const current = speaking;
+    if (!current || current.cut) return;
+    current.cut = true;
+    transport.clear();
+    current.abort.abort();
+  }
+
+  transport.on('audio', (frame) => {
+    if (ended) return;
+    heardMs += (frame.length / RATE) * 1000;
+    for (const ev of vad.push(frame)) {
+      if (ev.type === 'speechStart') {
+        callerSpeechStart = ev.atMs;
+        clearTimeout(silenceTimer);
+      } else {
+        callerSpeechStart = undefined;
+        const pcm = ev.pcm16;
+        chain = chain.then(async () => {
+          if (ended) return;
+          const heard = await deps.stt.transcribe(pcm, RATE, { language, grammar: input.grammar }).catch((err: Error) => {
+            deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: recognition failed');
+            return { text: '' };
+          });
+          if (heard.text.trim()) await answer(heard.text.trim());
+          else armSilence();
+        });
+      }
+    }
+    // Barge-in: the caller has been talking long enough over an agent that has spoken long enough.
+    if (callerSpeechStart !== undefined && speaking && !speaking.cut
+      && heardMs - callerSpeechStart >= bargeInMs && performance.now() - speaking.startedAt >= minSpeakingMs) bargeIn();
+  });
+  transport.on('dtmf', (digit) => { chain = chain.then(() => answer(`[DTMF ${digit}]`)); });
+  transport.on('ended', () => { void stop(closing ?? 'hung_up'); });
+
+  // The start: a pause, digits, then the welcome message.
+  chain = chain.then(async () => {
+    const wait = num(config.waitOnAnswer, 0);
+    if (wait > 0) transport.play(new Int16Array(Math.round((wait / 1000) * RATE)));
+    const dtmf = str(config.postAnswerDtmf).replace(/[^0-9*#A-D]/g, '');
+    if (dtmf) await transport.sendDigits(dtmf).catch(() => {});
+    const welcome = str(config.welcomeMessage).trim();
+    if (welcome) {
+      await messageRepo.insert(deps.db, {
+        id: crypto.randomUUID(), conversation_id: conversation.id, room_id: room.id, org_id: conversation.org_id, direction: 'outbound',
+        text: welcome, source: conversation.channel, status: 'success', data: JSON.stringify({ kind: 'welcome' }), at: deps.now(),
+      });
+      const mark = await say(welcome);
+      if (mark) await waitPlayed(mark);
+    }
+    armSilence();
+  }).catch((err: Error) => deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: the start failed'));
+
+  return { done };
+}
