@@ -5,6 +5,11 @@
 // 0x7ffff000-ish placeholders in the RIFF and data sizes, so a data chunk that claims more than
 // the bytes present runs to the end of the buffer.
 
+import { pcm16FromBytes, pcm16ToBytes } from '../media/pcm.ts';
+
+// The byte conversions are call media's (src/media/pcm.ts), re-exported under the names speech uses.
+export { pcm16FromBytes as bytesToPcm16, pcm16ToBytes };
+
 export class WavError extends Error {}
 
 export interface Pcm16 {
@@ -12,27 +17,11 @@ export interface Pcm16 {
   sampleRate: number;
 }
 
-/** The samples of a little-endian byte buffer (copied, so the result is aligned and owned). */
-export function bytesToPcm16(bytes: Uint8Array): Int16Array {
-  const n = bytes.length >> 1;
-  const out = new Int16Array(n);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, n * 2);
-  for (let i = 0; i < n; i++) out[i] = view.getInt16(i * 2, true);
-  return out;
-}
-
-/** Little-endian bytes of the samples. */
-export function pcm16ToBytes(pcm: Int16Array): Buffer {
-  const out = Buffer.allocUnsafe(pcm.length * 2);
-  for (let i = 0; i < pcm.length; i++) out.writeInt16LE(pcm[i]!, i * 2);
-  return out;
-}
-
 /** Samples from either form the interfaces accept (a Buffer holds little-endian bytes). */
 export function asPcm16(audio: Int16Array | Buffer): Int16Array {
   if (Buffer.isBuffer(audio)) {
     if (audio.length % 2 !== 0) throw new WavError(`PCM16 audio has an odd number of bytes (${audio.length})`);
-    return bytesToPcm16(audio);
+    return pcm16FromBytes(audio);
   }
   return audio;
 }
@@ -96,7 +85,7 @@ export function parseWav(buf: Uint8Array): Pcm16 {
   // A size past the end is a streamed file's placeholder: the data runs to the end.
   const end = Math.min(buf.byteLength, h.dataOffset + h.dataBytes);
   const len = (end - h.dataOffset) & ~1;
-  return { pcm16: bytesToPcm16(buf.subarray(h.dataOffset, h.dataOffset + len)), sampleRate: h.sampleRate };
+  return { pcm16: pcm16FromBytes(buf.subarray(h.dataOffset, h.dataOffset + len)), sampleRate: h.sampleRate };
 }
 
 /** A canonical 44-byte-header WAV of PCM16 mono. */

@@ -145,39 +145,10 @@ describe('a voice session over RTP, offline speech', () => {
   });
 
   it('hears the caller, answers through the model, speaks the answer the caller recognises, and ends when the caller hangs up', async () => {
-    const r = await h.reseller();
-    const o = await h.organization(r.id);
-    const agentToken = await h.tokenFor(o.agentId);
-    assert.equal((await h.call('POST', '/api/v2/agent', { token: agentToken, body: {
-      welcomeMessage: 'Hello there.', agentInstructions: 'You are the front desk of Acme Dental.', speakingTimeout: 700, callerResponseTimeout: 60,
-    } })).status, 200);
-    assert.equal((await h.call('POST', '/api/v2/agent/publish', { token: agentToken })).status, 200);
-
-    const platform = createPlatform({ config: h.config, database: h.database, box: h.box });
-    const { services } = platform;
-    const db = h.database.db;
-    const agent = (await accountRepo.findById(db, o.agentId))!;
-    const opened = await db.transaction().execute((tx) => services.conversations.open(tx, {
-      agent, channel: 'sip', direction: 'inbound', counterpart: '+14155552671', counterpartKind: 'phone', fresh: true,
-    }, Date.now()));
-    const http = guardedDispatcher(policyFromConfig(h.config));
-    const turns = turnRunner({
-      db, models: services.models, knowledge: services.knowledge, context: services.context, tasks: services.tasks,
-      http, messageSecret: (orgId) => messageSecret(db, h.box, orgId), now: Date.now,
-    });
-
-    const agentSide = await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 });
-    const caller = await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 });
-    agentSide.setRemote({ address: HOST, port: caller.port });
-    caller.setRemote({ address: HOST, port: agentSide.port });
-    const heard: Int16Array[] = [];
-    caller.on('audio', (f) => heard.push(f));
-    const transport = new RtpTransport(agentSide, { transfer: () => Promise.resolve(), hangup: () => Promise.resolve() });
+    const c = await call({ welcomeMessage: 'Hello there.', agentInstructions: 'You are the front desk of Acme Dental.', speakingTimeout: 700, callerResponseTimeout: 60 },
+      ['what are your opening hours', 'goodbye', 'hello there']);
+    const { caller, heard, transport, session, db, opened } = c;
     llm.script.push({ text: 'We open at nine.' });
-    const session = startVoiceSession({ db, conversations: services.conversations, turns, stt, tts, now: Date.now }, {
-      transport, conversation: opened.conversation, room: opened.room, config: await services.agents.liveConfig(agent),
-      grammar: { kind: 'phrases', phrases: ['what are your opening hours', 'goodbye', 'hello there'] },
-    });
     try {
       // The welcome plays first.
       const loud = (f: Int16Array) => Math.sqrt(f.reduce((s, x) => s + x * x, 0) / f.length) > 300;
@@ -218,10 +189,7 @@ describe('a voice session over RTP, offline speech', () => {
       const ended = await conversationRepo.find(db, opened.conversation.id);
       assert.equal(ended?.outcome, 'hung_up');
     } finally {
-      transport.end('test over');
-      await caller.close();
-      await http.close();
-      await platform.close();
+      await c.close();
     }
   });
 });
