@@ -16,6 +16,9 @@ import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
+import { voiceCalls } from './modules/conversations/voice-calls.ts';
+import type { VoiceCalls } from './media/voice-transport.ts';
+import { speechEngines } from './speech/registry.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
@@ -77,6 +80,8 @@ export interface Services {
   webChat: WebChatService;
   sms: SmsService;
   twilioVoice: TwilioVoice;
+  /** The agent on calls whose audio we carry (SIP). */
+  voiceCalls: VoiceCalls;
   history: HistoryService;
 }
 
@@ -100,8 +105,13 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const { db } = database;
   const wakeups = new Wakeups();
   const child = (component: string) => log?.child({ component });
+  // Who talks on SIP calls: the agent runtime built below (the SIP worker only starts after createPlatform returns).
+  const voice: VoiceCalls = {
+    inbound: (call) => services.voiceCalls.inbound(call),
+    outbound: (call) => services.voiceCalls.outbound(call),
+  };
   const sip = deps.sip === false || deps.sip === undefined ? undefined
-    : new SipWorker({ database, config, box, wakeups, log: child('sip'), ...deps.sip });
+    : new SipWorker({ database, config, box, wakeups, log: child('sip'), voice, ...deps.sip });
   const tasks = new TaskQueue({
     database, config, box, wakeups, log: child('tasks'), ...deps.tasks,
     ...(sip ? { carrierOptions: { ...deps.tasks?.carrierOptions, sip } } : {}),
@@ -144,16 +154,19 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, models: base.models, knowledge: base.knowledge, context: base.context, tasks: base.tasks,
     http: actionHttp, messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
   });
-  const voice = twilioVoice({
+  const gather = twilioVoice({
     db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now,
   });
+  // The process's speech engines (offline by default: pocketsphinx and espeak-ng), for every call whose audio we carry.
+  const speech = speechEngines(config.speech);
   const services: Services = {
     ...base,
     conversations,
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('web-chat') }),
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
-    twilioVoice: voice,
-    twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks, calls: voice }),
+    twilioVoice: gather,
+    twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks, calls: gather }),
+    voiceCalls: voiceCalls({ db, conversations, turns: runner, ...speech, now: Date.now, log: child('voice') }),
     history: historyService({ db, agents: base.agents }),
   };
   const turns = new TurnQueue({

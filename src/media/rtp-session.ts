@@ -116,7 +116,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
 
   private readonly socket: dgram.Socket;
   private readonly bound: BoundPort;
-  private readonly o: RtpSessionOptions;
+  private o: RtpSessionOptions;
   private sendCodec: G711Codec;
   private sendPt: number;
   private readonly receive = new Map<number, G711Codec>();
@@ -177,6 +177,25 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.socket.on('message', (buf, rinfo) => this.onPacket(buf, rinfo));
     this.socket.on('error', (err) => this.report(err));
     this.schedule();
+  }
+
+  /**
+   * The outcome of offer/answer when it came after the port was bound (we offered; the answer
+   * chose): the codec we send, what we accept, telephone-event's payload type, and where to send.
+   */
+  negotiated(n: { codec: PayloadFormat; receiveCodecs?: readonly PayloadFormat[]; telephoneEvent?: number | null; remote: RtpRemote }): void {
+    const codec = g711Codec(n.codec.name);
+    if (!codec) throw new RangeError(`codec ${n.codec.name} is not PCMU or PCMA`);
+    this.o = { ...this.o, codec: n.codec, receiveCodecs: n.receiveCodecs, telephoneEvent: n.telephoneEvent };
+    this.sendCodec = codec;
+    this.sendPt = n.codec.pt;
+    this.receive.clear();
+    for (const c of n.receiveCodecs ?? [n.codec]) {
+      const g = g711Codec(c.name);
+      if (g && c.pt !== n.telephoneEvent) this.receive.set(c.pt, g);
+    }
+    this.receive.set(n.codec.pt, codec);
+    this.setRemote(n.remote);
   }
 
   /** The peer's address (the answer arrived, or a re-INVITE moved the media): forgets the latched source. */

@@ -32,3 +32,30 @@ export interface VoiceTransport extends EventEmitter<VoiceTransportEvents> {
   /** Ends the call from our side. */
   hangup(reason?: string): Promise<void>;
 }
+
+/** A call about to be answered (or placed) by an agent, its first words ready. */
+export interface PreparedVoiceCall {
+  /** The call is up: the agent's session runs over `transport` until the call ends. */
+  start(transport: VoiceTransport, call: { callId: string }): { readonly done: Promise<void> };
+}
+
+/** An inbound call admitted for an organization: who it is for and who is calling. */
+export interface InboundVoiceCall {
+  orgId: number;
+  /** The called user part or number (Request-URI, else To). */
+  callee: string;
+  /** The caller (From's user part or number, else its URI) and display name. */
+  caller: string;
+  callerName?: string;
+}
+
+/**
+ * Who talks on calls whose audio we carry ourselves (SIP): the agent runtime
+ * (src/modules/conversations/voice-calls.ts), handed to the SIP side by the composition root.
+ */
+export interface VoiceCalls {
+  /** The agent an inbound call is addressed to, ready to talk; null when the organization has none. */
+  inbound(call: InboundVoiceCall): Promise<PreparedVoiceCall | null>;
+  /** A call task's agent, ready to talk on the call about to be placed; null when it is gone. */
+  outbound(call: { taskId: string; orgId: number; agentId: number; to: string; greeting?: string; waitToGreet?: boolean }): Promise<PreparedVoiceCall | null>;
+}

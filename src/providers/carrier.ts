@@ -23,6 +23,9 @@ export type TextOutcome = 'delivered' | 'sent' | 'read' | 'undelivered' | 'faile
 export interface PlaceCallRequest {
   /** Our task id: the idempotency key we hand to the carrier where its API takes one. */
   taskId: string;
+  /** The agent that talks on the call (carriers that carry its audio themselves: SIP). */
+  agentId?: number;
+  orgId?: number;
   /** E.164; defaults to the carrier's configured phone number. */
   from?: string;
   to: string;

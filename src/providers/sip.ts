@@ -1,7 +1,9 @@
 // The SIP carrier: a `call` task of an organization with outbound routes is placed over SIP from
 // this worker's SIP endpoint (src/sip/call.ts), route by route, and its outcome mapped to the
-// task's final state. No media is played: an answered call is held until the far end hangs up
-// or callMaxSeconds pass, then we send BYE. Texts cannot go over SIP.
+// task's final state. The task's agent talks on the answered call: our offer names an RTP port
+// of the process's pool, the answer picks the codec, and the agent's voice session runs over it
+// until either side hangs up (or callMaxSeconds pass); the agent's transfers are REFERs. Without
+// a voice runtime (tests of the carrier alone) the call is held silent. Texts cannot go over SIP.
 //
 //   200, held, BYE                  → finished, outcome completed
 //   486 / 600 Busy                  → finished, outcome busy
@@ -10,8 +12,14 @@
 //   503, or no SIP answer at all    → the next route; after the last one a transient error (retried)
 //   other 3xx–6xx                   → failed (result.sipStatus, error names the status)
 //   canceled through the API        → canceled (CANCEL before the answer, BYE after it)
-import { placeSipCall, type CallResult, type SipRoute } from '../sip/call.ts';
+import type { PortPool } from '../media/port-pool.ts';
+import { RtpSession } from '../media/rtp-session.ts';
+import { RtpTransport } from '../media/rtp-transport.ts';
+import type { PreparedVoiceCall, VoiceCalls } from '../media/voice-transport.ts';
+import { placeSipCall, type AnsweredCall, type CallResult, type SipRoute } from '../sip/call.ts';
+import { referTarget } from '../sip/dialog.ts';
 import { newCallId, type SipEndpoint } from '../sip/endpoint.ts';
+import { buildOffer, negotiateAudio, OFFER_CODECS, rtpParams } from '../sip/sdp.ts';
 import {
   PermanentCarrierError, TransientCarrierError, callOutcome,
   type CallStart, type Carrier, type PlaceCallRequest, type ResultBase, type SendTextRequest, type TextResult,
@@ -26,6 +34,10 @@ export interface SipCallDeps {
   /** Captures of this Call-ID belong to the organization. */
   track(callId: string, orgId: number): void;
   untrack(callId: string): void;
+  /** The RTP ports of this process (CALLPLANE_RTP_PORT_MIN–_MAX). */
+  readonly ports: PortPool;
+  /** Who talks on the calls (the agent runtime); absent: answered calls are held silent. */
+  readonly voice?: VoiceCalls;
 }
 
 /** An organization's way out: its routes in order, and who it calls as. */
@@ -62,15 +74,20 @@ export class SipCarrier implements Carrier {
     let result: CallResult | undefined;
     let route = this.plan.routes[0];
     const tried: string[] = [];
+    // The agent's first words are synthesized before dialing, so they start when the callee answers.
+    const agent = await this.#prepare(req);
     for (route of this.plan.routes) {
       const callId = newCallId(endpoint.advertised.host);
       this.deps!.track(callId, this.plan.orgId);
+      const media = agent ? await this.#media(endpoint, agent, callId, route) : undefined;
       try {
         result = await placeSipCall(endpoint, {
           target: req.to, from: this.plan.from, route, credentials: this.plan.credentials,
           ringTimeoutMs: this.options.ringTimeoutMs, maxDurationMs: this.options.maxDurationMs, signal, callId,
+          ...(media ? { sdp: media.offer, onAnswered: media.answered } : {}),
         });
       } finally {
+        await media?.close(result?.outcome === 'completed' ? 'hung up' : 'not answered');
         this.deps!.untrack(callId);
       }
       tried.push(`${route.text}: ${result.status ? `${result.status} ${result.reason ?? ''}`.trim() : result.reason ?? 'no answer'}`);
@@ -82,6 +99,7 @@ export class SipCarrier implements Carrier {
       ...(r.status !== undefined ? { sipStatus: r.status } : {}), ...(r.reason ? { sipReason: r.reason } : {}),
       durationSeconds: Math.round(r.durationMs / 1000),
       ...(r.endedBy ? { endedBy: r.endedBy } : {}),
+      ...(r.transferred ? { transferred: true } : {}),
       ...(r.status !== undefined && r.status >= 300 ? { errorCode: String(r.status) } : {}),
     };
     if (signal.aborted) {
@@ -103,6 +121,50 @@ export class SipCarrier implements Carrier {
       outcome.error = `sip: call failed${r.status ? ` with ${r.status} ${r.reason ?? ''}`.trimEnd() : r.reason ? `: ${r.reason}` : ''}`;
     }
     return this.#start(r, outcome);
+  }
+
+  async #prepare(req: PlaceCallRequest): Promise<PreparedVoiceCall | null> {
+    const voice = this.deps?.voice;
+    if (!voice || req.agentId === undefined) return null;
+    return voice.outbound({
+      taskId: req.taskId, orgId: this.plan.orgId, agentId: req.agentId, to: req.to, greeting: req.greeting, waitToGreet: req.waitToGreet,
+    });
+  }
+
+  /**
+   * One attempt's media: an RTP port offered in our SDP; once answered, the session set to the
+   * codec the answer chose and the agent's voice session started over it. close() ends both.
+   */
+  async #media(endpoint: SipEndpoint, agent: PreparedVoiceCall, callId: string, route: SipRoute) {
+    const rtp = await RtpSession.open({ host: endpoint.host, pool: this.deps!.ports, codec: OFFER_CODECS[0]!, telephoneEvent: OFFER_CODECS[2]!.pt });
+    let transport: RtpTransport | undefined;
+    let session: { done: Promise<void> } | undefined;
+    const pbx = `${route.host}${route.port ? `:${route.port}` : ''}`;
+    return {
+      offer: buildOffer({ address: endpoint.advertised.host, port: rtp.port }),
+      answered: (call: AnsweredCall) => {
+        const n = call.remote ? negotiateAudio(call.remote) : null;
+        if (!n) {
+          // An answer that shares no codec with our offer (or has no audio): no one to talk to.
+          call.hangup();
+          return;
+        }
+        rtp.negotiated(rtpParams(n));
+        transport = new RtpTransport(rtp, {
+          transfer: async (destination) => {
+            const r = await call.refer(referTarget(destination, pbx));
+            if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason || r.status}`);
+          },
+          hangup: () => Promise.resolve(call.hangup()),
+        });
+        session = agent.start(transport, { callId });
+      },
+      close: async (reason: string) => {
+        if (transport) transport.end(reason);
+        else await rtp.close();
+        await session?.done;
+      },
+    };
   }
 
   #start(r: CallResult, final: NonNullable<ReturnType<typeof callOutcome>>): CallStart {

@@ -1,6 +1,8 @@
 // Outbound calls over SIP (RFC 3261 §13–15): INVITE with an SDP offer, provisional and final
 // responses, ACK, holding the answered call, and BYE; CANCEL when the ring timeout passes or the
-// caller aborts; digest answers to 401/407. Media is not processed (see sdp.ts).
+// caller aborts; digest answers to 401/407. Media belongs to the caller: with `sdp` and
+// `onAnswered` it runs the call's RTP (src/media/) and can hang up or transfer (REFER) the call;
+// without them a port is bound and only the packets reaching it are counted.
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { authorize, challengesOf, type Challenge } from './digest.ts';
@@ -8,6 +10,7 @@ import {
   failureText, newBranch, newCallId, newTag, SipAbortError, type Destination, type RequestContext, type SipEndpoint, type Transport,
 } from './endpoint.ts';
 import { parseCSeq, parseNameAddr, parseUri, SipHeaders, type SipRequest, type SipResponse } from './message.ts';
+import { SipDialog, type TransferOutcome } from './dialog.ts';
 import { buildOffer, parseSdp, type SdpAudio } from './sdp.ts';
 
 export type CallOutcome = 'completed' | 'busy' | 'declined' | 'no-answer' | 'failed' | 'canceled';
@@ -44,6 +47,18 @@ export interface PlaceCallOptions {
   /** Extra headers for the INVITE (e.g. X- headers, P-Asserted-Identity). */
   headers?: Record<string, string>;
   onProgress?: (event: { phase: 'trying' | 'ringing' | 'answered' | 'ended'; status?: number; at: Date }) => void;
+  /** The call was answered (and ACKed): what the answer's SDP said, and the call's controls. */
+  onAnswered?: (call: AnsweredCall) => void;
+}
+
+/** What the caller of placeSipCall may do with an answered call. */
+export interface AnsweredCall {
+  /** The answer's audio stream (null: no SDP, or no audio in it). */
+  remote: SdpAudio | null;
+  /** Ends the call from our side (BYE); placeSipCall resolves `completed`, ended by us. */
+  hangup(): void;
+  /** A blind transfer: REFER the far end to `referTo` (a SIP URI); on success the call is ended (BYE). */
+  refer(referTo: string): Promise<TransferOutcome>;
 }
 
 export interface CallResult {
@@ -57,6 +72,8 @@ export interface CallResult {
   answeredAt?: Date;
   /** Who ended an answered call. */
   endedBy?: 'local' | 'remote';
+  /** The call was handed on by a REFER the far end carried out. */
+  transferred?: boolean;
   /** What the answer's SDP said and how many RTP packets reached our port. */
   media?: { localPort?: number; remote?: SdpAudio | null; packetsReceived: number };
 }
@@ -107,10 +124,11 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
   // In-dialog requests from the far end (BYE, re-INVITE…) come here.
   let remoteBye: (() => void) | undefined;
   let remoteByeSeen = false;
+  let dialog: SipDialog | undefined;
   const releaseDialog = endpoint.onDialog(callId, (req, ctx) => onInDialog(endpoint, req, ctx, offer!, () => {
     remoteByeSeen = true;
     remoteBye?.();
-  }));
+  }, (notify) => dialog?.onNotify(notify)));
 
   let cseq = 0;
   const auth = new Map<Challenge['kind'], { challenge: Challenge; nc: number }>();
@@ -246,25 +264,31 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
     // Answered: build the dialog from the 2xx and ACK it.
     const answeredAt = new Date();
     const inviteCSeq = parseCSeq(invite.headers.get('cseq')!).seq;
-    const dialog = dialogFrom(final, transport, preloaded, next);
+    const route = dialogFrom(final, transport, preloaded, next);
     remoteSdp = final.body.length ? parseSdp(final.body.toString('utf8')) : null;
-    const ackHeaders = dialogHeaders(dialog, fromValue, final, callId, `${inviteCSeq} ACK`);
+    const ackHeaders = dialogHeaders(route, fromValue, final, callId, `${inviteCSeq} ACK`);
     for (const [n, v] of invite.headers.entries()) if (/^(proxy-)?authorization$/i.test(n)) ackHeaders.append(n, v);
-    ackHeaders.prepend('Via', endpoint.viaFor(dialog.dest.transport, newBranch()));
-    const ack: SipRequest = { kind: 'request', method: 'ACK', uri: dialog.target, headers: ackHeaders, body: Buffer.alloc(0) };
-    const sendAck = () => endpoint.send(ack, dialog.dest).catch(() => undefined);
+    ackHeaders.prepend('Via', endpoint.viaFor(route.dest.transport, newBranch()));
+    const ack: SipRequest = { kind: 'request', method: 'ACK', uri: route.target, headers: ackHeaders, body: Buffer.alloc(0) };
+    const sendAck = () => endpoint.send(ack, route.dest).catch(() => undefined);
     await sendAck();
     resendAck = () => void sendAck();
+    dialog = new SipDialog(endpoint, {
+      callId, local: fromValue, remote: final.headers.get('to')!, target: route.target, routes: route.routes, dest: route.dest, cseq: inviteCSeq,
+    }, authHeaders);
     progress('answered', final.status);
 
     if (cancelledFor) {
       // The answer crossed our CANCEL: the call is up, so end it at once.
-      await bye(endpoint, dialog, fromValue, final, callId, inviteCSeq + 1, authHeaders);
+      await dialog.bye();
       progress('ended');
       return result({ outcome: cancelledFor === 'abort' ? 'canceled' : 'no-answer', status: final.status, reason: final.reason, answeredAt, media: media() });
     }
 
-    // Hold until the far end hangs up, the maximum duration passes, or the caller aborts.
+    // Hold until the far end hangs up, the maximum duration passes, the caller aborts, or the
+    // media's owner hangs up or transfers the call.
+    const held = dialog;
+    let transferred = false;
     const endedBy = await new Promise<'local' | 'remote'>((resolve) => {
       if (remoteByeSeen) return resolve('remote');
       const timer = setTimeout(() => finish('local'), o.maxDurationMs);
@@ -276,10 +300,27 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
         o.signal?.removeEventListener('abort', onAbort);
         resolve(by);
       }
+      try {
+        o.onAnswered?.({
+          remote: remoteSdp ?? null,
+          hangup: () => finish('local'),
+          refer: async (referTo) => {
+            const r = await held.refer(referTo, fromUri);
+            if (r.ok) {
+              transferred = true;
+              finish('local');
+            }
+            return r;
+          },
+        });
+      } catch { /* the media owner's failure is not the call's */ }
     });
-    if (endedBy === 'local') await bye(endpoint, dialog, fromValue, final, callId, inviteCSeq + 1, authHeaders);
+    if (endedBy === 'local' && !remoteByeSeen) await held.bye();
     progress('ended');
-    return result({ outcome: 'completed', status: final.status, reason: final.reason, answeredAt, durationMs: Date.now() - answeredAt.getTime(), endedBy, media: media() });
+    return result({
+      outcome: 'completed', status: final.status, reason: final.reason, answeredAt, durationMs: Date.now() - answeredAt.getTime(), endedBy,
+      ...(transferred ? { transferred: true } : {}), media: media(),
+    });
   } finally {
     releaseDialog();
     if (rtp) await new Promise<void>((r) => rtp!.close(() => r()));
@@ -322,35 +363,19 @@ function dialogFrom(res: SipResponse, transport: Transport, preloaded: string[],
   return { target, routes: routes.length ? routes : preloaded, dest };
 }
 
-async function bye(
-  endpoint: SipEndpoint, dialog: Dialog, fromValue: string, final: SipResponse, callId: string, seq: number,
-  authHeaders: (method: string, uri: string) => Array<[string, string]>,
-): Promise<SipResponse | undefined> {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    const h = dialogHeaders(dialog, fromValue, final, callId, `${seq + attempt} BYE`);
-    for (const [n, v] of authHeaders('BYE', dialog.target)) h.append(n, v);
-    try {
-      const res = await endpoint.request({ kind: 'request', method: 'BYE', uri: dialog.target, headers: h, body: Buffer.alloc(0) }, dialog.dest, { timeoutMs: 32_000 });
-      if (res.status !== 401 && res.status !== 407) return res;
-    } catch {
-      return undefined; // nothing more we can do: the dialog is over for us
-    }
-  }
-  return undefined;
-}
-
 /** A 2xx to an INVITE we had abandoned: ACK it and hang up. */
 async function endLate(endpoint: SipEndpoint, res: SipResponse, invite: SipRequest, fromValue: string, transport: Transport, preloaded: string[], next: Destination): Promise<void> {
   try {
     const dialog = dialogFrom(res, transport, preloaded, next);
     const seq = parseCSeq(invite.headers.get('cseq')!).seq;
-    const h = dialogHeaders(dialog, fromValue, res, invite.headers.get('call-id')!, `${seq} ACK`);
+    const callId = invite.headers.get('call-id')!;
+    const h = dialogHeaders(dialog, fromValue, res, callId, `${seq} ACK`);
     await endpoint.send({ kind: 'request', method: 'ACK', uri: dialog.target, headers: h, body: Buffer.alloc(0) }, dialog.dest);
-    await bye(endpoint, dialog, fromValue, res, invite.headers.get('call-id')!, seq + 1, () => []);
+    await new SipDialog(endpoint, { callId, local: fromValue, remote: res.headers.get('to')!, target: dialog.target, routes: dialog.routes, dest: dialog.dest, cseq: seq }).bye();
   } catch { /* best effort */ }
 }
 
-function onInDialog(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, sdp: string, onBye: () => void): void {
+function onInDialog(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, sdp: string, onBye: () => void, onNotify: (req: SipRequest) => void): void {
   switch (req.method) {
     case 'ACK':
       return;
@@ -364,6 +389,10 @@ function onInDialog(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext,
       return;
     case 'CANCEL':
       return; // answered by the endpoint
+    case 'NOTIFY':
+      endpoint.respond(req, ctx, 200, 'OK');
+      onNotify(req);
+      return;
     default:
       endpoint.respond(req, ctx, 200, 'OK');
   }

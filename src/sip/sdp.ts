@@ -154,3 +154,11 @@ const ANSWER_DIRECTION: Record<SdpAudio['direction'], SdpAudio['direction']> = {
 export function buildAnswer(n: AudioNegotiation, o: Omit<OfferOptions, 'codecs'>): string {
   return buildOffer({ ...o, direction: o.direction ?? ANSWER_DIRECTION[n.direction], codecs: n.answerCodecs });
 }
+
+/** What an RTP session is opened (or updated) with after a negotiation (src/media/rtp-session.ts). */
+export function rtpParams(n: AudioNegotiation): {
+  codec: Codec; receiveCodecs: Codec[]; telephoneEvent: number | null;
+  remote: { address: string; port: number; direction: SdpAudio['direction'] };
+} {
+  return { codec: n.codec, receiveCodecs: n.common, telephoneEvent: n.telephoneEvent?.pt ?? null, remote: { address: n.address, port: n.port, direction: n.direction } };
+}

@@ -10,12 +10,16 @@ import type { VoiceTransport } from '../../media/voice-transport.ts';
 import { resample } from '../../speech/resample.ts';
 import type { SpeechGrammar, SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { VoiceActivityDetector } from '../../speech/vad.ts';
+import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { messageRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
 
 const RATE = 8000;
+/** Longest pause waitOnAnswer may put before the greeting. */
+const MAX_PAUSE_MS = 10_000;
+const TRANSFER_FAILED = 'Sorry, I could not transfer your call. How else can I help?';
 /** How long one spoken word lasts, roughly: interruptionWordCount words of the caller make a barge-in. */
 const MS_PER_WORD = 300;
 
@@ -37,6 +41,12 @@ export interface VoiceSessionInput {
   config: AgentConfig;
   /** Recognition restricted to these (menus, tests); free speech otherwise. */
   grammar?: SpeechGrammar;
+  /** What the agent says first (a task's greeting); default the live welcomeMessage, '' for nothing. */
+  greeting?: string;
+  /** The greeting already synthesized (8 kHz PCM16), so it starts the moment the call is up. */
+  greetingAudio?: Int16Array;
+  /** Let the callee speak first (a task's waitToGreet): a pause before the greeting when waitOnAnswer sets none. */
+  waitToGreet?: boolean;
 }
 
 export interface VoiceSession {
@@ -60,10 +70,16 @@ export function splitSentences(buffer: string): { sentences: string[]; rest: str
   return { sentences, rest };
 }
 
-export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {
-  const { transport, conversation, room, config } = input;
+/** The language and voice gender the agent speaks and listens in (agentLang, agentVoice). */
+export function voiceLanguage(config: AgentConfig): { language: string; gender: 'male' | 'female' } {
   const language = str(config.agentLang) && config.agentLang !== 'multi' ? str(config.agentLang) : 'en-US';
   const gender = /male$/i.test(str(config.agentVoice)) && !/female$/i.test(str(config.agentVoice)) ? 'male' : 'female';
+  return { language, gender };
+}
+
+export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {
+  const { transport, conversation, room, config } = input;
+  const { language, gender } = voiceLanguage(config);
   transport.setMaxListeners(200);
   const vad = new VoiceActivityDetector({ sampleRate: RATE, speakingTimeoutMs: num(config.speakingTimeout, 1200) });
   const bargeInMs = num(config.interruptionWordCount, 3) * MS_PER_WORD;
@@ -133,13 +149,34 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   async function finish(outcome: 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed', transferTo?: string): Promise<void> {
     if (ended) return;
     if (outcome !== 'hung_up') closing = outcome;
-    try {
-      if (transferTo) await transport.transfer(transferTo);
-      else if (outcome !== 'hung_up') await transport.hangup(outcome);
-    } catch (err) {
-      deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: ending the call failed');
+    if (transferTo) {
+      try {
+        await transport.transfer(transferTo);
+      } catch (err) {
+        // The destination did not take the call: the caller is still with the agent.
+        closing = undefined;
+        deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: the transfer failed');
+        if (ended) return;
+        await recordSaid(TRANSFER_FAILED, 'transfer_failed');
+        const mark = await say(TRANSFER_FAILED);
+        if (mark) await waitPlayed(mark);
+        armSilence();
+        return;
+      }
+    } else if (outcome !== 'hung_up') {
+      await transport.hangup(outcome).catch((err: Error) => {
+        deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: ending the call failed');
+      });
     }
     await stop(outcome);
+  }
+
+  /** Something the call says that the turn runner does not record (the greeting, apologies). */
+  async function recordSaid(text: string, kind: string): Promise<void> {
+    await messageRepo.insert(deps.db, {
+      id: crypto.randomUUID(), conversation_id: conversation.id, room_id: room.id, org_id: conversation.org_id, direction: 'outbound',
+      text, source: conversation.channel, status: 'success', data: JSON.stringify({ kind }), at: deps.now(),
+    });
   }
 
   async function stop(outcome: 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed'): Promise<void> {
@@ -247,19 +284,18 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   transport.on('dtmf', (digit) => { chain = chain.then(() => answer(`[DTMF ${digit}]`)); });
   transport.on('ended', () => { void stop(closing ?? 'hung_up'); });
 
-  // The start: a pause, digits, then the welcome message.
+  // The start: a pause, digits, then the greeting (synthesized before the call was up when it could be).
   chain = chain.then(async () => {
-    const wait = num(config.waitOnAnswer, 0);
+    const wait = Math.min(num(config.waitOnAnswer, 0), MAX_PAUSE_MS) || (input.waitToGreet ? DEFAULT_WAIT_TO_GREET_SECONDS * 1000 : 0);
     if (wait > 0) transport.play(new Int16Array(Math.round((wait / 1000) * RATE)));
     const dtmf = str(config.postAnswerDtmf).replace(/[^0-9*#A-D]/g, '');
     if (dtmf) await transport.sendDigits(dtmf).catch(() => {});
-    const welcome = str(config.welcomeMessage).trim();
+    const welcome = (input.greeting ?? str(config.welcomeMessage)).trim();
     if (welcome) {
-      await messageRepo.insert(deps.db, {
-        id: crypto.randomUUID(), conversation_id: conversation.id, room_id: room.id, org_id: conversation.org_id, direction: 'outbound',
-        text: welcome, source: conversation.channel, status: 'success', data: JSON.stringify({ kind: 'welcome' }), at: deps.now(),
-      });
-      const mark = await say(welcome);
+      await recordSaid(welcome, 'welcome');
+      let mark: string | undefined;
+      if (input.greetingAudio && input.greetingAudio.length > 0) transport.play(input.greetingAudio, mark = `m${++markSeq}`);
+      else mark = await say(welcome);
       if (mark) await waitPlayed(mark);
     }
     armSilence();

@@ -1,12 +1,15 @@
 // Inbound requests outside our dialogs: OPTIONS answered (PBX keep-alives), INVITEs attributed to
 // an organization by the callee they name and admitted only from addresses on its whitelist
-// (refusals captured at a bounded rate), an admitted INVITE answered and held without media until the caller's BYE or
-// callMaxSeconds; BYE and NOTIFY for nothing of ours 481, anything else 405.
-import dgram from 'node:dgram';
-import net from 'node:net';
+// (refusals captured at a bounded rate), an admitted INVITE answered by the agent it is addressed
+// to, which talks over RTP until either side hangs up or callMaxSeconds pass; BYE and NOTIFY for
+// nothing of ours 481, anything else 405.
+import { RtpSession } from '../../media/rtp-session.ts';
+import { RtpTransport } from '../../media/rtp-transport.ts';
+import type { PreparedVoiceCall } from '../../media/voice-transport.ts';
+import { referTarget, SipDialog } from '../../sip/dialog.ts';
 import { newTag, type RequestContext, type SipEndpoint, type SipRequest } from '../../sip/endpoint.ts';
-import { SipHeaders, parseNameAddr, parseUri } from '../../sip/message.ts';
-import { buildOffer } from '../../sip/sdp.ts';
+import { parseNameAddr, parseUri } from '../../sip/message.ts';
+import { buildAnswer, buildOffer, negotiateAudio, OFFER_CODECS, parseSdp, rtpParams } from '../../sip/sdp.ts';
 import { orgsOwningNumber } from '../numbering/carriers.ts';
 import type { SipCaptures } from './captures.ts';
 import { formatHost, whitelisted, whitelistMatcher } from './parse.ts';
@@ -14,8 +17,12 @@ import { accountRepo } from '../accounts/repository.ts';
 import { sipRepo } from './repository.ts';
 import type { SipWorkerDeps, WorkerState } from './worker-deps.ts';
 
-/** An inbound call we answered (whitelisted source), held until a BYE or callMaxSeconds. */
-interface InboundCall { end(by: 'local' | 'remote'): Promise<void> }
+/** An inbound call we answered (whitelisted source), until a BYE, the agent's hang-up or callMaxSeconds. */
+interface InboundCall {
+  end(by: 'local' | 'remote'): Promise<void>;
+  /** Settles when the agent's session has recorded the end (not awaited by end(): the session's own hang-up calls it). */
+  session?: Promise<void>;
+}
 
 const toTag = (req: SipRequest): string | undefined => {
   try { return parseNameAddr(req.headers.get('to') ?? '').params.tag ?? undefined; } catch { return undefined; }
@@ -25,7 +32,7 @@ export class InboundCalls {
   readonly #calls = new Set<InboundCall>();
 
   constructor(
-    readonly deps: Pick<SipWorkerDeps, 'database' | 'config' | 'log'>,
+    readonly deps: Pick<SipWorkerDeps, 'database' | 'config' | 'log' | 'voice' | 'mediaTimeoutMs'>,
     readonly worker: WorkerState,
     readonly captures: Pick<SipCaptures, 'track' | 'untrack' | 'mayCaptureRefusal'>,
   ) {}
@@ -56,14 +63,16 @@ export class InboundCalls {
 
   /** Ends every answered call (BYE from us): the worker stops. */
   async endAll(): Promise<void> {
-    await Promise.allSettled([...this.#calls].map((c) => c.end('local')));
+    const calls = [...this.#calls];
+    await Promise.allSettled(calls.map((c) => c.end('local')));
+    await Promise.allSettled(calls.map((c) => c.session ?? Promise.resolve()));
   }
 
   /**
    * The organization an INVITE is for, by what names the callee: the registration whose AOR is its
    * To (or Request-URI); else the organizations whose registration user is the Request-URI's user
-   * (calls to our Contact) or whose numbering provider owns the number called (Request-URI or To
-   * user, or a tel: URI). Several of those are told apart by their own whitelists: the one whose
+   * (calls to our Contact), whose agent the Request-URI's user names (`camp<id>`), or whose
+   * numbering provider owns the number called (Request-URI or To user, or a tel: URI). Several of those are told apart by their own whitelists: the one whose
    * whitelist holds the source. Which whitelist holds the source never makes an INVITE anyone's
    * by itself. `identified` is false when nothing in the INVITE names any organization.
    */
@@ -94,6 +103,12 @@ export class InboundCalls {
     }
     const candidates = new Set<number>();
     if (ruriUser) for (const r of await sipRepo.orgsOfUser(db, ruriUser)) candidates.add(r.org_id);
+    // An agent called by its id (camp<id>, as the API names agents): its organization.
+    const agentId = ruriUser ? /^camp(\d{1,10})$/i.exec(ruriUser)?.[1] : undefined;
+    if (agentId) {
+      const agent = await accountRepo.findById(db, Number(agentId));
+      if (agent?.kind === 'agent' && agent.org_id !== null) candidates.add(agent.org_id);
+    }
     for (const n of new Set(numbers)) for (const org of await orgsOwningNumber(db, n)) candidates.add(org);
     if (candidates.size === 0) return { identified: false };
     if (candidates.size === 1) return { orgId: [...candidates][0], identified: true };
@@ -146,67 +161,144 @@ export class InboundCalls {
       this.captures.untrack(callId);
       return;
     }
-    await this.#answer(endpoint, req, ctx, callId);
+    await this.#answer(endpoint, req, ctx, callId, orgId!);
   }
 
   /**
-   * Answers a whitelisted INVITE and holds the call (no agent runtime is attached: no media is
-   * played) until the caller hangs up or callMaxSeconds pass, then sends BYE.
+   * Answers a whitelisted INVITE with the agent it is addressed to: 100 Trying, the agent's
+   * greeting synthesized, an RTP port of the pool opened with the codec chosen from the offer (or
+   * offered in our 200 when the INVITE had no SDP, the answer then coming in the ACK), 200 OK, and
+   * the agent's voice session over the call until either side hangs up, the media dies or
+   * callMaxSeconds pass. No codec in common: 488. No agent: 480. No port free: 503.
    */
-  async #answer(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, callId: string): Promise<void> {
-    const tag = newTag();
-    // Our To tag is fixed here, so the BYE we may send later carries the same one.
-    const answered: SipRequest = { ...req, headers: req.headers.clone().set('To', `${req.headers.get('to')};tag=${tag}`) };
-    const rtp = dgram.createSocket(net.isIPv6(endpoint.host) ? 'udp6' : 'udp4');
-    rtp.on('error', () => undefined);
-    rtp.on('message', () => undefined);
-    await new Promise<void>((resolve, reject) => { rtp.once('error', reject); rtp.bind({ address: endpoint.host, port: 0 }, () => resolve()); });
+  async #answer(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, callId: string, orgId: number): Promise<void> {
+    endpoint.respond(req, ctx, 100, 'Trying');
+    const offer = req.body.length > 0 ? parseSdp(req.body.toString('utf8')) : null;
+    const negotiated = offer ? negotiateAudio(offer) : null;
+    if (offer && !negotiated) {
+      this.#refuse(endpoint, req, ctx, callId, 488, 'Not Acceptable Here', 'no audio codec in common (we take PCMU and PCMA)');
+      return;
+    }
+    const { callee, caller, callerName } = parties(req);
+    let agent: PreparedVoiceCall | null = null;
+    if (this.deps.voice) {
+      agent = await this.deps.voice.inbound({ orgId, callee, caller, callerName }).catch((err: Error) => {
+        this.deps.log?.warn({ callId, err: err.message }, 'inbound SIP call: the agent could not be prepared');
+        return null;
+      });
+      if (!agent) {
+        this.#refuse(endpoint, req, ctx, callId, 480, 'Temporarily Unavailable', 'the organization has no agent to answer');
+        return;
+      }
+    }
+    let rtp: RtpSession;
+    try {
+      rtp = await RtpSession.open({
+        host: endpoint.host, pool: this.worker.ports, mediaTimeoutMs: this.deps.mediaTimeoutMs,
+        ...(negotiated ? rtpParams(negotiated) : { codec: OFFER_CODECS[0]!, telephoneEvent: OFFER_CODECS[2]!.pt }),
+      });
+    } catch (err) {
+      this.#refuse(endpoint, req, ctx, callId, 503, 'Service Unavailable', `no RTP port: ${(err as Error).message}`);
+      return;
+    }
     const adv = endpoint.advertised;
-    const sdp = buildOffer({ address: adv.host, port: rtp.address().port });
-    let ended = false;
-    let release = () => {};
+    const sdp = negotiated ? buildAnswer(negotiated, { address: adv.host, port: rtp.port }) : buildOffer({ address: adv.host, port: rtp.port });
+
+    const tag = newTag();
+    // Our To tag is fixed here, so what we send in the dialog later carries the same one.
+    const answered: SipRequest = { ...req, headers: req.headers.clone().set('To', `${req.headers.get('to')};tag=${tag}`) };
     const remoteTarget = (() => {
       try { return parseNameAddr(req.headers.get('contact') ?? '').uri; } catch { return undefined; }
     })();
+    const dialog = remoteTarget ? new SipDialog(endpoint, {
+      callId, local: answered.headers.get('to')!, remote: req.headers.get('from')!, target: remoteTarget,
+      routes: req.headers.getAll('record-route'), dest: { transport: ctx.remote.transport, host: ctx.remote.address, port: ctx.remote.port },
+      cseq: 0,
+    }) : undefined;
+    let ended = false;
+    let release = () => {};
+    let transport: RtpTransport | undefined;
     const call: InboundCall = {
       end: async (by) => {
         if (ended) return;
         ended = true;
         clearTimeout(timer);
         this.#calls.delete(call);
-        if (by === 'local' && remoteTarget) {
-          const h = new SipHeaders();
-          for (const r of req.headers.getAll('record-route')) h.append('Route', r);
-          h.append('From', answered.headers.get('to')!);
-          h.append('To', req.headers.get('from')!);
-          h.append('Call-ID', callId);
-          h.append('CSeq', '1 BYE');
-          await endpoint.request({ kind: 'request', method: 'BYE', uri: remoteTarget, headers: h, body: Buffer.alloc(0) },
-            { transport: ctx.remote.transport, host: ctx.remote.address, port: ctx.remote.port }, { timeoutMs: 5000 }).catch(() => undefined);
-        }
+        if (by === 'local') await dialog?.bye();
         release();
         this.captures.untrack(callId);
-        await new Promise<void>((r) => rtp.close(() => r()));
+        if (transport) transport.end(by === 'local' ? 'ended by us' : 'hung up');
+        else await rtp.close();
       },
     };
     this.#calls.add(call);
     release = endpoint.onDialog(callId, (r, c) => {
-      if (r.method === 'ACK') return;
+      if (r.method === 'ACK') {
+        // A late offer's answer (RFC 3264 §4: the INVITE had no SDP, ours went in the 200).
+        const answer = !negotiated && r.body.length > 0 ? parseSdp(r.body.toString('utf8')) : null;
+        const n = answer ? negotiateAudio(answer) : null;
+        if (n) rtp.negotiated(rtpParams(n));
+        return;
+      }
       if (r.method === 'BYE') {
         endpoint.respond(r, c, 200, 'OK');
         void call.end('remote');
         return;
       }
       if (r.method === 'INVITE') {
+        // A re-INVITE (session refresh, hold, a move of the media): same codec, possibly a new address.
+        const moved = r.body.length > 0 ? parseSdp(r.body.toString('utf8')) : null;
+        const n = moved ? negotiateAudio(moved) : null;
+        if (n) rtp.setRemote(rtpParams(n).remote);
         endpoint.respond(r, c, 200, 'OK', { Contact: endpoint.contactFor(undefined, c.remote.transport), 'Content-Type': 'application/sdp' }, sdp);
         return;
       }
       endpoint.respond(r, c, 200, 'OK');
+      if (r.method === 'NOTIFY') dialog?.onNotify(r);
     });
     // Set before anything can end the call: a BYE and stop() only reach it later.
     const timer = setTimeout(() => void call.end('local'), this.deps.config.callMaxSeconds * 1000);
     timer.unref();
     endpoint.respond(answered, ctx, 200, 'OK', { Contact: endpoint.contactFor(undefined, ctx.remote.transport), 'Content-Type': 'application/sdp' }, sdp);
-    this.deps.log?.info({ source: ctx.remote.address, callId }, 'inbound SIP call answered');
+    this.deps.log?.info({ source: ctx.remote.address, callId, agent: Boolean(agent) }, 'inbound SIP call answered');
+    if (agent) {
+      const pbx = `${formatHost(ctx.remote.address)}:${ctx.remote.port}`;
+      transport = new RtpTransport(rtp, {
+        transfer: async (destination) => {
+          if (!dialog) throw new Error('the caller gave no Contact to transfer');
+          const r = await dialog.refer(referTarget(destination, pbx), answered.headers.get('to') ? parseNameAddr(answered.headers.get('to')!).uri : `sip:${adv.host}`);
+          if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason || r.status}`);
+          void call.end('local');
+        },
+        hangup: () => call.end('local'),
+      });
+      transport.on('ended', () => void call.end('local'));
+      call.session = agent.start(transport, { callId }).done;
+    }
   }
+
+  /** Refuses an admitted INVITE we cannot serve, with why in the log. */
+  #refuse(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, callId: string, status: number, reason: string, why: string): void {
+    this.deps.log?.info({ source: ctx.remote.address, callId, status }, `inbound SIP INVITE refused: ${why}`);
+    endpoint.respond(req, ctx, status, reason);
+    this.captures.untrack(callId);
+  }
+}
+
+/** Who a call is for and from: the Request-URI's user (else To's, else a tel: number), and From. */
+function parties(req: SipRequest): { callee: string; caller: string; callerName?: string } {
+  let callee = '';
+  try { callee = /^tel:/i.test(req.uri) ? req.uri.slice(4) : parseUri(req.uri).user ?? ''; } catch { /* not a SIP URI */ }
+  if (!callee) {
+    try { callee = parseUri(parseNameAddr(req.headers.get('to') ?? '').uri).user ?? ''; } catch { /* no user */ }
+  }
+  let caller = 'unknown';
+  let callerName: string | undefined;
+  try {
+    const from = parseNameAddr(req.headers.get('from') ?? '');
+    callerName = from.display?.slice(0, 100);
+    const u = parseUri(from.uri);
+    caller = u.user ? (/^\+?\d{6,15}$/.test(u.user) ? u.user : `${u.user}@${u.host}`) : from.uri;
+  } catch { /* keep unknown */ }
+  return { callee: callee.slice(0, 64), caller: caller.slice(0, 200), ...(callerName ? { callerName } : {}) };
 }

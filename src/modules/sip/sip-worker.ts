@@ -13,6 +13,8 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import fs from 'node:fs';
+import { PortPool } from '../../media/port-pool.ts';
+import type { VoiceCalls } from '../../media/voice-transport.ts';
 import { Waker } from '../../queue/waker.ts';
 import { type SipEndpointOptions, SipEndpoint } from '../../sip/endpoint.ts';
 import { addressRefusal, policyFromConfig } from '../../webhooks/ssrf.ts';
@@ -45,13 +47,21 @@ export class SipWorker implements WorkerState {
   readonly #captures: SipCaptures;
   readonly #registrations: RegistrationOwner;
   readonly #inbound: InboundCalls;
+  /** The RTP ports of this process's calls, inbound and outbound. */
+  readonly ports: PortPool;
 
   constructor(readonly deps: SipWorkerDeps) {
+    this.ports = new PortPool(deps.rtpPorts ?? { portMin: deps.config.rtpPortMin, portMax: deps.config.rtpPortMax });
     this.ownerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
     this.#pollMs = deps.pollMs ?? 1000;
     this.#captures = new SipCaptures(deps);
     this.#registrations = new RegistrationOwner({ ...deps, ownerId: this.ownerId, leaseMs: deps.leaseMs ?? 30_000 }, this, this.#captures);
     this.#inbound = new InboundCalls(deps, this, this.#captures);
+  }
+
+  /** Who talks on calls (the agent runtime). */
+  get voice(): VoiceCalls | undefined {
+    return this.deps.voice;
   }
 
   /** The process's SIP endpoint once started (calls are placed through it). */

@@ -2,6 +2,8 @@
 // inbound.ts, captures.ts) are given: the worker's dependencies, and the state they read from it.
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/index.ts';
+import type { PortPool } from '../../media/port-pool.ts';
+import type { VoiceCalls } from '../../media/voice-transport.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import type { Wakeups } from '../../queue/waker.ts';
 import type { SipEndpoint, SipLog } from '../../sip/endpoint.ts';
@@ -34,6 +36,12 @@ export interface SipWorkerDeps {
   retryMaxMs?: number;
   /** Registrations one process takes per turn. */
   claimBatch?: number;
+  /** Who talks on calls (the agent runtime, from the composition root); absent: answered calls are held silent. */
+  voice?: VoiceCalls;
+  /** RTP ports (default config.rtpPortMin–rtpPortMax); tests take their own ranges. */
+  rtpPorts?: { portMin: number; portMax: number };
+  /** No RTP from the far end this long ends a call (default 30 s). */
+  mediaTimeoutMs?: number;
 }
 
 /** The worker as its parts see it. */
@@ -42,6 +50,8 @@ export interface WorkerState {
   readonly endpoint: SipEndpoint | undefined;
   /** stop() has begun: nothing new is started. */
   readonly stopping: boolean;
+  /** The process's RTP ports. */
+  readonly ports: PortPool;
 }
 
 /** Whose the messages of a Call-ID are, for captures (captures.ts). */

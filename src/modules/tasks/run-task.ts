@@ -102,7 +102,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     }
     const twimlUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_TWIML_PATH}?taskId=${encodeURIComponent(row.id)}`;
     const call = await carrier.placeCall({
-      taskId: row.id, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
+      taskId: row.id, agentId: row.account_id, orgId: row.org_id, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
       statusCallbackUrl, twimlUrl,
     }, signal);
     const ref = { ...who, provider_ref: call.providerRef };

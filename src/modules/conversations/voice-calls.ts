@@ -1,0 +1,101 @@
+// Calls whose audio we carry ourselves (SIP): which agent talks, its first words synthesized
+// before the call is up, and the call's conversation and voice session once it is
+// (voice-session.ts). The SIP side knows this only as the VoiceCalls of src/media/voice-transport.ts.
+//
+// An inbound call is answered by the agent it is addressed to: a called user part `camp<id>` or
+// `<id>` naming an agent of the organization, else the organization's first agent (numbers and
+// registrations belong to the organization, not to one agent). docs/voice.md, "SIP calls".
+import type { AccountRow, Db } from '../../db/types.ts';
+import type { InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } from '../../media/voice-transport.ts';
+import { resample } from '../../speech/resample.ts';
+import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
+import { accountRepo } from '../accounts/repository.ts';
+import type { AgentConfig } from '../agents/validation.ts';
+import { conversationRepo } from './repository.ts';
+import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
+import type { TurnRunner } from './turn.ts';
+import { startVoiceSession, voiceLanguage } from './voice-session.ts';
+
+type Log = { warn(obj: object, msg: string): void };
+
+export interface VoiceCallsDeps {
+  db: Db;
+  conversations: Pick<ConversationService, 'open' | 'recordInbound' | 'end' | 'liveConfig'>;
+  turns: Pick<TurnRunner, 'run'>;
+  stt: SpeechToText;
+  tts: TextToSpeech;
+  now: () => number;
+  log?: Log;
+}
+
+/** How long synthesizing the greeting may hold up answering; past it, the session speaks it itself. */
+const GREETING_WAIT_MS = 3000;
+
+export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
+  const { db } = deps;
+
+  /** The greeting as 8 kHz audio, or undefined when it could not be made in time (the session retries). */
+  async function synthesize(text: string, config: AgentConfig): Promise<Int16Array | undefined> {
+    if (!text) return undefined;
+    const signal = AbortSignal.timeout(GREETING_WAIT_MS);
+    try {
+      const speech = await deps.tts.synthesize(text, { ...voiceLanguage(config), signal });
+      return speech.sampleRate === 8000 ? speech.pcm16 : resample(speech.pcm16, speech.sampleRate, 8000);
+    } catch (err) {
+      deps.log?.warn({ err: (err as Error).message }, 'voice call: the greeting could not be synthesized ahead');
+      return undefined;
+    }
+  }
+
+  async function prepare(agent: AccountRow, call: Omit<OpenRequest, 'agent' | 'channel' | 'fresh' | 'carrierRef'>, opts: { greeting?: string; waitToGreet?: boolean }): Promise<PreparedVoiceCall> {
+    const config = await deps.conversations.liveConfig(agent);
+    const greeting = (opts.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage : '')).trim();
+    const greetingAudio = await synthesize(greeting, config);
+    return {
+      start(transport: VoiceTransport, { callId }) {
+        const done = (async () => {
+          const now = deps.now();
+          const opened = await db.transaction().execute((tx) => deps.conversations.open(tx, { ...call, agent, channel: 'sip', fresh: true, carrierRef: callId }, now));
+          // Which engines heard and spoke, for the record (offline ones are labelled so).
+          await conversationRepo.setState(db, opened.conversation.id, JSON.stringify({
+            transport: transport.kind,
+            speech: { stt: deps.stt.name, tts: deps.tts.name, offline: deps.stt.offline && deps.tts.offline },
+          }), now);
+          const session = startVoiceSession(deps, {
+            transport, conversation: opened.conversation, room: opened.room, config, greeting, greetingAudio, waitToGreet: opts.waitToGreet,
+          });
+          await session.done;
+        })();
+        // The call's end is the session's business; a failure to open is logged and the call hung up.
+        const guarded = done.catch(async (err: Error) => {
+          deps.log?.warn({ callId, err: err.message }, 'voice call: the session could not start');
+          await transport.hangup('failed').catch(() => {});
+        });
+        return { done: guarded };
+      },
+    };
+  }
+
+  return {
+    async inbound(call: InboundVoiceCall) {
+      const named = /^(?:camp)?(\d{1,10})$/i.exec(call.callee)?.[1];
+      let agent = named ? await accountRepo.findById(db, Number(named)) : undefined;
+      if (!agent || agent.kind !== 'agent' || agent.org_id !== call.orgId) {
+        const id = await accountRepo.firstAgentId(db, call.orgId);
+        agent = id === null ? undefined : await accountRepo.findById(db, id);
+      }
+      if (!agent) return null;
+      const { address, kind } = normaliseAddress(call.caller);
+      return prepare(agent, { direction: 'inbound', counterpart: address, counterpartKind: kind, displayName: call.callerName ?? null }, {});
+    },
+
+    async outbound(call) {
+      const agent = await accountRepo.findById(db, call.agentId);
+      if (!agent || agent.kind !== 'agent' || agent.org_id !== call.orgId) return null;
+      const { address, kind } = normaliseAddress(call.to);
+      return prepare(agent, { direction: 'outbound', counterpart: address, counterpartKind: kind, taskId: call.taskId }, {
+        greeting: call.greeting, waitToGreet: call.waitToGreet,
+      });
+    },
+  };
+}

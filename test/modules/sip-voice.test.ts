@@ -1,0 +1,185 @@
+// The agent on SIP calls, end to end and offline: sipp carries the signalling (a caller dialling
+// the agent, or the callee of a call task), while the test's own RTP end (named in sipp's SDP)
+// speaks to the agent with espeak-ng and listens to it, recognising what the agent said with
+// pocketsphinx and a grammar. The agent's side is the whole service: the SIP worker answers (or
+// places) the call, the voice session hears through the VAD and pocketsphinx, the model server on
+// loopback answers, and espeak-ng speaks. Keys both ways, the agent's hang-up, and a blind transfer
+// by REFER are checked on the wire.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { PortPool } from '../../src/media/port-pool.ts';
+import { RtpSession } from '../../src/media/rtp-session.ts';
+import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
+import { EspeakEngine } from '../../src/speech/espeak.ts';
+import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
+import { resample } from '../../src/speech/resample.ts';
+import { forEachEngine } from '../helpers/engines.ts';
+import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
+import { peersSkip, sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+
+const HOST = '127.0.0.1';
+const FAR_END = '127.0.0.5';
+const CALLER = '127.0.0.6';
+const PCMU = { pt: 0, name: 'PCMU' };
+const FINAL = ['finished', 'failed', 'canceled'];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const exitOf = (sipp: Sipp, ms = 30_000) => Promise.race([sipp.exited, sleep(ms).then(() => 'still running')]);
+const loud = (f: Int16Array) => Math.sqrt(f.reduce((s, x) => s + x * x, 0) / f.length) > 300;
+
+const tts = new EspeakEngine();
+const stt = new PocketsphinxEngine();
+let llm: FakeLlm;
+/** The harness's settings; the model server's address is filled in once it listens. */
+const env: Record<string, string> = { CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true', CALLPLANE_CALL_MAX_SECONDS: '60' };
+const portMin = 30_000 + 2 * crypto.randomInt(0, 1_000);
+const testPorts = new PortPool({ portMin, portMax: portMin + 2 * 19 });
+
+/** The test's end of a call's audio: what it heard, frame by frame, and the keys it received. */
+async function rtpEnd() {
+  const rtp = await RtpSession.open({ host: HOST, pool: testPorts, codec: PCMU, telephoneEvent: 101, mediaTimeoutMs: 0 });
+  const heard: Int16Array[] = [];
+  const keys: string[] = [];
+  let lastFrameAt = Date.now();
+  rtp.on('audio', (f) => { heard.push(f); lastFrameAt = Date.now(); });
+  rtp.on('dtmf', (k) => keys.push(k));
+  return {
+    rtp, heard, keys,
+    async say(text: string) {
+      const s = await tts.synthesize(text, { language: 'en-US' });
+      rtp.send(resample(s.pcm16, s.sampleRate, 8000));
+    },
+    /** Waits for the agent to speak from frame `from` on and fall silent; what it said, recognised among `phrases`. */
+    async recognise(from: number, phrases: string[]): Promise<string> {
+      await waitFor('the agent to speak', () => heard.slice(from).filter(loud).length >= 15, 20_000, 20);
+      await waitFor('the agent to finish speaking', () => {
+        const part = heard.slice(from);
+        const last = part.map(loud).lastIndexOf(true);
+        // Half a second of silence after it, or no audio at all any more (the call ended).
+        return last > 0 && (part.length - last > 25 || Date.now() - lastFrameAt > 500);
+      }, 20_000, 20);
+      const part = heard.slice(from);
+      const pcm = new Int16Array(part.length * 160);
+      part.forEach((f, i) => pcm.set(f, i * 160));
+      if (process.env.VOICE_DEBUG) console.log('heard', part.length, part.filter(loud).length, (await stt.transcribe(pcm, 8000, { language: 'en-US' })).text);
+      return (await stt.transcribe(pcm, 8000, { language: 'en-US', grammar: { kind: 'phrases', phrases } })).text;
+    },
+  };
+}
+
+describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
+  before(async () => {
+    await tts.check();
+    await stt.check();
+    llm = await startFakeLlm();
+    env.CALLPLANE_LLM_BASE_URL = llm.baseUrl;
+  });
+  after(async () => { await llm.close(); });
+
+  forEachEngine('SIP voice', (h) => {
+    async function publish(token: string, config: Record<string, unknown>) {
+      assert.equal((await h().call('POST', '/api/v2/agent', { token, body: config })).status, 200);
+      assert.equal((await h().call('POST', '/api/v2/agent/publish', { token })).status, 200);
+    }
+
+    it('answers an inbound call with the agent it names: greets, hears the caller, answers through the model, takes keys and hangs up (BYE)', async () => {
+      const r = await h().reseller();
+      const o = await h().organization(r.id);
+      const called = await h().agent(o.id);
+      await publish(called.token, {
+        welcomeMessage: 'Hello there.', agentInstructions: 'You are the front desk of Acme Dental.',
+        speakingTimeout: 700, callerResponseTimeout: 60, actions: ['hangup'],
+      });
+      assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: o.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
+      const end = await rtpEnd();
+      const sipp = await startSipp({
+        host: CALLER, scenario: 'uac-voice.xml',
+        vars: { to: `sip:camp${called.id}@127.0.0.1:${h().sip!.endpoint!.port}`, media_host: HOST, media_port: String(end.rtp.port) },
+        extra: [`127.0.0.1:${h().sip!.endpoint!.port}`],
+      });
+      try {
+        // The greeting, synthesized before the answer, plays first.
+        assert.equal(await end.recognise(0, ['hello there', 'we open at nine', 'goodbye']), 'hello there');
+
+        // The caller asks; the model answers; the caller hears it.
+        llm.script.push({ text: 'We open at nine.' });
+        const asked = llm.requests.length;
+        const from = end.heard.length;
+        await end.say('what are your opening hours');
+        await waitFor('the model to be asked', () => llm.requests.length > asked, 20_000, 20);
+        const messages = llm.requests.at(-1)!.body.messages;
+        assert.match(messages[0]!.content!, /front desk of Acme Dental/);
+        // The agent recognises free speech (no grammar): the words may come out a little off.
+        assert.deepEqual(messages.slice(1, 2).map((m) => `${m.role}:${m.content}`), ['assistant:Hello there.']);
+        assert.match(messages[2]!.content!, /^what are your opening/);
+        assert.equal(await end.recognise(from, ['hello there', 'we open at nine', 'goodbye']), 'we open at nine');
+
+        // A key: the model hears it and ends the call; sipp gets our BYE.
+        llm.script.push({ text: 'Goodbye.', toolCalls: [{ name: 'end_conversation', arguments: { reason: 'done' } }] });
+        end.rtp.sendDigits('5');
+        assert.equal(await exitOf(sipp), 0, sipp.output());
+        assert.equal(llm.requests.at(-1)!.body.messages.at(-1)!.content, '[DTMF 5]');
+        assert.deepEqual(sippFlow(sipp), ['< INVITE', '> 100', '> 200', '< ACK', '> BYE', '< 200']);
+
+        const db = h().database.db;
+        const c = await waitFor('the conversation to end', async () => {
+          const row = await db.selectFrom('conversations').selectAll().where('org_id', '=', o.id).where('channel', '=', 'sip').executeTakeFirst();
+          return row?.ended_at != null ? row : undefined;
+        });
+        assert.deepEqual([c.account_id, c.direction, c.outcome], [called.id, 'inbound', 'ended_by_agent']);
+        assert.deepEqual(JSON.parse(c.state).speech, { stt: 'pocketsphinx', tts: 'espeak-ng', offline: true });
+        const room = await db.selectFrom('conversation_rooms').selectAll().where('id', '=', c.room_id).executeTakeFirstOrThrow();
+        assert.equal(room.counterpart, '+14155552672');
+        const transcript = await messageRepo.ofConversation(db, c.id);
+        assert.deepEqual(transcript.map((m) => `${m.direction}:${m.text.replace(/^what are your opening.*/, 'what are your opening …')}`).slice(0, 4),
+          ['outbound:Hello there.', 'inbound:what are your opening …', 'outbound:We open at nine.', 'inbound:[DTMF 5]']);
+      } finally {
+        await sipp.stop();
+        await end.rtp.close();
+      }
+    });
+
+    it('a call task\'s callee hears the task\'s greeting and the agent\'s keys, and is transferred by REFER when the agent transfers', async () => {
+      const r = await h().reseller();
+      const o = await h().organization(r.id);
+      const agentToken = await h().tokenFor(o.agentId);
+      await publish(agentToken, {
+        postAnswerDtmf: '12', speakingTimeout: 700, callerResponseTimeout: 60, actions: ['transfer'],
+        transferDestinations: [{ name: 'sales', destination: '+14155550100' }],
+      });
+      const end = await rtpEnd();
+      const sipp = await startSipp({ host: FAR_END, scenario: 'uas-voice-refer.xml', vars: { media_host: HOST, media_port: String(end.rtp.port), frag: 'SIP/2.0 200 OK' } });
+      try {
+        assert.equal((await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route: `${FAR_END}:${sipp.port}` } })).status, 201);
+        const created = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: '+14155552671', greeting: 'Hi, this is Acme.' } });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+
+        // The agent's keys (postAnswerDtmf, RFC 4733), then the task's greeting.
+        await waitFor('the agent\'s keys', () => end.keys.length >= 2, 20_000, 20);
+        assert.deepEqual(end.keys, ['1', '2']);
+        assert.equal(await end.recognise(0, ['hi this is acme', 'one moment please', 'goodbye']), 'hi this is acme');
+
+        llm.script.push({ text: 'One moment please.', toolCalls: [{ name: 'transfer_call', arguments: { destination: 'sales' } }] });
+        const from = end.heard.length;
+        await end.say('i want to buy something');
+        assert.equal(await end.recognise(from, ['hi this is acme', 'one moment please', 'goodbye']), 'one moment please');
+        assert.equal(await exitOf(sipp), 0, sipp.output());
+        assert.deepEqual(sippFlow(sipp), ['> INVITE', '< 100', '< 200', '> ACK', '> REFER', '< 202', '< NOTIFY', '> 200', '> BYE', '< 200']);
+        assert.match(sipp.messages(), new RegExp(`Refer-To: <sip:\\+14155550100@${FAR_END.replace(/\./g, '\\.')}:${sipp.port}>`));
+
+        const task = await waitFor('the task to end', async () => {
+          const t = await h().call('GET', `/api/v2/tasks/${created.body.task.id}`, { token: o.token });
+          return FINAL.includes(t.body.task.state) ? t.body.task : undefined;
+        }, 20_000);
+        assert.deepEqual([task.state, task.result.outcome, task.result.transferred], ['finished', 'completed', true], JSON.stringify(task));
+        const c = (await conversationRepo.byCarrierRef(h().database.db, o.id, task.providerRef))!;
+        assert.deepEqual([c.channel, c.direction, c.task_id, c.outcome], ['sip', 'outbound', created.body.task.id, 'transferred']);
+      } finally {
+        await sipp.stop();
+        await end.rtp.close();
+      }
+    });
+  }, env, {
+    worker: true, sip: { pollMs: 100 },
+  });
+});
