@@ -28,6 +28,7 @@ import { JitterBuffer } from './jitter-buffer.ts';
 import { FRAME_MS, FRAME_SAMPLES } from './pcm.ts';
 import type { BoundPort, PortPool } from './port-pool.ts';
 import { buildRtp, parseRtp, seqDiff, type RtpPacket } from './rtp.ts';
+import type { AudioBed } from './voice-transport.ts';
 
 /** A payload type and the encoding it stands for (an SDP rtpmap: the sip/sdp.ts Codec fits). */
 export interface PayloadFormat {
@@ -86,7 +87,13 @@ export interface RtpSessionEvents {
   latched: [source: { address: string; port: number; ssrc: number }];
   /** The queued audio has all been sent. */
   drained: [];
+  /**
+   * What went out in one 20 ms slot of audio, as PCM16 (the queued audio with the background
+   * mixed in, or silence): for recordings. Emitted only while someone listens.
+   */
+  sent: [frame: Int16Array];
 }
+
 
 export interface RtpSessionStats {
   packetsSent: number;
@@ -103,6 +110,13 @@ export interface RtpSessionStats {
 }
 
 const MAX_CATCH_UP = 5;
+
+/** Two frames summed, clipped to 16 bits. */
+function mix(a: Int16Array, b: Int16Array): Int16Array {
+  const out = new Int16Array(FRAME_SAMPLES);
+  for (let i = 0; i < FRAME_SAMPLES; i++) out[i] = Math.max(-32768, Math.min(32767, (a[i] ?? 0) + (b[i] ?? 0)));
+  return out;
+}
 
 interface Source { address: string; port: number; ssrc: number }
 interface Candidate extends Source { count: number; lastSeq: number }
@@ -136,6 +150,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private started = performance.now();
   private slots = 0;
   private timer: NodeJS.Timeout | undefined;
+  private bed: AudioBed | undefined;
 
   // Receiving.
   private latched: Source | undefined;
@@ -247,6 +262,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     return dropped;
   }
 
+  /** Mixes `bed` under everything sent from now on (in place of silence when nothing is queued); null stops it. */
+  setBed(bed: AudioBed | null): void {
+    this.bed = bed ?? undefined;
+  }
+
   /** Queues keys to send as telephone-events. Throws when one is not a key or telephone-event was not negotiated. */
   sendDigits(keys: string): void {
     if (this.o.telephoneEvent === undefined || this.o.telephoneEvent === null) throw new Error('the far end did not accept telephone-event');
@@ -324,15 +344,22 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
           frame.set(this.partial);
           this.partial = undefined;
         }
+        const under = this.bed?.next() ?? null;
+        if (under === null && this.bed) this.bed = undefined;
+        const drained = frame !== undefined && this.queue.length === 0 && !this.partial;
+        if (under) frame = frame ? mix(frame, under) : under;
         if (frame) {
           this.transmit(this.sendPt, this.needMarker, this.timestamp, encodeG711(this.sendCodec, frame));
           this.needMarker = false;
-          if (this.queue.length === 0 && !this.partial) this.emitSafely('drained');
+          if (this.listenerCount('sent') > 0) this.emitSafely('sent', frame);
+          if (drained) this.emitSafely('drained');
         } else if ((this.o.silence ?? 'send') === 'send') {
           this.transmit(this.sendPt, this.needMarker, this.timestamp, Buffer.alloc(FRAME_SAMPLES, g711Silence(this.sendCodec)));
           this.needMarker = false;
+          if (this.listenerCount('sent') > 0) this.emitSafely('sent', new Int16Array(FRAME_SAMPLES));
         } else {
           this.needMarker = true;
+          if (this.listenerCount('sent') > 0) this.emitSafely('sent', new Int16Array(FRAME_SAMPLES));
         }
       }
     } else {

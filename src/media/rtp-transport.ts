@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { FRAME_MS } from './pcm.ts';
 import type { RtpSession } from './rtp-session.ts';
-import type { VoiceTransport, VoiceTransportEvents } from './voice-transport.ts';
+import type { AudioBed, VoiceTransport, VoiceTransportEvents } from './voice-transport.ts';
 
 export interface RtpTransportOptions {
   /** Hands the call to `destination` (a SIP REFER by the dialog's owner). */
@@ -36,6 +36,11 @@ export class RtpTransport extends EventEmitter<VoiceTransportEvents> implements 
     session.on('dtmf', (key) => this.emit('dtmf', key));
     session.on('timeout', () => this.end('no media from the far end'));
     session.on('drained', () => this.checkMarks());
+    session.on('sent', (frame) => { if (this.listenerCount('sent') > 0) this.emit('sent', frame); });
+  }
+
+  background(bed: AudioBed | null): void {
+    this.session.setBed(bed);
   }
 
   /** Samples the session has really sent (queued, less what is still queued or was dropped). */

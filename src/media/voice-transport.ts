@@ -13,6 +13,16 @@ export interface VoiceTransportEvents {
   played: [mark: string];
   /** The call ended (the far end hung up, the media timed out, the transport failed). */
   ended: [reason: string];
+  /**
+   * The agent's side as it went out, 20 ms at a time (silence included), where the transport
+   * knows it (RTP): what a recording's agent channel holds.
+   */
+  sent: [frame: Int16Array];
+}
+
+/** Audio mixed under the agent's voice (background audio): the next 160 samples (8 kHz), or null when it is over. */
+export interface AudioBed {
+  next(): Int16Array | null;
 }
 
 export interface VoiceTransport extends EventEmitter<VoiceTransportEvents> {
@@ -31,6 +41,8 @@ export interface VoiceTransport extends EventEmitter<VoiceTransportEvents> {
   transfer(destination: string): Promise<void>;
   /** Ends the call from our side. */
   hangup(reason?: string): Promise<void>;
+  /** Mixes `bed` under everything played from now on (null stops it); absent where the transport cannot. */
+  background?(bed: AudioBed | null): void;
 }
 
 /** A call about to be answered (or placed) by an agent, its first words ready. */
