@@ -17,6 +17,7 @@ import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queu
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
 import { voiceCalls } from './modules/conversations/voice-calls.ts';
+import { backgroundAudio } from './modules/conversations/background-audio.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
 import { speechEngines } from './speech/registry.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
@@ -166,7 +167,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
     twilioVoice: gather,
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks, calls: gather }),
-    voiceCalls: voiceCalls({ db, conversations, turns: runner, ...speech, now: Date.now, log: child('voice') }),
+    voiceCalls: voiceCalls({
+      db, conversations, turns: runner, ...speech, now: Date.now, log: child('voice'),
+      background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
+    }),
     history: historyService({ db, agents: base.agents }),
   };
   const turns = new TurnQueue({

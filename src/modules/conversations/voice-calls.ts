@@ -11,6 +11,7 @@ import { resample } from '../../speech/resample.ts';
 import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
+import { backgroundSpec, bedFrom, type BackgroundAudio } from './background-audio.ts';
 import { conversationRepo } from './repository.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
 import type { TurnRunner } from './turn.ts';
@@ -25,6 +26,8 @@ export interface VoiceCallsDeps {
   stt: SpeechToText;
   tts: TextToSpeech;
   now: () => number;
+  /** Loads agents' backgroundAudio; without it, none plays. */
+  background?: BackgroundAudio;
   log?: Log;
 }
 
@@ -50,6 +53,13 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   async function prepare(agent: AccountRow, call: Omit<OpenRequest, 'agent' | 'channel' | 'fresh' | 'carrierRef'>, opts: { greeting?: string; waitToGreet?: boolean }): Promise<PreparedVoiceCall> {
     const config = await deps.conversations.liveConfig(agent);
     const greeting = (opts.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage : '')).trim();
+    const spec = backgroundSpec(config);
+    const background = spec && deps.background
+      ? deps.background.load(spec.url).then((pcm) => ({ bed: bedFrom(pcm, spec), afterGreeting: spec.startAfterGreeting }), (err: Error) => {
+        deps.log?.warn({ agent: agent.id, err: err.message }, 'voice call: the background audio could not be loaded');
+        return null;
+      })
+      : undefined;
     const greetingAudio = await synthesize(greeting, config);
     return {
       start(transport: VoiceTransport, { callId }) {
@@ -62,7 +72,7 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
             speech: { stt: deps.stt.name, tts: deps.tts.name, offline: deps.stt.offline && deps.tts.offline },
           }), now);
           const session = startVoiceSession(deps, {
-            transport, conversation: opened.conversation, room: opened.room, config, greeting, greetingAudio, waitToGreet: opts.waitToGreet,
+            transport, conversation: opened.conversation, room: opened.room, config, greeting, greetingAudio, waitToGreet: opts.waitToGreet, background,
           });
           await session.done;
         })();

@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { ConversationRow, Db, RoomRow } from '../../db/types.ts';
-import type { VoiceTransport } from '../../media/voice-transport.ts';
+import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
 import { resample } from '../../speech/resample.ts';
 import type { SpeechGrammar, SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { VoiceActivityDetector } from '../../speech/vad.ts';
@@ -47,6 +47,8 @@ export interface VoiceSessionInput {
   greetingAudio?: Int16Array;
   /** Let the callee speak first (a task's waitToGreet): a pause before the greeting when waitOnAnswer sets none. */
   waitToGreet?: boolean;
+  /** Background audio (backgroundAudio), once loaded: mixed under the agent from the start or after the greeting. */
+  background?: Promise<{ bed: AudioBed; afterGreeting: boolean } | null>;
 }
 
 export interface VoiceSession {
@@ -183,6 +185,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     if (ended) return;
     ended = true;
     clearTimeout(silenceTimer);
+    transport.background?.(null);
     speaking?.abort.abort();
     await deps.conversations.end(conversation.id, outcome, null);
     resolveDone();
@@ -284,6 +287,15 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   transport.on('dtmf', (digit) => { chain = chain.then(() => answer(`[DTMF ${digit}]`)); });
   transport.on('ended', () => { void stop(closing ?? 'hung_up'); });
 
+  // Background audio plays from the start, or from the end of the greeting, whenever it has loaded.
+  let greeted = false;
+  let bedAfterGreeting: AudioBed | undefined;
+  void input.background?.then((b) => {
+    if (!b || ended) return;
+    if (b.afterGreeting && !greeted) bedAfterGreeting = b.bed;
+    else transport.background?.(b.bed);
+  }, () => {});
+
   // The start: a pause, digits, then the greeting (synthesized before the call was up when it could be).
   chain = chain.then(async () => {
     const wait = Math.min(num(config.waitOnAnswer, 0), MAX_PAUSE_MS) || (input.waitToGreet ? DEFAULT_WAIT_TO_GREET_SECONDS * 1000 : 0);
@@ -298,6 +310,8 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
       else mark = await say(welcome);
       if (mark) await waitPlayed(mark);
     }
+    greeted = true;
+    if (bedAfterGreeting && !ended) transport.background?.(bedAfterGreeting);
     armSilence();
   }).catch((err: Error) => deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: the start failed'));
 
