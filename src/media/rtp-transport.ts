@@ -5,11 +5,15 @@
 import { EventEmitter } from 'node:events';
 import { FRAME_MS } from './pcm.ts';
 import type { RtpSession } from './rtp-session.ts';
-import type { AudioBed, VoiceTransport, VoiceTransportEvents } from './voice-transport.ts';
+import type { AudioBed, TransferOptions, VoiceTransport, VoiceTransportEvents } from './voice-transport.ts';
 
 export interface RtpTransportOptions {
-  /** Hands the call to `destination` (a SIP REFER by the dialog's owner). */
-  transfer(destination: string): Promise<void>;
+  /**
+   * Hands the call to `destination` (a SIP REFER by the dialog's owner, or with `announce` an
+   * attended transfer). `'bridged'`: the owner joined this call's media to another call, so the
+   * session stays open for it.
+   */
+  transfer(destination: string, opts: TransferOptions): Promise<'bridged' | void>;
   /** Ends the call (a BYE by the dialog's owner). */
   hangup(reason: string): Promise<void>;
 }
@@ -32,12 +36,18 @@ export class RtpTransport extends EventEmitter<VoiceTransportEvents> implements 
 
   constructor(private readonly session: RtpSession, private readonly o: RtpTransportOptions) {
     super();
-    session.on('audio', (frame) => this.emit('audio', frame));
-    session.on('dtmf', (key) => this.emit('dtmf', key));
-    session.on('timeout', () => this.end('no media from the far end'));
-    session.on('drained', () => this.checkMarks());
-    session.on('sent', (frame) => { if (this.listenerCount('sent') > 0) this.emit('sent', frame); });
+    session.on('audio', this.onAudio);
+    session.on('dtmf', this.onDtmf);
+    session.on('timeout', this.onTimeout);
+    session.on('drained', this.onDrained);
+    session.on('sent', this.onSent);
   }
+
+  private readonly onAudio = (frame: Int16Array) => { this.emit('audio', frame); };
+  private readonly onDtmf = (key: string) => { this.emit('dtmf', key); };
+  private readonly onTimeout = () => { this.end('no media from the far end'); };
+  private readonly onDrained = () => { this.checkMarks(); };
+  private readonly onSent = (frame: Int16Array) => { if (this.listenerCount('sent') > 0) this.emit('sent', frame); };
 
   background(bed: AudioBed | null): void {
     this.session.setBed(bed);
@@ -82,9 +92,9 @@ export class RtpTransport extends EventEmitter<VoiceTransportEvents> implements 
     return Promise.resolve();
   }
 
-  async transfer(destination: string): Promise<void> {
-    await this.o.transfer(destination);
-    this.end('transferred');
+  async transfer(destination: string, opts: TransferOptions = {}): Promise<void> {
+    const how = await this.o.transfer(destination, opts);
+    this.end('transferred', { keepMedia: how === 'bridged' });
   }
 
   async hangup(reason = 'hung up by the agent'): Promise<void> {
@@ -93,14 +103,22 @@ export class RtpTransport extends EventEmitter<VoiceTransportEvents> implements 
     this.end(reason);
   }
 
-  /** The far end hung up (the dialog's owner saw a BYE), or the media died: once. */
-  end(reason: string): void {
+  /**
+   * The far end hung up (the dialog's owner saw a BYE), or the media died: once. With
+   * `keepMedia` the RTP session stays open (a bridge took it over) and this transport lets go of it.
+   */
+  end(reason: string, opts: { keepMedia?: boolean } = {}): void {
     if (this.done) return;
     this.done = true;
     clearInterval(this.timer);
     this.timer = undefined;
     this.marks = [];
-    void this.session.close();
+    if (opts.keepMedia) {
+      this.session.setBed(null);
+      this.session.off('audio', this.onAudio).off('dtmf', this.onDtmf).off('timeout', this.onTimeout).off('drained', this.onDrained).off('sent', this.onSent);
+    } else {
+      void this.session.close();
+    }
     this.emit('ended', reason);
   }
 }

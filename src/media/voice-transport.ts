@@ -20,6 +20,11 @@ export interface VoiceTransportEvents {
   sent: [frame: Int16Array];
 }
 
+export interface TransferOptions {
+  /** An attended transfer: what the destination hears before it is joined to the caller. */
+  announce?: Int16Array;
+}
+
 /** Audio mixed under the agent's voice (background audio): the next 160 samples (8 kHz), or null when it is over. */
 export interface AudioBed {
   next(): Int16Array | null;
@@ -37,8 +42,13 @@ export interface VoiceTransport extends EventEmitter<VoiceTransportEvents> {
   clear(): number;
   /** Sends keypresses to the far end (RFC 4733 over RTP, or the carrier's API). */
   sendDigits(digits: string): Promise<void>;
-  /** Hands the call to `destination` (E.164, or a SIP URI where the transport allows) and leaves it. */
-  transfer(destination: string): Promise<void>;
+  /**
+   * Hands the call to `destination` (E.164, an ext:/pbx: extension, or a SIP URI where the
+   * transport allows) and leaves it; rejects when the destination did not take it (the call goes
+   * on). With `announce` (attendedTransfers), the transport first calls the destination itself,
+   * plays it `announce` (8 kHz PCM16), and then joins the two calls, where it can (else blind).
+   */
+  transfer(destination: string, opts?: TransferOptions): Promise<void>;
   /** Ends the call from our side. */
   hangup(reason?: string): Promise<void>;
   /** Mixes `bed` under everything played from now on (null stops it); absent where the transport cannot. */

@@ -18,6 +18,7 @@ import { RtpTransport } from '../media/rtp-transport.ts';
 import type { PreparedVoiceCall, VoiceCalls } from '../media/voice-transport.ts';
 import { placeSipCall, type AnsweredCall, type CallResult, type SipRoute } from '../sip/call.ts';
 import { referTarget } from '../sip/dialog.ts';
+import { attendedTransfer } from './sip-transfer.ts';
 import { newCallId, type SipEndpoint } from '../sip/endpoint.ts';
 import { buildOffer, negotiateAudio, OFFER_CODECS, rtpParams } from '../sip/sdp.ts';
 import {
@@ -140,6 +141,8 @@ export class SipCarrier implements Carrier {
     let transport: RtpTransport | undefined;
     let session: { done: Promise<void> } | undefined;
     const pbx = `${route.host}${route.port ? `:${route.port}` : ''}`;
+    let callEnded!: () => void;
+    const ended = new Promise<void>((r) => { callEnded = r; });
     return {
       offer: buildOffer({ address: endpoint.advertised.host, port: rtp.port }),
       answered: (call: AnsweredCall) => {
@@ -151,7 +154,15 @@ export class SipCarrier implements Carrier {
         }
         rtp.negotiated(rtpParams(n));
         transport = new RtpTransport(rtp, {
-          transfer: async (destination) => {
+          transfer: async (destination, opts) => {
+            if (opts.announce) {
+              const r = await attendedTransfer({
+                endpoint, ports: this.deps!.ports, plan: this.plan, ...this.options, caller: rtp, hangupCaller: () => call.hangup(),
+                callerEnded: ended, destination, announce: opts.announce, track: (id, org) => this.deps!.track(id, org), untrack: (id) => this.deps!.untrack(id),
+              });
+              if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason}`);
+              return 'bridged';
+            }
             const r = await call.refer(referTarget(destination, pbx));
             if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason || r.status}`);
           },
@@ -160,6 +171,7 @@ export class SipCarrier implements Carrier {
         session = agent.start(transport, { callId });
       },
       close: async (reason: string) => {
+        callEnded();
         if (transport) transport.end(reason);
         else await rtp.close();
         await session?.done;

@@ -179,6 +179,56 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
         await end.rtp.close();
       }
     });
+
+    it('an attended transfer calls the destination, announces the caller, then joins the two calls: speech and keys pass both ways until the destination hangs up', async () => {
+      const r = await h().reseller();
+      const o = await h().organization(r.id);
+      const agentToken = await h().tokenFor(o.agentId);
+      await publish(agentToken, {
+        welcomeMessage: 'Hello there.', speakingTimeout: 700, callerResponseTimeout: 60, actions: ['transfer'], attendedTransfers: true,
+        transferDestinations: [{ name: 'sales', destination: '+14155550100' }],
+      });
+      assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: o.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
+      const caller = await rtpEnd();
+      const sales = await rtpEnd();
+      const destination = await startSipp({ host: FAR_END, scenario: 'uas-voice-bye.xml', vars: { media_host: HOST, media_port: String(sales.rtp.port), hold_ms: '12000' } });
+      assert.equal((await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route: `${FAR_END}:${destination.port}` } })).status, 201);
+      const sipp = await startSipp({
+        host: CALLER, scenario: 'uac-voice.xml',
+        vars: { to: `sip:camp${o.agentId}@127.0.0.1:${h().sip!.endpoint!.port}`, media_host: HOST, media_port: String(caller.rtp.port) },
+        extra: [`127.0.0.1:${h().sip!.endpoint!.port}`],
+      });
+      try {
+        assert.equal(await caller.recognise(0, ['hello there', 'one moment please']), 'hello there');
+        llm.script.push({ text: 'One moment please.', toolCalls: [{ name: 'transfer_call', arguments: { destination: 'sales' } }] });
+        await caller.say('i want to talk to sales');
+        // The destination is called and hears who is coming.
+        const announced = await sales.recognise(0, ['hello i have a caller for sales on the line connecting you now', 'hello there', 'thank you']);
+        assert.equal(announced, 'hello i have a caller for sales on the line connecting you now');
+        // Joined: the destination's words reach the caller, the caller's keys reach the destination.
+        const from = caller.heard.length;
+        await sleep(300);
+        await sales.say('thank you');
+        assert.equal(await caller.recognise(from, ['hello there', 'one moment please', 'thank you']), 'thank you');
+        caller.rtp.sendDigits('7');
+        await waitFor('the caller\'s key at the destination', () => sales.keys.includes('7'), 5000, 20);
+        // The destination hangs up: the caller's leg is ended by us.
+        assert.equal(await exitOf(destination), 0, destination.output());
+        assert.equal(await exitOf(sipp), 0, sipp.output());
+        assert.deepEqual(sippFlow(sipp), ['< INVITE', '> 100', '> 200', '< ACK', '> BYE', '< 200']);
+        assert.match(destination.messages(), /INVITE sip:\+14155550100@/);
+        const c = await waitFor('the conversation to end', async () => {
+          const row = await h().database.db.selectFrom('conversations').selectAll().where('org_id', '=', o.id).where('channel', '=', 'sip').executeTakeFirst();
+          return row?.ended_at != null ? row : undefined;
+        });
+        assert.equal(c.outcome, 'transferred');
+      } finally {
+        await sipp.stop();
+        await destination.stop();
+        await caller.rtp.close();
+        await sales.rtp.close();
+      }
+    });
   }, env, {
     worker: true, sip: { pollMs: 100 },
   });

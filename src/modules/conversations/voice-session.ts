@@ -148,12 +148,14 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     armSilence();
   }
 
-  async function finish(outcome: 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed', transferTo?: string): Promise<void> {
+  async function finish(outcome: 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed', transferTo?: { destination: string; name?: string }): Promise<void> {
     if (ended) return;
     if (outcome !== 'hung_up') closing = outcome;
     if (transferTo) {
       try {
-        await transport.transfer(transferTo);
+        // Attended (attendedTransfers): the destination hears who is coming before it is joined.
+        const announce = config.attendedTransfers === true ? await announcement(transferTo.name) : undefined;
+        await transport.transfer(transferTo.destination, announce ? { announce } : {});
       } catch (err) {
         // The destination did not take the call: the caller is still with the agent.
         closing = undefined;
@@ -171,6 +173,18 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
       });
     }
     await stop(outcome);
+  }
+
+  /** What the destination of an attended transfer hears before it is joined to the caller. */
+  async function announcement(name: string | undefined): Promise<Int16Array | undefined> {
+    const text = `Hello, I have a caller for ${name?.trim() || 'you'} on the line. Connecting you now.`;
+    try {
+      const speech = await deps.tts.synthesize(text, { language, gender });
+      return speech.sampleRate === RATE ? speech.pcm16 : resample(speech.pcm16, speech.sampleRate, RATE);
+    } catch (err) {
+      deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: the transfer announcement could not be synthesized');
+      return new Int16Array(RATE / 2); // joined after half a second of silence rather than not at all
+    }
   }
 
   /** Something the call says that the turn runner does not record (the greeting, apologies). */
@@ -213,7 +227,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
         void waitPlayed(mark, abort.signal).then((played) => { if (played && !current.cut) current.played.push(sentence); });
       });
     };
-    let effects: Array<{ kind: string; destination?: string }> = [];
+    let effects: Array<{ kind: string; destination?: string; name?: string }> = [];
     try {
       const result = await deps.turns.run({
         conversation, room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: abort.signal,
@@ -246,7 +260,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     if (speaking === current) speaking = undefined;
     const end = effects.find((e) => e.kind === 'end');
     const transfer = effects.find((e) => e.kind === 'transfer');
-    if (!current.cut && transfer?.destination) await finish('transferred', transfer.destination);
+    if (!current.cut && transfer?.destination) await finish('transferred', { destination: transfer.destination, name: transfer.name });
     else if (!current.cut && end) await finish('ended_by_agent');
     else armSilence();
   }

@@ -6,6 +6,7 @@
 import { RtpSession } from '../../media/rtp-session.ts';
 import { RtpTransport } from '../../media/rtp-transport.ts';
 import type { PreparedVoiceCall } from '../../media/voice-transport.ts';
+import { attendedTransfer } from '../../providers/sip-transfer.ts';
 import { referTarget, SipDialog } from '../../sip/dialog.ts';
 import { newTag, type RequestContext, type SipEndpoint, type SipRequest } from '../../sip/endpoint.ts';
 import { parseNameAddr, parseUri } from '../../sip/message.ts';
@@ -14,6 +15,7 @@ import { orgsOwningNumber } from '../numbering/carriers.ts';
 import type { SipCaptures } from './captures.ts';
 import { formatHost, whitelisted, whitelistMatcher } from './parse.ts';
 import { accountRepo } from '../accounts/repository.ts';
+import { sipCallPlan } from './calls.ts';
 import { sipRepo } from './repository.ts';
 import type { SipWorkerDeps, WorkerState } from './worker-deps.ts';
 
@@ -32,7 +34,7 @@ export class InboundCalls {
   readonly #calls = new Set<InboundCall>();
 
   constructor(
-    readonly deps: Pick<SipWorkerDeps, 'database' | 'config' | 'log' | 'voice' | 'mediaTimeoutMs'>,
+    readonly deps: Pick<SipWorkerDeps, 'database' | 'config' | 'box' | 'log' | 'voice' | 'mediaTimeoutMs'>,
     readonly worker: WorkerState,
     readonly captures: Pick<SipCaptures, 'track' | 'untrack' | 'mayCaptureRefusal'>,
   ) {}
@@ -218,10 +220,14 @@ export class InboundCalls {
     let ended = false;
     let release = () => {};
     let transport: RtpTransport | undefined;
+    let bridged = false;
+    let callEnded!: () => void;
+    const callerEnded = new Promise<void>((r) => { callEnded = r; });
     const call: InboundCall = {
       end: async (by) => {
         if (ended) return;
         ended = true;
+        callEnded();
         clearTimeout(timer);
         this.#calls.delete(call);
         if (by === 'local') await dialog?.bye();
@@ -264,15 +270,30 @@ export class InboundCalls {
     if (agent) {
       const pbx = `${formatHost(ctx.remote.address)}:${ctx.remote.port}`;
       transport = new RtpTransport(rtp, {
-        transfer: async (destination) => {
+        transfer: async (destination, opts) => {
+          const plan = opts.announce ? await sipCallPlan(this.deps.database.db, this.deps.box, orgId) : null;
+          if (opts.announce && plan) {
+            // Attended: we call the destination over the organization's route and join the calls here.
+            const r = await attendedTransfer({
+              endpoint, ports: this.worker.ports, plan, ringTimeoutMs: this.deps.config.sipRingSeconds * 1000,
+              maxDurationMs: this.deps.config.callMaxSeconds * 1000, caller: rtp, hangupCaller: () => void call.end('local'), callerEnded,
+              destination, announce: opts.announce, track: (id, org) => this.captures.track(id, org), untrack: (id) => this.captures.untrack(id),
+            });
+            if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason}`);
+            bridged = true;
+            return 'bridged';
+          }
+          // Blind (or attended without a route to call the destination on): REFER.
           if (!dialog) throw new Error('the caller gave no Contact to transfer');
           const r = await dialog.refer(referTarget(destination, pbx), answered.headers.get('to') ? parseNameAddr(answered.headers.get('to')!).uri : `sip:${adv.host}`);
           if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason || r.status}`);
           void call.end('local');
+          return undefined;
         },
         hangup: () => call.end('local'),
       });
-      transport.on('ended', () => void call.end('local'));
+      // The agent's session is over: so is the call, unless it was joined to a transfer's destination.
+      transport.on('ended', () => { if (!bridged) void call.end('local'); });
       call.session = agent.start(transport, { callId }).done;
     }
   }

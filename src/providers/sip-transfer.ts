@@ -1,0 +1,94 @@
+// An attended transfer on a SIP call whose audio we carry (attendedTransfers): while the caller
+// waits, we call the destination over the organization's first outbound route, play it the
+// agent's announcement, and then join the two calls' media here — audio and keys relayed frame by
+// frame both ways — until either side hangs up, which hangs up the other. When the destination
+// does not answer (busy, no answer, refused), nothing is joined and the caller stays with the agent.
+import type { PortPool } from '../media/port-pool.ts';
+import { RtpSession } from '../media/rtp-session.ts';
+import { FRAME_SAMPLES } from '../media/pcm.ts';
+import { placeSipCall, type AnsweredCall } from '../sip/call.ts';
+import { newCallId, type SipEndpoint } from '../sip/endpoint.ts';
+import { buildOffer, negotiateAudio, OFFER_CODECS, rtpParams } from '../sip/sdp.ts';
+import type { SipCallPlan } from './sip.ts';
+
+/** Audio one leg may hold queued for the other before the oldest is dropped (clocks drift). */
+const MAX_RELAY_BACKLOG = FRAME_SAMPLES * 10;
+
+export interface AttendedTransferInput {
+  endpoint: SipEndpoint;
+  ports: PortPool;
+  plan: SipCallPlan;
+  ringTimeoutMs: number;
+  maxDurationMs: number;
+  /** The caller's leg: its media, and how to end it once the joined call is over. */
+  caller: RtpSession;
+  hangupCaller(): void;
+  /** Resolves when the caller's leg ends (its BYE): the destination's leg is ended too. */
+  callerEnded: Promise<unknown>;
+  destination: string;
+  /** What the destination hears before it is joined (8 kHz PCM16). */
+  announce: Int16Array;
+  track(callId: string, orgId: number): void;
+  untrack(callId: string): void;
+}
+
+export type AttendedOutcome = { ok: true } | { ok: false; reason: string };
+
+/** Relays one leg's audio and keys into the other. */
+function relay(from: RtpSession, to: RtpSession): void {
+  from.on('audio', (frame) => {
+    if (to.queuedSamples > MAX_RELAY_BACKLOG) to.clear();
+    to.send(frame);
+  });
+  from.on('dtmf', (key) => { try { to.sendDigits(key); } catch { /* the other leg takes no keys */ } });
+}
+
+/**
+ * Calls the destination, announces, joins. Resolves `ok` once the calls are joined (the joined
+ * call then runs on by itself), or why not once the destination's leg failed.
+ */
+export async function attendedTransfer(i: AttendedTransferInput): Promise<AttendedOutcome> {
+  const route = i.plan.routes[0];
+  if (!route) return { ok: false, reason: 'the organization has no outbound route to call the destination' };
+  const target = i.destination.trim().replace(/^(ext|pbx):/i, '');
+  const rtp = await RtpSession.open({ host: i.endpoint.host, pool: i.ports, codec: OFFER_CODECS[0]!, telephoneEvent: OFFER_CODECS[2]!.pt });
+  const callId = newCallId(i.endpoint.advertised.host);
+  const abort = new AbortController();
+  void i.callerEnded.then(() => abort.abort({ kind: 'caller-ended' }));
+  i.track(callId, i.plan.orgId);
+
+  let joined = false;
+  return new Promise<AttendedOutcome>((resolve) => {
+    const onAnswered = (call: AnsweredCall) => {
+      const n = call.remote ? negotiateAudio(call.remote) : null;
+      if (!n) {
+        call.hangup();
+        return;
+      }
+      rtp.negotiated(rtpParams(n));
+      rtp.send(i.announce);
+      rtp.once('drained', () => {
+        if (abort.signal.aborted) return;
+        joined = true;
+        relay(i.caller, rtp);
+        relay(rtp, i.caller);
+        resolve({ ok: true });
+      });
+    };
+    void placeSipCall(i.endpoint, {
+      target, from: i.plan.from, route, credentials: i.plan.credentials, callId,
+      ringTimeoutMs: i.ringTimeoutMs, maxDurationMs: i.maxDurationMs, signal: abort.signal,
+      sdp: buildOffer({ address: i.endpoint.advertised.host, port: rtp.port }), onAnswered,
+    }).then((r) => {
+      if (!joined) resolve({ ok: false, reason: r.outcome === 'completed' ? 'the destination hung up before it was joined' : `the destination's call ended ${r.outcome}${r.status ? ` (${r.status})` : ''}` });
+      // The joined call is over when either leg ends: the other one goes too.
+      else i.hangupCaller();
+    }, (err: Error) => {
+      resolve({ ok: false, reason: err.message });
+    }).finally(() => {
+      i.untrack(callId);
+      void rtp.close();
+      if (joined) void i.caller.close();
+    });
+  });
+}
