@@ -229,6 +229,46 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
         await sales.rtp.close();
       }
     });
+
+    it('a REFER the destination turns down (NOTIFY 486) leaves the callee with the agent, who says so', async () => {
+      const r = await h().reseller();
+      const o = await h().organization(r.id);
+      await publish(await h().tokenFor(o.agentId), {
+        welcomeMessage: '', speakingTimeout: 700, callerResponseTimeout: 60, actions: ['transfer', 'hangup'],
+        transferDestinations: [{ name: 'sales', destination: '+14155550100' }],
+      });
+      const end = await rtpEnd();
+      const sipp = await startSipp({ host: FAR_END, scenario: 'uas-voice-refer.xml', vars: { media_host: HOST, media_port: String(end.rtp.port), frag: 'SIP/2.0 486 Busy Here' } });
+      try {
+        assert.equal((await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route: `${FAR_END}:${sipp.port}` } })).status, 201);
+        const created = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: '+14155552671' } });
+        assert.equal(created.status, 201);
+        llm.script.push({ text: 'One moment please.', toolCalls: [{ name: 'transfer_call', arguments: { destination: 'sales' } }] });
+        await waitFor('the call to be up', () => end.heard.length > 10, 20_000, 20);
+        const asked = llm.requests.length;
+        end.rtp.sendDigits('1');
+        await waitFor('the model to be asked', () => llm.requests.length > asked, 20_000, 20);
+        // The reply, the REFER turned down, and the apology straight after it.
+        const phrases = ['one moment please', 'one moment please sorry i could not transfer your call how else can i help', 'goodbye'];
+        assert.equal(await end.recognise(end.heard.length, phrases), 'one moment please sorry i could not transfer your call how else can i help');
+        // Still talking: a key, and the agent ends the call itself.
+        llm.script.push({ text: 'Goodbye.', toolCalls: [{ name: 'end_conversation', arguments: {} }] });
+        end.rtp.sendDigits('2');
+        assert.equal(await exitOf(sipp), 0, sipp.output());
+        const task = await waitFor('the task to end', async () => {
+          const t = await h().call('GET', `/api/v2/tasks/${created.body.task.id}`, { token: o.token });
+          return FINAL.includes(t.body.task.state) ? t.body.task : undefined;
+        }, 20_000);
+        assert.equal(task.result.transferred, undefined);
+        const c = (await conversationRepo.byCarrierRef(h().database.db, o.id, task.providerRef))!;
+        assert.equal(c.outcome, 'ended_by_agent');
+        const said = (await messageRepo.ofConversation(h().database.db, c.id)).map((m) => m.text);
+        assert.ok(said.includes('Sorry, I could not transfer your call. How else can I help?'), JSON.stringify(said));
+      } finally {
+        await sipp.stop();
+        await end.rtp.close();
+      }
+    });
   }, env, {
     worker: true, sip: { pollMs: 100 },
   });
