@@ -16,6 +16,9 @@ import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
+import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
+import { speechEngines } from './speech/registry.ts';
+import type { SpeechGrammar } from './speech/types.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
@@ -56,6 +59,8 @@ export interface PlatformDeps {
   sipWorkerWaitMs?: number;
   /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
   voiceTurnTimeoutMs?: number;
+  /** Recognition of streamed Twilio calls restricted to these phrases (tests; free speech otherwise). */
+  voiceGrammar?: SpeechGrammar;
 }
 
 export interface Services {
@@ -77,6 +82,8 @@ export interface Services {
   webChat: WebChatService;
   sms: SmsService;
   twilioVoice: TwilioVoice;
+  /** Twilio Media Streams (CALLPLANE_TWILIO_VOICE=stream): the calls whose voice sessions run in this process. */
+  mediaStreams: MediaStreams;
   history: HistoryService;
 }
 
@@ -144,8 +151,14 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, models: base.models, knowledge: base.knowledge, context: base.context, tasks: base.tasks,
     http: actionHttp, messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
   });
+  // Streamed Twilio calls run their voice sessions in the process that holds the stream (api roles).
+  const streams = mediaStreams({
+    db, box, config, conversations, turns: runner, speech: speechEngines(config.speech), carrierOptions: deps.tasks?.carrierOptions,
+    grammar: deps.voiceGrammar, now: Date.now, log: child('media-streams'),
+  });
   const voice = twilioVoice({
     db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now,
+    ...(config.twilioVoice === 'stream' ? { streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid) } : {}),
   });
   const services: Services = {
     ...base,
@@ -153,6 +166,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('web-chat') }),
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
     twilioVoice: voice,
+    mediaStreams: streams,
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks, calls: voice }),
     history: historyService({ db, agents: base.agents }),
   };
@@ -177,6 +191,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     async close() {
       await listener?.close();
       listener = undefined;
+      await streams.close();
       await Promise.all([actionHttp.close().catch(() => {}), services.models.close()]);
     },
   };
