@@ -74,6 +74,8 @@ export interface HarnessOptions {
   turns?: boolean;
   /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
   voiceTurnTimeoutMs?: number;
+  /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
+  voiceGrammar?: PlatformDeps['voiceGrammar'];
 }
 
 export async function startHarness(engine: Engine, env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -97,6 +99,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     deliveries: opts.deliveryRuntime,
     sipWorkerWaitMs: opts.sipWorkerWaitMs,
     voiceTurnTimeoutMs: opts.voiceTurnTimeoutMs,
+    voiceGrammar: opts.voiceGrammar,
   });
   const { tasks, deliveries, sip } = platform;
   if (opts.worker || opts.deliveries || opts.turns || sip) await platform.listen();
