@@ -33,6 +33,10 @@ export class FakeMediaStream {
   readonly #socket: WebSocket;
   readonly #queue: Array<{ pcm: Int16Array } | { mark: string }> = [];
   #player: NodeJS.Timeout | undefined;
+  readonly #mic: Array<Int16Array | (() => void)> = [];
+  #chunk = 0;
+  /** Whether the line sends the caller's audio (silence between utterances) once started. */
+  #live = false;
   readonly #closedPromise: Promise<{ code: number; reason: string }>;
 
   private constructor(socket: WebSocket) {
@@ -61,7 +65,8 @@ export class FakeMediaStream {
         },
       });
     }
-    s.#player = setInterval(() => s.#playFrame(), 20);
+    s.#live = o.start !== false;
+    s.#player = setInterval(() => { s.#playFrame(); if (s.#live) s.#sendFrame(); }, 20);
     return s;
   }
 
@@ -69,19 +74,26 @@ export class FakeMediaStream {
     if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(typeof message === 'string' ? message : JSON.stringify(message));
   }
 
-  /** The caller speaks: PCM16 8 kHz as μ-law media messages, one per 20 ms, in real time. */
-  async speak(pcm: Int16Array): Promise<void> {
-    for (let at = 0; at < pcm.length; at += FRAME) {
-      const frame = new Int16Array(FRAME);
-      frame.set(pcm.subarray(at, at + FRAME));
-      this.send({ event: 'media', streamSid: this.streamSid, media: { track: 'inbound', chunk: String(at / FRAME), timestamp: String(at / 8), payload: Buffer.from(alawmulaw.mulaw.encode(frame)).toString('base64') } });
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  /**
+   * The caller speaks: PCM16 8 kHz, sent as μ-law media messages one 20 ms frame at a time in real
+   * time (between utterances the line sends silence, as Twilio does); resolves once it is all sent.
+   */
+  speak(pcm: Int16Array): Promise<void> {
+    return new Promise((resolve) => {
+      for (let at = 0; at < pcm.length; at += FRAME) {
+        const frame = new Int16Array(FRAME);
+        frame.set(pcm.subarray(at, at + FRAME));
+        this.#mic.push(frame);
+      }
+      this.#mic.push(resolve);
+    });
   }
 
-  /** Silence from the caller for `ms`, as Twilio keeps sending while nobody talks. */
-  async silence(ms: number): Promise<void> {
-    await this.speak(new Int16Array(Math.round((ms / 1000) * 8000)));
+  #sendFrame(): void {
+    while (typeof this.#mic[0] === 'function') (this.#mic.shift() as () => void)();
+    const frame = (this.#mic.shift() as Int16Array | undefined) ?? new Int16Array(FRAME);
+    this.#chunk++;
+    this.send({ event: 'media', streamSid: this.streamSid, media: { track: 'inbound', chunk: String(this.#chunk), timestamp: String(this.#chunk * 20), payload: Buffer.from(alawmulaw.mulaw.encode(frame)).toString('base64') } });
   }
 
   pressKey(digit: string): void {
@@ -89,6 +101,7 @@ export class FakeMediaStream {
   }
 
   stop(): void {
+    this.#live = false;
     this.send({ event: 'stop', streamSid: this.streamSid, stop: { accountSid: 'ACtest', callSid: 'x' } });
     this.#socket.close(1000);
   }
