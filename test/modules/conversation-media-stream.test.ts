@@ -36,6 +36,7 @@ for (const engine of ENGINES) {
     let llm: FakeLlm;
     let fake: FakeTwilio;
     let publicUrl: string;
+    const placed: string[] = [];
     const tts = new EspeakEngine();
     const stt = new PocketsphinxEngine();
 
@@ -53,6 +54,10 @@ for (const engine of ENGINES) {
       await h.app.listen({ port, host: '127.0.0.1' });
     });
     after(async () => {
+      // Twilio reports every call's end; the tasks end with it.
+      for (const sid of placed) {
+        if (!['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(fake.calls.get(sid)?.status ?? '')) await fake.progressCall(sid, 'completed');
+      }
       await h?.close();
       await fake?.close();
       await llm?.close();
@@ -81,6 +86,7 @@ for (const engine of ENGINES) {
         const t = (await h.call('GET', `/api/v2/tasks/${id}`, { token: o.token })).body.task;
         return t.state === 'running' && typeof t.providerRef === 'string' && t.providerRef as string;
       });
+      placed.push(sid);
       const fetched = await fake.fetchTwiml(sid);
       assert.equal(fetched.status, 200, fetched.body);
       const m = /<Connect><Stream url="([^"]+)"><Parameter name="token" value="([^"]+)"\/><\/Stream><\/Connect><\/Response>$/.exec(fetched.body);
