@@ -169,6 +169,13 @@ for (const engine of ENGINES) {
       const old = streamToken(h.box, 'start', call.conversation.id, call.sid, Date.now() - 3600_000);
       const expired = await FakeMediaStream.connect({ url: call.url, callSid: call.sid, parameters: { token: old } });
       assert.equal((await expired.whenClosed).code, 1008);
+      // Garbage instead of a start; a message over the size bound (closed by the socket itself: 1009).
+      const garbage = await FakeMediaStream.connect({ url: call.url, callSid: call.sid, start: false });
+      garbage.send('{"event":"start","start":');
+      assert.equal((await garbage.whenClosed).code, 1008);
+      const big = await FakeMediaStream.connect({ url: call.url, callSid: call.sid, start: false });
+      big.send(JSON.stringify({ event: 'start', start: { streamSid: 'MZ1', callSid: call.sid, customParameters: { token: 'x'.repeat(100_000) } } }));
+      assert.equal((await big.whenClosed).code, 1009);
       // No start at all: closed after a few seconds.
       const silent = await FakeMediaStream.connect({ url: call.url, callSid: call.sid, start: false });
       assert.equal((await silent.whenClosed).code, 1008);
