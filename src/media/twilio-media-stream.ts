@@ -99,27 +99,50 @@ export function parseStreamMessage(data: RawData | string): StreamMessage | null
   }
 }
 
+/** A stream whose `start` has arrived: what follows it is kept until the transport takes it. */
+export interface PendingStream {
+  start: StreamStart;
+  /** The messages that came after `start` (at most MAX_BACKLOG); collecting stops. */
+  take(): RawData[];
+}
+
+/** Messages kept between a stream's `start` and its transport (10 s of media). */
+const MAX_BACKLOG = 500;
+
 /**
  * Waits for a socket's `start` message (after an optional `connected`): resolves with it, or null
  * when anything else arrives first, more than a few messages come without one, the socket closes,
- * or `timeoutMs` passes. The socket is left open either way; its listeners are removed.
+ * or `timeoutMs` passes. The socket is left open either way. After the start, messages are kept
+ * (bounded) until take(), so nothing the caller sends is lost while the call is being looked up.
  */
-export function readStreamStart(socket: WebSocket, timeoutMs: number): Promise<StreamStart | null> {
+export function readStreamStart(socket: WebSocket, timeoutMs: number): Promise<PendingStream | null> {
   return new Promise((resolve) => {
     let seen = 0;
-    const settle = (start: StreamStart | null) => {
+    let started: StreamStart | undefined;
+    const backlog: RawData[] = [];
+    const detach = () => {
       clearTimeout(timer);
       socket.off('message', onMessage);
       socket.off('close', onClose);
-      resolve(start);
     };
     const onMessage = (data: RawData) => {
+      if (started) {
+        if (backlog.length < MAX_BACKLOG) backlog.push(data);
+        return;
+      }
       const m = parseStreamMessage(data);
-      if (m?.event === 'start') settle(m.start);
-      else if (m?.event !== 'connected' || ++seen > 3) settle(null);
+      if (m?.event === 'start') {
+        started = m.start;
+        clearTimeout(timer);
+        socket.off('close', onClose);
+        resolve({ start: m.start, take: () => { detach(); return backlog.splice(0); } });
+      } else if (m?.event !== 'connected' || ++seen > 3) {
+        detach();
+        resolve(null);
+      }
     };
-    const onClose = () => settle(null);
-    const timer = setTimeout(() => settle(null), timeoutMs);
+    const onClose = () => { detach(); resolve(null); };
+    const timer = setTimeout(() => { detach(); resolve(null); }, timeoutMs);
     socket.on('message', onMessage);
     socket.on('close', onClose);
   });
@@ -175,16 +198,31 @@ export class TwilioMediaStream extends EventEmitter<VoiceTransportEvents> implem
   /** Between a redirect (sendDigits) and the call's next stream. */
   private resuming: NodeJS.Timeout | undefined;
   private idle: NodeJS.Timeout | undefined;
-  private readonly onMessage = (data: RawData) => this.read(data);
+  /** Messages held until the session listens (set while the constructor's backlog is replayed). */
+  private held: RawData[] | null = null;
+  private readonly onMessage = (data: RawData) => { if (this.held) this.held.push(data); else this.read(data); };
   private readonly onClose = () => { if (!this.resuming) this.end('the media stream closed'); };
   private readonly onError = () => { if (!this.resuming) this.end('the media stream failed'); };
 
-  constructor(socket: WebSocket, start: StreamStart, private readonly o: TwilioMediaStreamOptions) {
+  /**
+   * `backlog`: what the socket sent after `start` before this transport existed (readStreamStart's
+   * take()); it is read, in order and before anything newer, once whoever built the transport has
+   * attached its listeners (the next turn of the event loop). A socket that closed meanwhile ends
+   * the call then.
+   */
+  constructor(socket: WebSocket, start: StreamStart, private readonly o: TwilioMediaStreamOptions, backlog: RawData[] = []) {
     super();
     this.socket = socket;
     this.streamSid = start.streamSid;
     this.callSid = start.callSid;
+    this.held = [...backlog];
     this.listen();
+    setImmediate(() => {
+      const held = this.held ?? [];
+      this.held = null;
+      for (const data of held) this.read(data);
+      if (this.socket === socket && socket.readyState !== socket.OPEN) this.onClose();
+    });
   }
 
   private listen(): void {
@@ -315,7 +353,7 @@ export class TwilioMediaStream extends EventEmitter<VoiceTransportEvents> implem
    * The call's next stream after a redirect: it replaces the old one, and audio not yet confirmed
    * played (with its marks) is sent again on it. False when no redirect is under way.
    */
-  adopt(socket: WebSocket, start: StreamStart): boolean {
+  adopt(socket: WebSocket, start: StreamStart, backlog: RawData[] = []): boolean {
     if (this.done || !this.resuming || start.callSid !== this.callSid) return false;
     clearTimeout(this.resuming);
     this.resuming = undefined;
@@ -325,6 +363,8 @@ export class TwilioMediaStream extends EventEmitter<VoiceTransportEvents> implem
     this.partial = new Int16Array(0);
     this.listen();
     for (const s of this.segments) this.transmit(s);
+    for (const data of backlog) this.read(data);
+    if (socket.readyState !== socket.OPEN) this.onClose();
     return true;
   }
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { parseStreamMessage, readStreamStart, TwilioMediaStream, type StreamStart } from '../../src/media/twilio-media-stream.ts';
 import { FakeMediaStream } from '../helpers/fake-media-stream.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -13,22 +13,26 @@ const tone = (ms: number, amp = 8000) => Int16Array.from({ length: (ms / 1000) *
 describe('TwilioMediaStream', () => {
   let wss: WebSocketServer;
   let url: string;
-  const accepted: Array<{ socket: WebSocket; start: StreamStart | null }> = [];
-  const waiting: Array<(a: { socket: WebSocket; start: StreamStart | null }) => void> = [];
+  const accepted: Array<{ socket: WebSocket; start: StreamStart | null; backlog: RawData[] }> = [];
+  const backlogs = new Map<WebSocket, () => RawData[]>();
+  const backlogOf = (socket: WebSocket) => backlogs.get(socket)?.() ?? [];
+  const waiting: Array<(a: { socket: WebSocket; start: StreamStart | null; backlog: RawData[] }) => void> = [];
   before(async () => {
     wss = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: 64 * 1024 });
     await new Promise<void>((r) => wss.once('listening', () => r()));
     url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
     wss.on('connection', (socket) => {
-      void readStreamStart(socket, 500).then((start) => {
-        const a = { socket, start };
+      void readStreamStart(socket, 500).then((pending) => {
+        const a = { socket, start: pending?.start ?? null, backlog: [] as RawData[] };
+        // Kept until the test builds the transport, as the service does after its lookups.
+        if (pending) backlogs.set(socket, () => pending.take());
         const w = waiting.shift();
         if (w) w(a); else accepted.push(a);
       });
     });
   });
   after(async () => { for (const c of wss.clients) c.terminate(); await new Promise((r) => wss.close(r)); });
-  const next = () => new Promise<{ socket: WebSocket; start: StreamStart | null }>((resolve) => {
+  const next = () => new Promise<{ socket: WebSocket; start: StreamStart | null; backlog: RawData[] }>((resolve) => {
     const a = accepted.shift();
     if (a) resolve(a); else waiting.push(resolve);
   });
@@ -43,7 +47,7 @@ describe('TwilioMediaStream', () => {
       sendDigits: async (d) => { calls.digits.push(d); },
       transfer: async (d) => { calls.transfers.push(d); },
       hangup: async (r) => { calls.hangups.push(r); },
-    });
+    }, backlogOf(socket));
     return { client, t, calls };
   }
 
@@ -112,6 +116,24 @@ describe('TwilioMediaStream', () => {
     t.end('test over');
   });
 
+  it('what the caller sent while the call was being looked up is read first, once the session listens; a stop in it ends the call', async () => {
+    const client = await FakeMediaStream.connect({ url, callSid: 'CA0123', parameters: { token: 't' } });
+    client.pressKey('7');
+    client.pressKey('8');
+    client.stop();
+    const { socket, start } = await next();
+    await new Promise((r) => setTimeout(r, 150));
+    const t = new TwilioMediaStream(socket, start!, { sendDigits: async () => {}, transfer: async () => {}, hangup: async () => {} },
+      backlogOf(socket));
+    const keys: string[] = [];
+    const ended: string[] = [];
+    t.on('dtmf', (k) => keys.push(k));
+    t.on('ended', (r) => ended.push(r));
+    await waitFor('ended', async () => ended.length > 0);
+    assert.deepEqual(keys, ['7', '8']);
+    assert.deepEqual(ended, ['the call ended']);
+  });
+
   it('stop ends the call once; hang-up goes through the owner', async () => {
     const { client, t, calls } = await pair();
     const ended: string[] = [];
@@ -146,7 +168,7 @@ describe('TwilioMediaStream', () => {
     assert.deepEqual(ended, [], 'the redirect\'s stop is not the end of the call');
     const again = await FakeMediaStream.connect({ url, callSid: 'CA0123' });
     const { socket, start } = await next();
-    assert.equal(t.adopt(socket, start!), true);
+    assert.equal(t.adopt(socket, start!, backlogOf(socket)), true);
     await waitFor('played on the new stream', async () => played.includes('after'));
     assert.ok(again.heard.length >= 5);
     assert.equal(t.adopt(socket, start!), false, 'no redirect under way');

@@ -96,19 +96,21 @@ export function mediaStreams(deps: MediaStreamDeps) {
      * with 1008 before any conversation is read or written.
      */
     async accept(socket: WebSocket, log: Log): Promise<void> {
-      const start = await readStreamStart(socket, deps.startTimeoutMs ?? STREAM_START_TIMEOUT_MS);
+      const pending = await readStreamStart(socket, deps.startTimeoutMs ?? STREAM_START_TIMEOUT_MS);
+      const start = pending?.start;
       const refuse = (why: string, about: Record<string, unknown> = {}) => {
+        pending?.take();
         log.warn({ ...about, why }, 'twilio media stream refused');
         if (socket.readyState === socket.OPEN || socket.readyState === socket.CONNECTING) socket.close(POLICY_VIOLATION, 'policy violation');
       };
-      if (!start) return refuse('no valid start message');
+      if (!pending || !start) return refuse('no valid start message');
       const grant = verifyStreamToken(deps.box, start.customParameters.token, start.callSid, deps.now());
       if (!grant) return refuse('token missing, expired or not for this call', { callSid: start.callSid });
       const about = { conversation: grant.conversationId, callSid: start.callSid };
 
       if (grant.purpose === 'resume') {
         const running = live.get(grant.conversationId)?.transport;
-        if (!running?.adopt(socket, start)) return refuse('no redirected call of this conversation runs here', about);
+        if (!running?.awaitingStream || !running.adopt(socket, start, pending.take())) return refuse('no redirected call of this conversation runs here', about);
         log.info?.(about, 'twilio media stream resumed');
         return;
       }
@@ -125,6 +127,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
         const room = await roomRepo.find(db, c.room_id);
         if (!agent || !room) {
           live.delete(c.id);
+          pending.take();
           await deps.conversations.end(c.id, 'failed', 'the agent was deleted');
           socket.close(1011, 'the agent was deleted');
           return;
@@ -143,7 +146,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
             if (!play) return;
             await (await carrier(c.org_id)).redirectCall(callSid, twimlDocument(play, twiml('resume', c.id, callSid)));
           },
-        });
+        }, pending.take());
         entry.transport = transport;
         entry.session = startVoiceSession({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
@@ -152,6 +155,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
         void entry.session.done.finally(() => live.delete(c.id));
       } catch (err) {
         live.delete(grant.conversationId);
+        pending.take();
         entry.transport?.end('the session failed to start');
         log.warn({ ...about, err: (err as Error).message }, 'twilio media stream: starting the session failed');
         if (socket.readyState === socket.OPEN) socket.close(1011, 'internal error');
