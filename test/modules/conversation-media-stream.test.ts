@@ -222,6 +222,38 @@ for (const engine of ENGINES) {
       }
     });
 
+    it('sending digits redirects the call to <Play digits> and a new stream, which re-attaches to the running session', async () => {
+      const o = await org({ welcomeMessage: '', actions: ['hangup'] });
+      const call = await answeredCall(o);
+      const first = await FakeMediaStream.connect({ url: call.url, callSid: call.sid, parameters: { token: call.token } });
+      const transport = await waitFor('the session', async () => h.services.mediaStreams.transportOf(call.conversation.id));
+      await transport.sendDigits('1,2');
+      const redirect = fake.redirects.find((r) => r.sid === call.sid);
+      assert.ok(redirect, 'the call was redirected');
+      const m = /^<\?xml version="1.0" encoding="UTF-8"\?><Response><Play digits="1w2"\/><Connect><Stream url="([^"]+)"><Parameter name="token" value="(v1\.resume\.[^"]+)"\/><\/Stream><\/Connect><\/Response>$/.exec(redirect.twiml);
+      assert.ok(m, redirect.twiml);
+      // Twilio stops the old stream and opens the new one.
+      first.stop();
+      await sleep(100);
+      assert.equal((await conversationRepo.find(h.database.db, call.conversation.id))?.ended_at, null, 'the redirect did not end the call');
+      const second = await FakeMediaStream.connect({ url: unescapeXml(m[1]!), callSid: call.sid, parameters: { token: unescapeXml(m[2]!) } });
+      try {
+        await waitFor('adopted', async () => !transport.awaitingStream);
+        llm.script.push({ text: 'You pressed five. Goodbye.', toolCalls: [{ name: 'end_conversation', arguments: {} }] });
+        second.pressKey('5');
+        const ended = await waitFor('ended', async () => { const c = await conversationRepo.find(h.database.db, call.conversation.id); return c?.ended_at != null && c; }, 20_000);
+        assert.equal(ended.outcome, 'ended_by_agent');
+        assert.equal(llm.requests.at(-1)!.body.messages.at(-1)!.content, '[DTMF 5]');
+        assert.ok(second.heard.filter(loud).length >= 20, 'the reply was played on the new stream');
+        assert.equal(first.heard.filter(loud).length, 0);
+        // The resume token does not open the call again.
+        const again = await FakeMediaStream.connect({ url: unescapeXml(m[1]!), callSid: call.sid, parameters: { token: unescapeXml(m[2]!) } });
+        assert.equal((await again.whenClosed).code, 1008);
+      } finally {
+        await second.close();
+      }
+    });
+
     it('a key the caller presses reaches the model as [DTMF 5]; transfer_call redirects the call to <Dial> through the Calls API', async () => {
       const o = await org({
         welcomeMessage: '', actions: ['transfer'],

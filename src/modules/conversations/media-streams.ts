@@ -162,6 +162,11 @@ export function mediaStreams(deps: MediaStreamDeps) {
       }
     },
 
+    /** The transport of a call whose session runs in this process (tests, operations). */
+    transportOf(conversationId: string): TwilioMediaStream | undefined {
+      return live.get(conversationId)?.transport;
+    },
+
     /** Calls running here (for tests and shutdown). */
     get running(): number {
       return live.size;
