@@ -179,7 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(knowledgeRoutes, { knowledge: services.knowledge });
   await app.register(agentRoutes, { agents: services.agents });
   await app.register(conversationRoutes, { conversations: services.conversations });
-  await app.register(voiceRoutes, { twilioVoice: services.twilioVoice });
+  await app.register(voiceRoutes, { twilioVoice: services.twilioVoice, mediaStreams: services.mediaStreams });
   await app.register(historyRoutes, { history: services.history });
   await app.register(agentUrlRoutes, { agents: services.agents });
   // The public chat page of each agent URL (/a/<slug>); its cookie is Secure when we are served over https.

@@ -101,6 +101,12 @@ export interface Config {
   readonly conversationIdleMinutes: number;
   /** Which speech engines voice sessions use and how to reach a remote one (docs/voice.md). */
   readonly speech: SpeechConfig;
+  /**
+   * How an answered Twilio call talks (CALLPLANE_TWILIO_VOICE, default `gather`): `gather` has
+   * Twilio recognise and speak (<Gather>, <Say>); `stream` opens a bidirectional Media Stream to
+   * this deployment (wss:// of publicUrl) and runs the voice session here, on our speech engines.
+   */
+  readonly twilioVoice: 'stream' | 'gather';
 }
 
 /**
@@ -395,5 +401,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnConcurrency: int(env, 'CALLPLANE_TURN_CONCURRENCY', 50, 1, 1000),
     conversationIdleMinutes: int(env, 'CALLPLANE_CONVERSATION_IDLE_MINUTES', 30, 1, 10_080),
     speech: speechConfig(env),
+    twilioVoice: oneOf(env, 'CALLPLANE_TWILIO_VOICE', ['gather', 'stream'] as const, 'gather'),
   });
 }

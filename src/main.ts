@@ -116,7 +116,8 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
       await database.close().catch(() => {});
       throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
     }
-    stops.unshift(() => app.close());
+    // Streamed calls end (and are recorded) before the server and then the database go.
+    stops.unshift(async () => { await platform.services.mediaStreams.close(); await app.close(); });
     port = (app.server.address() as AddressInfo).port;
   }
 

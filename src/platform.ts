@@ -18,8 +18,10 @@ import { webChatService, type WebChatService } from './modules/conversations/web
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
 import { voiceCalls } from './modules/conversations/voice-calls.ts';
 import { backgroundAudio } from './modules/conversations/background-audio.ts';
+import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
 import { speechEngines } from './speech/registry.ts';
+import type { SpeechGrammar } from './speech/types.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
@@ -60,6 +62,8 @@ export interface PlatformDeps {
   sipWorkerWaitMs?: number;
   /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
   voiceTurnTimeoutMs?: number;
+  /** Recognition of streamed Twilio calls restricted to these phrases (tests; free speech otherwise). */
+  voiceGrammar?: SpeechGrammar;
 }
 
 export interface Services {
@@ -83,6 +87,8 @@ export interface Services {
   twilioVoice: TwilioVoice;
   /** The agent on calls whose audio we carry (SIP). */
   voiceCalls: VoiceCalls;
+  /** Twilio Media Streams (CALLPLANE_TWILIO_VOICE=stream): the calls whose voice sessions run in this process. */
+  mediaStreams: MediaStreams;
   history: HistoryService;
 }
 
@@ -155,17 +161,24 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, models: base.models, knowledge: base.knowledge, context: base.context, tasks: base.tasks,
     http: actionHttp, messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
   });
-  const gather = twilioVoice({
-    db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now,
-  });
   // The process's speech engines (offline by default: pocketsphinx and espeak-ng), for every call whose audio we carry.
   const speech = speechEngines(config.speech);
+  // Streamed Twilio calls run their voice sessions in the process that holds the stream (api roles).
+  const streams = mediaStreams({
+    db, box, config, conversations, turns: runner, speech, carrierOptions: deps.tasks?.carrierOptions,
+    grammar: deps.voiceGrammar, now: Date.now, log: child('media-streams'),
+  });
+  const gather = twilioVoice({
+    db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now,
+    ...(config.twilioVoice === 'stream' ? { streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid) } : {}),
+  });
   const services: Services = {
     ...base,
     conversations,
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('web-chat') }),
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
     twilioVoice: gather,
+    mediaStreams: streams,
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks, calls: gather }),
     voiceCalls: voiceCalls({
       db, conversations, turns: runner, ...speech, now: Date.now, log: child('voice'),
@@ -194,6 +207,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     async close() {
       await listener?.close();
       listener = undefined;
+      await streams.close();
       await Promise.all([actionHttp.close().catch(() => {}), services.models.close()]);
     },
   };

@@ -226,6 +226,15 @@ export class TwilioCarrier implements Carrier {
     }
   }
 
+  /**
+   * Replaces what a call in progress does with `twiml` (Calls API update with `Twiml`): a <Dial>
+   * that transfers it, <Play digits> and a new stream. The caller builds the TwiML escaped.
+   */
+  async redirectCall(providerRef: string, twiml: string, signal?: AbortSignal): Promise<void> {
+    if (twiml.length > MAX_INLINE_TWIML) throw new PermanentCarrierError(`twilio: ${twiml.length} characters of TwiML, more than the ${MAX_INLINE_TWIML} Twilio takes inline`, TWILIO);
+    await this.#post(this.#accountPath(`Calls/${encodeURIComponent(providerRef)}.json`), new URLSearchParams({ Twiml: twiml }), undefined, signal);
+  }
+
   #sidAndStatus(json: TwilioJson, ...prefixes: string[]): { sid: string; status: string } {
     const sid = typeof json.sid === 'string' ? json.sid : '';
     if (!prefixes.some((p) => sid.startsWith(p))) {

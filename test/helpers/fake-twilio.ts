@@ -82,6 +82,8 @@ export class FakeTwilio {
   readonly calls = new Map<string, FakeCall>();
   readonly messages = new Map<string, FakeMessage>();
   readonly twimlFetches: TwimlFetch[] = [];
+  /** Calls updated with new TwiML (Calls/{sid}.json with Twiml): transfers, redirects. */
+  readonly redirects: Array<{ sid: string; twiml: string }> = [];
   readonly #injections: Array<Injection | 'hang'> = [];
   readonly #server: http.Server;
   #url = '';
@@ -217,6 +219,14 @@ export class FakeTwilio {
     const call = this.calls.get(sid);
     if (!call) return this.#error(res, 404, 20404, `The requested resource ${path} was not found`);
     const status = form.get('Status');
+    const twiml = form.get('Twiml');
+    if (twiml !== null && status === null) {
+      // A redirect: the call in progress runs this TwiML next (recorded in `redirects`).
+      if (ENDED.has(call.status)) return this.#error(res, 400, 21220, 'Call is not in-progress. Cannot redirect.');
+      this.redirects.push({ sid, twiml });
+      call.twiml = twiml;
+      return this.#json(res, 200, this.#callJson(call));
+    }
     if (status !== 'completed' && status !== 'canceled') return this.#error(res, 400, 21218, 'Invalid Status parameter');
     if (ENDED.has(call.status)) return this.#error(res, 400, 21220, 'Call is not in-progress. Cannot redirect.');
     call.status = status;

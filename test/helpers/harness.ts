@@ -16,7 +16,7 @@ import type { TaskQueue } from '../../src/modules/tasks/task-queue.ts';
 import type { DeliveryQueue } from '../../src/modules/webhooks/delivery-queue.ts';
 import type { TurnQueue } from '../../src/modules/conversations/turn-queue.ts';
 import type { SipWorker } from '../../src/modules/sip/sip-worker.ts';
-import { createPlatform, type PlatformDeps } from '../../src/platform.ts';
+import { createPlatform, type PlatformDeps, type Services } from '../../src/platform.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 export const PG_URL = process.env.TEST_DATABASE_URL;
@@ -43,6 +43,8 @@ export interface Harness {
   turns: TurnQueue;
   /** The SIP runtime (endpoint, registration owner), when started with `sip`. */
   sip?: SipWorker;
+  /** The platform's services (the same the app's routes use). */
+  services: Services;
   call(method: string, url: string, opts?: CallOptions): Promise<Reply>;
   /** A reseller under the partner, with its own token. */
   reseller(name?: string): Promise<{ id: number; token: string }>;
@@ -74,6 +76,8 @@ export interface HarnessOptions {
   turns?: boolean;
   /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
   voiceTurnTimeoutMs?: number;
+  /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
+  voiceGrammar?: PlatformDeps['voiceGrammar'];
 }
 
 export async function startHarness(engine: Engine, env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -97,6 +101,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     deliveries: opts.deliveryRuntime,
     sipWorkerWaitMs: opts.sipWorkerWaitMs,
     voiceTurnTimeoutMs: opts.voiceTurnTimeoutMs,
+    voiceGrammar: opts.voiceGrammar,
   });
   const { tasks, deliveries, sip } = platform;
   if (opts.worker || opts.deliveries || opts.turns || sip) await platform.listen();
@@ -131,7 +136,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, services: platform.services,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);

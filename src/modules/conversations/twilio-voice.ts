@@ -4,7 +4,9 @@
 // the caller has spoken — or stayed silent — Twilio posts the gather action (voice-routes.ts): what
 // was said is recorded, the agent's turn runs inline on its live configuration, and the answer is
 // TwiML that says the reply and listens again, hangs up, or dials a transfer. The call's final
-// status callback ends the conversation if nothing else did.
+// status callback ends the conversation if nothing else did. With CALLPLANE_TWILIO_VOICE=stream the
+// answer is <Connect><Stream> instead and the call is a voice session over a Media Stream
+// (media-streams.ts).
 import crypto from 'node:crypto';
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
@@ -18,7 +20,7 @@ import { verifyTwilioRequest, type CallConversations, type Params } from '../tas
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
-import { dial, gather, HANGUP, onAnswer, phrasesFor, say, twimlDocument, voiceStyle, type Phrases, type VoiceStyle } from './voice-twiml.ts';
+import { dial, gather, HANGUP, onAnswer, phrasesFor, playDigits, say, twimlDocument, voiceStyle, type Phrases, type VoiceStyle } from './voice-twiml.ts';
 
 /** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */
 export const TWILIO_GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
@@ -61,6 +63,11 @@ export interface TwilioVoiceDeps {
   turns: Pick<TurnRunner, 'run'>;
   /** VOICE_TURN_TIMEOUT_MS; tests shorten it. */
   turnTimeoutMs: number;
+  /**
+   * With CALLPLANE_TWILIO_VOICE=stream: the <Connect><Stream> of a call's conversation
+   * (media-streams.ts), which an answered call is given instead of <Gather>.
+   */
+  streamTwiml?: (conversationId: string, callSid: string) => string;
   now: () => number;
 }
 
@@ -83,6 +90,7 @@ function readState(json: string): VoiceState {
   return { noResponse: n(o.noResponse), failures: n(o.failures) };
 }
 
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
 const intIn = (v: unknown, min: number, max: number, dflt: number) =>
   (typeof v === 'number' && Number.isInteger(v) ? Math.min(Math.max(v, min), max) : dflt);
 
@@ -191,10 +199,14 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
             agent, channel: 'voice', direction: 'outbound', counterpart: address, counterpartKind: kind,
             taskId: task.id, carrierRef: callSid, fresh: true,
           }, now);
-          if (greeting) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
+          // A streamed call's voice session records its greeting as it says it.
+          if (greeting && !deps.streamTwiml) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
           return o.conversation;
         });
       }
+      // Streamed: the keys to press on answer, then the call's audio is ours (the pause and the
+      // greeting are the voice session's).
+      if (deps.streamTwiml) return twimlDocument(playDigits(str(config.postAnswerDtmf)), deps.streamTwiml(c.id, callSid));
       return twimlDocument(...onAnswer(config, bool(task.wait_to_greet)), gather(style, gatherUrl(c.id), say(style, greeting)));
     },
 

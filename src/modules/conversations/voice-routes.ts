@@ -1,9 +1,14 @@
-// The route Twilio posts a spoken conversation's gather action to (what the caller said, or that
-// they said nothing); src/modules/conversations/twilio-voice.ts checks and answers it with TwiML.
-// Twilio sends no token: the request is public and signed (X-Twilio-Signature).
+// The routes Twilio calls during a spoken conversation: the gather action (what the caller said, or
+// that they said nothing), which twilio-voice.ts checks and answers with TwiML, and the Media
+// Stream WebSocket of a streamed call, which media-streams.ts checks and runs. Twilio sends no
+// token: the gather request is public and signed (X-Twilio-Signature); a stream proves itself with
+// the token of its TwiML, in its `start` message.
 import formbody from '@fastify/formbody';
+import websocket from '@fastify/websocket';
+import { MAX_STREAM_MESSAGE_BYTES } from '../../media/twilio-media-stream.ts';
 import type { App } from '../../http/types.ts';
 import type { Params } from '../tasks/twilio-callbacks.ts';
+import { TWILIO_STREAM_PATH, type MediaStreams } from './media-streams.ts';
 import { TWILIO_GATHER_PATH, type TwilioVoice } from './twilio-voice.ts';
 
 /** The form as parsed by @fastify/formbody (strings, or arrays for repeated keys); anything else is no form. */
@@ -16,9 +21,14 @@ function formOf(body: unknown): Params {
   return out;
 }
 
-export async function voiceRoutes(app: App, { twilioVoice }: { twilioVoice: TwilioVoice }): Promise<void> {
+export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twilioVoice: TwilioVoice; mediaStreams: MediaStreams }): Promise<void> {
   // Scoped to this plugin: the rest of the API stays JSON-only.
   await app.register(formbody);
+  // Larger messages close the socket (1009) before anything reads them.
+  await app.register(websocket, { options: { maxPayload: MAX_STREAM_MESSAGE_BYTES, perMessageDeflate: false } });
+  app.get(TWILIO_STREAM_PATH, { websocket: true, config: { public: true }, schema: { hide: true } }, (socket, req) => {
+    void mediaStreams.accept(socket, req.log);
+  });
   app.post(TWILIO_GATHER_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
     const form = formOf(req.body);
     const header = req.headers['x-twilio-signature'];

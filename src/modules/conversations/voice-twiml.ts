@@ -156,3 +156,18 @@ export function onAnswer(config: AgentConfig, waitToGreet: boolean): string[] {
   if (seconds > 0) out.push(`<Pause length="${Math.min(seconds, MAX_PAUSE_SECONDS)}"/>`);
   return out;
 }
+
+/**
+ * <Connect><Stream>: a bidirectional Media Stream to `url` (wss://…) for the rest of the call, with
+ * <Parameter>s Twilio hands back in the stream's `start` message (customParameters).
+ */
+export function connectStream(url: string, parameters: Record<string, string>): string {
+  const params = Object.entries(parameters).map(([name, value]) => `<Parameter name="${xmlText(name)}" value="${xmlText(value)}"/>`).join('');
+  return `<Connect><Stream url="${xmlText(url)}">${params}</Stream></Connect>`;
+}
+
+/** <Play digits> of keys (0-9, *, #, w for half a second); nothing when no key is left. */
+export function playDigits(digits: string): string {
+  const d = digits.replace(/,/g, 'w').replace(/[^0-9*#w]/g, '');
+  return /[0-9*#]/.test(d) ? `<Play digits="${xmlText(d)}"/>` : '';
+}

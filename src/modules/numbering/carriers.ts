@@ -6,7 +6,8 @@ import type { Config } from '../../config.ts';
 import type { Db, NumberingProviderRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import {
-  createCarrier, PermanentCarrierError, SipCarrier, TWILIO, type Carrier, type CarrierOptions, type ProviderSettings,
+  createCarrier, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO,
+  type Carrier, type CarrierOptions, type ProviderSettings, type TwilioCarrier,
 } from '../../providers/index.ts';
 import { sipCallPlan } from '../sip/calls.ts';
 import { numberingRepo } from './repository.ts';
@@ -96,4 +97,19 @@ export async function chooseCarrier(deps: CarrierChoiceDeps, orgId: number, kind
   if (row.provider_id === TWILIO) checkApiBase(settings.config.apiBaseUrl ?? settings.secrets?.apiBaseUrl, config);
   return createCarrier(settings,
     { ...opts, simulated: { ...(settings.config.callSeconds ? {} : { callSeconds: config.simulatedCallSeconds }), ...opts.simulated } });
+}
+
+/**
+ * The organization's Twilio carrier, enabled or not (a call it placed is still its own to
+ * transfer, redirect and end), for acting on a call in progress; undefined without a twilio provider.
+ */
+export async function twilioCarrierOf(deps: Pick<CarrierChoiceDeps, 'db' | 'box' | 'config' | 'carrierOptions'>, orgId: number): Promise<TwilioCarrier | undefined> {
+  const row = await numberingRepo.find(deps.db, orgId, TWILIO);
+  if (!row) return undefined;
+  const settings = openProviderSettings(row, deps.box);
+  const merged = { ...settings.config, ...settings.secrets };
+  checkApiBase(merged.apiBaseUrl, deps.config);
+  return createTwilioCarrier({
+    accountSid: merged.accountSid ?? '', authToken: merged.authToken ?? '', phoneNumber: merged.phoneNumber, apiBaseUrl: merged.apiBaseUrl,
+  }, deps.carrierOptions?.twilio);
 }

@@ -1,0 +1,187 @@
+// Spoken conversations over Twilio Media Streams (docs/voice.md, "Twilio Media Streams"). With
+// CALLPLANE_TWILIO_VOICE=stream an answered task call is told to <Connect><Stream> to us
+// (twilio-voice.ts asks twiml() here); Twilio then opens a WebSocket (voice-routes.ts hands it to
+// accept()). The stream's `start` must carry a token this deployment minted for that conversation
+// and that CallSid (media-stream-token.ts), else the socket is closed (1008) and nothing is touched.
+// Then the call's voice session (voice-session.ts) runs here over a TwilioMediaStream, on the
+// process's speech engines and the agent's live configuration. Transfers, hang-ups and digits go
+// through Twilio's Calls API with the organization's own Twilio account: sending digits redirects
+// the call to <Play digits> and a new stream, which re-attaches to the running session.
+import type { WebSocket } from 'ws';
+import type { Config } from '../../config.ts';
+import { bool } from '../../db/flags.ts';
+import type { Db } from '../../db/types.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { readStreamStart, TwilioMediaStream } from '../../media/twilio-media-stream.ts';
+import { DEFAULT_WAIT_TO_GREET_SECONDS, type CarrierOptions } from '../../providers/index.ts';
+import type { SpeechEngines } from '../../speech/registry.ts';
+import type { SpeechGrammar } from '../../speech/types.ts';
+import { accountRepo } from '../accounts/repository.ts';
+import type { AgentConfig } from '../agents/validation.ts';
+import { twilioCarrierOf } from '../numbering/carriers.ts';
+import { taskRepo } from '../tasks/repository.ts';
+import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stream-token.ts';
+import { conversationRepo, roomRepo } from './repository.ts';
+import type { ConversationService } from './service.ts';
+import type { TurnRunner } from './turn.ts';
+import { startVoiceSession, type VoiceSession } from './voice-session.ts';
+import { connectStream, dial, playDigits, twimlDocument } from './voice-twiml.ts';
+
+/** The WebSocket route Twilio opens a call's Media Stream on. */
+export const TWILIO_STREAM_PATH = '/api/v2/providers/twilio/voice/stream';
+/** How long a new stream may take to send its `start`. */
+export const STREAM_START_TIMEOUT_MS = 5000;
+/** WebSocket close code for a stream we refuse (RFC 6455: policy violation). */
+export const POLICY_VIOLATION = 1008;
+
+const E164 = /^\+[1-9]\d{6,14}$/;
+
+type Log = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
+
+export interface MediaStreamDeps {
+  db: Db;
+  box: SecretBox;
+  config: Pick<Config, 'publicUrl' | 'allowPrivateTargets' | 'simulatedCallSeconds' | 'sipRingSeconds' | 'callMaxSeconds'>;
+  conversations: Pick<ConversationService, 'recordInbound' | 'end' | 'liveConfig'>;
+  turns: Pick<TurnRunner, 'run'>;
+  /** The process's speech engines (src/speech/registry.ts). */
+  speech: SpeechEngines;
+  /** Twilio request settings (timeouts), as the task queue's. */
+  carrierOptions?: CarrierOptions;
+  /** Recognition restricted to these phrases (tests); free speech otherwise. */
+  grammar?: SpeechGrammar;
+  startTimeoutMs?: number;
+  now: () => number;
+  log?: Log;
+}
+
+export function mediaStreams(deps: MediaStreamDeps) {
+  const { db } = deps;
+  /** The sessions this process runs, by conversation id; a conversation claimed here is not started twice. */
+  const live = new Map<string, { transport?: TwilioMediaStream; session?: VoiceSession }>();
+
+  /** wss:// (or ws:// for an http publicUrl) of the stream route. */
+  function streamUrl(): string {
+    const u = new URL(`${deps.config.publicUrl}${TWILIO_STREAM_PATH}`);
+    u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+    return u.toString();
+  }
+
+  /** The <Connect><Stream> verb of a call's conversation, with a fresh token. */
+  function twiml(purpose: StreamPurpose, conversationId: string, callSid: string): string {
+    return connectStream(streamUrl(), { token: streamToken(deps.box, purpose, conversationId, callSid, deps.now()) });
+  }
+
+  async function carrier(orgId: number) {
+    const c = await twilioCarrierOf({ db, box: deps.box, config: deps.config, carrierOptions: deps.carrierOptions }, orgId);
+    if (!c) throw new Error('the organization has no twilio provider');
+    return c;
+  }
+
+  /** What the session says and does on answer: the task's greeting and pause; digits were in the TwiML already. */
+  async function sessionConfig(config: AgentConfig, taskId: string | null): Promise<AgentConfig> {
+    const task = taskId ? await taskRepo.findAnyOrg(db, taskId) : undefined;
+    const welcome = task?.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage : '');
+    const wait = typeof config.waitOnAnswer === 'number' && config.waitOnAnswer > 0 ? config.waitOnAnswer
+      : task && bool(task.wait_to_greet) ? DEFAULT_WAIT_TO_GREET_SECONDS * 1000 : 0;
+    return { ...config, welcomeMessage: welcome, postAnswerDtmf: '', waitOnAnswer: wait };
+  }
+
+  return {
+    twiml,
+
+    /**
+     * A new Media Stream socket: its `start` is awaited and checked; a call's first stream starts
+     * its voice session, the stream after a redirect re-attaches to it. Anything else is closed
+     * with 1008 before any conversation is read or written.
+     */
+    async accept(socket: WebSocket, log: Log): Promise<void> {
+      const pending = await readStreamStart(socket, deps.startTimeoutMs ?? STREAM_START_TIMEOUT_MS);
+      const start = pending?.start;
+      const refuse = (why: string, about: Record<string, unknown> = {}) => {
+        pending?.take();
+        log.warn({ ...about, why }, 'twilio media stream refused');
+        if (socket.readyState === socket.OPEN || socket.readyState === socket.CONNECTING) socket.close(POLICY_VIOLATION, 'policy violation');
+      };
+      if (!pending || !start) return refuse('no valid start message');
+      const grant = verifyStreamToken(deps.box, start.customParameters.token, start.callSid, deps.now());
+      if (!grant) return refuse('token missing, expired or not for this call', { callSid: start.callSid });
+      const about = { conversation: grant.conversationId, callSid: start.callSid };
+
+      if (grant.purpose === 'resume') {
+        const running = live.get(grant.conversationId)?.transport;
+        if (!running?.awaitingStream || !running.adopt(socket, start, pending.take())) return refuse('no redirected call of this conversation runs here', about);
+        log.info?.(about, 'twilio media stream resumed');
+        return;
+      }
+      if (live.has(grant.conversationId)) return refuse('the call already has a stream', about);
+      const entry: { transport?: TwilioMediaStream; session?: VoiceSession } = {};
+      live.set(grant.conversationId, entry);
+      try {
+        const c = await conversationRepo.find(db, grant.conversationId);
+        if (!c || c.channel !== 'voice' || c.carrier_ref !== start.callSid || c.ended_at !== null) {
+          live.delete(grant.conversationId);
+          return refuse('the conversation is not this call\'s, or has ended', about);
+        }
+        const agent = await accountRepo.findById(db, c.account_id);
+        const room = await roomRepo.find(db, c.room_id);
+        if (!agent || !room) {
+          live.delete(c.id);
+          pending.take();
+          await deps.conversations.end(c.id, 'failed', 'the agent was deleted');
+          socket.close(1011, 'the agent was deleted');
+          return;
+        }
+        const config = await sessionConfig(await deps.conversations.liveConfig(agent), c.task_id);
+        const callSid = start.callSid;
+        const transport = new TwilioMediaStream(socket, start, {
+          hangup: async () => { await (await carrier(c.org_id)).endCall(callSid); },
+          transfer: async (destination) => {
+            // A Twilio call dials phone numbers only (the session passes only the agent's destinations).
+            if (!E164.test(destination)) throw new Error('a Twilio call can be transferred to an E.164 number only');
+            await (await carrier(c.org_id)).redirectCall(callSid, twimlDocument(dial(destination)));
+          },
+          sendDigits: async (digits) => {
+            const play = playDigits(digits);
+            if (!play) return;
+            await (await carrier(c.org_id)).redirectCall(callSid, twimlDocument(play, twiml('resume', c.id, callSid)));
+          },
+        }, pending.take());
+        entry.transport = transport;
+        entry.session = startVoiceSession({
+          db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
+        }, { transport, conversation: c, room, config, grammar: deps.grammar });
+        log.info?.(about, 'twilio media stream started');
+        void entry.session.done.finally(() => live.delete(c.id));
+      } catch (err) {
+        live.delete(grant.conversationId);
+        pending.take();
+        entry.transport?.end('the session failed to start');
+        log.warn({ ...about, err: (err as Error).message }, 'twilio media stream: starting the session failed');
+        if (socket.readyState === socket.OPEN) socket.close(1011, 'internal error');
+      }
+    },
+
+    /** The transport of a call whose session runs in this process (tests, operations). */
+    transportOf(conversationId: string): TwilioMediaStream | undefined {
+      return live.get(conversationId)?.transport;
+    },
+
+    /** Calls running here (for tests and shutdown). */
+    get running(): number {
+      return live.size;
+    },
+
+    /** Ends every call this process streams and waits (a few seconds at most) until they are recorded. */
+    async close(): Promise<void> {
+      const sessions = [...live.values()];
+      for (const e of sessions) e.transport?.end('the server is shutting down');
+      const all = Promise.all(sessions.map((e) => e.session?.done ?? Promise.resolve()));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([all, new Promise((r) => { timer = setTimeout(r, 5000); })]);
+      clearTimeout(timer);
+    },
+  };
+}
+
+export type MediaStreams = ReturnType<typeof mediaStreams>;
