@@ -363,6 +363,50 @@ for (const engine of ENGINES) {
       assert.equal((await other.progressCall(bCall.sid, 'completed')).status, 204);
     });
 
+    it('a call to the organization\'s Twilio number is answered by its agent (signed, by To), talks through the gather action, and ends with the number\'s status callback', async () => {
+      const r = await h.reseller();
+      const o = await h.organization(r.id);
+      const number = `+1415556${String(1000 + ++targetSeq).slice(-4)}`;
+      const provider = await h.call('POST', '/api/v2/numberingProvider', {
+        token: r.token, query: { targetOrganizationId: o.id },
+        body: { providerId: 'twilio', config: { accountSid: fake.accountSid, authToken: fake.authToken, phoneNumber: number, apiBaseUrl: fake.url } },
+      });
+      assert.equal(provider.status, 200, JSON.stringify(provider.body));
+      await configure(await h.tokenFor(o.agentId), { welcomeMessage: 'Acme Dental, how can I help?' });
+      const sid = `CA${'9'.repeat(30)}${String(targetSeq).padStart(2, '0')}`;
+      const call = { AccountSid: fake.accountSid, CallSid: sid, From: '+14155550142', To: number, CallStatus: 'ringing', Direction: 'inbound' };
+      const incoming = `${publicUrl}/api/v2/providers/twilio/voice`;
+
+      // Forged, or for a number nobody has: refused, nothing opened.
+      assert.equal((await fake.postSigned(incoming, call, { token: 'not-the-token' })).status, 403);
+      assert.equal((await fake.postSigned(incoming, { ...call, To: '+14155550199' })).status, 404);
+      assert.equal(await conversationRepo.byCarrierRef(h.database.db, o.id, sid), undefined);
+
+      const answered = await fake.postSigned(incoming, call);
+      assert.equal(answered.status, 200, answered.body);
+      const action = /<Gather [^>]*action="([^"]+)"/.exec(answered.body);
+      assert.ok(action, answered.body);
+      assert.match(answered.body, /<Say[^>]*>Acme Dental, how can I help\?<\/Say>/);
+      const c = await conversationOf(o.id, sid);
+      assert.deepEqual([c.channel, c.direction, c.counterpart, c.account_id], ['voice', 'inbound', '+14155550142', o.agentId]);
+      // Twilio retrying the webhook gets the same conversation.
+      assert.equal((await fake.postSigned(incoming, call)).status, 200);
+      assert.equal((await h.database.db.selectFrom('conversations').select('id').where('carrier_ref', '=', sid).execute()).length, 1);
+
+      llm.script.push({ text: 'We open at nine.' });
+      const said = await speak(fake, sid, unescapeXml(action[1]!), 'When do you open?', { Direction: 'inbound' });
+      assert.equal(said.status, 200, said.body);
+      assert.match(said.body, /We open at nine\./);
+      assert.deepEqual(await transcript(c.id), ['outbound:Acme Dental, how can I help?', 'inbound:When do you open?', 'outbound:We open at nine.']);
+
+      const status = `${publicUrl}/api/v2/providers/twilio/voice/status`;
+      assert.equal((await fake.postSigned(status, { ...call, CallStatus: 'in-progress' })).status, 204);
+      assert.equal((await conversationOf(o.id, sid)).ended_at, null, 'not over while in progress');
+      assert.equal((await fake.postSigned(status, { ...call, CallStatus: 'completed' }, { token: 'forged' })).status, 403);
+      assert.equal((await fake.postSigned(status, { ...call, CallStatus: 'completed' })).status, 204);
+      assert.equal((await conversationOf(o.id, sid)).outcome, 'hung_up');
+    });
+
     it('a call on the SIMULATED carrier works as before: no TwiML, no conversation', async () => {
       const o = await org(null);
       const created = await h.call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: nextTarget(), greeting: 'Hi' } });

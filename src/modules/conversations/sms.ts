@@ -8,12 +8,11 @@ import crypto from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type { AccountRow, Db } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
+import { Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { normalizePhone } from '../../lib/phone.ts';
-import { TWILIO, verifyTwilioSignature } from '../../providers/index.ts';
+import { TWILIO } from '../../providers/index.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { orgsOwningNumber, providerSettings } from '../numbering/carriers.ts';
+import { twilioNumberOwner } from '../numbering/carriers.ts';
 import type { TextSent } from '../tasks/run-task.ts';
 import type { RelayService } from '../webhooks/relays/service.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
@@ -73,12 +72,6 @@ function first(form: URLSearchParams, key: string): string | undefined {
   return v !== null && v !== '' ? v : undefined;
 }
 
-const sameNumber = (a: string, b: string) => {
-  const x = normalizePhone(a);
-  const y = normalizePhone(b);
-  return x.ok && y.ok && x.e164 === y.e164;
-};
-
 /** The media Twilio lists with a message (MediaUrl0…, MediaContentType0…), http(s) only, at most MAX_SMS_MEDIA. */
 function mediaOf(form: URLSearchParams): Array<{ type: string; url: string }> {
   const n = Math.min(Math.max(Number.parseInt(form.get('NumMedia') ?? '0', 10) || 0, 0), MAX_SMS_MEDIA);
@@ -96,36 +89,6 @@ export function smsService(deps: SmsServiceDeps) {
   const { db, box, config, conversations } = deps;
   const clock = deps.now ?? Date.now;
   const idleMs = config.conversationIdleMinutes * 60_000;
-
-  /**
-   * The organization this message was sent to: the one whose twilio provider's phoneNumber is
-   * `To`; of several, those whose accountSid is the posted AccountSid. Each candidate is checked
-   * with its own auth token (as the status callbacks are), so another organization's token never
-   * helps. Unknown number: 404 saying nothing; no valid signature: 403.
-   */
-  async function owner(form: URLSearchParams, url: string, rawBody: string, signature: string | undefined, log: Log) {
-    const to = first(form, 'To');
-    const owners: Array<{ orgId: number; accountSid: string; authToken: string }> = [];
-    for (const orgId of to ? await orgsOwningNumber(db, to) : []) {
-      const s = await providerSettings(db, box, orgId, TWILIO);
-      if (s?.phoneNumber && sameNumber(s.phoneNumber, to!)) owners.push({ orgId, accountSid: s.accountSid ?? '', authToken: s.authToken ?? '' });
-    }
-    if (owners.length === 0) throw new NotFound('Not found');
-    const accountSid = first(form, 'AccountSid');
-    const candidates = owners.length > 1 ? owners.filter((o) => o.accountSid === accountSid) : owners;
-    const verified = candidates.filter((o) => o.authToken !== '' && verifyTwilioSignature(o.authToken, url, rawBody, signature));
-    if (verified.length === 0) {
-      log.warn({ to, hasSignature: Boolean(signature) }, 'twilio sms refused: signature missing or invalid');
-      throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
-    }
-    if (verified.length > 1) {
-      log.warn({ to, orgs: verified.map((o) => o.orgId) }, 'twilio sms refused: the number belongs to several organizations with the same twilio account');
-      throw new Conflict('This number is configured in more than one organization with the same Twilio account');
-    }
-    const org = verified[0]!;
-    if (accountSid !== undefined && accountSid !== org.accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
-    return org.orgId;
-  }
 
   /**
    * Who answers: the agent of the person's open text conversation in this organization (a text
@@ -195,7 +158,9 @@ export function smsService(deps: SmsServiceDeps) {
     async receive(req: InboundSmsRequest, log: Log): Promise<InboundSmsResult> {
       const rawBody = req.rawBody.toString('utf8');
       const form = new URLSearchParams(rawBody);
-      const orgId = await owner(form, `${config.publicUrl}${req.url}`, rawBody, req.headers['x-twilio-signature'], log);
+      const orgId = await twilioNumberOwner(db, box, {
+        to: first(form, 'To'), accountSid: first(form, 'AccountSid'), url: `${config.publicUrl}${req.url}`, signed: rawBody, signature: req.headers['x-twilio-signature'],
+      }, log, 'twilio sms');
       const result = await record(orgId, form, log);
       try {
         await deps.relays.forwardVerified(orgId, 'twilioSMS', { headers: req.headers, contentType: req.contentType, rawBody: req.rawBody });

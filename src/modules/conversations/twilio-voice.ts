@@ -16,6 +16,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import type { TwilioParams } from '../../providers/index.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
+import { twilioNumberOwner } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations, type Params } from '../tasks/twilio-callbacks.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
@@ -24,6 +25,12 @@ import { dial, gather, HANGUP, onAnswer, phrasesFor, playDigits, say, twimlDocum
 
 /** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */
 export const TWILIO_GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
+/** Where a Twilio number's voice webhook points ("A call comes in"): calls to our numbers. */
+export const TWILIO_INCOMING_PATH = '/api/v2/providers/twilio/voice';
+/** Where a Twilio number's call status callback points: the end of calls to our numbers. */
+export const TWILIO_INCOMING_STATUS_PATH = '/api/v2/providers/twilio/voice/status';
+/** Call statuses after which nothing more happens on the call. */
+const FINAL_CALL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 /**
  * How long one spoken turn may take. Twilio waits about 15 s for the answer to a gather action;
  * the model request (and every tool it calls) is aborted after this and the caller hears an
@@ -34,6 +41,15 @@ export const VOICE_TURN_TIMEOUT_MS = 10_000;
 export const MAX_TURN_FAILURES = 3;
 
 type Log = { warn(obj: object, msg: string): void };
+
+/** A post of a Twilio number's voice webhook (a call comes in, or its status changed). */
+export interface NumberWebhookRequest {
+  /** The path and query Twilio called (appended to config.publicUrl for the signature). */
+  url: string;
+  signature: string | undefined;
+  params: Params;
+  signed: TwilioParams;
+}
 
 /** One post of the gather action as Twilio sent it. */
 export interface GatherRequest {
@@ -208,6 +224,64 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       // greeting are the voice session's).
       if (deps.streamTwiml) return twimlDocument(playDigits(str(config.postAnswerDtmf)), deps.streamTwiml(c.id, callSid));
       return twimlDocument(...onAnswer(config, bool(task.wait_to_greet)), gather(style, gatherUrl(c.id), say(style, greeting)));
+    },
+
+    /**
+     * A call to one of our numbers (the number's voice webhook): the organization whose twilio
+     * provider owns `To`, checked by its signature; its first agent answers (numbers are the
+     * organization's, not one agent's), greeting with the live welcomeMessage and listening —
+     * streamed or gathered as the deployment chooses. A suspended organization, or one with no
+     * agent, rejects the call (busy). A retry of the webhook for the same CallSid answers the
+     * same conversation.
+     */
+    async incoming(req: NumberWebhookRequest, log: Log): Promise<string> {
+      const orgId = await twilioNumberOwner(db, deps.box, {
+        to: first(req.params, 'To'), accountSid: first(req.params, 'AccountSid'), url: `${deps.config.publicUrl}${req.url}`,
+        signed: req.signed, signature: req.signature,
+      }, log, 'twilio incoming call');
+      const callSid = first(req.params, 'CallSid');
+      if (!callSid || callSid.length > 64) throw new Invalid('CallSid is required');
+      const from = (first(req.params, 'From') ?? '').slice(0, 256) || 'anonymous';
+      const org = await accountRepo.findWithSuspension(db, orgId);
+      const agentId = org && !org.suspended ? await accountRepo.firstAgentId(db, orgId) : null;
+      const agent = agentId === null ? undefined : await accountRepo.findById(db, agentId);
+      if (!agent) {
+        log.warn({ orgId, callSid, suspended: Boolean(org?.suspended) }, 'twilio incoming call rejected: the organization is suspended or has no agent');
+        return twimlDocument('<Reject reason="busy"/>');
+      }
+      const config: AgentConfig = await deps.conversations.liveConfig(agent);
+      const style = voiceStyle(config);
+      const greeting = typeof config.welcomeMessage === 'string' ? config.welcomeMessage.trim() : '';
+      let c = await conversationRepo.byCarrierRef(db, orgId, callSid);
+      if (c?.ended_at != null) return twimlDocument(HANGUP);
+      if (!c) {
+        const now = clock();
+        const { address, kind } = normaliseAddress(from);
+        c = await db.transaction().execute(async (tx) => {
+          const o = await deps.conversations.open(tx, {
+            agent, channel: 'voice', direction: 'inbound', counterpart: address, counterpartKind: kind,
+            displayName: first(req.params, 'CallerName')?.slice(0, 100) ?? null, carrierRef: callSid, fresh: true,
+          }, now);
+          if (greeting && !deps.streamTwiml) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
+          return o.conversation;
+        });
+      }
+      if (deps.streamTwiml) return twimlDocument(deps.streamTwiml(c.id, callSid));
+      return twimlDocument(...onAnswer(config, false), gather(style, gatherUrl(c.id), say(style, greeting)));
+    },
+
+    /** A Twilio number's call status callback: a final status ends the call's conversation `hung_up`. */
+    async incomingStatus(req: NumberWebhookRequest, log: Log): Promise<void> {
+      const orgId = await twilioNumberOwner(db, deps.box, {
+        to: first(req.params, 'To'), accountSid: first(req.params, 'AccountSid'), url: `${deps.config.publicUrl}${req.url}`,
+        signed: req.signed, signature: req.signature,
+      }, log, 'twilio call status');
+      const callSid = first(req.params, 'CallSid');
+      const status = first(req.params, 'CallStatus') ?? '';
+      if (!callSid || !FINAL_CALL_STATUSES.has(status)) return;
+      const c = await conversationRepo.byCarrierRef(db, orgId, callSid);
+      if (!c || c.ended_at !== null) return;
+      await deps.conversations.end(c.id, 'hung_up', `call ${status}`);
     },
 
     /** The call ended: its conversation, when still open, ends `hung_up`. */

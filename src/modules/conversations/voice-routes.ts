@@ -9,7 +9,7 @@ import { MAX_STREAM_MESSAGE_BYTES } from '../../media/twilio-media-stream.ts';
 import type { App } from '../../http/types.ts';
 import type { Params } from '../tasks/twilio-callbacks.ts';
 import { TWILIO_STREAM_PATH, type MediaStreams } from './media-streams.ts';
-import { TWILIO_GATHER_PATH, type TwilioVoice } from './twilio-voice.ts';
+import { TWILIO_GATHER_PATH, TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, type NumberWebhookRequest, type TwilioVoice } from './twilio-voice.ts';
 
 /** The form as parsed by @fastify/formbody (strings, or arrays for repeated keys); anything else is no form. */
 function formOf(body: unknown): Params {
@@ -28,6 +28,20 @@ export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twi
   await app.register(websocket, { options: { maxPayload: MAX_STREAM_MESSAGE_BYTES, perMessageDeflate: false } });
   app.get(TWILIO_STREAM_PATH, { websocket: true, config: { public: true }, schema: { hide: true } }, (socket, req) => {
     void mediaStreams.accept(socket, req.log);
+  });
+  const numberWebhook = (req: { url: string; body: unknown; headers: Record<string, string | string[] | undefined> }): NumberWebhookRequest => {
+    const form = formOf(req.body);
+    const header = req.headers['x-twilio-signature'];
+    return { url: req.url, signature: Array.isArray(header) ? header[0] : header, params: form, signed: form };
+  };
+  // A Twilio number's voice webhook ("A call comes in") and its call status callback.
+  app.post(TWILIO_INCOMING_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
+    const body = await twilioVoice.incoming(numberWebhook(req), req.log);
+    return reply.status(200).type('text/xml; charset=utf-8').send(body);
+  });
+  app.post(TWILIO_INCOMING_STATUS_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
+    await twilioVoice.incomingStatus(numberWebhook(req), req.log);
+    return reply.status(204).send();
   });
   app.post(TWILIO_GATHER_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
     const form = formOf(req.body);

@@ -5,9 +5,11 @@
 import type { Config } from '../../config.ts';
 import type { Db, NumberingProviderRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { Conflict, Forbidden, NotFound } from '../../http/errors.ts';
+import { normalizePhone } from '../../lib/phone.ts';
 import {
-  createCarrier, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO,
-  type Carrier, type CarrierOptions, type ProviderSettings, type TwilioCarrier,
+  createCarrier, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO, verifyTwilioSignature,
+  type Carrier, type CarrierOptions, type ProviderSettings, type TwilioCarrier, type TwilioParams,
 } from '../../providers/index.ts';
 import { sipCallPlan } from '../sip/calls.ts';
 import { numberingRepo } from './repository.ts';
@@ -112,4 +114,50 @@ export async function twilioCarrierOf(deps: Pick<CarrierChoiceDeps, 'db' | 'box'
   return createTwilioCarrier({
     accountSid: merged.accountSid ?? '', authToken: merged.authToken ?? '', phoneNumber: merged.phoneNumber, apiBaseUrl: merged.apiBaseUrl,
   }, deps.carrierOptions?.twilio);
+}
+
+/** What a request Twilio sent to one of our numbers says about whose it is, and its signature. */
+export interface TwilioNumberRequest {
+  /** The number called or texted (To). */
+  to: string | undefined;
+  accountSid: string | undefined;
+  /** The URL Twilio was given (config.publicUrl + the path and query). */
+  url: string;
+  /** What the signature covers: the raw form, or its parameters. */
+  signed: TwilioParams | string;
+  signature: string | undefined;
+}
+
+/**
+ * The organization a Twilio webhook for one of our numbers belongs to (inbound texts and calls):
+ * the one whose twilio provider's phoneNumber is `To`; of several, those whose accountSid is the
+ * posted AccountSid. Each candidate is checked with its own auth token, so another
+ * organization's token never helps. Unknown number: 404 saying nothing; no valid signature: 403.
+ */
+export async function twilioNumberOwner(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<number> {
+  const owners: Array<{ orgId: number; accountSid: string; authToken: string }> = [];
+  for (const orgId of r.to ? await orgsOwningNumber(db, r.to) : []) {
+    const s = await providerSettings(db, box, orgId, TWILIO);
+    if (s?.phoneNumber && sameNumber(s.phoneNumber, r.to!)) owners.push({ orgId, accountSid: s.accountSid ?? '', authToken: s.authToken ?? '' });
+  }
+  if (owners.length === 0) throw new NotFound('Not found');
+  const candidates = owners.length > 1 ? owners.filter((o) => o.accountSid === r.accountSid) : owners;
+  const verified = candidates.filter((o) => o.authToken !== '' && verifyTwilioSignature(o.authToken, r.url, r.signed, r.signature));
+  if (verified.length === 0) {
+    log.warn({ to: r.to, hasSignature: Boolean(r.signature) }, `${what} refused: signature missing or invalid`);
+    throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
+  }
+  if (verified.length > 1) {
+    log.warn({ to: r.to, orgs: verified.map((o) => o.orgId) }, `${what} refused: the number belongs to several organizations with the same twilio account`);
+    throw new Conflict('This number is configured in more than one organization with the same Twilio account');
+  }
+  const org = verified[0]!;
+  if (r.accountSid !== undefined && r.accountSid !== org.accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
+  return org.orgId;
+}
+
+function sameNumber(a: string, b: string): boolean {
+  const x = normalizePhone(a);
+  const y = normalizePhone(b);
+  return x.ok && y.ok && x.e164 === y.e164;
 }
