@@ -107,9 +107,10 @@ export class CallRecorder {
     this.#log = o.log;
     this.#start = this.#clock();
     this.done = new Promise((r) => { this.#resolveDone = r; });
+    const temp = this.#temp;
     this.#handle = (async () => {
       await fs.promises.mkdir(path.dirname(o.file), { recursive: true });
-      const h = await fs.promises.open(this.#temp, 'w', 0o640);
+      const h = await fs.promises.open(temp, 'w', 0o640);
       // Sizes are filled in on stop; until then the header says "empty".
       await h.write(wavHeader(RATE, CHANNELS, 0), 0, HEADER_BYTES, 0);
       return h;

@@ -142,3 +142,20 @@ describe('CallRecorder', () => {
     assert.throws(() => new CallRecorder(fakeTransport(), { file: path.join(dir, 'x.wav'), maxMs: 90_000_000 }), RangeError);
   });
 });
+
+describe('recording settings', () => {
+  it('are off by default, 30 days, 4 hours; on/off only and bounded', async () => {
+    const { ConfigError, loadConfig } = await import('../../src/config.ts');
+    const d = loadConfig({});
+    assert.deepEqual([d.callRecording, d.recordingRetentionDays, d.recordingMaxSeconds], [false, 30, 14_400]);
+    const c = loadConfig({ CALLPLANE_CALL_RECORDING: 'on', CALLPLANE_RECORDING_RETENTION_DAYS: '1', CALLPLANE_RECORDING_MAX_SECONDS: '60' });
+    assert.deepEqual([c.callRecording, c.recordingRetentionDays, c.recordingMaxSeconds], [true, 1, 60]);
+    for (const [name, value, message] of [
+      ['CALLPLANE_CALL_RECORDING', 'yes', /CALLPLANE_CALL_RECORDING must be one of off, on/],
+      ['CALLPLANE_RECORDING_RETENTION_DAYS', '0', /CALLPLANE_RECORDING_RETENTION_DAYS must be an integer between 1 and/],
+      ['CALLPLANE_RECORDING_MAX_SECONDS', '86401', /CALLPLANE_RECORDING_MAX_SECONDS must be an integer between 1 and 86400/],
+    ] as const) {
+      assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && message.test(err.message), name);
+    }
+  });
+});

@@ -47,6 +47,8 @@ export interface VoiceSessionInput {
   greetingAudio?: Int16Array;
   /** Let the callee speak first (a task's waitToGreet): a pause before the greeting when waitOnAnswer sets none. */
   waitToGreet?: boolean;
+  /** Said before the greeting (the recording notice), and kept in the transcript as `recording_notice`. */
+  announce?: string;
 }
 
 export interface VoiceSession {
@@ -290,6 +292,11 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     if (wait > 0) transport.play(new Int16Array(Math.round((wait / 1000) * RATE)));
     const dtmf = str(config.postAnswerDtmf).replace(/[^0-9*#A-D]/g, '');
     if (dtmf) await transport.sendDigits(dtmf).catch(() => {});
+    if (input.announce?.trim()) {
+      await recordSaid(input.announce.trim(), 'recording_notice');
+      const notice = await say(input.announce.trim());
+      if (notice) await waitPlayed(notice);
+    }
     const welcome = (input.greeting ?? str(config.welcomeMessage)).trim();
     if (welcome) {
       await recordSaid(welcome, 'welcome');
