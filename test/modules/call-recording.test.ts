@@ -14,6 +14,7 @@ import { PortPool } from '../../src/media/port-pool.ts';
 import { RtpSession } from '../../src/media/rtp-session.ts';
 import { maintenanceJobs } from '../../src/maintenance.ts';
 import { recordingStore } from '../../src/modules/conversations/recordings.ts';
+import { recordingNotice } from '../../src/modules/conversations/voice-calls.ts';
 import { messageRepo } from '../../src/modules/conversations/repository.ts';
 import { roomKey } from '../../src/modules/conversations/present.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
@@ -104,6 +105,18 @@ function utterances(pcm: Int16Array, gapFrames = 30): Array<{ from: number; to: 
 }
 
 const recognise = async (pcm: Int16Array) => (await stt.transcribe(pcm, 8000, { language: 'en-US', grammar: { kind: 'phrases', phrases: PHRASES } })).text;
+
+describe('the recording notice', () => {
+  it('is said always for `always`, for `true` (the default) only when the call is recorded, never for `false`', () => {
+    const phrase = 'Calls are recorded for quality.';
+    assert.equal(recordingNotice({ autoRecordingNotification: 'always', recordingNotificationPhrase: phrase }, false), phrase);
+    assert.equal(recordingNotice({ autoRecordingNotification: 'true', recordingNotificationPhrase: phrase }, true), phrase);
+    assert.equal(recordingNotice({ autoRecordingNotification: 'true', recordingNotificationPhrase: phrase }, false), undefined);
+    assert.equal(recordingNotice({ autoRecordingNotification: 'false', recordingNotificationPhrase: phrase }, true), undefined);
+    assert.equal(recordingNotice({}, true), 'This call is being recorded.', 'the defaults');
+    assert.equal(recordingNotice({ autoRecordingNotification: 'always', recordingNotificationPhrase: '  ' }, false), 'This call is being recorded.');
+  });
+});
 
 describe('call recording', { skip: peersSkip(['sipp']) }, () => {
   before(async () => {
