@@ -99,6 +99,12 @@ export interface Config {
   readonly turnConcurrency: number;
   /** Minutes of silence after which a message conversation ends; the next message opens a new one. */
   readonly conversationIdleMinutes: number;
+  /** Records SIP calls as stereo WAV files under dataDir/recordings (CALLPLANE_CALL_RECORDING=on; docs/voice.md, "Recording"). */
+  readonly callRecording: boolean;
+  /** Days a call recording is kept (CALLPLANE_RECORDING_RETENTION_DAYS). */
+  readonly recordingRetentionDays: number;
+  /** Longest stretch of a call that is recorded, in seconds (CALLPLANE_RECORDING_MAX_SECONDS); the call goes on unrecorded. */
+  readonly recordingMaxSeconds: number;
   /** Which speech engines voice sessions use and how to reach a remote one (docs/voice.md). */
   readonly speech: SpeechConfig;
   /**
@@ -400,6 +406,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     llmMaxRetries: int(env, 'CALLPLANE_LLM_MAX_RETRIES', 2, 0, 10),
     turnConcurrency: int(env, 'CALLPLANE_TURN_CONCURRENCY', 50, 1, 1000),
     conversationIdleMinutes: int(env, 'CALLPLANE_CONVERSATION_IDLE_MINUTES', 30, 1, 10_080),
+    callRecording: oneOf(env, 'CALLPLANE_CALL_RECORDING', ['off', 'on'] as const, 'off') === 'on',
+    recordingRetentionDays: int(env, 'CALLPLANE_RECORDING_RETENTION_DAYS', 30, 1, 36_500),
+    recordingMaxSeconds: int(env, 'CALLPLANE_RECORDING_MAX_SECONDS', 14_400, 1, 86_400),
     speech: speechConfig(env),
     twilioVoice: oneOf(env, 'CALLPLANE_TWILIO_VOICE', ['gather', 'stream'] as const, 'gather'),
   });

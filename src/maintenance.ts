@@ -1,6 +1,6 @@
 // Background work of a worker process: periodic jobs that keep the tables bounded (expired
 // one-time tokens, finished tasks and old daily counters, ended webhook deliveries and relayed
-// events, ended conversation turns) and end message conversations that have gone quiet. Each
+// events, ended conversation turns, call recordings) and end message conversations that have gone quiet. Each
 // deletes in small batches, so no run holds a long transaction.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
@@ -31,6 +31,8 @@ export function maintenanceJobs(database: Database, opts: {
   taskRetentionDays: number; deliveryRetentionDays?: number;
   /** Ends message conversations idle past the idle window (ConversationService.closeIdle). */
   closeIdleConversations?: () => Promise<number>;
+  /** Deletes call recordings past their retention or whose conversation is gone (RecordingStore.sweep). */
+  sweepRecordings?: () => Promise<number>;
 }): PeriodicJob[] {
   const retentionMs = opts.taskRetentionDays * DAY_MS;
   const deliveryRetentionMs = (opts.deliveryRetentionDays ?? 30) * DAY_MS;
@@ -61,6 +63,7 @@ export function maintenanceJobs(database: Database, opts: {
       name: 'prune-ended-turns', everyMs: 600_000,
       run: () => drain(() => turnRepo.pruneEnded(database.db, Date.now() - retentionMs, 1000), 1000),
     },
+    ...(opts.sweepRecordings ? [{ name: 'prune-call-recordings', everyMs: 600_000, run: opts.sweepRecordings }] : []),
     ...(opts.closeIdleConversations ? [{ name: 'close-idle-conversations', everyMs: 60_000, run: opts.closeIdleConversations }] : []),
   ];
 }

@@ -1,6 +1,7 @@
 // The composition root: every queue, runtime and service of a process is built here, once, and
 // handed to whoever uses it (the HTTP app's route plugins, the workers). Nothing else constructs
 // a service or a queue. main.ts and the test harness both start from createPlatform().
+import path from 'node:path';
 import type { Config } from './config.ts';
 import type { Database, Listener } from './db/index.ts';
 import type { SecretBox } from './lib/crypto.ts';
@@ -16,6 +17,7 @@ import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
+import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
 import { voiceCalls } from './modules/conversations/voice-calls.ts';
 import { backgroundAudio } from './modules/conversations/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
@@ -89,6 +91,8 @@ export interface Services {
   voiceCalls: VoiceCalls;
   /** Twilio Media Streams (CALLPLANE_TWILIO_VOICE=stream): the calls whose voice sessions run in this process. */
   mediaStreams: MediaStreams;
+  /** Call recordings on disk (DATA_DIR/recordings), written by workers, served by the API, swept by maintenance. */
+  recordings: RecordingStore;
   history: HistoryService;
 }
 
@@ -163,6 +167,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
   });
   // The process's speech engines (offline by default: pocketsphinx and espeak-ng), for every call whose audio we carry.
   const speech = speechEngines(config.speech);
+  const recordings = recordingStore({
+    db, dir: path.join(config.dataDir, 'recordings'), retentionDays: config.recordingRetentionDays,
+    maxSeconds: config.recordingMaxSeconds, log: child('recordings'),
+  });
   // Streamed Twilio calls run their voice sessions in the process that holds the stream (api roles).
   const streams = mediaStreams({
     db, box, config, conversations, turns: runner, speech, carrierOptions: deps.tasks?.carrierOptions,
@@ -183,8 +191,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
     voiceCalls: voiceCalls({
       db, conversations, turns: runner, ...speech, now: Date.now, log: child('voice'),
       background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
+      recording: config.callRecording ? { store: recordings, maxMs: config.recordingMaxSeconds * 1000 } : undefined,
     }),
-    history: historyService({ db, agents: base.agents }),
+    recordings,
+    history: historyService({ db, agents: base.agents, recordings }),
   };
   const turns = new TurnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,

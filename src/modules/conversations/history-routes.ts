@@ -35,6 +35,11 @@ const Room = Obj({
   createdAt: Type.Number(),
 }, 'A room: one agent and one counterpart (docs/conversations.md)');
 
+const ConversationParams = Type.Object({
+  roomId: Type.String({ minLength: 1, maxLength: 40, description: 'Room Id of the conversation' }),
+  uuid: Type.String({ minLength: 1, maxLength: 100, description: 'The conversation uuid ({uuid}, {uuid}:{timestamp} or {uuid}:{open}:{close})' }),
+});
+
 const InboxQuery = Type.Object({
   ...Target,
   pagination: Type.Optional(Type.Boolean({ description: 'Answers are always pages; false answers every room at once when there are at most 1000 (else 400)' })),
@@ -206,14 +211,26 @@ export async function historyRoutes(app: App, { history }: { history: HistorySer
     schema: {
       operationId: 'getConversation', tags, security: Security, summary: 'Fetch Conversation',
       description: 'One conversation\'s transcript, tool calls included (with a tool object), in a one-item array as the contract shows. uuid may carry :timestamp or :open:close suffixes.',
-      params: Type.Object({
-        roomId: Type.String({ minLength: 1, maxLength: 40, description: 'Room Id of the conversation' }),
-        uuid: Type.String({ minLength: 1, maxLength: 100, description: 'The conversation uuid ({uuid}, {uuid}:{timestamp} or {uuid}:{open}:{close})' }),
-      }),
+      params: ConversationParams,
       querystring: TargetQuery,
       response: { 200: Type.Array(Conversation), ...errors(400, 403, 404) },
     },
   }, async (req) => history.conversation(req.scope, req.query.targetAccountId, req.params.roomId, req.params.uuid));
+
+  app.get('/api/v2/conversation/:roomId/:uuid/recording', {
+    schema: {
+      operationId: 'getConversationRecording', tags, security: Security, summary: 'Fetch a call\'s recording (callplane extension)',
+      description: 'The call recording of a SIP conversation as audio/wav: stereo, 16-bit, 8 kHz, the caller on the left and the agent on the right. '
+        + '404 when the conversation was not recorded (CALLPLANE_CALL_RECORDING=off, not a SIP call) or its recording is past the retention. docs/voice.md, "Recording".',
+      params: ConversationParams,
+      querystring: TargetQuery,
+      response: { 200: Type.String({ description: 'The WAV file (audio/wav)' }), ...errors(400, 403, 404) },
+    },
+  }, async (req, reply) => {
+    const r = await history.recording(req.scope, req.query.targetAccountId, req.params.roomId, req.params.uuid);
+    return reply.type('audio/wav').header('content-length', r.size).header('content-disposition', `attachment; filename="${r.filename}"`)
+      .send(r.stream as never);
+  });
 
   app.post('/api/v2/conversation/batch', {
     schema: {

@@ -15,6 +15,7 @@ import { decideJunk } from './junk.ts';
 import { CSV_BATCH, csvFilename, csvLine } from './logs-csv.ts';
 import { LOG_FIELDS, type LogField, type LogValue, counterpartName, presentConversationSummary, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
 import { parseLogsQuery, parseRoomKey, type LogsQuery, type ParsedLogs } from './logs-query.ts';
+import type { RecordingStore } from './recordings.ts';
 import { historyRepo, inboxRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
 
 /** Rooms per page: default and most (pageSize); `pagination=false` answers all of them only up to the most. */
@@ -41,6 +42,8 @@ export interface HistoryServiceDeps {
   db: Db;
   /** The agent's live configuration: the junk rules read its cnamAutoRejectRegex. */
   agents: Pick<AgentService, 'liveConfig'>;
+  /** Call recordings (GET /api/v2/conversation/{roomId}/{uuid}/recording). */
+  recordings: Pick<RecordingStore, 'open'>;
   now?: () => number;
 }
 
@@ -84,6 +87,16 @@ export function historyService(deps: HistoryServiceDeps) {
     const found = key ? await inboxRepo.find(db, t.rooms, key.accountId, key.id) : undefined;
     if (!found) throw new NotFound(`roomId ${raw} was not found`);
     return found;
+  }
+
+  /** The conversation a roomId and uuid name, within the tenant; 404 otherwise. */
+  async function conversationIn(scope: Scope, targetAccountId: number | undefined, roomId: string, uuid: string) {
+    const t = await tenant(scope, targetAccountId);
+    const r = await room(t, roomId);
+    const id = conversationIdOf(uuid);
+    const [c] = id === '' ? [] : await historyRepo.conversations(db, t.org.id, [id]);
+    if (!c || c.room_id !== r.id) throw new NotFound(`uuid ${uuid} was not found in room ${roomId}`);
+    return c;
   }
 
   /** Agents' names by account id (the messages' fromUser/toUser). */
@@ -248,16 +261,23 @@ export function historyService(deps: HistoryServiceDeps) {
 
     /** GET /api/v2/conversation/{roomId}/{uuid}: one conversation's transcript (tool calls included), as the contract's one-item array. */
     async conversation(scope: Scope, targetAccountId: number | undefined, roomId: string, uuid: string) {
-      const t = await tenant(scope, targetAccountId);
-      const r = await room(t, roomId);
-      const id = conversationIdOf(uuid);
-      const [c] = id === '' ? [] : await historyRepo.conversations(db, t.org.id, [id]);
-      if (!c || c.room_id !== r.id) throw new NotFound(`uuid ${uuid} was not found in room ${roomId}`);
+      const c = await conversationIn(scope, targetAccountId, roomId, uuid);
       const { lines, truncated } = await transcripts([c.id], TRANSCRIPT_MAX, true);
       return [{
         success: true as const, message: 'Success', ...presentConversationSummary(c), truncated: truncated.has(c.id),
         conversation: (lines.get(c.id) ?? []).map(presentTranscriptLine),
       }];
+    },
+
+    /**
+     * GET /api/v2/conversation/{roomId}/{uuid}/recording: the call's recording (a stereo WAV),
+     * on the same tenancy as the transcript; 404 when the conversation has none.
+     */
+    async recording(scope: Scope, targetAccountId: number | undefined, roomId: string, uuid: string) {
+      const c = await conversationIn(scope, targetAccountId, roomId, uuid);
+      const file = await deps.recordings.open(c.org_id, c.id);
+      if (!file) throw new NotFound(`conversation ${c.id} has no recording`);
+      return { ...file, filename: `${c.id}.wav` };
     },
 
     /**

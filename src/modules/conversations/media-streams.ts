@@ -24,7 +24,7 @@ import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stre
 import { conversationRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, type VoiceSession } from './voice-session.ts';
+import { startVoiceSession, voiceState, type VoiceSession } from './voice-session.ts';
 import { connectStream, dial, playDigits, twimlDocument } from './voice-twiml.ts';
 
 /** The WebSocket route Twilio opens a call's Media Stream on. */
@@ -148,6 +148,8 @@ export function mediaStreams(deps: MediaStreamDeps) {
           },
         }, pending.take());
         entry.transport = transport;
+        // Which engines heard and spoke, for the record (offline ones are labelled so).
+        await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps.speech)), deps.now());
         entry.session = startVoiceSession({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
         }, { transport, conversation: c, room, config, grammar: deps.grammar });

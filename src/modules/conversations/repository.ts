@@ -47,6 +47,12 @@ export const conversationRepo = {
   async find(db: Executor, id: string): Promise<ConversationRow | undefined> {
     return db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
   },
+  /** Which of these conversations still exist (the recordings sweep: a recording whose conversation is gone goes too). */
+  async existingIds(db: Executor, orgId: number, ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await db.selectFrom('conversations').select('id').where('org_id', '=', orgId).where('id', 'in', [...ids]).execute();
+    return new Set(rows.map((r) => r.id));
+  },
   /** The room's open conversation on a channel with activity since `since` (a message session continues). */
   async openInRoom(db: Executor, roomId: number, channel: string, since: number): Promise<ConversationRow | undefined> {
     return db.selectFrom('conversations').selectAll()

@@ -6,16 +6,18 @@
 // `<id>` naming an agent of the organization, else the organization's first agent (numbers and
 // registrations belong to the organization, not to one agent). docs/voice.md, "SIP calls".
 import type { AccountRow, Db } from '../../db/types.ts';
+import { CallRecorder } from '../../media/call-recorder.ts';
 import type { InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } from '../../media/voice-transport.ts';
 import { resample } from '../../speech/resample.ts';
 import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { backgroundSpec, bedFrom, type BackgroundAudio } from './background-audio.ts';
+import type { RecordingStore } from './recordings.ts';
 import { conversationRepo } from './repository.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
 import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, voiceLanguage } from './voice-session.ts';
+import { startVoiceSession, voiceLanguage, voiceState } from './voice-session.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -29,6 +31,22 @@ export interface VoiceCallsDeps {
   /** Loads agents' backgroundAudio; without it, none plays. */
   background?: BackgroundAudio;
   log?: Log;
+  /** Calls are recorded (CALLPLANE_CALL_RECORDING=on): where, and for how long at most. */
+  recording?: { store: Pick<RecordingStore, 'fileOf' | 'relative'>; maxMs: number };
+}
+
+const DEFAULT_NOTICE = 'This call is being recorded.';
+
+/**
+ * What the agent announces first, if anything: autoRecordingNotification `always` announces on
+ * every call, `true` when this call is recorded (we cannot tell where the law requires it), `false` never.
+ */
+export function recordingNotice(config: AgentConfig, recorded: boolean): string | undefined {
+  const raw = config.autoRecordingNotification ?? 'true';
+  const setting = typeof raw === 'string' || typeof raw === 'boolean' ? String(raw) : 'true';
+  if (setting !== 'always' && !(setting === 'true' && recorded)) return undefined;
+  const phrase = typeof config.recordingNotificationPhrase === 'string' ? config.recordingNotificationPhrase.trim() : '';
+  return phrase || DEFAULT_NOTICE;
 }
 
 /** How long synthesizing the greeting may hold up answering; past it, the session speaks it itself. */
@@ -50,6 +68,36 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
     }
   }
 
+  /** Starts recording the call when recording is on; undefined otherwise (or when it cannot start). */
+  function record(transport: VoiceTransport, orgId: number, conversationId: string): CallRecorder | undefined {
+    const file = deps.recording?.store.fileOf(orgId, conversationId);
+    if (!deps.recording || !file) return undefined;
+    try {
+      return new CallRecorder(transport, { file, maxMs: deps.recording.maxMs, log: deps.log });
+    } catch (err) {
+      deps.log?.warn({ conversation: conversationId, err: (err as Error).message }, 'voice call: the recording could not start');
+      return undefined;
+    }
+  }
+
+  /** Finishes the recording and notes it in the conversation's state, beside what is there. */
+  async function keepRecording(conversationId: string, recorder: CallRecorder): Promise<void> {
+    const r = await recorder.stop();
+    if (!r || !deps.recording) return;
+    const row = await conversationRepo.find(db, conversationId);
+    if (!row) return;
+    let state: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = JSON.parse(row.state || '{}');
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) state = parsed as Record<string, unknown>;
+    } catch { /* a state that is not JSON is replaced */ }
+    state.recording = {
+      file: deps.recording.store.relative(r.file), durationMs: r.durationMs, bytes: r.bytes,
+      channels: { left: 'caller', right: 'agent' }, agentChannel: r.agentChannel, stoppedBy: r.reason,
+    };
+    await conversationRepo.setState(db, conversationId, JSON.stringify(state), deps.now());
+  }
+
   async function prepare(agent: AccountRow, call: Omit<OpenRequest, 'agent' | 'channel' | 'fresh' | 'carrierRef'>, opts: { greeting?: string; waitToGreet?: boolean }): Promise<PreparedVoiceCall> {
     const config = await deps.conversations.liveConfig(agent);
     const greeting = (opts.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage : '')).trim();
@@ -67,14 +115,17 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
           const now = deps.now();
           const opened = await db.transaction().execute((tx) => deps.conversations.open(tx, { ...call, agent, channel: 'sip', fresh: true, carrierRef: callId }, now));
           // Which engines heard and spoke, for the record (offline ones are labelled so).
-          await conversationRepo.setState(db, opened.conversation.id, JSON.stringify({
-            transport: transport.kind,
-            speech: { stt: deps.stt.name, tts: deps.tts.name, offline: deps.stt.offline && deps.tts.offline },
-          }), now);
-          const session = startVoiceSession(deps, {
-            transport, conversation: opened.conversation, room: opened.room, config, greeting, greetingAudio, waitToGreet: opts.waitToGreet, background,
-          });
-          await session.done;
+          await conversationRepo.setState(db, opened.conversation.id, JSON.stringify(voiceState(transport.kind, deps)), now);
+          const recorder = record(transport, opened.conversation.org_id, opened.conversation.id);
+          try {
+            const session = startVoiceSession(deps, {
+              transport, conversation: opened.conversation, room: opened.room, config, greeting, greetingAudio, waitToGreet: opts.waitToGreet,
+              background, announce: recordingNotice(config, recorder !== undefined),
+            });
+            await session.done;
+          } finally {
+            if (recorder) await keepRecording(opened.conversation.id, recorder);
+          }
         })();
         // The call's end is the session's business; a failure to open is logged and the call hung up.
         const guarded = done.catch(async (err: Error) => {

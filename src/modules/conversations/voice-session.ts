@@ -49,6 +49,8 @@ export interface VoiceSessionInput {
   waitToGreet?: boolean;
   /** Background audio (backgroundAudio), once loaded: mixed under the agent from the start or after the greeting. */
   background?: Promise<{ bed: AudioBed; afterGreeting: boolean } | null>;
+  /** Said before the greeting (the recording notice), and kept in the transcript as `recording_notice`. */
+  announce?: string;
 }
 
 export interface VoiceSession {
@@ -70,6 +72,11 @@ export function splitSentences(buffer: string): { sentences: string[]; rest: str
     rest = rest.slice(m[0].length);
   }
   return { sentences, rest };
+}
+
+/** A voice call's conversation state: its transport and which engines heard and spoke (`offline` when both ran here). */
+export function voiceState(transport: string, speech: { stt: SpeechToText; tts: TextToSpeech }): Record<string, unknown> {
+  return { transport, speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline } };
 }
 
 /** The language and voice gender the agent speaks and listens in (agentLang, agentVoice). */
@@ -316,6 +323,11 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     if (wait > 0) transport.play(new Int16Array(Math.round((wait / 1000) * RATE)));
     const dtmf = str(config.postAnswerDtmf).replace(/[^0-9*#A-D]/g, '');
     if (dtmf) await transport.sendDigits(dtmf).catch(() => {});
+    if (input.announce?.trim()) {
+      await recordSaid(input.announce.trim(), 'recording_notice');
+      const notice = await say(input.announce.trim());
+      if (notice) await waitPlayed(notice);
+    }
     const welcome = (input.greeting ?? str(config.welcomeMessage)).trim();
     if (welcome) {
       await recordSaid(welcome, 'welcome');
