@@ -10,12 +10,11 @@
 import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { FRAME_SAMPLES, TELEPHONE_RATE } from './pcm.ts';
+import { FRAME_SAMPLES, TELEPHONE_RATE, WAV_HEADER_BYTES, wavHeader } from './pcm.ts';
 import type { VoiceTransport } from './voice-transport.ts';
 
 const RATE = TELEPHONE_RATE;
 const CHANNELS = 2;
-const HEADER_BYTES = 44;
 /** How often the settled part of the window is appended to the file. */
 const FLUSH_MS = 250;
 /** How late a frame may arrive and still be placed; older samples are written out as they are. */
@@ -47,25 +46,6 @@ export interface RecordingResult {
   agentChannel: boolean;
   /** Why it stopped: the call ended (`ended`), the limit (`max_duration`), or `stopped`. */
   reason: 'ended' | 'max_duration' | 'stopped';
-}
-
-/** The 44-byte header of a PCM WAV holding `dataBytes` bytes of samples. */
-export function wavHeader(sampleRate: number, channels: number, dataBytes: number): Buffer {
-  const h = Buffer.alloc(HEADER_BYTES);
-  h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(36 + dataBytes, 4);
-  h.write('WAVE', 8, 'latin1');
-  h.write('fmt ', 12, 'latin1');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20); // PCM
-  h.writeUInt16LE(channels, 22);
-  h.writeUInt32LE(sampleRate, 24);
-  h.writeUInt32LE(sampleRate * channels * 2, 28); // bytes per second
-  h.writeUInt16LE(channels * 2, 32); // bytes per sample frame
-  h.writeUInt16LE(16, 34); // bits per sample
-  h.write('data', 36, 'latin1');
-  h.writeUInt32LE(dataBytes, 40);
-  return h;
 }
 
 /** One channel's writing position: the sample where its next frame goes. */
@@ -112,7 +92,7 @@ export class CallRecorder {
       await fs.promises.mkdir(path.dirname(o.file), { recursive: true });
       const h = await fs.promises.open(temp, 'w', 0o640);
       // Sizes are filled in on stop; until then the header says "empty".
-      await h.write(wavHeader(RATE, CHANNELS, 0), 0, HEADER_BYTES, 0);
+      await h.write(wavHeader(RATE, CHANNELS, 0), 0, WAV_HEADER_BYTES, 0);
       return h;
     })().catch((err: Error) => { this.#fail(err); return undefined; });
     transport.on('audio', this.#onAudio);
@@ -161,7 +141,7 @@ export class CallRecorder {
     this.#window.copyWithin(0, n * CHANNELS);
     this.#window.fill(0, (WINDOW_SAMPLES - n) * CHANNELS);
     this.#flushed = end;
-    const offset = HEADER_BYTES + this.#dataBytes;
+    const offset = WAV_HEADER_BYTES + this.#dataBytes;
     this.#dataBytes += chunk.length;
     this.#writes = this.#writes.then(async () => {
       const h = await this.#handle;
@@ -195,12 +175,12 @@ export class CallRecorder {
       let result: RecordingResult | null = null;
       if (h) {
         try {
-          if (!this.#failed) await h.write(wavHeader(RATE, CHANNELS, this.#dataBytes), 0, HEADER_BYTES, 0);
+          if (!this.#failed) await h.write(wavHeader(RATE, CHANNELS, this.#dataBytes), 0, WAV_HEADER_BYTES, 0);
           await h.close();
           if (!this.#failed) {
             await fs.promises.rename(this.#temp, this.file);
             result = {
-              file: this.file, durationMs: Math.round((this.#flushed * 1000) / RATE), bytes: HEADER_BYTES + this.#dataBytes,
+              file: this.file, durationMs: Math.round((this.#flushed * 1000) / RATE), bytes: WAV_HEADER_BYTES + this.#dataBytes,
               agentChannel: this.#channels[1].frames > 0, reason,
             };
           }

@@ -24,3 +24,25 @@ export function pcm16ToBytes(samples: Int16Array): Buffer {
   for (let i = 0; i < samples.length; i++) out.writeInt16LE(samples[i], i * 2);
   return out;
 }
+
+/** Bytes of a canonical PCM WAV header. */
+export const WAV_HEADER_BYTES = 44;
+
+/** The 44-byte header of a PCM WAV holding `dataBytes` bytes of samples. */
+export function wavHeader(sampleRate: number, channels: number, dataBytes: number): Buffer {
+  const h = Buffer.alloc(WAV_HEADER_BYTES);
+  h.write('RIFF', 0, 'latin1');
+  h.writeUInt32LE(36 + dataBytes, 4);
+  h.write('WAVE', 8, 'latin1');
+  h.write('fmt ', 12, 'latin1');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20); // PCM
+  h.writeUInt16LE(channels, 22);
+  h.writeUInt32LE(sampleRate, 24);
+  h.writeUInt32LE(sampleRate * channels * 2, 28); // bytes per second
+  h.writeUInt16LE(channels * 2, 32); // bytes per sample frame
+  h.writeUInt16LE(16, 34); // bits per sample
+  h.write('data', 36, 'latin1');
+  h.writeUInt32LE(dataBytes, 40);
+  return h;
+}

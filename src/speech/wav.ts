@@ -5,7 +5,7 @@
 // 0x7ffff000-ish placeholders in the RIFF and data sizes, so a data chunk that claims more than
 // the bytes present runs to the end of the buffer.
 
-import { pcm16FromBytes, pcm16ToBytes } from '../media/pcm.ts';
+import { pcm16FromBytes, pcm16ToBytes, wavHeader } from '../media/pcm.ts';
 
 // The byte conversions are call media's (src/media/pcm.ts), re-exported under the names speech uses.
 export { pcm16FromBytes as bytesToPcm16, pcm16ToBytes };
@@ -90,20 +90,5 @@ export function parseWav(buf: Uint8Array): Pcm16 {
 
 /** A canonical 44-byte-header WAV of PCM16 mono. */
 export function buildWav(pcm: Int16Array, sampleRate: number): Buffer {
-  const data = pcm.length * 2;
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(36 + data, 4);
-  h.write('WAVE', 8, 'latin1');
-  h.write('fmt ', 12, 'latin1');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20); // PCM
-  h.writeUInt16LE(1, 22); // mono
-  h.writeUInt32LE(sampleRate, 24);
-  h.writeUInt32LE(sampleRate * 2, 28); // bytes per second
-  h.writeUInt16LE(2, 32); // bytes per frame
-  h.writeUInt16LE(16, 34); // bits per sample
-  h.write('data', 36, 'latin1');
-  h.writeUInt32LE(data, 40);
-  return Buffer.concat([h, pcm16ToBytes(pcm)]);
+  return Buffer.concat([wavHeader(sampleRate, 1, pcm.length * 2), pcm16ToBytes(pcm)]);
 }

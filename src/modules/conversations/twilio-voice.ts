@@ -120,6 +120,12 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
 
   const gatherUrl = (conversationId: string) => `${deps.config.publicUrl}${TWILIO_GATHER_PATH}?conversation=${encodeURIComponent(conversationId)}`;
 
+  /** The organization a number's webhook is for: by To, checked with that organization's own auth token. */
+  const numberOwner = (req: NumberWebhookRequest, log: Log, what: string) => twilioNumberOwner(db, deps.box, {
+    to: first(req.params, 'To'), accountSid: first(req.params, 'AccountSid'), url: `${deps.config.publicUrl}${req.url}`,
+    signed: req.signed, signature: req.signature,
+  }, log, what);
+
   /** Something the call said that the turn runner did not record (the greeting, prompts, apologies). */
   async function recordSaid(tx: Executor, c: ConversationRow, text: string, kind: string, at: number): Promise<void> {
     await messageRepo.insert(tx, {
@@ -235,10 +241,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
      * same conversation.
      */
     async incoming(req: NumberWebhookRequest, log: Log): Promise<string> {
-      const orgId = await twilioNumberOwner(db, deps.box, {
-        to: first(req.params, 'To'), accountSid: first(req.params, 'AccountSid'), url: `${deps.config.publicUrl}${req.url}`,
-        signed: req.signed, signature: req.signature,
-      }, log, 'twilio incoming call');
+      const orgId = await numberOwner(req, log, 'twilio incoming call');
       const callSid = first(req.params, 'CallSid');
       if (!callSid || callSid.length > 64) throw new Invalid('CallSid is required');
       const from = (first(req.params, 'From') ?? '').slice(0, 256) || 'anonymous';
@@ -272,10 +275,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
 
     /** A Twilio number's call status callback: a final status ends the call's conversation `hung_up`. */
     async incomingStatus(req: NumberWebhookRequest, log: Log): Promise<void> {
-      const orgId = await twilioNumberOwner(db, deps.box, {
-        to: first(req.params, 'To'), accountSid: first(req.params, 'AccountSid'), url: `${deps.config.publicUrl}${req.url}`,
-        signed: req.signed, signature: req.signature,
-      }, log, 'twilio call status');
+      const orgId = await numberOwner(req, log, 'twilio call status');
       const callSid = first(req.params, 'CallSid');
       const status = first(req.params, 'CallStatus') ?? '';
       if (!callSid || !FINAL_CALL_STATUSES.has(status)) return;
