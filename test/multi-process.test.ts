@@ -60,6 +60,7 @@ const procs: Proc[] = [];
 let cluster: PgCluster | undefined;
 let receiver: Receiver | undefined;
 let kam: Kamailio | undefined;
+let dataDir: string | undefined;
 
 before(() => { if (!pgClusterSkip()) ensureBuilt(); });
 after(async () => {
@@ -68,6 +69,7 @@ after(async () => {
   await receiver?.close();
   await kam?.stop();
   cluster?.destroy();
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 /** The compiled `callplane serve --role <role>` with a clean environment; resolves once ready. */
@@ -146,7 +148,7 @@ describe('two API and two worker processes on one PostgreSQL: a worker SIGKILLed
 
         const env: Record<string, string> = {
           DATABASE_URL: url,
-          DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-multi-')),
+          DATA_DIR: (dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-multi-'))),
           CALLPLANE_ADMIN_TOKEN: ADMIN,
           CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('hex'),
           CALLPLANE_DB_POOL_SIZE: '6',
