@@ -8,6 +8,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from './config.ts';
 import type { Database } from './db/index.ts';
+import { isDatabaseUnavailable } from './db/errors.ts';
 import type { Services } from './platform.ts';
 import type { App } from './http/types.ts';
 import { registerAuth } from './http/auth.ts';
@@ -139,6 +140,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       return reply.status(status).send({ success: false, message: clientErrorMessage(err), requestId: req.id });
+    }
+    if (isDatabaseUnavailable(err)) {
+      // PostgreSQL stopped, restarting or out of reach: nothing is wrong with the request, and the
+      // pool reconnects on its own once the server is back, so the client should try again.
+      req.log.warn({ err: { message: err.message, code: (err as { code?: unknown }).code } }, 'database unavailable');
+      return reply.status(503).header('retry-after', '2')
+        .send({ success: false, message: 'The database is unavailable; try again shortly', requestId: req.id });
     }
     req.log.error({ err }, 'unhandled error');
     return reply.status(500).send({ success: false, message: 'Internal server error', requestId: req.id });

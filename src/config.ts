@@ -57,6 +57,11 @@ export interface Config {
   /** Days an ended webhook delivery (and a relayed event whose deliveries all ended) is kept. */
   readonly deliveryRetentionDays: number;
   /**
+   * How long a worker holds a SIP registration without renewing its lease (CALLPLANE_SIP_LEASE_MS);
+   * after a crash another worker takes its registrations over this long after its last renewal.
+   */
+  readonly sipLeaseMs: number;
+  /**
    * Whether this process runs SIP (CALLPLANE_SIP_ENABLED, default true): the listener, the
    * registrations it owns, and calls over outbound routes. Only worker roles run it.
    */
@@ -389,6 +394,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryConcurrency: int(env, 'CALLPLANE_DELIVERY_CONCURRENCY', 50, 1, 1000),
     deliveryLeaseMs: int(env, 'CALLPLANE_DELIVERY_LEASE_MS', 30_000, 1000, 3_600_000),
     deliveryRetentionDays: int(env, 'CALLPLANE_DELIVERY_RETENTION_DAYS', 30, 1, 36_500),
+    sipLeaseMs: int(env, 'CALLPLANE_SIP_LEASE_MS', 30_000, 3000, 3_600_000),
     sipEnabled: boolOn(env, 'CALLPLANE_SIP_ENABLED'),
     sipHost,
     sipPort: int(env, 'CALLPLANE_SIP_PORT', 5060, 0, 65535),

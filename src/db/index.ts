@@ -41,9 +41,17 @@ export interface DatabaseOptions {
 
 export function openDatabase(opts: DatabaseOptions): Database {
   if (opts.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
+    // A connection that cannot be had within 10 s (the server is unreachable without refusing, or
+    // every pooled connection is busy that long) fails the query instead of holding it forever; the
+    // API answers that as 503 (isDatabaseUnavailable).
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10, connectionTimeoutMillis: 10_000 });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {});
+    // Nor a client in use (a transaction between statements, a worker holding one) when the server
+    // stops or restarts: pg emits 'error' on it, and the pool listens only while it is idle, so an
+    // unheard event would kill the process. The statement in flight, or the next one, fails on its
+    // own (the API answers 503, workers retry), and the pool drops the client when it comes back.
+    pool.on('connect', (client) => { client.on('error', () => {}); });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const url = new URL(opts.databaseUrl);
     const databaseUrl = opts.databaseUrl;

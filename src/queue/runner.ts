@@ -6,6 +6,7 @@ import os from 'node:os';
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/index.ts';
 import type { DB, Db, Executor } from '../db/types.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { QueueEngine, exponentialBackoff, type Completion, type FinalState, type Patch, type QueueRow, type QueueTable } from './engine.ts';
 import { Waker, type Wakeups } from './waker.ts';
@@ -235,19 +236,37 @@ export class QueueRunner<T extends QueueTable> {
     const settle = (ex: Executor) => outcome.kind === 'complete'
       ? engine.complete(ex, row, { state: outcome.state, set: outcome.set })
       : engine.retry(ex, row, { runAt: outcome.runAt, set: outcome.set, uncounted: outcome.uncounted });
-    try {
-      // The engine ignores a stale lease, so a handler that outlived its lease changes nothing.
-      const after = outcome.after;
+    // The engine ignores a stale lease, so a handler that outlived its lease changes nothing.
+    const after = outcome.after;
+    const write = async () => {
       if (!after && outcome.kind === 'complete') await this.#completions.submit({ lease: row, state: outcome.state, set: outcome.set });
       else if (!after) await settle(db);
       else await db.transaction().execute(async (tx) => {
         const written = await settle(tx);
         if (written) await after(tx, written);
       });
-      outcome.settled?.();
-    } catch (err) {
-      // The lease expires and the rescuer returns the row; nothing is lost.
-      this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed');
+    };
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+      try {
+        await write();
+        outcome.settled?.();
+        return;
+      } catch (err) {
+        // The database is away (restarting, unreachable): the work is done, so keep trying to record
+        // it while the row is still ours. The job stays in flight meanwhile, so the heartbeat renews
+        // its lease as soon as the database answers again; letting the lease expire instead would
+        // have another worker run the finished work a second time. Given up when the heartbeat finds
+        // the lease gone, or on shutdown (then the rescuer returns the row after the lease).
+        const leaseLost = controller.signal.reason instanceof QueueAbortError && controller.signal.reason.kind === 'lease-lost';
+        if (isDatabaseUnavailable(err) && !leaseLost && !this.#stopping) {
+          if (wait === 100) this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed: database unavailable; retrying');
+          await new Promise((r) => setTimeout(r, wait));
+          continue;
+        }
+        // The lease expires and the rescuer returns the row; nothing is lost.
+        this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed');
+        return;
+      }
     }
   }
 

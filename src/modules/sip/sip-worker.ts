@@ -55,7 +55,7 @@ export class SipWorker implements WorkerState {
     this.ownerId = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
     this.#pollMs = deps.pollMs ?? 1000;
     this.#captures = new SipCaptures(deps);
-    this.#registrations = new RegistrationOwner({ ...deps, ownerId: this.ownerId, leaseMs: deps.leaseMs ?? 30_000 }, this, this.#captures);
+    this.#registrations = new RegistrationOwner({ ...deps, ownerId: this.ownerId, leaseMs: deps.leaseMs ?? deps.config.sipLeaseMs }, this, this.#captures);
     this.#inbound = new InboundCalls(deps, this, this.#captures);
   }
 

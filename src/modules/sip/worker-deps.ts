@@ -27,7 +27,7 @@ export interface SipWorkerDeps {
   advertiseHost?: string;
   /** How often the owner loop looks at its registrations without being woken (default 1 s). */
   pollMs?: number;
-  /** How long a registration stays ours without renewal (default 30 s; renewed every third). */
+  /** How long a registration stays ours without renewal (default config.sipLeaseMs; renewed every third). */
   leaseMs?: number;
   /** Bound of one REGISTER exchange (default 10 s). */
   registerTimeoutMs?: number;
