@@ -36,7 +36,7 @@ export class SimulatedInstantTts implements TextToSpeech {
   async check(): Promise<void> {}
 }
 
-export interface Span { start: number; end: number }
+export interface Span { start: number; end: number; text?: string }
 
 export class TimedStt implements SpeechToText {
   readonly spans: Span[] = [];
@@ -44,10 +44,12 @@ export class TimedStt implements SpeechToText {
   get name() { return this.inner.name; }
   get offline() { return this.inner.offline; }
   async transcribe(pcm16: Int16Array | Buffer, sampleRate: number, opts: TranscribeOptions): Promise<Transcript> {
-    const span = { start: performance.now(), end: NaN };
+    const span: Span = { start: performance.now(), end: NaN };
     this.spans.push(span);
     try {
-      return await this.inner.transcribe(pcm16, sampleRate, opts);
+      const heard = await this.inner.transcribe(pcm16, sampleRate, opts);
+      span.text = heard.text;
+      return heard;
     } finally {
       span.end = performance.now();
     }
@@ -61,7 +63,7 @@ export class TimedTts implements TextToSpeech {
   get name() { return this.inner.name; }
   get offline() { return this.inner.offline; }
   async synthesize(text: string, opts: SynthesizeOptions): Promise<Speech> {
-    const span = { start: performance.now(), end: NaN };
+    const span: Span = { start: performance.now(), end: NaN };
     this.spans.push(span);
     try {
       return await this.inner.synthesize(text, opts);

@@ -135,6 +135,8 @@ interface AgentCall {
   session: VoiceSession;
   /** performance.now() of every transport.play() call. */
   plays: number[];
+  /** Per turn run: when it started and when it returned. */
+  runs: Array<{ start: number; end: number }>;
   end(): Promise<void>;
 }
 
@@ -151,12 +153,24 @@ async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, poo
   const plays: number[] = [];
   const play = transport.play.bind(transport);
   transport.play = (pcm, mark) => { plays.push(performance.now()); play(pcm, mark); };
+  const runs: AgentCall['runs'] = [];
+  const timedTurns: Pick<typeof w.turns, 'run'> = {
+    async run(input) {
+      const r = { start: performance.now(), end: NaN };
+      runs.push(r);
+      try {
+        return await w.turns.run(input);
+      } finally {
+        r.end = performance.now();
+      }
+    },
+  };
   const session = startVoiceSession({
-    db, conversations: services.conversations, turns: w.turns, stt, tts, now: Date.now,
+    db, conversations: services.conversations, turns: timedTurns, stt, tts, now: Date.now,
     log: { warn: (o, m) => console.error(`voice session: ${m}`, o) },
   }, { transport, conversation: opened.conversation, room: opened.room, config: a.live });
   return {
-    agentSide, transport, session, plays,
+    agentSide, transport, session, plays, runs,
     async end() { transport.end('bench over'); await session.done; },
   };
 }
@@ -170,7 +184,9 @@ interface TurnTimes {
   /** voiceToVoice − speakingTimeout. */
   added: number;
   // The breakdown (ms), each from the previous step.
-  vad: number; stt: number; toModel: number; model: number; toTts: number; tts: number; toPlay: number; rtpOut: number;
+  vad: number; stt: number; record: number; toModel: number; model: number; toTts: number; tts: number; toPlay: number; rtpOut: number;
+  /** The model's last byte → the turn returned (the reply recorded, counts, the room touched). */
+  afterModel: number;
 }
 
 async function turns(w: World, opts: {
@@ -191,7 +207,7 @@ async function turns(w: World, opts: {
     try {
       for (let i = 0; i < TURNS_PER_CALL && done < opts.n; i++, done++) {
         llm.script.push({ text: opts.reply });
-        const before = { llm: llm.requests.length, stt: opts.stt.spans.length, tts: opts.tts.spans.length, plays: c.plays.length };
+        const before = { llm: llm.requests.length, stt: opts.stt.spans.length, tts: opts.tts.spans.length, plays: c.plays.length, runs: c.runs.length };
         const drained = new Promise<number>((r) => caller.once('drained', () => r(performance.now())));
         caller.send(opts.speech);
         const tEnd = await drained;
@@ -216,15 +232,18 @@ async function turns(w: World, opts: {
         const stt = opts.stt.spans[before.stt];
         const tts = opts.tts.spans[before.tts];
         const play = c.plays[before.plays];
-        if (!req || !stt || !tts || play === undefined) throw new Error(`${opts.label}: turn ${done} incomplete`);
+        const turn = c.runs[before.runs];
+        if (!req || !stt || !tts || play === undefined || !turn) throw new Error(`${opts.label}: turn ${done} incomplete`);
         out.push({
           voiceToVoice: first - tEnd,
           added: first - tEnd - speakingTimeout,
           vad: stt.start - tEnd - speakingTimeout,
           stt: stt.end - stt.start,
-          toModel: req.t - stt.end,
+          record: turn.start - stt.end,
+          toModel: req.t - turn.start,
           model: (req.doneT ?? NaN) - req.t,
-          toTts: tts.start - req.t,
+          toTts: tts.start - (req.doneT ?? NaN),
+          afterModel: turn.end - (req.doneT ?? NaN),
           tts: tts.end - tts.start,
           toPlay: play - tts.end,
           rtpOut: first - play,
@@ -246,12 +265,14 @@ function printTurns(label: string, t: TurnTimes[], speakingTimeout: number) {
   console.log(row('ADDED (voice to voice − speakingTimeout)', t.map((x) => x.added)));
   console.log(row('  VAD end (STT called − end of speech − speakingTimeout)', t.map((x) => x.vad)));
   console.log(row('  recognition', t.map((x) => x.stt)));
-  console.log(row('  recognised → model request arrives', t.map((x) => x.toModel)));
-  console.log(row('  model streams its answer', t.map((x) => x.model)));
-  console.log(row('  model request → first sentence to synthesis', t.map((x) => x.toTts)));
+  console.log(row('  recognised → turn starts (the message recorded, committed)', t.map((x) => x.record)));
+  console.log(row('  turn starts → model request arrives (reads, prompt, HTTP)', t.map((x) => x.toModel)));
+  console.log(row('  model request → its last byte written', t.map((x) => x.model)));
+  console.log(row('  model\'s last byte → first sentence to synthesis (< 0: before)', t.map((x) => x.toTts)));
   console.log(row('  synthesis', t.map((x) => x.tts)));
   console.log(row('  synthesized → transport.play', t.map((x) => x.toPlay)));
   console.log(row('  transport.play → caller hears the first frame', t.map((x) => x.rtpOut)));
+  console.log(row('  (aside) model\'s last byte → the turn returned', t.map((x) => x.afterModel)));
 }
 
 const summary: string[] = [];
@@ -298,6 +319,9 @@ if (run('offline')) {
     await turns(w, { n: 2, speech, reply: 'We open at nine. Is there anything else?', stt, tts, config, label: 'offline warm-up' });
     const t = await turns(w, { n: OFFLINE_TURNS, speech, reply: 'We open at nine. Is there anything else?', stt, tts, config, label: 'offline' });
     printTurns('[sqlite] offline engines (pocketsphinx, espeak-ng), reply in two sentences', t, SPEAKING_TIMEOUT);
+    const heard = new Map<string, number>();
+    for (const s of stt.spans.slice(-t.length)) heard.set(s.text ?? '', (heard.get(s.text ?? '') ?? 0) + 1);
+    console.log(`  the caller said "what are your opening hours"; pocketsphinx heard: ${[...heard].map(([k, v]) => `"${k}" ×${v}`).join(', ')}`);
     const v = t.map((x) => x.voiceToVoice);
     const added = t.map((x) => x.added);
     summary.push(`| voice to voice, offline engines, sqlite | ${f1(p(v, 50))} | ${f1(p(v, 95))} | ${f1(Math.max(...v))} | added ${f1(p(added, 50))} / ${f1(p(added, 95))} ms |`);
