@@ -19,12 +19,14 @@
 //             arrives against its RTP timestamp; N grows until p99 lateness > 20 ms or frames are
 //             missing.
 // Usage: npm run bench:voice [-- latency offline calls]
-//   BENCH_TURNS (default 100), BENCH_OFFLINE_TURNS (10), BENCH_CALLS (25,50,100,200,400),
-//   BENCH_CALL_SECONDS (10: the measured window per step).
+//   BENCH_TURNS (default 100), BENCH_OFFLINE_TURNS (10), BENCH_CALLS (25,50,100,150,200,300,400),
+//   BENCH_CALL_SECONDS (10: the measured window per step), BENCH_CALL_AGENT=media (the agent side
+//   without voice sessions: RtpSession + RtpTransport only, our side sending silence; to separate
+//   the media's cost from the sessions').
 import { fork } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { PortPool } from '../src/media/port-pool.ts';
 import { RtpSession } from '../src/media/rtp-session.ts';
 import { RtpTransport } from '../src/media/rtp-transport.ts';
@@ -56,8 +58,9 @@ const TURNS = Number(process.env.BENCH_TURNS ?? 100);
 // random phase, sample that wait the way real calls do.
 const TURNS_PER_CALL = 10;
 const OFFLINE_TURNS = Number(process.env.BENCH_OFFLINE_TURNS ?? 10);
-const CALL_STEPS = (process.env.BENCH_CALLS ?? '25,50,100,200,400').split(',').map(Number);
+const CALL_STEPS = (process.env.BENCH_CALLS ?? '25,50,100,150,200,300,400').split(',').map(Number);
 const CALL_SECONDS = Number(process.env.BENCH_CALL_SECONDS ?? 10);
+const CALL_AGENT = process.env.BENCH_CALL_AGENT === 'media' ? 'media' : 'session';
 const SPEAKING_TIMEOUT = 300;
 const HOST = '127.0.0.1';
 const PCMU = { pt: 0, name: 'PCMU' };
@@ -141,7 +144,7 @@ interface AgentCall {
 }
 
 /** Opens a conversation and the agent's end of a call (media to `remote`), with a voice session on it. */
-async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, pool: PortPool, stt: SpeechToText, tts: TextToSpeech, remotePort?: number): Promise<AgentCall> {
+async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, pool: PortPool, stt: SpeechToText, tts: TextToSpeech, remotePort?: number, mediaOnly = false): Promise<AgentCall> {
   const { services } = w.platform;
   const db = w.h.database.db;
   const opened = await db.transaction().execute((tx) => services.conversations.open(tx, {
@@ -165,6 +168,9 @@ async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, poo
       }
     },
   };
+  if (mediaOnly) {
+    return { agentSide, transport, plays, runs, session: { done: Promise.resolve() }, async end() { transport.end('bench over'); } };
+  }
   const session = startVoiceSession({
     db, conversations: services.conversations, turns: timedTurns, stt, tts, now: Date.now,
     log: { warn: (o, m) => console.error(`voice session: ${m}`, o) },
@@ -358,13 +364,20 @@ if (run('calls')) {
   try {
     for (const n of CALL_STEPS) {
       const calls: AgentCall[] = [];
-      for (let i = 0; i < n; i++) calls.push(await agentCall(w, a, pool, stt, tts));
+      for (let i = 0; i < n; i++) calls.push(await agentCall(w, a, pool, stt, tts, undefined, CALL_AGENT === 'media'));
       child.send({ type: 'start', agentPorts: calls.map((c) => c.agentSide.port) });
       const { callerPorts } = await next();
       calls.forEach((c, i) => c.agentSide.setRemote({ address: HOST, port: (callerPorts as number[])[i]! }));
       await sleep(3000); // warm-up: every call latched, the first turns under way
       const loop = monitorEventLoopDelay({ resolution: 1 });
       loop.enable();
+      // Garbage collection in the window: its total time and the longest pause.
+      let gcTotal = 0;
+      let gcMax = 0;
+      const gc = new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) { gcTotal += e.duration; gcMax = Math.max(gcMax, e.duration); }
+      });
+      gc.observe({ entryTypes: ['gc'] });
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       child.send({ type: 'measure' });
@@ -375,11 +388,12 @@ if (run('calls')) {
       const elapsed = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
       loop.disable();
+      gc.disconnect();
       await Promise.all(calls.map((c) => c.end()));
       const cpuShare = (cpu.user + cpu.system) / 1e6 / elapsed;
       const ok = r.lateP99 <= 20 && r.missing === 0 && r.lost === 0;
       if (ok && n > holds) holds = n;
-      rows.push(`| ${n} | ${f1(r.lateP50)} / ${f1(r.lateP99)} / ${f1(r.lateMax)} | ${r.missing} + ${r.lost} of ${r.frames} | ${f1(loop.percentile(99) / 1e6)} | ${(cpuShare * 100).toFixed(0)} % | ${(r.turns / elapsed).toFixed(1)} | ${f1(r.childLoopP99)} / ${(r.childCpu * 100).toFixed(0)} % | ${ok ? 'holds' : 'LATE'} |`);
+      rows.push(`| ${n} | ${f1(r.lateP50)} / ${f1(r.lateP99)} / ${f1(r.lateMax)} | ${r.missing} + ${r.lost} of ${r.frames} | ${f1(loop.percentile(99) / 1e6)} / ${f1(loop.max / 1e6)} | ${(cpuShare * 100).toFixed(0)} % | ${f1(gcMax)} / ${(gcTotal / elapsed / 10).toFixed(1)} % | ${(r.turns / elapsed).toFixed(1)} | ${f1(r.childLoopP99)} / ${(r.childCpu * 100).toFixed(0)} % | ${ok ? 'holds' : 'LATE'} |`);
       console.log(rows.at(-1));
       await sleep(500);
       if (!ok && CALL_STEPS.indexOf(n) < CALL_STEPS.length - 1 && r.lateP99 > 100) break;
@@ -389,11 +403,11 @@ if (run('calls')) {
     await new Promise((r) => child.once('exit', r));
     await w.close();
   }
-  console.log('\nCalls at once in this process (agent side; callers and the model server in a child process):');
-  console.log('| calls | our frames late at the caller, p50 / p99 / max ms | missing (skipped) + lost of received | agent event-loop delay p99 ms | agent CPU | turns/s | caller process loop p99 ms / CPU | |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log(`\nCalls at once in this process (agent side: ${CALL_AGENT === 'media' ? 'RtpSession + RtpTransport only, no voice session' : 'voice sessions'}; callers and the model server in a child process):`);
+  console.log('| calls | our frames late at the caller, p50 / p99 / max ms | missing (skipped) + lost of received | agent event-loop delay p99 / max ms | agent CPU | agent GC longest pause ms / share of time | turns/s | caller process loop p99 ms / CPU | |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
-  summary.push(`| calls one worker process carries with p99 frame lateness ≤ 20 ms and nothing missing | ${holds || 'none of the steps'} | | | |`);
+  summary.push(`| calls one worker process carries (${CALL_AGENT === 'media' ? 'media only' : 'voice sessions'}) with p99 frame lateness ≤ 20 ms and nothing missing | ${holds || 'none of the steps'} | | | |`);
 }
 
 if (summary.length) {
