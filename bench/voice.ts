@@ -11,7 +11,8 @@
 //             i.e. everything but the silence window the agent is configured to wait for. SQLite,
 //             and PostgreSQL too with BENCH_DATABASE_URL or TEST_DATABASE_URL.
 //   offline — the same with the real offline engines (espeak-ng speaks for the caller and the
-//             agent, pocketsphinx recognises): the whole voice-to-voice time. SQLite only.
+//             agent, pocketsphinx recognises, on free speech and on a five-phrase grammar): the
+//             whole voice-to-voice time. SQLite only.
 //   calls   — N calls at once in this process (the agent side: RtpSession + RtpTransport + voice
 //             session each, instant engines, SQLite), callers in a child process
 //             (bench/voice-callers.ts, plain UDP sockets, with the model server) so this process
@@ -38,7 +39,7 @@ import { createPlatform, type Platform } from '../src/platform.ts';
 import { EspeakEngine } from '../src/speech/espeak.ts';
 import { PocketsphinxEngine } from '../src/speech/pocketsphinx.ts';
 import { resample } from '../src/speech/resample.ts';
-import type { SpeechToText, TextToSpeech } from '../src/speech/types.ts';
+import type { SpeechGrammar, SpeechToText, TextToSpeech } from '../src/speech/types.ts';
 import { frameDbfs } from '../src/speech/vad.ts';
 import { guardedDispatcher, policyFromConfig } from '../src/webhooks/ssrf.ts';
 import { startFakeLlm, type FakeLlm } from '../test/helpers/fake-llm.ts';
@@ -144,7 +145,7 @@ interface AgentCall {
 }
 
 /** Opens a conversation and the agent's end of a call (media to `remote`), with a voice session on it. */
-async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, pool: PortPool, stt: SpeechToText, tts: TextToSpeech, remotePort?: number, mediaOnly = false): Promise<AgentCall> {
+async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, pool: PortPool, stt: SpeechToText, tts: TextToSpeech, remotePort?: number, mediaOnly = false, grammar?: SpeechGrammar): Promise<AgentCall> {
   const { services } = w.platform;
   const db = w.h.database.db;
   const opened = await db.transaction().execute((tx) => services.conversations.open(tx, {
@@ -174,7 +175,7 @@ async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, poo
   const session = startVoiceSession({
     db, conversations: services.conversations, turns: timedTurns, stt, tts, now: Date.now,
     log: { warn: (o, m) => console.error(`voice session: ${m}`, o) },
-  }, { transport, conversation: opened.conversation, room: opened.room, config: a.live });
+  }, { transport, conversation: opened.conversation, room: opened.room, config: a.live, grammar });
   return {
     agentSide, transport, session, plays, runs,
     async end() { transport.end('bench over'); await session.done; },
@@ -196,7 +197,7 @@ interface TurnTimes {
 }
 
 async function turns(w: World, opts: {
-  n: number; speech: Int16Array; reply: string; stt: TimedStt; tts: TimedTts; config: Record<string, unknown>; label: string;
+  n: number; speech: Int16Array; reply: string; stt: TimedStt; tts: TimedTts; config: Record<string, unknown>; label: string; grammar?: SpeechGrammar;
 }): Promise<TurnTimes[]> {
   const llm = w.llm!;
   const speakingTimeout = Number(opts.config.speakingTimeout);
@@ -207,7 +208,7 @@ async function turns(w: World, opts: {
   for (let done = 0; done < opts.n;) {
     const caller = await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 });
     await sleep(crypto.randomInt(0, 20));
-    const c = await agentCall(w, a, pool, opts.stt, opts.tts, caller.port);
+    const c = await agentCall(w, a, pool, opts.stt, opts.tts, caller.port, false, opts.grammar);
     caller.setRemote({ address: HOST, port: c.agentSide.port });
     await sleep(300); // both ends latched, the VAD's noise floor settled on the line's silence
     try {
@@ -320,17 +321,24 @@ if (run('offline')) {
     const stt = new TimedStt(sphinx);
     const tts = new TimedTts(espeak);
     // The agents' default speakingTimeout would add 1.2 s of waiting; the same small window as above.
-    // Free speech (no grammar): pocketsphinx with its full language model, as a call without one.
+    // Free speech (pocketsphinx's full language model, a call without a grammar), then a grammar of
+    // a few phrases (a menu), which pocketsphinx searches far faster.
     const config = { speakingTimeout: SPEAKING_TIMEOUT };
     await turns(w, { n: 2, speech, reply: 'We open at nine. Is there anything else?', stt, tts, config, label: 'offline warm-up' });
-    const t = await turns(w, { n: OFFLINE_TURNS, speech, reply: 'We open at nine. Is there anything else?', stt, tts, config, label: 'offline' });
-    printTurns('[sqlite] offline engines (pocketsphinx, espeak-ng), reply in two sentences', t, SPEAKING_TIMEOUT);
-    const heard = new Map<string, number>();
-    for (const s of stt.spans.slice(-t.length)) heard.set(s.text ?? '', (heard.get(s.text ?? '') ?? 0) + 1);
-    console.log(`  the caller said "what are your opening hours"; pocketsphinx heard: ${[...heard].map(([k, v]) => `"${k}" ×${v}`).join(', ')}`);
-    const v = t.map((x) => x.voiceToVoice);
-    const added = t.map((x) => x.added);
-    summary.push(`| voice to voice, offline engines, sqlite | ${f1(p(v, 50))} | ${f1(p(v, 95))} | ${f1(Math.max(...v))} | added ${f1(p(added, 50))} / ${f1(p(added, 95))} ms |`);
+    for (const [how, grammar] of [
+      ['free speech (full language model)', undefined],
+      ['a grammar of five phrases', { kind: 'phrases', phrases: ['what are your opening hours', 'goodbye', 'yes', 'no', 'talk to a person'] }],
+    ] as const) {
+      const before = stt.spans.length;
+      const t = await turns(w, { n: OFFLINE_TURNS, speech, reply: 'We open at nine. Is there anything else?', stt, tts, config, label: 'offline', grammar });
+      printTurns(`[sqlite] offline engines (pocketsphinx on ${how}, espeak-ng), reply in two sentences`, t, SPEAKING_TIMEOUT);
+      const heard = new Map<string, number>();
+      for (const x of stt.spans.slice(before)) heard.set(x.text ?? '', (heard.get(x.text ?? '') ?? 0) + 1);
+      console.log(`  the caller said "what are your opening hours"; pocketsphinx heard: ${[...heard].map(([k, v]) => `"${k}" ×${v}`).join(', ')}`);
+      const v = t.map((x) => x.voiceToVoice);
+      const added = t.map((x) => x.added);
+      summary.push(`| voice to voice, offline engines, pocketsphinx on ${how}, sqlite | ${f1(p(v, 50))} | ${f1(p(v, 95))} | ${f1(Math.max(...v))} | added ${f1(p(added, 50))} / ${f1(p(added, 95))} ms |`);
+    }
   } finally {
     await w.close();
   }
