@@ -265,9 +265,9 @@ async function turns(w: World, opts: {
 }
 
 function printTurns(label: string, t: TurnTimes[], speakingTimeout: number) {
-  const row = (name: string, xs: number[]) => `  ${name.padEnd(58)} ${f1(p(xs, 50)).padStart(7)} ${f1(p(xs, 95)).padStart(7)} ${f1(Math.max(...xs)).padStart(7)}`;
+  const row = (name: string, xs: number[]) => `  ${name.padEnd(66)} ${f1(p(xs, 50)).padStart(7)} ${f1(p(xs, 95)).padStart(7)} ${f1(Math.max(...xs)).padStart(7)}`;
   console.log(`\n${label}: ${t.length} turns, speakingTimeout ${speakingTimeout} ms`);
-  console.log(`  ${''.padEnd(58)} ${'p50'.padStart(7)} ${'p95'.padStart(7)} ${'max'.padStart(7)}  (ms)`);
+  console.log(`  ${''.padEnd(66)} ${'p50'.padStart(7)} ${'p95'.padStart(7)} ${'max'.padStart(7)}  (ms)`);
   console.log(row('voice to voice (end of speech → first agent audio)', t.map((x) => x.voiceToVoice)));
   console.log(row('ADDED (voice to voice − speakingTimeout)', t.map((x) => x.added)));
   console.log(row('  VAD end (STT called − end of speech − speakingTimeout)', t.map((x) => x.vad)));
