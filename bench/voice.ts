@@ -23,7 +23,8 @@
 //   BENCH_TURNS (default 100), BENCH_OFFLINE_TURNS (10), BENCH_CALLS (25,50,100,150,200,300,400),
 //   BENCH_CALL_SECONDS (10: the measured window per step), BENCH_CALL_AGENT=media (the agent side
 //   without voice sessions: RtpSession + RtpTransport only, our side sending silence; to separate
-//   the media's cost from the sessions').
+//   the media's cost from the sessions'), BENCH_CALL_ENGINE=postgres (the calls' database; needs
+//   BENCH_DATABASE_URL or TEST_DATABASE_URL).
 import { fork } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
@@ -62,6 +63,7 @@ const OFFLINE_TURNS = Number(process.env.BENCH_OFFLINE_TURNS ?? 10);
 const CALL_STEPS = (process.env.BENCH_CALLS ?? '25,50,100,150,200,300,400').split(',').map(Number);
 const CALL_SECONDS = Number(process.env.BENCH_CALL_SECONDS ?? 10);
 const CALL_AGENT = process.env.BENCH_CALL_AGENT === 'media' ? 'media' : 'session';
+const CALL_ENGINE: Engine = process.env.BENCH_CALL_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 const SPEAKING_TIMEOUT = 300;
 const HOST = '127.0.0.1';
 const PCMU = { pt: 0, name: 'PCMU' };
@@ -360,7 +362,7 @@ if (run('calls')) {
   child.on('message', (m) => { const w = waiters.shift(); if (w) w(m); else messages.push(m); });
   const next = () => new Promise<any>((r) => { const m = messages.shift(); if (m) r(m); else waiters.push(r); });
   const { llmBaseUrl } = await next();
-  const w = await world('sqlite', llmBaseUrl as string);
+  const w = await world(CALL_ENGINE, llmBaseUrl as string);
   const maxN = Math.max(...CALL_STEPS);
   const portMin = 30_000 + 2 * crypto.randomInt(0, 1_000);
   const pool = new PortPool({ portMin, portMax: portMin + 2 * (maxN + 20) });
@@ -411,11 +413,11 @@ if (run('calls')) {
     await new Promise((r) => child.once('exit', r));
     await w.close();
   }
-  console.log(`\nCalls at once in this process (agent side: ${CALL_AGENT === 'media' ? 'RtpSession + RtpTransport only, no voice session' : 'voice sessions'}; callers and the model server in a child process):`);
+  console.log(`\nCalls at once in this process (${CALL_ENGINE}; agent side: ${CALL_AGENT === 'media' ? 'RtpSession + RtpTransport only, no voice session' : 'voice sessions'}; callers and the model server in a child process):`);
   console.log('| calls | our frames late at the caller, p50 / p99 / max ms | missing (skipped) + lost of received | agent event-loop delay p99 / max ms | agent CPU | agent GC longest pause ms / share of time | turns/s | caller process loop p99 ms / CPU | |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
-  summary.push(`| calls one worker process carries (${CALL_AGENT === 'media' ? 'media only' : 'voice sessions'}) with p99 frame lateness ≤ 20 ms and nothing missing | ${holds || 'none of the steps'} | | | |`);
+  summary.push(`| calls one worker process carries (${CALL_ENGINE}, ${CALL_AGENT === 'media' ? 'media only' : 'voice sessions'}) with p99 frame lateness ≤ 20 ms and nothing missing | ${holds || 'none of the steps'} | | | |`);
 }
 
 if (summary.length) {
