@@ -299,6 +299,9 @@ if (run('latency')) {
       for (const [shape, reply, n] of [
         ['two sentences (the first is spoken while the model still streams)', 'We open at nine. Is there anything else?', TURNS],
         ['one sentence (spoken once the turn has returned)', 'We open at nine.', Math.max(10, Math.round(TURNS / 2))],
+        // What speaking the buffer's rest at the end of the model's stream would give: a trailing
+        // space lets the session's sentence splitter take the sentence while the stream is read.
+        ['one sentence, trailing space (spoken as the stream is read)', 'We open at nine. ', Math.max(10, Math.round(TURNS / 2))],
       ] as const) {
         const t = await turns(w, { n, speech, reply, stt, tts, config, label: shape });
         printTurns(`[${engine}] instant engines, reply in ${shape}`, t, SPEAKING_TIMEOUT);
