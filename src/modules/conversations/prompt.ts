@@ -44,10 +44,19 @@ export interface PromptInput {
 
 const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
+/** One formatter per time zone: building one costs about 0.3 ms, on every turn's way to the model. */
+const timeFormats = new Map<string, Intl.DateTimeFormat>();
+
 function localTime(now: number, timezone: unknown): string {
   const zone = typeof timezone === 'string' ? timezone : 'UTC';
   try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: zone, dateStyle: 'full', timeStyle: 'short' }).format(now) + ` (${zone})`;
+    let format = timeFormats.get(zone);
+    if (!format) {
+      format = new Intl.DateTimeFormat('en-US', { timeZone: zone, dateStyle: 'full', timeStyle: 'short' });
+      // Only zones that exist get here (others throw); the IANA list is a few hundred.
+      if (timeFormats.size < 1000) timeFormats.set(zone, format);
+    }
+    return format.format(now) + ` (${zone})`;
   } catch {
     return new Date(now).toISOString();
   }
