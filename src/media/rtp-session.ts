@@ -151,6 +151,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private slots = 0;
   private timer: NodeJS.Timeout | undefined;
   private bed: AudioBed | undefined;
+  /** The last slot that carried queued audio (a talkspurt goes on while the next slot does too). */
+  private lastAudioSlot = -2;
 
   // Receiving.
   private latched: Source | undefined;
@@ -242,6 +244,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /** Queues 8 kHz PCM16 to send after what is queued (a trailing part-frame is padded with silence when nothing follows it in time). */
   send(pcm: Int16Array): void {
     if (this.closed || pcm.length === 0) return;
+    // The start of a talkspurt goes out now rather than at the next 20 ms slot (up to a frame
+    // sooner): the clock is moved so that this moment is a slot, and the frame is marked.
+    const idle = this.queue.length === 0 && !this.partial && !this.event && this.digits.length === 0 && this.gapSlots === 0
+      && this.slots - this.lastAudioSlot > 1;
     let samples = pcm;
     if (this.partial) {
       samples = new Int16Array(this.partial.length + pcm.length);
@@ -252,6 +258,15 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     let i = 0;
     for (; i + FRAME_SAMPLES <= samples.length; i += FRAME_SAMPLES) this.queue.push(samples.slice(i, i + FRAME_SAMPLES));
     if (i < samples.length) this.partial = samples.slice(i);
+    if (idle && this.queue.length > 0 && this.dest) this.startTalkspurt();
+  }
+
+  /** Sends the first queued frame now and keeps slots 20 ms apart from here on. */
+  private startTalkspurt(): void {
+    clearTimeout(this.timer);
+    this.started = performance.now() - this.slots * FRAME_MS;
+    this.needMarker = true;
+    this.tick();
   }
 
   /** Drops every queued sample not yet sent (barge-in); returns how many were dropped. */
@@ -347,6 +362,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
         const under = this.bed?.next() ?? null;
         if (under === null && this.bed) this.bed = undefined;
         const drained = frame !== undefined && this.queue.length === 0 && !this.partial;
+        if (frame) this.lastAudioSlot = this.slots;
         if (under) frame = frame ? mix(frame, under) : under;
         if (frame) {
           this.transmit(this.sendPt, this.needMarker, this.timestamp, encodeG711(this.sendCodec, frame));

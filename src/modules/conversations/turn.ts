@@ -67,6 +67,8 @@ export interface TurnInput {
   replyStatus: MessageRow['status'];
   signal?: AbortSignal;
   onText?: (delta: string) => void;
+  /** The model has finished: called before the reply is recorded, so a voice call can speak its last words at once. */
+  onTextEnd?: () => void;
 }
 
 export type TurnResult =
@@ -232,6 +234,7 @@ export function turnRunner(deps: TurnDeps) {
         messages.push({ role: 'assistant', content: result.text, toolCalls: result.toolCalls });
         queue = [...result.toolCalls];
       }
+      input.onTextEnd?.();
       const reply = text || EMPTY_REPLY;
       const messageId = await record(conversation, { direction: 'outbound', text: reply, status: input.replyStatus });
       await conversationRepo.count(db, conversation.id, deps.now(), { out: 1 });

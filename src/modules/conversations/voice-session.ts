@@ -243,6 +243,11 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
           buffer = split.rest;
           split.sentences.forEach(speak);
         },
+        // The last words go to synthesis as the stream ends, not after the reply is recorded.
+        onTextEnd: () => {
+          if (buffer.trim()) speak(buffer.trim());
+          buffer = '';
+        },
       });
       if (result.kind === 'reply') {
         current.messageId = result.messageId;
