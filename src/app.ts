@@ -11,6 +11,8 @@ import type { Database } from './db/index.ts';
 import type { Services } from './platform.ts';
 import type { App } from './http/types.ts';
 import { registerAuth } from './http/auth.ts';
+import { registerRateLimits } from './http/rate-limits.ts';
+import { sharedRateLimitCounter } from './db/rate-limit-counters.ts';
 import { HttpError, Invalid, TooManyRequests } from './http/errors.ts';
 import { clientErrorReply, frameworkErrorReply, MAX_PARAM_LENGTH } from './http/error-replies.ts';
 import { ErrorBody } from './http/schemas.ts';
@@ -147,7 +149,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ success: false, message: `Route ${req.method} ${req.url.split('?')[0]} not found`, requestId: req.id }));
 
+  const limits = await registerRateLimits(app, {
+    perToken: config.rateLimitPerToken, perAddress: config.rateLimitPerAddress, windowSeconds: config.rateLimitWindowSeconds,
+    shared: sharedRateLimitCounter(database),
+  });
+  // The address limit before authentication (a flood of bad tokens stops before the token lookup),
+  // the token limit after it (keyed by the token's row id).
+  if (limits.byAddress) app.addHook('onRequest', limits.byAddress);
   registerAuth(app, database.db);
+  if (limits.byToken) app.addHook('onRequest', limits.byToken);
   // Before schema validation, so no route ever sees a body nested deeper than MAX_JSON_DEPTH
   // (anything recursive, such as JSON.stringify, would overflow the stack on it) or a NUL
   // character (PostgreSQL refuses them).

@@ -101,6 +101,15 @@ export interface Config {
   readonly conversationIdleMinutes: number;
   /** Which speech engines voice sessions use and how to reach a remote one (docs/voice.md). */
   readonly speech: SpeechConfig;
+  /** Requests the API takes per window from one token (CALLPLANE_RATE_LIMIT_PER_TOKEN; 0: no limit). */
+  readonly rateLimitPerToken: number;
+  /**
+   * Requests the API takes per window from one source address, an IPv6 address's /64 counting as
+   * one (CALLPLANE_RATE_LIMIT_PER_ADDRESS; 0: no limit).
+   */
+  readonly rateLimitPerAddress: number;
+  /** The window both rate limits count in, seconds (CALLPLANE_RATE_LIMIT_WINDOW_SECONDS). */
+  readonly rateLimitWindowSeconds: number;
 }
 
 /**
@@ -280,6 +289,17 @@ function modelId(env: NodeJS.ProcessEnv, name: string, fallback: string): string
   return raw;
 }
 
+/** A rate limit: requests per window, 0 for none. */
+function rateLimit(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = (env[name] ?? '').trim();
+  if (raw === '') return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n > 10_000_000) {
+    throw new ConfigError(`${name} must be a whole number of requests per window between 1 and 10000000, or 0 for no limit (got '${env[name]}')`);
+  }
+  return n;
+}
+
 const OPENAI_BASE = 'https://api.openai.com/v1';
 
 /** CALLPLANE_STT, CALLPLANE_TTS and the OpenAI-compatible audio API's settings. */
@@ -395,5 +415,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnConcurrency: int(env, 'CALLPLANE_TURN_CONCURRENCY', 50, 1, 1000),
     conversationIdleMinutes: int(env, 'CALLPLANE_CONVERSATION_IDLE_MINUTES', 30, 1, 10_080),
     speech: speechConfig(env),
+    rateLimitPerToken: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_TOKEN', 1200),
+    rateLimitPerAddress: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_ADDRESS', 3000),
+    rateLimitWindowSeconds: int(env, 'CALLPLANE_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
   });
 }

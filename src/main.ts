@@ -100,6 +100,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     const maintenance = new Maintenance(maintenanceJobs(database, {
       taskRetentionDays: config.taskRetentionDays, deliveryRetentionDays: config.deliveryRetentionDays,
       closeIdleConversations: () => platform.services.conversations.closeIdle(),
+      rateLimitWindowSeconds: config.rateLimitWindowSeconds,
     }), log.child({ component: 'maintenance' }));
     maintenance.start();
     // The maintenance timers are unref'd (so tests and embedders are never held open); without a
