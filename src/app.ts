@@ -79,6 +79,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
+    // request.ip (rate limits per address) is the client X-Forwarded-For names only when the
+    // connection comes from a proxy we were told to trust; otherwise the connection's address.
+    trustProxy: config.trustProxy.length > 0 ? [...config.trustProxy] : false,
     // While shutting down, requests already on an open connection are still answered normally
     // (the database closes only after the server); Fastify's own 503 would not be our error shape.
     return503OnClosing: false,

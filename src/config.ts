@@ -110,6 +110,12 @@ export interface Config {
   readonly rateLimitPerAddress: number;
   /** The window both rate limits count in, seconds (CALLPLANE_RATE_LIMIT_WINDOW_SECONDS). */
   readonly rateLimitWindowSeconds: number;
+  /**
+   * Addresses or CIDR ranges of the reverse proxies in front of the API (CALLPLANE_TRUST_PROXY):
+   * a request from one of them is taken to come from the client its X-Forwarded-For names (rate
+   * limits per address, web chat limits). Empty: the connection's own address.
+   */
+  readonly trustProxy: readonly string[];
 }
 
 /**
@@ -289,6 +295,18 @@ function modelId(env: NodeJS.ProcessEnv, name: string, fallback: string): string
   return raw;
 }
 
+/** CALLPLANE_TRUST_PROXY: a comma-separated list of proxy addresses or CIDR ranges. */
+function trustProxy(env: NodeJS.ProcessEnv): string[] {
+  const name = 'CALLPLANE_TRUST_PROXY';
+  const list = (env[name] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const c of list) {
+    if (!isCidr(c)) {
+      throw new ConfigError(`${name} must be a comma-separated list of the reverse proxies' addresses or CIDR ranges, such as 10.0.0.0/8,127.0.0.1 ('${c}' is neither)`);
+    }
+  }
+  return list;
+}
+
 /** A rate limit: requests per window, 0 for none. */
 function rateLimit(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = (env[name] ?? '').trim();
@@ -418,5 +436,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerToken: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_TOKEN', 1200),
     rateLimitPerAddress: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_ADDRESS', 3000),
     rateLimitWindowSeconds: int(env, 'CALLPLANE_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    trustProxy: Object.freeze(trustProxy(env)),
   });
 }

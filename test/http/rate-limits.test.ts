@@ -132,6 +132,22 @@ forEachEngine('rate limits off', (harness) => {
   });
 }, { CALLPLANE_RATE_LIMIT_PER_TOKEN: '0', CALLPLANE_RATE_LIMIT_PER_ADDRESS: '0' });
 
+forEachEngine('rate limit per address behind a proxy', (harness) => {
+  it('counts the client a trusted proxy names, and ignores the header from anyone else', async () => {
+    const h = harness();
+    const via = async (remoteAddress: string, client: string) => (await h.app.inject({
+      method: 'GET', url: '/api/v2/account', query: { token: h.adminToken }, remoteAddress, headers: { 'x-forwarded-for': client },
+    })).statusCode;
+    for (let i = 0; i < 5; i++) assert.equal(await via('10.1.2.3', '192.0.2.10'), 200);
+    assert.equal(await via('10.1.2.3', '192.0.2.10'), 429);
+    // Another client through the same proxy is counted on its own.
+    assert.equal(await via('10.1.2.3', '192.0.2.11'), 200);
+    // Not from the proxy: the header is not believed, the connection's address counts.
+    for (let i = 0; i < 5; i++) assert.equal(await via('198.51.100.1', '192.0.2.12'), 200);
+    assert.equal(await via('198.51.100.1', '192.0.2.13'), 429);
+  });
+}, { CALLPLANE_RATE_LIMIT_PER_TOKEN: '0', CALLPLANE_RATE_LIMIT_PER_ADDRESS: '5', CALLPLANE_TRUST_PROXY: '10.0.0.0/8' });
+
 describe('rate limit settings', () => {
   it('defaults to 1200 per token and 3000 per address a minute', () => {
     const c = loadConfig({});
@@ -146,6 +162,9 @@ describe('rate limit settings', () => {
     }
     assert.throws(() => loadConfig({ CALLPLANE_RATE_LIMIT_PER_ADDRESS: 'x' }), /CALLPLANE_RATE_LIMIT_PER_ADDRESS must be/);
     assert.throws(() => loadConfig({ CALLPLANE_RATE_LIMIT_WINDOW_SECONDS: '0' }), /CALLPLANE_RATE_LIMIT_WINDOW_SECONDS must be an integer between 1 and 86400/);
+    assert.throws(() => loadConfig({ CALLPLANE_TRUST_PROXY: '10.0.0.0/8,proxy.local' }), /CALLPLANE_TRUST_PROXY must be a comma-separated list .*'proxy.local' is neither/);
+    assert.deepEqual(loadConfig({ CALLPLANE_TRUST_PROXY: ' 10.0.0.0/8, ::1 ' }).trustProxy, ['10.0.0.0/8', '::1']);
+    assert.deepEqual(loadConfig({}).trustProxy, []);
   });
 });
 
