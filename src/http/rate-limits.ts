@@ -35,6 +35,9 @@ export interface RateLimitSettings {
   shared?: AddToWindow;
 }
 
+/** Keys each limit tracks in memory (SQLite; on PostgreSQL the shared store bounds its own). */
+const MEMORY_KEYS = 10_000;
+
 type Hook = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 export interface RateLimitHooks {
@@ -62,8 +65,6 @@ export async function registerRateLimits(app: App, s: RateLimitSettings): Promis
   await app.register(rateLimit, {
     // No route is limited by the plugin's own hook: ours run around authentication.
     global: false,
-    // Counted in memory: the LRU's size (keys beyond it forget their count, oldest first).
-    cache: 10_000,
     timeWindow,
     // A database error while counting lets the request through (the limits protect; they must not
     // become an outage of their own). The request's own queries will report a database that is down.
@@ -74,7 +75,13 @@ export async function registerRateLimits(app: App, s: RateLimitSettings): Promis
 
   const check = (max: number, kind: string, key: (req: FastifyRequest) => string | undefined): Hook | undefined => {
     if (max === 0) return undefined;
-    const limit = app.createRateLimit({ max, timeWindow, keyGenerator: (req) => key(req) ?? '' });
+    const limit = app.createRateLimit({
+      max, timeWindow, keyGenerator: (req) => key(req) ?? '',
+      // Counted in memory (SQLite): how many keys each limit tracks, least recently used forgotten
+      // first. Each limit's store is made from these options (the plugin's own `cache` reaches
+      // only its global store, which no route uses), though the type leaves it out.
+      ...{ cache: MEMORY_KEYS },
+    });
     const per = `${max} requests ${windowWords(s.windowSeconds)} ${kind}`;
     return async (req, reply) => {
       if (!limited(req) || key(req) === undefined) return;
