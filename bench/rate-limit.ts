@@ -1,7 +1,8 @@
 // What the API's rate limits cost (src/http/rate-limits.ts).
 // 1. HTTP, per engine: GET /api/v2/account with the limits off (0) and on (10,000,000 per token and
 //    per address a minute, so nothing is refused but every request passes both limiters), on the
-//    same fresh database, 32 connections. On PostgreSQL a limit that high reserves slots in batches
+//    same fresh database, 32 connections, alternating twice; with the server's CPU time per
+//    request, which moves less than throughput when the machine is shared. On PostgreSQL a limit that high reserves slots in batches
 //    of 200,000, so this is the limiters' cost in the process, not the database's.
 // 2. PostgreSQL only, in this process: the shared store's own latency per request, with every
 //    request a round trip (limits under 50 reserve one slot at a time) and at the default 1200 per
@@ -24,9 +25,11 @@ for (const engine of ENGINES) {
       try {
         const url = `${server.url}/api/v2/account?token=${server.token}`;
         await measure(url, { seconds: 2 }); // warm-up
+        const cpu0 = server.cpuSeconds();
         const m = await measure(url, { seconds });
+        const cpuUs = ((server.cpuSeconds() - cpu0) / (m.requestsPerSec * seconds)) * 1e6;
         if (m.non2xx || m.errors) throw new Error(`${label}: ${m.non2xx} non-2xx, ${m.errors} errors`);
-        row.push(`${label} ${fmt(m.requestsPerSec)} req/s (p50 ${m.p50} ms, p99 ${m.p99} ms)`);
+        row.push(`${label} ${fmt(m.requestsPerSec)} req/s (p50 ${m.p50} ms, p99 ${m.p99} ms, server CPU ${cpuUs.toFixed(0)} µs/request)`);
       } finally {
         await server.stop();
       }

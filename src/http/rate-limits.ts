@@ -75,8 +75,10 @@ export async function registerRateLimits(app: App, s: RateLimitSettings): Promis
 
   const check = (max: number, kind: string, key: (req: FastifyRequest) => string | undefined): Hook | undefined => {
     if (max === 0) return undefined;
+    // The key is made once per request, by the hook, and handed to the plugin through this map.
+    const keys = new WeakMap<FastifyRequest, string>();
     const limit = app.createRateLimit({
-      max, timeWindow, keyGenerator: (req) => key(req) ?? '',
+      max, timeWindow, keyGenerator: (req) => keys.get(req) ?? '',
       // Counted in memory (SQLite): how many keys each limit tracks, least recently used forgotten
       // first. Each limit's store is made from these options (the plugin's own `cache` reaches
       // only its global store, which no route uses), though the type leaves it out.
@@ -84,7 +86,10 @@ export async function registerRateLimits(app: App, s: RateLimitSettings): Promis
     });
     const per = `${max} requests ${windowWords(s.windowSeconds)} ${kind}`;
     return async (req, reply) => {
-      if (!limited(req) || key(req) === undefined) return;
+      if (!limited(req)) return;
+      const k = key(req);
+      if (k === undefined) return;
+      keys.set(req, k);
       const r = await limit(req);
       if (r.isAllowed) return;
       // Both limits report in the same headers: the one with fewer requests left wins.
