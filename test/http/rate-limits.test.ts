@@ -6,7 +6,8 @@ import { describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, ConfigError } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/index.ts';
-import { addToWindow } from '../../src/db/rate-limit-counters.ts';
+import { addToWindow, pruneEndedWindows } from '../../src/db/rate-limit-counters.ts';
+import { maintenanceJobs } from '../../src/maintenance.ts';
 import { SharedRateLimitStore } from '../../src/http/shared-rate-limit-store.ts';
 import { SecretBox } from '../../src/lib/crypto.ts';
 import { createPlatform } from '../../src/platform.ts';
@@ -198,6 +199,25 @@ forEachEngine('shared rate-limit store', (harness) => {
     const counting = new SharedRateLimitStore((k, ws, n) => { asked++; return add(k, ws, n); });
     for (let i = 0; i < 5; i++) assert.ok((await counting.take('test:shared', windowMs, max)).current > max);
     assert.equal(asked, 1);
+  });
+
+  it('counts a key in one row, starts it over in a new window, and prunes ended windows', async () => {
+    const h = harness();
+    const db = h.database.db;
+    assert.deepEqual(await addToWindow(db, 'test:prune-old', 60_000, 3), { count: 3, windowStart: 60_000 });
+    assert.deepEqual(await addToWindow(db, 'test:prune-old', 60_000, 2), { count: 5, windowStart: 60_000 });
+    // A process whose clock is behind counts in the row's later window.
+    assert.deepEqual(await addToWindow(db, 'test:prune-old', 0, 1), { count: 6, windowStart: 60_000 });
+    assert.deepEqual(await addToWindow(db, 'test:prune-old', 120_000, 1), { count: 1, windowStart: 120_000 });
+    await addToWindow(db, 'test:prune-new', 10_000_000, 1);
+    const job = maintenanceJobs(h.database, { taskRetentionDays: 30 }).find((j) => j.name === 'prune-rate-limit-counters');
+    assert.ok(job);
+    assert.equal(await pruneEndedWindows(db, 1_000_000, 1000), 1);
+    const left = await db.selectFrom('rate_limit_counters').select('key').where('key', 'like', 'test:prune-%').execute();
+    assert.deepEqual(left.map((r) => r.key), ['test:prune-new']);
+    // The job removes what is left from long ago (and what the other tests here counted is recent).
+    await job.run();
+    assert.equal((await db.selectFrom('rate_limit_counters').select('key').where('key', '=', 'test:prune-new').execute()).length, 0);
   });
 
   it('reserves batches: far below the limit most requests need no round trip', async () => {
