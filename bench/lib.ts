@@ -67,6 +67,9 @@ export async function createStore(engine: Engine): Promise<Store> {
     CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('hex'), LOG_LEVEL: 'warn',
     // Several processes run side by side and none of the benchmarks uses SIP: keep them off its port.
     CALLPLANE_SIP_ENABLED: 'false',
+    // The benchmarks measure throughput from one address with one token, far past the default
+    // rate limits; bench/rate-limit.ts sets its own.
+    CALLPLANE_RATE_LIMIT_PER_TOKEN: '0', CALLPLANE_RATE_LIMIT_PER_ADDRESS: '0',
   };
   delete env.DATABASE_URL;
   let dropDb = async () => {};

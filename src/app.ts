@@ -12,6 +12,8 @@ import { isDatabaseUnavailable } from './db/errors.ts';
 import type { Services } from './platform.ts';
 import type { App } from './http/types.ts';
 import { registerAuth } from './http/auth.ts';
+import { registerRateLimits } from './http/rate-limits.ts';
+import { sharedRateLimitCounter } from './db/rate-limit-counters.ts';
 import { HttpError, Invalid, TooManyRequests } from './http/errors.ts';
 import { clientErrorReply, frameworkErrorReply, MAX_PARAM_LENGTH } from './http/error-replies.ts';
 import { ErrorBody } from './http/schemas.ts';
@@ -78,6 +80,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
+    // request.ip (rate limits per address) is the client X-Forwarded-For names only when the
+    // connection comes from a proxy we were told to trust; otherwise the connection's address.
+    trustProxy: config.trustProxy.length > 0 ? [...config.trustProxy] : false,
     // While shutting down, requests already on an open connection are still answered normally
     // (the database closes only after the server); Fastify's own 503 would not be our error shape.
     return503OnClosing: false,
@@ -155,7 +160,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ success: false, message: `Route ${req.method} ${req.url.split('?')[0]} not found`, requestId: req.id }));
 
+  const limits = await registerRateLimits(app, {
+    perToken: config.rateLimitPerToken, perAddress: config.rateLimitPerAddress, windowSeconds: config.rateLimitWindowSeconds,
+    shared: sharedRateLimitCounter(database),
+  });
+  // The address limit before authentication (a flood of bad tokens stops before the token lookup),
+  // the token limit after it (keyed by the token's row id).
+  if (limits.byAddress) app.addHook('onRequest', limits.byAddress);
   registerAuth(app, database.db);
+  if (limits.byToken) app.addHook('onRequest', limits.byToken);
   // Before schema validation, so no route ever sees a body nested deeper than MAX_JSON_DEPTH
   // (anything recursive, such as JSON.stringify, would overflow the stack on it) or a NUL
   // character (PostgreSQL refuses them).

@@ -118,6 +118,21 @@ export interface Config {
    * this deployment (wss:// of publicUrl) and runs the voice session here, on our speech engines.
    */
   readonly twilioVoice: 'stream' | 'gather';
+  /** Requests the API takes per window from one token (CALLPLANE_RATE_LIMIT_PER_TOKEN; 0: no limit). */
+  readonly rateLimitPerToken: number;
+  /**
+   * Requests the API takes per window from one source address, an IPv6 address's /64 counting as
+   * one (CALLPLANE_RATE_LIMIT_PER_ADDRESS; 0: no limit).
+   */
+  readonly rateLimitPerAddress: number;
+  /** The window both rate limits count in, seconds (CALLPLANE_RATE_LIMIT_WINDOW_SECONDS). */
+  readonly rateLimitWindowSeconds: number;
+  /**
+   * Addresses or CIDR ranges of the reverse proxies in front of the API (CALLPLANE_TRUST_PROXY):
+   * a request from one of them is taken to come from the client its X-Forwarded-For names (rate
+   * limits per address, web chat limits). Empty: the connection's own address.
+   */
+  readonly trustProxy: readonly string[];
 }
 
 /**
@@ -297,6 +312,29 @@ function modelId(env: NodeJS.ProcessEnv, name: string, fallback: string): string
   return raw;
 }
 
+/** CALLPLANE_TRUST_PROXY: a comma-separated list of proxy addresses or CIDR ranges. */
+function trustProxy(env: NodeJS.ProcessEnv): string[] {
+  const name = 'CALLPLANE_TRUST_PROXY';
+  const list = (env[name] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const c of list) {
+    if (!isCidr(c)) {
+      throw new ConfigError(`${name} must be a comma-separated list of the reverse proxies' addresses or CIDR ranges, such as 10.0.0.0/8,127.0.0.1 ('${c}' is neither)`);
+    }
+  }
+  return list;
+}
+
+/** A rate limit: requests per window, 0 for none. */
+function rateLimit(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = (env[name] ?? '').trim();
+  if (raw === '') return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n > 10_000_000) {
+    throw new ConfigError(`${name} must be a whole number of requests per window between 1 and 10000000, or 0 for no limit (got '${env[name]}')`);
+  }
+  return n;
+}
+
 const OPENAI_BASE = 'https://api.openai.com/v1';
 
 /** CALLPLANE_STT, CALLPLANE_TTS and the OpenAI-compatible audio API's settings. */
@@ -417,5 +455,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     recordingMaxSeconds: int(env, 'CALLPLANE_RECORDING_MAX_SECONDS', 14_400, 1, 86_400),
     speech: speechConfig(env),
     twilioVoice: oneOf(env, 'CALLPLANE_TWILIO_VOICE', ['gather', 'stream'] as const, 'gather'),
+    rateLimitPerToken: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_TOKEN', 1200),
+    rateLimitPerAddress: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_ADDRESS', 3000),
+    rateLimitWindowSeconds: int(env, 'CALLPLANE_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    trustProxy: Object.freeze(trustProxy(env)),
   });
 }

@@ -101,6 +101,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
       taskRetentionDays: config.taskRetentionDays, deliveryRetentionDays: config.deliveryRetentionDays,
       closeIdleConversations: () => platform.services.conversations.closeIdle(),
       sweepRecordings: () => platform.services.recordings.sweep(),
+      rateLimitWindowSeconds: config.rateLimitWindowSeconds,
     }), log.child({ component: 'maintenance' }));
     maintenance.start();
     // The maintenance timers are unref'd (so tests and embedders are never held open); without a

@@ -1,9 +1,10 @@
 // Background work of a worker process: periodic jobs that keep the tables bounded (expired
 // one-time tokens, finished tasks and old daily counters, ended webhook deliveries and relayed
-// events, ended conversation turns, call recordings) and end message conversations that have gone quiet. Each
+// events, ended conversation turns, call recordings, rate-limit counters of ended windows) and end message conversations that have gone quiet. Each
 // deletes in small batches, so no run holds a long transaction.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
+import { pruneEndedWindows } from './db/rate-limit-counters.ts';
 import { turnRepo } from './modules/conversations/repository.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
@@ -33,7 +34,10 @@ export function maintenanceJobs(database: Database, opts: {
   closeIdleConversations?: () => Promise<number>;
   /** Deletes call recordings past their retention or whose conversation is gone (RecordingStore.sweep). */
   sweepRecordings?: () => Promise<number>;
+  /** The rate limits' window (CALLPLANE_RATE_LIMIT_WINDOW_SECONDS); counters of ended windows go. */
+  rateLimitWindowSeconds?: number;
 }): PeriodicJob[] {
+  const rateLimitWindowMs = (opts.rateLimitWindowSeconds ?? 60) * 1000;
   const retentionMs = opts.taskRetentionDays * DAY_MS;
   const deliveryRetentionMs = (opts.deliveryRetentionDays ?? 30) * DAY_MS;
   return [
@@ -64,6 +68,12 @@ export function maintenanceJobs(database: Database, opts: {
       run: () => drain(() => turnRepo.pruneEnded(database.db, Date.now() - retentionMs, 1000), 1000),
     },
     ...(opts.sweepRecordings ? [{ name: 'prune-call-recordings', everyMs: 600_000, run: opts.sweepRecordings }] : []),
+    {
+      // A counter whose window ended is never read again (the next request starts its key over);
+      // a window's length more is left for clocks that differ between processes. Empty on SQLite.
+      name: 'prune-rate-limit-counters', everyMs: 60_000,
+      run: () => drain(() => pruneEndedWindows(database.db, Date.now() - 2 * rateLimitWindowMs, 1000), 1000),
+    },
     ...(opts.closeIdleConversations ? [{ name: 'close-idle-conversations', everyMs: 60_000, run: opts.closeIdleConversations }] : []),
   ];
 }

@@ -16,6 +16,7 @@ import { agents } from './migrations/0011-agents.ts';
 import { agentUrls } from './migrations/0012-agent-urls.ts';
 import { conversations } from './migrations/0013-conversations.ts';
 import { conversationIndexes } from './migrations/0014-conversation-indexes.ts';
+import { rateLimitCounters } from './migrations/0015-rate-limit-counters.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -33,6 +34,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0012-agent-urls': agentUrls(),
     '0013-conversations': conversations(dialect),
     '0014-conversation-indexes': conversationIndexes(),
+    '0015-rate-limit-counters': rateLimitCounters(),
   };
 }
 

@@ -661,3 +661,15 @@ export type MessageRow = Selectable<ConversationMessagesTable>;
 export type TurnRow = Selectable<ConversationTurnsTable>;
 export type AutomationRequestRow = Selectable<AutomationRequestsTable>;
 export type LlmProviderRow = Selectable<LlmProvidersTable>;
+
+/** Shared rate-limit counters (src/db/rate-limit-counters.ts): one row per key, its current window. */
+export interface RateLimitCountersTable {
+  key: string;
+  /** Unix ms; windows are aligned to multiples of their length, so every process agrees on them. */
+  window_start: number;
+  count: number;
+}
+
+export interface DB {
+  rate_limit_counters: RateLimitCountersTable;
+}

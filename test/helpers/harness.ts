@@ -89,7 +89,14 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     databaseUrl = created.url;
     drop = created.drop;
   }
-  const config = loadConfig({ DATA_DIR: dataDir, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...env });
+  const config = loadConfig({
+    DATA_DIR: dataDir, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    // Every request of a test file comes from one address, mostly with one token: limits far above
+    // what any suite sends, so the limiters run on every request without refusing any. Suites that
+    // test the limits set their own (test/http/rate-limits.test.ts).
+    CALLPLANE_RATE_LIMIT_PER_TOKEN: '1000000', CALLPLANE_RATE_LIMIT_PER_ADDRESS: '1000000',
+    ...env,
+  });
   const database = openDatabase({ databaseUrl, sqliteFile: path.join(dataDir, 'callplane.db'), poolSize: 5 });
   await migrateToLatest(database);
   const { partnerId, newToken } = await bootstrapAdmin(database.db, undefined);
