@@ -178,7 +178,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   });
   const gather = twilioVoice({
     db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now,
-    ...(config.twilioVoice === 'stream' ? { streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid) } : {}),
+    streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid), defaultVoice: config.twilioVoice,
   });
   const services: Services = {
     ...base,

@@ -407,6 +407,30 @@ for (const engine of ENGINES) {
       assert.equal((await conversationOf(o.id, sid)).outcome, 'hung_up');
     });
 
+    it('an organization chooses Media Streams for its calls in its twilio provider (voice: stream) on a deployment that gathers by default', async () => {
+      const r = await h.reseller();
+      const o = await h.organization(r.id);
+      const number = `+1415557${String(1000 + ++targetSeq).slice(-4)}`;
+      const provider = (voice: string) => h.call('POST', '/api/v2/numberingProvider', {
+        token: r.token, query: { targetOrganizationId: o.id },
+        body: { providerId: 'twilio', config: { accountSid: fake.accountSid, authToken: fake.authToken, phoneNumber: number, apiBaseUrl: fake.url, voice } },
+      });
+      const bad = await provider('telepathy');
+      assert.equal(bad.status, 400, JSON.stringify(bad.body));
+      assert.match(bad.body.message, /voice/);
+      assert.equal((await provider('stream')).status, 200);
+      const sid = `CA${'8'.repeat(30)}${String(targetSeq).padStart(2, '0')}`;
+      const answered = await fake.postSigned(`${publicUrl}/api/v2/providers/twilio/voice`, {
+        AccountSid: fake.accountSid, CallSid: sid, From: '+14155550143', To: number, CallStatus: 'ringing', Direction: 'inbound',
+      });
+      assert.equal(answered.status, 200, answered.body);
+      assert.match(answered.body, /<Connect><Stream url="ws:\/\/127\.0\.0\.1:\d+\/api\/v2\/providers\/twilio\/voice\/stream">/);
+      assert.doesNotMatch(answered.body, /<Gather/);
+      // The deployment's default (gather) still holds for everyone else.
+      const other = await answeredCall(await org());
+      assert.match(other.twiml, /<Gather /);
+    });
+
     it('a call on the SIMULATED carrier works as before: no TwiML, no conversation', async () => {
       const o = await org(null);
       const created = await h.call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: nextTarget(), greeting: 'Hi' } });

@@ -13,10 +13,10 @@ import { bool } from '../../db/flags.ts';
 import type { ConversationOutcome, ConversationRow, Db, Executor, RoomRow, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import type { TwilioParams } from '../../providers/index.ts';
+import { TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
-import { twilioNumberOwner } from '../numbering/carriers.ts';
+import { providerSettings, twilioNumberOwner } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations, type Params } from '../tasks/twilio-callbacks.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
@@ -80,10 +80,12 @@ export interface TwilioVoiceDeps {
   /** VOICE_TURN_TIMEOUT_MS; tests shorten it. */
   turnTimeoutMs: number;
   /**
-   * With CALLPLANE_TWILIO_VOICE=stream: the <Connect><Stream> of a call's conversation
-   * (media-streams.ts), which an answered call is given instead of <Gather>.
+   * The <Connect><Stream> of a call's conversation (media-streams.ts), which an answered call of
+   * an organization that streams is given instead of <Gather>; absent, every call gathers.
    */
   streamTwiml?: (conversationId: string, callSid: string) => string;
+  /** How calls talk unless the organization's twilio provider says (`voice`): CALLPLANE_TWILIO_VOICE. */
+  defaultVoice: 'stream' | 'gather';
   now: () => number;
 }
 
@@ -119,6 +121,16 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
   const clock = deps.now;
 
   const gatherUrl = (conversationId: string) => `${deps.config.publicUrl}${TWILIO_GATHER_PATH}?conversation=${encodeURIComponent(conversationId)}`;
+
+  /**
+   * Whether the organization's calls stream (a Media Stream to us) or gather (Twilio's speech): its
+   * twilio provider's `voice` setting, else the deployment's CALLPLANE_TWILIO_VOICE.
+   */
+  async function streams(orgId: number): Promise<boolean> {
+    if (!deps.streamTwiml) return false;
+    const chosen = (await providerSettings(db, deps.box, orgId, TWILIO))?.voice;
+    return (chosen === 'stream' || chosen === 'gather' ? chosen : deps.defaultVoice) === 'stream';
+  }
 
   /** The organization a number's webhook is for: by To, checked with that organization's own auth token. */
   const numberOwner = (req: NumberWebhookRequest, log: Log, what: string) => twilioNumberOwner(db, deps.box, {
@@ -211,6 +223,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       const config: AgentConfig = await deps.conversations.liveConfig(agent);
       const style = voiceStyle(config);
       const greeting = task.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage.trim() : '');
+      const streamed = await streams(task.org_id);
       let c = await conversationRepo.byCarrierRef(db, task.org_id, callSid);
       if (c?.ended_at != null) return twimlDocument(HANGUP);
       if (!c) {
@@ -222,13 +235,13 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
             taskId: task.id, carrierRef: callSid, fresh: true,
           }, now);
           // A streamed call's voice session records its greeting as it says it.
-          if (greeting && !deps.streamTwiml) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
+          if (greeting && !streamed) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
           return o.conversation;
         });
       }
       // Streamed: the keys to press on answer, then the call's audio is ours (the pause and the
       // greeting are the voice session's).
-      if (deps.streamTwiml) return twimlDocument(playDigits(str(config.postAnswerDtmf)), deps.streamTwiml(c.id, callSid));
+      if (streamed) return twimlDocument(playDigits(str(config.postAnswerDtmf)), deps.streamTwiml!(c.id, callSid));
       return twimlDocument(...onAnswer(config, bool(task.wait_to_greet)), gather(style, gatherUrl(c.id), say(style, greeting)));
     },
 
@@ -255,6 +268,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       const config: AgentConfig = await deps.conversations.liveConfig(agent);
       const style = voiceStyle(config);
       const greeting = typeof config.welcomeMessage === 'string' ? config.welcomeMessage.trim() : '';
+      const streamed = await streams(orgId);
       let c = await conversationRepo.byCarrierRef(db, orgId, callSid);
       if (c?.ended_at != null) return twimlDocument(HANGUP);
       if (!c) {
@@ -265,11 +279,11 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
             agent, channel: 'voice', direction: 'inbound', counterpart: address, counterpartKind: kind,
             displayName: first(req.params, 'CallerName')?.slice(0, 100) ?? null, carrierRef: callSid, fresh: true,
           }, now);
-          if (greeting && !deps.streamTwiml) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
+          if (greeting && !streamed) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
           return o.conversation;
         });
       }
-      if (deps.streamTwiml) return twimlDocument(deps.streamTwiml(c.id, callSid));
+      if (streamed) return twimlDocument(deps.streamTwiml!(c.id, callSid));
       return twimlDocument(...onAnswer(config, false), gather(style, gatherUrl(c.id), say(style, greeting)));
     },
 

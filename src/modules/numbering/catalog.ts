@@ -20,11 +20,13 @@ export const PROVIDERS: Record<string, ProviderSpec> = {
     name: 'Twilio',
     description: 'Calls and messages through the Twilio REST API with your own Twilio account.',
     requiredConfig: ['accountSid', 'authToken'],
-    optionalConfig: ['phoneNumber', 'messagingServiceSid', 'apiBaseUrl'],
+    // voice: how answered calls talk, `stream` (a Media Stream to us) or `gather` (Twilio's speech);
+    // unset, the deployment's CALLPLANE_TWILIO_VOICE.
+    optionalConfig: ['phoneNumber', 'messagingServiceSid', 'apiBaseUrl', 'voice'],
     secretConfig: ['authToken'],
     aliases: { twilioAccountSid: 'accountSid', twilioAuthToken: 'authToken', twilioPhoneNumber: 'phoneNumber' },
     // Twilio issues SIDs as AC/MG + 32 lowercase hex digits.
-    patterns: { accountSid: /^AC[0-9a-f]{32}$/, messagingServiceSid: /^MG[0-9a-f]{32}$/, apiBaseUrl: /^https?:\/\/\S+$/ },
+    patterns: { accountSid: /^AC[0-9a-f]{32}$/, messagingServiceSid: /^MG[0-9a-f]{32}$/, apiBaseUrl: /^https?:\/\/\S+$/, voice: /^(stream|gather)$/ },
   },
   simulated: {
     providerId: 'simulated',
