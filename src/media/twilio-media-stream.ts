@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import type { WebSocket, RawData } from 'ws';
 import { decodeG711, encodeG711 } from './g711.ts';
 import { FRAME_SAMPLES } from './pcm.ts';
-import type { VoiceTransport, VoiceTransportEvents } from './voice-transport.ts';
+import type { TransferOptions, VoiceTransport, VoiceTransportEvents } from './voice-transport.ts';
 
 /** The largest message read from the stream; Twilio's are well under 1 KiB (20 ms of μ-law). */
 export const MAX_STREAM_MESSAGE_BYTES = 64 * 1024;
@@ -152,7 +152,7 @@ export interface TwilioMediaStreamOptions {
   /** Plays keys to the far end (the owner redirects the call to <Play digits>, then a new stream). */
   sendDigits(digits: string): Promise<void>;
   /** Hands the call to `destination` (the owner redirects the call to <Dial>). */
-  transfer(destination: string): Promise<void>;
+  transfer(destination: string, opts: TransferOptions): Promise<void>;
   /** Ends the call (the owner completes it through the Calls API). */
   hangup(reason: string): Promise<void>;
   /** How long a redirected call may take to open its next stream (default 15 s). */
@@ -375,8 +375,8 @@ export class TwilioMediaStream extends EventEmitter<VoiceTransportEvents> implem
     if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) this.socket.close(1000);
   }
 
-  async transfer(destination: string): Promise<void> {
-    await this.o.transfer(destination);
+  async transfer(destination: string, opts: TransferOptions = {}): Promise<void> {
+    await this.o.transfer(destination, opts);
     this.end('transferred');
   }
 

@@ -23,6 +23,8 @@ export interface VoiceTransportEvents {
 export interface TransferOptions {
   /** An attended transfer: what the destination hears before it is joined to the caller. */
   announce?: Int16Array;
+  /** The destination's name (for transports that announce with the carrier's own speech: Twilio). */
+  name?: string;
 }
 
 /** Audio mixed under the agent's voice (background audio): the next 160 samples (8 kHz), or null when it is over. */

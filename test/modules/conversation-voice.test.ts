@@ -286,6 +286,27 @@ for (const engine of ENGINES) {
       assert.equal((await fake.progressCall(sid, 'completed')).status, 204);
     });
 
+    it('attendedTransfers: <Dial><Number url> whose whisper (signed) tells the destination who is coming before the calls are joined', async () => {
+      const o = await org();
+      await configure(o.agentToken, {
+        actions: ['transfer'], attendedTransfers: true, transferDestinations: [{ name: 'front desk', destination: '+14155550199' }],
+      });
+      const { sid, gatherUrl } = await answeredCall(o);
+      llm.script.push({ text: 'One moment.', toolCalls: [{ name: 'transfer_call', arguments: { destination: 'front desk' } }] });
+      const res = await speak(fake, sid, gatherUrl, 'Can I talk to a person?');
+      assert.equal(res.status, 200, res.body);
+      const c = await conversationOf(o.id, sid);
+      const whisper = `${publicUrl}/api/v2/providers/twilio/voice/whisper?conversation=${c.id}&name=front%20desk`;
+      assert.ok(res.body.endsWith(`<Dial><Number url="${whisper.replace(/&/g, '&amp;')}" method="POST">+14155550199</Number></Dial></Response>`), res.body);
+      // Twilio fetches the whisper once the destination answers; only a signed request gets it.
+      assert.equal((await fake.postSigned(whisper, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) }, { token: 'forged' })).status, 403);
+      const said = await fake.postSigned(whisper, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) });
+      assert.equal(said.status, 200, said.body);
+      assert.match(said.body, /^<\?xml[^>]*\?><Response><Say [^>]*>Hello, I have a caller for front desk on the line\. Connecting you now\.<\/Say><\/Response>$/);
+      assert.equal(c.outcome, 'transferred');
+      assert.equal((await fake.progressCall(sid, 'completed')).status, 204);
+    });
+
     it('a failing or slow model: an apology and listening again (counted), never a 5xx; three failures in a row say goodbye (failed)', async () => {
       const o = await org();
       const { sid, gatherUrl } = await answeredCall(o);

@@ -25,7 +25,7 @@ import { conversationRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
 import { startVoiceSession, voiceState, type VoiceSession } from './voice-session.ts';
-import { connectStream, dial, playDigits, twimlDocument } from './voice-twiml.ts';
+import { connectStream, dial, playDigits, twimlDocument, whisperUrl } from './voice-twiml.ts';
 
 /** The WebSocket route Twilio opens a call's Media Stream on. */
 export const TWILIO_STREAM_PATH = '/api/v2/providers/twilio/voice/stream';
@@ -136,10 +136,12 @@ export function mediaStreams(deps: MediaStreamDeps) {
         const callSid = start.callSid;
         const transport = new TwilioMediaStream(socket, start, {
           hangup: async () => { await (await carrier(c.org_id)).endCall(callSid); },
-          transfer: async (destination) => {
+          transfer: async (destination, opts) => {
             // A Twilio call dials phone numbers only (the session passes only the agent's destinations).
             if (!E164.test(destination)) throw new Error('a Twilio call can be transferred to an E.164 number only');
-            await (await carrier(c.org_id)).redirectCall(callSid, twimlDocument(dial(destination)));
+            // Attended: Twilio says the announcement to the destination once it answers, then joins the calls.
+            const whisper = opts.announce ? whisperUrl(deps.config.publicUrl, c.id, opts.name) : undefined;
+            await (await carrier(c.org_id)).redirectCall(callSid, twimlDocument(dial(destination, whisper)));
           },
           sendDigits: async (digits) => {
             const play = playDigits(digits);

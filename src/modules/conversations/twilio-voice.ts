@@ -21,7 +21,7 @@ import { verifyTwilioRequest, type CallConversations, type Params } from '../tas
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
-import { dial, gather, HANGUP, onAnswer, phrasesFor, playDigits, say, twimlDocument, voiceStyle, type Phrases, type VoiceStyle } from './voice-twiml.ts';
+import { dial, gather, HANGUP, transferAnnouncement, whisperUrl, onAnswer, phrasesFor, playDigits, say, twimlDocument, voiceStyle, type Phrases, type VoiceStyle } from './voice-twiml.ts';
 
 /** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */
 export const TWILIO_GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
@@ -191,13 +191,13 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
   }
 
   /** What the call does after the agent's reply: a transfer dials, an end hangs up, otherwise listen again. */
-  async function afterReply(c: ConversationRow, state: VoiceState, style: VoiceStyle, words: Phrases, result: Extract<TurnResult, { kind: 'reply' }>): Promise<string> {
+  async function afterReply(c: ConversationRow, state: VoiceState, style: VoiceStyle, words: Phrases, result: Extract<TurnResult, { kind: 'reply' }>, attended: boolean): Promise<string> {
     const transfer = result.effects.find((e) => e.kind === 'transfer');
     if (transfer) {
       // tools.ts offers a Twilio call only E.164 destinations; anything else cannot be dialled here.
       if (E164.test(transfer.destination)) {
         await settle(c, state, null, { outcome: 'transferred', detail: `${transfer.name} (${transfer.destination})`.slice(0, 500) });
-        return twimlDocument(say(style, result.text), dial(transfer.destination));
+        return twimlDocument(say(style, result.text), dial(transfer.destination, attended ? whisperUrl(deps.config.publicUrl, c.id, transfer.name) : undefined));
       }
       await settle(c, state, { text: words.cannotTransfer, kind: 'transfer_refused' });
       return twimlDocument(say(style, result.text), gather(style, gatherUrl(c.id), say(style, words.cannotTransfer)));
@@ -298,6 +298,20 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       await deps.conversations.end(c.id, 'hung_up', `call ${status}`);
     },
 
+    /**
+     * An attended transfer's whisper: Twilio asks, once the destination has answered, what it
+     * hears before the calls are joined. Signed with the conversation's organization's token.
+     */
+    async whisper(req: GatherRequest & { name: unknown }, log: Log): Promise<string> {
+      const id = req.conversation;
+      const c = typeof id === 'string' && UUID.test(id) ? await conversationRepo.find(db, id) : undefined;
+      if (!c || c.channel !== 'voice') throw new NotFound('conversation was not found');
+      await verifyTwilioRequest(deps, c.org_id, req, log, { conversation: c.id });
+      const agent = await accountRepo.findById(db, c.account_id);
+      const style = agent ? voiceStyle(await deps.conversations.liveConfig(agent)) : voiceStyle({});
+      return twimlDocument(say(style, transferAnnouncement(typeof req.name === 'string' ? req.name.slice(0, 100) : undefined)));
+    },
+
     /** The call ended: its conversation, when still open, ends `hung_up`. */
     async ended(task: TaskRow, callSid: string, status: string): Promise<void> {
       const c = await conversationRepo.byCarrierRef(db, task.org_id, callSid);
@@ -369,7 +383,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
         }
       }
       state.failures = 0;
-      return afterReply(c, state, style, words, result);
+      return afterReply(c, state, style, words, result, config.attendedTransfers === true);
     },
   };
   return service satisfies CallConversations;

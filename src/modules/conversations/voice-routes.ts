@@ -9,6 +9,7 @@ import { MAX_STREAM_MESSAGE_BYTES } from '../../media/twilio-media-stream.ts';
 import type { App } from '../../http/types.ts';
 import type { Params } from '../tasks/twilio-callbacks.ts';
 import { TWILIO_STREAM_PATH, type MediaStreams } from './media-streams.ts';
+import { TWILIO_WHISPER_PATH } from './voice-twiml.ts';
 import { TWILIO_GATHER_PATH, TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, type NumberWebhookRequest, type TwilioVoice } from './twilio-voice.ts';
 
 /** The form as parsed by @fastify/formbody (strings, or arrays for repeated keys); anything else is no form. */
@@ -42,6 +43,16 @@ export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twi
   app.post(TWILIO_INCOMING_STATUS_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
     await twilioVoice.incomingStatus(numberWebhook(req), req.log);
     return reply.status(204).send();
+  });
+  app.post(TWILIO_WHISPER_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
+    const form = formOf(req.body);
+    const header = req.headers['x-twilio-signature'];
+    const query = req.query as Record<string, unknown>;
+    const body = await twilioVoice.whisper({
+      url: req.url, conversation: query.conversation, name: query.name,
+      signature: Array.isArray(header) ? header[0] : header, params: form, signed: form,
+    }, req.log);
+    return reply.status(200).type('text/xml; charset=utf-8').send(body);
   });
   app.post(TWILIO_GATHER_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
     const form = formOf(req.body);

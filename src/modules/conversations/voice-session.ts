@@ -13,6 +13,7 @@ import { VoiceActivityDetector } from '../../speech/vad.ts';
 import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { messageRepo } from './repository.ts';
+import { transferAnnouncement } from './voice-twiml.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
 
@@ -162,7 +163,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
       try {
         // Attended (attendedTransfers): the destination hears who is coming before it is joined.
         const announce = config.attendedTransfers === true ? await announcement(transferTo.name) : undefined;
-        await transport.transfer(transferTo.destination, announce ? { announce } : {});
+        await transport.transfer(transferTo.destination, announce ? { announce, name: transferTo.name } : {});
       } catch (err) {
         // The destination did not take the call: the caller is still with the agent.
         closing = undefined;
@@ -184,7 +185,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
 
   /** What the destination of an attended transfer hears before it is joined to the caller. */
   async function announcement(name: string | undefined): Promise<Int16Array | undefined> {
-    const text = `Hello, I have a caller for ${name?.trim() || 'you'} on the line. Connecting you now.`;
+    const text = transferAnnouncement(name);
     try {
       const speech = await deps.tts.synthesize(text, { language, gender });
       return speech.sampleRate === RATE ? speech.pcm16 : resample(speech.pcm16, speech.sampleRate, RATE);

@@ -135,8 +135,24 @@ export function gather(style: VoiceStyle, action: string, inner = ''): string {
 }
 
 /** <Dial> of an E.164 number. */
-export function dial(number: string): string {
+export function dial(number: string, whisperUrl?: string): string {
+  // An attended transfer: Twilio runs the whisper URL's TwiML on the destination's side once it
+  // answers, before the two calls are joined.
+  if (whisperUrl) return `<Dial><Number url="${xmlText(whisperUrl)}" method="POST">${xmlText(number)}</Number></Dial>`;
   return `<Dial>${xmlText(number)}</Dial>`;
+}
+
+/** What an attended transfer's destination hears (<Number url>); ?conversation and ?name. */
+export const TWILIO_WHISPER_PATH = '/api/v2/providers/twilio/voice/whisper';
+
+/** Where Twilio fetches what an attended transfer's destination hears before it is joined. */
+export function whisperUrl(publicUrl: string, conversationId: string, name: string | undefined): string {
+  return `${publicUrl}${TWILIO_WHISPER_PATH}?conversation=${encodeURIComponent(conversationId)}&name=${encodeURIComponent((name ?? '').slice(0, 100))}`;
+}
+
+/** What the destination of an attended transfer hears before it is joined to the caller. */
+export function transferAnnouncement(name: string | undefined): string {
+  return `Hello, I have a caller for ${name?.trim() || 'you'} on the line. Connecting you now.`;
 }
 
 export const HANGUP = '<Hangup/>';
