@@ -11,29 +11,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PortPool } from '../../src/media/port-pool.ts';
-import { RtpSession } from '../../src/media/rtp-session.ts';
 import { maintenanceJobs } from '../../src/maintenance.ts';
 import { recordingStore } from '../../src/modules/conversations/recordings.ts';
 import { recordingNotice } from '../../src/modules/conversations/voice-calls.ts';
 import { messageRepo } from '../../src/modules/conversations/repository.ts';
 import { roomKey } from '../../src/modules/conversations/present.ts';
-import { EspeakEngine } from '../../src/speech/espeak.ts';
-import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
-import { resample } from '../../src/speech/resample.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { peersSkip, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+import { publishAgent, stt, tts, voicePeer } from '../helpers/voice-peer.ts';
 
 const HOST = '127.0.0.1';
 const CALLER = '127.0.0.7';
-const PCMU = { pt: 0, name: 'PCMU' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const exitOf = (sipp: Sipp, ms = 30_000) => Promise.race([sipp.exited, sleep(ms).then(() => 'still running')]);
 const rms = (f: Int16Array) => Math.sqrt(f.reduce((s, x) => s + x * x, 0) / Math.max(1, f.length));
 const loud = (f: Int16Array) => rms(f) > 300;
 
-const tts = new EspeakEngine();
-const stt = new PocketsphinxEngine();
 let llm: FakeLlm;
 const env: Record<string, string> = {
   CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true', CALLPLANE_CALL_MAX_SECONDS: '60', CALLPLANE_CALL_RECORDING: 'on',
@@ -42,29 +36,6 @@ const portMin = 44_000 + 2 * crypto.randomInt(0, 2_500);
 const testPorts = new PortPool({ portMin, portMax: portMin + 2 * 19 });
 const PHRASES = ['this call is being recorded', 'hello there', 'this call is being recorded hello there', 'we open at nine', 'goodbye',
   'we open at nine goodbye', 'what are your opening hours'];
-
-/** The test's end of the call: it hears the agent frame by frame and speaks with espeak-ng. */
-async function rtpEnd() {
-  const rtp = await RtpSession.open({ host: HOST, pool: testPorts, codec: PCMU, telephoneEvent: 101, mediaTimeoutMs: 0 });
-  const heard: Int16Array[] = [];
-  rtp.on('audio', (f) => heard.push(f));
-  return {
-    rtp, heard,
-    async say(text: string) {
-      const s = await tts.synthesize(text, { language: 'en-US' });
-      rtp.send(resample(s.pcm16, s.sampleRate, 8000));
-    },
-    /** Waits until the agent has spoken from frame `from` on and been quiet for half a second. */
-    async agentSpoke(from: number) {
-      await waitFor('the agent to speak', () => heard.slice(from).filter(loud).length >= 15, 20_000, 20);
-      await waitFor('the agent to finish speaking', () => {
-        const part = heard.slice(from);
-        const last = part.map(loud).lastIndexOf(true);
-        return last > 0 && part.length - last > 25;
-      }, 20_000, 20);
-    },
-  };
-}
 
 /** A stereo PCM16 WAV read back field by field: its format and its two channels. */
 function readStereo(buf: Buffer) {
@@ -128,10 +99,7 @@ describe('call recording', { skip: peersSkip(['sipp']) }, () => {
   after(async () => { await llm.close(); });
 
   forEachEngine('call recording', (h) => {
-    async function publish(token: string, config: Record<string, unknown>) {
-      assert.equal((await h().call('POST', '/api/v2/agent', { token, body: config })).status, 200);
-      assert.equal((await h().call('POST', '/api/v2/agent/publish', { token })).status, 200);
-    }
+    const publish = (token: string, config: Record<string, unknown>) => publishAgent(h(), token, config);
     const fetchRecording = async (url: string, token: string) => {
       const res = await h().app.inject({ method: 'GET', url, query: { token } });
       return { status: res.statusCode, headers: res.headers, raw: res.rawPayload, body: res.body };
@@ -147,7 +115,7 @@ describe('call recording', { skip: peersSkip(['sipp']) }, () => {
         autoRecordingNotification: 'always', recordingNotificationPhrase: 'This call is being recorded.',
       });
       assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: o.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
-      const end = await rtpEnd();
+      const end = await voicePeer(testPorts);
       const sipp = await startSipp({
         host: CALLER, scenario: 'uac-voice.xml',
         vars: { to: `sip:camp${called.id}@127.0.0.1:${h().sip!.endpoint!.port}`, media_host: HOST, media_port: String(end.rtp.port) },

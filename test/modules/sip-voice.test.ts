@@ -9,63 +9,24 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { PortPool } from '../../src/media/port-pool.ts';
-import { RtpSession } from '../../src/media/rtp-session.ts';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
-import { EspeakEngine } from '../../src/speech/espeak.ts';
-import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
-import { resample } from '../../src/speech/resample.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { peersSkip, sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+import { publishAgent, stt, tts, voicePeer } from '../helpers/voice-peer.ts';
 
 const HOST = '127.0.0.1';
 const FAR_END = '127.0.0.5';
 const CALLER = '127.0.0.6';
-const PCMU = { pt: 0, name: 'PCMU' };
 const FINAL = ['finished', 'failed', 'canceled'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const exitOf = (sipp: Sipp, ms = 30_000) => Promise.race([sipp.exited, sleep(ms).then(() => 'still running')]);
-const loud = (f: Int16Array) => Math.sqrt(f.reduce((s, x) => s + x * x, 0) / f.length) > 300;
 
-const tts = new EspeakEngine();
-const stt = new PocketsphinxEngine();
 let llm: FakeLlm;
 /** The harness's settings; the model server's address is filled in once it listens. */
 const env: Record<string, string> = { CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true', CALLPLANE_CALL_MAX_SECONDS: '60' };
 const portMin = 30_000 + 2 * crypto.randomInt(0, 1_000);
 const testPorts = new PortPool({ portMin, portMax: portMin + 2 * 19 });
-
-/** The test's end of a call's audio: what it heard, frame by frame, and the keys it received. */
-async function rtpEnd() {
-  const rtp = await RtpSession.open({ host: HOST, pool: testPorts, codec: PCMU, telephoneEvent: 101, mediaTimeoutMs: 0 });
-  const heard: Int16Array[] = [];
-  const keys: string[] = [];
-  let lastFrameAt = Date.now();
-  rtp.on('audio', (f) => { heard.push(f); lastFrameAt = Date.now(); });
-  rtp.on('dtmf', (k) => keys.push(k));
-  return {
-    rtp, heard, keys,
-    async say(text: string) {
-      const s = await tts.synthesize(text, { language: 'en-US' });
-      rtp.send(resample(s.pcm16, s.sampleRate, 8000));
-    },
-    /** Waits for the agent to speak from frame `from` on and fall silent; what it said, recognised among `phrases`. */
-    async recognise(from: number, phrases: string[]): Promise<string> {
-      await waitFor('the agent to speak', () => heard.slice(from).filter(loud).length >= 15, 20_000, 20);
-      await waitFor('the agent to finish speaking', () => {
-        const part = heard.slice(from);
-        const last = part.map(loud).lastIndexOf(true);
-        // Half a second of silence after it, or no audio at all any more (the call ended).
-        return last > 0 && (part.length - last > 25 || Date.now() - lastFrameAt > 500);
-      }, 20_000, 20);
-      const part = heard.slice(from);
-      const pcm = new Int16Array(part.length * 160);
-      part.forEach((f, i) => pcm.set(f, i * 160));
-      if (process.env.VOICE_DEBUG) console.log('heard', part.length, part.filter(loud).length, (await stt.transcribe(pcm, 8000, { language: 'en-US' })).text);
-      return (await stt.transcribe(pcm, 8000, { language: 'en-US', grammar: { kind: 'phrases', phrases } })).text;
-    },
-  };
-}
 
 describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
   before(async () => {
@@ -77,10 +38,7 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
   after(async () => { await llm.close(); });
 
   forEachEngine('SIP voice', (h) => {
-    async function publish(token: string, config: Record<string, unknown>) {
-      assert.equal((await h().call('POST', '/api/v2/agent', { token, body: config })).status, 200);
-      assert.equal((await h().call('POST', '/api/v2/agent/publish', { token })).status, 200);
-    }
+    const publish = (token: string, config: Record<string, unknown>) => publishAgent(h(), token, config);
 
     it('answers an inbound call with the agent it names: greets, hears the caller, answers through the model, takes keys and hangs up (BYE)', async () => {
       const r = await h().reseller();
@@ -91,7 +49,7 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
         speakingTimeout: 700, callerResponseTimeout: 60, actions: ['hangup'],
       });
       assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: o.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
-      const end = await rtpEnd();
+      const end = await voicePeer(testPorts);
       const sipp = await startSipp({
         host: CALLER, scenario: 'uac-voice.xml',
         vars: { to: `sip:camp${called.id}@127.0.0.1:${h().sip!.endpoint!.port}`, media_host: HOST, media_port: String(end.rtp.port) },
@@ -147,7 +105,7 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
         postAnswerDtmf: '12', speakingTimeout: 700, callerResponseTimeout: 60, actions: ['transfer'],
         transferDestinations: [{ name: 'sales', destination: '+14155550100' }],
       });
-      const end = await rtpEnd();
+      const end = await voicePeer(testPorts);
       const sipp = await startSipp({ host: FAR_END, scenario: 'uas-voice-refer.xml', vars: { media_host: HOST, media_port: String(end.rtp.port), frag: 'SIP/2.0 200 OK' } });
       try {
         assert.equal((await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route: `${FAR_END}:${sipp.port}` } })).status, 201);
@@ -189,8 +147,8 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
         transferDestinations: [{ name: 'sales', destination: '+14155550100' }],
       });
       assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: o.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
-      const caller = await rtpEnd();
-      const sales = await rtpEnd();
+      const caller = await voicePeer(testPorts);
+      const sales = await voicePeer(testPorts);
       const destination = await startSipp({ host: FAR_END, scenario: 'uas-voice-bye.xml', vars: { media_host: HOST, media_port: String(sales.rtp.port), hold_ms: '12000' } });
       assert.equal((await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route: `${FAR_END}:${destination.port}` } })).status, 201);
       const sipp = await startSipp({
@@ -237,7 +195,7 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
         welcomeMessage: '', speakingTimeout: 700, callerResponseTimeout: 60, actions: ['transfer', 'hangup'],
         transferDestinations: [{ name: 'sales', destination: '+14155550100' }],
       });
-      const end = await rtpEnd();
+      const end = await voicePeer(testPorts);
       const sipp = await startSipp({ host: FAR_END, scenario: 'uas-voice-refer.xml', vars: { media_host: HOST, media_port: String(end.rtp.port), frag: 'SIP/2.0 486 Busy Here' } });
       try {
         assert.equal((await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route: `${FAR_END}:${sipp.port}` } })).status, 201);
