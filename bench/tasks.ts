@@ -6,21 +6,28 @@
 //              wait (1, then 2 on PostgreSQL; SQLite has its one worker): tasks/s until all finished.
 //   lateness — 500 pings scheduled over the next ~10 s on `serve --role all`: started_at minus
 //              scheduled_for, p50 / p99 / max, and any start before its time.
-// Usage: npm run bench:tasks [-- submit drain lateness]   (all three by default)
+//   pgboss   — (PostgreSQL) pg-boss 10 draining as many no-op jobs on the same server, against
+//              callplane's drain of as many pings, in the same run: issue 15's baseline
+// Usage: npm run bench:tasks [-- submit drain pgboss lateness]   (all by default)
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import PgBoss from 'pg-boss';
 import { openDatabase, type Database } from '../src/db/index.ts';
 import type { NewTask } from '../src/db/types.ts';
 import { checkTask } from '../src/modules/tasks/validation.ts';
 import { TASKS } from '../src/modules/tasks/queue-hooks.ts';
 import { taskRepo } from '../src/modules/tasks/repository.ts';
 import { notifyQueue } from '../src/queue/waker.ts';
-import { createStore, ENGINES, fmt, measure, median, percentile, postgresCpuSeconds, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
+import { createScratchPgDatabase } from '../test/helpers/scratch-pg.ts';
+import { createStore, ENGINES, fmt, measure, median, percentile, PG_URL, postgresCpuSeconds, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const DRAIN_N = Number(process.env.BENCH_DRAIN_TASKS ?? 10_000);
+/** How many pings a drain commits (the pgboss part sets it to its own count). */
+let drainN = DRAIN_N;
 const LATE_N = Number(process.env.BENCH_LATENESS_TASKS ?? 500);
 const LATE_SPREAD_S = 10;
 const parts = process.argv.slice(2).filter((a) => a !== '--');
@@ -127,7 +134,7 @@ async function drain(engine: Engine, workers: number): Promise<number> {
     const now = Date.now();
     const ctx = { orgId: org.orgId, defaultAccountId: org.agentId, allowedAccount: () => false, now };
     const rows: NewTask[] = [];
-    for (let i = 0; i < DRAIN_N; i++) {
+    for (let i = 0; i < drainN; i++) {
       const checked = checkTask({ type: 'ping' }, ctx);
       if (!checked.ok) throw new Error(checked.message);
       rows.push(checked.task);
@@ -139,7 +146,7 @@ async function drain(engine: Engine, workers: number): Promise<number> {
     const committed = performance.now();
     const cpu0 = procs.map((p) => p.cpuSeconds());
     const pg0 = engine === 'postgres' ? postgresCpuSeconds() : 0;
-    const done = await waitFinished(database, org.orgId, DRAIN_N, 300_000);
+    const done = await waitFinished(database, org.orgId, drainN, 300_000);
     const workerCpu = procs.reduce((sum, p, i) => sum + p.cpuSeconds() - cpu0[i], 0);
     const pgCpu = engine === 'postgres' ? postgresCpuSeconds() - pg0 : 0;
     const span = await database.db.selectFrom('tasks')
@@ -147,15 +154,62 @@ async function drain(engine: Engine, workers: number): Promise<number> {
       .where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
     const busyS = (Number(span.last) - Number(span.first)) / 1000;
     const wallS = (done - committed) / 1000;
-    console.log(`${engine.padEnd(8)} ${workers} worker${workers > 1 ? 's' : ' '} ${fmt(DRAIN_N)} pings: ` +
-      `${fmt(DRAIN_N / busyS)} tasks/s (first start → last finish ${busyS.toFixed(2)} s; commit → all seen finished ${wallS.toFixed(2)} s; max attempts ${span.attempts}); ` +
-      `CPU per task: workers ${(workerCpu / DRAIN_N * 1e6).toFixed(0)} µs` +
-      (engine === 'postgres' ? `, PostgreSQL server ${(pgCpu / DRAIN_N * 1e6).toFixed(0)} µs (CPU-seconds per second: ${((workerCpu + pgCpu) / wallS).toFixed(2)} of ${os.cpus().length})` : ''));
-    return DRAIN_N / busyS;
+    console.log(`${engine.padEnd(8)} ${workers} worker${workers > 1 ? 's' : ' '} ${fmt(drainN)} pings: ` +
+      `${fmt(drainN / busyS)} tasks/s (first start → last finish ${busyS.toFixed(2)} s; commit → all seen finished ${wallS.toFixed(2)} s; max attempts ${span.attempts}); ` +
+      `CPU per task: workers ${(workerCpu / drainN * 1e6).toFixed(0)} µs` +
+      (engine === 'postgres' ? `, PostgreSQL server ${(pgCpu / drainN * 1e6).toFixed(0)} µs (CPU-seconds per second: ${((workerCpu + pgCpu) / wallS).toFixed(2)} of ${os.cpus().length})` : ''));
+    return drainN / busyS;
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
     await database.close();
     await store.drop();
+  }
+}
+
+/**
+ * The baseline of issue 15: pg-boss 10 draining the same number of no-op jobs on the same
+ * PostgreSQL server (a scratch database of its own), 4 workers each fetching batches of 500, in
+ * this process. Jobs/s = N ÷ (first handler call → last job seen completed).
+ */
+async function pgBossDrain(n: number): Promise<number> {
+  const scratch = await createScratchPgDatabase(PG_URL!, 'callplane_bench_pgboss');
+  const boss = new PgBoss({ connectionString: scratch.url, max: 8 });
+  boss.on('error', (err: Error) => console.error('pg-boss:', err.message));
+  try {
+    await boss.start();
+    await boss.createQueue('noop');
+    for (let i = 0; i < n; i += 1000) {
+      await boss.insert(Array.from({ length: Math.min(1000, n - i) }, () => ({ name: 'noop', data: {} })));
+    }
+    const sql = new pg.Client({ connectionString: scratch.url });
+    await sql.connect();
+    try {
+      let first = 0;
+      const cpu0 = process.cpuUsage();
+      const pg0 = postgresCpuSeconds();
+      for (let w = 0; w < 4; w++) {
+        await boss.work('noop', { batchSize: 500, pollingIntervalSeconds: 0.5 }, async () => { first ||= performance.now(); });
+      }
+      let done = 0;
+      const deadline = Date.now() + 300_000;
+      while (Date.now() < deadline) {
+        const r = await sql.query<{ n: string }>("select count(*) as n from pgboss.job where name = 'noop' and state = 'completed'");
+        if (Number(r.rows[0]!.n) >= n) { done = performance.now(); break; }
+        await new Promise((r2) => setTimeout(r2, 20));
+      }
+      if (!done) throw new Error('pg-boss did not finish in 300 s');
+      const cpu = process.cpuUsage(cpu0);
+      const pgCpu = postgresCpuSeconds() - pg0;
+      const seconds = (done - first) / 1000;
+      console.log(`pg-boss  4 workers × batch 500, ${fmt(n)} no-op jobs: ${fmt(n / seconds)} jobs/s (first handler → all completed ${seconds.toFixed(2)} s); ` +
+        `CPU per job: pg-boss's process ${(((cpu.user + cpu.system) / 1e6) / n * 1e6).toFixed(0)} µs, PostgreSQL server ${(pgCpu / n * 1e6).toFixed(0)} µs`);
+      return n / seconds;
+    } finally {
+      await sql.end();
+    }
+  } finally {
+    await boss.stop({ graceful: false, wait: true }).catch(() => {});
+    await scratch.drop();
   }
 }
 
@@ -206,6 +260,18 @@ if (run('drain')) {
       console.log(`postgres 2 workers / 1 worker: ${(two / one).toFixed(2)}`);
     }
   }
+}
+if (run('pgboss') && PG_URL) {
+  // Issue 15's target: callplane's PostgreSQL drain ≥ 1.0× pg-boss's on the same server, same run.
+  const n = Number(process.env.BENCH_PGBOSS_TASKS ?? 20_000);
+  console.log(`## pgboss: ${fmt(n)} due pings through callplane (1 and 2 worker processes) against ${fmt(n)} no-op jobs through pg-boss 10, on the same PostgreSQL server`);
+  const saved = DRAIN_N;
+  drainN = n;
+  const boss = await pgBossDrain(n);
+  const one = await drain('postgres', 1);
+  const two = await drain('postgres', 2);
+  drainN = saved;
+  console.log(`callplane ÷ pg-boss: 1 worker ${(one / boss).toFixed(2)}×, 2 workers ${(two / boss).toFixed(2)}× (target ≥ 1.0×)`);
 }
 if (run('lateness')) {
   console.log('## lateness: serve --role all, pings due at whole seconds');
