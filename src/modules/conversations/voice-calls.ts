@@ -8,7 +8,6 @@
 import type { AccountRow, Db } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
 import type { InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } from '../../media/voice-transport.ts';
-import { resample } from '../../speech/resample.ts';
 import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
@@ -17,7 +16,7 @@ import type { RecordingStore } from './recordings.ts';
 import { conversationRepo } from './repository.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
 import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, voiceLanguage, voiceState } from './voice-session.ts';
+import { startVoiceSession, synthesize8k, voiceLanguage, voiceState } from './voice-session.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -60,8 +59,7 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
     if (!text) return undefined;
     const signal = AbortSignal.timeout(GREETING_WAIT_MS);
     try {
-      const speech = await deps.tts.synthesize(text, { ...voiceLanguage(config), signal });
-      return speech.sampleRate === 8000 ? speech.pcm16 : resample(speech.pcm16, speech.sampleRate, 8000);
+      return await synthesize8k(deps.tts, text, { ...voiceLanguage(config), signal });
     } catch (err) {
       deps.log?.warn({ err: (err as Error).message }, 'voice call: the greeting could not be synthesized ahead');
       return undefined;

@@ -8,7 +8,7 @@ import { setMaxListeners } from 'node:events';
 import type { ConversationRow, Db, RoomRow } from '../../db/types.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
 import { resample } from '../../speech/resample.ts';
-import type { SpeechGrammar, SpeechToText, TextToSpeech } from '../../speech/types.ts';
+import type { SpeechGrammar, SpeechToText, SynthesizeOptions, TextToSpeech } from '../../speech/types.ts';
 import { VoiceActivityDetector } from '../../speech/vad.ts';
 import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
 import type { AgentConfig } from '../agents/validation.ts';
@@ -75,6 +75,12 @@ export function splitSentences(buffer: string): { sentences: string[]; rest: str
   return { sentences, rest };
 }
 
+/** `text` spoken by `tts`, as the 8 kHz PCM16 calls carry. */
+export async function synthesize8k(tts: TextToSpeech, text: string, opts: SynthesizeOptions): Promise<Int16Array> {
+  const speech = await tts.synthesize(text, opts);
+  return resample(speech.pcm16, speech.sampleRate, RATE);
+}
+
 /** A voice call's conversation state: its transport and which engines heard and spoke (`offline` when both ran here). */
 export function voiceState(transport: string, speech: { stt: SpeechToText; tts: TextToSpeech }): Record<string, unknown> {
   return { transport, speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline } };
@@ -129,10 +135,10 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   /** Synthesizes one sentence and queues it; resolves with its mark. */
   async function say(text: string, signal?: AbortSignal): Promise<string | undefined> {
     if (ended || signal?.aborted) return undefined;
-    const speech = await deps.tts.synthesize(text, { language, gender, signal });
+    const pcm = await synthesize8k(deps.tts, text, { language, gender, signal });
     if (ended || signal?.aborted) return undefined;
     const mark = `m${++markSeq}`;
-    transport.play(speech.sampleRate === RATE ? speech.pcm16 : resample(speech.pcm16, speech.sampleRate, RATE), mark);
+    transport.play(pcm, mark);
     return mark;
   }
 
@@ -187,8 +193,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   async function announcement(name: string | undefined): Promise<Int16Array | undefined> {
     const text = transferAnnouncement(name);
     try {
-      const speech = await deps.tts.synthesize(text, { language, gender });
-      return speech.sampleRate === RATE ? speech.pcm16 : resample(speech.pcm16, speech.sampleRate, RATE);
+      return await synthesize8k(deps.tts, text, { language, gender });
     } catch (err) {
       deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: the transfer announcement could not be synthesized');
       return new Int16Array(RATE / 2); // joined after half a second of silence rather than not at all
