@@ -29,3 +29,21 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (Array.isArray(e.errors) && e.errors.some((x) => isDatabaseUnavailable(x, depth + 1))) return true;
   return isDatabaseUnavailable(e.cause, depth + 1);
 }
+
+/**
+ * Runs `step` and, while it fails because the database is away, runs it again (100 ms doubling to
+ * 1 s) until it succeeds or `giveUp()` says to stop; any other failure, or one after giving up,
+ * is thrown. For work that must be recorded once it has happened (a call placed, a task finished):
+ * the worker keeps its lease meanwhile, so waiting beats letting another worker do the work again.
+ */
+export async function whileDatabaseAway<T>(step: () => Promise<T>, o: { giveUp: () => boolean; onFirstWait?: (err: unknown) => void }): Promise<T> {
+  for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+    try {
+      return await step();
+    } catch (err) {
+      if (!isDatabaseUnavailable(err) || o.giveUp()) throw err;
+      if (wait === 100) o.onFirstWait?.(err);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}

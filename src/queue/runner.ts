@@ -6,7 +6,7 @@ import os from 'node:os';
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/index.ts';
 import type { DB, Db, Executor } from '../db/types.ts';
-import { isDatabaseUnavailable } from '../db/errors.ts';
+import { whileDatabaseAway } from '../db/errors.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { QueueEngine, exponentialBackoff, type Completion, type FinalState, type Patch, type QueueRow, type QueueTable } from './engine.ts';
 import { Waker, type Wakeups } from './waker.ts';
@@ -246,27 +246,21 @@ export class QueueRunner<T extends QueueTable> {
         if (written) await after(tx, written);
       });
     };
-    for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
-      try {
-        await write();
-        outcome.settled?.();
-        return;
-      } catch (err) {
-        // The database is away (restarting, unreachable): the work is done, so keep trying to record
-        // it while the row is still ours. The job stays in flight meanwhile, so the heartbeat renews
-        // its lease as soon as the database answers again; letting the lease expire instead would
-        // have another worker run the finished work a second time. Given up when the heartbeat finds
-        // the lease gone, or on shutdown (then the rescuer returns the row after the lease).
-        const leaseLost = controller.signal.reason instanceof QueueAbortError && controller.signal.reason.kind === 'lease-lost';
-        if (isDatabaseUnavailable(err) && !leaseLost && !this.#stopping) {
-          if (wait === 100) this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed: database unavailable; retrying');
-          await new Promise((r) => setTimeout(r, wait));
-          continue;
-        }
-        // The lease expires and the rescuer returns the row; nothing is lost.
-        this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed');
-        return;
-      }
+    // The database is away (restarting, unreachable): the work is done, so keep trying to record it
+    // while the row is still ours. The job stays in flight meanwhile, so the heartbeat renews its
+    // lease as soon as the database answers again; letting the lease expire instead would have
+    // another worker run the finished work a second time. Given up when the heartbeat finds the
+    // lease gone, or on shutdown (then the rescuer returns the row after the lease).
+    const leaseLost = () => controller.signal.reason instanceof QueueAbortError && controller.signal.reason.kind === 'lease-lost';
+    try {
+      await whileDatabaseAway(write, {
+        giveUp: () => leaseLost() || this.#stopping,
+        onFirstWait: (err) => this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed: database unavailable; retrying'),
+      });
+      outcome.settled?.();
+    } catch (err) {
+      // The lease expires and the rescuer returns the row; nothing is lost.
+      this.#o.log?.error({ err, queue: engine.table, id: row.id }, 'queue settle failed');
     }
   }
 

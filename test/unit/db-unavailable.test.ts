@@ -2,7 +2,7 @@
 // be reached or went away, never a problem with the statement itself.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isDatabaseUnavailable } from '../../src/db/errors.ts';
+import { isDatabaseUnavailable, whileDatabaseAway } from '../../src/db/errors.ts';
 
 const coded = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
@@ -36,5 +36,31 @@ describe('isDatabaseUnavailable', () => {
       new TypeError('x is undefined'),
       undefined, null, 'a string', 42,
     ]) assert.equal(isDatabaseUnavailable(err), false, String(err instanceof Error ? err.message : err));
+  });
+});
+
+describe('whileDatabaseAway', () => {
+  it('runs the step again while the database is away, and answers what it answers once it is back', async () => {
+    let calls = 0;
+    const waits: unknown[] = [];
+    const started = Date.now();
+    const value = await whileDatabaseAway(async () => {
+      calls++;
+      if (calls < 3) throw new Error('Connection terminated unexpectedly');
+      return 'recorded';
+    }, { giveUp: () => false, onFirstWait: (err) => waits.push(err) });
+    assert.equal(value, 'recorded');
+    assert.equal(calls, 3);
+    assert.equal(waits.length, 1, 'told once, at the first wait');
+    assert.ok(Date.now() - started >= 290, 'waited 100 ms, then 200 ms');
+  });
+
+  it('throws a statement error at once, and a database-away error once told to give up', async () => {
+    let calls = 0;
+    await assert.rejects(whileDatabaseAway(async () => { calls++; throw coded('23505', 'duplicate key'); }, { giveUp: () => false }), /duplicate key/);
+    assert.equal(calls, 1);
+    calls = 0;
+    await assert.rejects(whileDatabaseAway(async () => { calls++; throw coded('ECONNREFUSED', 'refused'); }, { giveUp: () => calls >= 2 }), /refused/);
+    assert.equal(calls, 2);
   });
 });

@@ -5,6 +5,7 @@
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { isDatabaseUnavailable, whileDatabaseAway } from '../../db/errors.ts';
 import { bool } from '../../db/flags.ts';
 import { CarrierError, TransientCarrierError, type Carrier, type CarrierOptions, type TaskOutcome } from '../../providers/index.ts';
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
@@ -80,9 +81,21 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     return { kind: 'complete', state: 'finished', set: { result: JSON.stringify(result) } };
   }
 
+  /**
+   * A database step once the call or text has gone out: while the database is away it waits (the
+   * heartbeat renews the lease when it is back) rather than failing the attempt, which would have
+   * the runner try again and reach the person twice. Given up only when the attempt is aborted.
+   */
+  function afterSending<T>(row: Row, signal: AbortSignal, step: () => Promise<T>): Promise<T> {
+    return whileDatabaseAway(step, {
+      giveUp: () => signal.aborted,
+      onFirstWait: (err) => deps.log?.warn({ err, taskId: row.id }, 'database unavailable after the carrier was reached; waiting for it'),
+    });
+  }
+
   /** Records who carries the task and its carrier id while the call is in progress. */
-  async function note(row: Row, set: Partial<Row>): Promise<void> {
-    await taskRepo.updateRunning(db, row.id, { ...set, updated_at: Date.now() }, { attempt: row.attempt });
+  async function note(row: Row, signal: AbortSignal, set: Partial<Row>): Promise<void> {
+    await afterSending(row, signal, () => taskRepo.updateRunning(db, row.id, { ...set, updated_at: Date.now() }, { attempt: row.attempt }));
   }
 
   async function carrierTask(row: Row, signal: AbortSignal): Promise<Outcome<Row>> {
@@ -97,7 +110,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
       }).catch((err: unknown) => deps.log?.warn({ err, taskId: row.id }, 'recording the text in its conversation failed'));
       const ref = { ...who, provider_ref: sent.providerRef };
       if (sent.final) return done(sent.final, ref);
-      await note(row, { ...ref, result: JSON.stringify({ provider: sent.provider, providerRef: sent.providerRef, status: sent.status }) });
+      await note(row, signal, { ...ref, result: JSON.stringify({ provider: sent.provider, providerRef: sent.providerRef, status: sent.status }) });
       return awaitFinal(row, carrier, sent.providerRef, signal, ref);
     }
     const twimlUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_TWIML_PATH}?taskId=${encodeURIComponent(row.id)}`;
@@ -106,8 +119,8 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
       statusCallbackUrl, twimlUrl,
     }, signal);
     const ref = { ...who, provider_ref: call.providerRef };
-    if (call.final) return settleCall(row, call.final, ref);
-    await note(row, { ...ref, result: JSON.stringify({ provider: call.provider, providerRef: call.providerRef, status: call.status }) });
+    if (call.final) return settleCall(row, call.final, ref, signal);
+    await note(row, signal, { ...ref, result: JSON.stringify({ provider: call.provider, providerRef: call.providerRef, status: call.status }) });
     return awaitFinal(row, carrier, call.providerRef, signal, ref);
   }
 
@@ -115,12 +128,12 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
    * A call's outcome, or one more attempt later when it was busy or unanswered and the
    * organization's limits ask for retries (the attempt budget grows to allow it).
    */
-  async function settleCall(row: Row, outcome: TaskOutcome, ref: Patch<Row>): Promise<Outcome<Row>> {
+  async function settleCall(row: Row, outcome: TaskOutcome, ref: Patch<Row>, signal: AbortSignal): Promise<Outcome<Row>> {
     const kind = String(outcome.result.outcome);
     const delay = outcome.state === 'finished' && (kind === 'busy' || kind === 'no-answer')
-      ? outcomeRetryDelayMs(await limitRepo.load(db, row.org_id), kind, row.attempt) : null;
+      ? outcomeRetryDelayMs(await afterSending(row, signal, () => limitRepo.load(db, row.org_id)), kind, row.attempt) : null;
     if (delay === null) return done(outcome, ref);
-    await note(row, { max_attempts: Math.max(row.max_attempts, row.attempt + 1) });
+    await note(row, signal, { max_attempts: Math.max(row.max_attempts, row.attempt + 1) });
     return {
       kind: 'retry', runAt: Date.now() + delay,
       set: { ...ref, result: JSON.stringify(outcome.result), error: `${outcome.result.outcome} on attempt ${row.attempt}; trying again in ${delay / 1000} s` },
@@ -164,6 +177,12 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
         return { kind: 'retry', runAt: Date.now() + delay, set: { error: err.message, provider: err.carrier } };
       }
       if (err instanceof CarrierError) return failed(err.message, { provider: err.carrier });
+      if (isDatabaseUnavailable(err)) {
+        // Steps after sending wait for the database (afterSending), so this is one before it: the
+        // carrier was not reached and trying again later repeats nothing.
+        const delay = exponentialBackoff(row.attempt);
+        return { kind: 'retry', runAt: Date.now() + delay, set: { error: `the database was unavailable before the ${row.type} went out (${(err as Error).message}); trying again` } };
+      }
       throw err;
     }
   };
