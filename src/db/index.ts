@@ -4,6 +4,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, SqliteQueryCompiler, sql, type SelectModifierNode } from 'kysely';
+import { PgChangeWatch, WriteCounter, writeTargets, type ChangeStamp } from './change-stamps.ts';
 import { listenOn, type Listener } from './notifications.ts';
 import type { DB, Db, Dialect } from './types.ts';
 
@@ -51,8 +52,13 @@ export function openDatabase(opts: DatabaseOptions): Database {
     // stops or restarts: pg emits 'error' on it, and the pool listens only while it is idle, so an
     // unheard event would kill the process. The statement in flight, or the next one, fails on its
     // own (the API answers 503, workers retry), and the pool drops the client when it comes back.
-    pool.on('connect', (client) => { client.on('error', () => {}); });
+    const watch = new PgChangeWatch(opts.databaseUrl);
+    pool.on('connect', (client) => {
+      client.on('error', () => {});
+      watch.follow(client);
+    });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    changeWatches.set(db, (tables) => watch.stampOf(tables));
     const url = new URL(opts.databaseUrl);
     const databaseUrl = opts.databaseUrl;
     return {
@@ -62,7 +68,10 @@ export function openDatabase(opts: DatabaseOptions): Database {
       concurrentWriters: opts.poolSize ?? 10,
       listen: (channel, o) => listenOn({ databaseUrl, channel, ...o }),
       ping: async () => void (await sql`select 1`.execute(db)),
-      close: () => db.destroy(),
+      close: async () => {
+        await watch.close();
+        await db.destroy();
+      },
     };
   }
   const file = opts.sqliteFile ?? ':memory:';
@@ -95,51 +104,18 @@ export function openDatabase(opts: DatabaseOptions): Database {
 /**
  * A stamp of some tables that changes whenever they may have changed: a cache of rows of those
  * tables (the token and account every request authenticates with) stays valid while the stamp is
- * the same. Only SQLite offers one (undefined on PostgreSQL, where other processes write the same
- * tables unseen): exactly one serving process opens a DATA_DIR, every statement this process runs
- * goes through its one connection and is counted here, and PRAGMA data_version changes when any
- * other connection (a CLI command, an operator's sqlite3 shell) commits.
+ * the same (src/db/change-stamps.ts says how, per engine). On PostgreSQL only tables with a change
+ * trigger (WATCHED_TABLES) can be watched.
  *
- * A write is counted against the table it names (INSERT INTO / UPDATE / DELETE FROM); rows that
- * foreign keys cascade into other tables are not, so watch the parent tables too (accounts for
- * tokens). Schema changes change every stamp.
+ * A write by this process is counted against the table it names (INSERT INTO / UPDATE / DELETE
+ * FROM); rows that foreign keys cascade into other tables are not, so watch the parent tables too
+ * (accounts for tokens). Schema changes change every stamp.
  */
-export type ChangeStamp = () => string;
+export type { ChangeStamp } from './change-stamps.ts';
 const changeWatches = new WeakMap<Db, (tables: readonly string[]) => ChangeStamp>();
 
 export function changeStamp(db: Db, tables: readonly string[]): ChangeStamp | undefined {
   return changeWatches.get(db)?.(tables);
-}
-
-const WRITE_TARGET = /\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into|update(?:\s+or\s+\w+)?|delete\s+from)\s+(?:"?main"?\.)?"?(\w+)"?/gi;
-const SCHEMA_CHANGE = /^\s*(?:alter|drop|create)\b/i;
-
-/** What a statement may change: the tables it writes, or everything for a schema change. */
-function writeTargets(source: string): string[] | 'schema' {
-  if (SCHEMA_CHANGE.test(source)) return 'schema';
-  return [...source.matchAll(WRITE_TARGET)].map((m) => m[1].toLowerCase());
-}
-
-class WriteCounter {
-  readonly #counts = new Map<string, number>();
-  #schema = 0;
-  readonly #dataVersion: SQLite.Statement;
-
-  constructor(sqlite: SQLite.Database) {
-    this.#dataVersion = sqlite.prepare('pragma data_version').pluck();
-  }
-
-  /** Called as a statement is about to run (over-counting a write that then fails is harmless). */
-  count(targets: string[] | 'schema'): void {
-    if (targets === 'schema') this.#schema++;
-    else for (const t of targets) this.#counts.set(t, (this.#counts.get(t) ?? 0) + 1);
-  }
-
-  stamp(tables: readonly string[]): string {
-    let n = 0;
-    for (const t of tables) n += this.#counts.get(t) ?? 0;
-    return `${this.#schema}.${n}.${String(this.#dataVersion.get())}`;
-  }
 }
 
 /**

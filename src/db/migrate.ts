@@ -17,6 +17,7 @@ import { agentUrls } from './migrations/0012-agent-urls.ts';
 import { conversations } from './migrations/0013-conversations.ts';
 import { conversationIndexes } from './migrations/0014-conversation-indexes.ts';
 import { rateLimitCounters } from './migrations/0015-rate-limit-counters.ts';
+import { changeNotifications } from './migrations/0016-change-notifications.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -35,6 +36,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0013-conversations': conversations(dialect),
     '0014-conversation-indexes': conversationIndexes(),
     '0015-rate-limit-counters': rateLimitCounters(),
+    '0016-change-notifications': changeNotifications(dialect),
   };
 }
 

@@ -26,6 +26,8 @@ export async function listenOn(opts: {
   channel: string;
   onNotify(payload: string | undefined): void;
   onReconnect(): void;
+  /** The connection was lost: notifications are missed until onReconnect. */
+  onDisconnect?(): void;
   reconnectMs?: number;
   log?: { warn(obj: object, msg: string): void };
 }): Promise<Listener> {
@@ -34,16 +36,17 @@ export async function listenOn(opts: {
   let timer: NodeJS.Timeout | undefined;
 
   const connect = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: opts.databaseUrl });
+    // Keepalive: a connection that died without a word (a host gone) is noticed, not trusted forever.
+    const c = new pg.Client({ connectionString: opts.databaseUrl, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     c.on('notification', (msg) => opts.onNotify(msg.payload || undefined));
     c.on('error', (err) => {
       opts.log?.warn({ err }, 'listener connection failed; reconnecting');
       void c.end().catch(() => {});
-      if (client === c) client = undefined;
+      if (client === c) { client = undefined; opts.onDisconnect?.(); }
       schedule();
     });
     c.on('end', () => {
-      if (client === c) client = undefined;
+      if (client === c) { client = undefined; opts.onDisconnect?.(); }
       schedule();
     });
     await c.connect();

@@ -1,7 +1,6 @@
 // A bounded map whose entries hold while a change stamp of the tables they were read from
-// (changeStamp in ./index.ts) stays the same: rows read on nearly every request and rarely
-// written. Only SQLite offers a stamp; `StampedCache.for` is undefined on PostgreSQL, so callers
-// there always read the database.
+// (changeStamp in ./index.ts, per engine in ./change-stamps.ts) stays the same: rows read on nearly
+// every request and rarely written.
 import { changeStamp, type ChangeStamp } from './index.ts';
 import type { Db } from './types.ts';
 

@@ -110,9 +110,10 @@ export function readToken(req: FastifyRequest): string | undefined {
 
 /**
  * The token → (token row, account) lookups of long-lived tokens, kept while no write to accounts
- * or tokens may have happened since (src/db/index.ts changeStamp: SQLite only, where this process
- * sees every write; nothing is cached on PostgreSQL). One-time tokens are never cached: each use
- * must reach the database. Expiry is checked on every use, cached or not.
+ * or tokens may have happened since (src/db/index.ts changeStamp: on SQLite this process sees
+ * every write; on PostgreSQL every process hears of every commit through a trigger's NOTIFY, and a
+ * write made here is answered only once the others have been sent it). One-time tokens are never
+ * cached: each use must reach the database. Expiry is checked on every use, cached or not.
  */
 export class AuthCache {
   readonly #cache: StampedCache<string, TokenWithAccount>;
