@@ -244,16 +244,14 @@ export class QueueEngine<T extends QueueTable> {
   async completeMany(ex: Executor, items: readonly Completion<QueueRow<T>>[]): Promise<(QueueRow<T> | undefined)[]> {
     return inTransaction(ex, async (tx) => {
       const out = new Array<QueueRow<T> | undefined>(items.length);
-      const moved = new Map<FinalState, QueueRow<T>[]>();
-      // In id order, as heartbeat() locks rows, so the two never wait on each other in a cycle.
-      const order = items.map((_, i) => i).sort((a, b) => (items[a].lease.id < items[b].lease.id ? -1 : 1));
-      for (const i of order) {
-        const { lease, state, set } = items[i];
-        const row = await this.#move(tx, lease, state, 'complete', set ?? {});
-        out[i] = row;
-        if (row) moved.set(state, [...(moved.get(state) ?? []), row]);
+      const byState = new Map<FinalState, number[]>();
+      items.forEach((item, i) => byState.set(item.state, [...(byState.get(item.state) ?? []), i]));
+      for (const [state, indexes] of byState) {
+        const moved = await this.#moveMany(tx, indexes.map((i) => items[i]), state, 'complete');
+        indexes.forEach((i, k) => { out[i] = moved[k]; });
+        const rows = moved.filter((r): r is QueueRow<T> => r !== undefined);
+        await this.#transitioned(tx, rows, 'running', state, 'complete');
       }
-      for (const [state, rows] of moved) await this.#transitioned(tx, rows, 'running', state, 'complete');
       return out;
     });
   }
@@ -374,6 +372,49 @@ export class QueueEngine<T extends QueueTable> {
       .where('id', '=', lease.id).where('state', '=', 'running')
       .where('lease_owner', '=', this.workerId).where('attempt', '=', lease.attempt)
       .returningAll().executeTakeFirst()) as QueueRow<T> | undefined;
+  }
+
+  /**
+   * #move for several held rows in one statement (the batch of a group commit): a column every row
+   * sets alike is one value, a column whose values differ is a CASE on the id (text or integer, as
+   * its values are; rows not setting it keep theirs). Rows are locked in id order first, as
+   * heartbeat() locks them, so the two never wait on each other in a cycle. A patch holding an SQL
+   * expression, or a column mixing kinds of value, is moved row by row instead.
+   */
+  async #moveMany(tx: Transaction<DB>, items: readonly { lease: Lease; set?: Patch<QueueRow<T>> }[], to: QueueState, cause: Cause): Promise<(QueueRow<T> | undefined)[]> {
+    const q = tx as unknown as Kysely<any>;
+    const stamp = this.#stamp('running', to, this.now(), cause);
+    const patches = items.map((item) => ({ ...stamp, ...(item.set ?? {}) }) as Record<string, unknown>);
+    const columns = new Set(patches.flatMap((p) => Object.keys(p)));
+    const kindOf = (v: unknown) => (v === null || v === undefined ? 'null' : typeof v);
+    const set: Record<string, unknown> = {};
+    let oneByOne = items.length < 2;
+    for (const col of oneByOne ? [] : columns) {
+      const values = patches.map((p) => p[col]);
+      const kinds = new Set(values.filter((v) => v !== undefined && v !== null).map(kindOf));
+      if ([...kinds].some((k) => k !== 'string' && k !== 'number') || kinds.size > 1) { oneByOne = true; break; }
+      if (values.every((v) => v === values[0]) && values[0] !== undefined) { set[col] = values[0]; continue; }
+      const type = kinds.has('number') ? 'bigint' : 'text';
+      set[col] = sql`case ${sql.ref('id')} ${sql.join(items.flatMap((item, i) => values[i] === undefined ? []
+        : [sql`when ${item.lease.id} then ${values[i] === null ? sql`null` : sql`cast(${values[i]} as ${sql.raw(type)})`}`]), sql` `)} else ${sql.ref(col)} end`;
+    }
+    if (oneByOne) {
+      const out: (QueueRow<T> | undefined)[] = [];
+      const order = items.map((_, i) => i).sort((a, b) => (items[a].lease.id < items[b].lease.id ? -1 : 1));
+      for (const i of order) out[i] = await this.#move(tx, items[i].lease, to, cause, items[i].set ?? {});
+      return out;
+    }
+    const ids = items.map((item) => item.lease.id);
+    const held = (eb: ExpressionBuilder<any, any>) => eb.and([
+      eb('id', 'in', ids), eb('state', '=', 'running'), eb('lease_owner', '=', this.workerId),
+      eb('attempt', '=', sql`case ${sql.ref('id')} ${sql.join(items.map((item) => sql`when ${item.lease.id} then cast(${item.lease.attempt} as integer)`), sql` `)} end`),
+    ]);
+    await q.selectFrom(this.#t).select('id').where(held).orderBy('id').forUpdate().execute();
+    const rows = (await q.updateTable(this.#t)
+      .set({ ...set, state: to, lease_owner: null, lease_expires_at: null })
+      .where(held).returningAll().execute()) as QueueRow<T>[];
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id));
   }
 
   async #transitioned(tx: Transaction<DB>, rows: QueueRow<T>[], from: QueueState, to: QueueState, cause: Cause): Promise<void> {

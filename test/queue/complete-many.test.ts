@@ -2,6 +2,7 @@
 // with the batch hook called once per final state (or the per-row hook when there is none).
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { sql } from 'kysely';
 import { QueueEngine, type QueueOptions } from '../../src/queue/engine.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { insertTasks, task, tenant } from './fixtures.ts';
@@ -37,6 +38,46 @@ forEachEngine('queue engine completeMany', (h) => {
       { ids: [a.id, d.id], from: 'running', to: 'finished' },
     ]);
     await e.complete(db, c, { state: 'finished' });
+  });
+
+  it('one statement writes each row its own values: text, numbers and nulls per row, alike or not, and unset columns kept', async () => {
+    const t = await tenant(h());
+    const db = h().database.db;
+    const e = engine();
+    const ids = await insertTasks(db, t, [0, 1, 2, 3, 4].map((i) => ({ run_at: Date.now() - 10 + i })));
+    const claimed = (await e.claim(db, 10)).filter((r) => ids.includes(r.id));
+    const [a, b, c, d, x] = ids.map((id) => claimed.find((r) => r.id === id)!);
+    await db.updateTable('tasks').set({ provider: 'kept', error: 'old error' }).where('id', 'in', ids).execute();
+    const out = await e.completeMany(db, [
+      { lease: a, state: 'finished', set: { result: '{"n":1}', provider: 'twilio', max_attempts: 7 } },
+      { lease: b, state: 'finished', set: { result: '{"n":2}', error: null, max_attempts: 5 } },
+      { lease: c, state: 'finished', set: { result: "it's \"quoted\"; drop table tasks; --", provider: 'twilio' } },
+      { lease: d, state: 'finished', set: { error: null } },
+      { lease: { id: x.id, attempt: x.attempt + 1 }, state: 'finished', set: { result: 'not mine' } },
+    ]);
+    assert.deepEqual(out.map((r) => r?.id), [a.id, b.id, c.id, d.id, undefined]);
+    const rows = new Map((await db.selectFrom('tasks').selectAll().where('id', 'in', ids).execute()).map((r) => [r.id, r]));
+    const pick = (id: string) => { const r = rows.get(id)!; return [r.state, r.result, r.error, r.provider, r.max_attempts]; };
+    assert.deepEqual(pick(a.id), ['finished', '{"n":1}', 'old error', 'twilio', 7]);
+    assert.deepEqual(pick(b.id), ['finished', '{"n":2}', null, 'kept', 5]);
+    assert.deepEqual(pick(c.id), ['finished', "it's \"quoted\"; drop table tasks; --", 'old error', 'twilio', a.max_attempts]);
+    assert.deepEqual(pick(d.id), ['finished', null, null, 'kept', a.max_attempts]);
+    assert.deepEqual(pick(x.id).slice(0, 2), ['running', null], 'a lost lease changes nothing');
+    for (const id of [a.id, b.id, c.id, d.id]) assert.equal(rows.get(id)!.lease_owner, null);
+  });
+
+  it('a patch with an SQL expression is written row by row, beside the others', async () => {
+    const t = await tenant(h());
+    const db = h().database.db;
+    const e = engine();
+    const ids = await insertTasks(db, t, [{ run_at: Date.now() - 10 }, { run_at: Date.now() - 9 }]);
+    const claimed = (await e.claim(db, 10)).filter((r) => ids.includes(r.id));
+    const [a, b] = ids.map((id) => claimed.find((r) => r.id === id)!);
+    const out = await e.completeMany(db, [
+      { lease: a, state: 'failed', set: { error: sql<string>`'computed ' || ${'here'}` } },
+      { lease: b, state: 'failed', set: { error: 'plain' } },
+    ]);
+    assert.deepEqual(out.map((r) => r?.error), ['computed here', 'plain']);
   });
 
   it('without a batch hook the per-row hook runs for each row that moved', async () => {

@@ -128,9 +128,9 @@ export const taskRepo = {
       .execute();
   },
 
-  /** One round trip that reads a task: a ping's check of the store the queue depends on. */
-  async probe(db: Executor, id: string): Promise<void> {
-    await db.selectFrom('tasks').select('id').where('id', '=', id).executeTakeFirst();
+  /** One round trip that reads tasks: the check of the store the queue depends on, for the pings running together. */
+  async probe(db: Executor, ids: readonly string[]): Promise<void> {
+    await db.selectFrom('tasks').select('id').where('id', 'in', ids).execute();
   },
 
   async findByIdempotencyKey(db: Executor, orgId: number, key: string): Promise<TaskRow | undefined> {

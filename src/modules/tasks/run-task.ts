@@ -66,16 +66,35 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   const { db, box, config } = deps;
   const callMaxMs = config.callMaxSeconds * 1000;
 
+  /**
+   * One round trip to the database reading the pinged tasks: the check covers the store the queue
+   * depends on. Pings that start in the same turn of the event loop (a claim's batch) share it.
+   */
+  let probing: { ids: string[]; done: Promise<number> } | undefined;
+  function probe(id: string): Promise<number> {
+    if (probing) {
+      probing.ids.push(id);
+      return probing.done;
+    }
+    const batch = { ids: [id], done: Promise.resolve(0) };
+    probing = batch;
+    batch.done = new Promise<void>((r) => setImmediate(r)).then(async () => {
+      probing = undefined;
+      const t0 = Date.now();
+      await taskRepo.probe(db, batch.ids);
+      return Date.now() - t0;
+    });
+    return batch.done;
+  }
+
   async function ping(row: Row): Promise<Outcome<Row>> {
     const startedAt = Date.now();
     const due = row.scheduled_for ?? row.created_at;
-    // One round trip to the database: the check covers the store the queue depends on.
-    const probe = Date.now();
-    await taskRepo.probe(db, row.id);
+    const roundTripMs = await probe(row.id);
     const result = {
       provider: null, outcome: 'pong',
       queueLatencyMs: Math.max(0, startedAt - due),
-      databaseRoundTripMs: Date.now() - probe,
+      databaseRoundTripMs: roundTripMs,
       attempt: row.attempt,
     };
     return { kind: 'complete', state: 'finished', set: { result: JSON.stringify(result) } };
