@@ -18,6 +18,7 @@ import { conversations } from './migrations/0013-conversations.ts';
 import { conversationIndexes } from './migrations/0014-conversation-indexes.ts';
 import { rateLimitCounters } from './migrations/0015-rate-limit-counters.ts';
 import { changeNotifications } from './migrations/0016-change-notifications.ts';
+import { claimOrderIndex } from './migrations/0017-claim-order-index.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -37,6 +38,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0014-conversation-indexes': conversationIndexes(),
     '0015-rate-limit-counters': rateLimitCounters(),
     '0016-change-notifications': changeNotifications(dialect),
+    '0017-claim-order-index': claimOrderIndex(),
   };
 }
 

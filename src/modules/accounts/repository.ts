@@ -91,20 +91,24 @@ export const accountRepo = {
   /**
    * A filter for rows of another table that belong to an organization and one of its agents
    * (a task's org_id and account_id): true unless the agent, the organization or an ancestor of
-   * it is suspended. Used in the task queue's claim filter, so it is one correlated subquery.
+   * it is suspended. Used in the task queue's claim filter, so its subqueries do not refer to the
+   * row: each runs once per claim (the few suspended accounts, and the organizations under them)
+   * and is then a lookup per candidate, however many candidates the plan reads.
    */
   inService<T extends keyof DB>(eb: ExpressionBuilder<DB, T>, orgRef: string, agentRef: string): Expression<SqlBool> {
     const b = eb as unknown as ExpressionBuilder<DB, 'accounts'>;
-    return b.not(b.exists(b.selectFrom('accounts as so')
+    const suspendedOrgs = b.selectFrom('accounts as so')
       .innerJoin('accounts as sa', (j) => j.on((e) => e.or([
         e('sa.id', '=', e.ref('so.id')),
         e('sa.id', '=', e.ref('so.reseller_id')),
         e('sa.id', '=', e.ref('so.partner_id')),
-        e('sa.id', '=', sql.ref<number>(agentRef)),
       ])))
-      .select(b.lit(1).as('one'))
-      .where('so.id', '=', sql.ref<number>(orgRef))
-      .where('sa.active', '=', 0)));
+      .select('so.id').where('sa.active', '=', 0);
+    const suspended = b.selectFrom('accounts as sx').select('sx.id').where('sx.active', '=', 0);
+    return b.and([
+      b(sql.ref<number>(orgRef), 'not in', suspendedOrgs),
+      b(sql.ref<number>(agentRef), 'not in', suspended),
+    ]);
   },
 
   /**

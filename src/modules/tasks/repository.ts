@@ -248,8 +248,7 @@ export const limitRepo = {
       accountRepo.inService(eb, 'tasks.org_id', 'tasks.account_id'),
       eb.or([
         eb('type', '=', 'ping'),
-        eb.not(eb.exists(eb.selectFrom('org_semaphores as s').select(eb.lit(1).as('one'))
-          .whereRef('s.org_id', '=', 'tasks.org_id').whereRef('s.running', '>=', 's.max_running'))),
+        eb('tasks.org_id', 'not in', eb.selectFrom('org_semaphores as s').select('s.org_id').whereRef('s.running', '>=', 's.max_running')),
       ]),
     ]);
   },
