@@ -140,7 +140,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
     members: memberService({ db }),
     numbering: numberingService({ db, box }),
-    tasks: taskService({ db, queue: tasks }),
+    tasks: taskService({ db, queue: tasks, refreshStatistics: (tables) => database.refreshStatistics(tables), log: child('tasks') }),
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),
     knowledge: knowledgeService({ db }),

@@ -7,10 +7,13 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import { before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { request } from 'undici';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Reply } from '../helpers/harness.ts';
 import { MAX_LISTED, MAX_ROW_CHARS } from '../../src/modules/tasks/csv.ts';
+import { BULK_ROWS } from '../../src/modules/tasks/service.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const SMALL_LIMIT = 4096;
 const FUTURE = Math.floor(Date.now() / 1000) + 3600;
@@ -279,6 +282,19 @@ forEachEngine('tasks csv upload', (h) => {
   });
 
   describe('a large file', () => {
+    it('a bulk insert refreshes the planner statistics of tasks (PostgreSQL), so claims do not plan for an empty table', async (t) => {
+      if (h().engine === 'sqlite') return t.skip('SQLite plans the claim without statistics');
+      const o = await h().organization(reseller.id);
+      const stats = () => sql<{ analyzed: number; estimate: number }>`select
+          (select coalesce(analyze_count, 0) from pg_stat_user_tables where relname = 'tasks')::int as analyzed,
+          (select reltuples from pg_class where relname = 'tasks')::int as estimate`.execute(h().database.db).then((r) => r.rows[0]);
+      const before = await stats();
+      const rows = Array.from({ length: BULK_ROWS }, (_, i) => `ping,${FUTURE},row-${i}`).join('\n');
+      ok(await upload(o.token, [file(`type,scheduledFor,externalTaskId\n${rows}\n`)]));
+      const after = await waitFor('an ANALYZE of tasks', async () => { const s = await stats(); return s.analyzed > before.analyzed ? s : undefined; }, 10_000, 50);
+      assert.ok(after.estimate >= await countTasks(o.id), `the planner now counts ${after.estimate} rows`);
+    });
+
     it('100,000 rows streamed over HTTP are inserted in batches while the file is still arriving', { timeout: 600_000 }, async () => {
       const o = await h().organization(reseller.id);
       const address = await h().app.listen({ port: 0, host: '127.0.0.1' });

@@ -26,9 +26,14 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 export const MAX_IDEMPOTENCY_KEY = 255;
 /** Items one agent queueing request may carry (larger batches: POST /tasks/csv). */
 export const MAX_BATCH = 1000;
+/** Tasks added by one commit from which the planner's statistics are refreshed (see added()). */
+export const BULK_ROWS = 1000;
 
 export interface TaskServiceDeps {
   db: Db;
+  /** Database.refreshStatistics: run after a bulk insert (BULK_ROWS or more), so claims keep a good plan. */
+  refreshStatistics?: (tables: readonly string[]) => Promise<void>;
+  log?: { warn(obj: object, msg: string): void };
   /** The process's task queue: transitions (cancel) and wakeups of its runner. */
   queue: TaskQueue;
 }
@@ -99,7 +104,7 @@ export function taskService(deps: TaskServiceDeps) {
     return { org, agent: account };
   }
 
-  /** Each organization's default agent, kept while accounts are unchanged (SQLite only: src/db/stamped-cache.ts). */
+  /** Each organization's default agent, kept while accounts are unchanged (src/db/stamped-cache.ts). */
   const defaultAgents = StampedCache.for<number, number | null>(db, ['accounts']);
   async function defaultAgentId(orgId: number): Promise<number | null> {
     const stamp = defaultAgents?.stamp();
@@ -147,6 +152,23 @@ export function taskService(deps: TaskServiceDeps) {
     return found;
   }
 
+  /**
+   * After a commit that added many tasks, the planner's statistics are refreshed in the background
+   * (one refresh at a time; another bulk insert meanwhile asks for one more after it).
+   */
+  let refreshing: Promise<void> | undefined;
+  let refreshAgain = false;
+  function added(n: number): void {
+    if (n < BULK_ROWS || !deps.refreshStatistics) return;
+    if (refreshing) { refreshAgain = true; return; }
+    refreshing = deps.refreshStatistics(['tasks', 'task_events'])
+      .catch((err: unknown) => deps.log?.warn({ err }, 'refreshing the planner statistics of tasks failed'))
+      .finally(() => {
+        refreshing = undefined;
+        if (refreshAgain) { refreshAgain = false; added(BULK_ROWS); }
+      });
+  }
+
   /** Inserts checked rows in one transaction and wakes the runners. */
   async function insert(rows: NewTask[], now: number): Promise<TaskRow[]> {
     if (rows.length === 0) return [];
@@ -156,6 +178,7 @@ export function taskService(deps: TaskServiceDeps) {
       return out;
     });
     queue.notify();
+    added(inserted.length);
     return inserted;
   }
 
@@ -167,17 +190,22 @@ export function taskService(deps: TaskServiceDeps) {
    * (locked until commit), and one at a time makes each group carry every request that arrived
    * meanwhile (POST ping CPU per request 220 → 145 µs, docs/performance.md).
    */
+  let groupRows = 0; // of the group being written (one at a time)
   const submissions = new GroupCommit<NewTask[], TaskRow[]>({
     db,
     concurrency: 1,
     size: (rows) => rows.length,
     write: async (tx, jobs) => {
       const inserted = await taskRepo.insert(tx, jobs.flat(), Date.now());
+      groupRows = inserted.length;
       await notifyQueue(tx, TASKS);
       const byId = new Map(inserted.map((row) => [row.id, row]));
       return jobs.map((rows) => rows.map((row) => byId.get(row.id)!));
     },
-    committed: () => queue.notify(),
+    committed: () => {
+      queue.notify();
+      added(groupRows);
+    },
   });
   const submit = (rows: NewTask[]): Promise<TaskRow[]> => rows.length === 0 ? Promise.resolve([]) : submissions.submit(rows);
 
