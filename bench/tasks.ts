@@ -1,7 +1,8 @@
 // The task queue under load, per engine, with real processes:
 //   submit   — POST /api/v2/tasks (a ping, and a call with a target) with an organization token,
-//              against /healthz on the same `serve --role api` process in the same run (no worker
-//              in that process, so nothing competes with the API for its event loop).
+//              against /healthz on the same process in the same run: `serve --role api` (no worker
+//              competes with the API for its event loop), then `serve --role all`, the default,
+//              whose worker runs the pings as they are submitted (issue 15's figure).
 //   drain    — 10,000 pings committed in one transaction while `serve --role worker` processes
 //              wait (1, then 2 on PostgreSQL; SQLite has its one worker): tasks/s until all finished.
 //   lateness — 500 pings scheduled over the next ~10 s on `serve --role all`: started_at minus
@@ -77,8 +78,8 @@ async function waitFinished(database: Database, orgId: number, n: number, timeou
  * Rounds of /healthz, ping and call, each `seconds / ROUNDS` long: other load on the machine then
  * weighs on all three alike, and the ratio printed is the median of the rounds' ratios.
  */
-async function submit(engine: Engine): Promise<void> {
-  const server = await startServer(engine, 'api');
+async function submit(engine: Engine, role: 'api' | 'all'): Promise<void> {
+  const server = await startServer(engine, role);
   try {
     const org = await organization(server);
     const post = `${server.url}/api/v2/tasks?token=${org.token}`;
@@ -109,7 +110,7 @@ async function submit(engine: Engine): Promise<void> {
     }
     const ratio = (xs: number[]) => median(xs.map((x, i) => x / runs.health[i])).toFixed(2);
     const us = (xs: number[]) => `${median(xs).toFixed(0)} µs`;
-    console.log(`${engine.padEnd(8)} /healthz ${fmt(median(runs.health))} req/s (${us(cpu.health)} CPU/req) | ` +
+    console.log(`${engine.padEnd(8)} role ${role.padEnd(3)} /healthz ${fmt(median(runs.health))} req/s (${us(cpu.health)} CPU/req) | ` +
       `POST ping ${fmt(median(runs.ping))} req/s (p99 ${median(p99.ping)} ms, ${us(cpu.ping)} CPU/req) ratio ${ratio(runs.ping)} | ` +
       `POST call+target ${fmt(median(runs.call))} req/s (p99 ${median(p99.call)} ms, ${us(cpu.call)} CPU/req) ratio ${ratio(runs.call)}`);
     console.log(`${''.padEnd(8)} per-round ping ratios ${runs.ping.map((x, i) => (x / runs.health[i]).toFixed(2)).join(' ')}; ` +
@@ -251,8 +252,11 @@ async function lateness(engine: Engine): Promise<void> {
 
 console.log(`# bench/tasks — engines: ${ENGINES.join(', ')}; load average at start ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
 if (run('submit')) {
-  console.log(`## submit: ${ROUNDS} rounds of ${Math.max(1, Math.round(seconds / ROUNDS))} s per route, 32 connections, serve --role api in its own process`);
-  for (const engine of ENGINES) await submit(engine);
+  console.log(`## submit: ${ROUNDS} rounds of ${Math.max(1, Math.round(seconds / ROUNDS))} s per route, 32 connections, serve --role api and --role all (the default: its worker runs what is submitted) in its own process`);
+  for (const engine of ENGINES) {
+    await submit(engine, 'api');
+    await submit(engine, 'all');
+  }
 }
 if (run('drain')) {
   console.log(`## drain: ${fmt(DRAIN_N)} pings committed at once, worker processes already waiting (CALLPLANE_WORKER_CONCURRENCY ${process.env.CALLPLANE_WORKER_CONCURRENCY ?? 50})`);
