@@ -109,10 +109,12 @@ export class PgChangeWatch {
         written = new Set();
         return query(...args);
       }
-      if (head.startsWith('commit') || head.startsWith('rollback')) {
+      // The end of a transaction (a savepoint's rollback is not one).
+      const commits = head.startsWith('commit') || head.startsWith('end');
+      if (commits || (head.startsWith('rollback') && !/^rollback\s+to\b/.test(head)) || head.startsWith('abort')) {
         const tables = written;
         written = null;
-        if (!tables || tables.size === 0 || head.startsWith('rollback')) return query(...args);
+        if (!tables || tables.size === 0 || !commits) return query(...args);
         return query(...args).then((r) => this.#committed(query, [...tables]).then(() => r));
       }
       const targets = this.#watchedTargets(text);
