@@ -314,8 +314,12 @@ async function sigtermStopsTheOneServer(argv: string[], expectedTree: RegExp[]) 
 
 describe('npm start and bin/callplane.js run the one server process', () => {
   it('SIGTERM to `npm start` stops the server gracefully, and nothing is left running', async () => {
-    // npm runs the script through a shell; the script execs node, so the shell is not left in between.
-    await sigtermStopsTheOneServer(['npm', 'start', '--silent'], [/^npm start/, /^node --enable-source-maps dist\/main\.js serve$/]);
+    // npm runs the script through a shell; the script execs node, so the shell is not left in between:
+    // the one process under npm is the script's command itself.
+    const script = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+    assert.match(script, /^exec node .*dist\/main\.js serve$/);
+    const server = new RegExp(`^${script.replace(/^exec /, '').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`);
+    await sigtermStopsTheOneServer(['npm', 'start', '--silent'], [/^npm start/, server]);
   });
 
   it('SIGTERM to `bin/callplane.js serve` stops the server, which is that same process', async () => {
