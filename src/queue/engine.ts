@@ -211,10 +211,7 @@ export class QueueEngine<T extends QueueTable> {
    */
   async heartbeat(ex: Executor, leases: readonly Lease[]): Promise<QueueRow<T>[]> {
     if (leases.length === 0) return [];
-    const held = (eb: ExpressionBuilder<any, any>) => eb.and([
-      eb('state', '=', 'running'), eb('lease_owner', '=', this.workerId),
-      eb.or(leases.map((l) => eb.and([eb('id', '=', l.id), eb('attempt', '=', l.attempt)]))),
-    ]);
+    const held = this.#heldMany(leases);
     const update = (q: Kysely<any>) => q.updateTable(this.#t).set({ lease_expires_at: this.now() + this.leaseMs })
       .where(held).returningAll().execute() as Promise<QueueRow<T>[]>;
     // Row locks in id order, as completeMany takes them: one UPDATE of many rows locks them in
@@ -244,6 +241,13 @@ export class QueueEngine<T extends QueueTable> {
   async completeMany(ex: Executor, items: readonly Completion<QueueRow<T>>[]): Promise<(QueueRow<T> | undefined)[]> {
     return inTransaction(ex, async (tx) => {
       const out = new Array<QueueRow<T> | undefined>(items.length);
+      // Every row of the group is locked first, in id order, as heartbeat() locks them: the updates
+      // below go state by state, and locking that way would let a heartbeat and a group finishing
+      // in two states wait on each other in a cycle.
+      if (items.length > 1) {
+        await (tx as unknown as Kysely<any>).selectFrom(this.#t).select('id').where(this.#heldMany(items.map((i) => i.lease)))
+          .orderBy('id').forUpdate().execute();
+      }
       const byState = new Map<FinalState, number[]>();
       items.forEach((item, i) => byState.set(item.state, [...(byState.get(item.state) ?? []), i]));
       for (const [state, indexes] of byState) {
@@ -357,6 +361,14 @@ export class QueueEngine<T extends QueueTable> {
       .where('lease_owner', '=', this.workerId).where('attempt', '=', lease.attempt);
   }
 
+  /** Rows this worker holds at exactly these attempts (one statement's condition for many leases). */
+  #heldMany(leases: readonly Lease[]) {
+    return (eb: ExpressionBuilder<any, any>) => eb.and([
+      eb('id', 'in', leases.map((l) => l.id)), eb('state', '=', 'running'), eb('lease_owner', '=', this.workerId),
+      eb('attempt', '=', sql`case ${sql.ref('id')} ${sql.join(leases.map((l) => sql`when ${l.id} then cast(${l.attempt} as integer)`), sql` `)} end`),
+    ]);
+  }
+
   /** The guarded exit from running: only the holder of this exact attempt may move the row. */
   async #leave(tx: Transaction<DB>, lease: Lease, to: QueueState, cause: Cause, set: Patch<QueueRow<T>>): Promise<QueueRow<T> | undefined> {
     const row = await this.#move(tx, lease, to, cause, set);
@@ -377,9 +389,8 @@ export class QueueEngine<T extends QueueTable> {
   /**
    * #move for several held rows in one statement (the batch of a group commit): a column every row
    * sets alike is one value, a column whose values differ is a CASE on the id (text or integer, as
-   * its values are; rows not setting it keep theirs). Rows are locked in id order first, as
-   * heartbeat() locks them, so the two never wait on each other in a cycle. A patch holding an SQL
-   * expression, or a column mixing kinds of value, is moved row by row instead.
+   * its values are; rows not setting it keep theirs). The caller has locked the rows (completeMany).
+   * A patch holding an SQL expression, or a column mixing kinds of value, is moved row by row instead.
    */
   async #moveMany(tx: Transaction<DB>, items: readonly { lease: Lease; set?: Patch<QueueRow<T>> }[], to: QueueState, cause: Cause): Promise<(QueueRow<T> | undefined)[]> {
     const q = tx as unknown as Kysely<any>;
@@ -405,14 +416,9 @@ export class QueueEngine<T extends QueueTable> {
       return out;
     }
     const ids = items.map((item) => item.lease.id);
-    const held = (eb: ExpressionBuilder<any, any>) => eb.and([
-      eb('id', 'in', ids), eb('state', '=', 'running'), eb('lease_owner', '=', this.workerId),
-      eb('attempt', '=', sql`case ${sql.ref('id')} ${sql.join(items.map((item) => sql`when ${item.lease.id} then cast(${item.lease.attempt} as integer)`), sql` `)} end`),
-    ]);
-    await q.selectFrom(this.#t).select('id').where(held).orderBy('id').forUpdate().execute();
     const rows = (await q.updateTable(this.#t)
       .set({ ...set, state: to, lease_owner: null, lease_expires_at: null })
-      .where(held).returningAll().execute()) as QueueRow<T>[];
+      .where(this.#heldMany(items.map((item) => item.lease))).returningAll().execute()) as QueueRow<T>[];
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.map((id) => byId.get(id));
   }
