@@ -73,6 +73,31 @@ forEachEngine('webhook outbox dispatcher', (h) => {
     assert.deepEqual(await dispatchTaskEvents(h().database.db, { maxAttempts: 8 }), { events: 0, deliveries: 0 });
   });
 
+  it('a batch after a cursor starts past it, and the next look from the oldest finds an event that committed late with an older id', async () => {
+    const t = await tenant(h());
+    await subscribe(t.orgId, 'task', 'https://cursor.example.com/');
+    const ids = await events(t, 6);
+    const db = h().database.db;
+    const first = await dispatchTaskEvents(db, { batch: 2, maxAttempts: 8 });
+    assert.equal(first.last, ids[1]);
+    // Committed now, but with an id older than the cursor (its id was taken before the others committed).
+    const late = newId('evt', Date.now() - 60_000);
+    const [taskId] = await insertTasks(db, t, [{}]);
+    await db.insertInto('task_events').values({ id: late, org_id: t.orgId, task_id: taskId, type: 'task.running', payload: '{}', created_at: Date.now() }).execute();
+    const seen: string[] = [];
+    for (let after = first.last; ;) {
+      const r = await dispatchTaskEvents(db, { batch: 2, maxAttempts: 8, after });
+      if (r.events === 0) break;
+      after = r.last;
+      seen.push(...(await deliveriesOf(t.orgId)).map((d) => d.event_id).filter((id) => !seen.includes(id) && id !== ids[0] && id !== ids[1]));
+    }
+    assert.deepEqual(seen.sort(), ids.slice(2).sort(), 'after the cursor: only the newer events');
+    const fromOldest = await dispatchTaskEvents(db, { batch: 2, maxAttempts: 8 });
+    assert.equal(fromOldest.events, 1);
+    assert.equal(fromOldest.last, late);
+    assert.equal(await undispatched(), 0);
+  });
+
   it('the payload is {type, timestamp, data} with the task as the event stored it', () => {
     const body = taskEventPayload({ type: 'task.finished', created_at: Date.UTC(2026, 10, 22, 4, 45, 55, 123), payload: JSON.stringify({ type: 'task.finished', task: { id: 'tsk_1', state: 'finished' } }) });
     assert.equal(body, '{"type":"task.finished","timestamp":"2026-11-22T04:45:55.123Z","data":{"id":"tsk_1","state":"finished"}}');

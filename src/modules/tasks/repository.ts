@@ -210,18 +210,22 @@ export const taskRepo = {
    * Whether any task event waits for the outbox dispatcher (src/modules/webhooks/dispatcher.ts):
    * most polls find none, so it looks without a transaction first.
    */
-  async hasUndispatchedEvents(db: Executor): Promise<boolean> {
-    return (await db.selectFrom('task_events').select('id').where(UNDISPATCHED).limit(1).executeTakeFirst()) !== undefined;
+  async hasUndispatchedEvents(db: Executor, after?: string): Promise<boolean> {
+    let q = db.selectFrom('task_events').select('id').where(UNDISPATCHED);
+    if (after !== undefined) q = q.where('id', '>', after);
+    return (await q.limit(1).executeTakeFirst()) !== undefined;
   },
 
   /**
-   * Up to `limit` undispatched task events, oldest first. `lock` locks them and skips those
-   * another dispatcher holds (SKIP LOCKED), so dispatchers of several workers take disjoint
-   * batches (no-ops on SQLite, whose one writer serialises write transactions).
+   * Up to `limit` undispatched task events, oldest first (after the id `after`, when given: the
+   * dispatcher's cursor while it drains a backlog). `lock` locks them and skips those another
+   * dispatcher holds (SKIP LOCKED), so dispatchers of several workers take disjoint batches
+   * (no-ops on SQLite, whose one writer serialises write transactions).
    */
-  async undispatchedEvents(tx: Executor, limit: number, opts: { lock?: boolean } = {}): Promise<Pick<TaskEventRow, 'id' | 'org_id' | 'type' | 'payload' | 'created_at'>[]> {
-    const q = tx.selectFrom('task_events').select(['id', 'org_id', 'type', 'payload', 'created_at'])
+  async undispatchedEvents(tx: Executor, limit: number, opts: { lock?: boolean; after?: string } = {}): Promise<Pick<TaskEventRow, 'id' | 'org_id' | 'type' | 'payload' | 'created_at'>[]> {
+    let q = tx.selectFrom('task_events').select(['id', 'org_id', 'type', 'payload', 'created_at'])
       .where(UNDISPATCHED).orderBy('id').limit(limit);
+    if (opts.after !== undefined) q = q.where('id', '>', opts.after);
     return (opts.lock ? q.forUpdate().skipLocked() : q).execute();
   },
 

@@ -25,18 +25,26 @@ export function taskEventPayload(event: Pick<TaskEventRow, 'type' | 'payload' | 
 export interface DispatchResult {
   events: number;
   deliveries: number;
+  /** The newest event of the batch (the cursor for the next batch of a backlog). */
+  last?: string;
 }
+
+/**
+ * Full batches the dispatcher takes after a cursor before it looks from the oldest event again
+ * (an event committed late with an older id than the cursor waits at most this many batches).
+ */
+export const CURSOR_BATCHES = 20;
 
 /**
  * One batch: up to `batch` undispatched events, oldest first, locked with SKIP LOCKED (on
  * PostgreSQL), so dispatchers of several workers take disjoint batches.
  */
-export async function dispatchTaskEvents(db: Db, opts: { batch?: number; now?: number; maxAttempts: number }): Promise<DispatchResult> {
+export async function dispatchTaskEvents(db: Db, opts: { batch?: number; now?: number; maxAttempts: number; after?: string }): Promise<DispatchResult> {
   const batch = opts.batch ?? DISPATCH_BATCH;
   // Most polls find nothing: look without a transaction first.
-  if (!(await taskRepo.hasUndispatchedEvents(db))) return { events: 0, deliveries: 0 };
+  if (!(await taskRepo.hasUndispatchedEvents(db, opts.after))) return { events: 0, deliveries: 0 };
   return db.transaction().execute(async (tx) => {
-    const events = await taskRepo.undispatchedEvents(tx, batch, { lock: true });
+    const events = await taskRepo.undispatchedEvents(tx, batch, { lock: true, after: opts.after });
     if (events.length === 0) return { events: 0, deliveries: 0 };
 
     const orgIds = [...new Set(events.map((e) => e.org_id))];
@@ -64,7 +72,7 @@ export async function dispatchTaskEvents(db: Db, opts: { batch?: number; now?: n
     // Events of organizations without a subscription are marked too, so they never pile up.
     await taskRepo.markEventsDispatched(tx, events.map((e) => e.id));
     if (rows.length > 0) await notifyQueue(tx, DELIVERIES);
-    return { events: events.length, deliveries: rows.length };
+    return { events: events.length, deliveries: rows.length, last: events[events.length - 1].id };
   });
 }
 
@@ -106,13 +114,31 @@ export class OutboxDispatcher {
 
   async #run(): Promise<void> {
     const batch = this.o.batch ?? DISPATCH_BATCH;
+    // While a backlog drains (full batches), each batch starts after the last one's newest event:
+    // looking from the oldest every time would step over every event dispatched so far, and the
+    // planner may well do that (once statistics say most events are undispatched, it walks the
+    // primary key). Any batch that is not full, and every CURSOR_BATCHES full ones, start from the
+    // oldest again, for events that committed after newer ones were dispatched.
+    let after: string | undefined;
+    let cursorBatches = 0;
     while (!this.#stopping) {
       let full = false;
+      const cursor = after;
       try {
-        const r = await dispatchTaskEvents(this.o.db, { batch, now: this.o.now?.(), maxAttempts: this.o.maxAttempts });
+        const r = await dispatchTaskEvents(this.o.db, { batch, now: this.o.now?.(), maxAttempts: this.o.maxAttempts, after: cursor });
         if (r.deliveries > 0) this.o.onDeliveries?.();
         full = r.events === batch;
+        if (full && r.last && ++cursorBatches < CURSOR_BATCHES) {
+          after = r.last;
+        } else {
+          after = undefined;
+          cursorBatches = 0;
+          // A short batch after a cursor may have left older events behind it: look again at once.
+          if (!full && cursor !== undefined) full = true;
+        }
       } catch (err) {
+        after = undefined;
+        cursorBatches = 0;
         this.o.log?.error({ err }, 'outbox dispatch failed');
       }
       if (!full) await this.#waker.wait(this.o.everyMs);
