@@ -85,7 +85,7 @@ forEachEngine('webhook outbox dispatcher', (h) => {
     const [taskId] = await insertTasks(db, t, [{}]);
     await db.insertInto('task_events').values({ id: late, org_id: t.orgId, task_id: taskId, type: 'task.running', payload: '{}', created_at: Date.now() }).execute();
     const seen: string[] = [];
-    for (let after = first.last; ;) {
+    for (let after: string | undefined = first.last; ;) {
       const r = await dispatchTaskEvents(db, { batch: 2, maxAttempts: 8, after });
       if (r.events === 0) break;
       after = r.last;
