@@ -29,14 +29,39 @@ export async function listenOn(opts: {
   /** The connection was lost: notifications are missed until onReconnect. */
   onDisconnect?(): void;
   reconnectMs?: number;
+  /**
+   * How often the connection is asked a `select 1`; one not answered within this long is taken
+   * for dead (a host or network gone without a word, which TCP itself may take minutes to notice)
+   * and replaced. Default 5 s.
+   */
+  checkMs?: number;
   log?: { warn(obj: object, msg: string): void };
 }): Promise<Listener> {
   let client: pg.Client | undefined;
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
+  const checkMs = opts.checkMs ?? 5000;
+
+  /** Drops a connection that stopped answering: it counts as lost from now, and a new one is made. */
+  const abandon = (c: pg.Client) => {
+    if (client !== c) return;
+    client = undefined;
+    opts.onDisconnect?.();
+    (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    schedule();
+  };
+  const checkNow = () => {
+    const c = client;
+    if (!c) return;
+    const late = setTimeout(() => {
+      opts.log?.warn({ checkMs }, 'listener connection did not answer; replacing it');
+      abandon(c);
+    }, checkMs);
+    late.unref();
+    c.query('select 1').then(() => clearTimeout(late), () => clearTimeout(late));
+  };
 
   const connect = async (): Promise<void> => {
-    // Keepalive: a connection that died without a word (a host gone) is noticed, not trusted forever.
     const c = new pg.Client({ connectionString: opts.databaseUrl, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     c.on('notification', (msg) => opts.onNotify(msg.payload || undefined));
     c.on('error', (err) => {
@@ -70,9 +95,12 @@ export async function listenOn(opts: {
   };
 
   await connect();
+  const check = setInterval(checkNow, checkMs);
+  check.unref();
   return {
     async close() {
       closed = true;
+      clearInterval(check);
       if (timer) clearTimeout(timer);
       const c = client;
       client = undefined;
