@@ -229,7 +229,9 @@ export async function startKamailio(opts: KamailioOptions = {}): Promise<Kamaili
     const port = await freePort(o.host);
     const cfg = path.join(dir, 'kamailio.cfg');
     fs.writeFileSync(cfg, kamailioConfig({ ...o, port, ctl, db }));
-    const child = spawn(KAMAILIO, ['-DD', '-E', '-f', cfg, '-Y', dir, '-m', '32', '-M', '8'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: Kamailio forks workers, and one that outlived the main process kept
+    // the output pipe open, so the test process waiting on it never exited. stop() signals the group.
+    const child = spawn(KAMAILIO, ['-DD', '-E', '-f', cfg, '-Y', dir, '-m', '32', '-M', '8'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let out = '';
     child.stdout!.on('data', (d) => { out += d; });
     child.stderr!.on('data', (d) => { out += d; });
@@ -243,7 +245,7 @@ export async function startKamailio(opts: KamailioOptions = {}): Promise<Kamaili
       return makeHandle(child, o, port, ctl, () => out, dir);
     } catch (err) {
       lastError = err;
-      child.kill('SIGKILL');
+      killGroup(child, 'SIGKILL');
       await new Promise((r) => (exited ? r(null) : child.once('exit', r)));
       if (!/bind|in use/i.test(out)) break;
     }
@@ -267,13 +269,24 @@ function makeHandle(child: ChildProcess, o: Required<KamailioOptions>, port: num
     },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
+        killGroup(child, 'SIGTERM');
         const done = await Promise.race([new Promise((r) => child.once('exit', () => r(true))), sleep(5000).then(() => false)]);
-        if (!done) child.kill('SIGKILL');
+        if (!done) killGroup(child, 'SIGKILL');
       }
+      // Any worker still running goes too, and its end of the pipes no longer holds this process.
+      killGroup(child, 'SIGKILL');
+      child.stdout?.destroy();
+      child.stderr?.destroy();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Signals a detached child's whole process group (it and everything it forked); gone already is fine. */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (child.pid) process.kill(-child.pid, signal);
+  } catch { /* the group is gone */ }
 }
 
 /** kamcmd's text for ul.lookup: `Contact: {` blocks with `Address: …`, `Expires: …`, `Received: …`. */
