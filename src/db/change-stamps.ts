@@ -104,7 +104,7 @@ export class PgChangeWatch {
     client.query = ((...args: unknown[]) => {
       const text = typeof args[0] === 'string' ? args[0] : undefined;
       if (text === undefined || args.some((a) => typeof a === 'function')) return query(...args);
-      const head = text.slice(0, 16).trimStart().toLowerCase();
+      const head = text.trimStart().slice(0, 24).toLowerCase();
       if (head.startsWith('begin') || head.startsWith('start transaction')) {
         written = new Set();
         return query(...args);

@@ -61,6 +61,21 @@ forEachEngine('change stamps', (h) => {
     assert.ok(Date.now() - started < 1500, `committed in ${Date.now() - started} ms`);
   });
 
+  it('a transaction begun with an isolation level (START TRANSACTION …) is followed like one begun with BEGIN', async () => {
+    const stamp = await live();
+    const s0 = stamp();
+    const started = Date.now();
+    let inside = '';
+    await h().database.db.transaction().setIsolationLevel('serializable').execute(async (tx) => {
+      await tx.updateTable('accounts').set({ name: 'Stamp partner 4' }).where('kind', '=', 'partner').execute();
+      inside = stamp();
+    });
+    assert.notEqual(stamp(), s0);
+    if (h().engine === 'postgres') assert.equal(inside, s0, 'not before the commit');
+    // Taken for a write outside a transaction, its marker would wait inside the transaction for 2 s.
+    assert.ok(Date.now() - started < 1500, `committed in ${Date.now() - started} ms`);
+  });
+
   it('PostgreSQL refuses to stamp a table without a change trigger', (t) => {
     if (h().engine === 'sqlite') return t.skip('SQLite counts writes to any table');
     assert.throws(() => changeStamp(h().database.db, ['tasks']), /no change trigger on tasks/);
