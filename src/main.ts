@@ -21,12 +21,13 @@ const USAGE = `usage: callplane [serve] [--role api|worker|all]
 /** A failure at boot that the operator must fix; printed as one line, without a stack. */
 class StartupError extends Error {}
 
-function open(config: Config): Database {
+function open(config: Config, log?: pino.Logger): Database {
   try {
     return openDatabase({
       databaseUrl: config.databaseUrl,
       sqliteFile: path.join(config.dataDir, 'callplane.db'),
       poolSize: config.dbPoolSize,
+      log: log?.child({ component: 'database' }),
     });
   } catch (err) {
     throw new StartupError(`cannot open the database: ${(err as Error).message}`);
@@ -65,7 +66,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
       throw err;
     }
   }
-  const database = open(config);
+  const database = open(config, log);
   log.info({ database: database.description, role }, 'starting');
   await prepare(config, database, log);
   const { key } = loadSecretKey(config.secretKey, config.dataDir);

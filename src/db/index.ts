@@ -45,6 +45,8 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   sqliteFile?: string;
   poolSize?: number;
+  /** Where the change listener (PostgreSQL) reports losing its connection or a change marker. */
+  log?: { warn(obj: object, msg: string): void };
 }
 
 export function openDatabase(opts: DatabaseOptions): Database {
@@ -59,7 +61,7 @@ export function openDatabase(opts: DatabaseOptions): Database {
     // stops or restarts: pg emits 'error' on it, and the pool listens only while it is idle, so an
     // unheard event would kill the process. The statement in flight, or the next one, fails on its
     // own (the API answers 503, workers retry), and the pool drops the client when it comes back.
-    const watch = new PgChangeWatch(opts.databaseUrl);
+    const watch = new PgChangeWatch(opts.databaseUrl, opts.log);
     pool.on('connect', (client) => {
       client.on('error', () => {});
       watch.follow(client);

@@ -411,8 +411,7 @@ export class QueueEngine<T extends QueueTable> {
     }
     if (oneByOne) {
       const out: (QueueRow<T> | undefined)[] = [];
-      const order = items.map((_, i) => i).sort((a, b) => (items[a].lease.id < items[b].lease.id ? -1 : 1));
-      for (const i of order) out[i] = await this.#move(tx, items[i].lease, to, cause, items[i].set ?? {});
+      for (const item of items) out.push(await this.#move(tx, item.lease, to, cause, item.set ?? {}));
       return out;
     }
     const ids = items.map((item) => item.lease.id);
