@@ -5,6 +5,7 @@
 // hang-ups, transfers, model failures and timeouts, signatures and tenancy; the transcript is read
 // from the conversation tables.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
@@ -300,6 +301,12 @@ for (const engine of ENGINES) {
       assert.ok(res.body.endsWith(`<Dial><Number url="${whisper.replace(/&/g, '&amp;')}" method="POST">+14155550199</Number></Dial></Response>`), res.body);
       // Twilio fetches the whisper once the destination answers; only a signed request gets it.
       assert.equal((await fake.postSigned(whisper, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) }, { token: 'forged' })).status, 403);
+      // A conversation that is not one (not a UUID, or no such call) is 404 in our envelope, before any signature check.
+      for (const bad of ['not-a-conversation', crypto.randomUUID()]) {
+        const missing = await fake.postSigned(`${publicUrl}/api/v2/providers/twilio/voice/whisper?conversation=${bad}`, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) });
+        assert.equal(missing.status, 404, missing.body);
+        assert.match(missing.body, /"success":false/);
+      }
       const said = await fake.postSigned(whisper, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) });
       assert.equal(said.status, 200, said.body);
       assert.match(said.body, /^<\?xml[^>]*\?><Response><Say [^>]*>Hello, I have a caller for front desk on the line\. Connecting you now\.<\/Say><\/Response>$/);
