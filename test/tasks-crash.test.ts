@@ -13,6 +13,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/db/index.ts';
 import { PG_URL } from './helpers/harness.ts';
+import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
 import { eventsByTask, historyProblems, overlappingAttempts, attemptIntervals, type TaskEvent } from './helpers/task-events.ts';
 import { freePort, waitFor as until } from './helpers/wait.ts';
@@ -27,8 +28,10 @@ const LEASE_LOST = /lost its lease/;
 
 const dirs: string[] = [];
 const children = new Set<ChildProcess>();
-after(() => {
+const receivers: Receiver[] = [];
+after(async () => {
   for (const c of children) c.kill('SIGKILL');
+  for (const r of receivers) await r.close();
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
@@ -152,6 +155,8 @@ async function crashRun(engine: 'sqlite' | 'postgres'): Promise<string> {
     // Several processes on one machine: each SIP listener on a free loopback port.
     CALLPLANE_SIP_HOST: '127.0.0.1',
     CALLPLANE_SIP_PORT: '0',
+    // The organization's task subscription (its events are the history checked below) goes to a loopback receiver.
+    CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
     ...(scratch ? { DATABASE_URL: scratch.url } : {}),
   };
   const procs: Proc[] = [];
@@ -174,6 +179,11 @@ async function crashRun(engine: 'sqlite' | 'postgres'): Promise<string> {
     assert.equal(org.status, 201, JSON.stringify(org.body));
     const orgId: number = org.body.organization.id;
     const q = `targetAccountId=${orgId}`;
+    // Task events are written for organizations with a task subscription only.
+    const receiver = await startReceiver();
+    receivers.push(receiver);
+    const hook = await request(api.port, 'POST', `/api/v2/webhooks?${q}`, { url: `${receiver.url}/tasks`, label: 'history', type: 'task' });
+    assert.equal(hook.status, 201, JSON.stringify(hook.body));
     assert.equal((await request(api.port, 'POST', `/api/v2/tasks/limits?${q}`, { concurrencyPerRun: 25 })).status, 200);
 
     const accepted: string[] = [];

@@ -1,7 +1,19 @@
 // Reading a task's history back from the outbox (task_events) and checking it: the events form a
 // valid life (pending, then running/exit pairs, then the task's state), one running event per
 // attempt, and no attempt started before the previous one ended. Shared by the run and crash tests.
+import assert from 'node:assert/strict';
 import type { Db, TaskRow } from '../../src/db/types.ts';
+import type { Harness } from './harness.ts';
+
+/**
+ * Task events are written only for organizations with a `task` subscription (nobody else would
+ * receive them), so a test that reads a task's history subscribes its organization first. The
+ * receiver's address is never sent to unless the harness runs the delivery worker.
+ */
+export async function keepTaskHistory(h: Harness, org: { token: string }, url = 'https://task-history.example/events'): Promise<void> {
+  const res = await h.call('POST', '/api/v2/webhooks', { token: org.token, body: { url, label: 'task history', type: 'task' } });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+}
 
 export interface TaskEvent {
   id: string;

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness, Reply } from '../helpers/harness.ts';
+import { keepTaskHistory } from '../helpers/task-events.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 function expectError(res: Reply, status: number, ...words: string[]): void {
@@ -45,6 +46,8 @@ function api(h: () => Harness) {
   const tenant = async (body?: Record<string, unknown>) => {
     const r = await h().reseller();
     const o = await h().organization(r.id, body);
+    // Some tests read a task's history from its events.
+    await keepTaskHistory(h(), o);
     return { r, o };
   };
   return { create, get, update, remove, list, stats, made, rowsOf, tenant };

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Reply } from '../helpers/harness.ts';
+import { keepTaskHistory } from '../helpers/task-events.ts';
 
 function expectError(res: Reply, status: number, ...words: string[]): void {
   assert.equal(res.status, status, JSON.stringify(res.body));
@@ -30,6 +31,7 @@ forEachEngine('agent outboundCall and outboundSms', (h) => {
   const tenant = async () => {
     const r = await h().reseller();
     const o = await h().organization(r.id);
+    await keepTaskHistory(h(), o);
     return { r, o };
   };
   /** A 200 batch answer: its shape, and every task as GET answers it. */

@@ -4,6 +4,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachEngine } from '../helpers/engines.ts';
 import { maintenanceJobs } from '../../src/maintenance.ts';
+import { keepTaskHistory } from '../helpers/task-events.ts';
 
 const DAY = 86_400_000;
 
@@ -11,6 +12,7 @@ forEachEngine('task maintenance', (h) => {
   it('prunes tasks that ended before the retention period, and only those', async () => {
     const r = await h().reseller();
     const org = await h().organization(r.id);
+    await keepTaskHistory(h(), org);
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const res = await h().call('POST', '/api/v2/tasks', { token: org.token, body: { type: 'ping' } });
@@ -28,13 +30,16 @@ forEachEngine('task maintenance', (h) => {
       { org_id: org.id, day: new Date().toISOString().slice(0, 10), kind: 'texts', n: 2 },
     ]).execute();
 
+    const eventsOf = async (taskIds: string[]) => (await db.selectFrom('task_events').select('id').where('task_id', 'in', taskIds).execute()).length;
+    assert.equal(await eventsOf(ids.slice(0, 2)), 4, 'pending and canceled of each');
+
     const jobs = maintenanceJobs(h().database, { taskRetentionDays: 30 });
     assert.equal(await jobs.find((j) => j.name === 'prune-finished-tasks')!.run(), 2);
     assert.equal(await jobs.find((j) => j.name === 'prune-daily-counters')!.run(), 1);
 
     const left = (await db.selectFrom('tasks').select('id').where('org_id', '=', org.id).execute()).map((t) => t.id).sort();
     assert.deepEqual(left, ids.slice(2).sort());
-    assert.equal((await db.selectFrom('task_events').select('id').where('task_id', 'in', ids.slice(0, 2)).execute()).length, 0);
+    assert.equal(await eventsOf(ids.slice(0, 2)), 0);
     const stats = await h().call('GET', '/api/v2/tasks/stats', { token: org.token });
     assert.deepEqual({ total: stats.body.total, canceled: stats.body.byState.canceled, pending: stats.body.byState.pending },
       { total: 3, canceled: 1, pending: 2 });

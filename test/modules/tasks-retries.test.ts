@@ -3,6 +3,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachEngine } from '../helpers/engines.ts';
+import { keepTaskHistory } from '../helpers/task-events.ts';
 import { waitFor as until } from '../helpers/wait.ts';
 
 forEachEngine('busy and no-answer retries', (h) => {
@@ -22,6 +23,7 @@ forEachEngine('busy and no-answer retries', (h) => {
   it('retries.busy = 3 makes four attempts a delay apart, past the default attempt budget, then the outcome stands', async () => {
     const r = await h().reseller();
     const org = await h().organization(r.id);
+    await keepTaskHistory(h(), org);
     const set = await h().call('POST', '/api/v2/tasks/limits', { token: org.token, body: { retries: { busy: 3, delaySec: 1 } } });
     assert.equal(set.status, 200, JSON.stringify(set.body));
     const res = await h().call('POST', '/api/v2/tasks', { token: org.token, body: { type: 'call', target: '+15005550002' } });

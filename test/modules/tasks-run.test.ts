@@ -11,7 +11,7 @@ import type { TaskRow } from '../../src/db/types.ts';
 import { TaskQueue, type TaskQueueDeps } from '../../src/modules/tasks/task-queue.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness } from '../helpers/harness.ts';
-import { attemptIntervals, eventsByTask, historyProblems } from '../helpers/task-events.ts';
+import { attemptIntervals, eventsByTask, historyProblems, keepTaskHistory } from '../helpers/task-events.ts';
 import { sleep, waitFor } from '../queue/fixtures.ts';
 
 const HOUR = 3_600_000;
@@ -31,6 +31,8 @@ function kit(h: () => Harness) {
     async tenant(orgBody: Record<string, unknown> = {}) {
       const r = await h().reseller();
       const o = await h().organization(r.id, orgBody);
+      // These tests read each task's history from its events.
+      await keepTaskHistory(h(), o);
       return { reseller: r, org: o };
     },
     async submit(org: Org, body: Record<string, unknown>): Promise<string> {

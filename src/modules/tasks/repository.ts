@@ -8,6 +8,7 @@ import { newId } from '../../lib/ids.ts';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
 import { presentTask } from './present.ts';
 import { accountRepo } from '../accounts/repository.ts';
+import { subscriptionRepo } from '../webhooks/subscriptions/repository.ts';
 
 export type TaskEventType = DB['task_events']['type'];
 export type CounterKind = 'calls' | 'texts' | 'tasks';
@@ -64,10 +65,17 @@ export const taskRepo = {
   /**
    * The outbox rows for tasks' state changes, written by whoever made the change in the same
    * transaction; the dispatcher (src/modules/webhooks/dispatcher.ts) turns them into deliveries.
+   * Only for organizations with a `task` subscription, read in the same transaction: an event
+   * nobody subscribed to would be written, dispatched to no one and marked, three times per task.
+   * A new subscription therefore receives the changes made after it was saved, not earlier ones.
    */
   async writeEvents(tx: Executor, rows: readonly TaskRow[], type: TaskEventType, now: number): Promise<void> {
     if (rows.length === 0) return;
-    await tx.insertInto('task_events').values(rows.map((row) => ({
+    const orgIds = new Set(rows.map((row) => row.org_id));
+    const subscribed = await subscriptionRepo.orgsSubscribed(tx, [...orgIds], 'task');
+    if (subscribed.size === 0) return;
+    const wanted = subscribed.size === orgIds.size ? rows : rows.filter((row) => subscribed.has(row.org_id));
+    await tx.insertInto('task_events').values(wanted.map((row) => ({
       id: newId('evt', now), org_id: row.org_id, task_id: row.id, type,
       payload: JSON.stringify({ type, task: presentTask(row) }), created_at: now,
     }))).execute();

@@ -27,6 +27,13 @@ export const subscriptionRepo = {
     return db.selectFrom('webhooks').select(['id', 'org_id'])
       .where('type', '=', type).where('org_id', 'in', orgIds).orderBy('id').execute();
   },
+  /** Which of these organizations have a subscription of this type (those whose events are written). */
+  async orgsSubscribed(db: Executor, orgIds: readonly number[], type: string): Promise<Set<number>> {
+    if (orgIds.length === 0) return new Set();
+    const rows = await db.selectFrom('webhooks').select('org_id').distinct()
+      .where('type', '=', type).where('org_id', 'in', orgIds).execute();
+    return new Set(rows.map((r) => r.org_id));
+  },
   async insert(db: Executor, row: Insertable<DB['webhooks']>): Promise<WebhookRow> {
     return db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
   },
