@@ -83,10 +83,11 @@ forEachEngine('authentication cache', (h) => {
     const o = await h().organization(r.id);
     assert.equal((await whoAmI(h(), o.token) as { id: number }).id, o.id);
     await fromOutside(h(), 'update accounts set name = ? where id = ?', ['Renamed outside', o.id]);
-    // SQLite sees it at the next request (data_version); PostgreSQL when the trigger's NOTIFY
-    // arrives, which an operator's shell does not wait for (callplane's own writes do: below).
+    // SQLite sees it from the next turn of the event loop (data_version is read once a turn);
+    // PostgreSQL when the trigger's NOTIFY arrives, which an operator's shell does not wait for
+    // (callplane's own writes do: below).
     const seen = async <T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean) => h().engine === 'sqlite'
-      ? read() : waitFor(what, async () => { const v = await read(); return ok(v) ? v : undefined; }, 1000, 5);
+      ? new Promise((r) => setImmediate(r)).then(read) : waitFor(what, async () => { const v = await read(); return ok(v) ? v : undefined; }, 1000, 5);
     assert.equal((await seen('the new name', () => whoAmI(h(), o.token), (v) => (v as { name: string }).name === 'Renamed outside') as { name: string }).name, 'Renamed outside');
     await fromOutside(h(), 'delete from tokens where hash = ?', [hashToken(o.token)]);
     assert.equal(await seen('the token refused', () => whoAmI(h(), o.token), (v) => v === 401), 401);
