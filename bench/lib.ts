@@ -1,6 +1,6 @@
 // Shared pieces of the benchmarks: start a real callplane process on a fresh database of either
 // engine, and measure an HTTP route with autocannon from this (separate) process.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -14,6 +14,24 @@ export type Engine = 'sqlite' | 'postgres';
 export const SERVER_DIR = path.resolve(process.env.BENCH_SERVER_DIR ?? path.join(import.meta.dirname, '..'));
 export const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 export const ENGINES: Engine[] = PG_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+
+let built = false;
+/**
+ * The command line of `serve --role <role>` as `npm start` runs it: node with the start script's
+ * flags (package.json) on the compiled dist/, which is built first (once per benchmark process),
+ * so what is measured is the code of the checkout, started the way users start it.
+ */
+export function serveArgs(role: string): string[] {
+  if (!built) {
+    const tsc = spawnSync(process.execPath, [path.join(SERVER_DIR, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: SERVER_DIR, stdio: 'inherit' });
+    if (tsc.status !== 0) throw new Error(`building ${SERVER_DIR} failed`);
+    built = true;
+  }
+  const start = (JSON.parse(fs.readFileSync(path.join(SERVER_DIR, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const m = /\bnode\b(.*?)\bdist\/main\.js\s+serve\b/.exec(start);
+  if (!m) throw new Error(`the start script does not run dist/main.js serve: ${start}`);
+  return [...m[1].split(/\s+/).filter(Boolean), 'dist/main.js', 'serve', '--role', role];
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -110,7 +128,7 @@ export function postgresCpuSeconds(): number {
  * has started). A worker logs at info only at start and for maintenance jobs, so info costs nothing.
  */
 export async function startWorker(store: Store, extraEnv: Record<string, string> = {}): Promise<Proc> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', 'worker'], {
+  const child: ChildProcess = spawn(process.execPath, serveArgs('worker'), {
     env: { ...store.env, LOG_LEVEL: 'info', ...extraEnv }, stdio: ['ignore', 'pipe', 'inherit'], cwd: SERVER_DIR,
   });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -153,7 +171,7 @@ export async function startServer(engine: Engine, role = 'api', extraEnv: Record
   const own = !store;
   const s = store ?? await createStore(engine);
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', role], {
+  const child: ChildProcess = spawn(process.execPath, serveArgs(role), {
     env: { ...s.env, PORT: String(port), ...extraEnv }, stdio: ['ignore', 'ignore', 'inherit'], cwd: SERVER_DIR,
   });
   const url = `http://127.0.0.1:${port}`;
