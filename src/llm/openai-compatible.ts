@@ -3,7 +3,7 @@
 // the OpenAI-compatible endpoints of Anthropic and Google all speak it. The client times requests
 // out and retries 408/409/429/5xx with exponential backoff (honouring Retry-After); what still
 // fails becomes a ModelError that names the provider.
-import OpenAI, { APIError } from 'openai';
+import { lazyClient, openaiSdk, type OpenAI } from '../lib/openai-sdk.ts';
 import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { ModelError, type ChatEngine, type ChatMessage, type ChatRequest, type ChatResult, type ToolCall } from './types.ts';
 
@@ -55,11 +55,11 @@ function describe(err: Error): string {
 export class OpenAICompatible implements ChatEngine {
   readonly simulated = false;
   readonly name: string;
-  private readonly client: OpenAI;
+  private readonly client: () => Promise<OpenAI>;
 
   constructor(opts: OpenAICompatibleOptions) {
     this.name = opts.name;
-    this.client = new OpenAI({
+    this.client = lazyClient({
       baseURL: opts.baseUrl,
       // Local servers (Ollama, llama.cpp) take no key; the client insists on one.
       apiKey: opts.apiKey ?? 'no-key',
@@ -79,7 +79,7 @@ export class OpenAICompatible implements ChatEngine {
     let usage = { input: 0, output: 0 };
     const calls = new Map<number, ToolCall>();
     try {
-      const stream = await this.client.chat.completions.create({
+      const stream = await (await this.client()).chat.completions.create({
         model: req.model,
         messages: req.messages.map(toWire),
         ...(tools ? { tools } : {}),
@@ -113,6 +113,7 @@ export class OpenAICompatible implements ChatEngine {
     } catch (err) {
       if (err instanceof ModelError) throw err;
       if (req.signal?.aborted) throw err;
+      const { APIError } = await openaiSdk();
       if (err instanceof APIError) throw new ModelError(this.name, `${err.status ?? 'no status'} ${describe(err)}`, err.status as number | undefined);
       throw new ModelError(this.name, describe(err as Error));
     }
@@ -125,12 +126,13 @@ export class OpenAICompatible implements ChatEngine {
   async listModels(signal?: AbortSignal): Promise<string[]> {
     try {
       const ids: string[] = [];
-      for await (const m of this.client.models.list({ signal })) {
+      for await (const m of (await this.client()).models.list({ signal })) {
         ids.push(m.id);
         if (ids.length >= 1000) break;
       }
       return ids;
     } catch (err) {
+      const { APIError } = await openaiSdk();
       if (err instanceof APIError) throw new ModelError(this.name, `listing models: ${err.status ?? 'no status'} ${describe(err)}`, err.status as number | undefined);
       throw new ModelError(this.name, `listing models: ${describe(err as Error)}`);
     }

@@ -1,7 +1,6 @@
 // Audio files a customer points us at (an agent's backgroundAudio): WAV (PCM 16-bit mono) or MP3
 // (decoded by mpg123-decoder, WebAssembly), to PCM16 mono at 8 kHz for the call. Bounded: at most
 // MAX_AUDIO_SECONDS of audio comes out, whatever the file claims.
-import { MPEGDecoder } from 'mpg123-decoder';
 import { resample } from '../speech/resample.ts';
 import { parseWav } from '../speech/wav.ts';
 
@@ -30,6 +29,8 @@ export async function decodeAudioFile(bytes: Uint8Array): Promise<Int16Array> {
       throw new AudioFileError(`not a usable WAV file: ${(err as Error).message}`);
     }
   } else if (isMp3(bytes)) {
+    // Loaded with the first MP3 (its WebAssembly decoder is not needed until then).
+    const { MPEGDecoder } = await import('mpg123-decoder');
     const decoder = new MPEGDecoder();
     await decoder.ready;
     try {

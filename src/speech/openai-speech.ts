@@ -11,7 +11,7 @@
 //   header, so the rate is configuration: `pcmSampleRate`); `wav` carries its rate in its header,
 //   which is why it is the portable choice for local servers (Kokoro writes 24 kHz, Piper-based
 //   ones 22050 Hz). Both stream: the body is read as it arrives.
-import OpenAI, { APIConnectionTimeoutError, APIError, toFile } from 'openai';
+import { lazyClient, openaiSdk, type OpenAI } from '../lib/openai-sdk.ts';
 import { languageTag, speedFactor, synthesisText, utteranceSamples } from './input.ts';
 import { buildWav, bytesToPcm16, readWavHeader, WavError } from './wav.ts';
 import {
@@ -51,8 +51,8 @@ const MAX_PROMPT_CHARS = 800;
 /** 2000 characters is two minutes of speech or so: 6 MB at 24 kHz. */
 const MAX_SPEECH_BYTES = 16 * 1024 * 1024;
 
-function client(o: OpenAISpeechOptions): OpenAI {
-  return new OpenAI({
+function client(o: OpenAISpeechOptions): () => Promise<OpenAI> {
+  return lazyClient({
     baseURL: o.baseUrl,
     // Local servers take no key; the client insists on one.
     apiKey: o.apiKey ?? 'no-key',
@@ -62,8 +62,9 @@ function client(o: OpenAISpeechOptions): OpenAI {
   });
 }
 
-function failure(name: string, err: unknown, signal: AbortSignal | undefined, what: string): unknown {
+async function failure(name: string, err: unknown, signal: AbortSignal | undefined, what: string): Promise<unknown> {
   if (err instanceof SpeechError) return err;
+  const { APIConnectionTimeoutError, APIError } = await openaiSdk();
   // The caller's own abort comes back as it is.
   if (signal?.aborted) return signal.reason ?? err;
   if (err instanceof APIConnectionTimeoutError) return new SpeechError(name, 'timeout', `${what}: the request timed out`);
@@ -75,7 +76,7 @@ export class OpenAITranscriber implements SpeechToText {
   readonly offline = false;
   readonly name: string;
   readonly model: string;
-  private readonly client: OpenAI;
+  private readonly client: () => Promise<OpenAI>;
 
   constructor(opts: OpenAISpeechOptions) {
     this.name = opts.name ?? 'openai';
@@ -91,8 +92,9 @@ export class OpenAITranscriber implements SpeechToText {
     if (pcm.length === 0) return { text: '', engine: this.name, model: this.model };
     const prompt = opts.grammar?.kind === 'phrases' ? opts.grammar.phrases.join(', ').slice(0, MAX_PROMPT_CHARS) : undefined;
     try {
+      const { toFile } = await openaiSdk();
       const file = await toFile(buildWav(pcm, sampleRate), 'utterance.wav', { type: 'audio/wav' });
-      const r = await this.client.audio.transcriptions.create({
+      const r = await (await this.client()).audio.transcriptions.create({
         file, model: this.model, response_format: 'json',
         ...(tag.language.length === 2 ? { language: tag.language } : {}),
         ...(prompt ? { prompt } : {}),
@@ -100,7 +102,7 @@ export class OpenAITranscriber implements SpeechToText {
       if (typeof r?.text !== 'string') throw new SpeechError(this.name, 'failed', 'transcription: the answer has no text');
       return { text: r.text.trim(), engine: this.name, model: this.model };
     } catch (err) {
-      throw failure(this.name, err, opts.signal, 'transcription');
+      throw await failure(this.name, err, opts.signal, 'transcription');
     }
   }
 
@@ -118,7 +120,7 @@ export class OpenAISynthesizer implements TextToSpeech {
   private readonly pcmRate: number;
   private readonly voices: { female: string; male: string };
   private readonly timeoutMs: number;
-  private readonly client: OpenAI;
+  private readonly client: () => Promise<OpenAI>;
 
   constructor(opts: OpenAISynthesizerOptions) {
     this.name = opts.name ?? 'openai';
@@ -169,7 +171,7 @@ export class OpenAISynthesizer implements TextToSpeech {
     let rate = this.format === 'pcm' ? this.pcmRate : 0;
     let bytes = 0;
     try {
-      const res = await this.client.audio.speech.create({
+      const res = await (await this.client()).audio.speech.create({
         model: this.model, voice, input, response_format: this.format, ...(speed !== 1 ? { speed } : {}),
       }, { signal });
       if (!res.body) throw new SpeechError(this.name, 'failed', 'speech: the answer has no body');
@@ -198,7 +200,7 @@ export class OpenAISynthesizer implements TextToSpeech {
     } catch (err) {
       if (err instanceof WavError) throw new SpeechError(this.name, 'failed', `speech: the answer is not a PCM16 mono WAV: ${err.message}`);
       if (timedOut && !opts.signal?.aborted) throw new SpeechError(this.name, 'timeout', `speech: the audio did not end within ${this.timeoutMs} ms of the answer`);
-      throw failure(this.name, err, opts.signal, 'speech');
+      throw await failure(this.name, err, opts.signal, 'speech');
     } finally {
       clearTimeout(timer);
       stopped.abort();

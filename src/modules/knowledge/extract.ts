@@ -1,7 +1,6 @@
 // The text of an uploaded document: plain text and Markdown as they are (UTF-8), HTML turned
 // into its visible text, PDF through unpdf (pdf.js). The format comes from the file name's
 // extension, else from the part's content type.
-import { extractText, getDocumentProxy } from 'unpdf';
 import type { KbDocumentFormat } from '../../db/types.ts';
 import { Invalid } from '../../http/errors.ts';
 
@@ -70,6 +69,8 @@ export function normalizeText(s: string): string {
 
 async function pdfText(bytes: Buffer): Promise<string> {
   try {
+    // Loaded with the first PDF.
+    const { extractText, getDocumentProxy } = await import('unpdf');
     const doc = await getDocumentProxy(new Uint8Array(bytes), { isEvalSupported: false, verbosity: 0 });
     try {
       const { text } = await extractText(doc, { mergePages: false });

@@ -8,7 +8,8 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
-import { CsvError, Parser } from 'csv-parse';
+// Types only: the parser is loaded with the first import (an idle service need not hold it).
+import type { CsvError, Parser } from 'csv-parse';
 import { drainRequest } from '../../http/drain.ts';
 import type { App } from '../../http/types.ts';
 import type { NewTask } from '../../db/types.ts';
@@ -199,7 +200,8 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
   };
 
   type Item = { record: string[]; info: { lines: number } } | { skip: CsvError };
-  const parser: Parser = new Parser({
+  const { Parser: CsvParser } = await import('csv-parse');
+  const parser: Parser = new CsvParser({
     bom: true,
     info: true,
     relax_quotes: true,
