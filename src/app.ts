@@ -40,6 +40,8 @@ import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 
+import { lazySchemas, type LazySchemas } from './http/lazy-schemas.ts';
+
 export type { App } from './http/types.ts';
 
 export interface AppDeps {
@@ -50,6 +52,8 @@ export interface AppDeps {
   /** A pino logger; without one the app logs nothing (tests). */
   logger?: FastifyBaseLogger;
   metrics?: Metrics;
+  /** Compilers of the routes' schemas (compiled on first use); given by a test that compiles them all. */
+  schemas?: LazySchemas;
 }
 
 const SECRET_PARAMS = new Set(['token', 'authtoken']);
@@ -94,6 +98,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     ajv: { customOptions: { allErrors: false } },
+    // Each route's validators and serializers are compiled when the route is first called (src/http/lazy-schemas.ts).
+    schemaController: { compilersFactory: (deps.schemas ?? lazySchemas()).compilersFactory },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Errors raised before any route or hook runs come in our envelope too (src/http/error-replies.ts).
     frameworkErrors: frameworkErrorReply,

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { buildApp, type App } from '../../src/app.ts';
+import { buildApp, type App, type AppDeps } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
@@ -78,6 +78,8 @@ export interface HarnessOptions {
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
   voiceGrammar?: PlatformDeps['voiceGrammar'];
+  /** The compilers of the app's route schemas (test/http/lazy-schemas.test.ts compiles them all). */
+  schemas?: AppDeps['schemas'];
 }
 
 export async function startHarness(engine: Engine, env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -116,7 +118,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   if (opts.worker) await tasks.startWorker();
   if (opts.deliveries) await deliveries.startWorker();
   if (opts.turns) platform.turns.startWorker();
-  const app = await buildApp({ config, database, services: platform.services });
+  const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas });
   await app.ready();
   const adminToken = newToken!;
 
