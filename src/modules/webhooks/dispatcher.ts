@@ -36,6 +36,13 @@ export interface DispatchResult {
 export const CURSOR_BATCHES = 20;
 
 /**
+ * Shortest time between the starts of two polls when wakeups come faster: every commit of tasks
+ * wakes the dispatcher, and most of them wrote no event (organizations without a task
+ * subscription write none), so a busy queue would have it look many hundred times a second.
+ */
+export const WAKE_GAP_MS = 20;
+
+/**
  * One batch: up to `batch` undispatched events, oldest first, locked with SKIP LOCKED (on
  * PostgreSQL), so dispatchers of several workers take disjoint batches.
  */
@@ -124,6 +131,7 @@ export class OutboxDispatcher {
     while (!this.#stopping) {
       let full = false;
       const cursor = after;
+      const polledAt = Date.now();
       try {
         const r = await dispatchTaskEvents(this.o.db, { batch, now: this.o.now?.(), maxAttempts: this.o.maxAttempts, after: cursor });
         if (r.deliveries > 0) this.o.onDeliveries?.();
@@ -141,7 +149,10 @@ export class OutboxDispatcher {
         cursorBatches = 0;
         this.o.log?.error({ err }, 'outbox dispatch failed');
       }
-      if (!full) await this.#waker.wait(this.o.everyMs);
+      if (!full && (await this.#waker.wait(this.o.everyMs)) === 'notified') {
+        const since = Date.now() - polledAt;
+        if (since < WAKE_GAP_MS && !this.#stopping) await new Promise((resolve) => setTimeout(resolve, WAKE_GAP_MS - since));
+      }
     }
   }
 }
