@@ -38,6 +38,9 @@ export type Outcome<Row> = (
   settled?: () => void;
 };
 
+/** A completion with the writes that must commit with it. */
+type Settling<Row> = Completion<Row> & { after?: Outcome<Row>['after'] };
+
 export interface HandlerContext {
   /** Aborted with a QueueAbortError when the row is canceled, its lease is lost, or the runner stops. */
   signal: AbortSignal;
@@ -115,15 +118,24 @@ export class QueueRunner<T extends QueueTable> {
     if (!(this.#o.concurrency >= 1)) throw new Error('queue runner: concurrency must be at least 1');
     const { engine, db } = this.#o;
     // Rows finishing together settle in one transaction (src/db/group-commit.ts): one commit, and
-    // the owner's per-transition rows (an organization's counts) written once for the group.
+    // the owner's per-transition rows (an organization's counts) written once for the group. Each
+    // row's `after` writes (a delivery's attempt log) follow in the same transaction, for the rows
+    // this worker still held; one that fails has the group written again row by row.
     this.#completions = new GroupCommit({
       db,
       concurrency: Math.min(2, this.#o.writers ?? 1),
-      write: (tx, jobs) => engine.completeMany(tx, jobs),
+      write: async (tx, jobs) => {
+        const written = await engine.completeMany(tx, jobs);
+        for (let i = 0; i < jobs.length; i++) {
+          const row = written[i];
+          if (row && jobs[i].after) await jobs[i].after!(tx, row);
+        }
+        return written;
+      },
     });
   }
 
-  readonly #completions: GroupCommit<Completion<QueueRow<T>>, QueueRow<T> | undefined>;
+  readonly #completions: GroupCommit<Settling<QueueRow<T>>, QueueRow<T> | undefined>;
 
   /** Rows this runner is running now. */
   get running(): number {
@@ -251,16 +263,18 @@ export class QueueRunner<T extends QueueTable> {
     } catch (err) {
       outcome = this.#onThrow(row, err, controller.signal);
     }
-    const settle = (ex: Executor) => outcome.kind === 'complete'
-      ? engine.complete(ex, row, { state: outcome.state, set: outcome.set })
-      : engine.retry(ex, row, { runAt: outcome.runAt, set: outcome.set, uncounted: outcome.uncounted });
     // The engine ignores a stale lease, so a handler that outlived its lease changes nothing.
-    const after = outcome.after;
+    const settled = outcome;
     const write = async () => {
-      if (!after && outcome.kind === 'complete') await this.#completions.submit({ lease: row, state: outcome.state, set: outcome.set });
-      else if (!after) await settle(db);
+      if (settled.kind === 'complete') {
+        await this.#completions.submit({ lease: row, state: settled.state, set: settled.set, after: settled.after });
+        return;
+      }
+      const retry = (ex: Executor) => engine.retry(ex, row, { runAt: settled.runAt, set: settled.set, uncounted: settled.uncounted });
+      const after = settled.after;
+      if (!after) await retry(db);
       else await db.transaction().execute(async (tx) => {
-        const written = await settle(tx);
+        const written = await retry(tx);
         if (written) await after(tx, written);
       });
     };
