@@ -10,6 +10,8 @@
 //   pgboss   — (PostgreSQL) pg-boss 10 draining as many no-op jobs on the same server, against
 //              callplane's drain of as many pings, in the same run: issue 15's baseline
 // Usage: npm run bench:tasks [-- submit drain pgboss lateness]   (all by default)
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -120,17 +122,29 @@ async function submit(engine: Engine, role: 'api' | 'all'): Promise<void> {
   }
 }
 
-/** Commits DRAIN_N pings at once while `workers` worker processes wait; tasks/s until all finished. */
-async function drain(engine: Engine, workers: number): Promise<number> {
+/**
+ * Commits DRAIN_N pings at once while `workers` worker processes wait; tasks/s until all finished.
+ * `subscribed`: the organization has a task subscription (to a receiver in this process that
+ * answers 200), so every state change writes an outbox event and the workers deliver it too.
+ */
+async function drain(engine: Engine, workers: number, opts: { subscribed?: boolean } = {}): Promise<number> {
   const store = await createStore(engine);
-  const setup = await startServer(engine, 'api', {}, store);
+  let received = 0;
+  const receiver = opts.subscribed ? http.createServer((req, res) => { received++; req.resume(); req.on('end', () => res.end('ok')); }) : undefined;
+  if (receiver) await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const env: Record<string, string> = receiver ? { CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' } : {};
+  const setup = await startServer(engine, 'api', env, store);
   let org: Awaited<ReturnType<typeof organization>>;
   try {
     org = await organization(setup);
+    if (receiver) {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/events`;
+      await api(setup, 'POST', '/api/v2/webhooks', {}, { url, label: 'bench', type: 'task' }, org.token);
+    }
   } finally {
     await setup.stop(); // one process per SQLite DATA_DIR: the API must be gone before the worker starts
   }
-  const procs = await Promise.all(Array.from({ length: workers }, () => startWorker(store)));
+  const procs = await Promise.all(Array.from({ length: workers }, () => startWorker(store, env)));
   const database = open(store);
   try {
     const now = Date.now();
@@ -160,15 +174,33 @@ async function drain(engine: Engine, workers: number): Promise<number> {
       .where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
     const busyS = (Number(span.last) - Number(span.first)) / 1000;
     const wallS = (done - committed) / 1000;
-    console.log(`${engine.padEnd(8)} ${workers} worker${workers > 1 ? 's' : ' '} ${fmt(drainN)} pings: ` +
+    console.log(`${engine.padEnd(8)} ${workers} worker${workers > 1 ? 's' : ' '} ${fmt(drainN)} pings${receiver ? ` (task subscription: ${fmt(received)} events delivered by then)` : ''}: ` +
       `${fmt(drainN / busyS)} tasks/s (first start → last finish ${busyS.toFixed(2)} s; commit → all seen finished ${wallS.toFixed(2)} s; max attempts ${span.attempts}); ` +
       `CPU per task: workers ${(workerCpu / drainN * 1e6).toFixed(0)} µs` +
       (engine === 'postgres' ? `, PostgreSQL server ${(pgCpu / drainN * 1e6).toFixed(0)} µs (CPU-seconds per second: ${((workerCpu + pgCpu) / wallS).toFixed(2)} of ${os.cpus().length})` : ''));
+    if (receiver) {
+      // Then every event's delivery: three per ping (pending, running, finished).
+      const want = 3 * drainN;
+      const deadline = Date.now() + 300_000;
+      for (;;) {
+        const r = await database.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('org_id', '=', org.orgId).where('state', '=', 'finished').executeTakeFirstOrThrow();
+        if (Number(r.n) >= want) break;
+        if (Date.now() > deadline) throw new Error(`only ${r.n} of ${want} deliveries finished`);
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      const d = await database.db.selectFrom('webhook_deliveries')
+        .select((eb) => [eb.fn.min('created_at').as('first'), eb.fn.max('finished_at').as('last')])
+        .where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
+      const spanS = (Number(d.last) - Number(d.first)) / 1000;
+      console.log(`${''.padEnd(8)} and its ${fmt(want)} deliveries: ${fmt(want / spanS)} deliveries/s (first created → last delivered ${spanS.toFixed(2)} s; the receiver counted ${fmt(received)})`);
+    }
     return drainN / busyS;
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
     await database.close();
     await store.drop();
+    receiver?.close();
   }
 }
 
@@ -279,8 +311,11 @@ if (run('pgboss') && PG_URL) {
   const boss = await pgBossDrain(n);
   const one = await drain('postgres', 1);
   const two = await drain('postgres', 2);
+  // Not the target's case (pg-boss's jobs notify nobody), but what a subscribed organization costs.
+  const subscribed = await drain('postgres', 1, { subscribed: true });
   drainN = saved;
-  console.log(`callplane ÷ pg-boss: 1 worker ${(one / boss).toFixed(2)}×, 2 workers ${(two / boss).toFixed(2)}× (target ≥ 1.0×)`);
+  console.log(`callplane ÷ pg-boss: 1 worker ${(one / boss).toFixed(2)}×, 2 workers ${(two / boss).toFixed(2)}× (target ≥ 1.0×); ` +
+    `1 worker with a task subscription ${(subscribed / boss).toFixed(2)}×`);
 }
 if (run('lateness')) {
   console.log('## lateness: serve --role all, pings due at whole seconds');
