@@ -33,8 +33,8 @@ export interface Database {
   /**
    * Refreshes the query planner's statistics of `tables` after a bulk write. PostgreSQL: ANALYZE
    * (autovacuum would, but up to a minute later; until then a plan made for the table as it was,
-   * say empty, reads and sorts every due task at each claim). SQLite plans these queries without
-   * statistics: nothing to do.
+   * say empty, reads and sorts every due task at each claim). SQLite: ANALYZE of each table, with
+   * the analysis limit set at open (a millisecond or so).
    */
   refreshStatistics(tables: readonly string[]): Promise<void>;
   ping(): Promise<void>;
@@ -91,6 +91,13 @@ export function openDatabase(opts: DatabaseOptions): Database {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  // Planner statistics: ANALYZE reads at most ~1,000 rows of each index (a millisecond or so on a
+  // large table), and a start analyzes what has never been or has changed a lot since. Without
+  // statistics SQLite claimed due tasks through the (state, lease_expires_at) index and sorted every
+  // pending row per claim (1.4 ms a claim with 10,000 pending) instead of reading the partial
+  // claim-order index (0.3 ms).
+  sqlite.pragma('analysis_limit = 1000');
+  sqlite.pragma('optimize = 0x10002');
   // pg_notify tells other processes that a queue has work (src/queue/waker.ts). A DATA_DIR has one
   // serving process, so on SQLite there is nobody to tell: the same statement runs and does nothing.
   sqlite.function('pg_notify', { deterministic: false, varargs: true }, () => null);
@@ -106,7 +113,9 @@ export function openDatabase(opts: DatabaseOptions): Database {
     description: `sqlite:${file}`,
     concurrentWriters: 1,
     listen: async () => ({ close: async () => {} }),
-    refreshStatistics: async () => {},
+    refreshStatistics: async (tables) => {
+      for (const t of tables) await sql`analyze ${sql.table(t)}`.execute(db);
+    },
     ping: async () => void (await sql`select 1`.execute(db)),
     close: () => db.destroy(),
   };

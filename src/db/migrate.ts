@@ -19,6 +19,7 @@ import { conversationIndexes } from './migrations/0014-conversation-indexes.ts';
 import { rateLimitCounters } from './migrations/0015-rate-limit-counters.ts';
 import { changeNotifications } from './migrations/0016-change-notifications.ts';
 import { claimOrderIndex } from './migrations/0017-claim-order-index.ts';
+import { runningLeaseIndex } from './migrations/0018-running-lease-index.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -39,6 +40,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0015-rate-limit-counters': rateLimitCounters(),
     '0016-change-notifications': changeNotifications(dialect),
     '0017-claim-order-index': claimOrderIndex(),
+    '0018-running-lease-index': runningLeaseIndex(),
   };
 }
 
