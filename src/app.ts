@@ -39,7 +39,6 @@ import { voiceRoutes } from './modules/conversations/voice-routes.ts';
 import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
-
 import { lazySchemas, type LazySchemas } from './http/lazy-schemas.ts';
 
 export type { App } from './http/types.ts';

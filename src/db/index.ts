@@ -92,10 +92,8 @@ export function openDatabase(opts: DatabaseOptions): Database {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   // Planner statistics: ANALYZE reads at most ~1,000 rows of each index (a millisecond or so on a
-  // large table), and a start analyzes what has never been or has changed a lot since. Without
-  // statistics SQLite claimed due tasks through the (state, lease_expires_at) index and sorted every
-  // pending row per claim (1.4 ms a claim with 10,000 pending) instead of reading the partial
-  // claim-order index (0.3 ms).
+  // large table), and a start analyzes what has never been or has changed a lot since, so plans
+  // follow the tables as they grow (refreshStatistics does the same after a bulk insert).
   sqlite.pragma('analysis_limit = 1000');
   sqlite.pragma('optimize = 0x10002');
   // pg_notify tells other processes that a queue has work (src/queue/waker.ts). A DATA_DIR has one

@@ -1,8 +1,7 @@
 // The `openai` package, loaded on first use: about half a megabyte of source and the objects its
 // modules build, which a service that never talks to an OpenAI-compatible model or speech server
 // (every idle one, and one configured for the simulated or offline engines) does not need in memory.
-import type OpenAI from 'openai';
-import type { ClientOptions } from 'openai';
+import type { ClientOptions, default as OpenAI } from 'openai';
 
 export type { OpenAI };
 type Sdk = typeof import('openai');

@@ -72,7 +72,7 @@ export const taskRepo = {
   async writeEvents(tx: Executor, rows: readonly TaskRow[], type: TaskEventType, now: number): Promise<void> {
     if (rows.length === 0) return;
     const orgIds = new Set(rows.map((row) => row.org_id));
-    const subscribed = await subscriptionRepo.orgsSubscribed(tx, [...orgIds], 'task');
+    const subscribed = new Set((await subscriptionRepo.ofType(tx, [...orgIds], 'task')).map((s) => s.org_id));
     if (subscribed.size === 0) return;
     const wanted = subscribed.size === orgIds.size ? rows : rows.filter((row) => subscribed.has(row.org_id));
     await tx.insertInto('task_events').values(wanted.map((row) => ({

@@ -21,18 +21,11 @@ export const subscriptionRepo = {
   async findById(db: Executor, id: number): Promise<WebhookRow | undefined> {
     return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
   },
-  /** The subscriptions of one type of these organizations (the fan-out of their events), by id. */
+  /** The subscriptions of one type of these organizations, by id: whether their events are written, and where they go. */
   async ofType(db: Executor, orgIds: readonly number[], type: string): Promise<Pick<WebhookRow, 'id' | 'org_id'>[]> {
     if (orgIds.length === 0) return [];
     return db.selectFrom('webhooks').select(['id', 'org_id'])
       .where('type', '=', type).where('org_id', 'in', orgIds).orderBy('id').execute();
-  },
-  /** Which of these organizations have a subscription of this type (those whose events are written). */
-  async orgsSubscribed(db: Executor, orgIds: readonly number[], type: string): Promise<Set<number>> {
-    if (orgIds.length === 0) return new Set();
-    const rows = await db.selectFrom('webhooks').select('org_id').distinct()
-      .where('type', '=', type).where('org_id', 'in', orgIds).execute();
-    return new Set(rows.map((r) => r.org_id));
   },
   async insert(db: Executor, row: Insertable<DB['webhooks']>): Promise<WebhookRow> {
     return db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
