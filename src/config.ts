@@ -24,6 +24,8 @@ export interface Config {
   readonly defaultPlanId: string;
   readonly oneTimeTokenTtlSeconds: number;
   readonly dbPoolSize: number;
+  /** PostgreSQL: repeated statements are prepared per connection (CALLPLANE_PG_PREPARED_STATEMENTS, default on). */
+  readonly pgPreparedStatements: boolean;
   /** Tasks one worker process runs at once (CALLPLANE_WORKER_CONCURRENCY). */
   readonly workerConcurrency: number;
   /**
@@ -422,6 +424,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultPlanId: env.CALLPLANE_DEFAULT_PLAN_ID || 'standard',
     oneTimeTokenTtlSeconds: int(env, 'CALLPLANE_ONE_TIME_TOKEN_TTL_SECONDS', 300, 10, 3600),
     dbPoolSize: int(env, 'CALLPLANE_DB_POOL_SIZE', 10, 1, 200),
+    pgPreparedStatements: boolOn(env, 'CALLPLANE_PG_PREPARED_STATEMENTS'),
     workerConcurrency: int(env, 'CALLPLANE_WORKER_CONCURRENCY', 50, 1, 1000),
     taskLeaseMs: int(env, 'CALLPLANE_TASK_LEASE_MS', 30_000, 1000, 3_600_000),
     simulatedCallSeconds: num(env, 'CALLPLANE_SIMULATED_CALL_SECONDS', 3, 0, 9999),

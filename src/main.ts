@@ -27,6 +27,7 @@ function open(config: Config, log?: pino.Logger): Database {
       databaseUrl: config.databaseUrl,
       sqliteFile: path.join(config.dataDir, 'callplane.db'),
       poolSize: config.dbPoolSize,
+      preparedStatements: config.pgPreparedStatements,
       log: log?.child({ component: 'database' }),
     });
   } catch (err) {

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, SqliteQueryCompiler, sql, type SelectModifierNode } from 'kysely';
 import { PgChangeWatch, WriteCounter, writeTargets, type ChangeStamp } from './change-stamps.ts';
 import { listenOn, type Listener } from './notifications.ts';
+import { prepareRepeatedStatements } from './prepared-statements.ts';
 import type { DB, Db, Dialect } from './types.ts';
 
 export type { Listener } from './notifications.ts';
@@ -45,6 +46,8 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   sqliteFile?: string;
   poolSize?: number;
+  /** PostgreSQL: prepare statements a connection runs repeatedly (src/db/prepared-statements.ts). Default true. */
+  preparedStatements?: boolean;
   /** Where the change listener (PostgreSQL) reports losing its connection or a change marker. */
   log?: { warn(obj: object, msg: string): void };
 }
@@ -62,8 +65,10 @@ export function openDatabase(opts: DatabaseOptions): Database {
     // unheard event would kill the process. The statement in flight, or the next one, fails on its
     // own (the API answers 503, workers retry), and the pool drops the client when it comes back.
     const watch = new PgChangeWatch(opts.databaseUrl, opts.log);
+    const prepare = opts.preparedStatements ?? true;
     pool.on('connect', (client) => {
       client.on('error', () => {});
+      if (prepare) prepareRepeatedStatements(client);
       watch.follow(client);
     });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });

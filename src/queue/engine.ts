@@ -98,6 +98,16 @@ export interface QueueOptions<T extends QueueTable> extends QueueHooks<QueueRow<
   now?: () => number;
 }
 
+/**
+ * The states that the queue tables' partial indexes cover (due pending rows, leases of running
+ * ones), as literals in the statements that read those indexes: a statement prepared once on
+ * PostgreSQL (src/db/prepared-statements.ts) then gets a generic plan that uses the index, which
+ * a parameter would not allow (the plan must hold for any state); on SQLite a parameter there has
+ * the statement compiled again at every execution, to decide whether the index may be used.
+ */
+const PENDING = sql.lit('pending');
+const RUNNING = sql.lit('running');
+
 /** 1 s, 2 s, 4 s … capped, with ±jitter so failures that happened together do not retry together. */
 export function exponentialBackoff(attempt: number, opts: { baseMs?: number; maxMs?: number; jitter?: number } = {}): number {
   const { baseMs = 1000, maxMs = 3_600_000, jitter = 0.2 } = opts;
@@ -162,7 +172,7 @@ export class QueueEngine<T extends QueueTable> {
       for (let round = 0; round < 4 && claimed.length < n; round++) {
         const want = n - claimed.length;
         let select = q.selectFrom(this.#t).selectAll()
-          .where('state', '=', 'pending').where('run_at', '<=', now)
+          .where('state', '=', PENDING).where('run_at', '<=', now)
           .orderBy('run_at').orderBy('id').limit(want);
         if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
         if (passed.length > 0) select = select.where('id', 'not in', passed);
@@ -291,7 +301,7 @@ export class QueueEngine<T extends QueueTable> {
       const now = this.now();
       const q = tx as unknown as Kysely<any>;
       const select = q.selectFrom(this.#t).selectAll()
-        .where('state', '=', 'running').where('lease_expires_at', '<', now)
+        .where('state', '=', RUNNING).where('lease_expires_at', '<', now)
         .orderBy('lease_expires_at').limit(limit).forUpdate().skipLocked();
       const expired = (await select.execute()) as QueueRow<T>[];
       const out: QueueRow<T>[] = [];
@@ -346,7 +356,7 @@ export class QueueEngine<T extends QueueTable> {
   async nextRunAt(ex: Executor): Promise<number | null> {
     const q = ex as unknown as Kysely<any>;
     let select = q.selectFrom(this.#t).select((eb) => eb.fn.min('run_at').as('next'))
-      .where('state', '=', 'pending');
+      .where('state', '=', PENDING);
     // Rows the claim would not select (a full semaphore) do not make anything due: their release
     // wakes the runners instead.
     if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
