@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { openDatabase, type Database } from '../src/db/index.ts';
-import type { NewTask } from '../src/db/types.ts';
+import type { TaskRow } from '../src/db/types.ts';
 import { checkTask } from '../src/modules/tasks/validation.ts';
 import { TASKS } from '../src/modules/tasks/queue-hooks.ts';
 import { taskRepo } from '../src/modules/tasks/repository.ts';
@@ -149,7 +149,7 @@ async function drain(engine: Engine, workers: number, opts: { subscribed?: boole
   try {
     const now = Date.now();
     const ctx = { orgId: org.orgId, defaultAccountId: org.agentId, allowedAccount: () => false, now };
-    const rows: NewTask[] = [];
+    const rows: TaskRow[] = [];
     for (let i = 0; i < drainN; i++) {
       const checked = checkTask({ type: 'ping' }, ctx);
       if (!checked.ok) throw new Error(checked.message);

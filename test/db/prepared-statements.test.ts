@@ -31,7 +31,7 @@ describe('prepared statements on PostgreSQL', { skip: PG_URL ? false : 'set TEST
   after(async () => scratch?.drop());
 
   const open = (preparedStatements?: boolean) => openDatabase({ databaseUrl: scratch.url, poolSize: 1, preparedStatements });
-  const byKind = (database: Database, kind: string) =>
+  const byKind = (database: Database, kind: 'partner' | 'reseller') =>
     database.db.selectFrom('accounts').select('id').where('kind', '=', kind).execute();
 
   it('names a statement with parameters from its second execution on a connection, then reuses it', async () => {

@@ -12,7 +12,7 @@ import { Type } from '@sinclair/typebox';
 import type { CsvError, Parser } from 'csv-parse';
 import { drainRequest } from '../../http/drain.ts';
 import type { App } from '../../http/types.ts';
-import type { NewTask } from '../../db/types.ts';
+import type { TaskRow } from '../../db/types.ts';
 import { HttpError, Invalid } from '../../http/errors.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
 import { checkTask, type RawTask } from './validation.ts';
@@ -186,7 +186,7 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
     if (batch.length === 0) return;
     const now = Date.now();
     const ctx = await service.itemContext(tenant, batch.flatMap((b) => typeof b.raw === 'string' ? [] : [b.raw]), now);
-    const rows: NewTask[] = [];
+    const rows: TaskRow[] = [];
     for (const { line, raw } of batch) {
       if (typeof raw === 'string') { bad(line, raw); continue; }
       const checked = checkTask(raw, ctx);

@@ -3,7 +3,7 @@
 // on its organization, restricted to its own tasks), or, for a reseller or partner, the
 // organization or agent named by targetAccountId.
 import crypto from 'node:crypto';
-import type { AccountRow, Db, NewTask, QueueState, TaskRow, TaskType } from '../../db/types.ts';
+import type { AccountRow, Db, QueueState, TaskRow, TaskType } from '../../db/types.ts';
 import { QUEUE_STATES } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Scope } from '../../http/auth.ts';
@@ -170,16 +170,15 @@ export function taskService(deps: TaskServiceDeps) {
   }
 
   /** Inserts checked rows in one transaction and wakes the runners. */
-  async function insert(rows: NewTask[], now: number): Promise<TaskRow[]> {
+  async function insert(rows: TaskRow[], now: number): Promise<TaskRow[]> {
     if (rows.length === 0) return [];
-    const inserted = await db.transaction().execute(async (tx) => {
-      const out = await taskRepo.insert(tx, rows, now);
+    await db.transaction().execute(async (tx) => {
+      await taskRepo.insert(tx, rows, now);
       await notifyQueue(tx, TASKS);
-      return out;
     });
     queue.notify();
-    added(inserted.length);
-    return inserted;
+    added(rows.length);
+    return rows;
   }
 
   /**
@@ -191,23 +190,23 @@ export function taskService(deps: TaskServiceDeps) {
    * meanwhile (POST ping CPU per request 220 → 145 µs, docs/performance.md).
    */
   let groupRows = 0; // of the group being written (one at a time)
-  const submissions = new GroupCommit<NewTask[], TaskRow[]>({
+  const submissions = new GroupCommit<TaskRow[], TaskRow[]>({
     db,
     concurrency: 1,
     size: (rows) => rows.length,
     write: async (tx, jobs) => {
-      const inserted = await taskRepo.insert(tx, jobs.flat(), Date.now());
-      groupRows = inserted.length;
+      const rows = jobs.flat();
+      await taskRepo.insert(tx, rows, Date.now());
+      groupRows = rows.length;
       await notifyQueue(tx, TASKS);
-      const byId = new Map(inserted.map((row) => [row.id, row]));
-      return jobs.map((rows) => rows.map((row) => byId.get(row.id)!));
+      return jobs;
     },
     committed: () => {
       queue.notify();
       added(groupRows);
     },
   });
-  const submit = (rows: NewTask[]): Promise<TaskRow[]> => rows.length === 0 ? Promise.resolve([]) : submissions.submit(rows);
+  const submit = (rows: TaskRow[]): Promise<TaskRow[]> => rows.length === 0 ? Promise.resolve([]) : submissions.submit(rows);
 
   async function find(t: TaskTenant, id: string): Promise<TaskRow> {
     const row = id.length <= 64 ? await taskRepo.find(db, t.org.id, id) : undefined;
@@ -335,7 +334,7 @@ export function taskService(deps: TaskServiceDeps) {
       const spacing = normalizeSpacing(scheduleSpacingSec);
       if (!spacing.ok) throw new Invalid(spacing.message);
       const ctx = await itemContext(t, raws.map((r) => r.raw), now);
-      const rows: NewTask[] = [];
+      const rows: TaskRow[] = [];
       const warnings: string[] = [];
       for (const [index, { raw, field }] of raws.entries()) {
         // A per-item scheduledFor is that item's own time; the stagger applies to the shared one.

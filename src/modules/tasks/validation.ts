@@ -1,6 +1,6 @@
 // One submitted task, read and checked field by field, whatever the door it came through
 // (POST /tasks, the agent queueing operations, a CSV row). Every refusal names the field.
-import type { NewTask, TaskType } from '../../db/types.ts';
+import type { TaskRow, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { invalidPhoneMessage, normalizePhone } from '../../lib/phone.ts';
 import { flag } from '../../db/flags.ts';
@@ -61,7 +61,7 @@ export function isUsernameTarget(target: unknown): target is string {
 
 const clip = (text: string) => (text.length > 64 ? `${text.slice(0, 64)}…` : text);
 
-export type Checked = { ok: true; task: NewTask; notes: string[] } | { ok: false; message: string };
+export type Checked = { ok: true; task: TaskRow; notes: string[] } | { ok: false; message: string };
 
 const fail = (message: string): { ok: false; message: string } => ({ ok: false, message });
 
