@@ -3,7 +3,7 @@
 // executor first (a transaction or the database); `lock` options take row locks (no-ops on SQLite,
 // whose one writer already serialises write transactions: src/db/index.ts).
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
-import type { DB, Db, Executor, NewTask, QueueState, TaskEventRow, TaskRow, TaskType } from '../../db/types.ts';
+import type { DB, Db, Executor, QueueState, TaskEventRow, TaskRow, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
 import { presentTask } from './present.ts';
