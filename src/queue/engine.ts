@@ -52,20 +52,33 @@ export const deferUntil = (until: number): Admission => ({ admit: false, until }
  */
 export const NOT_NOW: Admission = Object.freeze({ admit: false, until: null });
 
+/**
+ * What a claim reads of a due row before admitting it: its id and run_at, and the columns the
+ * owner's hooks name in candidateColumns (every column when they name none).
+ */
+export type Candidate<Row> = Pick<QueueColumns, 'id' | 'run_at'> & Partial<Row>;
+
 export interface QueueHooks<Row> {
+  /**
+   * The columns admit() and admitOrder() read besides id and run_at. A claim then selects only
+   * those for its candidates (the admitted rows come back whole from the claim's update): reading
+   * every column of every candidate was half the cost of a claim on SQLite (docs/performance.md).
+   * Unset: candidates carry every column.
+   */
+  candidateColumns?: readonly (keyof Row & string)[];
   /**
    * Decides, inside the claim transaction, whether a due row may start now (semaphore free, daily
    * cap not reached, business hours, cooldown). Side effects (taking a semaphore slot) commit or
    * roll back with the claim. A refusal defers the row to a time, or (NOT_NOW) leaves it due when
    * claimFilter keeps it out until the blocking resource is released.
    */
-  admit?: (tx: Transaction<DB>, row: Row, now: number) => Promise<Admission>;
+  admit?: (tx: Transaction<DB>, row: Candidate<Row>, now: number) => Promise<Admission>;
   /**
    * The order in which one claim runs admit() over its candidates (default run_at, id). When
    * admit() locks shared rows (a semaphore per organization), order by that key so two workers
    * take those locks in the same order instead of deadlocking on PostgreSQL.
    */
-  admitOrder?: (a: Row, b: Row) => number;
+  admitOrder?: (a: Candidate<Row>, b: Candidate<Row>) => number;
   /**
    * Narrows the claim's candidates with SQL, before admit() runs: rows that certainly cannot start
    * (their organization's semaphore is full) are then never selected, locked or deferred one by
@@ -171,12 +184,12 @@ export class QueueEngine<T extends QueueTable> {
       // Bounded: each round claims, defers or passes over every candidate (deferred rows leave the due set).
       for (let round = 0; round < 4 && claimed.length < n; round++) {
         const want = n - claimed.length;
-        let select = q.selectFrom(this.#t).selectAll()
+        let select = this.#candidates(q)
           .where('state', '=', PENDING).where('run_at', '<=', now)
           .orderBy('run_at').orderBy('id').limit(want);
         if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
         if (passed.length > 0) select = select.where('id', 'not in', passed);
-        const candidates = (await select.forUpdate().skipLocked().execute()) as QueueRow<T>[];
+        const candidates = (await select.forUpdate().skipLocked().execute()) as Candidate<QueueRow<T>>[];
         if (candidates.length === 0) break;
 
         const admitted: string[] = [];
@@ -204,7 +217,7 @@ export class QueueEngine<T extends QueueTable> {
             })
             .where('id', 'in', admitted).where('state', '=', 'pending')
             .returningAll().execute()) as QueueRow<T>[];
-          const order = new Map(candidates.map((r, i) => [r.id, i]));
+          const order = new Map<string, number>(candidates.map((r, i) => [r.id, i]));
           rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
           await this.#transitioned(tx, rows, 'pending', 'running', 'claim');
           claimed.push(...rows);
@@ -213,6 +226,14 @@ export class QueueEngine<T extends QueueTable> {
       }
       return claimed;
     });
+  }
+
+  /** A select of the columns a claim reads of its candidates (see candidateColumns). */
+  #candidates(q: Kysely<any>) {
+    const { candidateColumns } = this.#opts;
+    return candidateColumns
+      ? q.selectFrom(this.#t).select(['id', 'run_at', ...candidateColumns])
+      : q.selectFrom(this.#t).selectAll();
   }
 
   /**

@@ -12,7 +12,7 @@ type Tasks = QueueOptions<'tasks'>;
 const semaphoreHooks = (limit: number): Pick<Tasks, 'admit' | 'onTransition'> => ({
   async admit(tx, row, now) {
     const r = await tx.updateTable('org_semaphores').set({ running: sql`running + 1` })
-      .where('org_id', '=', row.org_id).where('running', '<', limit).executeTakeFirst();
+      .where('org_id', '=', row.org_id!).where('running', '<', limit).executeTakeFirst();
     return r.numUpdatedRows === 1n ? ADMIT : deferUntil(now + 15);
   },
   async onTransition(tx, row, from, to) {

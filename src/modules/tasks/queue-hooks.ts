@@ -16,12 +16,16 @@ export const TASK_LEASE_MS = 30_000;
 
 const PLURAL = { call: 'calls', text: 'texts' } as const;
 
+/** What admission reads of a due task: the claim selects only these (QueueHooks.candidateColumns). */
+const CANDIDATE_COLUMNS = ['org_id', 'type', 'target'] as const;
+type TaskCandidate = Pick<TaskRow, 'id' | 'run_at' | (typeof CANDIDATE_COLUMNS)[number]>;
+
 /**
  * Admission of one due call or text, inside the claim transaction. The organization's semaphore
  * row is locked first, so every check below sees the counts as they are and no other claim (on
  * any process) can change them before this transaction commits.
  */
-async function admit(tx: Transaction<DB>, row: TaskRow, now: number): Promise<Admission> {
+async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number): Promise<Admission> {
   // Tasks of a suspended agent, organization or ancestor never get here: the claim filter
   // (limitRepo.mayStart) leaves them out of the claim's own SELECT until reactivation wakes the runners.
   if (row.type === 'ping') return ADMIT;
@@ -108,9 +112,11 @@ export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> 
     workerId: opts.workerId,
     leaseMs: opts.leaseMs ?? TASK_LEASE_MS,
     now,
-    admit: (tx, row, at) => admit(tx, row, at),
+    // Candidates carry CANDIDATE_COLUMNS (and id, run_at), which is what TaskCandidate names.
+    candidateColumns: CANDIDATE_COLUMNS,
+    admit: (tx, row, at) => admit(tx, row as TaskCandidate, at),
     // Semaphore locks are taken in organization order, so two claims never wait on each other in a cycle.
-    admitOrder: (a, b) => a.org_id - b.org_id || (a.run_at - b.run_at) || (a.id < b.id ? -1 : 1),
+    admitOrder: (a, b) => (a as TaskCandidate).org_id - (b as TaskCandidate).org_id || (a.run_at - b.run_at) || (a.id < b.id ? -1 : 1),
     claimFilter: (eb) => limitRepo.mayStart(eb as ExpressionBuilder<DB, 'tasks'>),
     onTransition: (tx, row, from, to) => onTransition(tx, row, from, to, now()),
     onTransitions: (tx, rows, from, to) => onTransitions(tx, rows, from, to, now()),
