@@ -22,6 +22,7 @@ import type { TaskRow } from '../src/db/types.ts';
 import { checkTask } from '../src/modules/tasks/validation.ts';
 import { TASKS } from '../src/modules/tasks/queue-hooks.ts';
 import { taskRepo } from '../src/modules/tasks/repository.ts';
+import { uncachedSubscribers } from '../src/modules/tasks/subscribers.ts';
 import { BULK_ROWS } from '../src/modules/tasks/service.ts';
 import { notifyQueue } from '../src/queue/waker.ts';
 import { createScratchPgDatabase } from '../test/helpers/scratch-pg.ts';
@@ -156,7 +157,7 @@ async function drain(engine: Engine, workers: number, opts: { subscribed?: boole
       rows.push(checked.task);
     }
     await database.db.transaction().execute(async (tx) => {
-      await taskRepo.insert(tx, rows, now);
+      await taskRepo.insert(tx, rows, now, uncachedSubscribers);
       await notifyQueue(tx, TASKS);
     });
     const committed = performance.now();

@@ -21,10 +21,10 @@ import { listenOn, type Listener } from './notifications.ts';
 
 export type ChangeStamp = () => string;
 
-/** The channel of the change triggers (migration 0016-change-notifications). */
+/** The channel of the change triggers (migrations 0016-change-notifications and 0019). */
 export const CHANGE_CHANNEL = 'callplane_changed';
 /** Tables with a change trigger on PostgreSQL: the only ones a stamp can watch there. */
-export const WATCHED_TABLES: readonly string[] = ['accounts', 'tokens'];
+export const WATCHED_TABLES: readonly string[] = ['accounts', 'tokens', 'webhooks'];
 
 const WRITE_TARGET = /\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into|update(?:\s+or\s+\w+)?|delete\s+from|truncate(?:\s+table)?)\s+(?:"?(?:main|public)"?\.)?"?(\w+)"?/gi;
 const SCHEMA_CHANGE = /^\s*(?:alter|drop|create)\b/i;

@@ -20,6 +20,7 @@ import { rateLimitCounters } from './migrations/0015-rate-limit-counters.ts';
 import { changeNotifications } from './migrations/0016-change-notifications.ts';
 import { claimOrderIndex } from './migrations/0017-claim-order-index.ts';
 import { runningLeaseIndex } from './migrations/0018-running-lease-index.ts';
+import { webhookChangeNotifications } from './migrations/0019-webhook-change-notifications.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -41,6 +42,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0016-change-notifications': changeNotifications(dialect),
     '0017-claim-order-index': claimOrderIndex(),
     '0018-running-lease-index': runningLeaseIndex(),
+    '0019-webhook-change-notifications': webhookChangeNotifications(dialect),
   };
 }
 

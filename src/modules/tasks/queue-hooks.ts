@@ -9,6 +9,7 @@ import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { admission, dayTimeZone, localDay } from './limits.ts';
 import { firstStartedAt, limitRepo, taskRepo, type TaskEventType } from './repository.ts';
+import type { TaskSubscribers } from './subscribers.ts';
 
 export const TASKS = 'tasks';
 /** A claim holds a task this long without a heartbeat; the runner beats every third of it. */
@@ -57,8 +58,8 @@ const EVENT_FOR: Record<QueueState, TaskEventType> = {
   pending: 'task.retrying', running: 'task.running', finished: 'task.finished', failed: 'task.failed', canceled: 'task.canceled',
 };
 
-async function onTransition(tx: Transaction<DB>, row: TaskRow, from: QueueState, to: QueueState, now: number): Promise<void> {
-  await onTransitions(tx, [row], from, to, now);
+async function onTransition(tx: Transaction<DB>, row: TaskRow, from: QueueState, to: QueueState, now: number, subscribers: TaskSubscribers): Promise<void> {
+  await onTransitions(tx, [row], from, to, now, subscribers);
 }
 
 /**
@@ -68,7 +69,7 @@ async function onTransition(tx: Transaction<DB>, row: TaskRow, from: QueueState,
  * is then held only until the commit), once per organization, in organization order (as the
  * semaphores are locked by admission, so two transactions never wait on each other in a cycle).
  */
-async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueState, to: QueueState, now: number): Promise<void> {
+async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueState, to: QueueState, now: number, subscribers: TaskSubscribers): Promise<void> {
   const perOrg = new Map<number, { n: number; slots: number }>();
   for (const row of rows) {
     const o = perOrg.get(row.org_id) ?? { n: 0, slots: 0 };
@@ -86,7 +87,7 @@ async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueSt
   }
   // A slot is free: runners in other processes need not wait for their next poll.
   if (released) await notifyQueue(tx, TASKS);
-  await taskRepo.writeEvents(tx, rows, EVENT_FOR[to], now);
+  await taskRepo.writeEvents(tx, rows, EVENT_FOR[to], now, subscribers);
   for (const orgId of orgs) await taskRepo.moveStateCounts(tx, orgId, from, to, perOrg.get(orgId)!.n);
 }
 
@@ -100,6 +101,8 @@ function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: numb
 
 export interface TaskEngineOptions {
   workerId: string;
+  /** Who gets the outbox events of the transitions (./subscribers.ts). */
+  subscribers: TaskSubscribers;
   leaseMs?: number;
   now?: () => number;
 }
@@ -118,8 +121,8 @@ export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> 
     // Semaphore locks are taken in organization order, so two claims never wait on each other in a cycle.
     admitOrder: (a, b) => (a as TaskCandidate).org_id - (b as TaskCandidate).org_id || (a.run_at - b.run_at) || (a.id < b.id ? -1 : 1),
     claimFilter: (eb) => limitRepo.mayStart(eb as ExpressionBuilder<DB, 'tasks'>),
-    onTransition: (tx, row, from, to) => onTransition(tx, row, from, to, now()),
-    onTransitions: (tx, rows, from, to) => onTransitions(tx, rows, from, to, now()),
+    onTransition: (tx, row, from, to) => onTransition(tx, row, from, to, now(), opts.subscribers),
+    onTransitions: (tx, rows, from, to) => onTransitions(tx, rows, from, to, now(), opts.subscribers),
     stamp,
   });
 }

@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.ts';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
 import { presentTask } from './present.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { subscriptionRepo } from '../webhooks/subscriptions/repository.ts';
+import type { TaskSubscribers } from './subscribers.ts';
 
 export type TaskEventType = DB['task_events']['type'];
 export type CounterKind = 'calls' | 'texts' | 'tasks';
@@ -49,12 +49,12 @@ export const taskRepo = {
    * transaction. The rows name every column (checkTask fills each one), so they are what was
    * stored and nothing is read back (RETURNING * cost as much as a tenth of a submission).
    */
-  async insert(tx: Executor, rows: readonly TaskRow[], now: number): Promise<void> {
+  async insert(tx: Executor, rows: readonly TaskRow[], now: number, subscribers: TaskSubscribers): Promise<void> {
     const perOrg = new Map<number, number>();
     for (let i = 0; i < rows.length; i += INSERT_BATCH) {
       const batch = rows.slice(i, i + INSERT_BATCH);
       await tx.insertInto('tasks').values(batch).execute();
-      await taskRepo.writeEvents(tx, batch, 'task.pending', now);
+      await taskRepo.writeEvents(tx, batch, 'task.pending', now, subscribers);
       for (const row of batch) perOrg.set(row.org_id, (perOrg.get(row.org_id) ?? 0) + 1);
     }
     for (const [orgId, n] of perOrg) await bumpStateCount(tx, orgId, 'pending', n);
@@ -63,14 +63,15 @@ export const taskRepo = {
   /**
    * The outbox rows for tasks' state changes, written by whoever made the change in the same
    * transaction; the dispatcher (src/modules/webhooks/dispatcher.ts) turns them into deliveries.
-   * Only for organizations with a `task` subscription, read in the same transaction: an event
-   * nobody subscribed to would be written, dispatched to no one and marked, three times per task.
-   * A new subscription therefore receives the changes made after it was saved, not earlier ones.
+   * Only for organizations with a `task` subscription (`subscribers`, cached while subscriptions
+   * are unchanged: ./subscribers.ts): an event nobody subscribed to would be written, dispatched to
+   * no one and marked, three times per task. A new subscription therefore receives the changes made
+   * after it was saved, not earlier ones.
    */
-  async writeEvents(tx: Executor, rows: readonly TaskRow[], type: TaskEventType, now: number): Promise<void> {
+  async writeEvents(tx: Executor, rows: readonly TaskRow[], type: TaskEventType, now: number, subscribers: TaskSubscribers): Promise<void> {
     if (rows.length === 0) return;
     const orgIds = new Set(rows.map((row) => row.org_id));
-    const subscribed = new Set((await subscriptionRepo.ofType(tx, [...orgIds], 'task')).map((s) => s.org_id));
+    const subscribed = await subscribers.among(tx, [...orgIds]);
     if (subscribed.size === 0) return;
     const wanted = subscribed.size === orgIds.size ? rows : rows.filter((row) => subscribed.has(row.org_id));
     await tx.insertInto('task_events').values(wanted.map((row) => ({

@@ -173,7 +173,7 @@ export function taskService(deps: TaskServiceDeps) {
   async function insert(rows: TaskRow[], now: number): Promise<TaskRow[]> {
     if (rows.length === 0) return [];
     await db.transaction().execute(async (tx) => {
-      await taskRepo.insert(tx, rows, now);
+      await taskRepo.insert(tx, rows, now, queue.subscribers);
       await notifyQueue(tx, TASKS);
     });
     queue.notify();
@@ -196,7 +196,7 @@ export function taskService(deps: TaskServiceDeps) {
     size: (rows) => rows.length,
     write: async (tx, jobs) => {
       const rows = jobs.flat();
-      await taskRepo.insert(tx, rows, Date.now());
+      await taskRepo.insert(tx, rows, Date.now(), queue.subscribers);
       groupRows = rows.length;
       await notifyQueue(tx, TASKS);
       return jobs;

@@ -9,6 +9,7 @@ import { newWorkerId, QueueRunner, type QueueProcessDeps } from '../../queue/run
 import type { Wakeups } from '../../queue/waker.ts';
 import { createTaskHandler, type TaskHandlerDeps } from './run-task.ts';
 import { createTaskEngine, TASKS } from './queue-hooks.ts';
+import { taskSubscribers, type TaskSubscribers } from './subscribers.ts';
 
 export interface TaskQueueDeps extends QueueProcessDeps {
   config: Config;
@@ -24,12 +25,17 @@ export class TaskQueue {
   readonly wakeups: Wakeups;
   readonly engine: QueueEngine<'tasks'>;
   readonly workerId: string;
+  /** Which organizations get task events, cached for every transaction of this process (./subscribers.ts). */
+  readonly subscribers: TaskSubscribers;
   #runner: QueueRunner<'tasks'> | undefined;
 
   constructor(readonly deps: TaskQueueDeps) {
     this.wakeups = deps.wakeups;
     this.workerId = newWorkerId();
-    this.engine = createTaskEngine({ workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now });
+    this.subscribers = taskSubscribers(deps.database.db);
+    this.engine = createTaskEngine({
+      workerId: this.workerId, subscribers: this.subscribers, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now,
+    });
   }
 
   get running(): number {
