@@ -126,9 +126,9 @@ async function submit(engine: Engine, role: 'api' | 'all'): Promise<void> {
     };
     // Interleaved with the API role. With role all the ping rounds come first: the calls submitted
     // here (thousands a second to one organization that may run 5 at once, each 3 s long on the
-    // SIMULATED carrier) build a backlog that cannot start, and every later claim walks past it
-    // (docs/performance.md); the pings' figure is the submission and run of pings, not that. The
-    // role-all call figure is against a /healthz measured while that backlog is being walked.
+    // SIMULATED carrier) build a backlog that cannot start, parked and brought back a minute later
+    // (src/modules/tasks/queue-hooks.ts), so the ping figure is the submission and run of pings
+    // alone. The role-all call figure is against a /healthz measured while that backlog is parked.
     if (role === 'api') {
       for (let r = 0; r < ROUNDS; r++) { await round('ping', ping); await round('call', call); }
     } else {

@@ -21,6 +21,7 @@ import { changeNotifications } from './migrations/0016-change-notifications.ts';
 import { claimOrderIndex } from './migrations/0017-claim-order-index.ts';
 import { runningLeaseIndex } from './migrations/0018-running-lease-index.ts';
 import { webhookChangeNotifications } from './migrations/0019-webhook-change-notifications.ts';
+import { parkedTasks } from './migrations/0020-parked-tasks.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -43,6 +44,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0017-claim-order-index': claimOrderIndex(),
     '0018-running-lease-index': runningLeaseIndex(),
     '0019-webhook-change-notifications': webhookChangeNotifications(dialect),
+    '0020-parked-tasks': parkedTasks(),
   };
 }
 

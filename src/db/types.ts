@@ -302,6 +302,8 @@ export interface TasksTable {
   updated_at: number;
   started_at: number | null;
   finished_at: number | null;
+  /** 1 while the task waits for its organization's concurrency, out of the due range (migration 0020). */
+  parked: ColumnType<Flag, Flag | undefined, Flag>;
 }
 
 /** The outbox: one row per state change, written in the transaction that made it. */

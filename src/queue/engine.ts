@@ -40,15 +40,19 @@ export interface Completion<Row> {
 /** Why a transition happened; `transition` is an owner-independent move made with transition(). */
 export type Cause = 'claim' | 'complete' | 'retry' | 'rescue' | 'transition';
 
-export type Admission = { admit: true } | { admit: false; until: number } | { admit: false; until: null };
+export type Admission =
+  | { admit: true }
+  | { admit: false; until: number; set?: Record<string, string | number | null> }
+  | { admit: false; until: null };
 export const ADMIT: Admission = Object.freeze({ admit: true });
-/** The row stays pending with run_at moved to `until` (ms). */
-export const deferUntil = (until: number): Admission => ({ admit: false, until });
+/** The row stays pending with run_at moved to `until` (ms), and the owner's columns `set` written with it. */
+export const deferUntil = (until: number, set?: Record<string, string | number | null>): Admission =>
+  (set ? { admit: false, until, set } : { admit: false, until });
 /**
  * Not in this claim, and the row is left as it is (still due). Only for a refusal that the
- * claimFilter then keeps out of claims until something changes and wakes the runners (a full
- * semaphore, released with a notify): a deferral would leave the freed slot idle until the
- * deferral ends.
+ * claimFilter then keeps out of claims until something changes and wakes the runners: a deferral
+ * would leave what frees idle until the deferral ends. (The tasks' semaphore parks its rows instead,
+ * a deferral that the release undoes: rows left due are walked past by every claim.)
  */
 export const NOT_NOW: Admission = Object.freeze({ admit: false, until: null });
 
@@ -193,6 +197,7 @@ export class QueueEngine<T extends QueueTable> {
         if (candidates.length === 0) break;
 
         const admitted: string[] = [];
+        const deferred = new Map<string, { patch: Record<string, unknown>; ids: string[] }>();
         const admissionOrder = admitOrder ? [...candidates].sort(admitOrder) : candidates;
         for (const row of admissionOrder) {
           const a = admit ? await admit(tx, row, now) : ADMIT;
@@ -202,10 +207,16 @@ export class QueueEngine<T extends QueueTable> {
             passed.push(row.id);
           } else {
             // Never defer into the past: the row would be selected again in this very loop.
-            await q.updateTable(this.#t).set({ run_at: Math.max(Math.ceil(a.until), now + 1) })
-              .where('id', '=', row.id).execute();
+            const patch = { ...a.set, run_at: Math.max(Math.ceil(a.until), now + 1) };
+            const key = JSON.stringify(patch);
+            deferred.set(key, { patch, ids: [...(deferred.get(key)?.ids ?? []), row.id] });
           }
         }
+        // Rows deferred alike (the same time and columns) move in one statement.
+        for (const { patch, ids } of deferred.values()) {
+          await q.updateTable(this.#t).set(patch).where('id', 'in', ids).execute();
+        }
+        deferred.clear();
         if (admitted.length > 0) {
           const rows = (await q.updateTable(this.#t)
             .set({

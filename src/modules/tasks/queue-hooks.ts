@@ -4,7 +4,7 @@
 // and the outbox event, all in the transaction of the change itself.
 import type { ExpressionBuilder, Transaction } from 'kysely';
 import type { DB, QueueState, TaskRow } from '../../db/types.ts';
-import { ADMIT, deferUntil, NOT_NOW, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
+import { ADMIT, deferUntil, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { admission, dayTimeZone, localDay } from './limits.ts';
@@ -22,6 +22,19 @@ const CANDIDATE_COLUMNS = ['org_id', 'type', 'target'] as const;
 type TaskCandidate = Pick<TaskRow, 'id' | 'run_at' | (typeof CANDIDATE_COLUMNS)[number]>;
 
 /**
+ * How far ahead a task waiting for a concurrency slot is parked. A release brings parked tasks back
+ * at once (as many as it frees), so this bounds only how late one starts when a slot frees some
+ * other way (a worker's crash, its lease then rescued); raising concurrencyPerRun brings them all back.
+ */
+export const PARK_MS = 60_000;
+
+/** Organizations a claim transaction found at their concurrency: their slots cannot free before it ends. */
+const full = new WeakMap<Transaction<DB>, Set<number>>();
+
+/** Out of the due range until a slot frees: every claim would otherwise walk past it. */
+const park = (now: number) => deferUntil(now + PARK_MS, { parked: 1 });
+
+/**
  * Admission of one due call or text, inside the claim transaction. The organization's semaphore
  * row is locked first, so every check below sees the counts as they are and no other claim (on
  * any process) can change them before this transaction commits.
@@ -30,6 +43,7 @@ async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number): Prom
   // Tasks of a suspended agent, organization or ancestor never get here: the claim filter
   // (limitRepo.mayStart) leaves them out of the claim's own SELECT until reactivation wakes the runners.
   if (row.type === 'ping') return ADMIT;
+  if (full.get(tx)?.has(row.org_id)) return park(now);
   const kind = row.type;
   const limits = await limitRepo.load(tx, row.org_id);
   const sem = await limitRepo.lockSemaphore(tx, row.org_id, limits.concurrencyPerRun);
@@ -41,10 +55,15 @@ async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number): Prom
     ? await limitRepo.lastAttemptAt(tx, row.org_id, plural, row.target) : null;
   const verdict = admission(kind, now, limits, { today, dayTimezone: dayTz, running: sem.running, lastAttemptAt });
   if (!verdict.admit) {
-    // Only the semaphore stands in the way (any other limit ends sooner): leave the task due. The
-    // claim filter skips the organization while its semaphore is full, and the release notifies
-    // the runners, so the task starts as soon as a slot frees instead of after a fixed recheck.
-    return verdict.code === 'concurrency' ? NOT_NOW : deferUntil(verdict.until);
+    if (verdict.code !== 'concurrency') return deferUntil(verdict.until);
+    // Only the semaphore stands in the way (any other limit ends sooner): parked, and the release
+    // of a slot (onTransitions) brings back as many as it frees and notifies the runners, so the
+    // task starts as soon as a slot frees. The rest of this claim's rows of the organization are
+    // parked without asking again: the semaphore is locked by this transaction.
+    let orgs = full.get(tx);
+    if (!orgs) full.set(tx, (orgs = new Set()));
+    orgs.add(row.org_id);
+    return park(now);
   }
 
   await limitRepo.takeSlot(tx, row.org_id);
@@ -83,6 +102,7 @@ async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueSt
     const { slots } = perOrg.get(orgId)!;
     if (slots === 0) continue;
     await limitRepo.releaseSlots(tx, orgId, slots);
+    await taskRepo.unpark(tx, orgId, slots, now);
     released = true;
   }
   // A slot is free: runners in other processes need not wait for their next poll.
@@ -92,7 +112,8 @@ async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueSt
 }
 
 function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: number; cause: Cause }) {
-  const set: Record<string, unknown> = { updated_at: now };
+  // A task leaves the parked set with any change of state (a claim, a cancel, a rescue).
+  const set: Record<string, unknown> = { updated_at: now, parked: 0 };
   if (to === 'running') set.started_at = firstStartedAt(now);
   if (to === 'finished' || to === 'failed' || to === 'canceled') set.finished_at = now;
   if (cause === 'rescue') set.error = 'worker lost its lease (crashed or stalled); task returned to the queue';

@@ -12,6 +12,9 @@ import type { TaskSubscribers } from './subscribers.ts';
 
 export type TaskEventType = DB['task_events']['type'];
 export type CounterKind = 'calls' | 'texts' | 'tasks';
+/** Parked rows, as a literal so both engines (and a prepared statement's plan) use their partial index. */
+const PARKED = sql.lit(1);
+
 /**
  * Task events the outbox dispatcher has not turned into deliveries yet. A literal (not a
  * parameter), so both engines use the partial index on undispatched events.
@@ -124,15 +127,29 @@ export const taskRepo = {
   },
 
   /**
-   * Pending first attempts of an organization that a limit had put off are due again at `now`
-   * (never before their own schedule; retries keep their backoff).
+   * Pending first attempts of an organization that a limit had put off, and every task parked for
+   * its concurrency, are due again at `now` (never before their own schedule; retries otherwise
+   * keep their backoff).
    */
   async undeferPending(db: Executor, orgId: number, now: number): Promise<void> {
     await db.updateTable('tasks')
-      .set((eb) => ({ run_at: eb.fn('coalesce', [eb.ref('scheduled_for'), eb.val(now)]) }))
-      .where('org_id', '=', orgId).where('state', '=', 'pending').where('attempt', '=', 0)
+      .set((eb) => ({ run_at: eb.fn('coalesce', [eb.ref('scheduled_for'), eb.val(now)]), parked: 0 }))
+      .where('org_id', '=', orgId).where('state', '=', 'pending').where((eb) => eb.or([eb('attempt', '=', 0), eb('parked', '=', 1)]))
       .where('run_at', '>', now).where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', eb.ref('run_at'))]))
       .execute();
+  },
+
+  /**
+   * The `n` longest parked tasks of an organization (parked for its concurrency: queue-hooks.ts)
+   * are due again at `now`: a release freed as many slots. Through the partial index of parked rows.
+   */
+  async unpark(tx: Executor, orgId: number, n: number, now: number): Promise<void> {
+    if (n <= 0) return;
+    const ids = await tx.selectFrom('tasks').select('id').where('org_id', '=', orgId).where('parked', '=', PARKED)
+      .orderBy('run_at').orderBy('id').limit(n).execute();
+    if (ids.length === 0) return;
+    await tx.updateTable('tasks').set({ run_at: now, parked: 0 })
+      .where('id', 'in', ids.map((r) => r.id)).where('state', '=', 'pending').where('parked', '=', PARKED).execute();
   },
 
   /** One round trip that reads tasks: the check of the store the queue depends on, for the pings running together. */
@@ -250,18 +267,13 @@ export const firstStartedAt = (now: number) => sql<number>`coalesce(started_at, 
 export const limitRepo = {
   /**
    * A claim filter on tasks: tasks of agents in service (neither the agent, its organization nor
-   * an ancestor suspended: suspended ones stay pending, and reactivation wakes the runners), and
-   * of those pings, and calls and texts of organizations whose semaphore has a free slot (the
-   * others cannot start; their release wakes the runners).
+   * an ancestor suspended: suspended ones stay pending, and reactivation wakes the runners).
+   * Calls and texts of an organization whose semaphore is full are not filtered here: admission
+   * parks them (queue-hooks.ts), which takes them out of the due range instead of leaving every
+   * claim to walk past them.
    */
   mayStart(eb: ExpressionBuilder<DB, 'tasks'>): Expression<SqlBool> {
-    return eb.and([
-      accountRepo.inService(eb, 'tasks.org_id', 'tasks.account_id'),
-      eb.or([
-        eb('type', '=', 'ping'),
-        eb('tasks.org_id', 'not in', eb.selectFrom('org_semaphores as s').select('s.org_id').whereRef('s.running', '>=', 's.max_running')),
-      ]),
-    ]);
+    return accountRepo.inService(eb, 'tasks.org_id', 'tasks.account_id');
   },
 
   /** The limits in force for an organization (defaults where nothing was set). */

@@ -205,6 +205,7 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
       updated_at: now,
       started_at: null,
       finished_at: null,
+      parked: 0,
     },
   };
 }
