@@ -22,9 +22,10 @@ const CANDIDATE_COLUMNS = ['org_id', 'type', 'target'] as const;
 type TaskCandidate = Pick<TaskRow, 'id' | 'run_at' | (typeof CANDIDATE_COLUMNS)[number]>;
 
 /**
- * How far ahead a task waiting for a concurrency slot is parked. A release brings parked tasks back
- * at once (as many as it frees), so this bounds only how late one starts when a slot frees some
- * other way (a worker's crash, its lease then rescued); raising concurrencyPerRun brings them all back.
+ * How far ahead a task waiting for a concurrency slot is parked. Every release (a task leaving
+ * running: finished, canceled, rescued) brings parked tasks back at once, as many as it frees, and
+ * raising concurrencyPerRun brings them all back; this only bounds the wait if a slot were freed
+ * outside callplane.
  */
 export const PARK_MS = 60_000;
 
