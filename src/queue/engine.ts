@@ -85,8 +85,10 @@ export interface QueueHooks<Row> {
   admitOrder?: (a: Candidate<Row>, b: Candidate<Row>) => number;
   /**
    * Narrows the claim's candidates with SQL, before admit() runs: rows that certainly cannot start
-   * (their organization's semaphore is full) are then never selected, locked or deferred one by
-   * one. admit() stays the authority; this only saves work.
+   * (the tasks of a suspended account) are then never selected, locked or deferred one by one.
+   * admit() stays the authority; this only saves work. Rows it keeps out stay in the due range, so
+   * every claim walks past them: a filter that can hold back many rows for long should be an
+   * admission that defers them instead (the tasks' full semaphore parks its rows).
    */
   claimFilter?: (eb: ExpressionBuilder<any, any>) => Expression<SqlBool>;
   /**
@@ -197,6 +199,7 @@ export class QueueEngine<T extends QueueTable> {
         if (candidates.length === 0) break;
 
         const admitted: string[] = [];
+        /** Deferrals alike (the same time and columns), by their patch as JSON. */
         const deferred = new Map<string, { patch: Record<string, unknown>; ids: string[] }>();
         const admissionOrder = admitOrder ? [...candidates].sort(admitOrder) : candidates;
         for (const row of admissionOrder) {
@@ -209,14 +212,15 @@ export class QueueEngine<T extends QueueTable> {
             // Never defer into the past: the row would be selected again in this very loop.
             const patch = { ...a.set, run_at: Math.max(Math.ceil(a.until), now + 1) };
             const key = JSON.stringify(patch);
-            deferred.set(key, { patch, ids: [...(deferred.get(key)?.ids ?? []), row.id] });
+            const alike = deferred.get(key);
+            if (alike) alike.ids.push(row.id);
+            else deferred.set(key, { patch, ids: [row.id] });
           }
         }
-        // Rows deferred alike (the same time and columns) move in one statement.
+        // Rows deferred alike move in one statement.
         for (const { patch, ids } of deferred.values()) {
           await q.updateTable(this.#t).set(patch).where('id', 'in', ids).execute();
         }
-        deferred.clear();
         if (admitted.length > 0) {
           const rows = (await q.updateTable(this.#t)
             .set({
@@ -389,8 +393,8 @@ export class QueueEngine<T extends QueueTable> {
     const q = ex as unknown as Kysely<any>;
     let select = q.selectFrom(this.#t).select((eb) => eb.fn.min('run_at').as('next'))
       .where('state', '=', PENDING);
-    // Rows the claim would not select (a full semaphore) do not make anything due: their release
-    // wakes the runners instead.
+    // Rows the claim would not select (a suspended account's) do not make anything due: their
+    // release (a reactivation) wakes the runners instead.
     if (this.#opts.claimFilter) select = select.where(this.#opts.claimFilter);
     const row = (await select.executeTakeFirst()) as { next: number | string | null } | undefined;
     const next = row?.next;

@@ -145,11 +145,10 @@ export const taskRepo = {
    */
   async unpark(tx: Executor, orgId: number, n: number, now: number): Promise<void> {
     if (n <= 0) return;
-    const ids = await tx.selectFrom('tasks').select('id').where('org_id', '=', orgId).where('parked', '=', PARKED)
-      .orderBy('run_at').orderBy('id').limit(n).execute();
-    if (ids.length === 0) return;
     await tx.updateTable('tasks').set({ run_at: now, parked: 0 })
-      .where('id', 'in', ids.map((r) => r.id)).where('state', '=', 'pending').where('parked', '=', PARKED).execute();
+      .where('id', 'in', (eb) => eb.selectFrom('tasks').select('id').where('org_id', '=', orgId).where('parked', '=', PARKED)
+        .orderBy('run_at').orderBy('id').limit(n))
+      .where('state', '=', 'pending').execute();
   },
 
   /** One round trip that reads tasks: the check of the store the queue depends on, for the pings running together. */

@@ -14,6 +14,13 @@ export interface TaskSubscribers {
   among(tx: Executor, orgIds: readonly number[]): Promise<ReadonlySet<number>>;
 }
 
+/** Asks the database every time: what the cache below reads through, and for one-off writers (a benchmark's bulk insert). */
+export const uncachedSubscribers: TaskSubscribers = {
+  async among(tx, orgIds) {
+    return new Set((await subscriptionRepo.ofType(tx, orgIds, 'task')).map((s) => s.org_id));
+  },
+};
+
 export function taskSubscribers(db: Db): TaskSubscribers {
   // accounts too: deleting an organization deletes its subscriptions by cascade, unseen by a stamp of webhooks.
   const cache = StampedCache.for<number, boolean>(db, ['webhooks', 'accounts']);
@@ -28,7 +35,7 @@ export function taskSubscribers(db: Db): TaskSubscribers {
         else if (known) subscribed.add(id);
       }
       if (unknown.length === 0) return subscribed;
-      const found = new Set((await subscriptionRepo.ofType(tx, unknown, 'task')).map((s) => s.org_id));
+      const found = await uncachedSubscribers.among(tx, unknown);
       for (const id of unknown) {
         cache?.set(id, found.has(id), stamp!);
         if (found.has(id)) subscribed.add(id);
@@ -37,10 +44,3 @@ export function taskSubscribers(db: Db): TaskSubscribers {
     },
   };
 }
-
-/** For one-off writers (a benchmark's bulk insert): asks the database every time. */
-export const uncachedSubscribers: TaskSubscribers = {
-  async among(tx, orgIds) {
-    return new Set((await subscriptionRepo.ofType(tx, orgIds, 'task')).map((s) => s.org_id));
-  },
-};
