@@ -115,6 +115,12 @@ export interface QueueOptions<T extends QueueTable> extends QueueHooks<QueueRow<
   backoff?: (attempt: number) => number;
   /** The clock (unix ms); tests pass their own. */
   now?: () => number;
+  /**
+   * Write transactions on this database run one at a time (Database.concurrentWriters is 1:
+   * SQLite), so two of them never wait on each other: the SELECT … FOR UPDATE that orders the row
+   * locks of a multi-row update (heartbeat, completeMany) has nothing to order and is left out.
+   */
+  serialWrites?: boolean;
 }
 
 /**
@@ -263,6 +269,7 @@ export class QueueEngine<T extends QueueTable> {
     // Row locks in id order, as completeMany takes them: one UPDATE of many rows locks them in
     // whatever order its plan reads them, which deadlocked against a batch of completions (on
     // SQLite the SELECT takes no lock: its one writer already runs transactions one at a time).
+    if (this.#opts.serialWrites) return update(ex as unknown as Kysely<any>);
     return inTransaction(ex, async (tx) => {
       const q = tx as unknown as Kysely<any>;
       await q.selectFrom(this.#t).select('id').where(held).orderBy('id').forUpdate().execute();
@@ -290,7 +297,7 @@ export class QueueEngine<T extends QueueTable> {
       // Every row of the group is locked first, in id order, as heartbeat() locks them: the updates
       // below go state by state, and locking that way would let a heartbeat and a group finishing
       // in two states wait on each other in a cycle.
-      if (items.length > 1) {
+      if (items.length > 1 && !this.#opts.serialWrites) {
         await (tx as unknown as Kysely<any>).selectFrom(this.#t).select('id').where(this.#heldMany(items.map((i) => i.lease)))
           .orderBy('id').forUpdate().execute();
       }

@@ -28,7 +28,10 @@ export class TurnQueue {
 
   constructor(readonly deps: TurnQueueDeps) {
     this.wakeups = deps.wakeups;
-    this.engine = new QueueEngine({ table: TURNS, workerId: newWorkerId('turns'), leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now, stamp });
+    this.engine = new QueueEngine({
+      table: TURNS, workerId: newWorkerId('turns'), leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now, stamp,
+      serialWrites: deps.database.concurrentWriters === 1,
+    });
   }
 
   /** Starts running turns in this process (worker roles). */

@@ -127,6 +127,8 @@ export interface TaskEngineOptions {
   subscribers: TaskSubscribers;
   leaseMs?: number;
   now?: () => number;
+  /** QueueOptions.serialWrites: the database runs write transactions one at a time. */
+  serialWrites?: boolean;
 }
 
 /** The queue engine over the tasks table with the task hooks. */
@@ -137,6 +139,7 @@ export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> 
     workerId: opts.workerId,
     leaseMs: opts.leaseMs ?? TASK_LEASE_MS,
     now,
+    serialWrites: opts.serialWrites,
     // Candidates carry CANDIDATE_COLUMNS (and id, run_at), which is what TaskCandidate names.
     candidateColumns: CANDIDATE_COLUMNS,
     admit: (tx, row, at) => admit(tx, row as TaskCandidate, at),

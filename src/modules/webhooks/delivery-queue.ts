@@ -33,9 +33,9 @@ function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: numb
   return set;
 }
 
-export function createDeliveryEngine(opts: { workerId: string; leaseMs?: number; now?: () => number }): QueueEngine<'webhook_deliveries'> {
+export function createDeliveryEngine(opts: { workerId: string; leaseMs?: number; now?: () => number; serialWrites?: boolean }): QueueEngine<'webhook_deliveries'> {
   return new QueueEngine({
-    table: DELIVERIES, workerId: opts.workerId, leaseMs: opts.leaseMs, now: opts.now, stamp,
+    table: DELIVERIES, workerId: opts.workerId, leaseMs: opts.leaseMs, now: opts.now, serialWrites: opts.serialWrites, stamp,
   });
 }
 
@@ -64,6 +64,7 @@ export class DeliveryQueue {
     this.wakeups = deps.wakeups;
     this.engine = createDeliveryEngine({
       workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.deliveryLeaseMs, now: deps.now,
+      serialWrites: deps.database.concurrentWriters === 1,
     });
     this.maxAttempts = deps.retryDelay ? attemptsAllowed(deps.retryDelay) : MAX_DELIVERY_ATTEMPTS;
   }
