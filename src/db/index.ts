@@ -26,6 +26,12 @@ export interface Database {
    */
   readonly concurrentWriters: number;
   /**
+   * Every write transaction on this database, from any process, runs one at a time, so two never
+   * wait on each other's row locks: SQLite (one writer; one serving process per DATA_DIR). Never on
+   * PostgreSQL, even with a pool of one: other processes may share the database.
+   */
+  readonly serialWrites: boolean;
+  /**
    * Hears NOTIFYs on `channel` from every process sharing the database (PostgreSQL: a dedicated
    * LISTEN connection that reconnects and then calls `onReconnect`, since notifications sent while
    * it was away are gone). SQLite: one process per DATA_DIR, so there is nobody else to hear.
@@ -80,6 +86,7 @@ export function openDatabase(opts: DatabaseOptions): Database {
       dialect: 'postgres',
       description: `postgres://${url.host}${url.pathname}`,
       concurrentWriters: opts.poolSize ?? 10,
+      serialWrites: false,
       listen: (channel, o) => listenOn({ databaseUrl, channel, ...o }),
       refreshStatistics: async (tables) => void (await sql`analyze ${sql.join(tables.map((t) => sql.table(t)))}`.execute(db)),
       ping: async () => void (await sql`select 1`.execute(db)),
@@ -115,6 +122,7 @@ export function openDatabase(opts: DatabaseOptions): Database {
     dialect: 'sqlite',
     description: `sqlite:${file}`,
     concurrentWriters: 1,
+    serialWrites: true,
     listen: async () => ({ close: async () => {} }),
     refreshStatistics: async (tables) => {
       for (const t of tables) await sql`analyze ${sql.table(t)}`.execute(db);

@@ -116,9 +116,9 @@ export interface QueueOptions<T extends QueueTable> extends QueueHooks<QueueRow<
   /** The clock (unix ms); tests pass their own. */
   now?: () => number;
   /**
-   * Write transactions on this database run one at a time (Database.concurrentWriters is 1:
-   * SQLite), so two of them never wait on each other: the SELECT … FOR UPDATE that orders the row
-   * locks of a multi-row update (heartbeat, completeMany) has nothing to order and is left out.
+   * Write transactions on this database run one at a time (Database.serialWrites: SQLite), so two
+   * of them never wait on each other: the SELECT … FOR UPDATE that orders the row locks of a
+   * multi-row update (heartbeat, completeMany) has nothing to order and is left out.
    */
   serialWrites?: boolean;
 }

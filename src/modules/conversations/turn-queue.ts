@@ -30,7 +30,7 @@ export class TurnQueue {
     this.wakeups = deps.wakeups;
     this.engine = new QueueEngine({
       table: TURNS, workerId: newWorkerId('turns'), leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now, stamp,
-      serialWrites: deps.database.concurrentWriters === 1,
+      serialWrites: deps.database.serialWrites,
     });
   }
 

@@ -35,7 +35,7 @@ export class TaskQueue {
     this.subscribers = taskSubscribers(deps.database.db);
     this.engine = createTaskEngine({
       workerId: this.workerId, subscribers: this.subscribers, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now,
-      serialWrites: deps.database.concurrentWriters === 1,
+      serialWrites: deps.database.serialWrites,
     });
   }
 

@@ -64,7 +64,7 @@ export class DeliveryQueue {
     this.wakeups = deps.wakeups;
     this.engine = createDeliveryEngine({
       workerId: this.workerId, leaseMs: deps.leaseMs ?? deps.config.deliveryLeaseMs, now: deps.now,
-      serialWrites: deps.database.concurrentWriters === 1,
+      serialWrites: deps.database.serialWrites,
     });
     this.maxAttempts = deps.retryDelay ? attemptsAllowed(deps.retryDelay) : MAX_DELIVERY_ATTEMPTS;
   }
