@@ -1,11 +1,11 @@
 // The floor under issue 15's submission figures: a bare Fastify process over callplane's own
-// schema (the tasks table with all its indexes, migrated by bench/floor.ts) that does nothing a
-// durable queue could leave out and nothing else. POST /submit parses the JSON body, adds one row
-// to tasks (requests arriving together share one transaction and one commit) and answers once it
-// is committed; with FLOOR_MODE=all each committed row is then moved to running and to finished,
-// as a claim and a completion would, each step its own transaction of a whole batch. No
-// authentication, validation, limits, counts, outbox events, leases read back or hooks: what
-// callplane does per task can only cost more. GET /healthz answers as callplane's does.
+// schema (the tasks table as bench/floor.ts migrated it, with all its indexes unless
+// FLOOR_INDEXES=minimal) that does nothing a durable queue could leave out and nothing else.
+// POST /submit parses the JSON body, adds one row to tasks (requests arriving together share one
+// transaction and one commit) and answers once it is committed; with FLOOR_MODE=all each
+// committed row is then moved to running and to finished, as a claim and a completion would, each
+// step its own transaction of a whole batch. No authentication, validation, limits, counts,
+// outbox events, leases read back or hooks: what callplane does per task can only cost more. GET /healthz answers as callplane's does.
 //
 // Run by bench/floor.ts: FLOOR_MODE=api|all, PORT, FLOOR_ORG_ID, and DATABASE_URL (PostgreSQL)
 // or FLOOR_SQLITE_FILE.
@@ -28,7 +28,7 @@ interface Store {
   finish(ids: string[], now: number): Promise<void>;
 }
 
-// The columns callplane's insert names (src/modules/tasks/repository.ts), with a ping's values.
+// A ping's row: the columns without a default, and those a claim and a completion write.
 const COLUMNS = ['id', 'org_id', 'account_id', 'type', 'state', 'run_at', 'attempt', 'max_attempts', 'wait_to_greet', 'created_at', 'updated_at', 'parked'];
 
 function sqliteStore(file: string): Store {
