@@ -22,6 +22,7 @@ import { claimOrderIndex } from './migrations/0017-claim-order-index.ts';
 import { runningLeaseIndex } from './migrations/0018-running-lease-index.ts';
 import { webhookChangeNotifications } from './migrations/0019-webhook-change-notifications.ts';
 import { parkedTasks } from './migrations/0020-parked-tasks.ts';
+import { retentionIndexes } from './migrations/0021-retention-indexes.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -45,6 +46,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0018-running-lease-index': runningLeaseIndex(),
     '0019-webhook-change-notifications': webhookChangeNotifications(dialect),
     '0020-parked-tasks': parkedTasks(),
+    '0021-retention-indexes': retentionIndexes(),
   };
 }
 

@@ -170,11 +170,18 @@ export const turnRepo = {
   async setResume(db: Executor, id: string, resume: string | null, now: number): Promise<void> {
     await db.updateTable('conversation_turns').set({ resume, updated_at: now }).where('id', '=', id).execute();
   },
+  /**
+   * Turns that ended before `before`, through the partial index conversation_turns_ended (migration
+   * 0021-retention-indexes), whose states are written as literals so both engines see it fits.
+   */
+  endedBefore(db: Executor, before: number, limit: number) {
+    return db.selectFrom('conversation_turns').select('id')
+      .where(sql<boolean>`state in ('finished', 'failed', 'canceled')`).where('finished_at', '<', before).limit(limit);
+  },
   /** Deletes turns that ended before `before` (the conversation and its messages stay); how many. */
   async pruneEnded(db: Db, before: number, batch = 1000): Promise<number> {
     return db.transaction().execute(async (tx) => {
-      const rows = await tx.selectFrom('conversation_turns').select('id')
-        .where('state', 'in', ['finished', 'failed', 'canceled']).where('finished_at', '<', before).limit(batch).execute();
+      const rows = await turnRepo.endedBefore(tx, before, batch).execute();
       if (rows.length === 0) return 0;
       await tx.deleteFrom('conversation_turns').where('id', 'in', rows.map((r) => r.id)).execute();
       return rows.length;

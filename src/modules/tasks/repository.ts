@@ -21,6 +21,9 @@ const PARKED = sql.lit(1);
  */
 const UNDISPATCHED = sql<boolean>`dispatched = 0`;
 
+/** Tasks in a final state, as the partial index of ended tasks names them (literals, as above). */
+const ENDED = sql<boolean>`state in ('finished', 'failed', 'canceled')`;
+
 /** Adds `delta` to the organization's count of tasks in `state` (creating the row on first use). */
 async function bumpStateCount(db: Executor, orgId: number, state: QueueState, delta: number): Promise<void> {
   await db.insertInto('org_task_counts').values({ org_id: orgId, [state]: Math.max(delta, 0) })
@@ -195,14 +198,22 @@ export const taskRepo = {
   },
 
   /**
+   * Tasks that ended before `before`, oldest end first: the partial index tasks_ended (migration
+   * 0021-retention-indexes) in its order, its states written as literals so both engines see the index fits.
+   */
+  endedBefore(db: Executor, before: number, limit: number) {
+    return db.selectFrom('tasks').select(['id', 'org_id', 'state'])
+      .where(ENDED).where('finished_at', '<', before)
+      .orderBy('finished_at').limit(limit);
+  },
+
+  /**
    * Deletes up to `batch` tasks that ended before `before` (ms), with their events, keeping the
    * per-state counts right. Returns how many were deleted; call again while it returns `batch`.
    */
   async pruneFinished(db: Db, before: number, batch = 1000): Promise<number> {
     return db.transaction().execute(async (tx) => {
-      const rows = await tx.selectFrom('tasks').select(['id', 'org_id', 'state'])
-        .where('state', 'in', ['finished', 'failed', 'canceled']).where('finished_at', '<', before)
-        .orderBy('finished_at').limit(batch).execute();
+      const rows = await taskRepo.endedBefore(tx, before, batch).execute();
       if (rows.length === 0) return 0;
       await tx.deleteFrom('tasks').where('id', 'in', rows.map((r) => r.id)).execute();
       const per = new Map<string, { orgId: number; state: QueueState; n: number }>();

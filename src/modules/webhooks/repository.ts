@@ -101,16 +101,25 @@ export const deliveryRepo = {
   },
 
   /**
-   * Retention: deletes up to `batch` subscription deliveries that ended before `before` (unix ms),
-   * with their attempt log (by cascade), in one short transaction. Returns how many were deleted;
-   * call again while it returns `batch`.
+   * Subscription deliveries that ended before `before`, through the partial index
+   * webhook_deliveries_ended (migration 0021-retention-indexes), whose states are written as
+   * literals so both engines see it fits.
    */
-  /** Ended deliveries of our own events and of agents' replies (relayed events go with their event). */
+  endedBefore(db: Executor, before: number, limit: number) {
+    return db.selectFrom('webhook_deliveries').select('id')
+      .where(sql<boolean>`state in ('finished', 'failed', 'canceled')`).where('finished_at', '<', before)
+      .where('kind', 'in', ['webhook', 'message']).limit(limit);
+  },
+
+  /**
+   * Retention: deletes up to `batch` subscription deliveries (of our own events and of agents'
+   * replies; relayed events go with their event) that ended before `before` (unix ms), with their
+   * attempt log (by cascade), in one short transaction. Returns how many were deleted; call again
+   * while it returns `batch`.
+   */
   async pruneEndedSubscriptionDeliveries(db: Db, before: number, batch = 1000): Promise<number> {
     return db.transaction().execute(async (tx) => {
-      const rows = await tx.selectFrom('webhook_deliveries').select('id')
-        .where('kind', 'in', ['webhook', 'message']).where('state', 'in', ENDED).where('finished_at', '<', before)
-        .limit(batch).execute();
+      const rows = await deliveryRepo.endedBefore(tx, before, batch).execute();
       if (rows.length === 0) return 0;
       await tx.deleteFrom('webhook_deliveries').where('id', 'in', rows.map((r) => r.id)).execute();
       return rows.length;
