@@ -1,4 +1,4 @@
-// The retention jobs' searches (taskRepo, deliveryRepo and turnRepo endedBefore, run every ten
+// The retention jobs' searches (taskRepo, deliveryRepo, relayEventRepo and turnRepo endedBefore, run every ten
 // minutes and again per thousand rows pruned) read the partial indexes of ended rows (migration
 // 0021-retention-indexes) on both engines, never the whole table: on SQLite that scan held the one
 // connection, and so every request, for as long as it read the table.
@@ -12,7 +12,7 @@ import { openDatabase, type Database } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { turnRepo } from '../../src/modules/conversations/repository.ts';
 import { taskRepo } from '../../src/modules/tasks/repository.ts';
-import { deliveryRepo } from '../../src/modules/webhooks/repository.ts';
+import { deliveryRepo, relayEventRepo } from '../../src/modules/webhooks/repository.ts';
 import { PG_URL } from '../helpers/harness.ts';
 import { createScratchPgDatabase } from '../helpers/scratch-pg.ts';
 
@@ -39,6 +39,7 @@ async function check(database: Database, explain: Explain): Promise<void> {
   for (const [index, q] of [
     ['webhook_deliveries_ended', deliveryRepo.endedBefore(database.db, 9_000_000, 1000).compile()],
     ['conversation_turns_ended', turnRepo.endedBefore(database.db, 9_000_000, 1000).compile()],
+    ['relay_events_received', relayEventRepo.endedBefore(database.db, 9_000_000, 1000).compile()],
   ] as const) {
     const plan = await explain(q);
     assert.match(plan, new RegExp(index), plan);

@@ -6,6 +6,9 @@
 // prunes write the ended states as literals (as the partial indexes name them), so both engines
 // see that an index fits.
 //
+// Relayed events are pruned by when they were received (with every delivery of theirs ended): an
+// index on received_at, which each event enters once, at its arrival.
+//
 // Deliveries and turns also get the rescuer's index tasks got in migration 0018: over running rows
 // only, on lease_expires_at, instead of (state, lease_expires_at) over every row. That one was
 // written at each insert, claim and end for a search that only asks for running rows, and SQLite
@@ -21,6 +24,7 @@ export function retentionIndexes() {
         await db.schema.createIndex(`${table}_ended`).on(table).column('finished_at')
           .where(sql.ref('state'), 'in', ENDED).execute();
       }
+      await db.schema.createIndex('relay_events_received').on('relay_events').column('received_at').execute();
       for (const table of ['webhook_deliveries', 'conversation_turns']) {
         await db.schema.createIndex(`${table}_running_lease`).on(table).column('lease_expires_at')
           .where(sql.ref('state'), '=', sql.lit('running')).execute();

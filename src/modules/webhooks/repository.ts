@@ -167,20 +167,28 @@ export const relayEventRepo = {
   },
 
   /**
+   * Relayed events received before `before` whose every delivery ended before it too, through the
+   * index relay_events_received (migration 0021-retention-indexes).
+   */
+  endedBefore(db: Executor, before: number, limit: number) {
+    return db.selectFrom('relay_events as e').select('e.id')
+      .where('e.received_at', '<', before)
+      .where((eb) => eb.not(eb.exists(
+        eb.selectFrom('webhook_deliveries as d').select(sql<number>`1`.as('one'))
+          .whereRef('d.relay_event_id', '=', 'e.id')
+          .where((inner) => inner.or([inner('d.state', 'not in', ENDED), inner('d.finished_at', '>=', before)])),
+      )))
+      .limit(limit);
+  },
+
+  /**
    * Retention: deletes up to `batch` relayed events received before `before` whose every
    * delivery (replays included) ended before it too; their deliveries and attempts go with them
    * (by cascade). One short transaction; call again while it returns `batch`.
    */
   async pruneEnded(db: Db, before: number, batch = 1000): Promise<number> {
     return db.transaction().execute(async (tx) => {
-      const rows = await tx.selectFrom('relay_events as e').select('e.id')
-        .where('e.received_at', '<', before)
-        .where((eb) => eb.not(eb.exists(
-          eb.selectFrom('webhook_deliveries as d').select(sql<number>`1`.as('one'))
-            .whereRef('d.relay_event_id', '=', 'e.id')
-            .where((inner) => inner.or([inner('d.state', 'not in', ENDED), inner('d.finished_at', '>=', before)])),
-        )))
-        .limit(batch).execute();
+      const rows = await relayEventRepo.endedBefore(tx, before, batch).execute();
       if (rows.length === 0) return 0;
       await tx.deleteFrom('relay_events').where('id', 'in', rows.map((r) => r.id)).execute();
       return rows.length;
