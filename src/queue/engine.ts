@@ -132,6 +132,11 @@ export interface QueueOptions<T extends QueueTable> extends QueueHooks<QueueRow<
  */
 const PENDING = sql.lit('pending');
 const RUNNING = sql.lit('running');
+/**
+ * Rows in a final state, in the words of the partial indexes of ended rows (migration
+ * 0021-retention-indexes) that the owners' retention searches read, and for the same reason.
+ */
+export const ENDED_ROWS = sql<boolean>`state in ('finished', 'failed', 'canceled')`;
 
 /** 1 s, 2 s, 4 s … capped, with ±jitter so failures that happened together do not retry together. */
 export function exponentialBackoff(attempt: number, opts: { baseMs?: number; maxMs?: number; jitter?: number } = {}): number {
@@ -267,8 +272,8 @@ export class QueueEngine<T extends QueueTable> {
     const update = (q: Kysely<any>) => q.updateTable(this.#t).set({ lease_expires_at: this.now() + this.leaseMs })
       .where(held).returningAll().execute() as Promise<QueueRow<T>[]>;
     // Row locks in id order, as completeMany takes them: one UPDATE of many rows locks them in
-    // whatever order its plan reads them, which deadlocked against a batch of completions (on
-    // SQLite the SELECT takes no lock: its one writer already runs transactions one at a time).
+    // whatever order its plan reads them, which deadlocked against a batch of completions. Left
+    // out where writes are serial (serialWrites: SQLite's one writer), as it would lock nothing.
     if (this.#opts.serialWrites) return update(ex as unknown as Kysely<any>);
     return inTransaction(ex, async (tx) => {
       const q = tx as unknown as Kysely<any>;

@@ -2,6 +2,7 @@
 // conversations (one call or messaging session), conversation_messages (the transcript),
 // conversation_turns (the queue's own columns are src/queue/engine.ts's) and automation_requests.
 import { sql } from 'kysely';
+import { ENDED_ROWS } from '../../queue/engine.ts';
 import type {
   AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, TurnRow,
 } from '../../db/types.ts';
@@ -172,11 +173,11 @@ export const turnRepo = {
   },
   /**
    * Turns that ended before `before`, through the partial index conversation_turns_ended (migration
-   * 0021-retention-indexes), whose states are written as literals so both engines see it fits.
+   * 0021-retention-indexes).
    */
   endedBefore(db: Executor, before: number, limit: number) {
     return db.selectFrom('conversation_turns').select('id')
-      .where(sql<boolean>`state in ('finished', 'failed', 'canceled')`).where('finished_at', '<', before).limit(limit);
+      .where(ENDED_ROWS).where('finished_at', '<', before).limit(limit);
   },
   /** Deletes turns that ended before `before` (the conversation and its messages stay); how many. */
   async pruneEnded(db: Db, before: number, batch = 1000): Promise<number> {

@@ -5,6 +5,7 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { DB, Db, Executor, QueueState, TaskEventRow, TaskRow, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
+import { ENDED_ROWS } from '../../queue/engine.ts';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
 import { presentTask } from './present.ts';
 import { accountRepo } from '../accounts/repository.ts';
@@ -20,9 +21,6 @@ const PARKED = sql.lit(1);
  * parameter), so both engines use the partial index on undispatched events.
  */
 const UNDISPATCHED = sql<boolean>`dispatched = 0`;
-
-/** Tasks in a final state, as the partial index of ended tasks names them (literals, as above). */
-const ENDED = sql<boolean>`state in ('finished', 'failed', 'canceled')`;
 
 /** Adds `delta` to the organization's count of tasks in `state` (creating the row on first use). */
 async function bumpStateCount(db: Executor, orgId: number, state: QueueState, delta: number): Promise<void> {
@@ -199,11 +197,11 @@ export const taskRepo = {
 
   /**
    * Tasks that ended before `before`, oldest end first: the partial index tasks_ended (migration
-   * 0021-retention-indexes) in its order, its states written as literals so both engines see the index fits.
+   * 0021-retention-indexes) in its order.
    */
   endedBefore(db: Executor, before: number, limit: number) {
     return db.selectFrom('tasks').select(['id', 'org_id', 'state'])
-      .where(ENDED).where('finished_at', '<', before)
+      .where(ENDED_ROWS).where('finished_at', '<', before)
       .orderBy('finished_at').limit(limit);
   },
 

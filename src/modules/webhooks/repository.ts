@@ -7,6 +7,7 @@ import { sql, type Insertable } from 'kysely';
 import type {
   DB, Db, DeliveryAttemptRow, Executor, QueueState, RelayEventRow, WebhookDeliveryRow,
 } from '../../db/types.ts';
+import { ENDED_ROWS } from '../../queue/engine.ts';
 import { MAX_DELIVERY_ATTEMPTS } from '../../webhooks/deliver.ts';
 
 type DeliveryInsert = Insertable<DB['webhook_deliveries']>;
@@ -102,12 +103,11 @@ export const deliveryRepo = {
 
   /**
    * Subscription deliveries that ended before `before`, through the partial index
-   * webhook_deliveries_ended (migration 0021-retention-indexes), whose states are written as
-   * literals so both engines see it fits.
+   * webhook_deliveries_ended (migration 0021-retention-indexes).
    */
   endedBefore(db: Executor, before: number, limit: number) {
     return db.selectFrom('webhook_deliveries').select('id')
-      .where(sql<boolean>`state in ('finished', 'failed', 'canceled')`).where('finished_at', '<', before)
+      .where(ENDED_ROWS).where('finished_at', '<', before)
       .where('kind', 'in', ['webhook', 'message']).limit(limit);
   },
 
