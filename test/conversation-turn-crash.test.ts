@@ -3,7 +3,9 @@
 // loopback, test/helpers/fake-llm.ts) asks for send_text and queue_follow_up, and when the turn
 // comes back to the model with their results the process is killed, mid-request. A new process on
 // the same database rescues the turn once its lease has expired and resumes it after the tools:
-// exactly one text task, one follow-up, one reply. On both engines (SQLite: the same DATA_DIR).
+// exactly one text task, one follow-up, one reply. And a webhook action whose POST was out when
+// the process died is not sent again: the model is told its answer is unknown. On both engines
+// (SQLite: the same DATA_DIR).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -76,7 +78,7 @@ async function request(port: number, method: string, url: string, body?: unknown
   return { status: res.status, body: json };
 }
 
-async function crashRun(engine: 'sqlite' | 'postgres'): Promise<string> {
+async function crashRun(engine: 'sqlite' | 'postgres', scenario: 'texts' | 'action'): Promise<string> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-turn-crash-'));
   dirs.push(dataDir);
   const scratch = engine === 'postgres' ? await createScratchPgDatabase(PG_URL!, 'callplane_turn_crash') : undefined;
@@ -84,6 +86,9 @@ async function crashRun(engine: 'sqlite' | 'postgres'): Promise<string> {
   closers.push(() => llm.close());
   const replies: Receiver = await startReceiver();
   closers.push(() => replies.close());
+  // The webhook action's receiver never answers: the process is killed while the POST is out.
+  const action: Receiver = await startReceiver(() => new Promise(() => {}));
+  closers.push(() => action.close());
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
     CALLPLANE_ADMIN_TOKEN: ADMIN,
@@ -111,8 +116,12 @@ async function crashRun(engine: 'sqlite' | 'postgres'): Promise<string> {
     const token = await request(proc.port, 'POST', `/api/v2/tokens?targetAccountId=${agentId}`, { type: 'admin', description: 'crash test' });
     assert.equal(token.status, 200, JSON.stringify(token.body));
     const agentToken: string = token.body.token.token;
-    assert.equal((await request(proc.port, 'POST', '/api/v2/agent', { actions: ['text', 'followup'] }, agentToken)).status, 200);
+    const config = scenario === 'texts'
+      ? { actions: ['text', 'followup'] }
+      : { webhookActions: [{ name: 'book', description: 'Book it', url: `${action.url}/book`, timeoutSeconds: 30, parameters: { day: { type: 'string', required: true } } }] };
+    assert.equal((await request(proc.port, 'POST', '/api/v2/agent', config, agentToken)).status, 200);
     assert.equal((await request(proc.port, 'POST', '/api/v2/agent/publish', undefined, agentToken)).status, 200);
+    if (scenario === 'action') return await actionRun(proc, env, procs, { llm, replies, action, agentId, orgId, dataDir, scratch });
 
     llm.script.push(
       { toolCalls: [{ name: 'send_text', arguments: { message: 'Your cleaning is Tuesday at 9.' } }, { name: 'queue_follow_up', arguments: { type: 'text', delayMinutes: 60, message: 'Reminder: cleaning tomorrow at 9.' } }] },
@@ -162,11 +171,46 @@ async function crashRun(engine: 'sqlite' | 'postgres'): Promise<string> {
   }
 }
 
+/** The webhook action scenario, from the configured agent on. */
+async function actionRun(first: Proc, env: Record<string, string>, procs: Proc[], o: {
+  llm: FakeLlm; replies: Receiver; action: Receiver; agentId: number; orgId: number; dataDir: string; scratch?: { url: string };
+}): Promise<string> {
+  o.llm.script.push({ toolCalls: [{ name: 'book', arguments: { day: 'Tuesday' } }] }, { text: 'I could not confirm the booking; please check your email.' });
+  const sent = await request(first.port, 'POST', '/api/v2/agent/receiveMessage', {
+    targetAgent: String(o.agentId), sourceAddress: PERSON, message: 'book tuesday', outboundMessageWebhookUrl: o.replies.url,
+  });
+  assert.equal(sent.status, 200, JSON.stringify(sent.body));
+  await o.action.waitFor(1, 20_000);
+  first.child.kill('SIGKILL');
+  assert.equal((await first.exited).signal, 'SIGKILL');
+  const proc = await serve(env);
+  procs.push(proc);
+  const [reply] = await o.replies.waitFor(1, 60_000);
+  assert.equal(JSON.parse(reply!.body.toString('utf8')).message, 'I could not confirm the booking; please check your email.');
+  await sleep(2000);
+  assert.equal(o.action.requests.length, 1, 'the action was POSTed once');
+  assert.equal(o.llm.requests.length, 2);
+  const told = o.llm.requests[1]!.body.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+  assert.equal(told.length, 1);
+  assert.match(told[0]!, /^book was already sent once in this turn, which was then interrupted before its answer came back; it is not sent again/);
+  assert.equal(o.replies.requests.length, 1, 'one reply');
+  const db = openDatabase(o.scratch ? { databaseUrl: o.scratch.url, poolSize: 1 } : { sqliteFile: path.join(o.dataDir, 'callplane.db') });
+  try {
+    const effects = await db.db.selectFrom('tool_effects').select(['tool', 'state']).where('org_id', '=', o.orgId).execute();
+    assert.deepEqual(effects.map((e) => `${e.tool}:${e.state}`), ['book:started'], 'its answer never came');
+  } finally {
+    await db.close();
+  }
+  return 'the action was not sent again after the kill';
+}
+
 describe('a queued turn killed after its tools ran (SQLite: replaced on the same DATA_DIR)', () => {
-  it('is resumed by the new process: one text task, one follow-up, one reply', { timeout: 120_000 }, async (t) => t.diagnostic(await crashRun('sqlite')));
+  it('is resumed by the new process: one text task, one follow-up, one reply', { timeout: 120_000 }, async (t) => t.diagnostic(await crashRun('sqlite', 'texts')));
+  it('killed while a webhook action\'s POST is out: the action is not sent again and the model is told', { timeout: 120_000 }, async (t) => t.diagnostic(await crashRun('sqlite', 'action')));
 });
 
 describe('a queued turn killed after its tools ran (PostgreSQL: replaced on the same database)',
   { skip: PG_URL ? false : 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {
-    it('is resumed by the new process: one text task, one follow-up, one reply', { timeout: 120_000 }, async (t) => t.diagnostic(await crashRun('postgres')));
+    it('is resumed by the new process: one text task, one follow-up, one reply', { timeout: 120_000 }, async (t) => t.diagnostic(await crashRun('postgres', 'texts')));
+    it('killed while a webhook action\'s POST is out: the action is not sent again and the model is told', { timeout: 120_000 }, async (t) => t.diagnostic(await crashRun('postgres', 'action')));
   });

@@ -1,7 +1,8 @@
 // The agent's tools with outside effects, on both engines (issue 23): a queued turn whose model
 // fails after send_text and queue_follow_up ran is retried by the turn queue without texting the
 // person again (one text task, one follow-up, one reply); a follow-up is scheduled in unix seconds;
-// one conversation sends at most MAX_TEXTS_PER_CONVERSATION texts and follow-ups; and an agent
+// a webhook action is POSTed once, with an Idempotency-Key; one conversation sends at most
+// MAX_TEXTS_PER_CONVERSATION texts and follow-ups; and an agent
 // with requireVerifiedCallerForTexts texts no caller whose caller ID Twilio did not fully attest.
 // The model is test/helpers/fake-llm.ts, replies go to a loopback receiver, calls come from
 // test/helpers/fake-twilio.ts; what the tools made is read from the tasks table.
@@ -90,6 +91,25 @@ for (const engine of ENGINES) {
       await sleep(1500);
       assert.equal(hook.requests.filter((q) => JSON.parse(q.body.toString('utf8')).inReplyTo === res.body.messageUuid).length, 1);
       assert.equal((await tasksOf(o.id)).length, 2);
+    });
+
+    it('a webhook action is POSTed once, with an Idempotency-Key, though the model fails after it and the turn is retried', async () => {
+      const action = await startReceiver(() => ({ status: 200, body: '{"booked":true}' }));
+      try {
+        const { r, o } = await agent({ webhookActions: [{ name: 'book', description: 'Book it', url: `${action.url}/book`, parameters: { day: { type: 'string', required: true } } }] });
+        llm.script.push({ toolCalls: [{ name: 'book', arguments: { day: 'Tuesday' } }] }, { status: 502 }, { text: 'Booked for Tuesday.' });
+        const before = hook.requests.length;
+        const res = await h.call('POST', '/api/v2/agent/receiveMessage', { token: r.token, body: { targetAgent: String(o.agentId), sourceAddress: nextNumber(), message: 'book tuesday', outboundMessageWebhookUrl: hook.url } });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        const got = await hook.waitFor(before + 1, 30_000);
+        assert.equal(JSON.parse(got[before]!.body.toString('utf8')).message, 'Booked for Tuesday.');
+        assert.deepEqual(toolResults(), ['{"booked":true}'], 'the recorded answer, once');
+        await sleep(500);
+        assert.equal(action.requests.length, 1);
+        assert.match(String(action.requests[0]!.headers['idempotency-key']), /^tool-[0-9a-f]{40}$/);
+      } finally {
+        await action.close();
+      }
     });
 
     it(`one conversation sends at most ${MAX_TEXTS_PER_CONVERSATION} texts and follow-ups; the next is refused and the model is told`, async () => {
