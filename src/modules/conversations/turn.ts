@@ -147,12 +147,13 @@ export function turnRunner(deps: TurnDeps) {
         await toolEffectRepo.lockConversation(tx, conversation.id);
         if (texting && await toolEffectRepo.countOf(tx, conversation.id, TEXTING_TOOLS) >= MAX_TEXTS_PER_CONVERSATION) return false;
         const now = deps.now();
-        await toolEffectRepo.start(tx, {
+        return await toolEffectRepo.start(tx, {
           turn_key: key.turn, call_key: key.call, org_id: conversation.org_id, conversation_id: conversation.id,
           tool: call.name, tool_call_id: call.id.slice(0, 200), created_at: now,
-        });
-        return true;
+        }) ? 'started' : 'raced';
       });
+      // Another run of the turn (one whose lease had run out) recorded the call meanwhile: as found.
+      if (started === 'raced') return once(input, call, key, repeatable, run);
       if (!started) {
         return { refused: true, result: `refused: this conversation has sent ${MAX_TEXTS_PER_CONVERSATION} texts and follow-ups already, the most one conversation may` };
       }
