@@ -23,6 +23,7 @@ import { runningLeaseIndex } from './migrations/0018-running-lease-index.ts';
 import { webhookChangeNotifications } from './migrations/0019-webhook-change-notifications.ts';
 import { parkedTasks } from './migrations/0020-parked-tasks.ts';
 import { retentionIndexes } from './migrations/0021-retention-indexes.ts';
+import { toolEffects } from './migrations/0022-tool-effects.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -47,6 +48,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0019-webhook-change-notifications': webhookChangeNotifications(dialect),
     '0020-parked-tasks': parkedTasks(),
     '0021-retention-indexes': retentionIndexes(),
+    '0022-tool-effects': toolEffects(),
   };
 }
 

@@ -579,6 +579,8 @@ export interface ConversationsTable {
   tokens_out: ColumnType<number, number | undefined, number>;
   /** JSON: the channel's state. */
   state: ColumnType<string, string | undefined, string>;
+  /** An inbound call's caller ID was vouched for (1) or not (0); null: no caller to verify (migration 0022). */
+  caller_verified: Flag | null;
   created_at: number;
   updated_at: number;
 }
@@ -635,6 +637,24 @@ export interface AutomationRequestsTable {
   answered_at: number | null;
 }
 
+/** What a turn's tool call did, recorded so a retry does not do it again (migration 0022). */
+export interface ToolEffectsTable {
+  /** The turn: its queue id, or a key of one inline run. */
+  turn_key: string;
+  /** The call's place in the turn: `<model answer>.<position>` (turn.ts says why). */
+  call_key: string;
+  org_id: number;
+  conversation_id: string;
+  tool: string;
+  tool_call_id: string;
+  /** 'started': the effect may have happened, its answer is not recorded; 'refused': nothing was done. */
+  state: 'started' | 'done' | 'refused';
+  /** JSON: what the model was told. */
+  outcome: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface LlmProvidersTable {
   id: Generated<number>;
   org_id: number;
@@ -654,6 +674,7 @@ export interface DB {
   conversation_messages: ConversationMessagesTable;
   conversation_turns: ConversationTurnsTable;
   automation_requests: AutomationRequestsTable;
+  tool_effects: ToolEffectsTable;
   llm_providers: LlmProvidersTable;
 }
 
@@ -662,6 +683,7 @@ export type ConversationRow = Selectable<ConversationsTable>;
 export type MessageRow = Selectable<ConversationMessagesTable>;
 export type TurnRow = Selectable<ConversationTurnsTable>;
 export type AutomationRequestRow = Selectable<AutomationRequestsTable>;
+export type ToolEffectRow = Selectable<ToolEffectsTable>;
 export type LlmProviderRow = Selectable<LlmProvidersTable>;
 
 /** Shared rate-limit counters (src/db/rate-limit-counters.ts): one row per key, its current window. */

@@ -71,6 +71,11 @@ export interface InboundVoiceCall {
   /** The caller (From's user part or number, else its URI) and display name. */
   caller: string;
   callerName?: string;
+  /**
+   * The caller ID is vouched for: the call came through a registration of the organization's or a
+   * trunk it whitelisted. Left out: not verified.
+   */
+  callerVerified?: boolean;
 }
 
 /**

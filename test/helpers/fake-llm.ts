@@ -30,6 +30,8 @@ export interface ScriptedReply {
   status?: number;
   /** Wait this long (ms) before answering. */
   delayMs?: number;
+  /** Never answer: the request stays open until its connection closes (the client's process was killed). */
+  hang?: boolean;
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
@@ -75,6 +77,7 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
         const recorded: RecordedChat = { headers: req.headers, body, at: Date.now(), t: performance.now() };
         state.requests.push(recorded);
         const step = state.script.shift() ?? {};
+        if (step.hang) return;
         if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
         if (step.status) {
           res.writeHead(step.status, { 'content-type': 'application/json' });

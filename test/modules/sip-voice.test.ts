@@ -85,6 +85,8 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
           return row?.ended_at != null ? row : undefined;
         });
         assert.deepEqual([c.account_id, c.direction, c.outcome], [called.id, 'inbound', 'ended_by_agent']);
+        // Answered only because the source is on the organization's whitelist: its trunk vouches for the caller ID.
+        assert.equal(c.caller_verified, 1);
         assert.deepEqual(JSON.parse(c.state).speech, { stt: 'pocketsphinx', tts: 'espeak-ng', offline: true });
         const room = await db.selectFrom('conversation_rooms').selectAll().where('id', '=', c.room_id).executeTakeFirstOrThrow();
         assert.equal(room.counterpart, '+14155552672');
@@ -132,6 +134,7 @@ describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
         assert.deepEqual([task.state, task.result.outcome, task.result.transferred], ['finished', 'completed', true], JSON.stringify(task));
         const c = (await conversationRepo.byCarrierRef(h().database.db, o.id, task.providerRef))!;
         assert.deepEqual([c.channel, c.direction, c.task_id, c.outcome], ['sip', 'outbound', created.body.task.id, 'transferred']);
+        assert.equal(c.caller_verified, null, 'nobody called in');
       } finally {
         await sipp.stop();
         await end.rtp.close();

@@ -255,6 +255,7 @@ export const FIELDS: Record<string, Field> = {
   callerResponseTimeoutHangupCounter: { schema: I('Times the agent asks before hanging up', 0, 10), check: int(0, 10) },
   noContactInjection: { schema: B('Leave the caller\'s contact card out of the context'), check: bool },
   noConvoHistory: { schema: B('Leave the caller\'s call history out of the context'), check: bool },
+  requireVerifiedCallerForTexts: { schema: B('Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md)'), check: bool },
   autoRecordingNotification: { schema: S('true, false or always', { enum: ['true', 'false', 'always'] }), check: str({ max: 6, enum: ['true', 'false', 'always'] }) },
   recordingNotificationPhrase: { schema: S('Phrase announcing the recording', { minLength: 1, maxLength: 500 }), check: str({ min: 1, max: 500 }) },
   preAnswerRingTime: { schema: nullable(I('Seconds of ringing before the agent answers', 1, 60)), nullable: true, check: int(1, 60) },
@@ -308,6 +309,7 @@ export function defaultConfig(title: string): AgentConfig {
     preAnswerSkipProcessingResults: false, cnamAutoRejectRegex: null, cnamAutoRejectCode: 603, cnamAutoTransferRegex: null,
     cnamAutoTransferDestination: null, confirmTransfers: false, monitorTransfers: false, attendedTransfers: false,
     attendedTransferBridgeTrigger: null, transferConfirmTimeout: 30, apps: [], knowledgeBases: [],
+    requireVerifiedCallerForTexts: false,
   };
 }
 

@@ -1,14 +1,16 @@
 // Queries on the conversation tables: conversation_rooms (an agent and one counterpart),
 // conversations (one call or messaging session), conversation_messages (the transcript),
-// conversation_turns (the queue's own columns are src/queue/engine.ts's) and automation_requests.
+// conversation_turns (the queue's own columns are src/queue/engine.ts's), automation_requests and
+// tool_effects.
 import { sql } from 'kysely';
 import { ENDED_ROWS } from '../../queue/engine.ts';
 import type {
-  AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, TurnRow,
+  AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnRow,
 } from '../../db/types.ts';
 
 type NewRoom = Pick<RoomRow, 'org_id' | 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>;
-type NewConversation = Omit<ConversationRow, 'messages_in' | 'messages_out' | 'model_calls' | 'tokens_in' | 'tokens_out' | 'ended_at' | 'outcome' | 'outcome_detail' | 'duration_ms'>;
+type NewConversation = Omit<ConversationRow, 'messages_in' | 'messages_out' | 'model_calls' | 'tokens_in' | 'tokens_out' | 'ended_at' | 'outcome' | 'outcome_detail' | 'duration_ms' | 'caller_verified'>
+  & Partial<Pick<ConversationRow, 'caller_verified'>>;
 
 export const roomRepo = {
   async find(db: Executor, id: number): Promise<RoomRow | undefined> {
@@ -212,6 +214,37 @@ export const automationRepo = {
     const r = await db.updateTable('automation_requests').set({ state: 'expired' })
       .where('id', '=', id).where('state', '=', 'waiting').executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
+  },
+};
+
+export const toolEffectRepo = {
+  async find(db: Executor, turnKey: string, callKey: string): Promise<ToolEffectRow | undefined> {
+    return db.selectFrom('tool_effects').selectAll().where('turn_key', '=', turnKey).where('call_key', '=', callKey).executeTakeFirst();
+  },
+  /**
+   * Locks the conversation's row until the transaction ends (PostgreSQL; SQLite runs one write
+   * transaction at a time): two turns of one conversation count and record its texts one after the other.
+   */
+  async lockConversation(tx: Executor, conversationId: string): Promise<void> {
+    await tx.selectFrom('conversations').select('id').where('id', '=', conversationId).forUpdate().execute();
+  },
+  /** The conversation's recorded calls of these tools that were not refused (started or done). */
+  async countOf(db: Executor, conversationId: string, tools: readonly string[]): Promise<number> {
+    const r = await db.selectFrom('tool_effects').select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('conversation_id', '=', conversationId).where('tool', 'in', [...tools]).where('state', '<>', 'refused')
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  },
+  /** Records that a call's effect is starting; false when the call was recorded already. */
+  async start(db: Executor, row: Omit<ToolEffectRow, 'state' | 'outcome' | 'updated_at'>): Promise<boolean> {
+    const r = await db.insertInto('tool_effects').values({ ...row, state: 'started', outcome: null, updated_at: row.created_at })
+      .onConflict((oc) => oc.columns(['turn_key', 'call_key']).doNothing()).executeTakeFirst();
+    return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
+  },
+  /** Records what the call answered (`refused`: it did nothing, and no cap counts it). */
+  async finish(db: Executor, turnKey: string, callKey: string, state: 'done' | 'refused', outcome: string, now: number): Promise<void> {
+    await db.updateTable('tool_effects').set({ state, outcome, updated_at: now })
+      .where('turn_key', '=', turnKey).where('call_key', '=', callKey).execute();
   },
 };
 

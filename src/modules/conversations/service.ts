@@ -55,6 +55,11 @@ export interface OpenRequest {
   carrierRef?: string | null;
   /** A call is always a conversation of its own; messages continue an open session. */
   fresh?: boolean;
+  /**
+   * An inbound call: whether its caller ID was vouched for (Twilio's full STIR/SHAKEN attestation,
+   * a SIP trunk the organization whitelisted). Left out where there is no caller to verify.
+   */
+  callerVerified?: boolean;
 }
 
 export interface Opened {
@@ -101,6 +106,7 @@ export function conversationService(deps: ConversationServiceDeps) {
       id: crypto.randomUUID(), room_id: room.id, org_id: room.org_id, account_id: r.agent.id, channel: r.channel, direction: r.direction,
       counterpart: r.counterpart, agent_version: null, engine: 'simulated', provider: null, model: null, task_id: r.taskId ?? null,
       carrier_ref: r.carrierRef ?? null, started_at: now, last_activity_at: now, state: '{}', created_at: now, updated_at: now,
+      caller_verified: r.callerVerified === undefined ? null : r.callerVerified ? 1 : 0,
     });
     return { room, conversation, opened: true };
   }

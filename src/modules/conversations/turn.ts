@@ -3,8 +3,24 @@
 // it calls that the configuration grants (tools.ts), and records everything: the tool calls, the
 // model usage and the reply. Every channel runs its turns here: queued ones (API messages, SMS)
 // in a worker (run-turn.ts), spoken and web-chat ones inline.
+//
+// A queued turn may run more than once (the model failed after a tool ran, the worker died): its
+// tools' outside effects still happen at most once per tool call. Two things make it so:
+//
+// - The turn's progress is saved on its queue row (`resume`) before any tool of a model answer
+//   runs and after each one: a retry resumes from the saved transcript, with the very tool calls
+//   the model gave, instead of asking the model again from the start. A model asked again would
+//   give other calls (other ids, other wording: "text them 'see you at 9'" twice, differently),
+//   which no key of the call's own could recognise as the same one.
+// - Each call with an outside effect (send_text, queue_follow_up, webhook actions) is recorded in
+//   tool_effects under the turn and the call's place in it (`<model answer>.<position>`, not the
+//   model's call id, which some servers repeat in every answer): started before the effect, its
+//   answer after. A call found recorded hands the model the recorded answer. One found started but
+//   not answered (the process died in between) is a task made under an Idempotency-Key of that
+//   same turn and place, so making it again finds the first; a webhook action is not sent again.
 import crypto from 'node:crypto';
 import type { Dispatcher } from 'undici';
+import { HttpError } from '../../http/errors.ts';
 import type { ConversationRow, Db, MessageRow, RoomRow } from '../../db/types.ts';
 import type { ChatMessage, ToolCall, ToolSpec } from '../../llm/types.ts';
 import { deliverOnce, signatureHeaders } from '../../webhooks/deliver.ts';
@@ -15,7 +31,7 @@ import type { ModelsService } from '../models/service.ts';
 import { taskRepo } from '../tasks/repository.ts';
 import type { TaskService } from '../tasks/service.ts';
 import { buildMessages, PROMPT_LIMITS } from './prompt.ts';
-import { automationRepo, conversationRepo, messageRepo, roomRepo } from './repository.ts';
+import { automationRepo, conversationRepo, messageRepo, roomRepo, toolEffectRepo, turnRepo } from './repository.ts';
 import {
   checkArguments, grantedTools, knowledgeBases, transferDestinations, webhookActions,
   type ToolEffect, type ToolOutcome,
@@ -25,6 +41,12 @@ import {
 export const MAX_MODEL_CALLS = 5;
 /** What a tool's result may hand back to the model. */
 export const MAX_TOOL_RESULT_CHARS = 4000;
+/**
+ * Texts and follow-ups (send_text and queue_follow_up together) the agent may send in one
+ * conversation: a caller ID can be spoofed, and the agent texts whoever it names.
+ */
+export const MAX_TEXTS_PER_CONVERSATION = 3;
+const TEXTING_TOOLS = ['send_text', 'queue_follow_up'] as const;
 /** Said when the model gives no words at all. */
 const EMPTY_REPLY = '…';
 
@@ -41,15 +63,23 @@ export interface TurnDeps {
   now(): number;
 }
 
-/** The model loop's state saved while an automation request is outstanding (conversation_turns.resume). */
+/**
+ * The model loop's state saved on a queued turn's row (conversation_turns.resume): while an
+ * automation request is outstanding, and as the turn's progress so a retry resumes from it.
+ */
 export interface ResumeState {
   messages: ChatMessage[];
   /** The tool call waiting for its answer, and the request it waits on. */
-  pending: { callId: string; requestId: string; action: string };
-  /** Tool calls of the same round still to run after it. */
+  pending?: { callId: string; requestId: string; action: string };
+  /** Tool calls of the same model answer still to run (after the pending one, if any). */
   rest: ToolCall[];
   effects: ToolEffect[];
   modelCalls: number;
+  /** Which model answer `rest` is of, and the position of its first call in it (the calls' keys). */
+  round?: number;
+  position?: number;
+  /** The words of that answer. */
+  text?: string;
 }
 
 export interface TurnInput {
@@ -77,6 +107,9 @@ export type TurnResult =
 
 const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
+/** Where a tool call's effect is recorded: its turn, and its place there (`<model answer>.<position>`). */
+interface CallKey { turn: string; call: string }
+
 export function turnRunner(deps: TurnDeps) {
   const { db } = deps;
 
@@ -91,8 +124,60 @@ export function turnRunner(deps: TurnDeps) {
     return id;
   }
 
+  /**
+   * Runs a call with an outside effect at most once per turn and place (`key`): the recorded answer
+   * when it ran already; otherwise it is recorded as started (a texting tool only while the
+   * conversation is under MAX_TEXTS_PER_CONVERSATION), run with the Idempotency-Key of its place,
+   * and its answer recorded. `repeatable`: the effect may be asked for again after a start whose
+   * answer was lost (a task made under the key is found, not made twice); otherwise it is not.
+   */
+  async function once(input: TurnInput, call: ToolCall, key: CallKey, repeatable: boolean, run: (idempotencyKey: string) => Promise<ToolOutcome>): Promise<ToolOutcome> {
+    const { conversation } = input;
+    const recorded = await toolEffectRepo.find(db, key.turn, key.call);
+    if (recorded && recorded.tool !== call.name) {
+      return { refused: true, result: `refused: this step of the turn already ran ${recorded.tool}` };
+    }
+    if (recorded?.outcome) return JSON.parse(recorded.outcome) as ToolOutcome;
+    if (recorded && !repeatable) {
+      return { result: `${call.name} was already sent once in this turn, which was then interrupted before its answer came back; it is not sent again, and its answer is unknown` };
+    }
+    if (!recorded) {
+      const texting = (TEXTING_TOOLS as readonly string[]).includes(call.name);
+      const started = await db.transaction().execute(async (tx) => {
+        await toolEffectRepo.lockConversation(tx, conversation.id);
+        if (texting && await toolEffectRepo.countOf(tx, conversation.id, TEXTING_TOOLS) >= MAX_TEXTS_PER_CONVERSATION) return false;
+        const now = deps.now();
+        return await toolEffectRepo.start(tx, {
+          turn_key: key.turn, call_key: key.call, org_id: conversation.org_id, conversation_id: conversation.id,
+          tool: call.name, tool_call_id: call.id.slice(0, 200), created_at: now,
+        }) ? 'started' : 'raced';
+      });
+      // Another run of the turn (one whose lease had run out) recorded the call meanwhile: as found.
+      if (started === 'raced') return once(input, call, key, repeatable, run);
+      if (!started) {
+        return { refused: true, result: `refused: this conversation has sent ${MAX_TEXTS_PER_CONVERSATION} texts and follow-ups already, the most one conversation may` };
+      }
+    }
+    let outcome: ToolOutcome;
+    try {
+      outcome = await run(`tool-${crypto.createHash('sha256').update(`${key.turn}\n${key.call}`).digest('hex').slice(0, 40)}`);
+    } catch (err) {
+      // A task the checks refuse (a limit, the target) is the model's to hear about, not a failed turn.
+      if (!(err instanceof HttpError) || err.statusCode >= 500) throw err;
+      outcome = { refused: true, result: `refused: ${err.message}` };
+    }
+    await toolEffectRepo.finish(db, key.turn, key.call, outcome.refused ? 'refused' : 'done', JSON.stringify(outcome), deps.now());
+    return outcome;
+  }
+
+  /** Texting tools refused to a caller whose number nobody vouched for, when the agent asks for that. */
+  function unverifiedCaller(input: TurnInput): ToolOutcome | undefined {
+    if (input.config.requireVerifiedCallerForTexts !== true || input.conversation.caller_verified !== 0) return undefined;
+    return { refused: true, result: 'refused: the caller\'s number was not verified (a caller ID can be forged), and this agent texts verified callers only' };
+  }
+
   /** Runs one granted tool with checked arguments; a refusal is a result like any other. */
-  async function runTool(input: TurnInput, tools: ToolSpec[], call: ToolCall): Promise<ToolOutcome> {
+  async function runTool(input: TurnInput, tools: ToolSpec[], call: ToolCall, key: CallKey): Promise<ToolOutcome> {
     const { conversation, config } = input;
     const tool = tools.find((t) => t.name === call.name);
     if (!tool) return { refused: true, result: `refused: ${call.name} is not a tool this agent may use` };
@@ -107,20 +192,23 @@ export function turnRunner(deps: TurnDeps) {
         if (!d) return { refused: true, result: 'refused: unknown destination' };
         return { result: `ok: transferring to ${d.name} after your reply`, effect: { kind: 'transfer', destination: d.destination, name: d.name } };
       }
-      case 'send_text': {
-        const task = await deps.tasks.createForAgent(conversation.org_id, conversation.account_id, {
-          type: 'text', target: conversation.counterpart, message: String(args.message),
+      case 'send_text':
+        return unverifiedCaller(input) ?? once(input, call, key, true, async (idempotencyKey) => {
+          const task = await deps.tasks.createForAgent(conversation.org_id, conversation.account_id, {
+            type: 'text', target: conversation.counterpart, message: String(args.message),
+          }, idempotencyKey);
+          return { result: JSON.stringify({ ok: true, taskId: task.id }) };
         });
-        return { result: JSON.stringify({ ok: true, taskId: task.id }) };
-      }
-      case 'queue_follow_up': {
-        const at = new Date(deps.now() + Number(args.delayMinutes) * 60_000).toISOString();
-        const task = await deps.tasks.createForAgent(conversation.org_id, conversation.account_id, {
-          type: String(args.type), target: conversation.counterpart, scheduledFor: at,
-          ...(args.type === 'text' ? { message: String(args.message) } : { context: String(args.message) }),
+      case 'queue_follow_up':
+        return unverifiedCaller(input) ?? once(input, call, key, true, async (idempotencyKey) => {
+          // Tasks take scheduledFor in unix seconds (docs/api.md).
+          const at = Math.ceil((deps.now() + Number(args.delayMinutes) * 60_000) / 1000);
+          const task = await deps.tasks.createForAgent(conversation.org_id, conversation.account_id, {
+            type: String(args.type), target: conversation.counterpart, scheduledFor: at,
+            ...(args.type === 'text' ? { message: String(args.message) } : { context: String(args.message) }),
+          }, idempotencyKey);
+          return { result: JSON.stringify({ ok: true, taskId: task.id, scheduledAt: new Date(at * 1000).toISOString() }) };
         });
-        return { result: JSON.stringify({ ok: true, taskId: task.id, scheduledAt: at }) };
-      }
       case 'search_knowledge': {
         const hits = await deps.knowledge.retrieve(conversation.org_id, knowledgeBases(config), String(args.query), PROMPT_LIMITS.knowledgePassages);
         return { result: hits.length ? JSON.stringify(hits.map((h) => ({ source: h.document, text: clip(h.content, 1000) }))) : 'no passages found' };
@@ -128,12 +216,12 @@ export function turnRunner(deps: TurnDeps) {
       default: {
         const action = webhookActions(config).find((a) => a.name === call.name);
         if (!action) return { refused: true, result: `refused: ${call.name} is not a tool this agent may use` };
-        return callWebhookAction(input, action, call, args);
+        return once(input, call, key, false, (idempotencyKey) => callWebhookAction(input, action, call, args, idempotencyKey));
       }
     }
   }
 
-  async function callWebhookAction(input: TurnInput, action: ReturnType<typeof webhookActions>[number], call: ToolCall, args: Record<string, unknown>): Promise<ToolOutcome> {
+  async function callWebhookAction(input: TurnInput, action: ReturnType<typeof webhookActions>[number], call: ToolCall, args: Record<string, unknown>, idempotencyKey: string): Promise<ToolOutcome> {
     const { conversation } = input;
     const now = deps.now();
     const requestId = action.async ? crypto.randomUUID() : undefined;
@@ -154,7 +242,9 @@ export function turnRunner(deps: TurnDeps) {
     }
     const res = await deliverOnce({
       url: action.url, body, contentType: 'application/json',
-      headers: signatureHeaders(secret, requestId ?? crypto.randomUUID(), now / 1000, body),
+      // The same key for this tool call whatever attempt of the turn sends it (it is sent once; a
+      // receiver may still use it to recognise the call).
+      headers: { ...signatureHeaders(secret, requestId ?? crypto.randomUUID(), now / 1000, body), 'idempotency-key': idempotencyKey },
       timeoutMs: Math.min(action.timeoutSeconds, 30) * 1000,
       successStatusCodes: Array.from({ length: 100 }, (_, i) => 200 + i),
     }, deps.http, input.signal);
@@ -167,7 +257,7 @@ export function turnRunner(deps: TurnDeps) {
   }
 
   /** The answer to an automation request, or that none came in time. */
-  async function automationResult(pending: ResumeState['pending'], now: number): Promise<string> {
+  async function automationResult(pending: NonNullable<ResumeState['pending']>, now: number): Promise<string> {
     const req = await automationRepo.find(db, pending.requestId);
     if (req?.state === 'answered') return clip(req.response ?? 'null', MAX_TOOL_RESULT_CHARS);
     await automationRepo.expire(db, pending.requestId);
@@ -183,16 +273,35 @@ export function turnRunner(deps: TurnDeps) {
       }
       const tools = grantedTools({ config, channel: conversation.channel, counterpart: conversation.counterpart })
         .filter((t) => input.allowAsync || !webhookActions(config).some((a) => a.name === t.name && a.async));
+      // A queued turn's calls are recorded under its queue id; an inline one (a call, the web chat)
+      // is not run again by anyone, so its own key per run.
+      const turnKey = input.turnId ?? `inline:${crypto.randomUUID()}`;
       let messages: ChatMessage[];
       let effects: ToolEffect[] = [];
       let modelCalls = 0;
       let queue: ToolCall[] = [];
+      let round = 0;
+      let position = 0;
+      let text = '';
+      /** Saves the loop's state on the turn's row: a retry goes on from here (see the top of this file). */
+      const checkpoint = async () => {
+        if (!input.turnId) return;
+        const state: ResumeState = { messages, rest: queue, effects, modelCalls, round, position, text };
+        await turnRepo.setResume(db, input.turnId, JSON.stringify(state), deps.now());
+      };
       if (input.resume) {
         ({ messages, effects, modelCalls } = input.resume);
-        const result = await automationResult(input.resume.pending, deps.now());
-        messages.push({ role: 'tool', toolCallId: input.resume.pending.callId, content: result });
-        await record(conversation, { direction: 'tool', text: `${input.resume.pending.action}: ${clip(result, 500)}`, status: 'success', data: { name: input.resume.pending.action, requestId: input.resume.pending.requestId, result } });
+        round = input.resume.round ?? modelCalls;
+        position = input.resume.position ?? 0;
+        text = input.resume.text ?? '';
         queue = input.resume.rest;
+        const pending = input.resume.pending;
+        if (pending) {
+          const result = await automationResult(pending, deps.now());
+          messages.push({ role: 'tool', toolCallId: pending.callId, content: result });
+          await record(conversation, { direction: 'tool', text: `${pending.action}: ${clip(result, 500)}`, status: 'success', data: { name: pending.action, requestId: pending.requestId, result } });
+          await checkpoint();
+        }
       } else {
         const [notes, knowledge, history, task] = await Promise.all([
           conversation.counterpart.startsWith('web:') ? '' : deps.context.forPerson(conversation.org_id, conversation.counterpart.toLowerCase()),
@@ -206,16 +315,16 @@ export function turnRunner(deps: TurnDeps) {
           ...(task ? { task: { context: task.context, taskContext: task.task_context, content: task.content } } : {}),
         });
       }
-      let text = '';
       for (;;) {
         // Tool calls of the last answer still to run (after a resume, those after the one that waited).
         while (queue.length > 0) {
           const call = queue.shift()!;
-          const outcome = await runTool(input, tools, call);
+          const outcome = await runTool(input, tools, call, { turn: turnKey, call: `${round}.${position}` });
+          position++;
           if (outcome.wait) {
             return {
               kind: 'waiting', expiresAt: outcome.wait.expiresAt,
-              resume: { messages, pending: { callId: call.id, requestId: outcome.wait.requestId, action: call.name }, rest: queue, effects, modelCalls },
+              resume: { messages, pending: { callId: call.id, requestId: outcome.wait.requestId, action: call.name }, rest: queue, effects, modelCalls, round, position, text },
             };
           }
           if (outcome.effect) effects.push(outcome.effect);
@@ -224,6 +333,7 @@ export function turnRunner(deps: TurnDeps) {
             direction: 'tool', text: `${call.name}: ${clip(outcome.result, 500)}`, status: outcome.refused ? 'failed' : 'success',
             data: { name: call.name, arguments: clip(call.arguments, 2000), result: clip(outcome.result, 2000), refused: outcome.refused === true },
           });
+          await checkpoint();
         }
         if (modelCalls >= MAX_MODEL_CALLS || effects.some((e) => e.kind === 'end' || e.kind === 'transfer') && text !== '') break;
         modelCalls++;
@@ -233,6 +343,10 @@ export function turnRunner(deps: TurnDeps) {
         if (result.toolCalls.length === 0) break;
         messages.push({ role: 'assistant', content: result.text, toolCalls: result.toolCalls });
         queue = [...result.toolCalls];
+        round = modelCalls;
+        position = 0;
+        // Saved before any of these calls runs: a retry runs these very calls, not the model's next idea.
+        await checkpoint();
       }
       input.onTextEnd?.();
       const reply = text || EMPTY_REPLY;

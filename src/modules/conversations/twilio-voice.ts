@@ -31,6 +31,8 @@ export const TWILIO_INCOMING_PATH = '/api/v2/providers/twilio/voice';
 export const TWILIO_INCOMING_STATUS_PATH = '/api/v2/providers/twilio/voice/status';
 /** Call statuses after which nothing more happens on the call. */
 const FINAL_CALL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
+/** Twilio's StirVerstat for a caller ID the originating carrier fully attested (SHAKEN level A). */
+const FULL_ATTESTATION = 'TN-Validation-Passed-A';
 /**
  * How long one spoken turn may take. Twilio waits about 15 s for the answer to a gather action;
  * the model request (and every tool it calls) is aborted after this and the caller hears an
@@ -278,6 +280,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
           const o = await deps.conversations.open(tx, {
             agent, channel: 'voice', direction: 'inbound', counterpart: address, counterpartKind: kind,
             displayName: first(req.params, 'CallerName')?.slice(0, 100) ?? null, carrierRef: callSid, fresh: true,
+            // Only full STIR/SHAKEN attestation (the carrier knows the caller has the number) verifies the caller ID.
+            callerVerified: first(req.params, 'StirVerstat') === FULL_ATTESTATION,
           }, now);
           if (greeting && !streamed) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
           return o.conversation;

@@ -145,7 +145,7 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
       }
       if (!agent) return null;
       const { address, kind } = normaliseAddress(call.caller);
-      return prepare(agent, { direction: 'inbound', counterpart: address, counterpartKind: kind, displayName: call.callerName ?? null }, {});
+      return prepare(agent, { direction: 'inbound', counterpart: address, counterpartKind: kind, displayName: call.callerName ?? null, callerVerified: call.callerVerified === true }, {});
     },
 
     async outbound(call) {

@@ -184,7 +184,8 @@ export class InboundCalls {
     const { callee, caller, callerName } = parties(req);
     let agent: PreparedVoiceCall | null = null;
     if (this.deps.voice) {
-      agent = await this.deps.voice.inbound({ orgId, callee, caller, callerName }).catch((err: Error) => {
+      // #onInvite answers only sources on the organization's whitelist: its trunk vouches for the caller ID.
+      agent = await this.deps.voice.inbound({ orgId, callee, caller, callerName, callerVerified: true }).catch((err: Error) => {
         this.deps.log?.warn({ callId, err: err.message }, 'inbound SIP call: the agent could not be prepared');
         return null;
       });

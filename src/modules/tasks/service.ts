@@ -264,14 +264,28 @@ export function taskService(deps: TaskServiceDeps) {
      * A task an agent queues itself during a conversation (its send_text and queue_follow_up
      * tools): no caller's token, so it acts for the agent's own organization, checked like any task.
      */
-    async createForAgent(orgId: number, agentAccountId: number, body: RawTask) {
+    async createForAgent(orgId: number, agentAccountId: number, body: RawTask, idempotencyKey?: string) {
       const org = await accountRepo.findById(db, orgId);
       const agent = await accountRepo.findById(db, agentAccountId);
       if (!org || !agent || agent.org_id !== org.id) throw new NotFound(`agent account ${agentAccountId} was not found in organization ${orgId}`);
+      // The key names one tool call of one turn (turn.ts): a retried turn finds the task its first
+      // attempt made, whatever the clock says now (a follow-up's time moves with it), so no hash check.
+      const existing = idempotencyKey ? await taskRepo.findByIdempotencyKey(db, org.id, idempotencyKey) : undefined;
+      if (existing) return presentTask(existing);
       const checked = checkTask(body, await itemContext({ org, agent }, [body], Date.now()));
       if (!checked.ok) throw new Invalid(checked.message);
-      const [row] = await submit([checked.task]);
-      return presentTask(row!);
+      if (idempotencyKey) {
+        checked.task.idempotency_key = idempotencyKey;
+        checked.task.request_hash = requestHash(body);
+      }
+      try {
+        const [row] = await submit([checked.task]);
+        return presentTask(row!);
+      } catch (err) {
+        const raced = idempotencyKey && isUniqueViolation(err) ? await taskRepo.findByIdempotencyKey(db, org.id, idempotencyKey) : undefined;
+        if (raced) return presentTask(raced);
+        throw err;
+      }
     },
 
     async create(scope: Scope, targetAccountId: number | undefined, body: RawTask, idempotencyKey: string | undefined) {
