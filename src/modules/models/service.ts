@@ -80,7 +80,7 @@ export function modelsService(deps: ModelsServiceDeps) {
   let guardedPool: ReturnType<typeof guardedDispatcher> | undefined;
   const guardedFetch = (): NonNullable<OpenAICompatibleOptions['fetch']> => {
     if (!guarded) {
-      const dispatcher = guardedDispatcher(policy);
+      const dispatcher = guardedDispatcher(policy, { log });
       guardedPool = dispatcher;
       type Init = NonNullable<Parameters<typeof undiciFetch>[1]>;
       guarded = (input, init) => undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Init), dispatcher }) as unknown as Promise<Response>;
