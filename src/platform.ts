@@ -158,7 +158,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const wakeTurns = () => wakeups.emit(TURNS);
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
   /** Webhook actions' requests to customer URLs (closed with the platform). */
-  const actionHttp = guardedDispatcher(policy);
+  const actionHttp = guardedDispatcher(policy, { log: child('actions') });
   // The one turn runner of the process: queued turns (the turn queue's worker), web chat and
   // spoken (Twilio) turns inline.
   const runner = turnRunner({

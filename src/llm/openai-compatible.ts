@@ -46,10 +46,25 @@ function describe(err: Error): string {
   const parts = [err.message];
   let cause = (err as { cause?: unknown }).cause;
   for (let i = 0; cause instanceof Error && i < 3; i++) {
-    if (!parts.includes(cause.message)) parts.push(cause.message);
+    const text = withoutAddress(cause);
+    if (!parts.includes(text)) parts.push(text);
     cause = (cause as { cause?: unknown }).cause;
   }
   return parts.join(': ');
+}
+
+/**
+ * A socket error's message without the address the provider's name resolved to ("connect
+ * ECONNREFUSED 10.1.2.3:8080" says "connect ECONNREFUSED"): an organization's own provider's errors
+ * are the organization's to read, what its names resolve to on our side is not.
+ */
+function withoutAddress(err: Error): string {
+  const { address, port } = err as { address?: unknown; port?: unknown };
+  if (typeof address !== 'string' || address === '') return err.message;
+  const at = typeof port === 'number' ? [`${address}:${port}`, `[${address}]:${port}`, address] : [address];
+  let text = err.message;
+  for (const a of at) text = text.split(` ${a}`).join('');
+  return text;
 }
 
 export class OpenAICompatible implements ChatEngine {

@@ -439,7 +439,7 @@ export class SipEndpoint {
     if (!Number.isInteger(dest.port) || dest.port < 1 || dest.port > 65535) throw new SipTransportError(`bad SIP port ${dest.port}`);
     const to: Resolved = { transport: dest.transport, address, port: dest.port, ...(address !== host ? { name: host } : {}) };
     if (this.#isSelf(to)) {
-      throw new SipTransportError(`next hop ${dest.transport.toLowerCase()}:${bracket(address)}:${dest.port} is this endpoint's own address`);
+      throw new SipTransportError(`next hop ${dest.transport.toLowerCase()}:${bracket(host)}:${dest.port} is this endpoint's own address`);
     }
     return to;
   }

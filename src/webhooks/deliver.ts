@@ -174,8 +174,8 @@ function describeError(err: unknown, req: DeliveryRequest, deadline: AbortSignal
   if (deadline.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return `no response within ${req.timeoutMs} ms`;
   }
-  const withAddress = chain.find((c) => c.address !== undefined);
-  const where = withAddress ? `${withAddress.address}${withAddress.port !== undefined ? `:${withAddress.port}` : ''}` : hostOf(req.url);
+  // The host as the URL names it, never the address it resolved to: the text is the tenant's to read.
+  const where = hostOf(req.url);
   switch (code) {
     case 'ECONNREFUSED': return `connection refused by ${where}`;
     case 'ECONNRESET':

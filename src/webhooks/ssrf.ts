@@ -23,14 +23,21 @@ export function policyFromConfig(config: Pick<Config, 'allowPrivateTargets' | 'p
   return { allowPrivate: config.allowPrivateTargets, allowCidrs: [...(config.privateTargetCidrs ?? [])] };
 }
 
-/** A refused outbound target: the message names the address and why it is refused. */
+/**
+ * A refused outbound target. The message is what a tenant may read: for a name it says only that
+ * the address policy refused the target, never what the name resolves to (an organization could
+ * otherwise map this deployment's internal names); `detail` (the address and why) is for our log.
+ */
 export class TargetRefusedError extends Error {
   readonly code = 'ERR_TARGET_REFUSED';
-  constructor(message: string, readonly address: string) {
+  constructor(message: string, readonly address: string, readonly detail: string = message) {
     super(message);
     this.name = 'TargetRefusedError';
   }
 }
+
+/** Where the guard tells the operator what a refused name resolved to. */
+export type RefusalLog = { warn(obj: object, msg: string): void };
 
 type Family = 'ipv4' | 'ipv6';
 
@@ -173,6 +180,13 @@ export function refusalReason(ip: string, policy: TargetPolicy): string | null {
 const NOT_ALLOWED = 'private targets are not allowed (CALLPLANE_ALLOW_PRIVATE_TARGETS)';
 
 /**
+ * The refusal of a name, as a tenant reads it: what the name resolved to, and why that address is
+ * refused, stay in our log (hostRefusal, addressRefusal, the guarded dispatcher).
+ */
+export const POLICY_REFUSED = `the address policy refused the target; ${NOT_ALLOWED}`;
+const refusedName = (host: string) => `${host}: ${POLICY_REFUSED}`;
+
+/**
  * A customer URL as configured: absolute http or https, no credentials in it, and a literal IP
  * address must be one the policy allows. Names are checked when a request connects.
  */
@@ -207,9 +221,10 @@ function clip(s: string): string {
  * Why the policy refuses a host (a name or an IP address) as a target, as a sentence ending in the
  * setting's name, or null. A name is resolved and refused if any of its addresses is; a name that
  * does not resolve is not refused here (it is checked again where it is used, when it is sent to).
+ * A refused name's sentence does not say what it resolved to (POLICY_REFUSED; `log` hears it).
  * For targets that are not URLs: SIP registrars, proxies and outbound routes.
  */
-export async function hostRefusal(host: string, policy: TargetPolicy, resolve: (hostname: string) => Promise<dns.LookupAddress[]> = systemResolve): Promise<string | null> {
+export async function hostRefusal(host: string, policy: TargetPolicy, resolve: (hostname: string) => Promise<dns.LookupAddress[]> = systemResolve, log?: RefusalLog): Promise<string | null> {
   const literal = normalize(host);
   if (literal) {
     const reason = refusalReason(literal.address, policy);
@@ -223,16 +238,24 @@ export async function hostRefusal(host: string, policy: TargetPolicy, resolve: (
   }
   for (const a of found) {
     const reason = refusalReason(a.address, policy);
-    if (reason !== null) return `${host} resolves to ${a.address}, ${reason}; ${NOT_ALLOWED}`;
+    if (reason !== null) {
+      log?.warn({ host, address: a.address, reason }, 'target refused by the address policy');
+      return refusedName(host);
+    }
   }
   return null;
 }
 
-/** The sentence refusing an address the policy does not allow (at send time), or null. */
-export function addressRefusal(address: string, policy: TargetPolicy, name?: string): string | null {
+/**
+ * The sentence refusing an address the policy does not allow (at send time), or null. For an
+ * address a name resolved to, the sentence names the name only (the address and why go to `log`).
+ */
+export function addressRefusal(address: string, policy: TargetPolicy, name?: string, log?: RefusalLog): string | null {
   const reason = refusalReason(address, policy);
   if (reason === null) return null;
-  return name && name !== address ? `${name} resolves to ${address}, ${reason}; ${NOT_ALLOWED}` : `${address} is ${reason}; ${NOT_ALLOWED}`;
+  if (!name || name === address) return `${address} is ${reason}; ${NOT_ALLOWED}`;
+  log?.warn({ host: name, address, reason }, 'target refused by the address policy');
+  return refusedName(name);
 }
 
 export interface GuardOptions {
@@ -240,18 +263,22 @@ export interface GuardOptions {
   resolve?: (hostname: string) => Promise<dns.LookupAddress[]>;
   /** Longest wait for a TCP/TLS connection (default 10 s; the caller's timeout still applies). */
   connectTimeoutMs?: number;
+  /** Hears what a refused name resolved to (the error a tenant may read does not say). */
+  log?: RefusalLog;
 }
 
 const systemResolve = (hostname: string) => dns.promises.lookup(hostname, { all: true, order: 'verbatim' });
 
 /** A net/tls `lookup` that resolves once, refuses the name if any address is refused, and hands on the checked addresses. */
-function guardedLookup(policy: TargetPolicy, resolve: NonNullable<GuardOptions['resolve']>): LookupFunction {
+function guardedLookup(policy: TargetPolicy, resolve: NonNullable<GuardOptions['resolve']>, log?: RefusalLog): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname).then((found) => {
       for (const a of found) {
         const reason = refusalReason(a.address, policy);
         if (reason !== null) {
-          throw new TargetRefusedError(`${hostname} resolves to ${a.address}, ${reason}; ${NOT_ALLOWED}`, a.address);
+          const detail = `${hostname} resolves to ${a.address}, ${reason}; ${NOT_ALLOWED}`;
+          log?.warn({ host: hostname, address: a.address, reason }, 'target refused by the address policy');
+          throw new TargetRefusedError(refusedName(hostname), a.address, detail);
         }
       }
       const family = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
@@ -273,7 +300,7 @@ function guardedLookup(policy: TargetPolicy, resolve: NonNullable<GuardOptions['
 export function guardedDispatcher(policy: TargetPolicy, options: GuardOptions = {}): Dispatcher {
   if (policy.allowCidrs && policy.allowCidrs.length > 0) allowList(policy.allowCidrs); // a bad range fails here, not per request
   const connector = buildConnector({
-    lookup: guardedLookup(policy, options.resolve ?? systemResolve),
+    lookup: guardedLookup(policy, options.resolve ?? systemResolve, options.log),
     timeout: options.connectTimeoutMs ?? 10_000,
   });
   const connect: buildConnector.connector = (opts, callback) => {

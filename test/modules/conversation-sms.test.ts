@@ -196,7 +196,7 @@ for (const engine of ENGINES) {
       assert.equal([...fake.messages.values()].filter((m) => m.to === from).length, 1);
     });
 
-    it('a missing, forged or foreign signature is a 403 and records nothing; an unknown number is a 404 that says nothing', async () => {
+    it('a missing, forged or foreign signature is a 403 and records nothing; an unknown number is the same 403, so numbers cannot be listed', async () => {
       const org = await t.twilioOrg(fake);
       const stranger = await t.twilioOrg(other);
       const params = t.incoming(org, person(), 'hello?');
@@ -210,10 +210,17 @@ for (const engine of ENGINES) {
       assert.equal((await t.post({ ...params, Body: 'changed' }, { signature: twilioSignature(fake.authToken, SMS_URL, params) })).status, 403);
       // A correctly signed message naming another Twilio account is refused too.
       assert.equal((await t.post({ ...params, AccountSid: other.accountSid }, { fake })).status, 403);
+      // A number nobody has, correctly signed by a real account, answers exactly as a bad signature on a known one.
+      const forged = await t.post(params, { token: crypto.randomBytes(16).toString('hex') });
       const unknown = await t.post({ ...params, To: '+14155550199' }, { fake });
-      assert.equal(unknown.status, 404);
-      assert.doesNotMatch(unknown.body, /\+?14155550199|organization|twilio/i);
-      assert.equal((await t.post({ ...params, To: 'not a number' }, { fake })).status, 404);
+      const envelope = (body: string) => { const { requestId: _id, ...rest } = JSON.parse(body) as Record<string, unknown>; return rest; };
+      for (const res of [unknown, await t.post({ ...params, To: 'not a number' }, { fake }), await t.post({ ...params, To: '+14155550199' }, { token: crypto.randomBytes(16).toString('hex') })]) {
+        assert.equal(res.status, forged.status);
+        assert.deepEqual(envelope(res.body), envelope(forged.body));
+        assert.equal(res.contentType, forged.contentType);
+      }
+      assert.deepEqual(envelope(forged.body), { success: false, message: 'X-Twilio-Signature is missing or does not match this request' });
+      assert.doesNotMatch(unknown.body, /\+?14155550199|organization/i);
       assert.equal((await t.messages(org.id)).length, 0);
       assert.equal((await t.turns(org.id)).length, 0);
       assert.equal((await t.conversations(org.id)).length, 0);

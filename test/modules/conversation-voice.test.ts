@@ -20,6 +20,8 @@ const GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
 
 let targetSeq = 0;
 const nextTarget = () => `+1415555${String(3000 + ++targetSeq)}`;
+/** An error answer without its requestId (which differs on every request). */
+const envelope = (body: string) => { const { requestId: _id, ...rest } = JSON.parse(body) as Record<string, unknown>; return rest; };
 const unescapeXml = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, '\'').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
 for (const engine of ENGINES) {
@@ -301,11 +303,12 @@ for (const engine of ENGINES) {
       assert.ok(res.body.endsWith(`<Dial><Number url="${whisper.replace(/&/g, '&amp;')}" method="POST">+14155550199</Number></Dial></Response>`), res.body);
       // Twilio fetches the whisper once the destination answers; only a signed request gets it.
       assert.equal((await fake.postSigned(whisper, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) }, { token: 'forged' })).status, 403);
-      // A conversation that is not one (not a UUID, or no such call) is 404 in our envelope, before any signature check.
+      // A conversation that is not one (not a UUID, or no such call) is refused exactly as a forged signature.
+      const forgedWhisper = await fake.postSigned(whisper, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) }, { token: 'forged' });
       for (const bad of ['not-a-conversation', crypto.randomUUID()]) {
         const missing = await fake.postSigned(`${publicUrl}/api/v2/providers/twilio/voice/whisper?conversation=${bad}`, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) });
-        assert.equal(missing.status, 404, missing.body);
-        assert.match(missing.body, /"success":false/);
+        assert.equal(missing.status, forgedWhisper.status, missing.body);
+        assert.deepEqual(envelope(missing.body), envelope(forgedWhisper.body));
       }
       const said = await fake.postSigned(whisper, { AccountSid: fake.accountSid, CallSid: 'CA' + 'f'.repeat(32) });
       assert.equal(said.status, 200, said.body);
@@ -348,7 +351,7 @@ for (const engine of ENGINES) {
       assert.equal((await fake.progressCall(sid, 'completed')).status, 204);
     });
 
-    it('signatures and tenancy: unsigned or forged 403, another organization\'s conversation 403, another call 409, unknown 404; nothing recorded', async () => {
+    it('signatures and tenancy: unsigned or forged 403, another organization\'s conversation 403, another call 409, an unknown conversation the same 403 as a forged signature; nothing recorded', async () => {
       const a = await org();
       const b = await org(other);
       const { sid, gatherUrl } = await answeredCall(a);
@@ -379,8 +382,12 @@ for (const engine of ENGINES) {
       // A's account, another call of A's.
       const wrongCall = await speak(fake, 'CA00000000000000000000000000000000', gatherUrl, 'hi');
       assert.equal(wrongCall.status, 409, wrongCall.body);
-      const unknown = await speak(fake, sid, `${publicUrl}${GATHER_PATH}?conversation=00000000-0000-4000-8000-000000000000`, 'hi');
-      assert.equal(unknown.status, 404, unknown.body);
+      // No such conversation: the same 403 and body as the forged signature on a real one.
+      for (const conversation of ['00000000-0000-4000-8000-000000000000', 'not-a-conversation']) {
+        const unknown = await speak(fake, sid, `${publicUrl}${GATHER_PATH}?conversation=${conversation}`, 'hi');
+        assert.equal(unknown.status, forged.status, unknown.body);
+        assert.deepEqual(envelope(unknown.body), envelope(forged.body));
+      }
       const missing = await speak(fake, sid, `${publicUrl}${GATHER_PATH}`, 'hi');
       assert.equal(missing.status, 400, missing.body);
       assert.equal((await transcript(c.id)).length, before);
@@ -405,9 +412,18 @@ for (const engine of ENGINES) {
       const call = { AccountSid: fake.accountSid, CallSid: sid, From: '+14155550142', To: number, CallStatus: 'ringing', Direction: 'inbound' };
       const incoming = `${publicUrl}/api/v2/providers/twilio/voice`;
 
-      // Forged, or for a number nobody has: refused, nothing opened.
-      assert.equal((await fake.postSigned(incoming, call, { token: 'not-the-token' })).status, 403);
-      assert.equal((await fake.postSigned(incoming, { ...call, To: '+14155550199' })).status, 404);
+      // Forged, or for a number nobody has: refused the same way (status and body), nothing opened,
+      // so nobody learns which numbers this deployment serves.
+      const status = `${publicUrl}/api/v2/providers/twilio/voice/status`;
+      for (const url of [incoming, status]) {
+        const forged = await fake.postSigned(url, call, { token: 'not-the-token' });
+        assert.equal(forged.status, 403, forged.body);
+        assert.deepEqual(envelope(forged.body), { success: false, message: 'X-Twilio-Signature is missing or does not match this request' });
+        for (const unknown of [await fake.postSigned(url, { ...call, To: '+14155550199' }), await fake.postSigned(url, { ...call, To: '+14155550199' }, { token: 'not-the-token' })]) {
+          assert.equal(unknown.status, forged.status, `${url}: ${unknown.body}`);
+          assert.deepEqual(envelope(unknown.body), envelope(forged.body));
+        }
+      }
       assert.equal(await conversationRepo.byCarrierRef(h.database.db, o.id, sid), undefined);
 
       const answered = await fake.postSigned(incoming, call);
@@ -427,7 +443,6 @@ for (const engine of ENGINES) {
       assert.match(said.body, /We open at nine\./);
       assert.deepEqual(await transcript(c.id), ['outbound:Acme Dental, how can I help?', 'inbound:When do you open?', 'outbound:We open at nine.']);
 
-      const status = `${publicUrl}/api/v2/providers/twilio/voice/status`;
       assert.equal((await fake.postSigned(status, { ...call, CallStatus: 'in-progress' })).status, 204);
       assert.equal((await conversationOf(o.id, sid)).ended_at, null, 'not over while in progress');
       assert.equal((await fake.postSigned(status, { ...call, CallStatus: 'completed' }, { token: 'forged' })).status, 403);

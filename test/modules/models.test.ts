@@ -227,7 +227,9 @@ forEachEngine('models without a provider', (h) => {
     const res = await h().call('POST', REVIEW, { token: o.token, body: { mode: 'agent', agentId: `camp${o.agentId}` } });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.reviewEngine, 'rules');
-    assert.match(res.body.fallbackReason, /model provider 'local' failed: .*private targets are not allowed/);
+    assert.match(res.body.fallbackReason, /model provider 'local' failed: .*localhost: the address policy refused the target; private targets are not allowed/);
+    // What the name resolves to on the server is not the organization's to read.
+    assert.doesNotMatch(JSON.stringify(res.body), /127\.0\.0\.1|::1|resolves to|loopback/);
     assert.equal(fake.requests.length, 0, 'nothing reached the server');
   });
 
@@ -448,6 +450,17 @@ for (const engine of ENGINES) {
       const sent = fake.requests.at(-1)!;
       assert.equal(sent.headers.authorization, 'Bearer sk-org-own-key-0123456789');
       assert.equal(sent.body.model, 'org-only-model');
+    });
+
+    it('an own provider\'s connection error is shown without the address its name resolved to', async () => {
+      const o = await org();
+      const put = await h.call('PUT', '/api/v2/llm/providers/down', { token: o.token, body: { baseUrl: `http://localhost:${await closedPort()}/v1`, models: ['down-model'] } });
+      assert.equal(put.status, 201, JSON.stringify(put.body));
+      assert.equal((await h.call('POST', '/api/v2/agent', { token: o.token, body: { agentModel: 'down-model' } })).status, 200);
+      const res = await h.call('POST', REVIEW, { token: o.token, body: { mode: 'agent', agentId: `camp${o.agentId}` } });
+      assert.equal(res.body.reviewEngine, 'rules', JSON.stringify(res.body));
+      assert.match(res.body.fallbackReason, /model provider 'down' failed: .*ECONNREFUSED/);
+      assert.doesNotMatch(JSON.stringify(res.body), /127\.0\.0\.1|::1/);
     });
   });
 }

@@ -100,17 +100,18 @@ forEachEngine('SIP API', (h) => {
     await refused('registration', { ...reg, proxy: '127.0.0.1:5060' }, 'proxy', /^proxy host 127\.0\.0\.1 is a loopback address/);
     await refused('registration', { ...reg, proxy: 'sip:169.254.169.254' }, 'proxy', /cloud metadata/);
     await refused('registration', { ...reg, proxy: '[::1]:5060' }, 'proxy', /loopback/);
-    await refused('registration', { ...reg, proxy: 'localhost' }, 'proxy', /^proxy host localhost resolves to 127\.0\.0\.1, a loopback address/);
+    // A name refused says so, never what it resolved to.
+    await refused('registration', { ...reg, proxy: 'localhost' }, 'proxy', /^proxy host localhost: the address policy refused the target; /);
     await refused('registration', { ...reg, aor: 'sip:1001@169.254.169.254' }, 'aor', /^aor host 169\.254\.169\.254 is a link-local address \(the cloud metadata service\)/);
-    await refused('registration', { ...reg, aor: 'sip:1001@localhost:5080' }, 'aor', /^aor host localhost resolves to 127\.0\.0\.1/);
+    await refused('registration', { ...reg, aor: 'sip:1001@localhost:5080' }, 'aor', /^aor host localhost: the address policy refused the target; /);
     await refused('registration', { username: '1001', sipRealm: '127.0.0.2', password: 'secret' }, 'sipRealm', /^sipRealm host 127\.0\.0\.2 is a loopback address/);
     await refused('registration', { ...reg, proxy: '192.168.1.10' }, 'proxy', /private \(RFC 1918\)/);
     await refused('outboundRoutes', { route: '127.0.0.1:5060' }, 'route', /^route host 127\.0\.0\.1 is a loopback address/);
     await refused('outboundRoutes', { route: '169.254.169.254;transport=tcp' }, 'route', /cloud metadata/);
-    await refused('outboundRoutes', { route: 'localhost:5061;transport=tls' }, 'route', /^route host localhost resolves to 127\.0\.0\.1/);
+    await refused('outboundRoutes', { route: 'localhost:5061;transport=tls' }, 'route', /^route host localhost: the address policy refused the target; /);
     await refused('outboundRoutes', { route: '[::ffff:127.0.0.1]:5060' }, 'route', /loopback/);
     await refused('outboundRoutes', { route: 'pbx.example.com;proxyAddress=127.0.0.1:5070' }, 'route proxyAddress', /^route proxyAddress host 127\.0\.0\.1 is a loopback address/);
-    await refused('outboundRoutes', { route: 'pbx.example.com;proxyAddress=localhost' }, 'route proxyAddress', /localhost resolves to 127\.0\.0\.1/);
+    await refused('outboundRoutes', { route: 'pbx.example.com;proxyAddress=localhost' }, 'route proxyAddress', /^route proxyAddress host localhost: the address policy refused the target; /);
     assert.deepEqual((await call('GET', 'outboundRoutes', o.token)).body.routes, []);
     expectError(await call('GET', 'registration', o.token), 404);
     // The range the setting lists (10.0.0.0/8 here) is open; behind a proxy the route's own host is not contacted.

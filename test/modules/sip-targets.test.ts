@@ -35,7 +35,8 @@ describe('SIP targets and the address policy', () => {
           return res.body.registration?.lastError ? res.body.registration : undefined;
         }, 10_000);
         assert.equal(got.registered, false);
-        assert.match(got.lastError, /^localhost resolves to 127\.0\.0\.1, a loopback address; private targets are not allowed \(CALLPLANE_ALLOW_PRIVATE_TARGETS\)$/);
+        // What the name resolved to is not the organization's to read.
+        assert.equal(got.lastError, 'localhost: the address policy refused the target; private targets are not allowed (CALLPLANE_ALLOW_PRIVATE_TARGETS)');
         await sleep(300);
         assert.equal(peer.got.length, 0, 'nothing was sent to the loopback address');
       } finally {

@@ -147,10 +147,11 @@ forEachEngine('webhook relays', (h) => {
         timeout: 5000, headers: [{ Authorization: 'Bearer first-secret-value' }, { 'X-Customer-ID': 'abc123' }], successStatusCodes: [202, 200],
       });
       assert.deepEqual(first.config.successStatusCodes, [200, 202]);
-      const second = await configured(o.token, 'generic', { url: 'https://other.example.com/hook' });
+      // Another path on the same origin (another origin needs the headers again: secret-targets.test.ts).
+      const second = await configured(o.token, 'generic', { url: 'https://hooks.example.com/other-hook' });
       assert.equal(second.message, "Webhook Relay for type 'generic' configured successfully.");
       assert.equal(second.signingSecret, undefined, 'an update does not issue a new secret');
-      assert.equal(second.config.url, 'https://other.example.com/hook');
+      assert.equal(second.config.url, 'https://hooks.example.com/other-hook');
       assert.equal(second.config.ingressUrl, first.config.ingressUrl);
       assert.equal(second.config.signingSecret, first.config.signingSecret);
       assert.equal(second.config.timeout, 5000);

@@ -14,6 +14,8 @@ const PORT = await freePort();
 const PUBLIC = `http://127.0.0.1:${PORT}`;
 const STATUS = `${PUBLIC}/api/v2/providers/twilio/status`;
 const TWIML = `${PUBLIC}/api/v2/providers/twilio/twiml`;
+/** An error answer without its requestId (which differs on every request). */
+const envelope = (body: string) => { const { requestId: _id, ...rest } = JSON.parse(body) as Record<string, unknown>; return rest; };
 const FROM = '+15005550006';
 const RUNTIME = {
   // A short heartbeat: the worker notices quickly that a callback has settled its task.
@@ -239,8 +241,10 @@ forEachEngine('twilio end to end', (h) => {
     // Signed for one form, sent with another (a different status).
     const signature = twilioSignature(fake.authToken, url, params);
     assert.equal((await post(url, { ...params, CallStatus: 'failed' }, signature)).status, 403, 'tampered form');
-    // Signed for another task's URL.
-    assert.equal((await post(`${STATUS}?taskId=${id}x`, params, signature)).status, 404);
+    // Signed for another task's URL (a task that does not exist): the same 403 as the forged signature.
+    const unknownTask = await post(`${STATUS}?taskId=${id}x`, params, signature);
+    assert.equal(unknownTask.status, 403, unknownTask.body);
+    assert.deepEqual(envelope(unknownTask.body), envelope(forged.body));
     const otherUrlSig = twilioSignature(fake.authToken, `${STATUS}?taskId=other`, params);
     assert.equal((await post(url, params, otherUrlSig)).status, 403, 'signature for another URL');
     const twiml = await fake.fetchTwiml(sid, { token: 'not-the-auth-token' });
@@ -283,15 +287,24 @@ forEachEngine('twilio end to end', (h) => {
     await t.idle();
   });
 
-  it('callbacks that name no task, an unknown task, or a task of an organization without Twilio are refused', async () => {
+  it('callbacks that name no task, an unknown task, or a task of an organization without Twilio are refused; an unknown task exactly as a bad signature', async () => {
     const params = { AccountSid: fake.accountSid, CallSid: `CA${'1'.repeat(32)}`, CallStatus: 'completed' };
     assert.equal((await fake.postSigned(STATUS, params)).status, 400);
-    assert.equal((await fake.postSigned(`${STATUS}?taskId=tsk_nope`, params)).status, 404);
     const plain = await t.org(null);
     const ping = await t.create(plain, { type: 'ping' });
     await t.until(plain, ping, 'finished');
     const res = await fake.postSigned(`${STATUS}?taskId=${ping}`, params);
     assert.equal(res.status, 403, res.body);
+    // Status callback and TwiML URL: a task that does not exist answers what a known one with a bad signature does.
+    for (const base of [STATUS, TWIML]) {
+      const forged = await fake.postSigned(`${base}?taskId=${ping}`, params, { token: 'not-the-auth-token' });
+      assert.equal(forged.status, 403, forged.body);
+      for (const unknown of [await fake.postSigned(`${base}?taskId=tsk_nope`, params), await fake.postSigned(`${base}?taskId=tsk_nope`, params, { token: 'not-the-auth-token' })]) {
+        assert.equal(unknown.status, forged.status, unknown.body);
+        assert.deepEqual(envelope(unknown.body), envelope(forged.body));
+      }
+      assert.deepEqual(envelope(forged.body), { success: false, message: 'X-Twilio-Signature is missing or does not match this request' });
+    }
   });
 
   it('canceling a running call hangs it up at Twilio and the task ends canceled', async () => {

@@ -342,10 +342,11 @@ describe('SipEndpoint: TLS, host names and IPv6', () => {
       await assert.rejects(ep.request(options('sip:x@127.0.0.1'), { transport: 'UDP', host: '127.0.0.1', port: peer.port }),
         refused(/^127\.0\.0\.1 is a loopback address; private targets are not allowed \(CALLPLANE_ALLOW_PRIVATE_TARGETS\)$/));
       // localhost resolves to loopback only: a name is checked after it is resolved, each address of it.
-      await assert.rejects(ep.request(options('sip:x@localhost'), { transport: 'UDP', host: 'localhost', port: peer.port }),
-        refused(/^localhost resolves to (127\.0\.0\.1|::1), a loopback address; private targets are not allowed/));
-      await assert.rejects(ep.request(options('sip:x@localhost'), { transport: 'TCP', host: 'localhost', port: tcpPort }), refused(/^localhost resolves to/));
-      await assert.rejects(ep.send(options('sip:x@localhost'), { transport: 'UDP', host: 'localhost', port: peer.port }), refused(/^localhost resolves to/));
+      // The refusal of a name does not say what it resolved to (the address is the error's, for our log).
+      const byName = /^localhost: the address policy refused the target; private targets are not allowed \(CALLPLANE_ALLOW_PRIVATE_TARGETS\)$/;
+      await assert.rejects(ep.request(options('sip:x@localhost'), { transport: 'UDP', host: 'localhost', port: peer.port }), refused(byName));
+      await assert.rejects(ep.request(options('sip:x@localhost'), { transport: 'TCP', host: 'localhost', port: tcpPort }), refused(byName));
+      await assert.rejects(ep.send(options('sip:x@localhost'), { transport: 'UDP', host: 'localhost', port: peer.port }), refused(byName));
       await assert.rejects(ep.request(options('sip:x@169.254.169.254'), { transport: 'TCP', host: '169.254.169.254', port: 80 }), refused(/cloud metadata/));
       await assert.rejects(ep.request(options('sip:x@[::ffff:127.0.0.1]'), { transport: 'UDP', host: '[::ffff:127.0.0.1]', port: peer.port }), refused(/loopback/));
       await sleep(300);

@@ -215,11 +215,17 @@ describe('guardedDispatcher: refusals at connect time', () => {
     assert.equal(received, before);
   });
 
-  it('refuses a name that resolves to 127.0.0.1 (localhost) and the receiver gets nothing', async () => {
+  it('refuses a name that resolves to 127.0.0.1 (localhost) and the receiver gets nothing; the error says the policy refused it, only our log says the address', async () => {
     const before = received;
-    const r = await post(`http://localhost:${port}/hook`, guard(CLOSED));
+    const heard: Array<Record<string, unknown>> = [];
+    const r = await post(`http://localhost:${port}/hook`, guard(CLOSED, { log: { warn: (obj) => heard.push(obj as Record<string, unknown>) } }));
     assert.equal(r.ok, false);
-    assert.match(r.error ?? '', /^refused: localhost resolves to (127\.0\.0\.1, a loopback address|::1, a loopback address)/);
+    assert.equal(r.error, 'refused: localhost: the address policy refused the target; private targets are not allowed (CALLPLANE_ALLOW_PRIVATE_TARGETS)');
+    assert.doesNotMatch(r.error ?? '', /127\.0\.0\.1|::1|loopback|resolves/);
+    assert.equal(heard.length, 1);
+    assert.equal(heard[0]!.host, 'localhost');
+    assert.match(String(heard[0]!.address), /^(127\.0\.0\.1|::1)$/);
+    assert.equal(heard[0]!.reason, 'a loopback address');
     assert.equal(received, before);
   });
 
@@ -234,7 +240,7 @@ describe('guardedDispatcher: refusals at connect time', () => {
     });
     const r = await post(`http://hooks.example.test:${port}/hook`, d);
     assert.equal(r.ok, false);
-    assert.match(r.error ?? '', /^refused: hooks\.example\.test resolves to 127\.0\.0\.1, a loopback address/);
+    assert.equal(r.error, 'refused: hooks.example.test: the address policy refused the target; private targets are not allowed (CALLPLANE_ALLOW_PRIVATE_TARGETS)');
     assert.equal(calls, 1);
     assert.equal(received, before);
   });
@@ -248,7 +254,7 @@ describe('guardedDispatcher: refusals at connect time', () => {
       return [{ address: '127.0.0.1', family: 4 }];
     };
     const refusedHere = await post(`http://rebind.callplane.invalid:${port}/hook`, guard(CLOSED, { resolve }));
-    assert.match(refusedHere.error ?? '', /^refused: rebind\.callplane\.invalid resolves to 127\.0\.0\.1, a loopback address/);
+    assert.match(refusedHere.error ?? '', /^refused: rebind\.callplane\.invalid: the address policy refused the target; /);
 
     const r = await post(`http://rebind.callplane.invalid:${port}/hook`, guard({ allowPrivate: false, allowCidrs: ['127.0.0.0/8'] }, { resolve }));
     assert.equal(r.ok, true, r.error);

@@ -11,12 +11,12 @@ import crypto from 'node:crypto';
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
 import type { ConversationOutcome, ConversationRow, Db, Executor, RoomRow, TaskRow } from '../../db/types.ts';
-import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
+import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
-import { providerSettings, twilioNumberOwner } from '../numbering/carriers.ts';
+import { providerSettings, refuseTwilioRequest, twilioNumberOwner } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations, type Params } from '../tasks/twilio-callbacks.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
@@ -309,7 +309,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     async whisper(req: GatherRequest & { name: unknown }, log: Log): Promise<string> {
       const id = req.conversation;
       const c = typeof id === 'string' && UUID.test(id) ? await conversationRepo.find(db, id) : undefined;
-      if (!c || c.channel !== 'voice') throw new NotFound('conversation was not found');
+      if (!c || c.channel !== 'voice') refuseTwilioRequest({ ...req, url: `${deps.config.publicUrl}${req.url}` }, log, 'twilio whisper', 'no such voice conversation');
       await verifyTwilioRequest(deps, c.org_id, req, log, { conversation: c.id });
       const agent = await accountRepo.findById(db, c.account_id);
       const style = agent ? voiceStyle(await deps.conversations.liveConfig(agent)) : voiceStyle({});
@@ -332,7 +332,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       const id = req.conversation;
       if (typeof id !== 'string' || id === '') throw new Invalid('conversation query parameter is required');
       const c = UUID.test(id) ? await conversationRepo.find(db, id) : undefined;
-      if (!c || c.channel !== 'voice') throw new NotFound(`conversation ${id.slice(0, 64)} was not found`);
+      if (!c || c.channel !== 'voice') refuseTwilioRequest({ ...req, url: `${deps.config.publicUrl}${req.url}` }, log, 'twilio gather', 'no such voice conversation', { conversation: id.slice(0, 64) });
       const twilio = await verifyTwilioRequest(deps, c.org_id, req, log, { conversation: c.id });
       const accountSid = first(req.params, 'AccountSid');
       if (accountSid !== undefined && accountSid !== twilio.accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');

@@ -33,7 +33,7 @@ const PutBody = Type.Object({
   // nullable rather than a union: the validator's coercion would turn null into "" in a union's string branch.
   apiKey: Type.Optional(Type.Unsafe<string | null>({
     type: 'string', nullable: true, maxLength: MAX_API_KEY_LENGTH,
-    description: 'The provider\'s API key, stored sealed and never answered in full. Omitted: the stored key is kept; null: removed',
+    description: 'The provider\'s API key, stored sealed and never answered in full. Omitted: the stored key is kept, unless baseUrl changes its origin (scheme, host or port): then 400 until it is sent again; null: removed',
   })),
   models: Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: MAX_PROVIDER_MODELS, description: 'Model ids this provider serves (agents may then name them)' }),
 }, { additionalProperties: true });

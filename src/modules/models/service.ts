@@ -7,6 +7,7 @@ import type { Db, LlmProviderRow } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
+import { secretTargetRefusal, urlOrigin } from '../../lib/secret-target.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { OpenAICompatible, type OpenAICompatibleOptions } from '../../llm/openai-compatible.ts';
 import { SIMULATED, SimulatedEngine } from '../../llm/simulated.ts';
@@ -43,7 +44,7 @@ export interface ModelChoice {
 /** PUT /api/v2/llm/providers/{name}. */
 export interface ProviderBody {
   baseUrl: string;
-  /** Omitted: keep the stored key (a new provider has none); null: remove it. */
+  /** Omitted: keep the stored key (a new provider has none; a baseUrl of another origin needs it again); null: remove it. */
   apiKey?: string | null;
   models: string[];
 }
@@ -79,7 +80,7 @@ export function modelsService(deps: ModelsServiceDeps) {
   let guardedPool: ReturnType<typeof guardedDispatcher> | undefined;
   const guardedFetch = (): NonNullable<OpenAICompatibleOptions['fetch']> => {
     if (!guarded) {
-      const dispatcher = guardedDispatcher(policy);
+      const dispatcher = guardedDispatcher(policy, { log });
       guardedPool = dispatcher;
       type Init = NonNullable<Parameters<typeof undiciFetch>[1]>;
       guarded = (input, init) => undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Init), dispatcher }) as unknown as Promise<Response>;
@@ -236,6 +237,12 @@ export function modelsService(deps: ModelsServiceDeps) {
         // Serialises one organization's writes, so the limit holds on PostgreSQL too.
         await accountRepo.lock(tx, org.id);
         const existing = await llmProviderRepo.find(tx, org.id, name);
+        // The stored key goes only to the origin it was given for (docs/api.md, "Secrets and their targets").
+        const refused = secretTargetRefusal({
+          secret: 'apiKey', target: 'baseUrl', before: urlOrigin(existing?.base_url), after: urlOrigin(checked.baseUrl),
+          keeps: body.apiKey === undefined && Boolean(existing?.api_key),
+        });
+        if (refused) throw new Invalid(refused);
         const apiKey = body.apiKey === undefined ? existing?.api_key ?? null : body.apiKey === null ? null : box.seal(body.apiKey);
         const write = { base_url: checked.baseUrl, api_key: apiKey, models: JSON.stringify(checked.models) };
         if (existing) return { row: await llmProviderRepo.update(tx, existing.id, write, Math.max(at, existing.updated_at + 1)), created: false };

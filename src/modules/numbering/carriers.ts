@@ -2,10 +2,11 @@
 // merged with the sealed `secrets`) and where its carrier is chosen. Tasks (placing calls and
 // texts), the Twilio callbacks (checking signatures) and relays (verifying Twilio ingress) all ask
 // here; a new provider plugs in here too.
+import crypto from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type { Db, NumberingProviderRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { Conflict, Forbidden, NotFound } from '../../http/errors.ts';
+import { Conflict, Forbidden } from '../../http/errors.ts';
 import { normalizePhone } from '../../lib/phone.ts';
 import {
   createCarrier, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO, verifyTwilioSignature,
@@ -128,11 +129,33 @@ export interface TwilioNumberRequest {
   signature: string | undefined;
 }
 
+/** What every refused request of Twilio's answers (403), whatever the reason: the log has the reason. */
+export const TWILIO_REFUSED = 'X-Twilio-Signature is missing or does not match this request';
+/** An auth token nobody has: what a request for something unknown is checked against. */
+const NOBODYS_AUTH_TOKEN = crypto.randomBytes(16).toString('hex');
+
+/**
+ * Refuses a request of Twilio's for something we do not have (a number no organization has, a
+ * task or conversation that does not exist) exactly as one whose signature does not match: the
+ * same 403 and body, after checking its signature against a token nobody has (so it costs about
+ * what a real check does). Otherwise anyone could list what this deployment serves (its numbers)
+ * by telling 404 from 403. The reason is logged.
+ */
+export function refuseTwilioRequest(
+  r: { url: string; signed: TwilioParams | string; signature: string | undefined },
+  log: { warn(obj: object, msg: string): void }, what: string, reason: string, about: Record<string, unknown> = {},
+): never {
+  verifyTwilioSignature(NOBODYS_AUTH_TOKEN, r.url, r.signed, r.signature);
+  log.warn({ ...about, hasSignature: Boolean(r.signature) }, `${what} refused: ${reason}`);
+  throw new Forbidden(TWILIO_REFUSED);
+}
+
 /**
  * The organization a Twilio webhook for one of our numbers belongs to (inbound texts and calls):
  * the one whose twilio provider's phoneNumber is `To`; of several, those whose accountSid is the
  * posted AccountSid. Each candidate is checked with its own auth token, so another
- * organization's token never helps. Unknown number: 404 saying nothing; no valid signature: 403.
+ * organization's token never helps. An unknown number and a signature that does not match are
+ * the same 403 (refuseTwilioRequest).
  */
 export async function twilioNumberOwner(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<number> {
   const owners: Array<{ orgId: number; accountSid: string; authToken: string }> = [];
@@ -140,12 +163,12 @@ export async function twilioNumberOwner(db: Db, box: SecretBox, r: TwilioNumberR
     const s = await providerSettings(db, box, orgId, TWILIO);
     if (s?.phoneNumber && sameNumber(s.phoneNumber, r.to!)) owners.push({ orgId, accountSid: s.accountSid ?? '', authToken: s.authToken ?? '' });
   }
-  if (owners.length === 0) throw new NotFound('Not found');
+  if (owners.length === 0) refuseTwilioRequest(r, log, what, 'no organization has this number', { to: r.to });
   const candidates = owners.length > 1 ? owners.filter((o) => o.accountSid === r.accountSid) : owners;
   const verified = candidates.filter((o) => o.authToken !== '' && verifyTwilioSignature(o.authToken, r.url, r.signed, r.signature));
   if (verified.length === 0) {
     log.warn({ to: r.to, hasSignature: Boolean(r.signature) }, `${what} refused: signature missing or invalid`);
-    throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
+    throw new Forbidden(TWILIO_REFUSED);
   }
   if (verified.length > 1) {
     log.warn({ to: r.to, orgs: verified.map((o) => o.orgId) }, `${what} refused: the number belongs to several organizations with the same twilio account`);

@@ -4,14 +4,40 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { secretTargetRefusal, urlOrigin } from '../../lib/secret-target.ts';
+import { DEFAULT_TWILIO_API_BASE_URL } from '../../providers/index.ts';
 import { flag } from '../../db/flags.ts';
 import { nowMs } from '../../lib/time.ts';
 import { presentProvider } from '../accounts/present.ts';
 import { openProviderSettings } from './carriers.ts';
-import { normalizeProviderConfig, PROVIDERS, providerSpec } from './catalog.ts';
+import { normalizeProviderConfig, PROVIDERS, providerSpec, type ProviderSpec } from './catalog.ts';
 import { numberingRepo } from './repository.ts';
 
 export interface ProviderBody { providerId: string; default?: boolean; enabled?: boolean; config?: Record<string, string> }
+
+/** Where each provider's secrets are sent: the setting naming the address, and the address without it. */
+const SECRET_TARGETS: Record<string, { target: string; fallback: string }> = {
+  twilio: { target: 'apiBaseUrl', fallback: DEFAULT_TWILIO_API_BASE_URL },
+};
+
+/**
+ * A stored secret goes only to the origin it was given for (docs/api.md, "Secrets and their
+ * targets"): a change of the target setting's origin (the default address counting as the
+ * setting's when it is not set) must carry every stored secret again.
+ */
+function checkSecretTargets(spec: ProviderSpec, current: { config: Record<string, string>; secrets?: Record<string, string> }, config: Record<string, string>, sent: Record<string, string>): void {
+  const bound = SECRET_TARGETS[spec.providerId];
+  if (!bound) return;
+  const before = urlOrigin(current.config[bound.target] ?? bound.fallback);
+  const after = urlOrigin(config[bound.target] ?? bound.fallback);
+  for (const name of spec.secretConfig) {
+    const refused = secretTargetRefusal({
+      secret: `config.${name}`, target: `config.${bound.target}`, before, after,
+      keeps: current.secrets?.[name] !== undefined && sent[name] === undefined,
+    });
+    if (refused) throw new Invalid(refused);
+  }
+}
 
 export function numberingService(deps: { db: Db; box: SecretBox }) {
   const { db, box } = deps;
@@ -68,6 +94,7 @@ export function numberingService(deps: { db: Db; box: SecretBox }) {
         const current = openProviderSettings(row, box);
         const config = { ...current.config, ...(patch?.config ?? {}) };
         const secrets = { ...current.secrets, ...(patch?.secrets ?? {}) };
+        checkSecretTargets(spec, current, config, patch?.secrets ?? {});
         await numberingRepo.update(tx, row.id, {
           config: JSON.stringify(config),
           secrets: Object.keys(secrets).length ? box.sealJson(secrets) : null,

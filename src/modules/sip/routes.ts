@@ -34,7 +34,7 @@ const RegistrationBody = Type.Object({
   aor: Str('Full SIP address of record: sip:1001@pbx.example.com (or 1001@pbx.example.com)'),
   username: Str('SIP user (our Contact\'s user; default the AOR\'s user)', 128),
   authUsername: Str('User name for digest authentication (default username)', 128),
-  password: Type.Optional(Type.String({ description: 'SIP password (required to create; omitted on update keeps the stored one); never returned', maxLength: 256 })),
+  password: Type.Optional(Type.String({ description: 'SIP password (required to create; omitted on update keeps the stored one, unless the registrar it goes to changes: then required again); never returned', maxLength: 256 })),
   sipRealm: Str('SIP domain; with username it builds the AOR when aor is omitted', 255),
   proxy: Str('Outbound proxy host[:port] REGISTERs are sent to (default: the AOR\'s host)'),
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Registrar port (default 5060, 5061 for TLS)' })),

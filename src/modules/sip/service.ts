@@ -8,6 +8,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { secretTargetRefusal, sipOrigin } from '../../lib/secret-target.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { hostRefusal, refusalReason, type TargetPolicy } from '../../webhooks/ssrf.ts';
@@ -336,6 +337,12 @@ export function sipService(deps: SipServiceDeps) {
       const existing = await sipRepo.registrationOf(db, org.id);
       if (existing?.deleting) throw new Conflict('The registration is being deleted; try again in a moment');
       const cfg = checkRegistration(body, existing);
+      // The stored password answers only the registrar it was given for (docs/api.md, "Secrets and their targets").
+      const refused = existing && secretTargetRefusal({
+        secret: 'password', target: 'the registrar (proxy, else the aor\'s host; port; transport)',
+        before: sipOrigin(registrarOf(existing)), after: sipOrigin(registrarOf(cfg)), keeps: cfg.password === undefined,
+      });
+      if (refused) throw new Invalid(refused);
       await checkRegistrar(cfg, body);
       const holder = await sipRepo.registrationByAorKey(db, cfg.aor_key);
       if (holder && holder.org_id !== org.id) throw new Conflict(`aor ${cfg.aor} is already registered by another organization`);

@@ -98,7 +98,7 @@ export class SipWorker implements WorkerState {
     const policy = policyFromConfig(config);
     const endpoint = new SipEndpoint({
       host, port: this.deps.port ?? config.sipPort,
-      refuseTarget: (address, name) => addressRefusal(address, policy, name),
+      refuseTarget: (address, name) => addressRefusal(address, policy, name, log),
       advertiseHost: this.deps.advertiseHost ?? config.sipAdvertiseHost ?? defaultAdvertiseHost(host),
       tls, log, userAgent: 'callplane',
       onRequest: (req, ctx) => this.#inbound.onRequest(req, ctx),

@@ -7,10 +7,10 @@
 // (src/modules/conversations/twilio-voice.ts), handed in as `calls`.
 import type { Config } from '../../config.ts';
 import type { Db, TaskRow } from '../../db/types.ts';
-import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
+import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { parseStatusCallback, TWILIO, verifyTwilioSignature, type TwilioParams } from '../../providers/index.ts';
-import { providerSettings } from '../numbering/carriers.ts';
+import { providerSettings, refuseTwilioRequest, TWILIO_REFUSED } from '../numbering/carriers.ts';
 import { taskRepo } from './repository.ts';
 import type { TaskQueue } from './task-queue.ts';
 
@@ -75,7 +75,7 @@ export async function verifyTwilioRequest(
   const urls = [url, new URL(url).toString()];
   if (!settings.authToken || !urls.some((u) => verifyTwilioSignature(settings.authToken, u, req.signed, req.signature))) {
     log.warn({ ...about, hasSignature: Boolean(req.signature) }, 'twilio request refused: signature missing or invalid');
-    throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
+    throw new Forbidden(TWILIO_REFUSED);
   }
   return { accountSid: settings.accountSid ?? '' };
 }
@@ -97,7 +97,8 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
     const { taskId } = req;
     if (typeof taskId !== 'string' || taskId === '') throw new Invalid('taskId query parameter is required');
     const task = taskId.length <= 64 ? await taskRepo.findAnyOrg(db, taskId) : undefined;
-    if (!task) throw new NotFound(`Task ${taskId} was not found`);
+    // An unknown task is refused like a bad signature: nobody learns which tasks exist.
+    if (!task) refuseTwilioRequest({ ...req, url: `${deps.config.publicUrl}${req.url}` }, log, 'twilio callback', 'no such task', { taskId: taskId.slice(0, 64) });
     const { accountSid } = await verifyTwilioRequest(deps, task.org_id, req, log, { taskId });
     return { task, accountSid };
   }

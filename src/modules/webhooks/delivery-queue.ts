@@ -80,7 +80,7 @@ export class DeliveryQueue {
     if (this.#runner) return;
     const { database, config, box, log } = this.deps;
     const now = this.engine.now;
-    this.#http = guardedDispatcher(policyFromConfig(config));
+    this.#http = guardedDispatcher(policyFromConfig(config), { log });
     this.#runner = new QueueRunner({
       engine: this.engine,
       db: database.db,

@@ -8,6 +8,7 @@ import type { Scope } from '../../../http/auth.ts';
 import { Conflict, HttpError, Invalid, NotFound, Forbidden } from '../../../http/errors.ts';
 import { maskSecret, type SecretBox } from '../../../lib/crypto.ts';
 import { newId } from '../../../lib/ids.ts';
+import { secretTargetRefusal, urlOrigin } from '../../../lib/secret-target.ts';
 import { bool, flag } from '../../../db/flags.ts';
 import { toUnixSeconds } from '../../../lib/time.ts';
 import { TWILIO } from '../../../providers/twilio.ts';
@@ -311,6 +312,13 @@ export function relayService(deps: RelayServiceDeps) {
           existing = await relayRepo.find(tx, org.id, type.name, { lock: true });
           if (!existing) throw new Conflict(`Webhook Relay type '${type.name}' was changed concurrently; try again`);
         }
+        // Header values are answered masked, as secrets (an Authorization, an API key): they go only
+        // to the origin they were given for (docs/api.md, "Secrets and their targets").
+        const refused = secretTargetRefusal({
+          secret: 'headers', target: 'url', before: urlOrigin(existing.url), after: urlOrigin(input.url),
+          keeps: input.headers === undefined && box.openJson<unknown[]>(existing.headers).length > 0,
+        });
+        if (refused) throw new Invalid(refused);
         const secret = mergeSecret(providerSecret(existing), input.secrets);
         // Credentials cleared with null are generated anew: a chargebee relay always checks basic auth.
         if (type.name === 'chargebee') generated = fillBasicAuth(secret);
