@@ -21,6 +21,7 @@ import { resample } from '../../src/speech/resample.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
 
 const HOST = '127.0.0.1';
 const PCMU = { pt: 0, name: 'PCMU' };
@@ -32,7 +33,7 @@ it('splits streamed text at sentence ends', () => {
   assert.deepEqual(splitSentences('3.5 percent'), { sentences: [], rest: '3.5 percent' });
 });
 
-describe('a voice session over RTP, offline speech', () => {
+describe('a voice session over RTP, offline speech', { skip: toolsSkip('espeak-ng', 'pocketsphinx') }, () => {
   let h: Harness;
   let llm: FakeLlm;
   const portMin = 24_000 + 2 * crypto.randomInt(0, 1_000);
