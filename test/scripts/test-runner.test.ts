@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { toolsSkip } from '../helpers/system-tools.ts';
+import { hasTool, toolsSkip } from '../helpers/system-tools.ts';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 
@@ -43,7 +43,7 @@ describe('npm test without the system tools', () => {
     assert.ok(r.ms < 110_000, `took ${r.ms} ms`);
   });
 
-  it('with every tool there, prints no such line', async () => {
+  it('with every tool there, prints no such line', { skip: toolsSkip('espeak-ng') }, async () => {
     const r = await runTests(['test/speech/espeak.test.ts'], {});
     assert.equal(r.code, 0, r.out);
     assert.doesNotMatch(r.out, /because a system tool is missing/);
@@ -64,8 +64,8 @@ describe('toolsSkip', () => {
       delete process.env.CI;
       process.env.CALLPLANE_TEST_HIDE_TOOLS = 'chromium,pocketsphinx';
       assert.equal(toolsSkip('chromium'), 'needs chromium: apt-get install chromium');
-      assert.equal(toolsSkip('espeak-ng', 'pocketsphinx', 'chromium'), 'needs pocketsphinx, chromium: apt-get install pocketsphinx pocketsphinx-en-us chromium');
-      assert.equal(toolsSkip('openssl'), false);
+      assert.equal(toolsSkip('pocketsphinx', 'chromium'), 'needs pocketsphinx, chromium: apt-get install pocketsphinx pocketsphinx-en-us chromium');
+      assert.equal(toolsSkip('openssl'), hasTool('openssl') ? false : 'needs openssl: apt-get install openssl');
       process.env.CI = 'true';
       assert.equal(toolsSkip('chromium'), false);
     } finally {
