@@ -1,5 +1,8 @@
 // `npm test`: runs every test file under test/ with node's test runner (via tsx), once per
 // engine inside each file, and ends with one line the CI runner reads: "N passed, N failed".
+// Tests and suites skipped because a system tool is missing (their skip reason is
+// `needs <tool>: apt-get install <package> …`, test/helpers/system-tools.ts) are counted on the
+// line before it, with the Debian packages to install.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,6 +33,12 @@ child.on('exit', (code) => {
   const passed = count('pass');
   const failed = count('fail') + count('cancelled');
   const skipped = count('skipped');
+  // One skip directive per test or suite skipped for a missing tool (a skipped suite's tests never run).
+  const needs = [...out.matchAll(/# SKIP needs [^:\n]+: apt-get install ([^\n]+)$/gm)];
+  const packages = [...new Set(needs.flatMap((m) => m[1].trim().split(/\s+/)))];
+  if (needs.length > 0) {
+    console.log(`\n${needs.length} ${needs.length === 1 ? 'test or suite' : 'tests or suites'} skipped because a system tool is missing: apt-get install ${packages.join(' ')}`);
+  }
   console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
-  process.exit(code === 0 && failed === 0 && passed > 0 ? 0 : 1);
+  process.exit(code === 0 && failed === 0 && passed + needs.length > 0 ? 0 : 1);
 });

@@ -186,6 +186,50 @@ describe('callplane serve (SQLite)', () => {
     }
   });
 
+  it('kill -9 and a restart at once, ten times in a row, each start succeeds; a second serve on the live directory is still refused', async () => {
+    // Each server runs under a parent that never reaps it (`exec sleep`, as `npm` or pid 1 in a
+    // container may be): after kill -9 its pid stays taken (a zombie), and the pid file still names
+    // it. The lock is the kernel's, so it is free the moment the process is gone.
+    const dir = tempDir();
+    const parents: Proc[] = [];
+    const STARTED = /"msg":"ready"|^callplane: /m;
+    try {
+      let serverPid = 0;
+      for (let i = 0; i < 10; i++) {
+        const p = await launch(['sh', '-c', '"$0" --enable-source-maps "$1" serve & echo "server pid $!"; exec sleep 600', process.execPath, DIST_MAIN], { DATA_DIR: dir });
+        parents.push(p);
+        await p.waitFor(STARTED, 60_000);
+        assert.match(p.output(), READY, `start ${i + 1} after kill -9 of pid ${serverPid}:\n${p.output()}`);
+        serverPid = Number(/server pid (\d+)/.exec(p.output())![1]);
+        assert.equal((await get(p.port, '/healthz')).status, 200);
+        assert.equal(fs.readFileSync(path.join(dir, 'serve.pid'), 'utf8').trim(), String(serverPid));
+        if (i === 9) break;
+        process.kill(serverPid, 'SIGKILL');
+        assert.ok(isAlive(serverPid), 'the killed server\'s pid is still taken (nobody reaps it)');
+      }
+      const second = await run(['serve'], { DATA_DIR: dir });
+      assert.equal(second.code, 1, second.output);
+      assert.match(second.stderr, new RegExp(`^callplane: another callplane process \\(pid ${serverPid}\\) is serving`, 'm'));
+      process.kill(serverPid, 'SIGTERM');
+    } finally {
+      for (const p of parents) p.child.kill('SIGKILL');
+    }
+  });
+
+  it('a pid file naming a live process that holds no lock does not block the start', async () => {
+    const dir = tempDir();
+    // This test runner is alive, and is not serving the directory (as a reused pid would be).
+    fs.writeFileSync(path.join(dir, 'serve.pid'), `${process.pid}\n`);
+    const p = await start(['serve'], { DATA_DIR: dir });
+    try {
+      await p.waitFor(/"msg":"ready"|^callplane: /m);
+      assert.match(p.output(), READY);
+      assert.equal(fs.readFileSync(path.join(dir, 'serve.pid'), 'utf8').trim(), String(p.child.pid));
+    } finally {
+      await p.stop();
+    }
+  });
+
   it('request logs never carry the token, however the query spells it', async () => {
     const { dataDir, token: firstToken } = await initializedDataDir();
     const p = await start(['serve'], { DATA_DIR: dataDir });

@@ -7,18 +7,10 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { postgresBinDir, toolsSkip } from './system-tools.ts';
 import { freePort } from './wait.ts';
 
-/** Where Debian's server binaries are (the newest version installed), or undefined. */
-function findBinDir(): string | undefined {
-  const base = '/usr/lib/postgresql';
-  if (!fs.existsSync(base)) return undefined;
-  const versions = fs.readdirSync(base).filter((v) => fs.existsSync(path.join(base, v, 'bin', 'initdb')) && fs.existsSync(path.join(base, v, 'bin', 'pg_ctl')));
-  versions.sort((a, b) => Number(b) - Number(a));
-  return versions.length ? path.join(base, versions[0], 'bin') : undefined;
-}
-
-const BIN = findBinDir();
+const BIN = postgresBinDir();
 const IS_ROOT = process.getuid?.() === 0;
 
 /** The uid and gid of the `postgres` system user, when there is one. */
@@ -35,7 +27,8 @@ function postgresUser(): { uid: number; gid: number } | undefined {
  */
 export function pgClusterSkip(): false | string {
   if (process.env.CI === 'true') return false;
-  if (!BIN) return 'PostgreSQL server binaries (initdb, pg_ctl) not found under /usr/lib/postgresql/*/bin (apt-get install postgresql)';
+  const tools = toolsSkip('postgresql-server');
+  if (tools) return tools;
   if (IS_ROOT && !postgresUser()) return 'running as root and there is no postgres user to run initdb as (initdb refuses root)';
   if (IS_ROOT && !fs.existsSync('/usr/sbin/runuser') && !fs.existsSync('/sbin/runuser')) return 'running as root without runuser to run initdb as postgres';
   return false;

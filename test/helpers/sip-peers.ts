@@ -1,6 +1,7 @@
 // Real SIP peers for tests: a Kamailio registrar with digest auth (its location table read through
 // kamcmd) and sipp as the far end of calls. Each listens on its own 127.0.0.x address and a free port.
-// When the binaries are missing the suites skip locally and fail under CI=true (.ci/run installs them).
+// When the binaries are missing the suites skip locally and fail under CI=true (.ci/run installs
+// them): test/helpers/system-tools.ts.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
@@ -8,35 +9,21 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseMessage, type SipMessage } from '../../src/sip/message.ts';
+import { KAMAILIO_DBTEXT, KAMAILIO_MODULES, toolsSkip, which } from './system-tools.ts';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 export const SIP_FIXTURES = path.resolve(here, '../fixtures/sip');
 
-function which(bin: string, extra: string[] = []): string | null {
-  for (const dir of [...(process.env.PATH ?? '').split(':'), ...extra]) {
-    const p = path.join(dir, bin);
-    if (dir && fs.existsSync(p)) return p;
-  }
-  return null;
-}
-
 export const KAMAILIO = which('kamailio', ['/usr/sbin', '/usr/local/sbin']);
-/** Where Debian keeps the db_text table definitions (the presence tables among them). */
-const KAMAILIO_DBTEXT = '/usr/share/kamailio/dbtext/kamailio';
 export const KAMCMD = which('kamcmd', ['/usr/sbin', '/usr/local/sbin']);
 export const SIPP = which('sipp', ['/usr/bin', '/usr/local/bin']);
-/** Debian puts the modules under the multiarch directory. */
-const KAMAILIO_MODULES = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/usr/local/lib64', '/usr/local/lib']
-  .map((d) => `${d}/kamailio/modules/`).find((d) => fs.existsSync(path.join(d, 'registrar.so'))) ?? '/usr/lib/x86_64-linux-gnu/kamailio/modules/';
 
 /**
  * `skip` option for describe(): false when the peers are there, or under CI (so a missing install
- * fails instead of passing silently), else the reason to skip.
+ * fails instead of passing silently), else `needs kamailio: apt-get install kamailio` and the like.
  */
 export function peersSkip(need: Array<'kamailio' | 'sipp'>): false | string {
-  const missing = need.filter((n) => (n === 'kamailio' ? !KAMAILIO || !KAMCMD : !SIPP));
-  if (missing.length === 0 || process.env.CI === 'true') return false;
-  return `${missing.join(' and ')} not installed (apt-get install kamailio sip-tester); CI installs them`;
+  return toolsSkip(...need);
 }
 
 /** A port free on both UDP and TCP at `host`. */
@@ -115,16 +102,9 @@ export interface Kamailio {
   stop(): Promise<void>;
 }
 
-/** The presence modules are there (Debian: kamailio-presence-modules). */
-export const KAMAILIO_PRESENCE = fs.existsSync(path.join(KAMAILIO_MODULES, 'presence.so')) && fs.existsSync(path.join(KAMAILIO_MODULES, 'presence_xml.so'))
-  && fs.existsSync(path.join(KAMAILIO_MODULES, 'db_text.so')) && fs.existsSync(path.join(KAMAILIO_DBTEXT, 'presentity'));
-
-/** `skip` option for suites that need Kamailio as a presence server (fails under CI=true like peersSkip). */
+/** `skip` option for suites that need Kamailio as a presence server (kamailio-presence-modules; fails under CI=true like peersSkip). */
 export function presenceSkip(): false | string {
-  const base = peersSkip(['kamailio']);
-  if (base) return base;
-  if (KAMAILIO_PRESENCE || process.env.CI === 'true') return false;
-  return 'kamailio presence modules not installed (apt-get install kamailio-presence-modules); CI installs them';
+  return toolsSkip('kamailio', 'kamailio-presence');
 }
 
 function presenceConfig(o: { host: string; port: number; db: string; user: string; password: string }): { modules: string; route: string } {

@@ -18,8 +18,9 @@ import { messageRepo } from '../../src/modules/conversations/repository.ts';
 import { roomKey } from '../../src/modules/conversations/present.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
-import { peersSkip, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+import { startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
 import { publishAgent, stt, tts, voicePeer } from '../helpers/voice-peer.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
 
 const HOST = '127.0.0.1';
 const CALLER = '127.0.0.7';
@@ -89,7 +90,7 @@ describe('the recording notice', () => {
   });
 });
 
-describe('call recording', { skip: peersSkip(['sipp']) }, () => {
+describe('call recording', { skip: toolsSkip('sipp', 'espeak-ng', 'pocketsphinx') }, () => {
   before(async () => {
     await tts.check();
     await stt.check();

@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { before, describe, it } from 'node:test';
 import { request } from 'undici';
 import type { ConversationChannel, ConversationOutcome, MessageDirection, RoomRow } from '../../src/db/types.ts';
-import { CSV_BATCH, csvCell } from '../../src/modules/conversations/logs-csv.ts';
+import { csvCell } from '../../src/lib/csv-cell.ts';
+import { CSV_BATCH } from '../../src/modules/conversations/logs-csv.ts';
 import {
   decideJunk, isAlphanumericSender, isAutomatedAddress, isShortCode, junkByRules, matchesRejectRegex,
 } from '../../src/modules/conversations/junk.ts';
@@ -142,7 +143,7 @@ describe('csv cells', () => {
     assert.equal(csvCell('+14155552671'), '\'+14155552671');
     assert.equal(csvCell('-1+2'), '\'-1+2');
     assert.equal(csvCell('@SUM(A1)'), '\'@SUM(A1)');
-    assert.equal(csvCell('\tx'), '\'\tx');
+    assert.equal(csvCell('\tx'), '"\'\tx"');
     assert.equal(csvCell('\rx'), '"\'\rx"');
     assert.equal(csvCell('a,b'), '"a,b"');
     assert.equal(csvCell('line\nbreak'), '"line\nbreak"');
@@ -587,6 +588,21 @@ forEachEngine('conversation history', (h) => {
 
       const paged = await h().app.inject({ method: 'GET', url: '/api/v2/logs', query: { token: o.token, format: 'csv', fields: 'id', page: '2', pageSize: '1' } });
       assert.deepEqual(parseCsv(paged.body), [['id'], [seeded[1].conversation.id]]);
+    });
+
+    it('format=csv: a formula after a ; or a tab inside a cell is neutralised too, and the cell quoted (issue 23)', async () => {
+      const t = await tenant();
+      const payload = 'x;=1+1;@SUM(1+1)';
+      const s = await seed(h(), { orgId: t.id, accountId: t.agentId, counterpart: '+14155550801', displayName: payload, channel: 'sms', at: now - MINUTE,
+        messages: [{ dir: 'inbound', text: 'hi\t=cmd|\' /C calc\'!A0' }] });
+      const res = await h().app.inject({ method: 'GET', url: '/api/v2/logs', query: { token: t.token, format: 'csv', fields: 'id,counterpartName,transcript' } });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.ok(res.body.includes(`,"x;'=1+1;'@SUM(1+1)",`), `the raw name cell is quoted and each part neutralised: ${res.body}`);
+      assert.ok(res.body.includes(`"inbound: hi\t'=cmd|' /C calc'!A0"`), `the transcript's part after the tab is neutralised: ${res.body}`);
+      const row = parseCsv(res.body).find((r) => r[0] === s.conversation.id)!;
+      assert.equal(row[1], `x;'=1+1;'@SUM(1+1)`);
+      // A spreadsheet that splits on ';' (or tabs) without honouring quotes still finds no live formula.
+      for (const part of res.body.split(/[;,\t\r\n]/)) assert.doesNotMatch(part.replace(/^"/, ''), /^ *[=+\-@]/, part);
     });
 
     it('format=csv with nothing matching is the contract\'s 404', async () => {

@@ -18,6 +18,7 @@ import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
 import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { freePort, waitFor } from '../helpers/wait.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
 
 const FROM = '+15005550006';
 const RUNTIME = { leaseMs: 3000, heartbeatMs: 50, rescueEveryMs: 0, carrierOptions: { twilio: { timeoutMs: 1500 }, simulated: { callSeconds: 0.05 } } };
@@ -31,7 +32,7 @@ const loud = (f: Int16Array) => Math.sqrt(f.reduce((s, x) => s + x * x, 0) / f.l
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 for (const engine of ENGINES) {
-  describe(`voice over Twilio Media Streams [${engine}]`, () => {
+  describe(`voice over Twilio Media Streams [${engine}]`, { skip: toolsSkip('espeak-ng', 'pocketsphinx') }, () => {
     let h: Harness;
     let llm: FakeLlm;
     let fake: FakeTwilio;

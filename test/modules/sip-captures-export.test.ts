@@ -12,8 +12,9 @@ import { newId } from '../../src/lib/ids.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { startFakeRegistrar, type FakeRegistrar } from '../helpers/fake-registrar.ts';
 import { waitFor } from '../helpers/sip-peers.ts';
+import { toolsSkip, which } from '../helpers/system-tools.ts';
 
-const TSHARK = ['/usr/bin/tshark', '/usr/local/bin/tshark'].find((p) => fs.existsSync(p));
+const TSHARK = which('tshark', ['/usr/bin', '/usr/local/bin']);
 
 interface Packet {
   tsMs: number; ethertype: number; src: string; dst: string; proto: number; srcPort: number; dstPort: number;
@@ -96,7 +97,7 @@ after(async () => { await registrar?.close(); });
 forEachEngine('SIP captures as pcap and transactions', (h) => {
   const captures = (token: string, query: Record<string, unknown>) => h().app.inject({ method: 'GET', url: '/api/v2/sip/captures', query: { token, ...query } as Record<string, string> });
 
-  it('format=pcap of a REGISTER exchange: one UDP/IPv4 packet per message, addresses, ports and times as captured', async () => {
+  it('format=pcap of a REGISTER exchange: one UDP/IPv4 packet per message, addresses, ports and times as captured', async (t) => {
     const r = await h().reseller();
     const o = await h().organization(r.id);
     const aor = `sip:${h().engine}-pcap@${registrar.host}:${registrar.port}`;
@@ -127,7 +128,7 @@ forEachEngine('SIP captures as pcap and transactions', (h) => {
     assert.match(packets[0].payload, /^REGISTER sip:/);
     assert.match(packets[1].payload, /^SIP\/2\.0 200 OK/);
 
-    if (TSHARK) {
+    await t.test('tshark reads the file the same way', { skip: toolsSkip('tshark') }, () => {
       const read = tshark(res.rawPayload, [`udp.port==${registrar.port},sip`],
         ['frame.time_epoch', 'ip.src', 'udp.srcport', 'ip.dst', 'udp.dstport', 'sip.Method', 'sip.Status-Code', 'sip.Call-ID', 'ip.checksum.status', 'udp.checksum.status']);
       assert.equal(read.length, packets.length, JSON.stringify(read));
@@ -140,7 +141,7 @@ forEachEngine('SIP captures as pcap and transactions', (h) => {
         if (i === 0) assert.deepEqual([method, status], ['REGISTER', '']);
         if (i === 1) assert.deepEqual([method, status], ['', '200']);
       });
-    }
+    });
   });
 
   // A call over TCP and IPv6: an INVITE challenged (407) and ACKed in its transaction, the INVITE
@@ -193,7 +194,7 @@ forEachEngine('SIP captures as pcap and transactions', (h) => {
     assert.equal((await h().call('GET', '/api/v2/sip/captures', { token: o.token, query: { sipCallId: 'none@x', format: 'transaction' } })).status, 404);
   });
 
-  it('format=pcap of a call over TCP and IPv6: IPv6/TCP segments with sequence numbers continuing per direction', async () => {
+  it('format=pcap of a call over TCP and IPv6: IPv6/TCP segments with sequence numbers continuing per direction', async (t) => {
     const r = await h().reseller();
     const o = await h().organization(r.id);
     const t0 = Date.now() - 10_000;
@@ -216,13 +217,13 @@ forEachEngine('SIP captures as pcap and transactions', (h) => {
       assert.equal(p.ack, next.get(direction === 'out' ? 'in' : 'out') ?? 1, 'acknowledges what the other side sent');
     });
 
-    if (TSHARK) {
+    await t.test('tshark reads the file the same way', { skip: toolsSkip('tshark') }, () => {
       const read = tshark(res.rawPayload, ['tcp.port==5070,sip'],
         ['ipv6.src', 'tcp.srcport', 'ipv6.dst', 'tcp.dstport', 'sip.Method', 'sip.Status-Code', 'sip.CSeq.method', 'tcp.checksum.status']);
       assert.deepEqual(read.map((f) => [f[0], f[1], f[2], f[3]].join(' ')), CALL.map(([d]) => (d === 'out' ? '2001:db8::1 5070 2001:db8::9 5060' : '2001:db8::9 5060 2001:db8::1 5070')));
       assert.deepEqual(read.map((f) => f[4] || f[5]), ['INVITE', '100', '407', 'ACK', 'INVITE', '200', '200', 'ACK', 'BYE', '200']);
       assert.deepEqual(read.map((f) => f[6]), ['INVITE', 'INVITE', 'INVITE', 'ACK', 'INVITE', 'INVITE', 'INVITE', 'ACK', 'BYE', 'BYE']);
       assert.ok(read.every((f) => f[7] === '1'), `tshark finds every TCP checksum good: ${JSON.stringify(read.map((f) => f[7]))}`);
-    }
+    });
   });
 }, { CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { sip: {} }); // the registrar under test listens on loopback

@@ -12,8 +12,9 @@ import { PortPool } from '../../src/media/port-pool.ts';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
-import { peersSkip, sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+import { sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
 import { publishAgent, stt, tts, voicePeer } from '../helpers/voice-peer.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
 
 const HOST = '127.0.0.1';
 const FAR_END = '127.0.0.5';
@@ -28,7 +29,7 @@ const env: Record<string, string> = { CALLPLANE_LLM_MODEL: 'fake-model', CALLPLA
 const portMin = 30_000 + 2 * crypto.randomInt(0, 1_000);
 const testPorts = new PortPool({ portMin, portMax: portMin + 2 * 19 });
 
-describe('the agent on SIP calls', { skip: peersSkip(['sipp']) }, () => {
+describe('the agent on SIP calls', { skip: toolsSkip('sipp', 'espeak-ng', 'pocketsphinx') }, () => {
   before(async () => {
     await tts.check();
     await stt.check();

@@ -18,9 +18,11 @@ import { createPlatform } from '../../src/platform.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
 import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
 import { resample } from '../../src/speech/resample.ts';
+import type { TextToSpeech } from '../../src/speech/types.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
 
 const HOST = '127.0.0.1';
 const PCMU = { pt: 0, name: 'PCMU' };
@@ -32,7 +34,7 @@ it('splits streamed text at sentence ends', () => {
   assert.deepEqual(splitSentences('3.5 percent'), { sentences: [], rest: '3.5 percent' });
 });
 
-describe('a voice session over RTP, offline speech', () => {
+describe('a voice session over RTP, offline speech', { skip: toolsSkip('espeak-ng', 'pocketsphinx') }, () => {
   let h: Harness;
   let llm: FakeLlm;
   const portMin = 24_000 + 2 * crypto.randomInt(0, 1_000);
@@ -48,7 +50,7 @@ describe('a voice session over RTP, offline speech', () => {
   after(async () => { await h.close(); await llm.close(); });
 
   /** An organization's agent with this live configuration, a conversation, and a call's two RTP ends. */
-  async function call(config: Record<string, unknown>, grammar: string[]) {
+  async function call(config: Record<string, unknown>, grammar: string[], speech: { tts?: TextToSpeech } = {}) {
     const r = await h.reseller();
     const o = await h.organization(r.id);
     const agentToken = await h.tokenFor(o.agentId);
@@ -74,7 +76,7 @@ describe('a voice session over RTP, offline speech', () => {
     caller.on('audio', (f) => heard.push(f));
     const hangups: string[] = [];
     const transport = new RtpTransport(agentSide, { transfer: () => Promise.resolve(), hangup: (why) => { hangups.push(why); return Promise.resolve(); } });
-    const session = startVoiceSession({ db, conversations: services.conversations, turns, stt, tts, now: Date.now, log: { warn: (o, m) => process.env.VOICE_DEBUG && console.log(m, o) } }, {
+    const session = startVoiceSession({ db, conversations: services.conversations, turns, stt, tts: speech.tts ?? tts, now: Date.now, log: { warn: (o, m) => process.env.VOICE_DEBUG && console.log(m, o) } }, {
       transport, conversation: opened.conversation, room: opened.room, config: await services.agents.liveConfig(agent),
       grammar: { kind: 'phrases', phrases: grammar },
     });
@@ -126,6 +128,27 @@ describe('a voice session over RTP, offline speech', () => {
       assert.ok(c.heard.filter(loudFrame).length > 20, 'the prompt and the goodbye were spoken');
       assert.equal((await conversationRepo.find(c.db, c.opened.conversation.id))?.outcome, 'no_response');
     } finally {
+      await c.close();
+    }
+  });
+
+  it('a speech engine that cannot speak (espeak-ng missing) leaves the prompts unsaid, and the silent caller is still hung up on: no_response', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => { rejections.push(reason); };
+    process.on('unhandledRejection', onRejection);
+    const broken = new EspeakEngine({ command: 'espeak-ng-not-installed-here' });
+    const c = await call({ callerResponseTimeout: 1, callerResponseTimeoutHangupCounter: 1, welcomeMessage: 'Hello, this is the agent.' }, ['hello there'], { tts: broken });
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<string>((r) => { timer = setTimeout(() => r('the session never ended'), 30_000); });
+      assert.equal(await Promise.race([c.session.done.then(() => 'done'), late]), 'done');
+      clearTimeout(timer);
+      assert.deepEqual(c.hangups, ['no_response']);
+      assert.equal((await conversationRepo.find(c.db, c.opened.conversation.id))?.outcome, 'no_response');
+      await sleep(100);
+      assert.deepEqual(rejections.map(String), [], 'no unhandled rejection (it would end a serving process)');
+    } finally {
+      process.off('unhandledRejection', onRejection);
       await c.close();
     }
   });

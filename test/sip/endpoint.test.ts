@@ -15,6 +15,7 @@ import { newBranch, SipEndpoint, SipTargetRefusedError, SipTimeoutError, SipTran
 import { addressRefusal } from '../../src/webhooks/ssrf.ts';
 import { parseCSeq, parseMessage, parseVia, SipHeaders, StreamFramer, type SipMessage, type SipRequest, type SipResponse } from '../../src/sip/message.ts';
 import { freePort, sleep, udpPeer as rawUdpPeer, waitFor } from '../helpers/sip-peers.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
 
 const endpoints: SipEndpoint[] = [];
 async function endpoint(opts: Partial<SipEndpointOptions> = {}): Promise<SipEndpoint> {
@@ -309,7 +310,7 @@ describe('SipEndpoint: TLS, host names and IPv6', () => {
     return { key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) };
   }
 
-  it('sends over TLS to a host name when the CA is trusted, and refuses an untrusted certificate', async () => {
+  it('sends over TLS to a host name when the CA is trusted, and refuses an untrusted certificate', { skip: toolsSkip('openssl') }, async () => {
     const creds = cert();
     const { address } = await dns.lookup('localhost');
     const server = tls.createServer(creds, (s) => {

@@ -1,16 +1,18 @@
 // espeak-ng from Debian, run for real: audible speech of a plausible length at its own rate, the
 // voice picked from a BCP-47 language and a gender, bounds refused before anything runs, and an
-// abort that leaves no process behind. Without the espeak-ng package these tests fail, saying so.
+// abort that leaves no process behind. Without the espeak-ng package they skip locally (saying
+// which package to install) and fail under CI=true: test/helpers/system-tools.ts.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { VOICES } from '../../src/modules/agents/catalog.ts';
 import { EspeakEngine, espeakVoice } from '../../src/speech/espeak.ts';
 import { MAX_SYNTHESIS_CHARS, SpeechError } from '../../src/speech/types.ts';
 import { childrenOf } from '../helpers/children.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
 
 const rms = (pcm: Int16Array) => Math.sqrt(pcm.reduce((s, v) => s + v * v, 0) / Math.max(1, pcm.length));
 
-describe('espeak-ng', () => {
+describe('espeak-ng', { skip: toolsSkip('espeak-ng') }, () => {
   const engine = new EspeakEngine();
   before(() => engine.check());
 

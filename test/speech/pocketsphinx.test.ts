@@ -2,7 +2,8 @@
 // the phrase and not its distractors, at espeak-ng's 22050 Hz, at its own 16 kHz and through the
 // telephone (8 kHz, μ-law there and back, up to 16 kHz); the same audio always gives the same
 // text; bounds are refused before anything runs; abort and timeout leave no process behind.
-// Without the pocketsphinx or pocketsphinx-en-us packages these tests fail, saying which.
+// Without espeak-ng, pocketsphinx or pocketsphinx-en-us they skip locally (saying which package to
+// install) and fail under CI=true: test/helpers/system-tools.ts.
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
@@ -14,6 +15,7 @@ import { resample } from '../../src/speech/resample.ts';
 import { pcm16ToBytes } from '../../src/speech/wav.ts';
 import { SpeechError, type SpeechGrammar } from '../../src/speech/types.ts';
 import { childrenOf, processExists } from '../helpers/children.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
 
 const PHRASES = ['what are your opening hours', 'where are you located', 'I want to speak to a person', 'cancel my appointment', 'yes', 'no'];
 const grammar: SpeechGrammar = { kind: 'phrases', phrases: PHRASES };
@@ -27,7 +29,7 @@ function telephone(pcm: Int16Array, rate: number): Int16Array {
 
 const tempDirs = () => readdirSync(os.tmpdir()).filter((d) => d.startsWith('callplane-sphinx-'));
 
-describe('pocketsphinx', () => {
+describe('pocketsphinx', { skip: toolsSkip('espeak-ng', 'pocketsphinx') }, () => {
   before(async () => {
     await tts.check();
     await stt.check();

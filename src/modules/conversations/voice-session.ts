@@ -114,6 +114,14 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   /** The reply being spoken: its sentences, which were played, and how to stop it. */
   let speaking: { sentences: Map<string, string>; played: string[]; startedAt: number; abort: AbortController; messageId?: string; cut: boolean } | undefined;
   let chain: Promise<void> = Promise.resolve();
+  /**
+   * Runs `step` after the steps before it. A step that fails is logged and the next still runs: a
+   * rejection left on the chain would skip every later step (the call would go deaf) and, unhandled,
+   * end the whole process.
+   */
+  const then = (step: () => Promise<void>) => {
+    chain = chain.then(step).catch((err: Error) => deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: a step failed'));
+  };
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => { resolveDone = r; });
 
@@ -145,19 +153,27 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   function armSilence(): void {
     clearTimeout(silenceTimer);
     if (ended) return;
-    silenceTimer = setTimeout(() => { chain = chain.then(onSilence); }, silenceMs);
+    silenceTimer = setTimeout(() => { then(onSilence); }, silenceMs);
+  }
+
+  /** A prompt of our own; a speech engine that fails (not installed, its provider down) leaves it unsaid, the call goes on. */
+  function prompt(text: string): Promise<string | undefined> {
+    return say(text).catch((err: Error) => {
+      deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: a prompt could not be synthesized');
+      return undefined;
+    });
   }
 
   async function onSilence(): Promise<void> {
     if (ended || speaking) return;
     if (noResponse >= maxPrompts) {
-      const mark = await say('I have not heard from you, so I will end the call now. Goodbye.');
+      const mark = await prompt('I have not heard from you, so I will end the call now. Goodbye.');
       if (mark) await waitPlayed(mark);
       await finish('no_response');
       return;
     }
     noResponse++;
-    const mark = await say('Are you still there?');
+    const mark = await prompt('Are you still there?');
     if (mark) await waitPlayed(mark);
     armSilence();
   }
@@ -176,7 +192,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
         deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: the transfer failed');
         if (ended) return;
         await recordSaid(TRANSFER_FAILED, 'transfer_failed');
-        const mark = await say(TRANSFER_FAILED);
+        const mark = await prompt(TRANSFER_FAILED);
         if (mark) await waitPlayed(mark);
         armSilence();
         return;
@@ -301,7 +317,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
       } else {
         callerSpeechStart = undefined;
         const pcm = ev.pcm16;
-        chain = chain.then(async () => {
+        then(async () => {
           if (ended) return;
           const heard = await deps.stt.transcribe(pcm, RATE, { language, grammar: input.grammar }).catch((err: Error) => {
             deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: recognition failed');
@@ -316,7 +332,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     if (callerSpeechStart !== undefined && speaking && !speaking.cut
       && heardMs - callerSpeechStart >= bargeInMs && performance.now() - speaking.startedAt >= minSpeakingMs) bargeIn();
   });
-  transport.on('dtmf', (digit) => { chain = chain.then(() => answer(`[DTMF ${digit}]`)); });
+  transport.on('dtmf', (digit) => { then(() => answer(`[DTMF ${digit}]`)); });
   transport.on('ended', () => { void stop(closing ?? 'hung_up'); });
 
   // Background audio plays from the start, or from the end of the greeting, whenever it has loaded.
@@ -336,7 +352,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     if (dtmf) await transport.sendDigits(dtmf).catch(() => {});
     if (input.announce?.trim()) {
       await recordSaid(input.announce.trim(), 'recording_notice');
-      const notice = await say(input.announce.trim());
+      const notice = await prompt(input.announce.trim());
       if (notice) await waitPlayed(notice);
     }
     const welcome = (input.greeting ?? str(config.welcomeMessage)).trim();
@@ -344,7 +360,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
       await recordSaid(welcome, 'welcome');
       let mark: string | undefined;
       if (input.greetingAudio && input.greetingAudio.length > 0) transport.play(input.greetingAudio, mark = `m${++markSeq}`);
-      else mark = await say(welcome);
+      else mark = await prompt(welcome);
       if (mark) await waitPlayed(mark);
     }
     greeted = true;
