@@ -17,9 +17,9 @@ export const MAX_PARSE_WORKERS = 2;
 /** Tasks waiting for a worker; one more is refused as `busy`. */
 export const MAX_PARSE_WAITING = 16;
 
-export type WorkerLimit = 'memory' | 'time' | 'busy';
+export type WorkerLimit = 'memory' | 'time' | 'busy' | 'stopped';
 
-/** The task passed a limit of the worker (its heap, its time) or found every worker busy. */
+/** The task passed a limit of the worker (its heap, its time), found every worker busy, or was stopped by stopWorkerTasks(). */
 export class WorkerLimitError extends Error {
   constructor(readonly limit: WorkerLimit, message: string) { super(message); }
 }
@@ -58,7 +58,9 @@ function startWorker(entry: URL, options: WorkerOptions): Worker {
 type Reply<O> = { ok: true; value: O; transfer?: Transferable[] } | { ok: false; message: string; code?: string };
 
 let running = 0;
-const waiting: Array<() => void> = [];
+const waiting: Array<{ go(): void; refuse(err: Error): void }> = [];
+/** Stops each running task (terminating its worker). */
+const stoppers = new Set<() => void>();
 
 async function acquire(): Promise<void> {
   if (running < MAX_PARSE_WORKERS) {
@@ -69,18 +71,19 @@ async function acquire(): Promise<void> {
     throw new WorkerLimitError('busy', `the server is busy reading ${running + waiting.length} other files; try again in a few seconds`);
   }
   // The slot is handed over by release(): `running` stays as it is.
-  await new Promise<void>((resolve) => waiting.push(resolve));
+  await new Promise<void>((go, refuse) => waiting.push({ go, refuse }));
 }
 
 function release(): void {
   const next = waiting.shift();
-  if (next) next();
+  if (next) next.go();
   else running--;
 }
 
 /** Runs `input` through the worker module at `entry` and returns what its function returned. */
 export async function runWorkerTask<I, O>(entry: URL, input: I, opts: WorkerTaskOptions): Promise<O> {
   await acquire();
+  let exited: Promise<unknown> = Promise.resolve();
   try {
     return await new Promise<O>((resolve, reject) => {
       const worker = startWorker(entry, {
@@ -89,6 +92,7 @@ export async function runWorkerTask<I, O>(entry: URL, input: I, opts: WorkerTask
         resourceLimits: { maxOldGenerationSizeMb: opts.maxHeapMb, maxYoungGenerationSizeMb: Math.min(32, Math.max(4, opts.maxHeapMb >> 3)), stackSizeMb: 4 },
         stdout: false, stderr: false,
       });
+      exited = new Promise((done) => worker.once('exit', done));
       // A worker never keeps the process alive (shutdown exits under it).
       worker.unref();
       let settled = false;
@@ -96,11 +100,14 @@ export async function runWorkerTask<I, O>(entry: URL, input: I, opts: WorkerTask
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        stoppers.delete(stop);
         fn();
         void worker.terminate();
       };
       const timer = setTimeout(() => settle(() => reject(new WorkerLimitError('time', `took longer than ${opts.timeoutMs / 1000} seconds`))), opts.timeoutMs);
       timer.unref();
+      const stop = () => settle(() => reject(new WorkerLimitError('stopped', 'the server is shutting down')));
+      stoppers.add(stop);
       worker.on('message', (reply: Reply<O>) => settle(() => {
         if (reply.ok) resolve(reply.value);
         else reject(new WorkerTaskError(reply.message, reply.code));
@@ -112,8 +119,20 @@ export async function runWorkerTask<I, O>(entry: URL, input: I, opts: WorkerTask
       worker.on('exit', (code) => settle(() => reject(new WorkerTaskError(`the worker stopped (exit code ${code}) before it answered`, undefined))));
     });
   } finally {
+    // The slot is free once the thread (and all it allocated) is gone.
+    await exited;
     release();
   }
+}
+
+/**
+ * Terminates every running task's worker (each rejects with `stopped`) and refuses the tasks
+ * still waiting: the HTTP server calls it as it closes, so an upload being read does not hold a
+ * graceful stop for its whole time limit.
+ */
+export function stopWorkerTasks(): void {
+  for (const w of waiting.splice(0)) w.refuse(new WorkerLimitError('stopped', 'the server is shutting down'));
+  for (const stop of [...stoppers]) stop();
 }
 
 /** In a worker module: runs `fn` on the task's input, answers, and lets the worker end. */

@@ -106,7 +106,7 @@ export async function documentText(bytes: Buffer, format: KbDocumentFormat, maxC
     return await runWorkerTask<ExtractTask, string>(EXTRACT_WORKER, task, { maxHeapMb: EXTRACT_HEAP_MB, timeoutMs: EXTRACT_TIMEOUT_MS, transfer: [owned.buffer] });
   } catch (err) {
     if (err instanceof WorkerLimitError) {
-      if (err.limit === 'busy') throw new HttpError(503, `file cannot be read now: ${err.message}`);
+      if (err.limit === 'busy' || err.limit === 'stopped') throw new HttpError(503, `file cannot be read now: ${err.message}`);
       const what = err.limit === 'memory' ? `the memory limit (${EXTRACT_HEAP_MB} MB)` : `the time limit (${EXTRACT_TIMEOUT_MS / 1000} seconds)`;
       throw new HttpError(413, `file's text could not be read within ${what}; split the document`);
     }
