@@ -44,7 +44,7 @@ function flatePdf(content: Buffer): Buffer {
   return Buffer.concat(parts);
 }
 
-/** `lines` text operators, each showing `chars` characters: about 90 KB for 20 million characters. */
+/** `lines` text operators, each showing `chars` characters (a million of 8: 114 KB, unpacking to 38 MB). */
 function textBomb(lines: number, chars: number): Buffer {
   return flatePdf(Buffer.from(`BT /F1 12 Tf 10 10 Td (${'x'.repeat(chars)}) Tj ET\n`.repeat(lines), 'latin1'));
 }
@@ -100,39 +100,44 @@ forEachEngine('knowledge upload limits', (h) => {
   async function whileTimingHealth<T>(work: () => Promise<T>) {
     const times: number[] = [];
     let done = false;
+    // Each probe counts from before its pause: a pause that ends late (the loop was held) counts too.
     const health = (async () => {
       while (!done) {
         const t0 = performance.now();
+        await new Promise((res) => setTimeout(res, 20));
         const r = await h().call('GET', '/healthz', { token: null });
         assert.equal(r.status, 200);
-        times.push(performance.now() - t0);
-        await new Promise((res) => setTimeout(res, 20));
+        times.push(performance.now() - t0 - 20);
       }
     })();
     const before = rssMb();
     resetPeak();
     const t0 = performance.now();
+    let result: T;
+    let ms: number;
     try {
-      const result = await work();
-      return { result, ms: performance.now() - t0, slowestHealthMs: Math.max(...times), healthAnswers: times.length, growthMb: peakMb() - before };
+      result = await work();
+      ms = performance.now() - t0;
     } finally {
       done = true;
+      // The probe in flight when the answer came is counted too (it is the one a held loop delays).
       await health;
     }
+    return { result, ms, slowestHealthMs: Math.max(...times), healthAnswers: times.length, growthMb: peakMb() - before };
   }
 
-  it('a 90 KB PDF of 20 million characters of text operators: 413 naming the character limit, within seconds, /healthz answering', async (t) => {
-    const pdf = textBomb(100_000, 200);
+  it('a 114 KB PDF of a million `BT … Tj ET` (8 million characters): 413 naming the character limit, within seconds, /healthz answering', async (t) => {
+    const pdf = textBomb(1_000_000, 8);
     assert.ok(pdf.length < 120_000, String(pdf.length));
     const r = await whileTimingHealth(() => upload('bomb.pdf', pdf, 'application/pdf'));
     t.diagnostic(report(r));
+    assert.ok(r.slowestHealthMs < HEALTH_BOUND_MS, `slowest /healthz ${Math.round(r.slowestHealthMs)} ms`);
+    assert.ok(r.healthAnswers >= 3, `only ${r.healthAnswers} /healthz answers`);
+    assert.ok(r.ms < ANSWER_BOUND_MS, `answered after ${Math.round(r.ms)} ms`);
+    assert.ok(r.growthMb < MEMORY_BOUND_MB, `peak memory grew by ${Math.round(r.growthMb)} MB`);
     assert.equal(r.result.status, 413, JSON.stringify(r.result.body));
     assert.equal(r.result.body.success, false);
     assert.match(r.result.body.message, /at most 2000000 characters/);
-    assert.ok(r.ms < ANSWER_BOUND_MS, `answered after ${Math.round(r.ms)} ms`);
-    assert.ok(r.slowestHealthMs < HEALTH_BOUND_MS, `slowest /healthz ${Math.round(r.slowestHealthMs)} ms`);
-    assert.ok(r.healthAnswers >= 3, `only ${r.healthAnswers} /healthz answers`);
-    assert.ok(r.growthMb < MEMORY_BOUND_MB, `peak memory grew by ${Math.round(r.growthMb)} MB`);
   });
 
   it('four 1 MB PDFs whose streams unpack to a gigabyte each, at once: 413 naming the unpacking limit, memory bounded', async (t) => {
@@ -140,21 +145,21 @@ forEachEngine('knowledge upload limits', (h) => {
     assert.ok(pdf.length < 1_200_000, String(pdf.length));
     const r = await whileTimingHealth(() => Promise.all([1, 2, 3, 4].map((i) => upload(`space-${i}.pdf`, pdf, 'application/pdf'))));
     t.diagnostic(report(r));
+    assert.ok(r.growthMb < MEMORY_BOUND_MB, `peak memory grew by ${Math.round(r.growthMb)} MB`);
+    assert.ok(r.slowestHealthMs < HEALTH_BOUND_MS, `slowest /healthz ${Math.round(r.slowestHealthMs)} ms`);
+    assert.ok(r.ms < 2 * ANSWER_BOUND_MS, `answered after ${Math.round(r.ms)} ms`);
     for (const res of r.result) {
       assert.equal(res.status, 413, JSON.stringify(res.body));
       assert.match(res.body.message, /must unpack to at most 64 MB in one stream/);
     }
-    assert.ok(r.ms < 2 * ANSWER_BOUND_MS, `answered after ${Math.round(r.ms)} ms`);
-    assert.ok(r.slowestHealthMs < HEALTH_BOUND_MS, `slowest /healthz ${Math.round(r.slowestHealthMs)} ms`);
-    assert.ok(r.growthMb < MEMORY_BOUND_MB, `peak memory grew by ${Math.round(r.growthMb)} MB`);
   });
 
-  it('1 MB of unclosed HTML tags is read in linear time, off the event loop', async (t) => {
-    const r = await whileTimingHealth(() => upload('tags.html', `${'<a'.repeat(500_000)} the harbour ferry leaves at noon`, 'text/html'));
+  it('200 KB of unclosed HTML tags is read in linear time, off the event loop', async (t) => {
+    const r = await whileTimingHealth(() => upload('tags.html', `${'<a'.repeat(100_000)} the harbour ferry leaves at noon`, 'text/html'));
     t.diagnostic(report(r));
-    assert.equal(r.result.status, 201, JSON.stringify(r.result.body));
-    assert.ok(r.ms < ANSWER_BOUND_MS, `answered after ${Math.round(r.ms)} ms`);
     assert.ok(r.slowestHealthMs < HEALTH_BOUND_MS, `slowest /healthz ${Math.round(r.slowestHealthMs)} ms`);
+    assert.ok(r.ms < ANSWER_BOUND_MS, `answered after ${Math.round(r.ms)} ms`);
+    assert.equal(r.result.status, 201, JSON.stringify(r.result.body));
     const found = await h().call('POST', `/api/v2/kb/knowledgebase/${kbId}/search`, { token, body: { query: 'ferry' } });
     assert.match(found.body.results[0].content, /harbour ferry/);
   });
@@ -208,13 +213,13 @@ describe('the built service, SIGTERM while a PDF bomb is read', () => {
       };
 
       // The built worker entry (.js) loads and refuses the bomb.
-      const refused = await upload(textBomb(100_000, 200));
+      const refused = await upload(textBomb(1_000_000, 8));
       assert.equal(refused.status, 413, JSON.stringify(refused.body));
       assert.match(refused.body.message, /characters/);
 
       // SIGTERM while one is being read: /healthz answers meanwhile; the read is stopped (503) and
       // the process exits cleanly, well before shutdown would be forced (15 s, exit code 1).
-      const pending = upload(textBomb(100_000, 200)).catch((err: Error) => ({ status: 0, body: { message: err.message } }));
+      const pending = upload(textBomb(1_000_000, 8)).catch((err: Error) => ({ status: 0, body: { message: err.message } }));
       await new Promise((r) => setTimeout(r, 300));
       const t0 = Date.now();
       const health = await fetch(`http://127.0.0.1:${port}/healthz`);
