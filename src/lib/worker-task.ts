@@ -92,9 +92,8 @@ export async function runWorkerTask<I, O>(entry: URL, input: I, opts: WorkerTask
         resourceLimits: { maxOldGenerationSizeMb: opts.maxHeapMb, maxYoungGenerationSizeMb: Math.min(32, Math.max(4, opts.maxHeapMb >> 3)), stackSizeMb: 4 },
         stdout: false, stderr: false,
       });
+      // Referenced, like any pending I/O: the process waits for the answer (at most timeoutMs).
       exited = new Promise((done) => worker.once('exit', done));
-      // A worker never keeps the process alive (shutdown exits under it).
-      worker.unref();
       let settled = false;
       const settle = (fn: () => void) => {
         if (settled) return;
@@ -105,7 +104,6 @@ export async function runWorkerTask<I, O>(entry: URL, input: I, opts: WorkerTask
         void worker.terminate();
       };
       const timer = setTimeout(() => settle(() => reject(new WorkerLimitError('time', `took longer than ${opts.timeoutMs / 1000} seconds`))), opts.timeoutMs);
-      timer.unref();
       const stop = () => settle(() => reject(new WorkerLimitError('stopped', 'the server is shutting down')));
       stoppers.add(stop);
       worker.on('message', (reply: Reply<O>) => settle(() => {
