@@ -40,6 +40,7 @@ import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 import { lazySchemas, type LazySchemas } from './http/lazy-schemas.ts';
+import { stopWorkerTasks } from './lib/worker-task.ts';
 
 export type { App } from './http/types.ts';
 
@@ -130,6 +131,22 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (route.url.startsWith('/docs')) route.config = { ...(route.config ?? {}), public: true };
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+
+  // Closing, the server drops the connections idle at that moment; a keep-alive connection whose
+  // request was still being answered (an upload being read) turned idle afterwards and held the
+  // close, and so SIGTERM, until shutdown was forced at 15 s. Until the server has closed, the
+  // connections that have since turned idle are dropped too; uploads still being read in a
+  // worker thread are stopped (answered 503) rather than waited for (src/lib/worker-task.ts).
+  let closeIdle: NodeJS.Timeout | undefined;
+  app.addHook('preClose', (done) => {
+    closeIdle = setInterval(() => app.server.closeIdleConnections(), 100).unref();
+    stopWorkerTasks();
+    done();
+  });
+  app.addHook('onClose', (_app, done) => {
+    clearInterval(closeIdle);
+    done();
+  });
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);

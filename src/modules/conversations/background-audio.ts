@@ -1,10 +1,10 @@
 // An agent's backgroundAudio on calls whose audio we carry: the file fetched from its http(s)
 // URL through the same guard as every outbound request (no private addresses unless allowed),
-// bounded in size and time, decoded (WAV or MP3, src/media/audio-file.ts), kept for a while per
+// bounded in size and time, decoded in a worker thread (WAV or MP3, src/media/audio-file.ts), kept for a while per
 // URL so a busy agent's calls do not fetch it each time, and mixed under the agent's voice at its
 // gain, looped or once. docs/voice.md, "Background audio".
 import { request, type Dispatcher } from 'undici';
-import { decodeAudioFile } from '../../media/audio-file.ts';
+import { readAudioFile } from '../../media/audio-file.ts';
 import { FRAME_SAMPLES } from '../../media/pcm.ts';
 import type { AudioBed } from '../../media/voice-transport.ts';
 import { checkTargetUrl, type TargetPolicy } from '../../webhooks/ssrf.ts';
@@ -102,7 +102,7 @@ export function backgroundAudio(deps: BackgroundAudioDeps) {
       }
       chunks.push(chunk as Buffer);
     }
-    return decodeAudioFile(Buffer.concat(chunks));
+    return readAudioFile(Buffer.concat(chunks));
   }
 
   return {

@@ -1,8 +1,10 @@
 // The text of an uploaded document: plain text and Markdown as they are (UTF-8), HTML turned
-// into its visible text, PDF through unpdf (pdf.js). The format comes from the file name's
-// extension, else from the part's content type.
+// into its visible text, PDF through unpdf (pdf.js), all read in a worker thread with limits
+// (extract-worker.ts). The format comes from the file name's extension, else from the part's
+// content type.
 import type { KbDocumentFormat } from '../../db/types.ts';
-import { Invalid } from '../../http/errors.ts';
+import { HttpError, Invalid } from '../../http/errors.ts';
+import { runWorkerTask, WorkerLimitError, WorkerTaskError, workerEntry } from '../../lib/worker-task.ts';
 
 const BY_EXTENSION: Record<string, KbDocumentFormat> = {
   txt: 'text', text: 'text', md: 'markdown', markdown: 'markdown', htm: 'html', html: 'html', pdf: 'pdf',
@@ -48,10 +50,12 @@ const BLOCK = /^(p|div|br|hr|h[1-6]|li|ul|ol|tr|table|section|article|header|foo
  * are decoded once, after the tags are gone (so `&lt;b&gt;` stays text).
  */
 export function htmlToText(html: string): string {
+  // Each pattern either ends at the end of the text or cannot run past the next '<', so no
+  // input makes them quadratic (an unclosed `<a<a<a…` once took seconds per 100 KB).
   let s = html.replace(/<!--[\s\S]*?(-->|$)/g, ' ');
-  s = s.replace(/<(script|style|template|noscript|svg|iframe)\b[^>]*>[\s\S]*?(<\/\1\s*>|$)/gi, ' ');
-  s = s.replace(/<!\[CDATA\[[\s\S]*?\]\]>|<![^>]*>|<\?[^>]*>/g, ' ');
-  s = s.replace(/<\/?([a-zA-Z][a-zA-Z0-9-]*)\b[^>]*>/g, (_t, name: string) => (BLOCK.test(name) ? '\n' : ' '));
+  s = s.replace(/<(script|style|template|noscript|svg|iframe)\b[^<>]*>[\s\S]*?(<\/\1\s*>|$)/gi, ' ');
+  s = s.replace(/<!\[CDATA\[[\s\S]*?(\]\]>|$)|<![^<>]*>|<\?[^<>]*>/g, ' ');
+  s = s.replace(/<\/?([a-zA-Z][a-zA-Z0-9-]*)\b[^<>]*>/g, (_t, name: string) => (BLOCK.test(name) ? '\n' : ' '));
   s = s.replace(/[<>]/g, ' ');
   return decodeEntities(s);
 }
@@ -67,24 +71,54 @@ export function normalizeText(s: string): string {
     .trim();
 }
 
-async function pdfText(bytes: Buffer): Promise<string> {
-  try {
-    // Loaded with the first PDF.
-    const { extractText, getDocumentProxy } = await import('unpdf');
-    const doc = await getDocumentProxy(new Uint8Array(bytes), { isEvalSupported: false, verbosity: 0 });
-    try {
-      const { text } = await extractText(doc, { mergePages: false });
-      return text.join('\n\n');
-    } finally {
-      await doc.destroy();
-    }
-  } catch (err) {
-    throw new Invalid(`file is not a readable PDF: ${(err as Error).message.slice(0, 200)}`);
-  }
-}
+/** Pages of a PDF read at most (more is a 413 before any page is read). */
+export const MAX_PDF_PAGES = 5000;
+/** Bytes one stream of a PDF may unpack to, and all its streams together (as pdf.js allocates them). */
+export const MAX_PDF_STREAM_BYTES = 64 * 1024 * 1024;
+export const MAX_PDF_DECODED_BYTES = 512 * 1024 * 1024;
+/** Heap of the worker that reads one upload, MB: a PDF that needs more is a 413. */
+export const EXTRACT_HEAP_MB = 192;
+/** Time one upload may take to read, from its worker's start: longer is a 413. */
+export const EXTRACT_TIMEOUT_MS = 15_000;
 
-export async function documentText(bytes: Buffer, format: KbDocumentFormat): Promise<string> {
-  if (format === 'pdf') return normalizeText(await pdfText(bytes));
-  const text = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(bytes);
-  return normalizeText(format === 'html' ? htmlToText(text) : text);
+/** What extract-worker.ts is given. */
+export interface ExtractTask {
+  bytes: Uint8Array; format: KbDocumentFormat; maxPages: number; maxChars: number; maxStreamBytes: number; maxDecodedBytes: number;
+}
+/** What extract-worker.ts refuses (its errors' `code`). */
+export type RefusalCode = 'pages' | 'decompressed' | 'characters' | 'unreadable';
+
+const EXTRACT_WORKER = workerEntry(import.meta.url, './extract-worker');
+
+/**
+ * The upload's normalised text, at most `maxChars` characters, read in a worker thread
+ * (src/lib/worker-task.ts; the work is in extract-worker.ts) so that no document, however it is
+ * built, holds the event loop: HTML's regular expressions and pdf.js run there, under the
+ * worker's heap and time limits. Each refusal names the limit it passed.
+ */
+export async function documentText(bytes: Buffer, format: KbDocumentFormat, maxChars: number): Promise<string> {
+  // A copy the worker owns (the upload's Buffer may be a slice of a shared pool).
+  const owned = new Uint8Array(bytes);
+  const task: ExtractTask = {
+    bytes: owned, format, maxPages: MAX_PDF_PAGES, maxChars, maxStreamBytes: MAX_PDF_STREAM_BYTES, maxDecodedBytes: MAX_PDF_DECODED_BYTES,
+  };
+  try {
+    return await runWorkerTask<ExtractTask, string>(EXTRACT_WORKER, task, { maxHeapMb: EXTRACT_HEAP_MB, timeoutMs: EXTRACT_TIMEOUT_MS, transfer: [owned.buffer] });
+  } catch (err) {
+    if (err instanceof WorkerLimitError) {
+      if (err.limit === 'busy' || err.limit === 'stopped') throw new HttpError(503, `file cannot be read now: ${err.message}`);
+      const what = err.limit === 'memory' ? `the memory limit (${EXTRACT_HEAP_MB} MB)` : `the time limit (${EXTRACT_TIMEOUT_MS / 1000} seconds)`;
+      throw new HttpError(413, `file's text could not be read within ${what}; split the document`);
+    }
+    if (err instanceof WorkerTaskError) {
+      const code = err.code as RefusalCode | undefined;
+      if (code === 'characters') throw new HttpError(413, `file's text must be at most ${maxChars} characters (${err.message}); split the document`);
+      if (code === 'decompressed') {
+        throw new HttpError(413, `file must unpack to at most ${MAX_PDF_STREAM_BYTES / 1024 / 1024} MB in one stream and ${MAX_PDF_DECODED_BYTES / 1024 / 1024} MB in all (${err.message}); split the document`);
+      }
+      if (code === 'pages') throw new HttpError(413, `file must have at most ${MAX_PDF_PAGES} pages (${err.message}); split the document`);
+      if (code === 'unreadable') throw new Invalid(`file is not a readable PDF: ${err.message}`);
+    }
+    throw err;
+  }
 }

@@ -95,7 +95,9 @@ async function uploadRoutes(app: App, { knowledge }: { knowledge: KnowledgeServi
       summary: 'Upload a document to a knowledge base (callplane extension)',
       description: `multipart/form-data with the file in field \`file\`: ${FORMATS}, at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB. `
         + `Its text is split into chunks of at most ${CHUNK_CHARS} characters overlapping by ${CHUNK_OVERLAP} and indexed for search. `
-        + 'The format comes from the file name\'s extension, else its content type. See docs/knowledge.md.',
+        + 'The format comes from the file name\'s extension, else its content type. The text is read with limits '
+        + '(pages, unpacked bytes, characters, memory, time: a 413 names the one passed; 503 when the server is busy reading others). '
+        + 'See docs/knowledge.md.',
       consumes: ['multipart/form-data'],
       params: KbParams,
       querystring: Type.Object({
@@ -112,7 +114,7 @@ async function uploadRoutes(app: App, { knowledge }: { knowledge: KnowledgeServi
           },
         },
       },
-      response: { 201: Envelope({ document: Document }), ...errors(400, 403, 404, 409, 413, 415) },
+      response: { 201: Envelope({ document: Document }), ...errors(400, 403, 404, 409, 413, 415, 503) },
     },
   }, async (req, reply) => {
     if (!req.isMultipart()) throw new HttpError(415, 'Send multipart/form-data with the document in field file (e.g. curl -F file=@faq.pdf)');

@@ -5,7 +5,7 @@
 import type { AccountRow, Db, KbDocumentFormat, KbDocumentRow, KnowledgeBaseRow } from '../../db/types.ts';
 import { queryTerms } from '../../db/fulltext.ts';
 import type { Scope } from '../../http/auth.ts';
-import { Conflict, HttpError, Invalid, NotFound } from '../../http/errors.ts';
+import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { splitChunks } from './chunks.ts';
@@ -107,11 +107,8 @@ export function knowledgeService(deps: KnowledgeServiceDeps) {
 
     async addDocument(target: { orgId: number; kbId: string }, file: { name: string; format: KbDocumentFormat; bytes: Buffer }) {
       const name = checkName(file.name, 'name');
-      const text = await documentText(file.bytes, file.format);
+      const text = await documentText(file.bytes, file.format, MAX_DOCUMENT_CHARS);
       if (!text) throw new Invalid('file has no text to index (a scanned PDF needs OCR first)');
-      if (text.length > MAX_DOCUMENT_CHARS) {
-        throw new HttpError(413, `file's text must be at most ${MAX_DOCUMENT_CHARS} characters (it has ${text.length}); split the document`);
-      }
       const chunks = splitChunks(text);
       const doc = await db.transaction().execute(async (tx) => {
         if (await knowledgeRepo.countDocuments(tx, target.orgId, target.kbId) >= MAX_DOCUMENTS) {
