@@ -7,76 +7,33 @@
 // the process died is not sent again: the model is told its answer is unknown. On both engines
 // (SQLite: the same DATA_DIR).
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/db/index.ts';
 import { startFakeLlm, type FakeLlm } from './helpers/fake-llm.ts';
 import { PG_URL } from './helpers/harness.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
-import { freePort, sleep, waitFor as until } from './helpers/wait.ts';
+import { killServes, serveRequest, startServe, type ServeProcess as Proc } from './helpers/serve-process.ts';
+import { sleep, waitFor as until } from './helpers/wait.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN = `turn-crash-admin-${crypto.randomBytes(12).toString('hex')}`;
 const LEASE_MS = 3000;
-const READY = /"msg":"ready"/;
 const PERSON = '+14155550177';
 
 const dirs: string[] = [];
-const children = new Set<ChildProcess>();
 const closers: Array<() => Promise<void>> = [];
 after(async () => {
-  for (const c of children) c.kill('SIGKILL');
+  killServes();
   for (const close of closers) await close();
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-interface Proc {
-  child: ChildProcess;
-  port: number;
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** `serve --role all` with a clean environment; resolves once it logs its ready line. */
-async function serve(env: Record<string, string>): Promise<Proc> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', 'all'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (b) => { out += b; });
-  child.stderr!.on('data', (b) => { out += b; });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => { children.delete(child); resolve({ code, signal }); }));
-  const deadline = Date.now() + 30_000;
-  while (!READY.test(out)) {
-    if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode} before ready:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`serve not ready within 30 s:\n${out}`);
-    await sleep(50);
-  }
-  return { child, port, output: () => out, exited };
-}
-
-async function request(port: number, method: string, url: string, body?: unknown, token = ADMIN) {
-  const res = await fetch(`http://127.0.0.1:${port}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any = text;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: res.status, body: json };
-}
+const serve = (env: Record<string, string>) => startServe('all', env);
+const request = (port: number, method: string, url: string, body?: unknown, token = ADMIN) => serveRequest(port, token, method, url, body);
 
 async function crashRun(engine: 'sqlite' | 'postgres', scenario: 'texts' | 'action'): Promise<string> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-turn-crash-'));

@@ -4,87 +4,36 @@
 // worker's tasks; on SQLite (one process per DATA_DIR) the killed `--role all` process is replaced
 // by a new one on the same DATA_DIR.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/db/index.ts';
 import { PG_URL } from './helpers/harness.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
 import { eventsByTask, historyProblems, overlappingAttempts, attemptIntervals, type TaskEvent } from './helpers/task-events.ts';
-import { freePort, waitFor as until } from './helpers/wait.ts';
+import { killServes, serveRequest, startServe, stopServe, type ServeProcess as Proc } from './helpers/serve-process.ts';
+import { waitFor as until } from './helpers/wait.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN = `crash-test-admin-${crypto.randomBytes(12).toString('hex')}`;
 const LEASE_MS = 4000;
 const CALLS = 150;
 const PINGS = 50;
-const READY = /"msg":"ready"/;
 const LEASE_LOST = /lost its lease/;
 
 const dirs: string[] = [];
-const children = new Set<ChildProcess>();
 const receivers: Receiver[] = [];
 after(async () => {
-  for (const c of children) c.kill('SIGKILL');
+  killServes();
   for (const r of receivers) await r.close();
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Proc {
-  child: ChildProcess;
-  port: number;
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** `serve --role <role>` with a clean environment; resolves once it logs its ready line. */
-async function serve(role: 'all' | 'api' | 'worker', env: Record<string, string>): Promise<Proc> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', role], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (b) => { out += b; });
-  child.stderr!.on('data', (b) => { out += b; });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => { children.delete(child); resolve({ code, signal }); }));
-  const deadline = Date.now() + 30_000;
-  while (!READY.test(out)) {
-    if (child.exitCode !== null) throw new Error(`${role} exited with ${child.exitCode} before ready:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`${role} not ready within 30 s:\n${out}`);
-    await sleep(50);
-  }
-  return { child, port, output: () => out, exited };
-}
-
-async function stop(p: Proc): Promise<void> {
-  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-  p.child.kill('SIGTERM');
-  await p.exited;
-}
-
-async function request(port: number, method: string, url: string, body?: unknown) {
-  const res = await fetch(`http://127.0.0.1:${port}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any = text;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: res.status, body: json };
-}
-
+const serve = startServe;
+const stop = stopServe;
+const request = (port: number, method: string, url: string, body?: unknown) => serveRequest(port, ADMIN, method, url, body);
 
 /** A task attempt the killed worker held when it died, as the database had it then. */
 interface Held { id: string; attempt: number; leaseExpiresAt: number }

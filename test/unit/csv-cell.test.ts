@@ -3,23 +3,11 @@
 // spreadsheet splitting on `;` or tabs runs nothing either; cells holding a separator are quoted.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { parse } from 'csv-parse/sync';
 import { csvCell, csvRow } from '../../src/lib/csv-cell.ts';
 
-/** The cell's text as a spreadsheet splitting on `sep` sees it, quotes honoured (RFC 4180). */
-function split(line: string, sep: string): string[] {
-  const out: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const ch = line[i];
-    if (quoted) {
-      if (ch === '"' && line[i + 1] === '"') { cell += '"'; i++; } else if (ch === '"') quoted = false; else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === sep) { out.push(cell); cell = ''; } else cell += ch;
-  }
-  out.push(cell);
-  return out;
-}
+/** The cells as a spreadsheet splitting on `sep` sees them, quotes honoured (RFC 4180). */
+const split = (line: string, sep: string): string[] => (parse(line, { delimiter: sep, relax_column_count: true }) as string[][])[0] ?? [];
 
 /** Whether a spreadsheet would take this cell's text as a formula. */
 const live = (cell: string) => /^ *[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/.test(cell);
