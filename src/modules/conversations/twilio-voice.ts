@@ -14,10 +14,11 @@ import type { ConversationOutcome, ConversationRow, Db, Executor, RoomRow, TaskR
 import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { TWILIO, type TwilioParams } from '../../providers/index.ts';
+import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { providerSettings, twilioNumberOwner } from '../numbering/carriers.ts';
-import { verifyTwilioRequest, type CallConversations, type Params } from '../tasks/twilio-callbacks.ts';
+import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
@@ -47,7 +48,7 @@ export interface NumberWebhookRequest {
   /** The path and query Twilio called (appended to config.publicUrl for the signature). */
   url: string;
   signature: string | undefined;
-  params: Params;
+  params: TwilioForm;
   signed: TwilioParams;
 }
 
@@ -58,7 +59,7 @@ export interface GatherRequest {
   /** ?conversation: the call's conversation. */
   conversation: unknown;
   signature: string | undefined;
-  params: Params;
+  params: TwilioForm;
   /** What the signature covers besides the URL: the form. */
   signed: TwilioParams;
 }
@@ -91,12 +92,6 @@ export interface TwilioVoiceDeps {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const E164 = /^\+[1-9]\d{6,14}$/;
-
-function first(params: Params, key: string): string | undefined {
-  const v = Object.hasOwn(params, key) ? params[key] : undefined;
-  const s = Array.isArray(v) ? v[0] : v;
-  return typeof s === 'string' ? s : undefined;
-}
 
 function readState(json: string): VoiceState {
   let o: Record<string, unknown> = {};

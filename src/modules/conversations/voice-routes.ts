@@ -6,21 +6,11 @@
 import formbody from '@fastify/formbody';
 import websocket from '@fastify/websocket';
 import { MAX_STREAM_MESSAGE_BYTES } from '../../media/twilio-media-stream.ts';
+import { formOf } from '../../providers/twilio/form.ts';
 import type { App } from '../../http/types.ts';
-import type { Params } from '../tasks/twilio-callbacks.ts';
 import { TWILIO_STREAM_PATH, type MediaStreams } from './media-streams.ts';
 import { TWILIO_WHISPER_PATH } from './voice-twiml.ts';
 import { TWILIO_GATHER_PATH, TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, type NumberWebhookRequest, type TwilioVoice } from './twilio-voice.ts';
-
-/** The form as parsed by @fastify/formbody (strings, or arrays for repeated keys); anything else is no form. */
-function formOf(body: unknown): Params {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) return {};
-  const out: Params = {};
-  for (const [k, v] of Object.entries(body)) {
-    if (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string'))) out[k] = v as string | string[];
-  }
-  return out;
-}
 
 export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twilioVoice: TwilioVoice; mediaStreams: MediaStreams }): Promise<void> {
   // Scoped to this plugin: the rest of the API stays JSON-only.

@@ -10,11 +10,10 @@ import type { Db, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { parseStatusCallback, TWILIO, verifyTwilioSignature, type TwilioParams } from '../../providers/index.ts';
+import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { providerSettings } from '../numbering/carriers.ts';
 import { taskRepo } from './repository.ts';
 import type { TaskQueue } from './task-queue.ts';
-
-export type Params = Record<string, string | string[]>;
 
 const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
 
@@ -25,7 +24,7 @@ export interface TwilioRequest {
   taskId: unknown;
   signature: string | undefined;
   /** The parameters Twilio sent (the form, or the query of a GET). */
-  params: Params;
+  params: TwilioForm;
   /** What the signature covers besides the URL: the form of a POST, nothing for a GET. */
   signed: TwilioParams;
 }
@@ -80,12 +79,6 @@ export async function verifyTwilioRequest(
   return { accountSid: settings.accountSid ?? '' };
 }
 
-function first(params: Params, key: string): string | undefined {
-  const v = Object.hasOwn(params, key) ? params[key] : undefined;
-  const s = Array.isArray(v) ? v[0] : v;
-  return typeof s === 'string' && s !== '' ? s : undefined;
-}
-
 export function twilioCallbacks(deps: TwilioCallbackDeps) {
   const { db, queue } = deps;
 
@@ -103,7 +96,7 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
   }
 
   /** The callback names our Twilio account and the task's own call or message (once we know its sid). */
-  function checkIdentity(task: TaskRow, accountSid: string, params: Params, sidKeys: string[]): string | undefined {
+  function checkIdentity(task: TaskRow, accountSid: string, params: TwilioForm, sidKeys: string[]): string | undefined {
     const given = first(params, 'AccountSid');
     if (given !== undefined && given !== accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
     const sid = sidKeys.map((k) => first(params, k)).find((s) => s !== undefined);

@@ -28,3 +28,13 @@ export function first(params: TwilioParams, key: string): string | undefined {
   const s = Array.isArray(v) ? v[0] : v;
   return typeof s === 'string' && s !== '' ? s : undefined;
 }
+
+/** The form as parsed by @fastify/formbody (strings, or arrays for repeated keys); anything else is no form. */
+export function formOf(body: unknown): TwilioForm {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return {};
+  const out: TwilioForm = {};
+  for (const [k, v] of Object.entries(body)) {
+    if (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string'))) out[k] = v as string | string[];
+  }
+  return out;
+}
