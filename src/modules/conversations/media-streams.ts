@@ -12,7 +12,7 @@ import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
 import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { readStreamStart, TwilioMediaStream } from '../../media/twilio-media-stream.ts';
+import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media-stream.ts';
 import { DEFAULT_WAIT_TO_GREET_SECONDS, type CarrierOptions } from '../../providers/index.ts';
 import type { SpeechEngines } from '../../speech/registry.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';

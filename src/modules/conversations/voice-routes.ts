@@ -5,7 +5,7 @@
 // the token of its TwiML, in its `start` message.
 import formbody from '@fastify/formbody';
 import websocket from '@fastify/websocket';
-import { MAX_STREAM_MESSAGE_BYTES } from '../../media/twilio-media-stream.ts';
+import { MAX_STREAM_MESSAGE_BYTES } from '../../providers/twilio/media-stream.ts';
 import { formOf } from '../../providers/twilio/form.ts';
 import type { App } from '../../http/types.ts';
 import { TWILIO_STREAM_PATH, type MediaStreams } from './media-streams.ts';
