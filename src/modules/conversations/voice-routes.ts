@@ -7,6 +7,7 @@ import formbody from '@fastify/formbody';
 import websocket from '@fastify/websocket';
 import { MAX_STREAM_MESSAGE_BYTES } from '../../providers/twilio/media-stream.ts';
 import { formOf } from '../../providers/twilio/form.ts';
+import { signatureHeader } from '../../providers/twilio/signature.ts';
 import type { App } from '../../http/types.ts';
 import { TWILIO_STREAM_PATH, type MediaStreams } from './media-streams.ts';
 import { TWILIO_WHISPER_PATH } from './voice-twiml.ts';
@@ -22,8 +23,7 @@ export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twi
   });
   const numberWebhook = (req: { url: string; body: unknown; headers: Record<string, string | string[] | undefined> }): NumberWebhookRequest => {
     const form = formOf(req.body);
-    const header = req.headers['x-twilio-signature'];
-    return { url: req.url, signature: Array.isArray(header) ? header[0] : header, params: form, signed: form };
+    return { url: req.url, signature: signatureHeader(req.headers), params: form, signed: form };
   };
   // A Twilio number's voice webhook ("A call comes in") and its call status callback.
   app.post(TWILIO_INCOMING_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
@@ -36,21 +36,19 @@ export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twi
   });
   app.post(TWILIO_WHISPER_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
     const form = formOf(req.body);
-    const header = req.headers['x-twilio-signature'];
     const query = req.query as Record<string, unknown>;
     const body = await twilioVoice.whisper({
       url: req.url, conversation: query.conversation, name: query.name,
-      signature: Array.isArray(header) ? header[0] : header, params: form, signed: form,
+      signature: signatureHeader(req.headers), params: form, signed: form,
     }, req.log);
     return reply.status(200).type('text/xml; charset=utf-8').send(body);
   });
   app.post(TWILIO_GATHER_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
     const form = formOf(req.body);
-    const header = req.headers['x-twilio-signature'];
     const body = await twilioVoice.gather({
       url: req.url,
       conversation: (req.query as Record<string, unknown>).conversation,
-      signature: Array.isArray(header) ? header[0] : header,
+      signature: signatureHeader(req.headers),
       params: form,
       signed: form,
     }, req.log);

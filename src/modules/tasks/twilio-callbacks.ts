@@ -9,8 +9,9 @@ import type { Config } from '../../config.ts';
 import type { Db, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { parseStatusCallback, TWILIO, verifyTwilioSignature, type TwilioParams } from '../../providers/index.ts';
+import { parseStatusCallback, TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { first, type TwilioForm } from '../../providers/twilio/form.ts';
+import { signedByTwilio } from '../../providers/twilio/signature.ts';
 import { providerSettings } from '../numbering/carriers.ts';
 import { taskRepo } from './repository.ts';
 import type { TaskQueue } from './task-queue.ts';
@@ -67,12 +68,7 @@ export async function verifyTwilioRequest(
   req: Pick<TwilioRequest, 'url' | 'signature' | 'signed'>, log: Log, about: Record<string, unknown>,
 ): Promise<VerifiedTwilio> {
   const settings = (await providerSettings(deps.db, deps.box, orgId, TWILIO)) ?? {};
-  // config.publicUrl + the path is the URL Twilio was given (run-task.ts builds it from the same
-  // base); the status callback URL went through new URL() (withTaskId), which may have
-  // lower-cased the host or dropped a default port, so that spelling is accepted too.
-  const url = `${deps.config.publicUrl}${req.url}`;
-  const urls = [url, new URL(url).toString()];
-  if (!settings.authToken || !urls.some((u) => verifyTwilioSignature(settings.authToken, u, req.signed, req.signature))) {
+  if (!signedByTwilio(settings.authToken, deps.config.publicUrl, req)) {
     log.warn({ ...about, hasSignature: Boolean(req.signature) }, 'twilio request refused: signature missing or invalid');
     throw new Forbidden('X-Twilio-Signature is missing or does not match this request');
   }

@@ -5,15 +5,15 @@ import type { FastifyRequest } from 'fastify';
 import type { App } from '../../http/types.ts';
 import type { TwilioParams } from '../../providers/index.ts';
 import { formOf, type TwilioForm } from '../../providers/twilio/form.ts';
+import { signatureHeader } from '../../providers/twilio/signature.ts';
 import { TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from './run-task.ts';
 import type { TwilioCallbacks, TwilioRequest } from './twilio-callbacks.ts';
 
 function twilioRequest(req: FastifyRequest, params: TwilioForm, signed: TwilioParams): TwilioRequest {
-  const header = req.headers['x-twilio-signature'];
   return {
     url: req.url,
     taskId: (req.query as Record<string, unknown>).taskId,
-    signature: Array.isArray(header) ? header[0] : header,
+    signature: signatureHeader(req.headers),
     params,
     signed,
   };

@@ -86,3 +86,29 @@ export function verifyTwilioSignature(authToken: string, url: string, body: Twil
     return false;
   }
 }
+
+/** The X-Twilio-Signature header of a request (the first, if it came more than once). */
+export function signatureHeader(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const header = headers['x-twilio-signature'];
+  return Array.isArray(header) ? header[0] : header;
+}
+
+/** A request Twilio made to us, as far as its signature goes. */
+export interface SignedRequest {
+  /** The path and query Twilio called. */
+  url: string;
+  signature: string | undefined;
+  /** What the signature covers besides the URL: the form of a POST, nothing for a GET. */
+  signed: TwilioParams | string;
+}
+
+/**
+ * Whether `authToken` signed a request Twilio made to `publicUrl` + its path and query: the URL
+ * Twilio was given, since every URL we give Twilio is built on config.publicUrl. A URL that went
+ * through new URL() before Twilio got it (a status callback's, with ?taskId added) may have its
+ * host lower-cased or a default port dropped: that spelling is among verifyTwilioSignature's
+ * candidates too. No auth token: false.
+ */
+export function signedByTwilio(authToken: string | undefined, publicUrl: string, req: SignedRequest): boolean {
+  return Boolean(authToken) && verifyTwilioSignature(authToken!, `${publicUrl}${req.url}`, req.signed, req.signature);
+}
