@@ -13,6 +13,7 @@ import { bool } from '../../db/flags.ts';
 import type { ConversationOutcome, ConversationRow, Db, Executor, RoomRow, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { isE164 } from '../../lib/phone.ts';
 import { TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
@@ -91,7 +92,6 @@ export interface TwilioVoiceDeps {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const E164 = /^\+[1-9]\d{6,14}$/;
 
 function readState(json: string): VoiceState {
   let o: Record<string, unknown> = {};
@@ -190,7 +190,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     const transfer = result.effects.find((e) => e.kind === 'transfer');
     if (transfer) {
       // tools.ts offers a Twilio call only E.164 destinations; anything else cannot be dialled here.
-      if (E164.test(transfer.destination)) {
+      if (isE164(transfer.destination)) {
         await settle(c, state, null, { outcome: 'transferred', detail: `${transfer.name} (${transfer.destination})`.slice(0, 500) });
         return twimlDocument(say(style, result.text), dial(transfer.destination, attended ? whisperUrl(deps.config.publicUrl, c.id, transfer.name) : undefined));
       }
