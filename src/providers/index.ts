@@ -13,6 +13,7 @@ export type { TwilioForm, TwilioParams } from './twilio/form.ts';
 export * from './twilio/signature.ts';
 export * from './twilio/status-callback.ts';
 export * from './sip.ts';
+export type { SipCallPlan } from './sip-call-plan.ts';
 
 /** The default provider's stored settings: plain config and opened secrets. */
 export interface ProviderSettings {
