@@ -4,6 +4,7 @@
 import path from 'node:path';
 import type { Config } from './config.ts';
 import type { Database, Listener } from './db/index.ts';
+import type { TokenLookup } from './http/auth.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
@@ -36,6 +37,7 @@ import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
 import { TaskQueue, type TaskQueueDeps } from './modules/tasks/task-queue.ts';
 import { twilioCallbacks, type TwilioCallbacks } from './modules/tasks/twilio-callbacks.ts';
+import { tokenLookup } from './modules/tokens/lookup.ts';
 import { tokenService, type TokenService } from './modules/tokens/service.ts';
 import { DeliveryQueue, type DeliveryQueueDeps } from './modules/webhooks/delivery-queue.ts';
 import { DELIVERIES } from './modules/webhooks/dispatcher.ts';
@@ -71,6 +73,8 @@ export interface PlatformDeps {
 export interface Services {
   accounts: AccountService;
   tokens: TokenService;
+  /** What authentication reads (buildApp hands it to the auth hook). */
+  tokenLookup: TokenLookup;
   members: MemberService;
   numbering: NumberingService;
   tasks: TaskService;
@@ -138,6 +142,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const base = {
     accounts: accountService({ db, box, config, policy, wakeTasks: () => tasks.notify() }),
     tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
+    tokenLookup: tokenLookup(db),
     members: memberService({ db }),
     numbering: numberingService({ db, box }),
     tasks: taskService({ db, queue: tasks, refreshStatistics: (tables) => database.refreshStatistics(tables), log: child('tasks') }),
