@@ -14,7 +14,7 @@ import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { signedByTwilio } from '../../providers/twilio/signature.ts';
 import { providerSettings } from '../numbering/carriers.ts';
 import { taskRepo } from './repository.ts';
-import type { TaskQueue } from './task-queue.ts';
+import type { TaskQueueCore } from './task-queue.ts';
 
 const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
 
@@ -47,7 +47,7 @@ export interface TwilioCallbackDeps {
   db: Db;
   box: SecretBox;
   config: Pick<Config, 'publicUrl'>;
-  queue: TaskQueue;
+  queue: TaskQueueCore;
   calls: CallConversations;
   log?: Log;
 }
