@@ -4,6 +4,20 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 
+/** The layers of docs/architecture.md, top to bottom below the HTTP layer: each imports nothing of those above it. */
+const ABOVE_ENGINES = ['./src/modules', './src/http', './src/app.ts', './src/platform.ts', './src/main.ts'];
+const ENGINES = ['./src/queue', './src/sip', './src/media', './src/providers', './src/webhooks', './src/llm', './src/speech'];
+const layering = {
+  zones: [
+    { target: './src/http', from: ['./src/modules', './src/app.ts', './src/platform.ts', './src/main.ts'],
+      message: 'The HTTP layer imports no module: take what it needs as a dependency (docs/architecture.md).' },
+    { target: ENGINES, from: ABOVE_ENGINES, message: 'Engines know no tenant, module or route (docs/architecture.md).' },
+    { target: './src/db', from: [...ABOVE_ENGINES, ...ENGINES], message: 'Storage imports nothing above it (docs/architecture.md).' },
+    { target: ['./src/lib', './src/config.ts'], from: [...ABOVE_ENGINES, ...ENGINES, './src/db'],
+      message: 'The basics import nothing above them (docs/architecture.md).' },
+  ],
+};
+
 /** SQL is written only in repositories, migrations, src/db and the generic queue engine. */
 const SQL_HOMES = ['src/**/repository.ts', 'src/db/**', 'src/queue/engine.ts'];
 
@@ -37,6 +51,8 @@ export default tseslint.config(
     settings: { 'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] }, 'import-x/extensions': ['.ts', '.js', '.mjs'] },
     rules: {
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // Imports of types count too (import-x/no-cycle does not follow them).
+      'import-x/no-restricted-paths': ['error', layering],
       // node:test's describe/it/test return promises the runner itself awaits.
       '@typescript-eslint/no-floating-promises': ['error', {
         allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
