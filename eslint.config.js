@@ -3,6 +3,79 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
+import fs from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+/**
+ * Every relative import of a file, imports of types only included (TypeScript's own reading of the
+ * file, so commented-out imports are none), resolved to files that exist; read once per lint run.
+ */
+const importsOf = (() => {
+  const seen = new Map();
+  return (file) => {
+    let out = seen.get(file);
+    if (out) return out;
+    out = [];
+    seen.set(file, out);
+    let text;
+    try { text = fs.readFileSync(file, 'utf8'); } catch { return out; }
+    for (const { fileName } of ts.preProcessFile(text, true, true).importedFiles) {
+      if (!fileName.startsWith('.')) continue;
+      const target = path.resolve(path.dirname(file), fileName);
+      if (fs.existsSync(target)) out.push(target);
+    }
+    return out;
+  };
+})();
+
+/**
+ * import-x/no-cycle does not follow imports of types only, so a circle of them (sip.ts and
+ * sip-transfer.ts had one) passed it. This reports an import from which the importing file can be
+ * reached again, whatever kind of import each step is.
+ */
+const noImportCircle = {
+  meta: { type: 'problem', schema: [], messages: { circle: 'Import circle (imports of types included): {{route}}' } },
+  create(context) {
+    const self = context.physicalFilename;
+    const check = (node) => {
+      const spec = node.source?.value;
+      if (typeof spec !== 'string' || !spec.startsWith('.')) return;
+      const start = path.resolve(path.dirname(self), spec);
+      if (!fs.existsSync(start)) return;
+      const from = new Map([[start, null]]);
+      const queue = [start];
+      while (queue.length > 0) {
+        const file = queue.shift();
+        for (const next of importsOf(file)) {
+          if (next === self) {
+            const chain = [];
+            for (let f = file; f !== null; f = from.get(f)) chain.unshift(f);
+            const route = [self, ...chain, self].map((f) => path.relative(process.cwd(), f));
+            context.report({ node, messageId: 'circle', data: { route: route.join(' → ') } });
+            return;
+          }
+          if (!from.has(next)) { from.set(next, file); queue.push(next); }
+        }
+      }
+    };
+    return { ImportDeclaration: check, ExportAllDeclaration: check, ExportNamedDeclaration: check, ImportExpression: check };
+  },
+};
+
+/** The layers of docs/architecture.md, top to bottom below the HTTP layer: each imports nothing of those above it. */
+const ABOVE_ENGINES = ['./src/modules', './src/http', './src/app.ts', './src/platform.ts', './src/main.ts'];
+const ENGINES = ['./src/queue', './src/sip', './src/media', './src/providers', './src/webhooks', './src/llm', './src/speech'];
+const layering = {
+  zones: [
+    { target: './src/http', from: ['./src/modules', './src/app.ts', './src/platform.ts', './src/main.ts'],
+      message: 'The HTTP layer imports no module: take what it needs as a dependency (docs/architecture.md).' },
+    { target: ENGINES, from: ABOVE_ENGINES, message: 'Engines know no tenant, module or route (docs/architecture.md).' },
+    { target: './src/db', from: [...ABOVE_ENGINES, ...ENGINES], message: 'Storage imports nothing above it (docs/architecture.md).' },
+    { target: ['./src/lib', './src/config.ts'], from: [...ABOVE_ENGINES, ...ENGINES, './src/db'],
+      message: 'The basics import nothing above them (docs/architecture.md).' },
+  ],
+};
 
 /** SQL is written only in repositories, migrations, src/db and the generic queue engine. */
 const SQL_HOMES = ['src/**/repository.ts', 'src/db/**', 'src/queue/engine.ts'];
@@ -32,11 +105,14 @@ export default tseslint.config(
       // bin/, scripts/ and this file are plain JavaScript outside tsconfig.json's projects.
       parserOptions: { projectService: { allowDefaultProject: ['bin/*.js', 'scripts/*.mjs', 'eslint.config.js'] }, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { 'import-x': importX },
+    plugins: { 'import-x': importX, callplane: { rules: { 'no-import-circle': noImportCircle } } },
     // import-x reads the imported files too (to follow circles through them): with the TypeScript parser.
     settings: { 'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] }, 'import-x/extensions': ['.ts', '.js', '.mjs'] },
     rules: {
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'callplane/no-import-circle': 'error',
+      // Imports of types count too (import-x/no-cycle does not follow them).
+      'import-x/no-restricted-paths': ['error', layering],
       // node:test's describe/it/test return promises the runner itself awaits.
       '@typescript-eslint/no-floating-promises': ['error', {
         allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
@@ -58,6 +134,12 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: SQL_HOMES,
     rules: { 'no-restricted-syntax': ['error', noSqlOutsideRepositories, noDialectChecks, noFallbackConstruction] },
+  },
+  {
+    // The composition root builds each piece after what it needs: nothing is used before it is
+    // declared, not even inside a closure that runs later (docs/architecture.md, "Construction").
+    files: ['src/platform.ts'],
+    rules: { '@typescript-eslint/no-use-before-define': ['error', { functions: true, classes: true, variables: true, allowNamedExports: false }] },
   },
   {
     files: SQL_HOMES.filter((p) => p !== 'src/db/**'),

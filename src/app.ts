@@ -189,7 +189,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // The address limit before authentication (a flood of bad tokens stops before the token lookup),
   // the token limit after it (keyed by the token's row id).
   if (limits.byAddress) app.addHook('onRequest', limits.byAddress);
-  registerAuth(app, database.db);
+  registerAuth(app, database.db, deps.services.tokenLookup);
   if (limits.byToken) app.addHook('onRequest', limits.byToken);
   // Before schema validation, so no route ever sees a body nested deeper than MAX_JSON_DEPTH
   // (anything recursive, such as JSON.stringify, would overflow the stack on it) or a NUL

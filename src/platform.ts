@@ -4,6 +4,7 @@
 import path from 'node:path';
 import type { Config } from './config.ts';
 import type { Database, Listener } from './db/index.ts';
+import type { TokenLookup } from './http/auth.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
@@ -22,6 +23,7 @@ import { voiceCalls } from './modules/conversations/voice-calls.ts';
 import { backgroundAudio } from './modules/conversations/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
+import type { CarrierOptions } from './providers/index.ts';
 import { speechEngines } from './speech/registry.ts';
 import type { SpeechGrammar } from './speech/types.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
@@ -34,8 +36,9 @@ import { numberingService, type NumberingService } from './modules/numbering/ser
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
 import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
-import { TaskQueue, type TaskQueueDeps } from './modules/tasks/task-queue.ts';
+import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from './modules/tasks/task-queue.ts';
 import { twilioCallbacks, type TwilioCallbacks } from './modules/tasks/twilio-callbacks.ts';
+import { tokenLookup } from './modules/tokens/lookup.ts';
 import { tokenService, type TokenService } from './modules/tokens/service.ts';
 import { DeliveryQueue, type DeliveryQueueDeps } from './modules/webhooks/delivery-queue.ts';
 import { DELIVERIES } from './modules/webhooks/dispatcher.ts';
@@ -55,7 +58,7 @@ export interface PlatformDeps {
    */
   sip?: false | Partial<Omit<SipWorkerDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the task queue (shorter leases, a moved clock, carrier settings). */
-  tasks?: Partial<Omit<TaskQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
+  tasks?: Partial<Omit<TaskQueueCoreDeps, 'database' | 'config' | 'wakeups'>> & { carrierOptions?: CarrierOptions };
   /** Test settings of the delivery queue (shorter leases, a fast retry schedule). */
   deliveries?: Partial<Omit<DeliveryQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the conversation-turn queue (shorter leases). */
@@ -71,6 +74,8 @@ export interface PlatformDeps {
 export interface Services {
   accounts: AccountService;
   tokens: TokenService;
+  /** What authentication reads (buildApp hands it to the auth hook). */
+  tokenLookup: TokenLookup;
   members: MemberService;
   numbering: NumberingService;
   tasks: TaskService;
@@ -112,35 +117,29 @@ export interface Platform {
 }
 
 export function createPlatform(deps: PlatformDeps): Platform {
+  // Each piece is built after what it needs, in this order (docs/architecture.md, "Construction").
   const { config, database, box, log } = deps;
   const { db } = database;
   const wakeups = new Wakeups();
   const child = (component: string) => log?.child({ component });
-  // Who talks on SIP calls: the agent runtime built below (the SIP worker only starts after createPlatform returns).
-  const voice: VoiceCalls = {
-    inbound: (call) => services.voiceCalls.inbound(call),
-    outbound: (call) => services.voiceCalls.outbound(call),
-  };
-  const sip = deps.sip === false || deps.sip === undefined ? undefined
-    : new SipWorker({ database, config, box, wakeups, log: child('sip'), voice, ...deps.sip });
-  const tasks = new TaskQueue({
-    database, config, box, wakeups, log: child('tasks'), ...deps.tasks,
-    ...(sip ? { carrierOptions: { ...deps.tasks?.carrierOptions, sip } } : {}),
-    // A text task's text goes into the person's text conversation (the services are built below;
-    // the worker that calls this starts after createPlatform returns).
-    textSent: (text) => services.sms.recordTextTask(text),
-  });
-  const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
+  const { carrierOptions, ...taskSettings } = deps.tasks ?? {};
   const policy = policyFromConfig(config);
   const wakeDeliveries = () => wakeups.emit(DELIVERIES);
+  const wakeTurns = () => wakeups.emit(TURNS);
+  // The task queue's core comes first: the task service (and through it the agent's tools) adds
+  // tasks to it, the Twilio callbacks settle them. What runs a claimed task, its carrier, comes
+  // last (TaskQueue, below): a SIP call talks through the agent, which is built on the task service.
+  const taskQueue = new TaskQueueCore({ database, config, wakeups, log: child('tasks'), ...taskSettings });
+  const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
   const models = modelsService({ config, db, box, policy, log: child('models') });
 
   const base = {
-    accounts: accountService({ db, box, config, policy, wakeTasks: () => tasks.notify() }),
+    accounts: accountService({ db, box, config, policy, wakeTasks: () => taskQueue.notify() }),
     tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
+    tokenLookup: tokenLookup(db),
     members: memberService({ db }),
     numbering: numberingService({ db, box }),
-    tasks: taskService({ db, queue: tasks, refreshStatistics: (tables) => database.refreshStatistics(tables), log: child('tasks') }),
+    tasks: taskService({ db, queue: taskQueue, refreshStatistics: (tables) => database.refreshStatistics(tables), log: child('tasks') }),
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),
     knowledge: knowledgeService({ db }),
@@ -155,7 +154,6 @@ export function createPlatform(deps: PlatformDeps): Platform {
     agents: agentService({ db, wakeDeliveries, models }),
     models,
   };
-  const wakeTurns = () => wakeups.emit(TURNS);
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
   /** Webhook actions' requests to customer URLs (closed with the platform). */
   const actionHttp = guardedDispatcher(policy, { log: child('actions') });
@@ -173,7 +171,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   });
   // Streamed Twilio calls run their voice sessions in the process that holds the stream (api roles).
   const streams = mediaStreams({
-    db, box, config, conversations, turns: runner, speech, carrierOptions: deps.tasks?.carrierOptions,
+    db, box, config, conversations, turns: runner, speech, carrierOptions,
     grammar: deps.voiceGrammar, now: Date.now, log: child('media-streams'),
   });
   const gather = twilioVoice({
@@ -187,7 +185,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
     twilioVoice: gather,
     mediaStreams: streams,
-    twilioCallbacks: twilioCallbacks({ db, box, config, queue: tasks, calls: gather }),
+    twilioCallbacks: twilioCallbacks({ db, box, config, queue: taskQueue, calls: gather }),
     voiceCalls: voiceCalls({
       db, conversations, turns: runner, ...speech, now: Date.now, log: child('voice'),
       background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
@@ -196,13 +194,22 @@ export function createPlatform(deps: PlatformDeps): Platform {
     recordings,
     history: historyService({ db, agents: base.agents, recordings }),
   };
+  // The agent talks on SIP calls (the worker answers them, and the SIP carrier places them).
+  const sip = deps.sip === false || deps.sip === undefined ? undefined
+    : new SipWorker({ database, config, box, wakeups, log: child('sip'), voice: services.voiceCalls, ...deps.sip });
+  const tasks = new TaskQueue(taskQueue, {
+    box,
+    carrierOptions: sip ? { ...carrierOptions, sip } : carrierOptions,
+    // A text task's text goes into the person's text conversation.
+    textSent: (text) => services.sms.recordTextTask(text),
+  });
   const turns = new TurnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,
     handler: {
       db,
       conversations,
       turns: runner,
-      textCarrier: (orgId) => chooseCarrier({ db, box, config, carrierOptions: deps.tasks?.carrierOptions }, orgId, 'text'),
+      textCarrier: (orgId) => chooseCarrier({ db, box, config, carrierOptions }, orgId, 'text'),
       wakeDeliveries,
       log: child('turns'),
     },

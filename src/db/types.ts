@@ -250,6 +250,25 @@ export type NewAccount = Insertable<AccountsTable>;
 export type AccountUpdate = Updateable<AccountsTable>;
 export type TokenRow = Selectable<TokensTable>;
 export type UserRow = Selectable<UsersTable>;
+
+/** The ancestor column that holds the id of an account of this kind (each row names itself too). */
+export const ANCESTOR_COLUMN = {
+  partner: 'partner_id',
+  reseller: 'reseller_id',
+  organization: 'org_id',
+  agent: 'id',
+} as const satisfies Record<AccountKind, string>;
+
+/** The suspended (inactive) account that puts an account out of service: itself or an ancestor. */
+export interface Suspended { id: number; kind: AccountKind }
+
+/** A token as authentication reads it: its row's checks, its account, and whether that account is out of service. */
+export type TokenWithAccount = {
+  token: Pick<TokenRow, 'id' | 'type' | 'expires_at' | 'used_at'>;
+  account: AccountRow;
+  /** The account itself or the highest of its ancestors that is suspended, or null. */
+  suspended: Suspended | null;
+};
 export type NumberingProviderRow = Selectable<NumberingProvidersTable>;
 export type IntegrationRow = Selectable<IntegrationsTable>;
 export type ContextNoteRow = Selectable<ContextNotesTable>;

@@ -3,9 +3,7 @@
 // everything below it. Anything outside that subtree is reported as not found, so ids of other
 // tenants cannot be probed.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AccountKind, AccountRow, Db, TokenRow } from '../db/types.ts';
-import { ANCESTOR_COLUMN, accountRepo, type Suspended } from '../modules/accounts/repository.ts';
-import { tokenRepo, type TokenWithAccount } from '../modules/tokens/repository.ts';
+import { ANCESTOR_COLUMN, type AccountKind, type AccountRow, type Db, type Suspended, type TokenRow, type TokenWithAccount } from '../db/types.ts';
 import { changeStamp, type ChangeStamp } from '../db/index.ts';
 import { StampedCache } from '../db/stamped-cache.ts';
 import { hashToken } from '../lib/crypto.ts';
@@ -29,8 +27,22 @@ export function suspendedMessage(s: Suspended): string {
  */
 export interface TargetOptions { suspended?: 'allow' }
 
+/**
+ * What authentication and the tenant scope read from storage, handed to registerAuth by buildApp:
+ * the tokens module implements it (src/modules/tokens/lookup.ts, built in src/platform.ts), so
+ * the HTTP layer imports no module.
+ */
+export interface TokenLookup {
+  /** The token with this hash, its account and whether that account is out of service, in one read. */
+  token(hash: string): Promise<TokenWithAccount | undefined>;
+  /** Marks a one-time token used; false when another request used it first. */
+  consume(tokenId: number, now: number): Promise<boolean>;
+  /** An account and whether it is out of service (itself or an ancestor suspended). */
+  account(id: number): Promise<{ account: AccountRow; suspended: Suspended | null } | undefined>;
+}
+
 export class Scope {
-  constructor(readonly db: Db, readonly actor: AccountRow, readonly token: Pick<TokenRow, 'id' | 'type'>) {}
+  constructor(readonly lookup: TokenLookup, readonly actor: AccountRow, readonly token: Pick<TokenRow, 'id' | 'type'>) {}
 
   /** True when `target` is the actor itself or lies below it on the ladder. */
   contains(target: AccountRow): boolean {
@@ -46,7 +58,7 @@ export class Scope {
     // than reaching the database as an out-of-range parameter. The actor itself is in service:
     // authenticate() refused its token otherwise.
     const found = id === this.actor.id ? { account: this.actor, suspended: null }
-      : Number.isSafeInteger(id) && id >= 1 && id <= MAX_ACCOUNT_ID ? await accountRepo.findWithSuspension(this.db, id) : undefined;
+      : Number.isSafeInteger(id) && id >= 1 && id <= MAX_ACCOUNT_ID ? await this.lookup.account(id) : undefined;
     const row = found?.account;
     if (!row || !this.contains(row)) throw new NotFound(`${field} ${id} was not found`);
     if (kinds && !kinds.includes(row.kind)) {
@@ -141,12 +153,12 @@ export class AuthCache {
   }
 }
 
-export async function authenticate(db: Db, token: string, now = Date.now(), cache?: AuthCache): Promise<Scope> {
+export async function authenticate(lookup: TokenLookup, token: string, now = Date.now(), cache?: AuthCache): Promise<Scope> {
   const hash = hashToken(token);
   const stamp = cache?.stamp();
   let found = cache ? cache.get(hash, stamp!) : undefined;
   if (!found) {
-    found = await tokenRepo.findWithAccountByHash(db, hash);
+    found = await lookup.token(hash);
     if (found && cache) cache.set(hash, found, stamp!);
   }
   if (!found) throw new Unauthorized('Unauthorized: unknown or deleted token');
@@ -154,19 +166,19 @@ export async function authenticate(db: Db, token: string, now = Date.now(), cach
   if (row.expires_at !== null && row.expires_at <= now) throw new Unauthorized('Unauthorized: token has expired');
   // Checked before a one-time token is used up: it stays usable once the account is reactivated.
   if (found.suspended) throw new Forbidden(`${suspendedMessage(found.suspended)}: its tokens, and those of every account below it, are refused until it is reactivated`);
-  if (row.type === 'one-time' && !(await tokenRepo.consume(db, row.id, now))) {
+  if (row.type === 'one-time' && !(await lookup.consume(row.id, now))) {
     throw new Unauthorized('Unauthorized: one-time token has already been used');
   }
-  return new Scope(db, account, row);
+  return new Scope(lookup, account, row);
 }
 
-export function registerAuth(app: FastifyInstance, db: Db): void {
+export function registerAuth(app: FastifyInstance, db: Db, lookup: TokenLookup): void {
   const cache = AuthCache.for(db);
   app.decorateRequest('scope', null as unknown as Scope);
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.config?.public || !req.routeOptions.url) return;
     const token = readToken(req);
     if (!token) throw new Unauthorized('Unauthorized: the token query parameter is required');
-    req.scope = await authenticate(db, token, Date.now(), cache);
+    req.scope = await authenticate(lookup, token, Date.now(), cache);
   });
 }

@@ -13,6 +13,19 @@ export type PhoneResult =
   | { ok: true; e164: string; country?: string; assigned: boolean }
   | { ok: false; reason: string };
 
+/**
+ * A number written as E.164 (`+15551234567`): `+`, a country code that does not start with 0, and
+ * 7 to 15 digits in all. The written shape only, unanchored for composing into other patterns;
+ * normalizePhone decides whether a number can be dialled.
+ */
+export const E164_PATTERN = '\\+[1-9]\\d{6,14}';
+const E164 = new RegExp(`^${E164_PATTERN}$`);
+
+/** Whether `text` is a number written as E.164 (E164_PATTERN), and nothing else. */
+export function isE164(text: string): boolean {
+  return E164.test(text);
+}
+
 /** Longer input is refused before parsing: no real number (with its punctuation) comes near it. */
 const MAX_INPUT_LENGTH = 64;
 /** Punctuation people write inside numbers; it carries no meaning and is dropped. */

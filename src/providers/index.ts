@@ -3,13 +3,17 @@
 // organization uses is decided in src/modules/numbering/carriers.ts.
 import { PermanentCarrierError, type Carrier } from './carrier.ts';
 import { SimulatedCarrier, type SimulatedOptions } from './simulated.ts';
-import { TwilioCarrier, type TwilioOptions } from './twilio.ts';
+import { TwilioCarrier, type TwilioOptions } from './twilio/carrier.ts';
 import type { SipCallDeps } from './sip.ts';
 
 export * from './carrier.ts';
 export * from './simulated.ts';
-export * from './twilio.ts';
+export * from './twilio/carrier.ts';
+export type { TwilioForm, TwilioParams } from './twilio/form.ts';
+export * from './twilio/signature.ts';
+export * from './twilio/status-callback.ts';
 export * from './sip.ts';
+export type { SipCallPlan } from './sip-call-plan.ts';
 
 /** The default provider's stored settings: plain config and opened secrets. */
 export interface ProviderSettings {

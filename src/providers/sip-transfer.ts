@@ -9,7 +9,7 @@ import { FRAME_SAMPLES } from '../media/pcm.ts';
 import { placeSipCall, type AnsweredCall } from '../sip/call.ts';
 import { newCallId, type SipEndpoint } from '../sip/endpoint.ts';
 import { buildOffer, negotiateAudio, OFFER_CODECS, rtpParams } from '../sip/sdp.ts';
-import type { SipCallPlan } from './sip.ts';
+import type { SipCallPlan } from './sip-call-plan.ts';
 
 /** Audio one leg may hold queued for the other before the oldest is dropped (clocks drift). */
 const MAX_RELAY_BACKLOG = FRAME_SAMPLES * 10;

@@ -19,6 +19,7 @@ import type { PreparedVoiceCall, VoiceCalls } from '../media/voice-transport.ts'
 import { placeSipCall, type AnsweredCall, type CallResult, type SipRoute } from '../sip/call.ts';
 import { referTarget } from '../sip/dialog.ts';
 import { attendedTransfer } from './sip-transfer.ts';
+import type { SipCallPlan } from './sip-call-plan.ts';
 import { newCallId, type SipEndpoint } from '../sip/endpoint.ts';
 import { buildOffer, negotiateAudio, OFFER_CODECS, rtpParams } from '../sip/sdp.ts';
 import {
@@ -39,15 +40,6 @@ export interface SipCallDeps {
   readonly ports: PortPool;
   /** Who talks on the calls (the agent runtime); absent: answered calls are held silent. */
   readonly voice?: VoiceCalls;
-}
-
-/** An organization's way out: its routes in order, and who it calls as. */
-export interface SipCallPlan {
-  orgId: number;
-  routes: Array<SipRoute & { text: string }>;
-  /** Our user (sip:from@our host) or a full SIP URI: the registration's AOR when there is one. */
-  from: string;
-  credentials?: { username: string; authUsername?: string; password: string };
 }
 
 export interface SipCarrierOptions {

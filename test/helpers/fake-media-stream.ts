@@ -3,7 +3,7 @@
 // caller's audio as μ-law `media` messages paced at 20 ms, and plays what it is sent in real time
 // the way Twilio does: media is queued and played 20 ms at a time, a `mark` is echoed once the
 // audio before it has played, and a `clear` drops what is queued and echoes its marks at once.
-// Written from Twilio's protocol description, independently of src/media/twilio-media-stream.ts.
+// Written from Twilio's protocol description, independently of src/providers/twilio/media-stream.ts.
 import crypto from 'node:crypto';
 import alawmulaw from 'alawmulaw';
 import WebSocket from 'ws';

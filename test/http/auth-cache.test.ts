@@ -10,7 +10,7 @@ import pg from 'pg';
 import { openDatabase } from '../../src/db/index.ts';
 import { AuthCache } from '../../src/http/auth.ts';
 import { hashToken } from '../../src/lib/crypto.ts';
-import type { TokenWithAccount } from '../../src/modules/tokens/repository.ts';
+import type { TokenWithAccount } from '../../src/db/types.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness } from '../helpers/harness.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';

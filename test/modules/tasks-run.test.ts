@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import type { TaskRow } from '../../src/db/types.ts';
-import { TaskQueue, type TaskQueueDeps } from '../../src/modules/tasks/task-queue.ts';
+import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from '../../src/modules/tasks/task-queue.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness } from '../helpers/harness.ts';
 import { attemptIntervals, eventsByTask, historyProblems, keepTaskHistory } from '../helpers/task-events.ts';
@@ -82,12 +82,12 @@ function kit(h: () => Harness) {
 function extraWorkers(h: Harness) {
   const started: { runtime: TaskQueue; database: Database; listener: Listener }[] = [];
   return {
-    async start(overrides: Partial<Omit<TaskQueueDeps, 'database' | 'box' | 'wakeups'>> = {}): Promise<TaskQueue> {
+    async start(overrides: Partial<Omit<TaskQueueCoreDeps, 'database' | 'wakeups'>> = {}): Promise<TaskQueue> {
       const database = h.engine === 'postgres' ? openDatabase({ databaseUrl: h.config.databaseUrl, poolSize: 3 }) : h.database;
       // Another process: its own wake-up bus, fed by its own LISTEN connection (PostgreSQL).
       const wakeups = new Wakeups();
       const listener = await listenForWakeups(database, wakeups);
-      const runtime = new TaskQueue({ database, config: h.config, box: h.box, wakeups, ...overrides });
+      const runtime = new TaskQueue(new TaskQueueCore({ database, config: h.config, wakeups, ...overrides }), { box: h.box });
       started.push({ runtime, database, listener });
       await runtime.startWorker();
       return runtime;
@@ -439,7 +439,7 @@ forEachEngine('task cancel while running', (h) => {
       const id = await k.submit(org, { type: 'call', target: phone(601) });
       other.notify(); // SQLite has no NOTIFY between workers; on PostgreSQL the insert's NOTIFY already woke it
       await waitFor('the call to be running', async () => (await k.row(id)).state === 'running', 5000);
-      assert.equal((await k.row(id)).lease_owner, other.workerId);
+      assert.equal((await k.row(id)).lease_owner, other.core.workerId);
       const t0 = Date.now();
       const res = await h().call('POST', `/api/v2/tasks/${id}`, { token: org.token, body: { state: 'canceled' } });
       assert.equal(res.status, 200);

@@ -343,7 +343,7 @@ describe('Twilio signature verification', () => {
     assert.equal(verifyTwilioSignature(token, url, php, signature), false);
   });
 
-  // Signatures below are computed here on node:crypto, independently of src/providers/twilio.ts.
+  // Signatures below are computed here on node:crypto, independently of src/providers/twilio/signature.ts.
   const hmac = (key: string, data: string) => crypto.createHmac('sha1', key).update(data, 'utf8').digest('base64');
 
   it('accepts a URL signed with the default port when asked without it, and the other way round', () => {

@@ -1,18 +1,7 @@
 // Queries on the accounts table (every level of the tenancy ladder). Queries only: scoping
 // decisions are made by the caller and passed in as ids.
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
-import type { AccountKind, AccountRow, AccountUpdate, DB, Executor, NewAccount } from '../../db/types.ts';
-
-/** The ancestor column that holds the id of an account of this kind (each row names itself too). */
-export const ANCESTOR_COLUMN = {
-  partner: 'partner_id',
-  reseller: 'reseller_id',
-  organization: 'org_id',
-  agent: 'id',
-} as const satisfies Record<AccountKind, string>;
-
-/** The suspended (inactive) account that puts an account out of service: itself or an ancestor. */
-export interface Suspended { id: number; kind: AccountKind }
+import { ANCESTOR_COLUMN, type AccountKind, type AccountRow, type AccountUpdate, type DB, type Executor, type NewAccount, type Suspended } from '../../db/types.ts';
 
 /** The active flags of an account's ancestors, as the joins below select them (null: no such level). */
 export interface LadderFlags { partner_active: number | null; reseller_active: number | null; org_active: number | null }

@@ -5,6 +5,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import safeRegex from 'safe-regex2';
 import { Invalid } from '../../http/errors.ts';
+import { E164_PATTERN } from '../../lib/phone.ts';
 import { DEFAULT_MODEL, DEFAULT_THINKING_MODEL, DEFAULT_VOICE, VOICE_IDS } from './catalog.ts';
 
 export type AgentConfig = Record<string, unknown>;
@@ -81,7 +82,7 @@ function regex(v: string, field: string): string {
   return v;
 }
 
-const DESTINATION = /^(\+[1-9]\d{6,14}|(ext|pbx):[0-9A-Za-z*#_.-]{1,32})$/;
+const DESTINATION = new RegExp(`^(${E164_PATTERN}|(ext|pbx):[0-9A-Za-z*#_.-]{1,32})$`);
 const DTMF = /^[0-9*#A-Dw,]+$/;
 
 function backgroundAudio(v: unknown, field: string): unknown {

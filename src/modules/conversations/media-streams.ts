@@ -12,7 +12,8 @@ import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
 import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { readStreamStart, TwilioMediaStream } from '../../media/twilio-media-stream.ts';
+import { isE164 } from '../../lib/phone.ts';
+import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media-stream.ts';
 import { DEFAULT_WAIT_TO_GREET_SECONDS, type CarrierOptions } from '../../providers/index.ts';
 import type { SpeechEngines } from '../../speech/registry.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
@@ -33,8 +34,6 @@ export const TWILIO_STREAM_PATH = '/api/v2/providers/twilio/voice/stream';
 export const STREAM_START_TIMEOUT_MS = 5000;
 /** WebSocket close code for a stream we refuse (RFC 6455: policy violation). */
 export const POLICY_VIOLATION = 1008;
-
-const E164 = /^\+[1-9]\d{6,14}$/;
 
 type Log = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
 
@@ -138,7 +137,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
           hangup: async () => { await (await carrier(c.org_id)).endCall(callSid); },
           transfer: async (destination, opts) => {
             // A Twilio call dials phone numbers only (the session passes only the agent's destinations).
-            if (!E164.test(destination)) throw new Error('a Twilio call can be transferred to an E.164 number only');
+            if (!isE164(destination)) throw new Error('a Twilio call can be transferred to an E.164 number only');
             // Attended: Twilio says the announcement to the destination once it answers, then joins the calls.
             const whisper = opts.announce ? whisperUrl(deps.config.publicUrl, c.id, opts.name) : undefined;
             await (await carrier(c.org_id)).redirectCall(callSid, twimlDocument(dial(destination, whisper)));

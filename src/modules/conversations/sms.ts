@@ -11,6 +11,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { TWILIO } from '../../providers/index.ts';
+import { first } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { twilioNumberOwner } from '../numbering/carriers.ts';
 import type { TextSent } from '../tasks/run-task.ts';
@@ -65,11 +66,6 @@ export function stableUuid(name: string): string {
   b[8] = (b[8]! & 0x3f) | 0x80;
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
-
-function first(form: URLSearchParams, key: string): string | undefined {
-  const v = form.get(key);
-  return v !== null && v !== '' ? v : undefined;
 }
 
 /** The media Twilio lists with a message (MediaUrl0…, MediaContentType0…), http(s) only, at most MAX_SMS_MEDIA. */

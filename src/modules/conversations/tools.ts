@@ -3,6 +3,7 @@
 // before it runs. A call to anything else is refused and the refusal is what the model sees.
 import type { ConversationChannel } from '../../db/types.ts';
 import type { ToolCall, ToolSpec } from '../../llm/types.ts';
+import { isE164 } from '../../lib/phone.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 
 export interface WebhookAction {
@@ -44,7 +45,6 @@ const GRANTS: Record<string, readonly string[]> = {
 
 const norm = (s: string) => s.toLowerCase().replace(/[-_\s]/g, '');
 const VOICE: readonly ConversationChannel[] = ['voice', 'sip'];
-const isPhone = (s: string) => /^\+[1-9]\d{6,14}$/.test(s);
 
 export interface ToolSetContext {
   config: AgentConfig;
@@ -65,7 +65,7 @@ export function grantedTools(ctx: ToolSetContext): ToolSpec[] {
   }
   // A `voice` call is carried by Twilio, whose <Dial> reaches E.164 numbers only: ext:/pbx:
   // destinations (a PBX behind SIP) are not offered there, so the model cannot pick one.
-  const destinations = transferDestinations(ctx.config).filter((d) => ctx.channel !== 'voice' || isPhone(d.destination));
+  const destinations = transferDestinations(ctx.config).filter((d) => ctx.channel !== 'voice' || isE164(d.destination));
   if (has('transfer_call') && VOICE.includes(ctx.channel) && destinations.length > 0) {
     tools.push({
       name: 'transfer_call', description: 'Transfer the call to a person or department.',
@@ -75,13 +75,13 @@ export function grantedTools(ctx: ToolSetContext): ToolSpec[] {
       },
     });
   }
-  if (has('send_text') && isPhone(ctx.counterpart)) {
+  if (has('send_text') && isE164(ctx.counterpart)) {
     tools.push({
       name: 'send_text', description: 'Send a text message (SMS) to the person you are talking with.',
       parameters: { type: 'object', properties: { message: { type: 'string', maxLength: 1000 } }, required: ['message'], additionalProperties: false },
     });
   }
-  if (has('queue_follow_up') && isPhone(ctx.counterpart)) {
+  if (has('queue_follow_up') && isE164(ctx.counterpart)) {
     tools.push({
       name: 'queue_follow_up', description: 'Schedule a follow-up call or text to the person you are talking with.',
       parameters: {

@@ -13,11 +13,13 @@ import { bool } from '../../db/flags.ts';
 import type { ConversationOutcome, ConversationRow, Db, Executor, RoomRow, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { isE164 } from '../../lib/phone.ts';
 import { TWILIO, type TwilioParams } from '../../providers/index.ts';
+import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { providerSettings, refuseTwilioRequest, twilioNumberOwner } from '../numbering/carriers.ts';
-import { verifyTwilioRequest, type CallConversations, type Params } from '../tasks/twilio-callbacks.ts';
+import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
@@ -49,7 +51,7 @@ export interface NumberWebhookRequest {
   /** The path and query Twilio called (appended to config.publicUrl for the signature). */
   url: string;
   signature: string | undefined;
-  params: Params;
+  params: TwilioForm;
   signed: TwilioParams;
 }
 
@@ -60,7 +62,7 @@ export interface GatherRequest {
   /** ?conversation: the call's conversation. */
   conversation: unknown;
   signature: string | undefined;
-  params: Params;
+  params: TwilioForm;
   /** What the signature covers besides the URL: the form. */
   signed: TwilioParams;
 }
@@ -92,13 +94,6 @@ export interface TwilioVoiceDeps {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const E164 = /^\+[1-9]\d{6,14}$/;
-
-function first(params: Params, key: string): string | undefined {
-  const v = Object.hasOwn(params, key) ? params[key] : undefined;
-  const s = Array.isArray(v) ? v[0] : v;
-  return typeof s === 'string' ? s : undefined;
-}
 
 function readState(json: string): VoiceState {
   let o: Record<string, unknown> = {};
@@ -197,7 +192,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     const transfer = result.effects.find((e) => e.kind === 'transfer');
     if (transfer) {
       // tools.ts offers a Twilio call only E.164 destinations; anything else cannot be dialled here.
-      if (E164.test(transfer.destination)) {
+      if (isE164(transfer.destination)) {
         await settle(c, state, null, { outcome: 'transferred', detail: `${transfer.name} (${transfer.destination})`.slice(0, 500) });
         return twimlDocument(say(style, result.text), dial(transfer.destination, attended ? whisperUrl(deps.config.publicUrl, c.id, transfer.name) : undefined));
       }

@@ -5,22 +5,13 @@
 // the token of its TwiML, in its `start` message.
 import formbody from '@fastify/formbody';
 import websocket from '@fastify/websocket';
-import { MAX_STREAM_MESSAGE_BYTES } from '../../media/twilio-media-stream.ts';
+import { MAX_STREAM_MESSAGE_BYTES } from '../../providers/twilio/media-stream.ts';
+import { formOf } from '../../providers/twilio/form.ts';
+import { signatureHeader } from '../../providers/twilio/signature.ts';
 import type { App } from '../../http/types.ts';
-import type { Params } from '../tasks/twilio-callbacks.ts';
 import { TWILIO_STREAM_PATH, type MediaStreams } from './media-streams.ts';
 import { TWILIO_WHISPER_PATH } from './voice-twiml.ts';
 import { TWILIO_GATHER_PATH, TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, type NumberWebhookRequest, type TwilioVoice } from './twilio-voice.ts';
-
-/** The form as parsed by @fastify/formbody (strings, or arrays for repeated keys); anything else is no form. */
-function formOf(body: unknown): Params {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) return {};
-  const out: Params = {};
-  for (const [k, v] of Object.entries(body)) {
-    if (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string'))) out[k] = v as string | string[];
-  }
-  return out;
-}
 
 export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twilioVoice: TwilioVoice; mediaStreams: MediaStreams }): Promise<void> {
   // Scoped to this plugin: the rest of the API stays JSON-only.
@@ -32,8 +23,7 @@ export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twi
   });
   const numberWebhook = (req: { url: string; body: unknown; headers: Record<string, string | string[] | undefined> }): NumberWebhookRequest => {
     const form = formOf(req.body);
-    const header = req.headers['x-twilio-signature'];
-    return { url: req.url, signature: Array.isArray(header) ? header[0] : header, params: form, signed: form };
+    return { url: req.url, signature: signatureHeader(req.headers), params: form, signed: form };
   };
   // A Twilio number's voice webhook ("A call comes in") and its call status callback.
   app.post(TWILIO_INCOMING_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
@@ -46,21 +36,19 @@ export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twi
   });
   app.post(TWILIO_WHISPER_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
     const form = formOf(req.body);
-    const header = req.headers['x-twilio-signature'];
     const query = req.query as Record<string, unknown>;
     const body = await twilioVoice.whisper({
       url: req.url, conversation: query.conversation, name: query.name,
-      signature: Array.isArray(header) ? header[0] : header, params: form, signed: form,
+      signature: signatureHeader(req.headers), params: form, signed: form,
     }, req.log);
     return reply.status(200).type('text/xml; charset=utf-8').send(body);
   });
   app.post(TWILIO_GATHER_PATH, { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
     const form = formOf(req.body);
-    const header = req.headers['x-twilio-signature'];
     const body = await twilioVoice.gather({
       url: req.url,
       conversation: (req.query as Record<string, unknown>).conversation,
-      signature: Array.isArray(header) ? header[0] : header,
+      signature: signatureHeader(req.headers),
       params: form,
       signed: form,
     }, req.log);

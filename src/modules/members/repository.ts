@@ -1,6 +1,5 @@
 // Queries on users: the people (members and admin users) invited to an account.
-import type { AccountRow, Executor, UserRow } from '../../db/types.ts';
-import { ANCESTOR_COLUMN } from '../accounts/repository.ts';
+import { ANCESTOR_COLUMN, type AccountRow, type Executor, type UserRow } from '../../db/types.ts';
 
 export const memberRepo = {
   async insert(db: Executor, row: Omit<UserRow, 'id'>): Promise<UserRow> {

@@ -1,10 +1,9 @@
 // Members and admin users of an account (partner, reseller or organization). callplane records
 // invitations; it sends no e-mail (there is no mail transport), which the answers say.
-import type { AccountRow, Db, UserRow } from '../../db/types.ts';
+import { ANCESTOR_COLUMN, type AccountRow, type Db, type UserRow } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
-import { ANCESTOR_COLUMN } from '../accounts/repository.ts';
 import { bool } from '../../db/flags.ts';
 import { nowMs, toUnixSeconds } from '../../lib/time.ts';
 import { memberRepo } from './repository.ts';

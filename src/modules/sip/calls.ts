@@ -2,7 +2,7 @@
 // its registration's AOR as the caller and its credentials for digest challenges.
 import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import type { SipCallPlan } from '../../providers/sip.ts';
+import type { SipCallPlan } from '../../providers/sip-call-plan.ts';
 import { parseAor } from './parse.ts';
 import { sipRepo } from './repository.ts';
 

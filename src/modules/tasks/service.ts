@@ -18,7 +18,7 @@ import { dayTimeZone, localDay, mergeLimits, RESTRICTED_LIMIT_FIELDS, validateLi
 import { presentLimits, presentTask } from './present.ts';
 import { TASKS } from './queue-hooks.ts';
 import { limitRepo, taskRepo } from './repository.ts';
-import type { TaskQueue } from './task-queue.ts';
+import type { TaskQueueCore } from './task-queue.ts';
 import { normalizeScheduledFor, normalizeSpacing } from './schedule.ts';
 
 /** How long an Idempotency-Key holds its first answer. */
@@ -35,7 +35,7 @@ export interface TaskServiceDeps {
   refreshStatistics?: (tables: readonly string[]) => Promise<void>;
   log?: { warn(obj: object, msg: string): void };
   /** The process's task queue: transitions (cancel) and wakeups of its runner. */
-  queue: TaskQueue;
+  queue: TaskQueueCore;
 }
 
 /** The organization a request acts on and, for an agent's token, the agent it is limited to. */

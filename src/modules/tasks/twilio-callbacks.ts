@@ -9,12 +9,12 @@ import type { Config } from '../../config.ts';
 import type { Db, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { parseStatusCallback, TWILIO, verifyTwilioSignature, type TwilioParams } from '../../providers/index.ts';
+import { parseStatusCallback, TWILIO, type TwilioParams } from '../../providers/index.ts';
+import { first, type TwilioForm } from '../../providers/twilio/form.ts';
+import { signedByTwilio } from '../../providers/twilio/signature.ts';
 import { providerSettings, refuseTwilioRequest, TWILIO_REFUSED } from '../numbering/carriers.ts';
 import { taskRepo } from './repository.ts';
-import type { TaskQueue } from './task-queue.ts';
-
-export type Params = Record<string, string | string[]>;
+import type { TaskQueueCore } from './task-queue.ts';
 
 const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
 
@@ -25,7 +25,7 @@ export interface TwilioRequest {
   taskId: unknown;
   signature: string | undefined;
   /** The parameters Twilio sent (the form, or the query of a GET). */
-  params: Params;
+  params: TwilioForm;
   /** What the signature covers besides the URL: the form of a POST, nothing for a GET. */
   signed: TwilioParams;
 }
@@ -47,7 +47,7 @@ export interface TwilioCallbackDeps {
   db: Db;
   box: SecretBox;
   config: Pick<Config, 'publicUrl'>;
-  queue: TaskQueue;
+  queue: TaskQueueCore;
   calls: CallConversations;
   log?: Log;
 }
@@ -68,22 +68,11 @@ export async function verifyTwilioRequest(
   req: Pick<TwilioRequest, 'url' | 'signature' | 'signed'>, log: Log, about: Record<string, unknown>,
 ): Promise<VerifiedTwilio> {
   const settings = (await providerSettings(deps.db, deps.box, orgId, TWILIO)) ?? {};
-  // config.publicUrl + the path is the URL Twilio was given (run-task.ts builds it from the same
-  // base); the status callback URL went through new URL() (withTaskId), which may have
-  // lower-cased the host or dropped a default port, so that spelling is accepted too.
-  const url = `${deps.config.publicUrl}${req.url}`;
-  const urls = [url, new URL(url).toString()];
-  if (!settings.authToken || !urls.some((u) => verifyTwilioSignature(settings.authToken, u, req.signed, req.signature))) {
+  if (!signedByTwilio(settings.authToken, deps.config.publicUrl, req)) {
     log.warn({ ...about, hasSignature: Boolean(req.signature) }, 'twilio request refused: signature missing or invalid');
     throw new Forbidden(TWILIO_REFUSED);
   }
   return { accountSid: settings.accountSid ?? '' };
-}
-
-function first(params: Params, key: string): string | undefined {
-  const v = Object.hasOwn(params, key) ? params[key] : undefined;
-  const s = Array.isArray(v) ? v[0] : v;
-  return typeof s === 'string' && s !== '' ? s : undefined;
 }
 
 export function twilioCallbacks(deps: TwilioCallbackDeps) {
@@ -104,7 +93,7 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
   }
 
   /** The callback names our Twilio account and the task's own call or message (once we know its sid). */
-  function checkIdentity(task: TaskRow, accountSid: string, params: Params, sidKeys: string[]): string | undefined {
+  function checkIdentity(task: TaskRow, accountSid: string, params: TwilioForm, sidKeys: string[]): string | undefined {
     const given = first(params, 'AccountSid');
     if (given !== undefined && given !== accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
     const sid = sidKeys.map((k) => first(params, k)).find((s) => s !== undefined);

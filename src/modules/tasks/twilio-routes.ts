@@ -4,25 +4,16 @@ import formbody from '@fastify/formbody';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../../http/types.ts';
 import type { TwilioParams } from '../../providers/index.ts';
+import { formOf, type TwilioForm } from '../../providers/twilio/form.ts';
+import { signatureHeader } from '../../providers/twilio/signature.ts';
 import { TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from './run-task.ts';
-import type { Params, TwilioCallbacks, TwilioRequest } from './twilio-callbacks.ts';
+import type { TwilioCallbacks, TwilioRequest } from './twilio-callbacks.ts';
 
-/** The form as parsed by @fastify/formbody (strings, or arrays for repeated keys); anything else is no form. */
-function formOf(body: unknown): Params {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) return {};
-  const out: Params = {};
-  for (const [k, v] of Object.entries(body)) {
-    if (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string'))) out[k] = v as string | string[];
-  }
-  return out;
-}
-
-function twilioRequest(req: FastifyRequest, params: Params, signed: TwilioParams): TwilioRequest {
-  const header = req.headers['x-twilio-signature'];
+function twilioRequest(req: FastifyRequest, params: TwilioForm, signed: TwilioParams): TwilioRequest {
   return {
     url: req.url,
     taskId: (req.query as Record<string, unknown>).taskId,
-    signature: Array.isArray(header) ? header[0] : header,
+    signature: signatureHeader(req.headers),
     params,
     signed,
   };

@@ -1,13 +1,6 @@
 // Queries on the tokens table. Only hashes are stored; the prefix is what listings show.
-import type { AccountRow, Executor, TokenRow } from '../../db/types.ts';
-import { suspensionOf, type Suspended } from '../accounts/repository.ts';
-
-export type TokenWithAccount = {
-  token: Pick<TokenRow, 'id' | 'type' | 'expires_at' | 'used_at'>;
-  account: AccountRow;
-  /** The account itself or the highest of its ancestors that is suspended, or null. */
-  suspended: Suspended | null;
-};
+import type { Executor, TokenRow, TokenWithAccount } from '../../db/types.ts';
+import { suspensionOf } from '../accounts/repository.ts';
 
 export const tokenRepo = {
   async findByHash(db: Executor, hash: string): Promise<TokenRow | undefined> {

@@ -3,7 +3,7 @@
 // provider's own id of an event (so a provider's retry is not forwarded twice), and the request
 // headers we keep with a stored event.
 import crypto from 'node:crypto';
-import { verifyTwilioSignature } from '../../../providers/twilio.ts';
+import { verifyTwilioSignature } from '../../../providers/twilio/signature.ts';
 
 export const RELAY_TYPE_NAMES = ['twilioSMS', 'twilioVoice', 'chargebee', 'stripe', 'generic'] as const;
 export type RelayType = (typeof RELAY_TYPE_NAMES)[number];

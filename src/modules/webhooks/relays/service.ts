@@ -11,7 +11,7 @@ import { newId } from '../../../lib/ids.ts';
 import { secretTargetRefusal, urlOrigin } from '../../../lib/secret-target.ts';
 import { bool, flag } from '../../../db/flags.ts';
 import { toUnixSeconds } from '../../../lib/time.ts';
-import { TWILIO } from '../../../providers/twilio.ts';
+import { TWILIO } from '../../../providers/twilio/carrier.ts';
 import { notifyQueue } from '../../../queue/waker.ts';
 import { checkTargetUrl, checkCustomHeaders, type TargetPolicy } from '../../../webhooks/ssrf.ts';
 import { DEFAULT_TIMEOUT_MS, newSigningSecret } from '../../../webhooks/deliver.ts';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import { parseStreamMessage, readStreamStart, TwilioMediaStream, type StreamStart } from '../../src/media/twilio-media-stream.ts';
+import { parseStreamMessage, readStreamStart, TwilioMediaStream, type StreamStart } from '../../src/providers/twilio/media-stream.ts';
 import { FakeMediaStream } from '../helpers/fake-media-stream.ts';
 import { waitFor } from '../helpers/wait.ts';
 

@@ -10,9 +10,9 @@
 // yet confirmed played is sent again on it. Everything read from the socket is bounded.
 import { EventEmitter } from 'node:events';
 import type { WebSocket, RawData } from 'ws';
-import { decodeG711, encodeG711 } from './g711.ts';
-import { FRAME_SAMPLES } from './pcm.ts';
-import type { TransferOptions, VoiceTransport, VoiceTransportEvents } from './voice-transport.ts';
+import { decodeG711, encodeG711 } from '../../media/g711.ts';
+import { FRAME_SAMPLES } from '../../media/pcm.ts';
+import type { TransferOptions, VoiceTransport, VoiceTransportEvents } from '../../media/voice-transport.ts';
 
 /** The largest message read from the stream; Twilio's are well under 1 KiB (20 ms of μ-law). */
 export const MAX_STREAM_MESSAGE_BYTES = 64 * 1024;

@@ -1,13 +1,12 @@
 // The Twilio carrier: Calls and Messages through Twilio's REST API (2010-04-01) with the
-// organization's own account, plus what the HTTP side needs: signature checks for Twilio's
-// callbacks, status-callback parsing and the TwiML that speaks a task's greeting.
-import crypto from 'node:crypto';
+// organization's own account, and the TwiML that speaks a task's greeting. The rest of Twilio's
+// protocol is beside it: signature checks (signature.ts), form parameters (form.ts), status
+// callbacks (status-callback.ts) and the Media Stream transport (media-stream.ts).
 import { request, type Dispatcher } from 'undici';
 import {
   PermanentCarrierError, TransientCarrierError, callOutcome, textOutcome, withTaskId,
-  type CallStart, type Carrier, type ResultBase, type MapOptions, type PlaceCallRequest, type SendTextRequest,
-  type TaskOutcome, type TextResult,
-} from './carrier.ts';
+  type CallStart, type Carrier, type PlaceCallRequest, type SendTextRequest, type TextResult,
+} from '../carrier.ts';
 
 export const TWILIO = 'twilio';
 export const DEFAULT_TWILIO_API_BASE_URL = 'https://api.twilio.com';
@@ -246,163 +245,6 @@ export class TwilioCarrier implements Carrier {
 
 export function createTwilioCarrier(settings: TwilioSettings, opts: TwilioOptions = {}): TwilioCarrier {
   return new TwilioCarrier(settings, opts);
-}
-
-export type TwilioParams = Record<string, string | string[]> | URLSearchParams;
-
-function toRecord(params: TwilioParams): Record<string, string | string[]> {
-  if (!(params instanceof URLSearchParams)) return params;
-  const out: Record<string, string | string[]> = {};
-  for (const key of new Set(params.keys())) {
-    const all = params.getAll(key);
-    out[key] = all.length === 1 ? all[0] : all;
-  }
-  return out;
-}
-
-/** A URL's scheme, authority parts and the rest, split without normalizing (Twilio signs the characters it requested). */
-function splitUrl(url: string): { scheme: string; userInfo: string; host: string; port: string; rest: string } | null {
-  const match = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)/i.exec(url);
-  if (!match) return null;
-  const [prefix, scheme, authority] = match;
-  const at = authority.lastIndexOf('@');
-  const hostAndPort = authority.slice(at + 1);
-  // A colon starts the port only after the closing bracket of an IPv6 literal.
-  const colon = hostAndPort.indexOf(':', hostAndPort.lastIndexOf(']') + 1);
-  return {
-    scheme, userInfo: authority.slice(0, at + 1),
-    host: colon < 0 ? hostAndPort : hostAndPort.slice(0, colon),
-    port: colon < 0 ? '' : hostAndPort.slice(colon),
-    rest: url.slice(prefix.length),
-  };
-}
-
-/**
- * The URLs Twilio may have signed for the one we were asked: as requested and as the WHATWG URL
- * parser writes it, each without a port and with the scheme's default port (Twilio signs some
- * requests with :443 or :80 added, others without). The same candidates as Twilio's own Node
- * helper, less its re-encoding of the query string in the legacy `querystring` style.
- */
-function signedUrlCandidates(url: string): string[] {
-  const variants = (u: string): string[] => {
-    const parts = splitUrl(u);
-    if (!parts) return [u];
-    const bare = parts.scheme + parts.userInfo + parts.host + parts.rest;
-    const withPort = parts.port ? u : parts.scheme + parts.userInfo + parts.host + (parts.scheme.toLowerCase() === 'https://' ? ':443' : ':80') + parts.rest;
-    return [bare, withPort];
-  };
-  return [...new Set([...variants(url), ...variants(new URL(url).toString())])];
-}
-
-/**
- * Twilio's X-Twilio-Signature (twilio.com/docs/usage/security): base64 HMAC-SHA1, keyed with the
- * auth token, of the full URL followed by every POST parameter's name and value, sorted by name
- * (a repeated parameter contributes each distinct value, sorted, as Twilio's helpers do).
- */
-function twilioSignatureOf(authToken: string, url: string, params: Record<string, string | string[]>): string {
-  let data = url;
-  for (const key of Object.keys(params).sort()) {
-    const value = params[key];
-    for (const v of Array.isArray(value) ? [...new Set(value)].sort() : [value]) data += key + v;
-  }
-  return crypto.createHmac('sha1', authToken).update(data, 'utf8').digest('base64');
-}
-
-/** Constant-time equality of two strings (false at once when their lengths differ). */
-function sameText(a: string, b: string): boolean {
-  const x = Buffer.from(a, 'utf8');
-  const y = Buffer.from(b, 'utf8');
-  return x.length === y.length && crypto.timingSafeEqual(x, y);
-}
-
-/**
- * Checks X-Twilio-Signature. `url` is the full URL Twilio requested, query included. `body` is the
- * form parameters (an object or URLSearchParams), or the raw body: with a `bodySHA256` query
- * parameter it is checked as a JSON body (the URL alone is signed, and bodySHA256 must be the hex
- * SHA-256 of the body), otherwise read as a form. Anything missing or malformed is a refusal,
- * never an exception.
- */
-export function verifyTwilioSignature(authToken: string, url: string, body: TwilioParams | string, signature: string | undefined): boolean {
-  if (!authToken || !signature || !url) return false;
-  try {
-    let params: Record<string, string | string[]>;
-    if (typeof body === 'string') {
-      const bodyHash = new URL(url).searchParams.get('bodySHA256');
-      if (bodyHash !== null) {
-        if (!sameText(bodyHash, crypto.createHash('sha256').update(body, 'utf8').digest('hex'))) return false;
-        params = {};
-      } else {
-        params = toRecord(new URLSearchParams(body));
-      }
-    } else {
-      params = toRecord(body);
-    }
-    return signedUrlCandidates(url).some((candidate) => sameText(signature, twilioSignatureOf(authToken, candidate, params)));
-  } catch {
-    return false;
-  }
-}
-
-export interface StatusCallbackEvent {
-  kind: 'call' | 'message';
-  /** CallSid / MessageSid: the task's provider_ref. */
-  providerRef: string;
-  accountSid?: string;
-  status: string;
-  /** Twilio numbers call progress events; callbacks can arrive out of order. */
-  sequenceNumber?: number;
-  /** Our final outcome; null while the call or text is still under way. */
-  final: TaskOutcome | null;
-}
-
-function one(params: Record<string, string | string[]>, key: string): string | undefined {
-  const v = Object.hasOwn(params, key) ? params[key] : undefined;
-  const s = Array.isArray(v) ? v[0] : v;
-  return typeof s === 'string' && s !== '' ? s : undefined;
-}
-
-/**
- * A Twilio status callback (call progress or message status) → our outcome. null when the form is
- * not a status callback we understand (the route should answer 400).
- */
-export function parseStatusCallback(form: TwilioParams, opts: MapOptions = {}): StatusCallbackEvent | null {
-  const p = toRecord(form);
-  const accountSid = one(p, 'AccountSid');
-  const messageSid = one(p, 'MessageSid') ?? one(p, 'SmsSid');
-  const messageStatus = one(p, 'MessageStatus') ?? one(p, 'SmsStatus');
-  const callSid = one(p, 'CallSid');
-  const callStatus = one(p, 'CallStatus');
-  const errorCode = one(p, 'ErrorCode');
-  if (messageSid && messageStatus) {
-    const base: ResultBase = { provider: TWILIO, providerRef: messageSid };
-    const to = one(p, 'To');
-    const from = one(p, 'From');
-    if (to) base.to = to;
-    if (from) base.from = from;
-    if (errorCode) base.errorCode = errorCode;
-    return { kind: 'message', providerRef: messageSid, accountSid, status: messageStatus.toLowerCase(), final: textOutcome(messageStatus, base, opts) };
-  }
-  if (callSid && callStatus) {
-    const base: ResultBase = { provider: TWILIO, providerRef: callSid };
-    const duration = Number(one(p, 'CallDuration'));
-    if (Number.isFinite(duration) && duration >= 0 && one(p, 'CallDuration') !== undefined) base.durationSeconds = duration;
-    const to = one(p, 'To');
-    const from = one(p, 'From');
-    if (to) base.to = to;
-    if (from) base.from = from;
-    if (errorCode) base.errorCode = errorCode;
-    const sip = one(p, 'SipResponseCode');
-    if (sip) base.sipResponseCode = sip;
-    const answeredBy = one(p, 'AnsweredBy');
-    if (answeredBy) base.answeredBy = answeredBy;
-    const seq = Number(one(p, 'SequenceNumber'));
-    return {
-      kind: 'call', providerRef: callSid, accountSid, status: callStatus.toLowerCase(),
-      ...(Number.isInteger(seq) && one(p, 'SequenceNumber') !== undefined ? { sequenceNumber: seq } : {}),
-      final: callOutcome(callStatus, base, opts),
-    };
-  }
-  return null;
 }
 
 /**
