@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { postgresBinDir, toolsSkip } from './system-tools.ts';
+import { postgresBinDir, requireTools, toolsSkip } from './system-tools.ts';
 import { freePort } from './wait.ts';
 
 const BIN = postgresBinDir();
@@ -23,10 +23,10 @@ function postgresUser(): { uid: number; gid: number } | undefined {
 
 /**
  * `skip` option for suites that need a private cluster: false when one can be made, else why not.
- * Under CI=true never a skip: a missing server then fails the suite instead of passing silently.
+ * Under CALLPLANE_TEST_REQUIRE_TOOLS=1 (.ci/run) never a skip: a missing server then fails the suite instead of passing silently.
  */
 export function pgClusterSkip(): false | string {
-  if (process.env.CI === 'true') return false;
+  if (requireTools()) return false;
   const tools = toolsSkip('postgresql-server');
   if (tools) return tools;
   if (IS_ROOT && !postgresUser()) return 'running as root and there is no postgres user to run initdb as (initdb refuses root)';

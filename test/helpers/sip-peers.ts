@@ -1,6 +1,6 @@
 // Real SIP peers for tests: a Kamailio registrar with digest auth (its location table read through
 // kamcmd) and sipp as the far end of calls. Each listens on its own 127.0.0.x address and a free port.
-// When the binaries are missing the suites skip locally and fail under CI=true (.ci/run installs
+// When the binaries are missing the suites skip locally and fail under CALLPLANE_TEST_REQUIRE_TOOLS=1 (.ci/run installs
 // them): test/helpers/system-tools.ts.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -102,7 +102,7 @@ export interface Kamailio {
   stop(): Promise<void>;
 }
 
-/** `skip` option for suites that need Kamailio as a presence server (kamailio-presence-modules; fails under CI=true like peersSkip). */
+/** `skip` option for suites that need Kamailio as a presence server (kamailio-presence-modules; fails under CALLPLANE_TEST_REQUIRE_TOOLS=1 like peersSkip). */
 export function presenceSkip(): false | string {
   return toolsSkip('kamailio', 'kamailio-presence');
 }

@@ -3,7 +3,7 @@
 // suite that needs one passes `{ skip: toolsSkip('chromium') }`: false (it runs) when the tool is
 // there; otherwise a skip reason of one form, `needs chromium: apt-get install chromium`, which
 // scripts/test.mjs counts and lists at the end of `npm test` (so a fresh clone without them passes,
-// saying what to install, and never waits on a timeout). Under CI=true never a skip: a missing tool
+// saying what to install, and never waits on a timeout). Under CALLPLANE_TEST_REQUIRE_TOOLS=1 (.ci/run) never a skip: a missing tool
 // then fails the test instead of passing silently (.ci/run installs every one of them).
 // CALLPLANE_TEST_HIDE_TOOLS=chromium,kamailio-presence (read here only) treats those tools as
 // missing, so the skip path can be tested on a machine that has them all.
@@ -72,12 +72,20 @@ export function hasTool(name: ToolName): boolean {
 }
 
 /**
- * `skip` option for a test or suite needing these tools: false when all are there, or under
- * CI=true (a missing one then fails); else `needs <tool>[, <tool>]: apt-get install <package> …`.
+ * Set by .ci/run (which installs every tool): a missing tool then fails its tests instead of
+ * skipping them, so CI cannot pass without them. Not CI=true, which many machines set for their
+ * own reasons, where a newcomer's `npm test` should still skip.
+ */
+export const requireTools = (): boolean => process.env.CALLPLANE_TEST_REQUIRE_TOOLS === '1';
+
+/**
+ * `skip` option for a test or suite needing these tools: false when all are there, or when
+ * CALLPLANE_TEST_REQUIRE_TOOLS=1 (a missing one then fails); else
+ * `needs <tool>[, <tool>]: apt-get install <package> …`.
  */
 export function toolsSkip(...names: ToolName[]): false | string {
   const missing = names.filter((n) => !hasTool(n));
-  if (missing.length === 0 || process.env.CI === 'true') return false;
+  if (missing.length === 0 || requireTools()) return false;
   const packages = [...new Set(missing.flatMap((n) => TOOLS[n].packages))];
   return `needs ${missing.join(', ')}: apt-get install ${packages.join(' ')}`;
 }

@@ -13,8 +13,8 @@ const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../.
 
 function runTests(files: string[], env: Record<string, string>): Promise<{ code: number; out: string; ms: number }> {
   const clean = { ...process.env };
-  // Not CI (which never skips), and SQLite only: the PostgreSQL halves would only make it slower.
-  for (const k of ['CI', 'TEST_DATABASE_URL', 'NODE_TEST_CONTEXT', 'CALLPLANE_TEST_HIDE_TOOLS']) delete clean[k];
+  // Not requiring the tools (as .ci/run does), and SQLite only: the PostgreSQL halves would only make it slower.
+  for (const k of ['CALLPLANE_TEST_REQUIRE_TOOLS', 'TEST_DATABASE_URL', 'NODE_TEST_CONTEXT', 'CALLPLANE_TEST_HIDE_TOOLS']) delete clean[k];
   const t0 = Date.now();
   return new Promise((resolve) => {
     execFile(process.execPath, [path.join(ROOT, 'scripts/test.mjs'), ...files], { cwd: ROOT, env: { ...clean, ...env }, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
@@ -58,18 +58,20 @@ describe('npm test without the system tools', () => {
 });
 
 describe('toolsSkip', () => {
-  it('names the tools and their packages; under CI=true never skips, so a missing tool fails there', () => {
-    const saved = { CI: process.env.CI, hide: process.env.CALLPLANE_TEST_HIDE_TOOLS };
+  it('names the tools and their packages; CI=true alone still skips; under CALLPLANE_TEST_REQUIRE_TOOLS=1 never, so a missing tool fails there', () => {
+    const saved = { require: process.env.CALLPLANE_TEST_REQUIRE_TOOLS, CI: process.env.CI, hide: process.env.CALLPLANE_TEST_HIDE_TOOLS };
     try {
-      delete process.env.CI;
+      delete process.env.CALLPLANE_TEST_REQUIRE_TOOLS;
+      process.env.CI = 'true';
       process.env.CALLPLANE_TEST_HIDE_TOOLS = 'chromium,pocketsphinx';
       assert.equal(toolsSkip('chromium'), 'needs chromium: apt-get install chromium');
       assert.equal(toolsSkip('pocketsphinx', 'chromium'), 'needs pocketsphinx, chromium: apt-get install pocketsphinx pocketsphinx-en-us chromium');
       assert.equal(toolsSkip('openssl'), hasTool('openssl') ? false : 'needs openssl: apt-get install openssl');
-      process.env.CI = 'true';
+      process.env.CALLPLANE_TEST_REQUIRE_TOOLS = '1';
       assert.equal(toolsSkip('chromium'), false);
     } finally {
       if (saved.CI === undefined) delete process.env.CI; else process.env.CI = saved.CI;
+      if (saved.require === undefined) delete process.env.CALLPLANE_TEST_REQUIRE_TOOLS; else process.env.CALLPLANE_TEST_REQUIRE_TOOLS = saved.require;
       if (saved.hide === undefined) delete process.env.CALLPLANE_TEST_HIDE_TOOLS; else process.env.CALLPLANE_TEST_HIDE_TOOLS = saved.hide;
     }
   });
