@@ -233,16 +233,23 @@ export class FakeTwilio {
   /** AvailablePhoneNumbers/{country}/Local: 404 for a country with no inventory, as Twilio answers one it does not serve. */
   #searchNumbers(res: http.ServerResponse, country: string, q: URLSearchParams, path: string): void {
     if (!this.inventory.some((n) => n.isoCountry === country)) return this.#error(res, 404, 20404, `The requested resource ${path} was not found`);
+    // Twilio's pattern: 2 to 16 characters, letters read as keypad digits, matched anywhere in the
+    // number unless `+` anchors it to the start (country code included) or `$` to the end; `*` (one
+    // character) and `%` (any run) only at its ends, never between the other characters.
     const contains = q.get('Contains');
-    if (contains !== null && contains.replace(/\*/g, '').length < 2) return this.#error(res, 400, 21207, 'Contains must be at least 2 characters');
-    const pattern = contains === null ? null
-      : new RegExp([...contains].map((c) => (c === '*' ? '\\d' : keypad(c))).join(''));
+    let pattern: RegExp | null = null;
+    if (contains !== null) {
+      const m = /^(\+?)([*%]*)([^*%$+]+)([*%]*)(\$?)$/.exec(contains);
+      if (!m || contains.length > 16 || m[3].length < 2) return this.#error(res, 400, 21207, `Invalid Contains pattern: ${contains}`);
+      const wild = (w: string) => [...w].map((c) => (c === '*' ? '\\d' : '\\d*')).join('');
+      pattern = new RegExp(`${m[1] ? '^\\+' : ''}${wild(m[2])}${[...m[3]].map(keypad).join('')}${wild(m[4])}${m[5] ? '$' : ''}`);
+    }
     const pageSize = Number(q.get('PageSize') ?? 50);
     const found = this.inventory.filter((n) => n.isoCountry === country
       && (q.get('InLocality') === null || n.locality?.toLowerCase() === q.get('InLocality')!.toLowerCase())
       && (q.get('InRegion') === null || n.region?.toLowerCase() === q.get('InRegion')!.toLowerCase())
       && (q.get('AreaCode') === null || this.#nationalOf(n).startsWith(q.get('AreaCode')!))
-      && (pattern === null || pattern.test(this.#nationalOf(n)))).slice(0, pageSize);
+      && (pattern === null || pattern.test(n.phoneNumber))).slice(0, pageSize);
     this.#json(res, 200, { available_phone_numbers: found.map((n) => this.#availableJson(n)), uri: path });
   }
 

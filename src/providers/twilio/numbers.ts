@@ -123,17 +123,25 @@ export class TwilioNumbers implements NumberProvider {
       if (!REGION_COUNTRIES.has(q.country)) throw new UnsupportedSearch(`twilio cannot filter numbers in ${q.country} by region (only in ${[...REGION_COUNTRIES].join(' and ')})`, TWILIO);
       query.set('InRegion', q.region);
     }
-    let contains = q.contains;
+    // Contains (Twilio's pattern): digits matched anywhere in the number, `+` anchoring it to the
+    // number's start (country code included); a wildcard only at its ends, none between digits.
+    let contains: string | undefined;
+    if (q.contains) {
+      const core = q.contains.replace(/^\*+|\*+$/g, '');
+      if (core.includes('*')) throw new UnsupportedSearch(`twilio cannot search with a wildcard between digits (phrase became ${q.contains})`, TWILIO);
+      contains = core;
+    }
     if (q.prefix) {
       if (AREA_CODE_COUNTRIES.has(q.country)) {
         if (q.prefix.length < 3) throw new UnsupportedSearch(`twilio searches ${q.country} numbers by area code: prefix needs at least 3 digits`, TWILIO);
         query.set('AreaCode', q.prefix.slice(0, 3));
-        // The digits after the area code, where they sit in the 10-digit number.
-        if (q.prefix.length > 3) contains = (q.prefix + '*'.repeat(10)).slice(0, 10);
-      } else {
-        contains = q.prefix;
+      }
+      if (q.prefix.length > 3 || !AREA_CODE_COUNTRIES.has(q.country)) {
+        if (contains) throw new UnsupportedSearch('twilio cannot search by a prefix and a phrase at once', TWILIO);
+        contains = `+${callingCodeOf(q.country) ?? ''}${q.prefix}`;
       }
     }
+    if (contains && contains.length > 16) throw new UnsupportedSearch(`twilio searches for at most 16 characters (${contains} has ${contains.length})`, TWILIO);
     if (contains) query.set('Contains', contains);
     query.set('PageSize', String(q.limit));
     let json: Json | undefined;
