@@ -17,7 +17,11 @@ export interface NumberSearch {
    * provider may answer numbers of the same general area when none start with all of them.
    */
   prefix?: string;
-  /** Keypad digits and `*` (any one digit) the national number contains (phraseDigits). */
+  /**
+   * Keypad digits the national number contains (phraseDigits). A `*` at either end stands for
+   * anything (the digits anywhere in the number); between digits, for any one digit, which not
+   * every provider can search (Twilio cannot: a 400 says so).
+   */
   contains?: string;
   limit: number;
 }
@@ -46,6 +50,10 @@ export interface NumberWebhooks {
 export interface HeldNumber {
   number: string;
   providerRef: string;
+  /** What the provider says of it, when it says it. */
+  locality?: string | null;
+  region?: string | null;
+  capabilities?: Capabilities;
 }
 
 export interface NumberProvider {

@@ -93,10 +93,12 @@ export class SimulatedNumbers implements NumberProvider {
   }
 
   buy(number: string): Promise<HeldNumber> {
-    if (!SimulatedNumbers.blockOf(number)) {
+    const block = SimulatedNumbers.blockOf(number);
+    if (!block) {
       return Promise.reject(new NumberUnavailable(`${number} is not in the simulated inventory (fictional ranges only: docs/numbers.md)`, this.name));
     }
-    return Promise.resolve({ number, providerRef: `SIM-${number.slice(1)}` });
+    const { locality, region, capabilities } = present(block, number);
+    return Promise.resolve({ number, providerRef: `SIM-${number.slice(1)}`, locality, region, capabilities });
   }
 
   find(): Promise<HeldNumber | null> {

@@ -134,6 +134,7 @@ for (const engine of ENGINES) {
         StatusCallback: `${PUBLIC}/api/v2/providers/twilio/voice/status`, StatusCallbackMethod: 'POST',
         SmsUrl: `${PUBLIC}/api/v2/providers/twilio/sms`, SmsMethod: 'POST',
       });
+      assert.deepEqual(res.body.phoneNumber.capabilities, { voice: true, sms: true, mms: true });
       const [held] = [...fake.incoming.values()].filter((x) => x.phoneNumber === '+15125550104');
       assert.ok(held);
       const back = await n.ret(o.token, { number: '+15125550104' });

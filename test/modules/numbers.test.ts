@@ -112,6 +112,9 @@ forEachEngine('phone numbers (simulated inventory)', (h) => {
     assert.equal(res.body.simulated, true);
     assert.deepEqual([res.body.phoneNumber.number, res.body.phoneNumber.agentId, res.body.phoneNumber.kind, res.body.phoneNumber.state, res.body.phoneNumber.provider],
       [number, o.agentId, 'bought', 'active', 'simulated']);
+    assert.deepEqual([res.body.phoneNumber.locality, res.body.phoneNumber.region, res.body.phoneNumber.country, res.body.phoneNumber.simulated],
+      ['New York', 'NY', 'US', true]);
+    assert.deepEqual(res.body.phoneNumber.capabilities, { voice: true, sms: true, mms: true });
     const list = await n.list(o.token);
     assert.deepEqual(list.body.phoneNumbers.map((x: any) => [x.number, x.agentId]), [[number, o.agentId]]);
     const again = await n.prefix(o.token, { prefix: '2125550', country: 'US' });

@@ -32,6 +32,9 @@ const Held = Obj({
   number: Type.String(), agentId: Type.Union([Type.Integer(), Type.Null()]), kind: Type.String({ description: 'bought | byo' }),
   state: Type.String({ description: 'active | reserved (being bought) | attention (docs/numbers.md, "Reconciliation")' }),
   provider: Type.Union([Type.String(), Type.Null()]), simulated: Type.Boolean(), country: Type.Union([Type.String(), Type.Null()]),
+  locality: Type.Union([Type.String(), Type.Null()]), region: Type.Union([Type.String(), Type.Null()]),
+  capabilities: Type.Union([Caps, Type.Null()]),
+  lastError: Type.Optional(Type.String({ description: 'Why the number needs attention' })),
   createdAt: Type.Integer(),
 });
 const searchErrors = errors(400, 403, 404, 502, 504);

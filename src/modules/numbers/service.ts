@@ -189,7 +189,12 @@ export function numbersService(deps: NumbersServiceDeps) {
       if (row.state === 'reserved') await phoneNumberRepo.delete(db, row.id);
       providerFailure(err, p.name);
     }
-    const done = { state: 'active' as const, provider_ref: held.providerRef, last_error: null, updated_at: nowMs() };
+    const done = {
+      state: 'active' as const, provider_ref: held.providerRef, last_error: null, updated_at: nowMs(),
+      ...(held.locality !== undefined ? { locality: held.locality } : {}),
+      ...(held.region !== undefined ? { region: held.region } : {}),
+      ...(held.capabilities ? { capabilities: JSON.stringify(held.capabilities) } : {}),
+    };
     await phoneNumberRepo.update(db, row.id, done);
     return { ...row, ...done };
   }

@@ -185,7 +185,11 @@ export class TwilioNumbers implements NumberProvider {
     const sid = typeof json?.sid === 'string' ? json.sid : '';
     const number = typeof json?.phone_number === 'string' ? json.phone_number : '';
     if (!sid.startsWith('PN')) throw new TransientCarrierError('twilio: answer without a phone number sid', TWILIO, { maybeApplied: true });
-    return { number, providerRef: sid };
+    const caps = json?.capabilities && typeof json.capabilities === 'object' ? json.capabilities as Json : undefined;
+    return {
+      number, providerRef: sid,
+      ...(caps ? { capabilities: { voice: caps.voice === true, sms: caps.SMS === true || caps.sms === true, mms: caps.MMS === true || caps.mms === true } } : {}),
+    };
   }
 
   async buy(number: string, hooks: NumberWebhooks, signal?: AbortSignal): Promise<HeldNumber> {
