@@ -54,6 +54,9 @@ forEachEngine('phone numbers (simulated inventory)', (h) => {
     const london = await n.locality(o.token, { city: 'London', country: 'GB' });
     assert.equal(london.status, 200, JSON.stringify(london.body));
     assert.ok(london.body.numbers.every((x: any) => x.number.startsWith('+44207946')), JSON.stringify(london.body.numbers[0]));
+    // The contract's "required" phoneNumber and code (no properties of the body) are accepted and ignored.
+    const contract = await n.locality(o.token, { city: 'Austin', country: 'US', phoneNumber: '+15125550100', code: '512' });
+    assert.equal(contract.status, 200, JSON.stringify(contract.body));
     // A place with no numbers is the contract's 404, saying the inventory is simulated.
     expectError(await n.locality(o.token, { city: 'Nowhere', country: 'US' }), 404, 'simulated');
   });

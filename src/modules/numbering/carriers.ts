@@ -109,6 +109,10 @@ export async function chooseCarrier(deps: CarrierChoiceDeps, orgId: number, kind
  */
 export async function chooseNumberProvider(deps: Pick<CarrierChoiceDeps, 'db' | 'box' | 'carrierOptions'> & { config: Pick<Config, 'allowPrivateTargets'> }, orgId: number, providerId?: string): Promise<NumberProvider> {
   const row = providerId ? await numberingRepo.find(deps.db, orgId, providerId) : (await numberingRepo.listEnabled(deps.db, orgId))[0];
+  if (!row && providerId && providerId !== 'simulated') {
+    // Never the simulated inventory in its place: the number would be unbound while still rented there.
+    throw new Conflict(`numbering provider '${providerId}', where this number was bought, is no longer configured for organization ${orgId}; add it again to release the number`);
+  }
   if (!row) return createNumberProvider(null);
   const settings = openProviderSettings(row, deps.box);
   if (row.provider_id === TWILIO) checkApiBase(settings.config.apiBaseUrl ?? settings.secrets?.apiBaseUrl, deps.config);

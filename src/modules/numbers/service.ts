@@ -98,8 +98,14 @@ export function numbersService(deps: NumbersServiceDeps) {
     return id;
   }
 
-  const provider = (orgId: number, providerId?: string) =>
-    chooseNumberProvider({ db, box: deps.box, config: deps.config, carrierOptions: deps.carrierOptions }, orgId, providerId);
+  /** The organization's numbering provider; settings it cannot be built from are the provider's failure (400/502), not ours. */
+  async function provider(orgId: number, providerId?: string): Promise<NumberProvider> {
+    try {
+      return await chooseNumberProvider({ db, box: deps.box, config: deps.config, carrierOptions: deps.carrierOptions }, orgId, providerId);
+    } catch (err) {
+      providerFailure(err, providerId ?? 'the numbering provider');
+    }
+  }
 
   /** Where a number's calls and texts go: our Twilio webhooks, which check Twilio's signature. */
   function webhooks(): NumberWebhooks {
