@@ -219,6 +219,21 @@ for (const engine of ENGINES) {
       fake.inventory.push({ phoneNumber: '+12165550101', isoCountry: 'US', locality: 'Cleveland', region: 'OH', capabilities: { voice: true, SMS: true, MMS: true } });
     });
 
+    it('a purchase Twilio does not answer in time is a 504 and kept in state attention; assigning again finds it unsold and buys it', async () => {
+      const { o } = await twilioOrg();
+      const number = '+12167770103';
+      fake.hangNext();
+      expectError(await n.assign(o.token, { number, country: 'US' }), 504, 'twilio', 'attention');
+      assert.deepEqual((await n.list(o.token)).body.phoneNumbers.map((x: any) => x.state), ['attention']);
+      const from = fake.requests.length;
+      const res = await n.assign(o.token, { number, country: 'US' });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(since(from).map((r) => [r.method, r.path.split('/').at(-1)]), [['GET', 'IncomingPhoneNumbers.json'], ['POST', 'IncomingPhoneNumbers.json']]);
+      assert.equal(since(from)[1]!.form.get('PhoneNumber'), number);
+      assert.equal((await n.ret(o.token, { number })).status, 200);
+      fake.inventory.push({ phoneNumber: number, isoCountry: 'US', locality: 'Cleveland', region: 'OH' });
+    });
+
     it('a failed release keeps the number held (502 naming twilio); nothing is unbound until Twilio has released it', async () => {
       const { o } = await twilioOrg();
       assert.equal((await n.assign(o.token, { number: '+12165550102', country: 'US' })).status, 200);
