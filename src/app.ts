@@ -32,6 +32,7 @@ import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
 import { contextRoutes } from './modules/context/routes.ts';
+import { numbersRoutes } from './modules/numbers/routes.ts';
 import { conversationRoutes } from './modules/conversations/routes.ts';
 import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
 import { smsRoutes } from './modules/conversations/sms-routes.ts';
@@ -218,6 +219,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(sipRoutes, { sip: services.sip });
   await app.register(subscriptionRoutes, { subscriptions: services.subscriptions });
   await app.register(contextRoutes, { context: services.context });
+  await app.register(numbersRoutes, { numbers: services.numbers });
   await app.register(integrationRoutes, { integrations: services.integrations });
   await app.register(knowledgeRoutes, { knowledge: services.knowledge });
   await app.register(agentRoutes, { agents: services.agents });

@@ -33,6 +33,7 @@ import { agentService, type AgentService } from './modules/agents/service.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { modelsService, type ModelsService } from './modules/models/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
+import { numbersService, type NumbersService } from './modules/numbers/service.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
 import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
@@ -78,6 +79,7 @@ export interface Services {
   tokenLookup: TokenLookup;
   members: MemberService;
   numbering: NumberingService;
+  numbers: NumbersService;
   tasks: TaskService;
   twilioCallbacks: TwilioCallbacks;
   relays: RelayService;
@@ -139,6 +141,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     tokenLookup: tokenLookup(db),
     members: memberService({ db }),
     numbering: numberingService({ db, box }),
+    numbers: numbersService({ db, box, config, carrierOptions }),
     tasks: taskService({ db, queue: taskQueue, refreshStatistics: (tables) => database.refreshStatistics(tables), log: child('tasks') }),
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),

@@ -716,3 +716,35 @@ export interface RateLimitCountersTable {
 export interface DB {
   rate_limit_counters: RateLimitCountersTable;
 }
+
+/** A phone number an organization holds (src/modules/numbers): bought at its provider, or brought (BYO). */
+export interface PhoneNumbersTable {
+  id: Generated<number>;
+  /** E.164; unique: one holder at a time. */
+  number: string;
+  org_id: number;
+  /** The agent account its calls and texts reach; null once that agent is deleted. */
+  agent_id: number | null;
+  kind: 'bought' | 'byo';
+  /** 'reserved': being bought; 'attention': the purchase's outcome or the webhooks need an operator. */
+  state: 'reserved' | 'active' | 'attention';
+  /** The numbering provider it was bought at ('twilio', 'simulated'); null for BYO. */
+  provider: string | null;
+  /** Its reference there (Twilio's PN… sid). */
+  provider_ref: string | null;
+  simulated: ColumnType<number, number | undefined, number>;
+  country: string | null;
+  locality: string | null;
+  region: string | null;
+  /** JSON {voice, sms, mms}. */
+  capabilities: string | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DB {
+  phone_numbers: PhoneNumbersTable;
+}
+
+export type PhoneNumberRow = Selectable<PhoneNumbersTable>;

@@ -2,7 +2,7 @@
 // Possible numbers are accepted; whether one is also assigned (valid) is reported with it.
 // The "max" metadata is used because only it checks a number against the ranges in actual use
 // (the default "min" metadata only checks the general shape and lengths of a country's numbers).
-import { isSupportedCountry, parsePhoneNumberWithError, ParseError, validatePhoneNumberLength } from 'libphonenumber-js/max';
+import { getCountryCallingCode, isSupportedCountry, parsePhoneNumberWithError, ParseError, validatePhoneNumberLength } from 'libphonenumber-js/max';
 import type { CountryCode } from 'libphonenumber-js/max';
 
 export type PhoneResult =
@@ -97,4 +97,14 @@ export function invalidPhoneMessage(field: string, input: unknown, reason: strin
   const raw = typeof input === 'string' ? input : (JSON.stringify(input) ?? String(input));
   const cut = raw.length > MAX_INPUT_LENGTH ? `${raw.slice(0, MAX_INPUT_LENGTH)}…` : raw;
   return `${field} ${typeof input === 'string' ? `'${cut}'` : cut} is not a valid phone number (${reason})`;
+}
+
+/** Whether `code` is an ISO 3166 alpha-2 country (upper case) that has a telephone numbering plan. */
+export function isPhoneCountry(code: string): boolean {
+  return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code);
+}
+
+/** A country's calling code ('1', '44'), or undefined for a code that is not a phone country. */
+export function callingCodeOf(country: string): string | undefined {
+  return isPhoneCountry(country) ? getCountryCallingCode(country as CountryCode) : undefined;
 }

@@ -5,6 +5,9 @@ import { PermanentCarrierError, type Carrier } from './carrier.ts';
 import { SimulatedCarrier, type SimulatedOptions } from './simulated.ts';
 import { TwilioCarrier, type TwilioOptions } from './twilio/carrier.ts';
 import type { SipCallDeps } from './sip.ts';
+import { UnsupportedSearch, type NumberProvider } from './numbers.ts';
+import { SIMULATED_NUMBERS, SimulatedNumbers } from './simulated-numbers.ts';
+import { TwilioNumbers } from './twilio/numbers.ts';
 
 export * from './carrier.ts';
 export * from './simulated.ts';
@@ -44,4 +47,18 @@ export function createCarrier(provider: ProviderSettings | null | undefined, opt
     }, opts.twilio);
   }
   throw new PermanentCarrierError(`provider '${provider.providerId}' cannot place calls or send texts`, provider.providerId);
+}
+
+export * from './numbers.ts';
+export * from './simulated-numbers.ts';
+export * from './twilio/numbers.ts';
+
+/** The numbers of an organization's provider (search, buy, release); null or simulated → the SIMULATED inventory. */
+export function createNumberProvider(provider: ProviderSettings | null | undefined, opts: CarrierOptions = {}): NumberProvider {
+  if (!provider || provider.providerId === SIMULATED_NUMBERS) return new SimulatedNumbers();
+  if (provider.providerId === 'twilio') {
+    const all = { ...provider.config, ...provider.secrets };
+    return new TwilioNumbers({ accountSid: all.accountSid, authToken: all.authToken, apiBaseUrl: all.apiBaseUrl }, opts.twilio);
+  }
+  throw new UnsupportedSearch(`provider '${provider.providerId}' cannot search, buy or release numbers here (twilio or simulated can)`, provider.providerId);
 }

@@ -1,5 +1,5 @@
 // A stand-in for the few Twilio REST endpoints callplane calls (create call, create message, update
-// call), on 127.0.0.1, for the test suite only: it checks basic auth, records every request, answers
+// call; search, buy, find, update and release phone numbers), on 127.0.0.1, for the test suite only: it checks basic auth, records every request, answers
 // with Twilio-shaped JSON, can be told to fail or hang, and sends status callbacks and TwiML fetches
 // signed with Twilio's X-Twilio-Signature algorithm (implemented here on node:crypto, independently of the
 // twilio package our code uses, so the two check each other).
@@ -12,6 +12,8 @@ export interface RecordedRequest {
   path: string;
   headers: http.IncomingHttpHeaders;
   form: URLSearchParams;
+  /** The query string's parameters (searches and lookups are GETs). */
+  query: URLSearchParams;
   raw: string;
   /** When it arrived (unix ms). */
   at: number;
@@ -37,6 +39,37 @@ export interface FakeMessage {
   body: string;
   status: string;
   statusCallback?: string;
+}
+
+/** A number of the fake's inventory (AvailablePhoneNumbers), or one the account holds (IncomingPhoneNumbers). */
+export interface FakeNumber {
+  phoneNumber: string;
+  /** ISO country; its national digits are the number without `+` and the calling code. */
+  isoCountry: string;
+  locality: string | null;
+  region: string | null;
+  capabilities?: { voice: boolean; SMS: boolean; MMS: boolean };
+}
+
+export interface FakeIncoming extends FakeNumber {
+  sid: string;
+  voiceUrl: string | null;
+  smsUrl: string | null;
+  statusCallback: string | null;
+}
+
+const CALLING: Record<string, string> = { US: '1', CA: '1', GB: '44' };
+const KEYS = 'abc2def3ghi4jkl5mno6pqrs7tuv8wxyz9';
+const keypad = (c: string) => { const i = KEYS.indexOf(c.toLowerCase()); if (i < 0) return c; let j = i; while (!/\d/.test(KEYS[j])) j++; return KEYS[j]; };
+
+/** A default inventory: US numbers in Cleveland (216) and Austin (512), Canadian ones in Toronto. */
+export function defaultInventory(): FakeNumber[] {
+  const n = (phoneNumber: string, isoCountry: string, locality: string, region: string): FakeNumber =>
+    ({ phoneNumber, isoCountry, locality, region, capabilities: { voice: true, SMS: true, MMS: isoCountry === 'US' } });
+  return [
+    n('+12165550101', 'US', 'Cleveland', 'OH'), n('+12165550102', 'US', 'Cleveland', 'OH'), n('+12167770103', 'US', 'Cleveland', 'OH'),
+    n('+15125550104', 'US', 'Austin', 'TX'), n('+15122482646', 'US', 'Austin', 'TX'), n('+14165550105', 'CA', 'Toronto', 'ON'),
+  ];
 }
 
 export interface Injection {
@@ -84,6 +117,10 @@ export class FakeTwilio {
   readonly twimlFetches: TwimlFetch[] = [];
   /** Calls updated with new TwiML (Calls/{sid}.json with Twiml): transfers, redirects. */
   readonly redirects: Array<{ sid: string; twiml: string }> = [];
+  /** What AvailablePhoneNumbers offers (tests replace or extend it); a bought number leaves it. */
+  inventory: FakeNumber[] = defaultInventory();
+  /** Numbers the account holds, by sid (IncomingPhoneNumbers). */
+  readonly incoming = new Map<string, FakeIncoming>();
   readonly #injections: Array<Injection | 'hang'> = [];
   readonly #server: http.Server;
   #url = '';
@@ -134,9 +171,10 @@ export class FakeTwilio {
   }
 
   #handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string): void {
-    const path = (req.url ?? '/').split('?')[0];
+    const [path, qs] = (req.url ?? '/').split('?') as [string, string | undefined];
     const form = new URLSearchParams(raw);
-    this.requests.push({ method: req.method ?? '', path, headers: req.headers, form, raw, at: Date.now() });
+    const query = new URLSearchParams(qs ?? '');
+    this.requests.push({ method: req.method ?? '', path, headers: req.headers, form, query, raw, at: Date.now() });
     const injection = this.#injections.shift();
     if (injection === 'hang') return;
     if (injection) {
@@ -151,6 +189,15 @@ export class FakeTwilio {
     const expected = 'Basic ' + Buffer.from(`${this.accountSid}:${this.authToken}`).toString('base64');
     if (req.headers.authorization !== expected) return this.#error(res, 401, 20003, 'Authenticate');
     const prefix = `/2010-04-01/Accounts/${this.accountSid}/`;
+    if (path.startsWith(prefix)) {
+      const rest = path.slice(prefix.length);
+      const avail = /^AvailablePhoneNumbers\/([^/]+)\/Local\.json$/.exec(rest);
+      if (avail && req.method === 'GET') return this.#searchNumbers(res, decodeURIComponent(avail[1]), query, path);
+      if (rest === 'IncomingPhoneNumbers.json' && req.method === 'GET') return this.#findIncoming(res, query);
+      if (rest === 'IncomingPhoneNumbers.json' && req.method === 'POST') return this.#buyNumber(res, form);
+      const inc = /^IncomingPhoneNumbers\/([^/]+)\.json$/.exec(rest);
+      if (inc && (req.method === 'POST' || req.method === 'DELETE')) return this.#updateIncoming(res, req.method, decodeURIComponent(inc[1]), form, path);
+    }
     if (req.method !== 'POST' || !path.startsWith(prefix)) {
       return this.#error(res, 404, 20404, `The requested resource ${path} was not found`);
     }
@@ -160,6 +207,84 @@ export class FakeTwilio {
     const m = /^Calls\/([^/]+)\.json$/.exec(rest);
     if (m) return this.#updateCall(res, decodeURIComponent(m[1]), form, path);
     this.#error(res, 404, 20404, `The requested resource ${path} was not found`);
+  }
+
+  #nationalOf(n: FakeNumber): string {
+    return n.phoneNumber.slice(1 + (CALLING[n.isoCountry] ?? '').length);
+  }
+
+  #availableJson(n: FakeNumber): Record<string, unknown> {
+    return {
+      friendly_name: n.phoneNumber, phone_number: n.phoneNumber, lata: null, locality: n.locality, rate_center: n.locality,
+      latitude: null, longitude: null, region: n.region, postal_code: null, iso_country: n.isoCountry,
+      address_requirements: 'none', beta: false, capabilities: n.capabilities ?? { voice: true, SMS: true, MMS: false },
+    };
+  }
+
+  #incomingJson(n: FakeIncoming): Record<string, unknown> {
+    return {
+      sid: n.sid, account_sid: this.accountSid, phone_number: n.phoneNumber, friendly_name: n.phoneNumber,
+      voice_url: n.voiceUrl, voice_method: 'POST', sms_url: n.smsUrl, sms_method: 'POST', status_callback: n.statusCallback,
+      status_callback_method: 'POST', capabilities: n.capabilities, api_version: '2010-04-01',
+      uri: `/2010-04-01/Accounts/${this.accountSid}/IncomingPhoneNumbers/${n.sid}.json`,
+    };
+  }
+
+  /** AvailablePhoneNumbers/{country}/Local: 404 for a country with no inventory, as Twilio answers one it does not serve. */
+  #searchNumbers(res: http.ServerResponse, country: string, q: URLSearchParams, path: string): void {
+    if (!this.inventory.some((n) => n.isoCountry === country)) return this.#error(res, 404, 20404, `The requested resource ${path} was not found`);
+    // Twilio's pattern: 2 to 16 characters, letters read as keypad digits, matched anywhere in the
+    // number unless `+` anchors it to the start (country code included) or `$` to the end; `*` (one
+    // character) and `%` (any run) only at its ends, never between the other characters.
+    const contains = q.get('Contains');
+    let pattern: RegExp | null = null;
+    if (contains !== null) {
+      const m = /^(\+?)([*%]*)([^*%$+]+)([*%]*)(\$?)$/.exec(contains);
+      if (!m || contains.length > 16 || m[3].length < 2) return this.#error(res, 400, 21207, `Invalid Contains pattern: ${contains}`);
+      const wild = (w: string) => [...w].map((c) => (c === '*' ? '\\d' : '\\d*')).join('');
+      pattern = new RegExp(`${m[1] ? '^\\+' : ''}${wild(m[2])}${[...m[3]].map(keypad).join('')}${wild(m[4])}${m[5] ? '$' : ''}`);
+    }
+    const pageSize = Number(q.get('PageSize') ?? 50);
+    const found = this.inventory.filter((n) => n.isoCountry === country
+      && (q.get('InLocality') === null || n.locality?.toLowerCase() === q.get('InLocality')!.toLowerCase())
+      && (q.get('InRegion') === null || n.region?.toLowerCase() === q.get('InRegion')!.toLowerCase())
+      && (q.get('AreaCode') === null || this.#nationalOf(n).startsWith(q.get('AreaCode')!))
+      && (pattern === null || pattern.test(n.phoneNumber))).slice(0, pageSize);
+    this.#json(res, 200, { available_phone_numbers: found.map((n) => this.#availableJson(n)), uri: path });
+  }
+
+  #findIncoming(res: http.ServerResponse, q: URLSearchParams): void {
+    const wanted = q.get('PhoneNumber');
+    const list = [...this.incoming.values()].filter((n) => wanted === null || n.phoneNumber === wanted);
+    this.#json(res, 200, { incoming_phone_numbers: list.map((n) => this.#incomingJson(n)) });
+  }
+
+  #buyNumber(res: http.ServerResponse, form: URLSearchParams): void {
+    const wanted = form.get('PhoneNumber');
+    if (!wanted) return this.#error(res, 400, 21422, 'PhoneNumber is required');
+    const i = this.inventory.findIndex((n) => n.phoneNumber === wanted);
+    if (i < 0) return this.#error(res, 400, 21422, `Phone Number ${wanted} is not available`);
+    const [n] = this.inventory.splice(i, 1);
+    const bought: FakeIncoming = {
+      ...n, sid: `PN${hex32()}`, voiceUrl: form.get('VoiceUrl'), smsUrl: form.get('SmsUrl'), statusCallback: form.get('StatusCallback'),
+    };
+    this.incoming.set(bought.sid, bought);
+    this.#json(res, 201, this.#incomingJson(bought));
+  }
+
+  #updateIncoming(res: http.ServerResponse, method: string, sid: string, form: URLSearchParams, path: string): void {
+    const n = this.incoming.get(sid);
+    if (!n) return this.#error(res, 404, 20404, `The requested resource ${path} was not found`);
+    if (method === 'DELETE') {
+      this.incoming.delete(sid);
+      res.writeHead(204);
+      res.end();
+      return;
+    }
+    if (form.has('VoiceUrl')) n.voiceUrl = form.get('VoiceUrl');
+    if (form.has('SmsUrl')) n.smsUrl = form.get('SmsUrl');
+    if (form.has('StatusCallback')) n.statusCallback = form.get('StatusCallback');
+    this.#json(res, 200, this.#incomingJson(n));
   }
 
   #callJson(c: FakeCall): Record<string, unknown> {

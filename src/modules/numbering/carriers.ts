@@ -9,8 +9,8 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { Conflict, Forbidden } from '../../http/errors.ts';
 import { normalizePhone } from '../../lib/phone.ts';
 import {
-  createCarrier, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO, verifyTwilioSignature,
-  type Carrier, type CarrierOptions, type ProviderSettings, type TwilioCarrier, type TwilioParams,
+  createCarrier, createNumberProvider, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO, verifyTwilioSignature,
+  type Carrier, type CarrierOptions, type NumberProvider, type ProviderSettings, type TwilioCarrier, type TwilioParams,
 } from '../../providers/index.ts';
 import { sipCallPlan } from '../sip/calls.ts';
 import { numberingRepo } from './repository.ts';
@@ -100,6 +100,23 @@ export async function chooseCarrier(deps: CarrierChoiceDeps, orgId: number, kind
   if (row.provider_id === TWILIO) checkApiBase(settings.config.apiBaseUrl ?? settings.secrets?.apiBaseUrl, config);
   return createCarrier(settings,
     { ...opts, simulated: { ...(settings.config.callSeconds ? {} : { callSeconds: config.simulatedCallSeconds }), ...opts.simulated } });
+}
+
+/**
+ * Where an organization's numbers are searched, bought and released: `providerId`'s (enabled or
+ * not: a number bought there is released there), else its default enabled provider, else its
+ * first enabled one; with none, the SIMULATED inventory.
+ */
+export async function chooseNumberProvider(deps: Pick<CarrierChoiceDeps, 'db' | 'box' | 'carrierOptions'> & { config: Pick<Config, 'allowPrivateTargets'> }, orgId: number, providerId?: string): Promise<NumberProvider> {
+  const row = providerId ? await numberingRepo.find(deps.db, orgId, providerId) : (await numberingRepo.listEnabled(deps.db, orgId))[0];
+  if (!row && providerId && providerId !== 'simulated') {
+    // Never the simulated inventory in its place: the number would be unbound while still rented there.
+    throw new Conflict(`numbering provider '${providerId}', where this number was bought, is no longer configured for organization ${orgId}; add it again to release the number`);
+  }
+  if (!row) return createNumberProvider(null);
+  const settings = openProviderSettings(row, deps.box);
+  if (row.provider_id === TWILIO) checkApiBase(settings.config.apiBaseUrl ?? settings.secrets?.apiBaseUrl, deps.config);
+  return createNumberProvider(settings, deps.carrierOptions ?? {});
 }
 
 /**

@@ -1,0 +1,37 @@
+// Queries on phone_numbers: the numbers organizations hold.
+import type { Executor, PhoneNumberRow, PhoneNumbersTable } from '../../db/types.ts';
+import type { Insertable, Updateable } from 'kysely';
+
+export const phoneNumberRepo = {
+  /** Inserts the number's row; a unique violation means someone holds (or is buying) it. */
+  async insert(db: Executor, row: Insertable<PhoneNumbersTable>): Promise<PhoneNumberRow> {
+    return db.insertInto('phone_numbers').values(row).returningAll().executeTakeFirstOrThrow();
+  },
+  async update(db: Executor, id: number, patch: Updateable<PhoneNumbersTable>): Promise<void> {
+    await db.updateTable('phone_numbers').set(patch).where('id', '=', id).execute();
+  },
+  async delete(db: Executor, id: number): Promise<void> {
+    await db.deleteFrom('phone_numbers').where('id', '=', id).execute();
+  },
+  /** The organization's row for this number; `lock` takes a row lock (a no-op on SQLite). */
+  async findInOrg(db: Executor, orgId: number, number: string, opts: { lock?: boolean } = {}): Promise<PhoneNumberRow | undefined> {
+    const q = db.selectFrom('phone_numbers').selectAll().where('org_id', '=', orgId).where('number', '=', number);
+    return (opts.lock ? q.forUpdate() : q).executeTakeFirst();
+  },
+  /** Who holds this number, whatever the organization (what an arriving call or text asks). */
+  async findByNumber(db: Executor, number: string): Promise<PhoneNumberRow | undefined> {
+    return db.selectFrom('phone_numbers').selectAll().where('number', '=', number).executeTakeFirst();
+  },
+  /** Which of these numbers somebody holds. */
+  async heldAmong(db: Executor, numbers: string[]): Promise<Set<string>> {
+    if (numbers.length === 0) return new Set();
+    const rows = await db.selectFrom('phone_numbers').select('number').where('number', 'in', numbers).execute();
+    return new Set(rows.map((r) => r.number));
+  },
+  /** The organization's numbers (one agent's, when given), oldest first. */
+  async listForOrg(db: Executor, orgId: number, agentId?: number): Promise<PhoneNumberRow[]> {
+    let q = db.selectFrom('phone_numbers').selectAll().where('org_id', '=', orgId);
+    if (agentId !== undefined) q = q.where('agent_id', '=', agentId);
+    return q.orderBy('id').execute();
+  },
+};

@@ -1,0 +1,233 @@
+// Twilio's phone numbers through its REST API (2010-04-01) with the organization's own account:
+// AvailablePhoneNumbers/{country}/Local to search (InLocality, InRegion, AreaCode, Contains),
+// IncomingPhoneNumbers to buy (VoiceUrl, SmsUrl, StatusCallback), find, update and release.
+// Requests go out as the carrier's do (carrier.ts): a hard timeout, no redirects, at most 256 KB
+// read back, and Twilio's answers turned into the carrier error types.
+import { request, type Dispatcher } from 'undici';
+import { callingCodeOf } from '../../lib/phone.ts';
+import { PermanentCarrierError, TransientCarrierError } from '../carrier.ts';
+import {
+  NumberUnavailable, UnsupportedSearch,
+  type AvailableNumber, type HeldNumber, type NumberProvider, type NumberSearch, type NumberWebhooks,
+} from '../numbers.ts';
+import { DEFAULT_TWILIO_API_BASE_URL, parseRetryAfter, TWILIO, type TwilioOptions } from './carrier.ts';
+
+const MAX_RESPONSE_BYTES = 256 * 1024;
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+/** Twilio filters by region (InRegion) only in these countries. */
+const REGION_COUNTRIES = new Set(['US', 'CA']);
+/** Twilio's AreaCode applies only to NANP numbers. */
+const AREA_CODE_COUNTRIES = new Set(['US', 'CA']);
+/** Twilio's codes for a number that cannot be bought (not available, or not ours to buy). */
+const UNAVAILABLE_CODES = new Set(['21422', '21452', '21421']);
+
+type Json = Record<string, unknown>;
+
+export interface TwilioNumberSettings { accountSid: string; authToken: string; apiBaseUrl?: string }
+
+export class TwilioNumbers implements NumberProvider {
+  readonly name = TWILIO;
+  readonly simulated = false;
+  readonly #accountSid: string;
+  readonly #base: string;
+  readonly #auth: string;
+  readonly #timeoutMs: number;
+  readonly #dispatcher?: Dispatcher;
+
+  constructor(settings: TwilioNumberSettings, opts: TwilioOptions = {}) {
+    if (!settings.accountSid || !settings.authToken) {
+      throw new PermanentCarrierError('twilio: accountSid and authToken are required in the provider settings', TWILIO);
+    }
+    this.#accountSid = settings.accountSid;
+    this.#base = (settings.apiBaseUrl || DEFAULT_TWILIO_API_BASE_URL).replace(/\/+$/, '');
+    this.#auth = 'Basic ' + Buffer.from(`${settings.accountSid}:${settings.authToken}`).toString('base64');
+    this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#dispatcher = opts.dispatcher;
+  }
+
+  /** The hard limit of one request (connect to last byte). */
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  #url(rest: string, query?: URLSearchParams): string {
+    const q = query && [...query.keys()].length ? `?${query.toString()}` : '';
+    return `${this.#base}/2010-04-01/Accounts/${encodeURIComponent(this.#accountSid)}/${rest}${q}`;
+  }
+
+  async #request(method: 'GET' | 'POST' | 'DELETE', url: string, form: URLSearchParams | undefined, signal: AbortSignal | undefined): Promise<Json | undefined> {
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const headers: Record<string, string> = { authorization: this.#auth, accept: 'application/json', 'user-agent': 'callplane' };
+    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
+    let status: number;
+    let text: string;
+    let retryAfter: string | string[] | undefined;
+    try {
+      // undici's request() follows no redirects.
+      const res = await request(url, {
+        method, headers, body: form?.toString(), signal: combined,
+        headersTimeout: this.#timeoutMs, bodyTimeout: this.#timeoutMs,
+        ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
+      });
+      status = res.statusCode;
+      retryAfter = res.headers['retry-after'];
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) {
+          res.body.destroy();
+          throw new TransientCarrierError(`twilio: answer larger than ${MAX_RESPONSE_BYTES} bytes`, TWILIO, { httpStatus: status, maybeApplied: true });
+        }
+        chunks.push(chunk);
+      }
+      text = Buffer.concat(chunks).toString('utf8');
+    } catch (err) {
+      if (err instanceof TransientCarrierError) throw err;
+      if (timeout.aborted) {
+        throw new TransientCarrierError(`twilio: no answer within ${this.#timeoutMs} ms`, TWILIO, { code: 'timeout', maybeApplied: method !== 'GET', cause: err });
+      }
+      const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;
+      const c = typeof code === 'string' ? code : '';
+      throw new TransientCarrierError(`twilio: request failed (${c || (err as Error).message})`, TWILIO, { maybeApplied: method !== 'GET' && !NOT_SENT_CODES.has(c), cause: err });
+    }
+    let json: Json | undefined;
+    try {
+      const parsed: unknown = text ? JSON.parse(text) : undefined;
+      json = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Json : undefined;
+    } catch {
+      json = undefined;
+    }
+    if (status === 204 && method === 'DELETE') return undefined;
+    if (status >= 200 && status < 300) {
+      if (!json) throw new TransientCarrierError(`twilio: ${status} without a JSON body`, TWILIO, { httpStatus: status, maybeApplied: true });
+      return json;
+    }
+    const code = json && (typeof json.code === 'number' || typeof json.code === 'string') ? String(json.code) : undefined;
+    const detail = json && typeof json.message === 'string' ? json.message.slice(0, 500) : `HTTP ${status}`;
+    const message = `twilio ${status}${code ? ` (error ${code})` : ''}: ${detail}`;
+    if (status === 429 || status >= 500) {
+      throw new TransientCarrierError(message, TWILIO, { httpStatus: status, code, retryAfterMs: parseRetryAfter(retryAfter), maybeApplied: status !== 429 && method !== 'GET' });
+    }
+    if (status >= 300 && status < 400) {
+      throw new PermanentCarrierError(`twilio ${status}: apiBaseUrl answered with a redirect, which is not followed`, TWILIO, { httpStatus: status });
+    }
+    throw new PermanentCarrierError(message, TWILIO, { httpStatus: status, code });
+  }
+
+  async search(q: NumberSearch, signal?: AbortSignal): Promise<AvailableNumber[]> {
+    const query = new URLSearchParams();
+    if (q.city) query.set('InLocality', q.city);
+    if (q.region) {
+      if (!REGION_COUNTRIES.has(q.country)) throw new UnsupportedSearch(`twilio cannot filter numbers in ${q.country} by region (only in ${[...REGION_COUNTRIES].join(' and ')})`, TWILIO);
+      query.set('InRegion', q.region);
+    }
+    // Contains (Twilio's pattern): digits matched anywhere in the number, `+` anchoring it to the
+    // number's start (country code included); a wildcard only at its ends, none between digits.
+    let contains: string | undefined;
+    if (q.contains) {
+      const core = q.contains.replace(/^\*+|\*+$/g, '');
+      if (core.includes('*')) throw new UnsupportedSearch(`twilio cannot search with a wildcard between digits (phrase became ${q.contains})`, TWILIO);
+      contains = core;
+    }
+    if (q.prefix) {
+      if (AREA_CODE_COUNTRIES.has(q.country)) {
+        if (q.prefix.length < 3) throw new UnsupportedSearch(`twilio searches ${q.country} numbers by area code: prefix needs at least 3 digits`, TWILIO);
+        query.set('AreaCode', q.prefix.slice(0, 3));
+      }
+      if (q.prefix.length > 3 || !AREA_CODE_COUNTRIES.has(q.country)) {
+        if (contains) throw new UnsupportedSearch('twilio cannot search by a prefix and a phrase at once', TWILIO);
+        contains = `+${callingCodeOf(q.country) ?? ''}${q.prefix}`;
+      }
+    }
+    if (contains && contains.length > 16) throw new UnsupportedSearch(`twilio searches for at most 16 characters (${contains} has ${contains.length})`, TWILIO);
+    if (contains) query.set('Contains', contains);
+    query.set('PageSize', String(q.limit));
+    let json: Json | undefined;
+    try {
+      json = await this.#request('GET', this.#url(`AvailablePhoneNumbers/${encodeURIComponent(q.country)}/Local.json`, query), undefined, signal);
+    } catch (err) {
+      // Twilio answers 404 for a country whose local numbers it does not offer.
+      if (err instanceof PermanentCarrierError && err.httpStatus === 404) throw new UnsupportedSearch(`twilio offers no local numbers in ${q.country}`, TWILIO);
+      if (err instanceof PermanentCarrierError && err.httpStatus === 400) throw new UnsupportedSearch(`twilio cannot do this search: ${err.message}`, TWILIO);
+      throw err;
+    }
+    const list = Array.isArray(json?.available_phone_numbers) ? json.available_phone_numbers as Json[] : [];
+    const out: AvailableNumber[] = [];
+    for (const n of list) {
+      if (typeof n.phone_number !== 'string') continue;
+      // A longer prefix is checked here too: Contains matches anywhere in the number.
+      if (q.prefix && !nationalOf(n.phone_number, q.country).startsWith(q.prefix)) continue;
+      const caps = (n.capabilities && typeof n.capabilities === 'object' ? n.capabilities : {}) as Json;
+      out.push({
+        number: n.phone_number,
+        locality: typeof n.locality === 'string' && n.locality ? n.locality : null,
+        region: typeof n.region === 'string' && n.region ? n.region : null,
+        country: typeof n.iso_country === 'string' ? n.iso_country : q.country,
+        capabilities: { voice: caps.voice === true, sms: caps.SMS === true || caps.sms === true, mms: caps.MMS === true || caps.mms === true },
+        monthlyPrice: null,
+      });
+      if (out.length >= q.limit) break;
+    }
+    return out;
+  }
+
+  #hooksForm(hooks: NumberWebhooks): URLSearchParams {
+    return new URLSearchParams({
+      VoiceUrl: hooks.voiceUrl, VoiceMethod: 'POST',
+      StatusCallback: hooks.voiceStatusUrl, StatusCallbackMethod: 'POST',
+      SmsUrl: hooks.smsUrl, SmsMethod: 'POST',
+    });
+  }
+
+  #held(json: Json | undefined): HeldNumber {
+    const sid = typeof json?.sid === 'string' ? json.sid : '';
+    const number = typeof json?.phone_number === 'string' ? json.phone_number : '';
+    if (!sid.startsWith('PN')) throw new TransientCarrierError('twilio: answer without a phone number sid', TWILIO, { maybeApplied: true });
+    const caps = json?.capabilities && typeof json.capabilities === 'object' ? json.capabilities as Json : undefined;
+    return {
+      number, providerRef: sid,
+      ...(caps ? { capabilities: { voice: caps.voice === true, sms: caps.SMS === true || caps.sms === true, mms: caps.MMS === true || caps.mms === true } } : {}),
+    };
+  }
+
+  async buy(number: string, hooks: NumberWebhooks, signal?: AbortSignal): Promise<HeldNumber> {
+    const form = this.#hooksForm(hooks);
+    form.set('PhoneNumber', number);
+    try {
+      return this.#held(await this.#request('POST', this.#url('IncomingPhoneNumbers.json'), form, signal));
+    } catch (err) {
+      if (err instanceof PermanentCarrierError && err.code && UNAVAILABLE_CODES.has(err.code)) throw new NumberUnavailable(`twilio cannot sell ${number}: ${err.message}`, TWILIO);
+      throw err;
+    }
+  }
+
+  async find(number: string, signal?: AbortSignal): Promise<HeldNumber | null> {
+    const json = await this.#request('GET', this.#url('IncomingPhoneNumbers.json', new URLSearchParams({ PhoneNumber: number })), undefined, signal);
+    const list = Array.isArray(json?.incoming_phone_numbers) ? json.incoming_phone_numbers as Json[] : [];
+    const hit = list.find((n) => n.phone_number === number);
+    return hit ? this.#held(hit) : null;
+  }
+
+  async configure(providerRef: string, hooks: NumberWebhooks, signal?: AbortSignal): Promise<void> {
+    await this.#request('POST', this.#url(`IncomingPhoneNumbers/${encodeURIComponent(providerRef)}.json`), this.#hooksForm(hooks), signal);
+  }
+
+  async release(providerRef: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.#request('DELETE', this.#url(`IncomingPhoneNumbers/${encodeURIComponent(providerRef)}.json`), undefined, signal);
+    } catch (err) {
+      // Already gone from the account: released.
+      if (err instanceof PermanentCarrierError && err.httpStatus === 404) return;
+      throw err;
+    }
+  }
+}
+
+/** An E.164 number's national digits (its country's calling code dropped: NANP's 1, the UK's 44). */
+function nationalOf(e164: string, country: string): string {
+  const digits = e164.replace(/^\+/, '');
+  const code = callingCodeOf(country) ?? '';
+  return digits.startsWith(code) ? digits.slice(code.length) : digits;
+}
