@@ -2,14 +2,14 @@
 // organization's own account, and the TwiML that speaks a task's greeting. The rest of Twilio's
 // protocol is beside it: signature checks (signature.ts), form parameters (form.ts), status
 // callbacks (status-callback.ts) and the Media Stream transport (media-stream.ts).
-import { request, type Dispatcher } from 'undici';
 import {
   PermanentCarrierError, TransientCarrierError, callOutcome, textOutcome, withTaskId,
   type CallStart, type Carrier, type PlaceCallRequest, type SendTextRequest, type TextResult,
 } from '../carrier.ts';
+import { TWILIO, TwilioRest, type TwilioJson, type TwilioOptions } from './rest.ts';
 
-export const TWILIO = 'twilio';
-export const DEFAULT_TWILIO_API_BASE_URL = 'https://api.twilio.com';
+export { DEFAULT_TWILIO_API_BASE_URL, parseRetryAfter, TWILIO, type TwilioOptions } from './rest.ts';
+
 /** Twilio refuses inline TwiML (the `Twiml` parameter) longer than this. */
 export const MAX_INLINE_TWIML = 4000;
 /** The call progress events we ask for; `completed` carries the final status. */
@@ -29,145 +29,23 @@ export interface TwilioSettings {
   apiBaseUrl?: string;
 }
 
-export interface TwilioOptions {
-  /** Hard limit for one request, connect to last byte. Default 10 s. */
-  timeoutMs?: number;
-  dispatcher?: Dispatcher;
-}
-
-/** Twilio's answers are a few kilobytes; anything far larger is not Twilio. */
-const MAX_RESPONSE_BYTES = 256 * 1024;
-/** Failures where the request cannot have reached Twilio, so a retry cannot duplicate anything. */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-
-interface TwilioJson {
-  sid?: unknown;
-  status?: unknown;
-  code?: unknown;
-  message?: unknown;
-  [key: string]: unknown;
-}
-
-function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new DOMException('The operation was aborted', 'AbortError');
-}
-
-/** Retry-After as seconds or an HTTP date → milliseconds from now (capped at a day). */
-export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
-  const raw = Array.isArray(value) ? value[0] : value;
-  if (!raw) return undefined;
-  const ms = /^\s*\d+\s*$/.test(raw) ? Number(raw) * 1000 : Date.parse(raw) - now;
-  return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), 86_400_000) : undefined;
-}
-
-/** A Node or undici error's `code` ('ECONNREFUSED', 'UND_ERR_…'), when it has a string one. */
-function errorCode(err: unknown): string | undefined {
-  const code = err && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
-  return typeof code === 'string' && code ? code : undefined;
-}
-
 export class TwilioCarrier implements Carrier {
   readonly name = TWILIO;
   readonly simulated = false;
   readonly #settings: TwilioSettings;
-  readonly #base: string;
-  readonly #auth: string;
-  readonly #timeoutMs: number;
-  readonly #dispatcher?: Dispatcher;
+  readonly #rest: TwilioRest;
 
   constructor(settings: TwilioSettings, opts: TwilioOptions = {}) {
-    if (!settings.accountSid || !settings.authToken) {
-      throw new PermanentCarrierError('twilio: accountSid and authToken are required in the provider settings', TWILIO);
-    }
-    const base = (settings.apiBaseUrl || DEFAULT_TWILIO_API_BASE_URL).replace(/\/+$/, '');
-    let parsed: URL;
-    try {
-      parsed = new URL(base);
-    } catch {
-      throw new PermanentCarrierError('twilio: apiBaseUrl is not a valid URL', TWILIO);
-    }
-    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new PermanentCarrierError('twilio: apiBaseUrl must be http(s)', TWILIO);
+    this.#rest = new TwilioRest(settings, opts);
     this.#settings = settings;
-    this.#base = base;
-    this.#auth = 'Basic ' + Buffer.from(`${settings.accountSid}:${settings.authToken}`).toString('base64');
-    this.#timeoutMs = opts.timeoutMs ?? 10_000;
-    this.#dispatcher = opts.dispatcher;
   }
 
   #accountPath(rest: string): string {
-    return `${this.#base}/2010-04-01/Accounts/${encodeURIComponent(this.#settings.accountSid)}/${rest}`;
+    return this.#rest.accountUrl(rest);
   }
 
-  /** One POST with a hard timeout, no redirects, and Twilio's answers turned into our error types. */
-  async #post(url: string, form: URLSearchParams, idempotencyKey: string | undefined, signal: AbortSignal | undefined): Promise<TwilioJson> {
-    if (signal?.aborted) throw abortReason(signal);
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const headers: Record<string, string> = {
-      authorization: this.#auth,
-      'content-type': 'application/x-www-form-urlencoded',
-      accept: 'application/json',
-      'user-agent': 'callplane',
-    };
-    if (idempotencyKey) headers['i-twilio-idempotency-token'] = idempotencyKey;
-    let status: number;
-    let text: string;
-    let retryAfter: string | string[] | undefined;
-    try {
-      // undici's request() follows no redirects (there is no redirect interceptor here).
-      const res = await request(url, {
-        method: 'POST', headers, body: form.toString(), signal: combined,
-        headersTimeout: this.#timeoutMs, bodyTimeout: this.#timeoutMs,
-        ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
-      });
-      status = res.statusCode;
-      retryAfter = res.headers['retry-after'];
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > MAX_RESPONSE_BYTES) {
-          res.body.destroy();
-          throw new TransientCarrierError(`twilio: answer larger than ${MAX_RESPONSE_BYTES} bytes`, TWILIO, { httpStatus: status, maybeApplied: true });
-        }
-        chunks.push(chunk);
-      }
-      text = Buffer.concat(chunks).toString('utf8');
-    } catch (err) {
-      if (err instanceof TransientCarrierError) throw err;
-      if (signal?.aborted) throw abortReason(signal);
-      if (timeout.aborted) {
-        throw new TransientCarrierError(`twilio: no answer within ${this.#timeoutMs} ms`, TWILIO, { maybeApplied: true, cause: err });
-      }
-      const code = errorCode(err) ?? errorCode((err as { cause?: unknown }).cause) ?? '';
-      throw new TransientCarrierError(`twilio: request failed (${code || (err as Error).message})`, TWILIO, {
-        maybeApplied: !NOT_SENT_CODES.has(code), cause: err,
-      });
-    }
-    let json: TwilioJson | undefined;
-    try {
-      const parsed: unknown = text ? JSON.parse(text) : undefined;
-      json = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as TwilioJson : undefined;
-    } catch {
-      json = undefined;
-    }
-    if (status >= 200 && status < 300) {
-      if (!json) throw new TransientCarrierError(`twilio: ${status} without a JSON body`, TWILIO, { httpStatus: status, maybeApplied: true });
-      return json;
-    }
-    const code = json && (typeof json.code === 'number' || typeof json.code === 'string') ? String(json.code) : undefined;
-    const detail = json && typeof json.message === 'string' ? json.message.slice(0, 500) : `HTTP ${status}`;
-    const message = `twilio ${status}${code ? ` (error ${code})` : ''}: ${detail}`;
-    if (status === 429) {
-      throw new TransientCarrierError(message, TWILIO, { httpStatus: status, code, retryAfterMs: parseRetryAfter(retryAfter), maybeApplied: false });
-    }
-    if (status >= 500) {
-      throw new TransientCarrierError(message, TWILIO, { httpStatus: status, code, retryAfterMs: parseRetryAfter(retryAfter), maybeApplied: true });
-    }
-    if (status >= 300 && status < 400) {
-      throw new PermanentCarrierError(`twilio ${status}: apiBaseUrl answered with a redirect, which is not followed`, TWILIO, { httpStatus: status });
-    }
-    throw new PermanentCarrierError(message, TWILIO, { httpStatus: status, code });
+  #post(url: string, form: URLSearchParams, idempotencyKey: string | undefined, signal: AbortSignal | undefined): Promise<TwilioJson> {
+    return this.#rest.post(url, form, idempotencyKey, signal);
   }
 
   async placeCall(req: PlaceCallRequest, signal: AbortSignal): Promise<CallStart> {

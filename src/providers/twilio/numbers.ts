@@ -1,19 +1,16 @@
 // Twilio's phone numbers through its REST API (2010-04-01) with the organization's own account:
 // AvailablePhoneNumbers/{country}/Local to search (InLocality, InRegion, AreaCode, Contains),
 // IncomingPhoneNumbers to buy (VoiceUrl, SmsUrl, StatusCallback), find, update and release.
-// Requests go out as the carrier's do (carrier.ts): a hard timeout, no redirects, at most 256 KB
-// read back, and Twilio's answers turned into the carrier error types.
-import { request, type Dispatcher } from 'undici';
+// Requests go out as the carrier's do (rest.ts): a hard timeout, no redirects, a bounded answer,
+// and Twilio's answers turned into the carrier error types.
 import { callingCodeOf } from '../../lib/phone.ts';
 import { PermanentCarrierError, TransientCarrierError } from '../carrier.ts';
 import {
   NumberUnavailable, UnsupportedSearch,
   type AvailableNumber, type HeldNumber, type NumberProvider, type NumberSearch, type NumberWebhooks,
 } from '../numbers.ts';
-import { DEFAULT_TWILIO_API_BASE_URL, parseRetryAfter, TWILIO, type TwilioOptions } from './carrier.ts';
+import { TWILIO, TwilioRest, type TwilioOptions } from './rest.ts';
 
-const MAX_RESPONSE_BYTES = 256 * 1024;
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 /** Twilio filters by region (InRegion) only in these countries. */
 const REGION_COUNTRIES = new Set(['US', 'CA']);
 /** Twilio's AreaCode applies only to NANP numbers. */
@@ -28,92 +25,23 @@ export interface TwilioNumberSettings { accountSid: string; authToken: string; a
 export class TwilioNumbers implements NumberProvider {
   readonly name = TWILIO;
   readonly simulated = false;
-  readonly #accountSid: string;
-  readonly #base: string;
-  readonly #auth: string;
-  readonly #timeoutMs: number;
-  readonly #dispatcher?: Dispatcher;
+  readonly #rest: TwilioRest;
 
   constructor(settings: TwilioNumberSettings, opts: TwilioOptions = {}) {
-    if (!settings.accountSid || !settings.authToken) {
-      throw new PermanentCarrierError('twilio: accountSid and authToken are required in the provider settings', TWILIO);
-    }
-    this.#accountSid = settings.accountSid;
-    this.#base = (settings.apiBaseUrl || DEFAULT_TWILIO_API_BASE_URL).replace(/\/+$/, '');
-    this.#auth = 'Basic ' + Buffer.from(`${settings.accountSid}:${settings.authToken}`).toString('base64');
-    this.#timeoutMs = opts.timeoutMs ?? 10_000;
-    this.#dispatcher = opts.dispatcher;
+    this.#rest = new TwilioRest(settings, opts);
   }
 
   /** The hard limit of one request (connect to last byte). */
   get timeoutMs(): number {
-    return this.#timeoutMs;
+    return this.#rest.timeoutMs;
   }
 
   #url(rest: string, query?: URLSearchParams): string {
-    const q = query && [...query.keys()].length ? `?${query.toString()}` : '';
-    return `${this.#base}/2010-04-01/Accounts/${encodeURIComponent(this.#accountSid)}/${rest}${q}`;
+    return this.#rest.accountUrl(rest, query);
   }
 
-  async #request(method: 'GET' | 'POST' | 'DELETE', url: string, form: URLSearchParams | undefined, signal: AbortSignal | undefined): Promise<Json | undefined> {
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const headers: Record<string, string> = { authorization: this.#auth, accept: 'application/json', 'user-agent': 'callplane' };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    let status: number;
-    let text: string;
-    let retryAfter: string | string[] | undefined;
-    try {
-      // undici's request() follows no redirects.
-      const res = await request(url, {
-        method, headers, body: form?.toString(), signal: combined,
-        headersTimeout: this.#timeoutMs, bodyTimeout: this.#timeoutMs,
-        ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
-      });
-      status = res.statusCode;
-      retryAfter = res.headers['retry-after'];
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > MAX_RESPONSE_BYTES) {
-          res.body.destroy();
-          throw new TransientCarrierError(`twilio: answer larger than ${MAX_RESPONSE_BYTES} bytes`, TWILIO, { httpStatus: status, maybeApplied: true });
-        }
-        chunks.push(chunk);
-      }
-      text = Buffer.concat(chunks).toString('utf8');
-    } catch (err) {
-      if (err instanceof TransientCarrierError) throw err;
-      if (timeout.aborted) {
-        throw new TransientCarrierError(`twilio: no answer within ${this.#timeoutMs} ms`, TWILIO, { code: 'timeout', maybeApplied: method !== 'GET', cause: err });
-      }
-      const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;
-      const c = typeof code === 'string' ? code : '';
-      throw new TransientCarrierError(`twilio: request failed (${c || (err as Error).message})`, TWILIO, { maybeApplied: method !== 'GET' && !NOT_SENT_CODES.has(c), cause: err });
-    }
-    let json: Json | undefined;
-    try {
-      const parsed: unknown = text ? JSON.parse(text) : undefined;
-      json = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Json : undefined;
-    } catch {
-      json = undefined;
-    }
-    if (status === 204 && method === 'DELETE') return undefined;
-    if (status >= 200 && status < 300) {
-      if (!json) throw new TransientCarrierError(`twilio: ${status} without a JSON body`, TWILIO, { httpStatus: status, maybeApplied: true });
-      return json;
-    }
-    const code = json && (typeof json.code === 'number' || typeof json.code === 'string') ? String(json.code) : undefined;
-    const detail = json && typeof json.message === 'string' ? json.message.slice(0, 500) : `HTTP ${status}`;
-    const message = `twilio ${status}${code ? ` (error ${code})` : ''}: ${detail}`;
-    if (status === 429 || status >= 500) {
-      throw new TransientCarrierError(message, TWILIO, { httpStatus: status, code, retryAfterMs: parseRetryAfter(retryAfter), maybeApplied: status !== 429 && method !== 'GET' });
-    }
-    if (status >= 300 && status < 400) {
-      throw new PermanentCarrierError(`twilio ${status}: apiBaseUrl answered with a redirect, which is not followed`, TWILIO, { httpStatus: status });
-    }
-    throw new PermanentCarrierError(message, TWILIO, { httpStatus: status, code });
+  #request(method: 'GET' | 'POST' | 'DELETE', url: string, form: URLSearchParams | undefined, signal: AbortSignal | undefined): Promise<Json | undefined> {
+    return this.#rest.send(method, url, { form, signal });
   }
 
   async search(q: NumberSearch, signal?: AbortSignal): Promise<AvailableNumber[]> {
