@@ -24,6 +24,7 @@ import { webhookChangeNotifications } from './migrations/0019-webhook-change-not
 import { parkedTasks } from './migrations/0020-parked-tasks.ts';
 import { retentionIndexes } from './migrations/0021-retention-indexes.ts';
 import { toolEffects } from './migrations/0022-tool-effects.ts';
+import { billing } from './migrations/0024-billing.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -49,6 +50,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0020-parked-tasks': parkedTasks(),
     '0021-retention-indexes': retentionIndexes(),
     '0022-tool-effects': toolEffects(),
+    '0024-billing': billing(),
   };
 }
 
