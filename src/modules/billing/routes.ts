@@ -8,13 +8,19 @@ import type { BillingService } from './service.ts';
 
 const tags = ['Billing'];
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/**
+ * A number or null in a request body: `nullable` rather than a union, which type coercion would
+ * read as its first member (null sent for "not sold" would become 0).
+ */
+const NullableNumber = (opts: Parameters<typeof Type.Number>[0]) => Type.Unsafe<number | null>({ ...Type.Number(opts), nullable: true });
+const NullableInteger = (opts: Parameters<typeof Type.Integer>[0]) => Type.Unsafe<number | null>({ ...Type.Integer(opts), nullable: true });
 const TargetQuery = Type.Object({
   targetAccountId: Type.Optional(AccountId('The account to act on (an ancestor acting for it); default: the token\'s own')),
 });
 const Money = (description: string) => Type.Number({ minimum: 0, maximum: 1e9, description });
-const Amount = (description: string) => Nullable(Type.Integer({ minimum: 0, maximum: 1e15, description }));
-const Rate = (description: string) => Nullable(Type.Number({ minimum: 0, maximum: 1e6, description }));
-const Cap = (description: string) => Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: MAX_DAILY_CAP, description })));
+const Amount = (description: string) => NullableInteger({ minimum: 0, maximum: 1e15, description });
+const Rate = (description: string) => NullableNumber({ minimum: 0, maximum: 1e6, description });
+const Cap = (description: string) => Type.Optional(NullableInteger({ minimum: 0, maximum: MAX_DAILY_CAP, description }));
 
 const IncludedProps = {
   callMinutes: Amount('Call minutes included per month; null = unlimited'),
@@ -34,7 +40,7 @@ const LimitsProps = {
   concurrencyPerRun: Type.Integer({ minimum: 1, maximum: MAX_CONCURRENCY, description: 'Tasks of the organization running at once' }),
   daily: Type.Optional(Type.Object({
     calls: Cap('Calls a day; null = no cap'), texts: Cap('Texts a day; null = no cap'), tasks: Cap('Tasks a day; null = no cap'),
-  }, { additionalProperties: false })),
+  })),
 };
 const Source = Type.String({ description: 'The catalog layer it comes from: default, partner or reseller' });
 
@@ -76,9 +82,9 @@ const PlanBody = Type.Object({
   description: Type.Optional(Type.String({ maxLength: 2000 })),
   currency: Type.Optional(Type.String({ description: 'ISO 4217 code; default USD' })),
   monthlyPrice: Money('Price of a month'), yearlyPrice: Money('Price of a year'),
-  included: Type.Object(IncludedProps, { additionalProperties: false }),
-  overage: Type.Object(OverageProps, { additionalProperties: false }),
-  limits: Type.Object(LimitsProps, { additionalProperties: false }),
+  included: Type.Object(IncludedProps),
+  overage: Type.Object(OverageProps),
+  limits: Type.Object(LimitsProps),
   available: Type.Optional(Type.Boolean({ description: 'Default true; false withdraws it (organizations on it keep it)' })),
 });
 const AddonBody = Type.Object({
@@ -86,7 +92,7 @@ const AddonBody = Type.Object({
   description: Type.Optional(Type.String({ maxLength: 2000 })),
   currency: Type.Optional(Type.String()),
   monthlyPrice: Money('Price of a month'), yearlyPrice: Money('Price of a year'),
-  adds: Type.Object(AddsProps, { additionalProperties: false }),
+  adds: Type.Object(AddsProps),
   plans: Type.Optional(Type.Array(Type.String({ maxLength: 80 }), { maxItems: 200 })),
   available: Type.Optional(Type.Boolean()),
 });
@@ -217,6 +223,7 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
       operationId: 'cancelSubscription', tags, security: Security, summary: 'Cancel product subscription',
       description: 'Ends the subscription in force at once; the organization falls back to its reseller\'s sell plan (else the service\'s default plan) and that plan\'s limits.',
       querystring: TargetQuery,
+      // The body is optional (the contract says so): an absent one is an empty one.
       body: Type.Optional(Type.Object({
         reason: Type.Optional(Type.String({ maxLength: 500, description: 'Cancellation reason' })),
         details: Type.Optional(Type.String({ maxLength: 5000, description: 'Additional details' })),
@@ -226,5 +233,6 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
         ...errors(400, 403, 404),
       },
     },
+    preValidation: async (req) => { req.body ??= {}; },
   }, async (req) => billing.cancel(req.scope, req.query.targetAccountId, req.body ?? {}));
 }

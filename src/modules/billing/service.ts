@@ -52,6 +52,13 @@ function checkCurrency(value: string | undefined): string {
   return c;
 }
 
+/** Refuses keys a part of a plan does not have: a typo ("call" for "calls") would otherwise leave a limit unset. */
+function onlyKeys(value: object | undefined, keys: readonly string[], field: string): void {
+  for (const key of Object.keys(value ?? {})) {
+    if (!keys.includes(key)) throw new Invalid(`${field}.${key} is not allowed (known: ${keys.join(', ')})`);
+  }
+}
+
 function checkName(value: string): string {
   const name = value.trim();
   if (!name) throw new Invalid('name must not be empty');
@@ -247,6 +254,10 @@ export function billingService(deps: BillingServiceDeps) {
     async putPlan(scope: Scope, targetAccountId: number | undefined, planId: string, input: PlanInput) {
       const owner = await catalogOwner(scope, targetAccountId, 'edit a product catalog');
       if (!PLAN_ID.test(planId)) throw new Invalid(`productPlanId must look like pplan-<lowercase letters, digits and dashes> (at most 64 characters after pplan-)`);
+      onlyKeys(input.included, ['callMinutes', 'texts', 'tasks', 'conversations', 'modelTokens'], 'included');
+      onlyKeys(input.overage, ['callMinute', 'text', 'task', 'conversation', 'modelTokensPer1k'], 'overage');
+      onlyKeys(input.limits, ['concurrencyPerRun', 'daily'], 'limits');
+      onlyKeys(input.limits.daily, ['calls', 'texts', 'tasks'], 'limits.daily');
       const plan: Plan = {
         productPlanId: planId, name: checkName(input.name), description: input.description?.trim() ?? '',
         currency: checkCurrency(input.currency), monthlyPrice: input.monthlyPrice, yearlyPrice: input.yearlyPrice,
@@ -265,6 +276,7 @@ export function billingService(deps: BillingServiceDeps) {
     async putAddon(scope: Scope, targetAccountId: number | undefined, addonId: string, input: AddonInput) {
       const owner = await catalogOwner(scope, targetAccountId, 'edit a product catalog');
       if (!ADDON_ID.test(addonId)) throw new Invalid(`addonId must look like addon-<lowercase letters, digits and dashes> (at most 64 characters after addon-)`);
+      onlyKeys(input.adds, ['callMinutes', 'texts', 'tasks', 'conversations', 'modelTokens'], 'adds');
       const plans = [...new Set(input.plans ?? [])];
       plans.forEach((p, i) => { if (!PLAN_ID.test(p)) throw new Invalid(`plans[${i}] '${p}' is not a productPlanId`); });
       const addon: Addon = {
