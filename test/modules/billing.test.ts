@@ -5,6 +5,8 @@
 // back through GET /api/v2/tasks/limits).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { createTaskEngine } from '../../src/modules/tasks/queue-hooks.ts';
+import { uncachedSubscribers } from '../../src/modules/tasks/subscribers.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness, Reply } from '../helpers/harness.ts';
 
@@ -330,13 +332,25 @@ forEachEngine('billing', (h) => {
       assertBad(await call('POST', '/api/v2/product/subscribe', { token: o.token, body: { term: 'month' } }), 'productPlanId');
     });
 
-    it("a plan's concurrency reaches the organization's semaphore at once (the bound claims take their slot under)", async () => {
+    it("a plan's concurrency holds a queued call back at once, and a bigger plan lets it start", async () => {
+      // The task engine itself claims (no worker runs here): what it admits is what a worker would start.
+      const engine = createTaskEngine({ workerId: 'billing-test', subscribers: uncachedSubscribers });
+      const db = h().database.db;
       const r = await h().reseller();
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-one', { token: r.token, body: planBody('One at a time', 1) }), 200);
+      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-single', { token: r.token, body: planBody('Single', 1) }), 200);
       const o = await h().organization(r.id);
-      assertStatus(await call('POST', '/api/v2/product/subscribe', { token: o.token, body: { productPlanId: 'pplan-one', term: 'month' } }), 200);
-      const sem = await h().database.db.selectFrom('org_semaphores').selectAll().where('org_id', '=', o.id).executeTakeFirstOrThrow();
-      assert.equal(sem.max_running, 1);
+      assertStatus(await call('POST', '/api/v2/product/subscribe', { token: o.token, body: { productPlanId: 'pplan-single', term: 'month' } }), 200);
+      for (const target of ['+14155550101', '+14155550102']) {
+        assertStatus(await call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target } }), 201);
+      }
+      const first = await engine.claim(db, 10);
+      assert.equal(first.length, 1, 'one call at a time under the plan');
+      assert.deepEqual(await engine.claim(db, 10), [], 'the second waits');
+      assertStatus(await call('POST', '/api/v2/product/subscribe', { token: o.token, body: { productPlanId: 'pplan-business', term: 'month' } }), 200);
+      const second = await engine.claim(db, 10);
+      assert.equal(second.length, 1, 'the bigger plan lets the waiting call start at once');
+      assert.notEqual(second[0].id, first[0].id);
+      for (const row of [...first, ...second]) await engine.complete(db, row, { state: 'finished' });
     });
   });
 });
