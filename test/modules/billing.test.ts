@@ -70,16 +70,16 @@ forEachEngine('billing', (h) => {
       const r1 = await h().reseller();
       const r2 = await h().reseller();
       // The partner's own plan: every reseller's catalog falls back to it.
-      const pp = await call('PUT', '/api/v2/product/productPlan/pplan-partner-gold', { body: planBody('Partner Gold', 7) });
+      const pp = await call('PUT', '/api/v2/product/catalog/plan/pplan-partner-gold', { body: planBody('Partner Gold', 7) });
       assertStatus(pp, 200);
       assert.equal(pp.body.created, true);
       assert.equal(pp.body.plan.source, 'partner');
       assert.equal(pp.body.plan.currency, 'EUR');
-      const mine = await call('PUT', '/api/v2/product/productPlan/pplan-r1-only', { token: r1.token, body: planBody('R1 only', 2) });
+      const mine = await call('PUT', '/api/v2/product/catalog/plan/pplan-r1-only', { token: r1.token, body: planBody('R1 only', 2) });
       assertStatus(mine, 200);
       assert.equal(mine.body.plan.source, 'reseller');
       // An override of the partner's plan, for r1 and below only.
-      const over = await call('PUT', '/api/v2/product/productPlan/pplan-partner-gold', { token: r1.token, body: planBody('R1 Gold', 3) });
+      const over = await call('PUT', '/api/v2/product/catalog/plan/pplan-partner-gold', { token: r1.token, body: planBody('R1 Gold', 3) });
       assertStatus(over, 200);
       assert.equal(over.body.plan.name, 'R1 Gold');
 
@@ -91,47 +91,47 @@ forEachEngine('billing', (h) => {
       assert.equal(c2.body.plans.find((x: { productPlanId: string }) => x.productPlanId === 'pplan-partner-gold').name, 'Partner Gold');
 
       // r2 cannot edit r1's catalog (404: not in its subtree), nor read r1's plan.
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-x', { token: r2.token, query: { targetAccountId: r1.id }, body: planBody('X', 1) }), 404);
-      assertStatus(await call('DELETE', '/api/v2/product/productPlan/pplan-r1-only', { token: r2.token }), 404);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-x', { token: r2.token, query: { targetAccountId: r1.id }, body: planBody('X', 1) }), 404);
+      assertStatus(await call('DELETE', '/api/v2/product/catalog/plan/pplan-r1-only', { token: r2.token }), 404);
       assertStatus(await call('GET', '/api/v2/product/productPlan/pplan-r1-only', { token: r2.token }), 404);
       // An organization cannot edit a catalog.
       const o = await h().organization(r1.id);
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-o', { token: o.token, body: planBody('O', 1) }), 403);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-o', { token: o.token, body: planBody('O', 1) }), 403);
       // The partner edits its reseller's catalog with targetAccountId.
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-by-partner', { query: { targetAccountId: r1.id }, body: planBody('By partner', 1) }), 200);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-by-partner', { query: { targetAccountId: r1.id }, body: planBody('By partner', 1) }), 200);
 
       // Deleting r1's override reveals the partner's plan again; an inherited plan is not r1's to delete.
-      assertStatus(await call('DELETE', '/api/v2/product/productPlan/pplan-partner-gold', { token: r1.token }), 200);
+      assertStatus(await call('DELETE', '/api/v2/product/catalog/plan/pplan-partner-gold', { token: r1.token }), 200);
       const back = await call('GET', '/api/v2/product/productPlan/pplan-partner-gold', { token: r1.token });
       assert.equal(back.body.plan.name, 'Partner Gold');
-      const inherited = await call('DELETE', '/api/v2/product/productPlan/pplan-partner-gold', { token: r1.token });
+      const inherited = await call('DELETE', '/api/v2/product/catalog/plan/pplan-partner-gold', { token: r1.token });
       assertStatus(inherited, 404);
       assert.match(inherited.body.message, /inherited/);
     });
 
     it('validates plans: the id, the currency, limits, and unknown keys, each named', async () => {
       const r = await h().reseller();
-      assertBad(await call('PUT', '/api/v2/product/productPlan/gold', { token: r.token, body: planBody('G', 1) }), 'productPlanId');
-      assertBad(await call('PUT', '/api/v2/product/productPlan/pplan-g', { token: r.token, body: planBody('G', 1, {}, { currency: 'dollars' }) }), 'currency');
-      assertBad(await call('PUT', '/api/v2/product/productPlan/pplan-g', { token: r.token, body: planBody('G', 0) }), 'concurrencyPerRun');
-      assertBad(await call('PUT', '/api/v2/product/productPlan/pplan-g', { token: r.token, body: planBody('G', 1, { call: 5 }) }), 'call');
-      assertBad(await call('PUT', '/api/v2/product/productPlan/pplan-g', { token: r.token, body: planBody('  ', 1) }), 'name');
+      assertBad(await call('PUT', '/api/v2/product/catalog/plan/gold', { token: r.token, body: planBody('G', 1) }), 'productPlanId');
+      assertBad(await call('PUT', '/api/v2/product/catalog/plan/pplan-g', { token: r.token, body: planBody('G', 1, {}, { currency: 'dollars' }) }), 'currency');
+      assertBad(await call('PUT', '/api/v2/product/catalog/plan/pplan-g', { token: r.token, body: planBody('G', 0) }), 'concurrencyPerRun');
+      assertBad(await call('PUT', '/api/v2/product/catalog/plan/pplan-g', { token: r.token, body: planBody('G', 1, { call: 5 }) }), 'call');
+      assertBad(await call('PUT', '/api/v2/product/catalog/plan/pplan-g', { token: r.token, body: planBody('  ', 1) }), 'name');
     });
 
     it('a plan some account names cannot be deleted while nothing else would resolve it', async () => {
       const r = await h().reseller();
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-used', { token: r.token, body: planBody('Used', 2) }), 200);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-used', { token: r.token, body: planBody('Used', 2) }), 200);
       const o = await h().organization(r.id, { productPlanId: 'pplan-used' });
-      const del = await call('DELETE', '/api/v2/product/productPlan/pplan-used', { token: r.token });
+      const del = await call('DELETE', '/api/v2/product/catalog/plan/pplan-used', { token: r.token });
       assertStatus(del, 409);
       assert.match(del.body.message, /pplan-used/);
       assertStatus(await call('POST', '/api/v2/updateOrganization', { token: r.token, query: { targetOrganizationId: o.id }, body: { productPlanId: 'pplan-free' } }), 200);
-      assertStatus(await call('DELETE', '/api/v2/product/productPlan/pplan-used', { token: r.token }), 200);
+      assertStatus(await call('DELETE', '/api/v2/product/catalog/plan/pplan-used', { token: r.token }), 200);
     });
 
     it('add-ons: a reseller adds one for a plan; an organization sees those for its current plan', async () => {
       const r = await h().reseller();
-      const put = await call('PUT', '/api/v2/addon/addon-rush', {
+      const put = await call('PUT', '/api/v2/product/catalog/addon/addon-rush', {
         token: r.token,
         body: { name: 'Rush', monthlyPrice: 5, yearlyPrice: 50, adds: { callMinutes: 10, texts: 0, tasks: 0, conversations: 0, modelTokens: 0 }, plans: ['pplan-business'] },
       });
@@ -151,8 +151,8 @@ forEachEngine('billing', (h) => {
       const o2 = await h().organization(r2.id, { productPlanId: 'pplan-business' });
       const other = await call('GET', '/api/v2/addon/available', { token: o2.token });
       assert.ok(!other.body.addons.some((a: { addonId: string }) => a.addonId === 'addon-rush'));
-      assertStatus(await call('DELETE', '/api/v2/addon/addon-rush', { token: r.token }), 200);
-      assertStatus(await call('DELETE', '/api/v2/addon/addon-rush', { token: r.token }), 404);
+      assertStatus(await call('DELETE', '/api/v2/product/catalog/addon/addon-rush', { token: r.token }), 200);
+      assertStatus(await call('DELETE', '/api/v2/product/catalog/addon/addon-rush', { token: r.token }), 404);
     });
   });
 
@@ -203,7 +203,7 @@ forEachEngine('billing', (h) => {
     it("an organization never sees another reseller's plan, nor a withdrawn one it is not on", async () => {
       const r1 = await h().reseller();
       const r2 = await h().reseller();
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-secret', { token: r1.token, body: planBody('Secret', 2) }), 200);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-secret', { token: r1.token, body: planBody('Secret', 2) }), 200);
       const o1 = await h().organization(r1.id);
       const o2 = await h().organization(r2.id);
       assertStatus(await call('GET', '/api/v2/product/productPlan/pplan-secret', { token: o1.token }), 200);
@@ -213,7 +213,7 @@ forEachEngine('billing', (h) => {
       // Another organization's current plan is out of reach.
       assertStatus(await call('GET', '/api/v2/product/currentPlan', { token: o2.token, query: { targetAccountId: o1.id } }), 404);
       // Withdrawn: gone from the available plans and from subscribe, still readable by the reseller.
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-secret', { token: r1.token, body: planBody('Secret', 2, {}, { available: false }) }), 200);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-secret', { token: r1.token, body: planBody('Secret', 2, {}, { available: false }) }), 200);
       assert.ok(!ids((await call('GET', '/api/v2/product/allAvailablePlans', { token: o1.token })).body.plans).includes('pplan-secret'));
       assertStatus(await call('GET', '/api/v2/product/productPlan/pplan-secret', { token: o1.token }), 404);
       assertBad(await call('POST', '/api/v2/product/subscribe', { token: o1.token, body: { productPlanId: 'pplan-secret', term: 'month' } }), 'productPlanId');
@@ -224,7 +224,7 @@ forEachEngine('billing', (h) => {
   describe('subscribe and cancel without a billing system', () => {
     it('records the subscription at once, applies its limits at once, and changes plan and term', async () => {
       const r = await h().reseller();
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-capped', { token: r.token, body: planBody('Capped', 2, { calls: 40, tasks: 100 }) }), 200);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-capped', { token: r.token, body: planBody('Capped', 2, { calls: 40, tasks: 100 }) }), 200);
       const o = await h().organization(r.id);
       assert.equal((await limitsOf(o.id)).concurrencyPerRun, 5);
       // An organization's own business hours survive plan changes.
@@ -282,7 +282,7 @@ forEachEngine('billing', (h) => {
     it('cancel ends the subscription and falls back to the reseller\'s sell plan and its limits; a second cancel is a 400', async () => {
       const res = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: h().partnerId }, body: { resellerName: 'Fallback', sellPlanId: 'pplan-starter' } });
       const r = { id: res.body.reseller.id as number, token: await h().tokenFor(res.body.reseller.id) };
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-tiny', { token: r.token, body: planBody('Tiny', 1, { texts: 3 }) }), 200);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-tiny', { token: r.token, body: planBody('Tiny', 1, { texts: 3 }) }), 200);
       const o = await h().organization(r.id, { productPlanId: 'pplan-business' });
       assertBad(await call('DELETE', '/api/v2/product/cancel', { token: o.token }), 'no subscription');
       assertStatus(await call('POST', '/api/v2/product/subscribe', { token: o.token, body: { productPlanId: 'pplan-tiny', term: 'month' } }), 200);
@@ -337,7 +337,7 @@ forEachEngine('billing', (h) => {
       const engine = createTaskEngine({ workerId: 'billing-test', subscribers: uncachedSubscribers });
       const db = h().database.db;
       const r = await h().reseller();
-      assertStatus(await call('PUT', '/api/v2/product/productPlan/pplan-single', { token: r.token, body: planBody('Single', 1) }), 200);
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-single', { token: r.token, body: planBody('Single', 1) }), 200);
       const o = await h().organization(r.id);
       assertStatus(await call('POST', '/api/v2/product/subscribe', { token: o.token, body: { productPlanId: 'pplan-single', term: 'month' } }), 200);
       for (const target of ['+14155550101', '+14155550102']) {

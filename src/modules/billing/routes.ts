@@ -119,7 +119,7 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
     },
   }, async (req) => billing.productPlan(req.scope, req.query.targetAccountId, req.params.productPlanId));
 
-  app.put('/api/v2/product/productPlan/:productPlanId', {
+  app.put('/api/v2/product/catalog/plan/:productPlanId', {
     schema: {
       operationId: 'putProductPlan', tags, security: Security, summary: 'Create or replace a plan of your catalog (callplane extension)',
       description: 'Reseller or partner (a partner may name one of its resellers with targetAccountId). An id the catalog inherits is overridden for this account and below. Organizations already on the plan keep their limits until their plan next changes.',
@@ -128,7 +128,7 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
     },
   }, async (req) => billing.putPlan(req.scope, req.query.targetAccountId, req.params.productPlanId, req.body));
 
-  app.delete('/api/v2/product/productPlan/:productPlanId', {
+  app.delete('/api/v2/product/catalog/plan/:productPlanId', {
     schema: {
       operationId: 'deleteProductPlan', tags, security: Security, summary: 'Delete a plan of your catalog (callplane extension)',
       description: 'Only the account\'s own items; an inherited plan is withdrawn with available: false instead. 409 while an account still names a plan that would then no longer exist.',
@@ -178,7 +178,7 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
     },
   }, async (req) => billing.availableAddons(req.scope, req.query.targetAccountId));
 
-  app.put('/api/v2/addon/:addonId', {
+  app.put('/api/v2/product/catalog/addon/:addonId', {
     schema: {
       operationId: 'putAddon', tags, security: Security, summary: 'Create or replace an add-on of your catalog (callplane extension)',
       params: AddonParam, querystring: TargetQuery, body: AddonBody,
@@ -186,7 +186,7 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
     },
   }, async (req) => billing.putAddon(req.scope, req.query.targetAccountId, req.params.addonId, req.body));
 
-  app.delete('/api/v2/addon/:addonId', {
+  app.delete('/api/v2/product/catalog/addon/:addonId', {
     schema: {
       operationId: 'deleteAddon', tags, security: Security, summary: 'Delete an add-on of your catalog (callplane extension)',
       params: AddonParam, querystring: TargetQuery,
