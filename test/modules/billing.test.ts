@@ -78,6 +78,15 @@ forEachEngine('billing', (h) => {
       const mine = await call('PUT', '/api/v2/product/catalog/plan/pplan-r1-only', { token: r1.token, body: planBody('R1 only', 2) });
       assertStatus(mine, 200);
       assert.equal(mine.body.plan.source, 'reseller');
+      const again = await call('PUT', '/api/v2/product/catalog/plan/pplan-r1-only', { token: r1.token, body: planBody('R1 only, renamed', 2) });
+      assertStatus(again, 200);
+      assert.equal(again.body.created, false);
+      assert.equal(again.body.plan.name, 'R1 only, renamed');
+      // Two PUTs of one new id at once: both succeed, one plan.
+      const both = await Promise.all([1, 2].map((n) => call('PUT', '/api/v2/product/catalog/plan/pplan-r1-twice', { token: r1.token, body: planBody(`Twice ${n}`, 2) })));
+      for (const res of both) assertStatus(res, 200);
+      const twice = await h().database.db.selectFrom('catalog_items').select('item_id').where('owner_id', '=', r1.id).where('item_id', '=', 'pplan-r1-twice').execute();
+      assert.equal(twice.length, 1);
       // An override of the partner's plan, for r1 and below only.
       const over = await call('PUT', '/api/v2/product/catalog/plan/pplan-partner-gold', { token: r1.token, body: planBody('R1 Gold', 3) });
       assertStatus(over, 200);

@@ -13,17 +13,15 @@ export const catalogRepo = {
     return db.selectFrom('catalog_items').selectAll().where('owner_id', '=', ownerId).where('item_id', '=', itemId).executeTakeFirst();
   },
 
-  /** Creates or replaces the owner's item; true when it was created. */
-  async put(tx: Executor, row: Omit<CatalogItemRow, 'created_at'>, now: number): Promise<boolean> {
-    const found = await tx.selectFrom('catalog_items').select('item_id').where('owner_id', '=', row.owner_id).where('item_id', '=', row.item_id)
-      .forUpdate().executeTakeFirst();
-    if (found) {
-      await tx.updateTable('catalog_items').set({ body: row.body, kind: row.kind, updated_at: now })
-        .where('owner_id', '=', row.owner_id).where('item_id', '=', row.item_id).execute();
-      return false;
-    }
-    await tx.insertInto('catalog_items').values({ ...row, created_at: now, updated_at: now }).execute();
-    return true;
+  /**
+   * Creates or replaces the owner's item in one statement (two concurrent PUTs of a new id do not
+   * collide); true when it was created (the row kept its created_at otherwise).
+   */
+  async put(tx: Executor, row: Omit<CatalogItemRow, 'created_at' | 'updated_at'>, now: number): Promise<boolean> {
+    const written = await tx.insertInto('catalog_items').values({ ...row, created_at: now, updated_at: now })
+      .onConflict((oc) => oc.columns(['owner_id', 'item_id']).doUpdateSet({ body: row.body, kind: row.kind, updated_at: now }))
+      .returning('created_at').executeTakeFirstOrThrow();
+    return Number(written.created_at) === now;
   },
 
   async delete(tx: Executor, ownerId: number, itemId: string): Promise<boolean> {

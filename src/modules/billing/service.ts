@@ -265,8 +265,7 @@ export function billingService(deps: BillingServiceDeps) {
         limits: { concurrencyPerRun: input.limits.concurrencyPerRun, daily: { calls: null, texts: null, tasks: null, ...input.limits.daily } },
         available: input.available !== false,
       };
-      const created = await db.transaction().execute((tx) =>
-        catalogRepo.put(tx, { owner_id: owner.id, item_id: planId, kind: 'plan', body: JSON.stringify(plan), updated_at: nowMs() }, nowMs()));
+      const created = await catalogRepo.put(db, { owner_id: owner.id, item_id: planId, kind: 'plan', body: JSON.stringify(plan) }, nowMs());
       const found = await findPlan(db, catalogOwners(owner), planId);
       return { success: true, message: created ? 'Plan created' : 'Plan updated', created, plan: presentPlan(found!) };
     },
@@ -283,8 +282,7 @@ export function billingService(deps: BillingServiceDeps) {
         addonId, name: checkName(input.name), description: input.description?.trim() ?? '', currency: checkCurrency(input.currency),
         monthlyPrice: input.monthlyPrice, yearlyPrice: input.yearlyPrice, adds: { ...input.adds }, plans, available: input.available !== false,
       };
-      const created = await db.transaction().execute((tx) =>
-        catalogRepo.put(tx, { owner_id: owner.id, item_id: addonId, kind: 'addon', body: JSON.stringify(addon), updated_at: nowMs() }, nowMs()));
+      const created = await catalogRepo.put(db, { owner_id: owner.id, item_id: addonId, kind: 'addon', body: JSON.stringify(addon) }, nowMs());
       const found = (await catalogOf(db, catalogOwners(owner))).addons.find((a) => a.item.addonId === addonId);
       return { success: true, message: created ? 'Add-on created' : 'Add-on updated', created, addon: presentAddon(found!) };
     },
