@@ -9,6 +9,7 @@ import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
+import { billingService, type BillingService } from './modules/billing/service.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
@@ -101,6 +102,7 @@ export interface Services {
   /** Call recordings on disk (DATA_DIR/recordings), written by workers, served by the API, swept by maintenance. */
   recordings: RecordingStore;
   history: HistoryService;
+  billing: BillingService;
 }
 
 export interface Platform {
@@ -156,6 +158,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     integrations: integrationService({ db, box }),
     agents: agentService({ db, wakeDeliveries, models }),
     models,
+    billing: billingService({ db, config, wakeTasks: () => taskQueue.notify() }),
   };
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
   /** Webhook actions' requests to customer URLs (closed with the platform). */

@@ -25,6 +25,7 @@ import { parkedTasks } from './migrations/0020-parked-tasks.ts';
 import { retentionIndexes } from './migrations/0021-retention-indexes.ts';
 import { toolEffects } from './migrations/0022-tool-effects.ts';
 import { phoneNumbers } from './migrations/0023-phone-numbers.ts';
+import { billing } from './migrations/0024-billing.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -51,6 +52,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0021-retention-indexes': retentionIndexes(),
     '0022-tool-effects': toolEffects(),
     '0023-phone-numbers': phoneNumbers(dialect),
+    '0024-billing': billing(),
   };
 }
 

@@ -743,8 +743,51 @@ export interface PhoneNumbersTable {
   updated_at: number;
 }
 
+/** Issue 26 (0024-billing): a partner's or reseller's own catalog items, over the default catalog. */
+export interface CatalogItemsTable {
+  owner_id: number;
+  /** 'pplan-…' (a plan) or 'addon-…' (an add-on). */
+  item_id: string;
+  kind: 'plan' | 'addon';
+  /** JSON: the item as validated by src/modules/billing/catalog.ts. */
+  body: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** An organization's subscriptions, current and past; processor columns are null without a billing system. */
+export interface SubscriptionsTable {
+  id: string;
+  org_id: number;
+  plan_id: string;
+  /** JSON: the plan as subscribed. */
+  plan: string;
+  term: 'month' | 'year';
+  state: 'active' | 'replaced' | 'canceled' | 'pending' | 'unpaid';
+  period_start: number;
+  period_end: number;
+  started_at: number;
+  ended_at: number | null;
+  cancel_reason: string | null;
+  cancel_details: string | null;
+  canceled_by: number | null;
+  checkout_type: string | null;
+  success_url: string | null;
+  cancel_url: string | null;
+  processor: string | null;
+  processor_customer_id: string | null;
+  processor_subscription_id: string | null;
+  checkout_session_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface DB {
   phone_numbers: PhoneNumbersTable;
+  catalog_items: CatalogItemsTable;
+  subscriptions: SubscriptionsTable;
 }
 
 export type PhoneNumberRow = Selectable<PhoneNumbersTable>;
+export type CatalogItemRow = Selectable<CatalogItemsTable>;
+export type SubscriptionRow = Selectable<SubscriptionsTable>;

@@ -33,7 +33,7 @@ forEachEngine('accounts', (h) => {
     it('a partner token creates a reseller (201) that is enabled by default', async () => {
       const res = await call('POST', '/api/v2/createReseller', {
         query: { targetPartnerId: h().partnerId },
-        body: { resellerName: '  Acme Resale ', email: 'Boss@Acme.example', sellPlanId: 'gold', hipaaEnabledDefault: true },
+        body: { resellerName: '  Acme Resale ', email: 'Boss@Acme.example', sellPlanId: 'pplan-business', hipaaEnabledDefault: true },
       });
       assertStatus(res, 201);
       assert.equal(res.body.success, true);
@@ -43,7 +43,7 @@ forEachEngine('accounts', (h) => {
       assert.equal(r.resellerName, 'Acme Resale');
       assert.equal(r.email, 'boss@acme.example');
       assert.equal(r.partnerId, h().partnerId);
-      assert.equal(r.sellPlanId, 'gold');
+      assert.equal(r.sellPlanId, 'pplan-business');
       assert.equal(r.hipaaEnabledDefault, true);
       assert.equal(r.active, true);
       assert.equal(r.resellerStatus, 'enabled');
@@ -189,18 +189,18 @@ forEachEngine('accounts', (h) => {
     });
 
     it("productPlanId defaults to the reseller's sellPlanId, else to the configured default plan", async () => {
-      const withPlan = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: h().partnerId }, body: { resellerName: 'Planner', sellPlanId: 'sell-gold' } });
+      const withPlan = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: h().partnerId }, body: { resellerName: 'Planner', sellPlanId: 'pplan-starter' } });
       const rp = withPlan.body.reseller.id;
       const a = await call('POST', '/api/v2/createOrganization', { query: { targetResellerId: rp }, body: { orgName: 'Inherits' } });
-      assert.equal(a.body.organization.productPlanId, 'sell-gold');
-      const b = await call('POST', '/api/v2/createOrganization', { query: { targetResellerId: rp }, body: { orgName: 'Chooses', productPlanId: 'custom-1' } });
-      assert.equal(b.body.organization.productPlanId, 'custom-1');
+      assert.equal(a.body.organization.productPlanId, 'pplan-starter');
+      const b = await call('POST', '/api/v2/createOrganization', { query: { targetResellerId: rp }, body: { orgName: 'Chooses', productPlanId: 'pplan-enterprise' } });
+      assert.equal(b.body.organization.productPlanId, 'pplan-enterprise');
       const plain = await h().reseller();
       const c = await call('POST', '/api/v2/createOrganization', { query: { targetResellerId: plain.id }, body: { orgName: 'Defaults' } });
-      assert.equal(h().config.defaultPlanId, 'standard');
-      assert.equal(c.body.organization.productPlanId, 'standard');
+      assert.equal(h().config.defaultPlanId, 'pplan-free');
+      assert.equal(c.body.organization.productPlanId, 'pplan-free');
       const blank = await call('POST', '/api/v2/createOrganization', { query: { targetResellerId: rp }, body: { orgName: 'Blank Plan', productPlanId: ' ' } });
-      assert.equal(blank.body.organization.productPlanId, 'sell-gold');
+      assert.equal(blank.body.organization.productPlanId, 'pplan-starter');
     });
 
     it("a partner token acts on a reseller's organizations (create, list, update, delete)", async () => {
@@ -623,7 +623,7 @@ forEachEngine('accounts', (h) => {
       const plan = await call('POST', '/api/v2/updateOrganization', { token: r.token, query: { targetOrganizationId: o.id }, body: { productPlanId: '' } });
       assertBad(plan, 'productPlanId must not be empty');
       assert.deepEqual(plan.body.failedSettings, ['productPlanId']);
-      assert.equal((await accountIn(o.id))?.product_plan_id, 'standard');
+      assert.equal((await accountIn(o.id))?.product_plan_id, 'pplan-free');
       assert.equal((await accountIn(o.id))?.name, 'Unmoved');
     });
 
@@ -631,7 +631,7 @@ forEachEngine('accounts', (h) => {
       const r = await h().reseller();
       const o = await h().organization(r.id);
       const body = {
-        active: false, productPlanId: 'pro', offeredProductPlanId: 'pro-offer', smsEnabled: true, smsBrandId: 'B1', smsCampaignId: 'C1',
+        active: false, productPlanId: 'pplan-business', offeredProductPlanId: 'pplan-enterprise', smsEnabled: true, smsBrandId: 'B1', smsCampaignId: 'C1',
         vidaPremium: true, externalAccountId: 'ext-all', externalBillingId: 'bill-all', hipaaSetting: 'on', orgAccountType: 'internal',
         timezone: 'Europe/Berlin', email: 'ops@all.example', orgName: 'Everything',
       };
@@ -643,13 +643,13 @@ forEachEngine('accounts', (h) => {
       assert.deepEqual(
         [d.active, d.productPlanId, d.offeredProductPlanId, d.smsEnabled, d.smsBrandId, d.smsCampaignId, d.vidaPremium, d.externalAccountId,
           d.externalBillingId, d.hipaaSetting, d.orgAccountType, d.timezone, d.email, d.orgName],
-        [false, 'pro', 'pro-offer', true, 'B1', 'C1', true, 'ext-all', 'bill-all', 'on', 'internal', 'Europe/Berlin', 'ops@all.example', 'Everything'],
+        [false, 'pplan-business', 'pplan-enterprise', true, 'B1', 'C1', true, 'ext-all', 'bill-all', 'on', 'internal', 'Europe/Berlin', 'ops@all.example', 'Everything'],
       );
     });
 
     it('null clears externalAccountId (and the other nullable settings)', async () => {
       const r = await h().reseller();
-      const o = await h().organization(r.id, { externalAccountId: 'to-clear', externalBillingId: 'bill-x', offeredProductPlanId: 'offer-x' });
+      const o = await h().organization(r.id, { externalAccountId: 'to-clear', externalBillingId: 'bill-x', offeredProductPlanId: 'pplan-starter' });
       const found = await call('GET', '/api/v2/getAccountByExternalId', { token: r.token, query: { externalAccountId: 'to-clear' } });
       assert.equal(found.body.account.id, o.id);
       const res = await call('POST', '/api/v2/updateOrganization', {
@@ -999,7 +999,7 @@ forEachEngine('accounts', (h) => {
     it('filters by accountType, queryText, active, externalAccountId, productPlanId, created time and usage within the subtree', async () => {
       const r = await h().reseller('Searcher');
       const db = h().database.db;
-      const alpha = await h().organization(r.id, { orgName: 'Alpha Dental', email: 'front@alpha.example', externalAccountId: 'crm-1', productPlanId: 'gold' });
+      const alpha = await h().organization(r.id, { orgName: 'Alpha Dental', email: 'front@alpha.example', externalAccountId: 'crm-1', productPlanId: 'pplan-business' });
       const beta = await h().organization(r.id, { orgName: 'Beta Plumbing', externalAccountId: 'crm-2' });
       const gamma = await h().organization(r.id, { orgName: 'Gamma_Dental 100%' });
       const agent = await h().agent(alpha.id, { accountName: 'Alpha Night Desk' });
@@ -1010,7 +1010,7 @@ forEachEngine('accounts', (h) => {
       await db.updateTable('accounts').set({ created_at: 1_710_000_000_999, voice_minutes_current: 12.5, messages_all_time: 0 }).where('id', '=', gamma.id).execute();
       // Another reseller's look-alike must never appear.
       const other = await h().reseller();
-      await h().organization(other.id, { orgName: 'Alpha Dental Clone', externalAccountId: 'crm-1', productPlanId: 'gold' });
+      await h().organization(other.id, { orgName: 'Alpha Dental Clone', externalAccountId: 'crm-1', productPlanId: 'pplan-business' });
 
       const search = async (query: Record<string, unknown>) => {
         const res = await call('GET', '/api/v2/searchAccounts', { token: r.token, query: { accountType: 'organization', ...query } });
@@ -1038,8 +1038,8 @@ forEachEngine('accounts', (h) => {
       assert.deepEqual(await found({ active: false }), [beta.id]);
       assert.deepEqual(await found({ active: true }), [alpha.id, gamma.id]);
       assert.deepEqual(await found({ externalAccountId: 'crm-1' }), [alpha.id]);
-      assert.deepEqual(await found({ productPlanId: 'gold' }), [alpha.id]);
-      assert.deepEqual(await found({ productPlanId: 'standard' }), [beta.id, gamma.id]);
+      assert.deepEqual(await found({ productPlanId: 'pplan-business' }), [alpha.id]);
+      assert.deepEqual(await found({ productPlanId: 'pplan-free' }), [beta.id, gamma.id]);
 
       assert.deepEqual(await found({ createdStart: 1_705_000_000 }), [beta.id, gamma.id]);
       assert.deepEqual(await found({ createdEnd: 1_705_000_000 }), [alpha.id, beta.id]);

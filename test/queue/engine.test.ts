@@ -112,7 +112,8 @@ forEachEngine('queue engine', (h) => {
   it('a semaphore admit hook never lets more than its limit run under concurrent claims', async () => {
     const t = await tenant(h());
     const db = h().database.db;
-    await db.insertInto('org_semaphores').values({ org_id: t.orgId, running: 0 }).execute();
+    // The organization's plan wrote its semaphore when it was created (docs/billing.md): start it empty.
+    await db.insertInto('org_semaphores').values({ org_id: t.orgId, running: 0 }).onConflict((oc) => oc.column('org_id').doUpdateSet({ running: 0 })).execute();
     await insertTasks(db, t, Array.from({ length: 40 }, () => ({})));
     const second = secondDatabase(h());
     try {
@@ -156,7 +157,8 @@ forEachEngine('queue engine', (h) => {
   it('the semaphore slot is released on complete, retry and rescue', async () => {
     const t = await tenant(h());
     const db = h().database.db;
-    await db.insertInto('org_semaphores').values({ org_id: t.orgId, running: 0 }).execute();
+    // The organization's plan wrote its semaphore when it was created (docs/billing.md): start it empty.
+    await db.insertInto('org_semaphores').values({ org_id: t.orgId, running: 0 }).onConflict((oc) => oc.column('org_id').doUpdateSet({ running: 0 })).execute();
     const clock = manualClock();
     await insertTasks(db, t, [{ run_at: clock.now() - 4 }, { run_at: clock.now() - 3 }, { run_at: clock.now() - 2 }, { run_at: clock.now() - 1 }]);
     const e = engine({ now: clock.now, ...semaphoreHooks(3) });

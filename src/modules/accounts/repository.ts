@@ -182,6 +182,15 @@ export const accountRepo = {
     return { rows: await rows.execute(), total: Number(n) };
   },
 
+  /** Accounts below `within` (itself included) whose product, offered or sell plan is `planId` (issue 26: a plan in use is not deleted). */
+  async countUsingPlan(db: Executor, within: Pick<AccountRow, 'id' | 'kind'>, planId: string): Promise<number> {
+    const r = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n'))
+      .where(ANCESTOR_COLUMN[within.kind], '=', within.id)
+      .where((eb) => eb.or([eb('product_plan_id', '=', planId), eb('offered_product_plan_id', '=', planId), eb('sell_plan_id', '=', planId)]))
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  },
+
   /** The organization's oldest agent (the one created with it), without counting the others. */
   async firstAgentId(db: Executor, orgId: number): Promise<number | null> {
     const r = await db.selectFrom('accounts').select('id').where('org_id', '=', orgId).where('kind', '=', 'agent')

@@ -20,6 +20,9 @@ import { normalizeProviderConfig, providerSpec, type NormalizedProvider } from '
 import { memberRepo } from '../members/repository.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { TASKS } from '../tasks/queue-hooks.ts';
+import { applyPlanLimits, catalogOwners, requirePlan } from '../billing/plans.ts';
+import { subscriptionRepo } from '../billing/repository.ts';
+import type { Plan } from '../billing/catalog.ts';
 
 export interface IntegrationInput { appId: string; appVersion: string; appData: Record<string, string> }
 export interface ProviderInput { providerId: string; default?: boolean; enabled?: boolean; config: Record<string, string> }
@@ -209,6 +212,11 @@ export function accountService(deps: AccountServiceDeps) {
       scope.requireActor(['partner'], 'create a reseller');
       const partner = await scope.account(targetPartnerId, ['partner'], 'targetPartnerId');
       if (!input.resellerName.trim()) throw new Invalid('resellerName must not be empty');
+      // Plan ids name plans of the partner's catalog (a new reseller has no items of its own yet).
+      const owners = catalogOwners(partner);
+      for (const field of ['productPlanId', 'offeredProductPlanId', 'sellPlanId'] as const) {
+        if (input[field] !== undefined) await requirePlan(db, owners, input[field], field);
+      }
       const now = nowMs();
       const reseller = await write(async (tx) => {
         const row = await accountRepo.create(tx, 'reseller', partner, {
@@ -242,13 +250,20 @@ export function accountService(deps: AccountServiceDeps) {
       if (input.timezone !== undefined && !timezone) throw new Invalid(`timezone '${input.timezone}' is not an IANA time zone`);
       const providers = validateProviders(input.numberingProviders);
       const integrations = validateIntegrations(input.integrations);
+      // The plan names a plan of the reseller's catalog: the one asked for, else the reseller's sell
+      // plan, else the service's default; its limits are the new organization's task limits.
+      const owners = catalogOwners(reseller);
+      const planId = input.productPlanId?.trim() || reseller.sell_plan_id || deps.config.defaultPlanId;
+      const plan = await requirePlan(db, owners, planId, input.productPlanId?.trim() ? 'productPlanId'
+        : reseller.sell_plan_id ? `productPlanId (the reseller's sellPlanId)` : 'productPlanId (CALLPLANE_DEFAULT_PLAN_ID)');
+      if (input.offeredProductPlanId !== undefined) await requirePlan(db, owners, input.offeredProductPlanId, 'offeredProductPlanId');
       const now = nowMs();
       const org = await write(async (tx) => {
         const row = await accountRepo.create(tx, 'organization', reseller, {
           name: input.orgName.trim(), email: input.email?.toLowerCase() ?? null,
           external_account_id: externalId(input.externalAccountId) ?? null, external_billing_id: input.externalBillingId ?? null,
           // A blank productPlanId is an omitted one: the organization still needs a plan.
-          product_plan_id: input.productPlanId?.trim() || reseller.sell_plan_id || deps.config.defaultPlanId,
+          product_plan_id: plan.productPlanId,
           offered_product_plan_id: input.offeredProductPlanId ?? null,
           vida_premium: flag(input.vidaPremium === true), sms_enabled: flag(input.smsEnabled === true),
           sms_brand_id: input.smsBrandId ?? null, sms_campaign_id: input.smsCampaignId ?? null,
@@ -266,6 +281,7 @@ export function accountService(deps: AccountServiceDeps) {
         }
         await insertIntegrations(tx, row, integrations, now);
         await inviteAdmin(tx, row.id, input.email, now);
+        await applyPlanLimits(tx, row.id, plan, now);
         return row;
       }, input.externalAccountId);
       return { success: true, message: 'Organization created', organization: await organizationView(org) };
@@ -357,6 +373,30 @@ export function accountService(deps: AccountServiceDeps) {
       const failed: { field: string; message: string }[] = [];
       const set = (field: string, apply: () => void) => { apply(); updated.push(field); };
       let issued: string | undefined;
+      // Plan ids name plans of the organization's catalog; a new plan's limits apply at once. While a
+      // subscription is in force, the plan changes through subscribe and cancel only.
+      const owners = catalogOwners(org);
+      const planErrors: Partial<Record<'productPlanId' | 'offeredProductPlanId', string>> = {};
+      let newPlan: Plan | undefined;
+      if (typeof input.productPlanId === 'string' && input.productPlanId.trim()) {
+        try {
+          newPlan = await requirePlan(db, owners, input.productPlanId.trim(), 'productPlanId');
+          const current = await subscriptionRepo.current(db, org.id);
+          if (current && current.plan_id !== newPlan.productPlanId) {
+            planErrors.productPlanId = `productPlanId: the organization is subscribed to '${current.plan_id}'; change its plan with POST /api/v2/product/subscribe or end the subscription with DELETE /api/v2/product/cancel`;
+            newPlan = undefined;
+          }
+        } catch (err) {
+          if (!(err instanceof Invalid)) throw err;
+          planErrors.productPlanId = err.message;
+        }
+      }
+      if (typeof input.offeredProductPlanId === 'string') {
+        try { await requirePlan(db, owners, input.offeredProductPlanId, 'offeredProductPlanId'); } catch (err) {
+          if (!(err instanceof Invalid)) throw err;
+          planErrors.offeredProductPlanId = err.message;
+        }
+      }
       for (const [field, value] of Object.entries(input) as [keyof UpdateOrganizationInput, unknown][]) {
         switch (field) {
           case 'email':
@@ -372,9 +412,13 @@ export function accountService(deps: AccountServiceDeps) {
           case 'smsEnabled': set(field, () => (patch.sms_enabled = flag(value as boolean))); break;
           case 'productPlanId':
             if (!String(value).trim()) failed.push({ field, message: 'productPlanId must not be empty' });
+            else if (planErrors.productPlanId) failed.push({ field, message: planErrors.productPlanId });
             else set(field, () => (patch.product_plan_id = String(value).trim()));
             break;
-          case 'offeredProductPlanId': set(field, () => (patch.offered_product_plan_id = value as string | null)); break;
+          case 'offeredProductPlanId':
+            if (planErrors.offeredProductPlanId) failed.push({ field, message: planErrors.offeredProductPlanId });
+            else set(field, () => (patch.offered_product_plan_id = value as string | null));
+            break;
           case 'smsBrandId': set(field, () => (patch.sms_brand_id = value as string | null)); break;
           case 'smsCampaignId': set(field, () => (patch.sms_campaign_id = value as string | null)); break;
           case 'externalAccountId': set(field, () => (patch.external_account_id = externalId(value as string | null))); break;
@@ -410,9 +454,11 @@ export function accountService(deps: AccountServiceDeps) {
       await write(async (tx) => {
         await accountRepo.update(tx, org.id, patch);
         if (patch.active === 1) await notifyQueue(tx, TASKS);
+        if (newPlan && patch.product_plan_id) await applyPlanLimits(tx, org.id, newPlan, patch.updated_at!);
       }, patch.external_account_id);
-      // Reactivated: its pending tasks (kept out of claims while it was suspended) are due again.
-      if (patch.active === 1) deps.wakeTasks();
+      // Reactivated: its pending tasks (kept out of claims while it was suspended) are due again;
+      // so are those a new plan's limits may let start.
+      if (patch.active === 1 || (newPlan && patch.product_plan_id)) deps.wakeTasks();
       // A reply URL needs the secret that signs its replies: issued with the first URL, shown once.
       if (patch.message_webhook_url && !issued && !org.message_signing_secret) issued = await messageSecret(db, box, org.id);
       return {
