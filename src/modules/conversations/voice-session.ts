@@ -290,6 +290,8 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     reply = current;
     let buffer = '';
     let queue: Promise<void> = Promise.resolve();
+    /** Resolves once the last sentence queued so far has been played (listened for as it is queued, so no mark is missed). */
+    let lastHeard: Promise<boolean> | undefined;
     const speak = (sentence: string) => {
       queue = queue.then(async () => {
         const mark = await say(sentence, abort.signal).catch(() => undefined);
@@ -299,7 +301,9 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
           if (phase === 'thinking') phase = 'speaking';
         }
         current.sentences.set(mark, sentence);
-        void waitPlayed(mark, abort.signal).then((played) => { if (played && current.state !== 'interrupted') current.played.push(sentence); });
+        const heard = waitPlayed(mark, abort.signal);
+        lastHeard = heard;
+        void heard.then((played) => { if (played && current.state !== 'interrupted') current.played.push(sentence); });
       });
     };
     let timer: NodeJS.Timeout | undefined;
@@ -343,9 +347,8 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     }
     if (event.kind === 'replied') {
       await queue;
-      const marks = [...current.sentences.keys()];
       // Until the reply has been heard to its end, or the caller cut it short (barge-in aborts).
-      if (marks.length > 0 && current.state !== 'interrupted') await waitPlayed(marks[marks.length - 1]!, abort.signal);
+      if (lastHeard && current.state !== 'interrupted') await lastHeard;
       if (current.state === 'interrupted') {
         // Only what the caller heard stays in the transcript (and in the model's history); its
         // effects (an end, a transfer) are dropped: the caller is talking.
