@@ -35,6 +35,9 @@ import { RtpTransport } from '../src/media/rtp-transport.ts';
 import { accountRepo } from '../src/modules/accounts/repository.ts';
 import { messageSecret } from '../src/modules/accounts/message-secret.ts';
 import { turnRunner } from '../src/modules/conversations/turn.ts';
+import { voiceSettings } from '../src/modules/agents/voice-settings.ts';
+import type { AgentConfig } from '../src/modules/agents/validation.ts';
+import { CAPABILITIES, callOpening } from '../src/modules/conversations/call-policy.ts';
 import { startVoiceSession, type VoiceSession } from '../src/modules/conversations/voice-session.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { EspeakEngine } from '../src/speech/espeak.ts';
@@ -138,7 +141,7 @@ async function agentWith(w: World, config: Record<string, unknown>) {
 interface AgentCall {
   agentSide: RtpSession;
   transport: RtpTransport;
-  session: VoiceSession;
+  session: Pick<VoiceSession, 'done'>;
   /** performance.now() of every transport.play() call. */
   plays: number[];
   /** Per turn run: when it started and when it returned. */
@@ -177,11 +180,17 @@ async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, poo
   const session = startVoiceSession({
     db, conversations: services.conversations, turns: timedTurns, stt, tts, now: Date.now,
     log: { warn: (o, m) => console.error(`voice session: ${m}`, o) },
-  }, { transport, conversation: opened.conversation, room: opened.room, config: a.live, grammar });
+  }, { transport, conversation: opened.conversation, room: opened.room, config: a.live, ...sipSession(a.live), grammar });
   return {
     agentSide, transport, session, plays, runs,
     async end() { transport.end('bench over'); await session.done; },
   };
+}
+
+/** A SIP call's settings, opening and capabilities, as voice-calls.ts gives a session. */
+function sipSession(config: AgentConfig) {
+  const settings = voiceSettings(config);
+  return { settings, opening: callOpening(settings, { recorded: false }), capabilities: CAPABILITIES.sip };
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ import { accountRepo } from '../../src/modules/accounts/repository.ts';
 import { messageSecret } from '../../src/modules/accounts/message-secret.ts';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
 import { turnRunner } from '../../src/modules/conversations/turn.ts';
+import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
+import { CAPABILITIES, callOpening } from '../../src/modules/conversations/call-policy.ts';
 import { splitSentences, startVoiceSession } from '../../src/modules/conversations/voice-session.ts';
 import { createPlatform } from '../../src/platform.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
@@ -76,9 +78,11 @@ describe('a voice session over RTP, offline speech', { skip: toolsSkip('espeak-n
     caller.on('audio', (f) => heard.push(f));
     const hangups: string[] = [];
     const transport = new RtpTransport(agentSide, { transfer: () => Promise.resolve(), hangup: (why) => { hangups.push(why); return Promise.resolve(); } });
+    const live = await services.agents.liveConfig(agent);
+    const settings = voiceSettings(live);
     const session = startVoiceSession({ db, conversations: services.conversations, turns, stt, tts: speech.tts ?? tts, now: Date.now, log: { warn: (o, m) => process.env.VOICE_DEBUG && console.log(m, o) } }, {
-      transport, conversation: opened.conversation, room: opened.room, config: await services.agents.liveConfig(agent),
-      grammar: { kind: 'phrases', phrases: grammar },
+      transport, conversation: opened.conversation, room: opened.room, config: live, settings, opening: callOpening(settings, { recorded: false }),
+      capabilities: CAPABILITIES.sip, grammar: { kind: 'phrases', phrases: grammar },
     });
     return {
       db, opened, caller, heard, hangups, transport, session,

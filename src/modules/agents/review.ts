@@ -8,6 +8,7 @@
 import { ModelError, type ChatEngine } from '../../llm/types.ts';
 import { contextTokensOf, estimateTokens } from '../models/catalog.ts';
 import type { AgentConfig } from './validation.ts';
+import { intSetting } from './voice-settings.ts';
 
 export type Severity = 'error' | 'warning' | 'info';
 
@@ -82,7 +83,6 @@ const MIN_APP_INSTRUCTIONS = 20;
 
 const sentences = (text: string) => text.split(/(?<=[.!?])\s+/);
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
-const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
 
 /** The text without the sentences that ask the agent to insult callers. */
 function withoutAbuse(text: string): string {
@@ -123,13 +123,13 @@ export function configFindings(config: AgentConfig): Finding[] {
   const extra = actions.join('\n').length + apps.reduce((n, a) => n + str(a.instructions).length, 0);
   const out: Finding[] = [...textFindings('welcomeMessage', str(config.welcomeMessage), model), ...textFindings('agentInstructions', instructions, model, extra)];
 
-  // Timings (src/modules/agents/validation.ts has their ranges and units).
-  const speakingTimeout = num(config.speakingTimeout, 1200); // ms of silence that end the caller's turn
-  const callerResponseTimeout = num(config.callerResponseTimeout, 13); // s of silence before "are you still there?"
-  const minSpeaking = num(config.interruptionMinimumSpeakingTime, 3); // s the agent speaks before it can be interrupted
-  const delay = num(config.speechProcessingDelay, 500);
-  const step = num(config.speechProcessingDelayInterruptionStep, 500);
-  const multiplier = num(config.speechProcessingDelayMaxMultiplier, 4);
+  // Timings (src/modules/agents/validation.ts has their ranges and units; intSetting its defaults and ranges).
+  const speakingTimeout = intSetting(config, 'speakingTimeout'); // ms of silence that end the caller's turn
+  const callerResponseTimeout = intSetting(config, 'callerResponseTimeout'); // s of silence before "are you still there?"
+  const minSpeaking = intSetting(config, 'interruptionMinimumSpeakingTime'); // s the agent speaks before it can be interrupted
+  const delay = intSetting(config, 'speechProcessingDelay');
+  const step = intSetting(config, 'speechProcessingDelayInterruptionStep');
+  const multiplier = intSetting(config, 'speechProcessingDelayMaxMultiplier');
   if (speakingTimeout >= callerResponseTimeout * 1000) {
     out.push({ field: 'speakingTimeout', severity: 'error', message: `speakingTimeout (${speakingTimeout} ms) is not shorter than callerResponseTimeout (${callerResponseTimeout} s): the agent asks whether the caller is still there before it even takes the caller's turn as ended` });
   }

@@ -2,13 +2,19 @@
 // table that makes both the OpenAPI schema of POST /api/v2/agent and the check every write runs
 // (POST /agent, and a snapshot stored by POST /agent/{agentId}/versions/{versionId}).
 // docs/agents.md lists the same ranges.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
 import safeRegex from 'safe-regex2';
 import { Invalid } from '../../http/errors.ts';
 import { E164_PATTERN } from '../../lib/phone.ts';
 import { DEFAULT_MODEL, DEFAULT_THINKING_MODEL, DEFAULT_VOICE, VOICE_IDS } from './catalog.ts';
 
-export type AgentConfig = Record<string, unknown>;
+/**
+ * An agent's configuration as the field table below types it: every field optional (a partial
+ * update, or a snapshot written before a field existed), and other keys tolerated as `unknown`
+ * (the store keeps what older versions wrote). Readers that need a field's default and range
+ * resolved go through a reading of it (voice-settings.ts for calls), not through their own checks.
+ */
+export type AgentConfig = Partial<AgentFields> & Record<string, unknown>;
 
 type Check = (value: unknown, field: string) => unknown;
 
@@ -203,9 +209,10 @@ function knowledgeBases(v: unknown, field: string): string[] {
 const S = (description: string, o: object = {}) => Type.String({ description, ...o });
 const I = (description: string, minimum: number, maximum: number) => Type.Integer({ description, minimum, maximum });
 const B = (description: string) => Type.Boolean({ description });
-const nullable = (schema: TSchema) => ({ ...schema, nullable: true }) as TSchema;
+/** The schema with OpenAPI's `nullable`, typed as its value or null. */
+const nullable = <T extends TSchema>(schema: T) => ({ ...schema, nullable: true }) as unknown as TUnsafe<Static<T> | null>;
 
-export const FIELDS: Record<string, Field> = {
+export const FIELDS = {
   type: { schema: S('Type for this agent', { enum: ['chatAgent'] }), check: str({ max: 20, enum: ['chatAgent'] }) },
   title: { schema: S('Title for the agent', { minLength: 1, maxLength: 200 }), check: str({ min: 1, max: 200 }) },
   description: { schema: S('Some description', { maxLength: 2000 }), check: str({ max: 2000 }) },
@@ -281,7 +288,12 @@ export const FIELDS: Record<string, Field> = {
     maxItems: MAX_KNOWLEDGE_BASES,
     description: 'Ids of the organization\'s knowledge bases (kb_…) the agent retrieves from; duplicates are dropped',
   }), check: knowledgeBases },
-};
+} satisfies Record<string, Field>;
+
+type FieldTable = typeof FIELDS;
+/** Every field's value as its schema types it (the `Static` of the field table). */
+export type AgentFields = { -readonly [K in keyof FieldTable]: Static<FieldTable[K]['schema']> };
+export type AgentField = keyof FieldTable;
 
 /** The fields naming a model: checkConfig checks their form, checkModels that the organization may use them. */
 export const MODEL_FIELDS = ['agentModel', 'agentThinkingModel'] as const;
@@ -316,7 +328,7 @@ export function defaultConfig(title: string): AgentConfig {
 
 /** The OpenAPI body of POST /api/v2/agent: every field optional (a partial update). */
 export const AgentBody = Type.Object(
-  Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, Type.Optional(f.schema)])),
+  Object.fromEntries(Object.entries(FIELDS as Record<string, Field>).map(([k, f]) => [k, Type.Optional(f.schema)])),
   { additionalProperties: true, description: 'Fields to change in the staging agent; fields not sent keep their value. Unknown fields are refused.' },
 );
 
@@ -329,7 +341,7 @@ export function checkConfig(input: unknown, root = ''): AgentConfig {
   const out: AgentConfig = {};
   for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
     const name = `${root}${key}`;
-    const field = Object.hasOwn(FIELDS, key) ? FIELDS[key] : undefined;
+    const field: Field | undefined = Object.hasOwn(FIELDS, key) ? (FIELDS as Record<string, Field>)[key] : undefined;
     if (!field) throw new Invalid(`${name} is not an agent field`);
     if (value === undefined) continue;
     if (value === null) {

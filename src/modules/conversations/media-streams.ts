@@ -14,19 +14,21 @@ import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { isE164 } from '../../lib/phone.ts';
 import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media-stream.ts';
-import { DEFAULT_WAIT_TO_GREET_SECONDS, type CarrierOptions } from '../../providers/index.ts';
+import type { CarrierOptions } from '../../providers/index.ts';
+import { connectStream, dial, playDigits, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { SpeechEngines } from '../../speech/registry.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { twilioCarrierOf } from '../numbering/carriers.ts';
 import { taskRepo } from '../tasks/repository.ts';
+import { CAPABILITIES, callOpening, type CallOpening } from './call-policy.ts';
 import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stream-token.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
 import { startVoiceSession, voiceState, type VoiceSession } from './voice-session.ts';
-import { connectStream, dial, playDigits, twimlDocument, whisperUrl } from './voice-twiml.ts';
+import { whisperUrl } from './voice-twiml.ts';
 
 /** The WebSocket route Twilio opens a call's Media Stream on. */
 export const TWILIO_STREAM_PATH = '/api/v2/providers/twilio/voice/stream';
@@ -77,13 +79,11 @@ export function mediaStreams(deps: MediaStreamDeps) {
     return c;
   }
 
-  /** What the session says and does on answer: the task's greeting and pause; digits were in the TwiML already. */
-  async function sessionConfig(config: AgentConfig, taskId: string | null): Promise<AgentConfig> {
+  /** The call's opening (the policy's rule, with the task's greeting and waitToGreet); the keys were in the answer's TwiML already. */
+  async function sessionOpening(settings: VoiceSettings, taskId: string | null): Promise<CallOpening> {
     const task = taskId ? await taskRepo.findAnyOrg(db, taskId) : undefined;
-    const welcome = task?.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage : '');
-    const wait = typeof config.waitOnAnswer === 'number' && config.waitOnAnswer > 0 ? config.waitOnAnswer
-      : task && bool(task.wait_to_greet) ? DEFAULT_WAIT_TO_GREET_SECONDS * 1000 : 0;
-    return { ...config, welcomeMessage: welcome, postAnswerDtmf: '', waitOnAnswer: wait };
+    const opening = callOpening(settings, { taskGreeting: task?.greeting, waitToGreet: task ? bool(task.wait_to_greet) : false, recorded: CAPABILITIES['media-stream'].recording });
+    return { ...opening, digits: '' };
   }
 
   return {
@@ -131,7 +131,9 @@ export function mediaStreams(deps: MediaStreamDeps) {
           socket.close(1011, 'the agent was deleted');
           return;
         }
-        const config = await sessionConfig(await deps.conversations.liveConfig(agent), c.task_id);
+        const config = await deps.conversations.liveConfig(agent);
+        const settings = voiceSettings(config);
+        const opening = await sessionOpening(settings, c.task_id);
         const callSid = start.callSid;
         const transport = new TwilioMediaStream(socket, start, {
           hangup: async () => { await (await carrier(c.org_id)).endCall(callSid); },
@@ -153,7 +155,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
         await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps.speech)), deps.now());
         entry.session = startVoiceSession({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
-        }, { transport, conversation: c, room, config, grammar: deps.grammar });
+        }, { transport, conversation: c, room, config, settings, opening, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar });
         log.info?.(about, 'twilio media stream started');
         void entry.session.done.finally(() => live.delete(c.id));
       } catch (err) {

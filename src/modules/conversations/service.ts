@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type {
-  AccountRow, ConversationChannel, ConversationOutcome, ConversationRow, Db, Executor, RoomRow,
+  AccountRow, ConversationChannel, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow,
 } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
@@ -87,6 +87,31 @@ export function normaliseAddress(raw: string): { address: string; kind: RoomRow[
   return { address: text.toLowerCase(), kind: 'address' };
 }
 
+/** A line the agent says: a reply (no kind), or one the call itself says (its kind: welcome, still_there, apology…). */
+export interface AgentLineRecord {
+  text: string;
+  /** messages.data.kind; none for the model's replies. */
+  kind?: string;
+  /** 'success' unless a channel has yet to deliver it ('pending'). */
+  status?: MessageRow['status'];
+}
+
+/**
+ * The one writer of what the agent says, on every channel and path (a turn's reply, a call's
+ * greeting, prompts and apologies, a web chat's welcome): the message, the conversation's
+ * outbound count and activity, and the room's last message, in the caller's transaction.
+ */
+export async function recordAgentLine(tx: Executor, c: Pick<ConversationRow, 'id' | 'room_id' | 'org_id' | 'channel'>, line: AgentLineRecord, at: number): Promise<string> {
+  const id = crypto.randomUUID();
+  await messageRepo.insert(tx, {
+    id, conversation_id: c.id, room_id: c.room_id, org_id: c.org_id, direction: 'outbound', text: line.text,
+    source: c.channel, status: line.status ?? 'success', data: line.kind ? JSON.stringify({ kind: line.kind }) : null, at,
+  });
+  await conversationRepo.count(tx, c.id, at, { out: 1 });
+  await roomRepo.touch(tx, c.room_id, line.text, at, false);
+  return id;
+}
+
 export function conversationService(deps: ConversationServiceDeps) {
   const { db, agents } = deps;
   const clock = deps.now ?? Date.now;
@@ -133,14 +158,7 @@ export function conversationService(deps: ConversationServiceDeps) {
 
   /** Records what the agent said outside a turn (a web chat's welcome message) as delivered. */
   async function recordOutbound(tx: Executor, o: Opened, text: string, now: number): Promise<string> {
-    const id = crypto.randomUUID();
-    await messageRepo.insert(tx, {
-      id, conversation_id: o.conversation.id, room_id: o.room.id, org_id: o.room.org_id, direction: 'outbound', text,
-      source: o.conversation.channel, status: 'success', data: null, at: now,
-    });
-    await conversationRepo.count(tx, o.conversation.id, now, { out: 1 });
-    await roomRepo.touch(tx, o.room.id, text, now, false);
-    return id;
+    return recordAgentLine(tx, o.conversation, { text }, now);
   }
 
   /** Ends a conversation once (the first outcome stands) and emits `conversation`; true when this call ended it. */

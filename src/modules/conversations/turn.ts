@@ -31,7 +31,8 @@ import type { ModelsService } from '../models/service.ts';
 import { taskRepo } from '../tasks/repository.ts';
 import type { TaskService } from '../tasks/service.ts';
 import { buildMessages, PROMPT_LIMITS } from './prompt.ts';
-import { automationRepo, conversationRepo, messageRepo, roomRepo, toolEffectRepo, turnRepo } from './repository.ts';
+import { automationRepo, conversationRepo, messageRepo, toolEffectRepo, turnRepo } from './repository.ts';
+import { recordAgentLine } from './service.ts';
 import {
   checkArguments, grantedTools, knowledgeBases, transferDestinations, webhookActions,
   type ToolEffect, type ToolOutcome,
@@ -350,9 +351,7 @@ export function turnRunner(deps: TurnDeps) {
       }
       input.onTextEnd?.();
       const reply = text || EMPTY_REPLY;
-      const messageId = await record(conversation, { direction: 'outbound', text: reply, status: input.replyStatus });
-      await conversationRepo.count(db, conversation.id, deps.now(), { out: 1 });
-      await roomRepo.touch(db, room.id, reply, deps.now(), false);
+      const messageId = await recordAgentLine(db, conversation, { text: reply, status: input.replyStatus }, deps.now());
       return { kind: 'reply', text: reply, messageId, effects, engine: choice.provider, simulated: choice.engine.simulated, model: choice.model };
     },
   };

@@ -7,23 +7,23 @@
 // status callback ends the conversation if nothing else did. With CALLPLANE_TWILIO_VOICE=stream the
 // answer is <Connect><Stream> instead and the call is a voice session over a Media Stream
 // (media-streams.ts).
-import crypto from 'node:crypto';
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
-import type { ConversationOutcome, ConversationRow, Db, Executor, RoomRow, TaskRow } from '../../db/types.ts';
+import type { ConversationOutcome, ConversationRow, Db, RoomRow, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { isE164 } from '../../lib/phone.ts';
 import { TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { providerSettings, refuseTwilioRequest, twilioNumberOwner } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
-import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
-import { MAX_MESSAGE_CHARS, normaliseAddress, type ConversationService } from './service.ts';
+import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
+import { CAPABILITIES, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
+import { conversationRepo, roomRepo } from './repository.ts';
+import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
-import { dial, gather, HANGUP, transferAnnouncement, whisperUrl, onAnswer, phrasesFor, playDigits, say, twimlDocument, voiceStyle, type Phrases, type VoiceStyle } from './voice-twiml.ts';
+import { renderDecision, renderOpening, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
 
 /** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */
 export const TWILIO_GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
@@ -35,14 +35,8 @@ export const TWILIO_INCOMING_STATUS_PATH = '/api/v2/providers/twilio/voice/statu
 const FINAL_CALL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 /** Twilio's StirVerstat for a caller ID the originating carrier fully attested (SHAKEN level A). */
 const FULL_ATTESTATION = 'TN-Validation-Passed-A';
-/**
- * How long one spoken turn may take. Twilio waits about 15 s for the answer to a gather action;
- * the model request (and every tool it calls) is aborted after this and the caller hears an
- * apology instead.
- */
-export const VOICE_TURN_TIMEOUT_MS = 10_000;
-/** Failed turns in a row (model errors, timeouts) after which the call says sorry and hangs up. */
-export const MAX_TURN_FAILURES = 3;
+/** The call policy's turn limit (call-policy.ts), here too for platform.ts. */
+export { VOICE_TURN_TIMEOUT_MS };
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -67,13 +61,9 @@ export interface GatherRequest {
   signed: TwilioParams;
 }
 
-/** The call's own counters, kept in conversations.state. */
-interface VoiceState {
-  /** Empty gathers in a row (the caller said nothing). */
-  noResponse: number;
-  /** Failed turns in a row. */
-  failures: number;
-}
+/** The call policy's counters, kept in conversations.state between gathers. */
+type VoiceState = CallCounters;
+const GATHER = CAPABILITIES.gather;
 
 export interface TwilioVoiceDeps {
   db: Db;
@@ -105,10 +95,6 @@ function readState(json: string): VoiceState {
   return { noResponse: n(o.noResponse), failures: n(o.failures) };
 }
 
-const str = (v: unknown) => (typeof v === 'string' ? v : '');
-const intIn = (v: unknown, min: number, max: number, dflt: number) =>
-  (typeof v === 'number' && Number.isInteger(v) ? Math.min(Math.max(v, min), max) : dflt);
-
 class TurnTimeout extends Error {
   constructor(ms: number) { super(`the turn took longer than ${ms} ms`); }
 }
@@ -118,6 +104,9 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
   const clock = deps.now;
 
   const gatherUrl = (conversationId: string) => `${deps.config.publicUrl}${TWILIO_GATHER_PATH}?conversation=${encodeURIComponent(conversationId)}`;
+  const targets = (conversationId: string): GatherTargets => ({
+    action: gatherUrl(conversationId), whisper: (name) => whisperUrl(deps.config.publicUrl, conversationId, name),
+  });
 
   /**
    * Whether the organization's calls stream (a Media Stream to us) or gather (Twilio's speech): its
@@ -135,24 +124,27 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     signed: req.signed, signature: req.signature,
   }, log, what);
 
-  /** Something the call said that the turn runner did not record (the greeting, prompts, apologies). */
-  async function recordSaid(tx: Executor, c: ConversationRow, text: string, kind: string, at: number): Promise<void> {
-    await messageRepo.insert(tx, {
-      id: crypto.randomUUID(), conversation_id: c.id, room_id: c.room_id, org_id: c.org_id, direction: 'outbound', text,
-      source: c.channel, status: 'success', data: JSON.stringify({ kind }), at,
-    });
-    await conversationRepo.count(tx, c.id, at, { out: 1 });
-    await roomRepo.touch(tx, c.room_id, text, at, false);
-  }
-
   /** Records what the call says now and its counters, and (with `end`) ends the conversation after. */
-  async function settle(c: ConversationRow, state: VoiceState, said: { text: string; kind: string } | null, end?: { outcome: ConversationOutcome; detail: string | null }): Promise<void> {
+  async function settle(c: ConversationRow, state: VoiceState, said: AgentLine | undefined, end?: { outcome: ConversationOutcome; detail: string | null }): Promise<void> {
     const now = clock();
     await db.transaction().execute(async (tx) => {
-      if (said) await recordSaid(tx, c, said.text, said.kind, now);
+      if (said) await recordAgentLine(tx, c, said, now);
       await conversationRepo.setState(tx, c.id, JSON.stringify(state), now);
     });
     if (end) await deps.conversations.end(c.id, end.outcome, end.detail);
+  }
+
+  /**
+   * The policy's decision after `event`, recorded (what is said, the counters, the end) and
+   * rendered as TwiML after `reply` (the agent's words this turn).
+   */
+  async function render(c: ConversationRow, settings: VoiceSettings, state: VoiceState, event: CallEvent, reply = ''): Promise<{ decision: CallDecision; twiml: string }> {
+    const { counters, decision } = decide(settings, state, event, GATHER);
+    if (decision.next === 'answer') return { decision, twiml: '' };
+    const end = decision.next === 'hangup' ? { outcome: decision.outcome, detail: decision.detail }
+      : decision.next === 'transfer' ? { outcome: 'transferred' as const, detail: `${decision.name} (${decision.destination})`.slice(0, 500) } : undefined;
+    await settle(c, counters, decision.next === 'transfer' ? undefined : decision.say, end);
+    return { decision, twiml: renderDecision(voiceStyle(settings), decision, targets(c.id), reply) };
   }
 
   /** The agent's turn, bounded: the signal aborts the model request; past the bound nobody waits for it. */
@@ -174,38 +166,9 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     }
   }
 
-  /** A turn that failed: an apology and listening again; after MAX_TURN_FAILURES in a row, goodbye. */
-  async function failedTurn(c: ConversationRow, state: VoiceState, style: VoiceStyle, words: Phrases, err: unknown, log: Log): Promise<string> {
-    const message = err instanceof Error ? err.message : String(err);
-    log.warn({ conversation: c.id, err: message }, 'voice turn failed');
-    state.failures += 1;
-    if (state.failures >= MAX_TURN_FAILURES) {
-      await settle(c, state, { text: words.failedGoodbye, kind: 'failed' }, { outcome: 'failed', detail: message.slice(0, 500) });
-      return twimlDocument(say(style, words.failedGoodbye), HANGUP);
-    }
-    await settle(c, state, { text: words.apology, kind: 'apology' });
-    return twimlDocument(gather(style, gatherUrl(c.id), say(style, words.apology)));
-  }
-
-  /** What the call does after the agent's reply: a transfer dials, an end hangs up, otherwise listen again. */
-  async function afterReply(c: ConversationRow, state: VoiceState, style: VoiceStyle, words: Phrases, result: Extract<TurnResult, { kind: 'reply' }>, attended: boolean): Promise<string> {
-    const transfer = result.effects.find((e) => e.kind === 'transfer');
-    if (transfer) {
-      // tools.ts offers a Twilio call only E.164 destinations; anything else cannot be dialled here.
-      if (isE164(transfer.destination)) {
-        await settle(c, state, null, { outcome: 'transferred', detail: `${transfer.name} (${transfer.destination})`.slice(0, 500) });
-        return twimlDocument(say(style, result.text), dial(transfer.destination, attended ? whisperUrl(deps.config.publicUrl, c.id, transfer.name) : undefined));
-      }
-      await settle(c, state, { text: words.cannotTransfer, kind: 'transfer_refused' });
-      return twimlDocument(say(style, result.text), gather(style, gatherUrl(c.id), say(style, words.cannotTransfer)));
-    }
-    const end = result.effects.find((e) => e.kind === 'end');
-    if (end) {
-      await settle(c, state, null, { outcome: 'ended_by_agent', detail: end.reason.slice(0, 500) });
-      return twimlDocument(say(style, result.text), HANGUP);
-    }
-    await settle(c, state, null);
-    return twimlDocument(gather(style, gatherUrl(c.id), say(style, result.text)));
+  /** The opening's lines (the recording notice, the greeting), as the gather path says them at once. */
+  async function recordOpening(tx: Parameters<typeof recordAgentLine>[0], c: ConversationRow, opening: ReturnType<typeof callOpening>, at: number): Promise<void> {
+    for (const line of [opening.notice, opening.greeting]) if (line) await recordAgentLine(tx, c, line, at);
   }
 
   const service = {
@@ -217,9 +180,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     async answer(task: TaskRow, callSid: string): Promise<string> {
       const agent = await accountRepo.findById(db, task.account_id);
       if (!agent || !task.target) return twimlDocument(HANGUP);
-      const config: AgentConfig = await deps.conversations.liveConfig(agent);
-      const style = voiceStyle(config);
-      const greeting = task.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage.trim() : '');
+      const settings = voiceSettings(await deps.conversations.liveConfig(agent));
+      const opening = callOpening(settings, { taskGreeting: task.greeting, waitToGreet: bool(task.wait_to_greet), recorded: GATHER.recording });
       const streamed = await streams(task.org_id);
       let c = await conversationRepo.byCarrierRef(db, task.org_id, callSid);
       if (c?.ended_at != null) return twimlDocument(HANGUP);
@@ -231,15 +193,15 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
             agent, channel: 'voice', direction: 'outbound', counterpart: address, counterpartKind: kind,
             taskId: task.id, carrierRef: callSid, fresh: true,
           }, now);
-          // A streamed call's voice session records its greeting as it says it.
-          if (greeting && !streamed) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
+          // A streamed call's voice session records its opening as it says it.
+          if (!streamed) await recordOpening(tx, o.conversation, opening, now);
           return o.conversation;
         });
       }
       // Streamed: the keys to press on answer, then the call's audio is ours (the pause and the
       // greeting are the voice session's).
-      if (streamed) return twimlDocument(playDigits(str(config.postAnswerDtmf)), deps.streamTwiml!(c.id, callSid));
-      return twimlDocument(...onAnswer(config, bool(task.wait_to_greet)), gather(style, gatherUrl(c.id), say(style, greeting)));
+      if (streamed) return twimlDocument(playDigits(opening.digits), deps.streamTwiml!(c.id, callSid));
+      return renderOpening(voiceStyle(settings), opening, gatherUrl(c.id));
     },
 
     /**
@@ -262,9 +224,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
         log.warn({ orgId, callSid, suspended: Boolean(org?.suspended) }, 'twilio incoming call rejected: the organization is suspended or has no agent');
         return twimlDocument('<Reject reason="busy"/>');
       }
-      const config: AgentConfig = await deps.conversations.liveConfig(agent);
-      const style = voiceStyle(config);
-      const greeting = typeof config.welcomeMessage === 'string' ? config.welcomeMessage.trim() : '';
+      const settings = voiceSettings(await deps.conversations.liveConfig(agent));
+      const opening = callOpening(settings, { recorded: GATHER.recording });
       const streamed = await streams(orgId);
       let c = await conversationRepo.byCarrierRef(db, orgId, callSid);
       if (c?.ended_at != null) return twimlDocument(HANGUP);
@@ -278,12 +239,12 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
             // Only full STIR/SHAKEN attestation (the carrier knows the caller has the number) verifies the caller ID.
             callerVerified: first(req.params, 'StirVerstat') === FULL_ATTESTATION,
           }, now);
-          if (greeting && !streamed) await recordSaid(tx, o.conversation, greeting, 'welcome', now);
+          if (!streamed) await recordOpening(tx, o.conversation, opening, now);
           return o.conversation;
         });
       }
-      if (streamed) return twimlDocument(deps.streamTwiml!(c.id, callSid));
-      return twimlDocument(...onAnswer(config, false), gather(style, gatherUrl(c.id), say(style, greeting)));
+      if (streamed) return twimlDocument(playDigits(opening.digits), deps.streamTwiml!(c.id, callSid));
+      return renderOpening(voiceStyle(settings), opening, gatherUrl(c.id));
     },
 
     /** A Twilio number's call status callback: a final status ends the call's conversation `hung_up`. */
@@ -307,8 +268,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       if (!c || c.channel !== 'voice') refuseTwilioRequest({ ...req, url: `${deps.config.publicUrl}${req.url}` }, log, 'twilio whisper', 'no such voice conversation');
       await verifyTwilioRequest(deps, c.org_id, req, log, { conversation: c.id });
       const agent = await accountRepo.findById(db, c.account_id);
-      const style = agent ? voiceStyle(await deps.conversations.liveConfig(agent)) : voiceStyle({});
-      return twimlDocument(say(style, transferAnnouncement(typeof req.name === 'string' ? req.name.slice(0, 100) : undefined)));
+      const settings = voiceSettings(agent ? await deps.conversations.liveConfig(agent) : {});
+      return twimlDocument(say(voiceStyle(settings).say, transferAnnouncement(settings.language, typeof req.name === 'string' ? req.name.slice(0, 100) : undefined)));
     },
 
     /** The call ended: its conversation, when still open, ends `hung_up`. */
@@ -343,26 +304,15 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
         return twimlDocument(HANGUP);
       }
       const config = await deps.conversations.liveConfig(agent);
-      const style = voiceStyle(config);
-      const words = phrasesFor(style);
+      const settings = voiceSettings(config);
       const state = readState(c.state);
       const speech = (first(req.params, 'SpeechResult') ?? '').trim();
-
-      if (speech === '') {
-        state.noResponse += 1;
-        // The agent asks callerResponseTimeoutHangupCounter times; the silence after the last ask ends the call.
-        const asks = intIn(config.callerResponseTimeoutHangupCounter, 0, 10, 3);
-        if (state.noResponse > asks) {
-          await settle(c, state, { text: words.noResponseGoodbye, kind: 'no_response' }, { outcome: 'no_response', detail: `${state.noResponse} silences in a row` });
-          return twimlDocument(say(style, words.noResponseGoodbye), HANGUP);
-        }
-        await settle(c, state, { text: words.stillThere, kind: 'still_there' });
-        return twimlDocument(gather(style, gatherUrl(c.id), say(style, words.stillThere)));
-      }
+      const heard = await render(c, settings, state, { kind: 'heard', text: speech });
+      if (heard.decision.next !== 'answer') return heard.twiml;
+      state.noResponse = 0;
 
       // What the caller said is data for the model, never an instruction to us: bounded, recorded
       // as said, escaped wherever it is written into TwiML.
-      state.noResponse = 0;
       const text = speech.slice(0, MAX_MESSAGE_CHARS);
       const confidence = Number(first(req.params, 'Confidence'));
       const now = clock();
@@ -374,15 +324,17 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
         result = await boundedTurn({ conversation: c, room, config, inbound: { id: inbound.id, text, at: now }, allowAsync: false, replyStatus: 'success' });
         if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
       } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        log.warn({ conversation: c.id, err: message }, 'voice turn failed');
+        const event: CallEvent = err instanceof TurnTimeout ? { kind: 'turnTooSlow' } : { kind: 'turnFailed', reason: message };
         try {
-          return await failedTurn(c, state, style, words, err, log);
+          return (await render(c, settings, state, event)).twiml;
         } catch (inner) {
           log.warn({ conversation: c.id, err: inner instanceof Error ? inner.message : String(inner) }, 'recording a failed voice turn failed');
-          return twimlDocument(gather(style, gatherUrl(c.id), say(style, words.apology)));
+          return renderDecision(voiceStyle(settings), { next: 'listen', say: { text: phrasesFor(settings.language).apology, kind: 'apology' } }, targets(c.id));
         }
       }
-      state.failures = 0;
-      return afterReply(c, state, style, words, result, config.attendedTransfers === true);
+      return (await render(c, settings, state, { kind: 'replied', effects: result.effects }, result.text)).twiml;
     },
   };
   return service satisfies CallConversations;

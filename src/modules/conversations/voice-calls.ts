@@ -11,12 +11,14 @@ import type { InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } 
 import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
-import { backgroundSpec, bedFrom, type BackgroundAudio } from './background-audio.ts';
+import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
+import { bedFrom, type BackgroundAudio } from './background-audio.ts';
+import { CAPABILITIES, callOpening } from './call-policy.ts';
 import type { RecordingStore } from './recordings.ts';
 import { conversationRepo } from './repository.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
 import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, synthesize8k, voiceLanguage, voiceState } from './voice-session.ts';
+import { startVoiceSession, synthesize8k, voiceState } from './voice-session.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -34,18 +36,13 @@ export interface VoiceCallsDeps {
   recording?: { store: Pick<RecordingStore, 'fileOf' | 'relative'>; maxMs: number };
 }
 
-const DEFAULT_NOTICE = 'This call is being recorded.';
-
 /**
- * What the agent announces first, if anything: autoRecordingNotification `always` announces on
- * every call, `true` when this call is recorded (we cannot tell where the law requires it), `false` never.
+ * What the agent announces first, if anything (the call policy's opening rule): autoRecordingNotification
+ * `always` announces on every call, `true` when this call is recorded (we cannot tell where the law
+ * requires it), `false` never.
  */
 export function recordingNotice(config: AgentConfig, recorded: boolean): string | undefined {
-  const raw = config.autoRecordingNotification ?? 'true';
-  const setting = typeof raw === 'string' || typeof raw === 'boolean' ? String(raw) : 'true';
-  if (setting !== 'always' && !(setting === 'true' && recorded)) return undefined;
-  const phrase = typeof config.recordingNotificationPhrase === 'string' ? config.recordingNotificationPhrase.trim() : '';
-  return phrase || DEFAULT_NOTICE;
+  return callOpening(voiceSettings(config), { recorded }).notice?.text;
 }
 
 /** How long synthesizing the greeting may hold up answering; past it, the session speaks it itself. */
@@ -55,11 +52,11 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   const { db } = deps;
 
   /** The greeting as 8 kHz audio, or undefined when it could not be made in time (the session retries). */
-  async function synthesize(text: string, config: AgentConfig): Promise<Int16Array | undefined> {
+  async function synthesize(text: string | undefined, settings: VoiceSettings): Promise<Int16Array | undefined> {
     if (!text) return undefined;
     const signal = AbortSignal.timeout(GREETING_WAIT_MS);
     try {
-      return await synthesize8k(deps.tts, text, { ...voiceLanguage(config), signal });
+      return await synthesize8k(deps.tts, text, { language: settings.language, gender: settings.gender, signal });
     } catch (err) {
       deps.log?.warn({ err: (err as Error).message }, 'voice call: the greeting could not be synthesized ahead');
       return undefined;
@@ -98,15 +95,16 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
 
   async function prepare(agent: AccountRow, call: Omit<OpenRequest, 'agent' | 'channel' | 'fresh' | 'carrierRef'>, opts: { greeting?: string; waitToGreet?: boolean }): Promise<PreparedVoiceCall> {
     const config = await deps.conversations.liveConfig(agent);
-    const greeting = (opts.greeting?.trim() || (typeof config.welcomeMessage === 'string' ? config.welcomeMessage : '')).trim();
-    const spec = backgroundSpec(config);
+    const settings = voiceSettings(config);
+    const greeting = callOpening(settings, { taskGreeting: opts.greeting, recorded: false }).greeting?.text;
+    const spec = settings.backgroundAudio;
     const background = spec && deps.background
       ? deps.background.load(spec.url).then((pcm) => ({ bed: bedFrom(pcm, spec), afterGreeting: spec.startAfterGreeting }), (err: Error) => {
         deps.log?.warn({ agent: agent.id, err: err.message }, 'voice call: the background audio could not be loaded');
         return null;
       })
       : undefined;
-    const greetingAudio = await synthesize(greeting, config);
+    const greetingAudio = await synthesize(greeting, settings);
     return {
       start(transport: VoiceTransport, { callId }) {
         const done = (async () => {
@@ -116,9 +114,10 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
           await conversationRepo.setState(db, opened.conversation.id, JSON.stringify(voiceState(transport.kind, deps)), now);
           const recorder = record(transport, opened.conversation.org_id, opened.conversation.id);
           try {
+            const opening = callOpening(settings, { taskGreeting: opts.greeting, waitToGreet: opts.waitToGreet, recorded: recorder !== undefined });
             const session = startVoiceSession(deps, {
-              transport, conversation: opened.conversation, room: opened.room, config, greeting, greetingAudio, waitToGreet: opts.waitToGreet,
-              background, announce: recordingNotice(config, recorder !== undefined),
+              transport, conversation: opened.conversation, room: opened.room, config, settings, opening, capabilities: CAPABILITIES.sip,
+              greetingAudio, background,
             });
             await session.done;
           } finally {

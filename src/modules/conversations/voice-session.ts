@@ -3,24 +3,30 @@
 // each transcribed and answered by the conversation engine on the agent's live configuration, the
 // reply spoken sentence by sentence as the model streams it. Barge-in stops what is playing and
 // keeps in the transcript only what the caller heard. docs/voice.md, "Voice sessions".
-import crypto from 'node:crypto';
+//
+// The session is a state machine in explicit phases — opening, listening, thinking (the agent's
+// turn runs), speaking (a reply plays), transferring, ending, ended — and decides nothing itself:
+// what to say and do after each event (heard, silence, key, a failed or slow turn, a finished
+// reply, a failed transfer) is the call policy's (call-policy.ts), with the same limits and
+// phrases as every other path. Each reply has a handle: its sentences, what was played, when its
+// first audio went out, and whether it finished or was interrupted.
 import { setMaxListeners } from 'node:events';
 import type { ConversationRow, Db, RoomRow } from '../../db/types.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
 import { resample } from '../../speech/resample.ts';
 import type { SpeechGrammar, SpeechToText, SynthesizeOptions, TextToSpeech } from '../../speech/types.ts';
 import { VoiceActivityDetector } from '../../speech/vad.ts';
-import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
+import type { VoiceSettings } from '../agents/voice-settings.ts';
 import type { AgentConfig } from '../agents/validation.ts';
+import {
+  decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS,
+  type AgentLine, type CallDecision, type CallEvent, type CallOpening, type PathCapabilities,
+} from './call-policy.ts';
 import { messageRepo } from './repository.ts';
-import { transferAnnouncement } from './voice-twiml.ts';
-import type { ConversationService } from './service.ts';
+import { recordAgentLine, type ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
 
 const RATE = 8000;
-/** Longest pause waitOnAnswer may put before the greeting. */
-const MAX_PAUSE_MS = 10_000;
-const TRANSFER_FAILED = 'Sorry, I could not transfer your call. How else can I help?';
 /** How long one spoken word lasts, roughly: interruptionWordCount words of the caller make a barge-in. */
 const MS_PER_WORD = 300;
 
@@ -32,35 +38,54 @@ export interface VoiceSessionDeps {
   tts: TextToSpeech;
   now: () => number;
   log?: { warn(obj: object, msg: string): void };
+  /** The call policy's turn limit (VOICE_TURN_TIMEOUT_MS); tests shorten it. */
+  turnTimeoutMs?: number;
 }
 
 export interface VoiceSessionInput {
   transport: VoiceTransport;
   conversation: ConversationRow;
   room: RoomRow;
-  /** The agent's live configuration. */
+  /** The agent's live configuration, for its turns (the prompt, the tools). */
   config: AgentConfig;
+  /** The same configuration read for the call (agents/voice-settings.ts): everything the session itself uses. */
+  settings: VoiceSettings;
+  /** How the call opens (call-policy.ts callOpening): a pause, keys, the recording notice, the greeting. */
+  opening: CallOpening;
+  /** What the path carrying the call can do (call-policy.ts CAPABILITIES). */
+  capabilities: PathCapabilities;
   /** Recognition restricted to these (menus, tests); free speech otherwise. */
   grammar?: SpeechGrammar;
-  /** What the agent says first (a task's greeting); default the live welcomeMessage, '' for nothing. */
-  greeting?: string;
   /** The greeting already synthesized (8 kHz PCM16), so it starts the moment the call is up. */
   greetingAudio?: Int16Array;
-  /** Let the callee speak first (a task's waitToGreet): a pause before the greeting when waitOnAnswer sets none. */
-  waitToGreet?: boolean;
   /** Background audio (backgroundAudio), once loaded: mixed under the agent from the start or after the greeting. */
   background?: Promise<{ bed: AudioBed; afterGreeting: boolean } | null>;
-  /** Said before the greeting (the recording notice), and kept in the transcript as `recording_notice`. */
-  announce?: string;
+}
+
+export type VoicePhase = 'opening' | 'listening' | 'thinking' | 'speaking' | 'transferring' | 'ending' | 'ended';
+
+/** One reply of the agent as it is spoken. */
+export interface ReplyHandle {
+  /** Sentences queued, by their mark. */
+  readonly sentences: Map<string, string>;
+  /** Sentences the caller has heard to their end, in order. */
+  readonly played: string[];
+  /** deps.now() when its first audio went out to the transport; undefined while nothing has. */
+  firstAudioAt?: number;
+  state: 'speaking' | 'done' | 'interrupted';
+  /** The recorded reply (set once the turn has recorded it). */
+  messageId?: string;
+  readonly abort: AbortController;
 }
 
 export interface VoiceSession {
   /** Resolves when the call has ended and everything is recorded. */
   readonly done: Promise<void>;
+  /** Where the call is now. */
+  readonly phase: VoicePhase;
+  /** The reply being spoken, if any. */
+  readonly reply: ReplyHandle | undefined;
 }
-
-const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isFinite(v) ? v : d);
-const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /** Splits streamed text at sentence ends: returns the complete sentences and what is left. */
 export function splitSentences(buffer: string): { sentences: string[]; rest: string } {
@@ -86,44 +111,38 @@ export function voiceState(transport: string, speech: { stt: SpeechToText; tts: 
   return { transport, speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline } };
 }
 
-/** The language and voice gender the agent speaks and listens in (agentLang, agentVoice). */
-export function voiceLanguage(config: AgentConfig): { language: string; gender: 'male' | 'female' } {
-  const language = str(config.agentLang) && config.agentLang !== 'multi' ? str(config.agentLang) : 'en-US';
-  const gender = /male$/i.test(str(config.agentVoice)) && !/female$/i.test(str(config.agentVoice)) ? 'male' : 'female';
-  return { language, gender };
+class TurnTooSlow extends Error {
+  constructor(ms: number) { super(`the turn took longer than ${ms} ms`); }
 }
 
-export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {
-  const { transport, conversation, room, config } = input;
-  const { language, gender } = voiceLanguage(config);
-  transport.setMaxListeners(200);
-  const vad = new VoiceActivityDetector({ sampleRate: RATE, speakingTimeoutMs: num(config.speakingTimeout, 1200) });
-  const bargeInMs = num(config.interruptionWordCount, 3) * MS_PER_WORD;
-  const minSpeakingMs = num(config.interruptionMinimumSpeakingTime, 3) * 1000;
-  const silenceMs = num(config.callerResponseTimeout, 13) * 1000;
-  const maxPrompts = num(config.callerResponseTimeoutHangupCounter, 3);
+type Ending = 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed';
 
-  let ended = false;
+export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {
+  const { transport, conversation, room, config, settings, opening, capabilities } = input;
+  const { language, gender } = settings;
+  const turnLimitMs = deps.turnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS;
+  transport.setMaxListeners(200);
+  const vad = new VoiceActivityDetector({ sampleRate: RATE, speakingTimeoutMs: settings.speakingTimeoutMs });
+  const bargeInMs = settings.interruptionWords * MS_PER_WORD;
+
+  let phase: VoicePhase = 'opening';
+  let counters = freshCounters();
   /** The outcome our own hang-up or transfer is ending the call with (the transport's `ended` follows it). */
-  let closing: 'no_response' | 'ended_by_agent' | 'transferred' | 'failed' | undefined;
+  let closing: { outcome: Ending; detail: string | null } | undefined;
   let heardMs = 0; // caller audio pushed so far, ms
   let callerSpeechStart: number | undefined;
-  let noResponse = 0;
   let silenceTimer: NodeJS.Timeout | undefined;
   let markSeq = 0;
-  /** The reply being spoken: its sentences, which were played, and how to stop it. */
-  let speaking: { sentences: Map<string, string>; played: string[]; startedAt: number; abort: AbortController; messageId?: string; cut: boolean } | undefined;
+  let reply: ReplyHandle | undefined;
   let chain: Promise<void> = Promise.resolve();
-  /**
-   * Runs `step` after the steps before it. A step that fails is logged and the next still runs: a
-   * rejection left on the chain would skip every later step (the call would go deaf) and, unhandled,
-   * end the whole process.
-   */
-  const then = (step: () => Promise<void>) => {
-    chain = chain.then(step).catch((err: Error) => deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: a step failed'));
-  };
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => { resolveDone = r; });
+  const ended = () => phase === 'ended';
+  const warn = (err: unknown, msg: string) => deps.log?.warn({ conversation: conversation.id, err: err instanceof Error ? err.message : String(err) }, msg);
+  /** Runs `step` after everything before it; a step that fails is logged and does not break the chain. */
+  const enqueue = (step: () => Promise<void>) => {
+    chain = chain.then(step).catch((err: unknown) => warn(err, 'voice session: a step failed'));
+  };
 
   /** Resolves once the mark's audio has been played, or the call has ended. */
   const waitPlayed = (mark: string, signal?: AbortSignal) => new Promise<boolean>((resolve) => {
@@ -140,125 +159,160 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     signal?.addEventListener('abort', onEnded);
   });
 
-  /** Synthesizes one sentence and queues it; resolves with its mark. */
-  async function say(text: string, signal?: AbortSignal): Promise<string | undefined> {
-    if (ended || signal?.aborted) return undefined;
-    const pcm = await synthesize8k(deps.tts, text, { language, gender, signal });
-    if (ended || signal?.aborted) return undefined;
+  /** Queues audio with a fresh mark. */
+  function play(pcm: Int16Array): string {
     const mark = `m${++markSeq}`;
     transport.play(pcm, mark);
     return mark;
   }
 
-  function armSilence(): void {
+  /** Synthesizes one sentence and queues it; resolves with its mark. */
+  async function say(text: string, signal?: AbortSignal): Promise<string | undefined> {
+    if (ended() || signal?.aborted) return undefined;
+    const pcm = await synthesize8k(deps.tts, text, { language, gender, signal });
+    if (ended() || signal?.aborted) return undefined;
+    return play(pcm);
+  }
+
+  /** A line the call says (not the model's): recorded by the one writer, then spoken to its end. */
+  async function sayLine(line: AgentLine, audio?: Int16Array): Promise<void> {
+    if (ended()) return;
+    if (phase === 'listening' || phase === 'thinking') phase = 'speaking';
     clearTimeout(silenceTimer);
-    if (ended) return;
-    silenceTimer = setTimeout(() => { then(onSilence); }, silenceMs);
-  }
-
-  /** A prompt of our own; a speech engine that fails (not installed, its provider down) leaves it unsaid, the call goes on. */
-  function prompt(text: string): Promise<string | undefined> {
-    return say(text).catch((err: Error) => {
-      deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: a prompt could not be synthesized');
-      return undefined;
-    });
-  }
-
-  async function onSilence(): Promise<void> {
-    if (ended || speaking) return;
-    if (noResponse >= maxPrompts) {
-      const mark = await prompt('I have not heard from you, so I will end the call now. Goodbye.');
-      if (mark) await waitPlayed(mark);
-      await finish('no_response');
-      return;
+    await deps.db.transaction().execute((tx) => recordAgentLine(tx, conversation, line, deps.now()));
+    let mark: string | undefined;
+    try {
+      mark = audio && audio.length > 0 ? play(audio) : await say(line.text);
+    } catch (err) {
+      // Recorded but not heard: the call goes on (the policy's next step still runs).
+      warn(err, `voice session: "${line.kind}" could not be synthesized`);
     }
-    noResponse++;
-    const mark = await prompt('Are you still there?');
     if (mark) await waitPlayed(mark);
-    armSilence();
   }
 
-  async function finish(outcome: 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed', transferTo?: { destination: string; name?: string }): Promise<void> {
-    if (ended) return;
-    if (outcome !== 'hung_up') closing = outcome;
-    if (transferTo) {
-      try {
-        // Attended (attendedTransfers): the destination hears who is coming before it is joined.
-        const announce = config.attendedTransfers === true ? await announcement(transferTo.name) : undefined;
-        await transport.transfer(transferTo.destination, announce ? { announce, name: transferTo.name } : {});
-      } catch (err) {
-        // The destination did not take the call: the caller is still with the agent.
-        closing = undefined;
-        deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: the transfer failed');
-        if (ended) return;
-        await recordSaid(TRANSFER_FAILED, 'transfer_failed');
-        const mark = await prompt(TRANSFER_FAILED);
-        if (mark) await waitPlayed(mark);
-        armSilence();
-        return;
-      }
-    } else if (outcome !== 'hung_up') {
-      await transport.hangup(outcome).catch((err: Error) => {
-        deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: ending the call failed');
-      });
+  function listen(): void {
+    clearTimeout(silenceTimer);
+    if (ended()) return;
+    phase = 'listening';
+    silenceTimer = setTimeout(() => enqueue(() => onEvent({ kind: 'silence' })), settings.callerResponseTimeoutMs);
+  }
+
+  /** Asks the policy what follows `event`, and does it. */
+  async function onEvent(event: CallEvent): Promise<void> {
+    if (ended()) return;
+    // A silence timer that fired while the caller started speaking, or a reply began, is stale.
+    if (event.kind === 'silence' && phase !== 'listening') return;
+    const next = decide(settings, counters, event, capabilities);
+    counters = next.counters;
+    await render(next.decision);
+  }
+
+  /** Renders one decision of the policy as audio and signalling. */
+  async function render(decision: CallDecision): Promise<void> {
+    if (ended()) return;
+    switch (decision.next) {
+      case 'answer':
+        return answer(decision.text);
+      case 'listen':
+        if (decision.say) await sayLine(decision.say);
+        return listen();
+      case 'hangup':
+        phase = 'ending';
+        clearTimeout(silenceTimer);
+        if (decision.say) await sayLine(decision.say);
+        return hangup(decision.outcome, decision.detail);
+      case 'transfer':
+        return transfer(decision.destination, decision.name, decision.attended);
     }
-    await stop(outcome);
+  }
+
+  async function hangup(outcome: Exclude<Ending, 'hung_up' | 'transferred'>, detail: string | null): Promise<void> {
+    if (ended()) return;
+    phase = 'ending';
+    closing = { outcome, detail };
+    await transport.hangup(outcome).catch((err: Error) => warn(err, 'voice session: ending the call failed'));
+    await stop(outcome, detail);
+  }
+
+  async function transfer(destination: string, name: string, attended: boolean): Promise<void> {
+    phase = 'transferring';
+    clearTimeout(silenceTimer);
+    const detail = `${name} (${destination})`.slice(0, 500);
+    closing = { outcome: 'transferred', detail };
+    try {
+      // Attended (attendedTransfers): the destination hears who is coming before it is joined.
+      const announce = attended ? await announcement(name) : undefined;
+      await transport.transfer(destination, announce ? { announce, name } : {});
+    } catch (err) {
+      // The destination did not take the call: the caller is still with the agent.
+      closing = undefined;
+      warn(err, 'voice session: the transfer failed');
+      if (ended()) return;
+      return onEvent({ kind: 'transferFailed', reason: (err as Error).message });
+    }
+    await stop('transferred', detail);
   }
 
   /** What the destination of an attended transfer hears before it is joined to the caller. */
-  async function announcement(name: string | undefined): Promise<Int16Array | undefined> {
-    const text = transferAnnouncement(name);
+  async function announcement(name: string): Promise<Int16Array> {
     try {
-      return await synthesize8k(deps.tts, text, { language, gender });
+      return await synthesize8k(deps.tts, transferAnnouncement(language, name), { language, gender });
     } catch (err) {
-      deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: the transfer announcement could not be synthesized');
+      warn(err, 'voice session: the transfer announcement could not be synthesized');
       return new Int16Array(RATE / 2); // joined after half a second of silence rather than not at all
     }
   }
 
-  /** Something the call says that the turn runner does not record (the greeting, apologies). */
-  async function recordSaid(text: string, kind: string): Promise<void> {
-    await messageRepo.insert(deps.db, {
-      id: crypto.randomUUID(), conversation_id: conversation.id, room_id: room.id, org_id: conversation.org_id, direction: 'outbound',
-      text, source: conversation.channel, status: 'success', data: JSON.stringify({ kind }), at: deps.now(),
-    });
-  }
-
-  async function stop(outcome: 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed'): Promise<void> {
-    if (ended) return;
-    ended = true;
+  async function stop(outcome: Ending, detail: string | null): Promise<void> {
+    if (ended()) return;
+    phase = 'ended';
     clearTimeout(silenceTimer);
     transport.background?.(null);
-    speaking?.abort.abort();
-    await deps.conversations.end(conversation.id, outcome, null);
+    reply?.abort.abort();
+    await deps.conversations.end(conversation.id, outcome, detail);
     resolveDone();
   }
 
-  /** The caller said something (an utterance's text, or keys pressed): the agent answers. */
+  /**
+   * The agent's turn on what the caller said, bounded by the policy's turn limit (the model is
+   * aborted past it), spoken sentence by sentence as it streams; then the policy's decision.
+   */
   async function answer(text: string): Promise<void> {
-    if (ended) return;
-    noResponse = 0;
+    if (ended()) return;
+    phase = 'thinking';
     clearTimeout(silenceTimer);
     const at = deps.now();
     const inbound = await deps.db.transaction().execute((tx) => deps.conversations.recordInbound(tx, { room, conversation, opened: false }, { text }, at));
     const abort = new AbortController();
     // One listener per sentence queued (their marks), which a long reply can exceed ten of.
     setMaxListeners(200, abort.signal);
-    const current = { sentences: new Map<string, string>(), played: [] as string[], startedAt: performance.now(), abort, cut: false } as NonNullable<typeof speaking>;
-    speaking = current;
+    const current: ReplyHandle = { sentences: new Map(), played: [], state: 'speaking', abort };
+    reply = current;
     let buffer = '';
     let queue: Promise<void> = Promise.resolve();
+    /** Resolves once the last sentence queued so far has been played (listened for as it is queued, so no mark is missed). */
+    let lastHeard: Promise<boolean> | undefined;
     const speak = (sentence: string) => {
       queue = queue.then(async () => {
         const mark = await say(sentence, abort.signal).catch(() => undefined);
         if (!mark) return;
+        if (current.firstAudioAt === undefined) {
+          current.firstAudioAt = deps.now();
+          if (phase === 'thinking') phase = 'speaking';
+        }
         current.sentences.set(mark, sentence);
-        void waitPlayed(mark, abort.signal).then((played) => { if (played && !current.cut) current.played.push(sentence); });
+        const heard = waitPlayed(mark, abort.signal);
+        lastHeard = heard;
+        void heard.then((played) => { if (played && current.state !== 'interrupted') current.played.push(sentence); });
       });
     };
-    let effects: Array<{ kind: string; destination?: string; name?: string }> = [];
+    let timer: NodeJS.Timeout | undefined;
+    let event: CallEvent;
     try {
-      const result = await deps.turns.run({
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => { const e = new TurnTooSlow(turnLimitMs); abort.abort(e); reject(e); }, turnLimitMs);
+      });
+      const run = deps.turns.run({
         conversation, room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: abort.signal,
         onText: (delta) => {
           const split = splitSentences(buffer + delta);
@@ -271,102 +325,108 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
           buffer = '';
         },
       });
-      if (result.kind === 'reply') {
-        current.messageId = result.messageId;
-        effects = result.effects;
-      }
+      // Past the limit the turn may still settle (a step that does not listen to the signal); its outcome is nobody's then.
+      run.catch(() => undefined);
+      const result = await Promise.race([run, expired]);
+      if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
+      current.messageId = result.messageId;
       if (buffer.trim()) speak(buffer.trim());
       buffer = '';
+      event = { kind: 'replied', effects: result.effects };
     } catch (err) {
-      if (!abort.signal.aborted) {
-        deps.log?.warn({ conversation: conversation.id, err: (err as Error).message }, 'voice session: the turn failed');
-        speak('Sorry, I could not answer that. Could you say it again?');
+      if (current.state === 'interrupted') event = { kind: 'replied', effects: [] };
+      else {
+        warn(err, err instanceof TurnTooSlow ? 'voice session: the turn took too long' : 'voice session: the turn failed');
+        // Whatever of the failed reply was queued is dropped: the apology follows at once.
+        abort.abort();
+        transport.clear();
+        event = err instanceof TurnTooSlow ? { kind: 'turnTooSlow' } : { kind: 'turnFailed', reason: err instanceof Error ? err.message : String(err) };
       }
+    } finally {
+      clearTimeout(timer);
     }
-    await queue;
-    const marks = [...current.sentences.keys()];
-    // Until the reply has been heard to its end, or the caller cut it short (barge-in aborts).
-    if (marks.length > 0 && !current.cut) await waitPlayed(marks[marks.length - 1]!, abort.signal);
-    if (current.cut && current.messageId) {
-      // Only what the caller heard stays in the transcript (and in the model's history).
-      await messageRepo.interrupt(deps.db, current.messageId, current.played.join(' ') || '…');
+    if (event.kind === 'replied') {
+      await queue;
+      // Until the reply has been heard to its end, or the caller cut it short (barge-in aborts).
+      if (lastHeard && current.state !== 'interrupted') await lastHeard;
+      if (current.state === 'interrupted') {
+        // Only what the caller heard stays in the transcript (and in the model's history); its
+        // effects (an end, a transfer) are dropped: the caller is talking.
+        if (current.messageId) await messageRepo.interrupt(deps.db, current.messageId, current.played.join(' ') || '…');
+        event = { kind: 'replied', effects: [] };
+      } else current.state = 'done';
     }
-    if (speaking === current) speaking = undefined;
-    const end = effects.find((e) => e.kind === 'end');
-    const transfer = effects.find((e) => e.kind === 'transfer');
-    if (!current.cut && transfer?.destination) await finish('transferred', { destination: transfer.destination, name: transfer.name });
-    else if (!current.cut && end) await finish('ended_by_agent');
-    else armSilence();
+    if (reply === current) reply = undefined;
+    if (phase === 'thinking' || phase === 'speaking') phase = 'listening';
+    await onEvent(event);
   }
 
   function bargeIn(): void {
-    const current = speaking;
-    if (!current || current.cut) return;
-    current.cut = true;
+    const current = reply;
+    if (!current || current.state !== 'speaking') return;
+    current.state = 'interrupted';
     transport.clear();
     current.abort.abort();
   }
 
   transport.on('audio', (frame) => {
-    if (ended) return;
+    if (ended()) return;
     heardMs += (frame.length / RATE) * 1000;
     for (const ev of vad.push(frame)) {
       if (ev.type === 'speechStart') {
         callerSpeechStart = ev.atMs;
-        clearTimeout(silenceTimer);
+        if (phase === 'listening') clearTimeout(silenceTimer);
       } else {
         callerSpeechStart = undefined;
         const pcm = ev.pcm16;
-        then(async () => {
-          if (ended) return;
+        enqueue(async () => {
+          if (ended()) return;
           const heard = await deps.stt.transcribe(pcm, RATE, { language, grammar: input.grammar }).catch((err: Error) => {
-            deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: recognition failed');
+            warn(err, 'voice session: recognition failed');
             return { text: '' };
           });
-          if (heard.text.trim()) await answer(heard.text.trim());
-          else armSilence();
+          // Nothing intelligible (a cough, the line): keep listening, it is not a silence either.
+          if (heard.text.trim()) await onEvent({ kind: 'heard', text: heard.text.trim() });
+          else if (phase === 'listening') listen();
         });
       }
     }
-    // Barge-in: the caller has been talking long enough over an agent that has spoken long enough.
-    if (callerSpeechStart !== undefined && speaking && !speaking.cut
-      && heardMs - callerSpeechStart >= bargeInMs && performance.now() - speaking.startedAt >= minSpeakingMs) bargeIn();
+    // Barge-in: the caller has been talking long enough over a reply that has been heard long
+    // enough — counted from its first audio, not from when the turn started (model time is not speaking).
+    const current = reply;
+    if (capabilities.bargeIn && callerSpeechStart !== undefined && current?.state === 'speaking' && current.firstAudioAt !== undefined
+      && heardMs - callerSpeechStart >= bargeInMs && deps.now() - current.firstAudioAt >= settings.interruptionMinimumSpeakingMs) bargeIn();
   });
-  transport.on('dtmf', (digit) => { then(() => answer(`[DTMF ${digit}]`)); });
-  transport.on('ended', () => { void stop(closing ?? 'hung_up'); });
+  transport.on('dtmf', (digit) => { if (capabilities.keys) enqueue(() => onEvent({ kind: 'key', digit })); });
+  transport.on('ended', () => { void stop(closing?.outcome ?? 'hung_up', closing?.detail ?? null); });
 
   // Background audio plays from the start, or from the end of the greeting, whenever it has loaded.
   let greeted = false;
   let bedAfterGreeting: AudioBed | undefined;
-  void input.background?.then((b) => {
-    if (!b || ended) return;
-    if (b.afterGreeting && !greeted) bedAfterGreeting = b.bed;
-    else transport.background?.(b.bed);
-  }, () => {});
+  if (capabilities.backgroundAudio) {
+    void input.background?.then((b) => {
+      if (!b || ended()) return;
+      if (b.afterGreeting && !greeted) bedAfterGreeting = b.bed;
+      else transport.background?.(b.bed);
+    }, () => {});
+  }
 
-  // The start: a pause, digits, then the greeting (synthesized before the call was up when it could be).
-  chain = chain.then(async () => {
-    const wait = Math.min(num(config.waitOnAnswer, 0), MAX_PAUSE_MS) || (input.waitToGreet ? DEFAULT_WAIT_TO_GREET_SECONDS * 1000 : 0);
-    if (wait > 0) transport.play(new Int16Array(Math.round((wait / 1000) * RATE)));
-    const dtmf = str(config.postAnswerDtmf).replace(/[^0-9*#A-D]/g, '');
-    if (dtmf) await transport.sendDigits(dtmf).catch(() => {});
-    if (input.announce?.trim()) {
-      await recordSaid(input.announce.trim(), 'recording_notice');
-      const notice = await prompt(input.announce.trim());
-      if (notice) await waitPlayed(notice);
-    }
-    const welcome = (input.greeting ?? str(config.welcomeMessage)).trim();
-    if (welcome) {
-      await recordSaid(welcome, 'welcome');
-      let mark: string | undefined;
-      if (input.greetingAudio && input.greetingAudio.length > 0) transport.play(input.greetingAudio, mark = `m${++markSeq}`);
-      else mark = await prompt(welcome);
-      if (mark) await waitPlayed(mark);
-    }
+  // The opening (the policy's): keys, a pause, the recording notice, then the greeting
+  // (synthesized before the call was up when it could be).
+  enqueue(async () => {
+    const digits = opening.digits.replace(/[^0-9*#A-D]/g, '');
+    if (digits) await transport.sendDigits(digits).catch((err: unknown) => warn(err, 'voice session: the keys on answer could not be sent'));
+    if (opening.pauseMs > 0) transport.play(new Int16Array(Math.round((opening.pauseMs / 1000) * RATE)));
+    if (opening.notice) await sayLine(opening.notice);
+    if (opening.greeting) await sayLine(opening.greeting, input.greetingAudio);
     greeted = true;
-    if (bedAfterGreeting && !ended) transport.background?.(bedAfterGreeting);
-    armSilence();
-  }).catch((err: Error) => deps.log?.warn({ conversation: conversation.id, err: err.message }, 'voice session: the start failed'));
+    if (bedAfterGreeting && !ended()) transport.background?.(bedAfterGreeting);
+    listen();
+  });
 
-  return { done };
+  return {
+    done,
+    get phase() { return phase; },
+    get reply() { return reply; },
+  };
 }

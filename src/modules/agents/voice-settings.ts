@@ -1,0 +1,106 @@
+// What a phone call reads of an agent's configuration, each field's default and range resolved
+// once, from the field table itself (validation.ts: its schema's minimum/maximum, and the default
+// a new agent gets). Every voice path (Twilio <Gather>, Media Streams, SIP) and the call policy
+// take these settings, never the raw configuration: a stored snapshot may predate a field or its
+// range, so a missing or out-of-range value is resolved here, the same way for everyone. It lives
+// beside the field table (not in conversations) because the table is what it reads; the
+// conversations module already depends on agents, never the other way.
+import { DEFAULT_VOICE } from './catalog.ts';
+import { defaultConfig, FIELDS, type AgentConfig, type AgentField } from './validation.ts';
+
+const DEFAULTS = defaultConfig('');
+
+export interface BackgroundSetting {
+  url: string;
+  loop: boolean;
+  /** dB, −40 to +20 (0: as recorded). */
+  gain: number;
+  startAfterGreeting: boolean;
+  track: 'bg' | 'fx';
+}
+
+export interface VoiceSettings {
+  /** BCP-47 tag the agent speaks and listens in (agentLang; `en-US` for `multi`). */
+  language: string;
+  /** agentLang as set: `multi`, a bare `es`, or a tag with its region. */
+  agentLang: string;
+  /** agentVoice (a catalog id such as `es-US Female`). */
+  voice: string;
+  gender: 'male' | 'female';
+  /** speakingTimeout: silence that ends the caller's turn, ms. */
+  speakingTimeoutMs: number;
+  /** callerResponseTimeout: caller silence before "are you still there?", ms. */
+  callerResponseTimeoutMs: number;
+  /** callerResponseTimeoutHangupCounter: times the agent asks before it hangs up. */
+  noResponsePrompts: number;
+  /** interruptionWordCount: words of the caller that make a barge-in. */
+  interruptionWords: number;
+  /** interruptionMinimumSpeakingTime: how long the agent's reply has been heard before it can be cut, ms. */
+  interruptionMinimumSpeakingMs: number;
+  /** waitOnAnswer: pause before the greeting, ms. */
+  waitOnAnswerMs: number;
+  /** postAnswerDtmf as written (0-9 * # A-D, w or , for a pause). */
+  postAnswerDtmf: string;
+  /** welcomeMessage, trimmed. */
+  welcomeMessage: string;
+  attendedTransfers: boolean;
+  /** autoRecordingNotification. */
+  recordingNotification: 'true' | 'false' | 'always';
+  /** recordingNotificationPhrase, trimmed; the default when empty. */
+  recordingNotificationPhrase: string;
+  /** backgroundAudio with the contract's defaults (loop, gain 0, after the greeting, bg); null for none. */
+  backgroundAudio: BackgroundSetting | null;
+}
+
+function range(field: AgentField): { min: number; max: number } {
+  const s = FIELDS[field].schema as { minimum?: number; maximum?: number };
+  return { min: s.minimum ?? -Infinity, max: s.maximum ?? Infinity };
+}
+
+/** An integer field: its value clamped into the schema's range, or its default when it is not an integer. */
+export function intSetting(config: AgentConfig, field: AgentField): number {
+  const v = config[field];
+  const d = DEFAULTS[field] as number;
+  const { min, max } = range(field);
+  return typeof v === 'number' && Number.isInteger(v) ? Math.min(Math.max(v, min), max) : d;
+}
+
+const text = (v: unknown, d = ''): string => (typeof v === 'string' ? v : d);
+
+function background(v: unknown): BackgroundSetting | null {
+  if (typeof v === 'string' && v) return { url: v, loop: true, gain: 0, startAfterGreeting: true, track: 'bg' };
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return null;
+  const o = v as Record<string, unknown>;
+  if (typeof o.url !== 'string' || !o.url) return null;
+  return {
+    url: o.url,
+    loop: o.loop !== false,
+    gain: typeof o.gain === 'number' && Number.isFinite(o.gain) ? Math.max(-40, Math.min(20, o.gain)) : 0,
+    startAfterGreeting: o.startAfterGreeting !== false,
+    track: o.track === 'fx' ? 'fx' : 'bg',
+  };
+}
+
+export function voiceSettings(config: AgentConfig): VoiceSettings {
+  const agentLang = text(config.agentLang) || 'multi';
+  const voice = text(config.agentVoice) || DEFAULT_VOICE;
+  const notification = String(config.autoRecordingNotification ?? DEFAULTS.autoRecordingNotification);
+  return {
+    language: agentLang !== 'multi' ? agentLang : 'en-US',
+    agentLang,
+    voice,
+    gender: /male$/i.test(voice) && !/female$/i.test(voice) ? 'male' : 'female',
+    speakingTimeoutMs: intSetting(config, 'speakingTimeout'),
+    callerResponseTimeoutMs: intSetting(config, 'callerResponseTimeout') * 1000,
+    noResponsePrompts: intSetting(config, 'callerResponseTimeoutHangupCounter'),
+    interruptionWords: intSetting(config, 'interruptionWordCount'),
+    interruptionMinimumSpeakingMs: intSetting(config, 'interruptionMinimumSpeakingTime') * 1000,
+    waitOnAnswerMs: intSetting(config, 'waitOnAnswer'),
+    postAnswerDtmf: text(config.postAnswerDtmf),
+    welcomeMessage: text(config.welcomeMessage).trim(),
+    attendedTransfers: config.attendedTransfers === true,
+    recordingNotification: notification === 'always' || notification === 'false' ? notification : 'true',
+    recordingNotificationPhrase: text(config.recordingNotificationPhrase).trim() || DEFAULTS.recordingNotificationPhrase!,
+    backgroundAudio: background(config.backgroundAudio),
+  };
+}

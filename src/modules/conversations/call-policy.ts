@@ -1,0 +1,231 @@
+// The one call policy of every spoken conversation (docs/conversations.md, "The call policy"):
+// given the call's settings (agents/voice-settings.ts) and what just happened — the caller was
+// heard, stayed silent, pressed a key; the agent's turn failed or took too long; the reply
+// finished with its effects; a transfer failed — it decides what the agent says (in the agent's
+// language) and what the call does next, with the same limits on every path. Pure: no I/O, no
+// timers, no clock. The paths only render its decisions: TwiML on Twilio <Gather>
+// (twilio-voice.ts), audio and signalling in the voice session (voice-session.ts) over Media
+// Streams and SIP. What a path cannot do is said once, in CAPABILITIES below.
+import type { ConversationOutcome } from '../../db/types.ts';
+import { isE164 } from '../../lib/phone.ts';
+import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
+import type { VoiceSettings } from '../agents/voice-settings.ts';
+import type { ToolEffect } from './tools.ts';
+
+/**
+ * How long one agent turn (the model and the tools it calls) may take on any path. Twilio waits
+ * about 15 s for the answer to a gather action; a voice session would otherwise hold dead air.
+ * Past it the turn is aborted and counts as failed.
+ */
+export const VOICE_TURN_TIMEOUT_MS = 10_000;
+/** Failed turns in a row (model errors, turns past the limit) after which the call says sorry and hangs up `failed`. */
+export const MAX_TURN_FAILURES = 3;
+/** Longest pause before the greeting (waitOnAnswer is at most 10 000 ms). */
+export const MAX_OPENING_PAUSE_MS = 10_000;
+
+/** What the call itself says (everything else the agent says is the model's), in one language. */
+export interface Phrases {
+  stillThere: string;
+  noResponseGoodbye: string;
+  apology: string;
+  failedGoodbye: string;
+  cannotTransfer: string;
+  transferFailed: string;
+  /** What an attended transfer's destination hears before it is joined; `{name}` is the destination's name. */
+  transferAnnouncement: string;
+  /** `{name}` when the destination has none. */
+  you: string;
+}
+
+const PHRASES: Record<'en' | 'es' | 'fr' | 'de', Phrases> = {
+  en: {
+    stillThere: 'Are you still there?',
+    noResponseGoodbye: 'I haven\'t heard anything, so I\'ll end the call now. Goodbye.',
+    apology: 'Sorry, I\'m having trouble answering right now. Could you say that again?',
+    failedGoodbye: 'Sorry, something went wrong on our side. Please try again later. Goodbye.',
+    cannotTransfer: 'Sorry, I can\'t transfer this call.',
+    transferFailed: 'Sorry, I could not transfer your call. How else can I help?',
+    transferAnnouncement: 'Hello, I have a caller for {name} on the line. Connecting you now.',
+    you: 'you',
+  },
+  es: {
+    stillThere: '¿Sigue ahí?',
+    noResponseGoodbye: 'No he escuchado nada, así que voy a terminar la llamada. Adiós.',
+    apology: 'Disculpe, tengo problemas para responder en este momento. ¿Podría repetirlo?',
+    failedGoodbye: 'Disculpe, algo salió mal de nuestro lado. Inténtelo más tarde. Adiós.',
+    cannotTransfer: 'Disculpe, no puedo transferir esta llamada.',
+    transferFailed: 'Disculpe, no pude transferir su llamada. ¿En qué más puedo ayudarle?',
+    transferAnnouncement: 'Hola, tengo en la línea una llamada para {name}. Le comunico ahora.',
+    you: 'usted',
+  },
+  fr: {
+    stillThere: 'Êtes-vous toujours là ?',
+    noResponseGoodbye: 'Je n\'entends rien, je vais donc raccrocher. Au revoir.',
+    apology: 'Désolé, j\'ai du mal à répondre pour le moment. Pouvez-vous répéter ?',
+    failedGoodbye: 'Désolé, un problème est survenu de notre côté. Réessayez plus tard. Au revoir.',
+    cannotTransfer: 'Désolé, je ne peux pas transférer cet appel.',
+    transferFailed: 'Désolé, je n\'ai pas pu transférer votre appel. Puis-je vous aider autrement ?',
+    transferAnnouncement: 'Bonjour, j\'ai un appel pour {name} en ligne. Je vous mets en relation.',
+    you: 'vous',
+  },
+  de: {
+    stillThere: 'Sind Sie noch da?',
+    noResponseGoodbye: 'Ich höre nichts mehr, deshalb beende ich jetzt den Anruf. Auf Wiederhören.',
+    apology: 'Entschuldigung, ich kann gerade nicht antworten. Können Sie das bitte wiederholen?',
+    failedGoodbye: 'Entschuldigung, bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es später noch einmal. Auf Wiederhören.',
+    cannotTransfer: 'Entschuldigung, ich kann diesen Anruf nicht weiterleiten.',
+    transferFailed: 'Entschuldigung, ich konnte Ihren Anruf nicht weiterleiten. Wie kann ich Ihnen sonst helfen?',
+    transferAnnouncement: 'Hallo, ich habe einen Anrufer für {name} in der Leitung. Ich verbinde jetzt.',
+    you: 'Sie',
+  },
+};
+
+/** The call's own phrases in `language` (a BCP-47 tag); English for a language not listed. */
+export function phrasesFor(language: string): Phrases {
+  const lang = language.slice(0, 2).toLowerCase();
+  return Object.hasOwn(PHRASES, lang) ? PHRASES[lang as keyof typeof PHRASES] : PHRASES.en;
+}
+
+/** What the destination of an attended transfer hears before it is joined to the caller. */
+export function transferAnnouncement(language: string, name: string | undefined): string {
+  const p = phrasesFor(language);
+  return p.transferAnnouncement.replace('{name}', name?.trim() || p.you);
+}
+
+/** A line the call says, and the kind it is recorded as (messages.data.kind). */
+export interface AgentLine {
+  text: string;
+  kind: 'welcome' | 'recording_notice' | 'still_there' | 'no_response' | 'apology' | 'failed' | 'transfer_refused' | 'transfer_failed';
+}
+
+/** What a path can and cannot do; the policy and the docs read it, the renderers obey it. */
+export interface PathCapabilities {
+  path: 'gather' | 'media-stream' | 'sip';
+  /** The caller can cut the agent short (the reply stops, only what was heard is kept). */
+  bargeIn: boolean;
+  /** backgroundAudio is mixed under the agent. */
+  backgroundAudio: boolean;
+  /** The caller's keys reach the agent. */
+  keys: boolean;
+  /** The reply is spoken as the model streams it (else once the turn is over). */
+  streamsReply: boolean;
+  /** The call's audio can be recorded by us (CALLPLANE_CALL_RECORDING). */
+  recording: boolean;
+  /** Whether the path can hand the call to this destination. */
+  canTransferTo(destination: string): boolean;
+}
+
+
+export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabilities>> = Object.freeze({
+  // Twilio speaks and listens for us: <Gather input="speech"> hears speech only, plays one <Say>
+  // at a time (the caller can talk over it, but that is Twilio's and nothing is cut from the
+  // transcript), and <Dial> takes phone numbers.
+  gather: { path: 'gather', bargeIn: false, backgroundAudio: false, keys: false, streamsReply: false, recording: false, canTransferTo: isE164 },
+  // Our voice session over Twilio's Media Stream: a Twilio call dials phone numbers only.
+  'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164 },
+  // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions.
+  sip: { path: 'sip', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: true, canTransferTo: () => true },
+});
+
+/** How the call opens once answered: a pause, keys, the recording notice, then the greeting. */
+export interface CallOpening {
+  /** Silence before anything is said, ms (0 for none). */
+  pauseMs: number;
+  /** postAnswerDtmf as written (0-9 * # A-D, w or , for half a second); each path plays what it can. */
+  digits: string;
+  notice?: AgentLine;
+  greeting?: AgentLine;
+}
+
+/**
+ * The opening rule, once: the task's greeting, else welcomeMessage; waitOnAnswer's pause, else
+ * DEFAULT_WAIT_TO_GREET_SECONDS when the task lets the callee speak first (waitToGreet); the
+ * recording notice when autoRecordingNotification is `always`, or `true` and the call is recorded.
+ */
+export function callOpening(settings: VoiceSettings, opts: { taskGreeting?: string | null; waitToGreet?: boolean; recorded: boolean }): CallOpening {
+  const greeting = opts.taskGreeting?.trim() || settings.welcomeMessage;
+  const pauseMs = Math.min(settings.waitOnAnswerMs, MAX_OPENING_PAUSE_MS) || (opts.waitToGreet ? DEFAULT_WAIT_TO_GREET_SECONDS * 1000 : 0);
+  const announce = settings.recordingNotification === 'always' || (settings.recordingNotification === 'true' && opts.recorded);
+  return {
+    pauseMs,
+    digits: settings.postAnswerDtmf,
+    ...(announce ? { notice: { text: settings.recordingNotificationPhrase, kind: 'recording_notice' as const } } : {}),
+    ...(greeting ? { greeting: { text: greeting, kind: 'welcome' as const } } : {}),
+  };
+}
+
+/** The call's counters the policy keeps (a path stores them between events). */
+export interface CallCounters {
+  /** Silences in a row (the caller said nothing for callerResponseTimeout). */
+  noResponse: number;
+  /** Failed turns in a row. */
+  failures: number;
+}
+
+export const freshCounters = (): CallCounters => ({ noResponse: 0, failures: 0 });
+
+/** What just happened on the call. */
+export type CallEvent =
+  | { kind: 'heard'; text: string }
+  | { kind: 'key'; digit: string }
+  | { kind: 'silence' }
+  | { kind: 'turnFailed'; reason: string }
+  | { kind: 'turnTooSlow' }
+  | { kind: 'replied'; effects: readonly ToolEffect[] }
+  | { kind: 'transferFailed'; reason: string };
+
+/** What the call does next. `say` is said (and recorded) first. */
+export type CallDecision =
+  /** Run the agent's turn on what the caller said (recorded as said). */
+  | { next: 'answer'; text: string }
+  /** Listen for the caller again. */
+  | { next: 'listen'; say?: AgentLine }
+  | { next: 'hangup'; say?: AgentLine; outcome: Extract<ConversationOutcome, 'no_response' | 'failed' | 'ended_by_agent'>; detail: string | null }
+  /** Hand the call to the destination (after the reply), announcing it first when attended. */
+  | { next: 'transfer'; destination: string; name: string; attended: boolean };
+
+/** The policy: what the call says and does after `event`, and the counters after it. */
+export function decide(settings: VoiceSettings, counters: CallCounters, event: CallEvent, caps: PathCapabilities): { counters: CallCounters; decision: CallDecision } {
+  const words = phrasesFor(settings.language);
+  const c = { ...counters };
+  switch (event.kind) {
+    case 'heard': {
+      const text = event.text.trim();
+      if (!text) return decide(settings, counters, { kind: 'silence' }, caps);
+      c.noResponse = 0;
+      return { counters: c, decision: { next: 'answer', text } };
+    }
+    case 'key':
+      c.noResponse = 0;
+      return { counters: c, decision: { next: 'answer', text: `[DTMF ${event.digit}]` } };
+    case 'silence':
+      c.noResponse += 1;
+      // The agent asks callerResponseTimeoutHangupCounter times; the silence after the last ask ends the call.
+      if (c.noResponse > settings.noResponsePrompts) {
+        return { counters: c, decision: { next: 'hangup', say: { text: words.noResponseGoodbye, kind: 'no_response' }, outcome: 'no_response', detail: `${c.noResponse} silences in a row` } };
+      }
+      return { counters: c, decision: { next: 'listen', say: { text: words.stillThere, kind: 'still_there' } } };
+    case 'turnFailed':
+    case 'turnTooSlow': {
+      c.failures += 1;
+      const reason = event.kind === 'turnTooSlow' ? `the turn took longer than ${VOICE_TURN_TIMEOUT_MS} ms` : event.reason;
+      if (c.failures >= MAX_TURN_FAILURES) {
+        return { counters: c, decision: { next: 'hangup', say: { text: words.failedGoodbye, kind: 'failed' }, outcome: 'failed', detail: reason.slice(0, 500) } };
+      }
+      return { counters: c, decision: { next: 'listen', say: { text: words.apology, kind: 'apology' } } };
+    }
+    case 'replied': {
+      c.failures = 0;
+      const transfer = event.effects.find((e) => e.kind === 'transfer');
+      if (transfer) {
+        if (!caps.canTransferTo(transfer.destination)) return { counters: c, decision: { next: 'listen', say: { text: words.cannotTransfer, kind: 'transfer_refused' } } };
+        return { counters: c, decision: { next: 'transfer', destination: transfer.destination, name: transfer.name, attended: settings.attendedTransfers } };
+      }
+      const end = event.effects.find((e) => e.kind === 'end');
+      if (end) return { counters: c, decision: { next: 'hangup', outcome: 'ended_by_agent', detail: end.reason.slice(0, 500) } };
+      return { counters: c, decision: { next: 'listen' } };
+    }
+    case 'transferFailed':
+      return { counters: c, decision: { next: 'listen', say: { text: words.transferFailed, kind: 'transfer_failed' } } };
+  }
+}

@@ -1,0 +1,244 @@
+// One table of call scenarios, run on all three voice paths, asserting the same outcome: the
+// agent's lines as recorded (kind and text, in the agent's language), the conversation's outcome
+// and the room's last message. The paths:
+//   gather — Twilio <Gather>: the fake Twilio fetches the answer's TwiML and posts signed gather
+//            actions (test/helpers/fake-twilio.ts);
+//   stream — Twilio Media Streams: the fake stream client (test/helpers/fake-media-stream.ts) on
+//            our WebSocket route, the deployment's offline speech engines speaking;
+//   sip    — the voice session over the fake transport (test/helpers/fake-voice-transport.ts), as
+//            voice-calls.ts starts it for a SIP call.
+// What differs by path is listed beside each scenario (call-policy.ts CAPABILITIES): <Gather>
+// hears speech only, so a turn there is a SpeechResult; the stream path's caller here presses a
+// key instead of speaking (no speech engine on the caller's side); SIP's caller speaks to the
+// scripted recogniser. Real time is short: callerResponseTimeout is 1 s.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { accountRepo } from '../../src/modules/accounts/repository.ts';
+import { messageSecret } from '../../src/modules/accounts/message-secret.ts';
+import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
+import { CAPABILITIES, callOpening } from '../../src/modules/conversations/call-policy.ts';
+import { conversationRepo, messageRepo, roomRepo } from '../../src/modules/conversations/repository.ts';
+import { turnRunner } from '../../src/modules/conversations/turn.ts';
+import { startVoiceSession } from '../../src/modules/conversations/voice-session.ts';
+import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
+import { FakeMediaStream } from '../helpers/fake-media-stream.ts';
+import { startFakeLlm, type FakeLlm, type ScriptedReply } from '../helpers/fake-llm.ts';
+import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
+import { FakeVoiceTransport, ScriptedStt, ShortTts } from '../helpers/fake-voice-transport.ts';
+import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { freePort, waitFor } from '../helpers/wait.ts';
+
+const FROM = '+15005550006';
+const RUNTIME = { leaseMs: 3000, heartbeatMs: 50, rescueEveryMs: 0, carrierOptions: { twilio: { timeoutMs: 1500 }, simulated: { callSeconds: 0.05 } } };
+type Path = 'gather' | 'stream' | 'sip';
+const PATHS: Path[] = ['gather', 'stream', 'sip'];
+
+/** What the caller does, in order: stays silent for callerResponseTimeout, or takes a turn (speaks on gather and SIP, presses 1 on streams). */
+type Step = 'silence' | 'turn';
+
+interface Scenario {
+  name: string;
+  config: Record<string, unknown>;
+  model: ScriptedReply[];
+  steps: Step[];
+  lines: Array<[kind: string, text: string]>;
+  outcome: string;
+  /** Differences by path, by design (CAPABILITIES). */
+  differences: string;
+}
+
+const ES = { agentLang: 'es-US', agentVoice: 'es-US Female' };
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'a Spanish agent greets, asks whether the caller is still there, and hangs up no_response',
+    config: { ...ES, welcomeMessage: 'Hola, soy Ana.', callerResponseTimeout: 1, callerResponseTimeoutHangupCounter: 1 },
+    model: [],
+    steps: ['silence', 'silence'],
+    lines: [['welcome', 'Hola, soy Ana.'], ['still_there', '¿Sigue ahí?'], ['no_response', 'No he escuchado nada, así que voy a terminar la llamada. Adiós.']],
+    outcome: 'no_response',
+    differences: 'gather: Twilio times the silence (<Gather timeout>) and posts an empty result; stream and SIP: the session\'s timer',
+  },
+  {
+    name: 'a Spanish agent whose model fails three turns in a row apologises twice, then says goodbye and hangs up failed',
+    config: { ...ES, welcomeMessage: 'Hola.', callerResponseTimeout: 30 },
+    model: [{ status: 500 }, { status: 500 }, { status: 500 }],
+    steps: ['turn', 'turn', 'turn'],
+    lines: [
+      ['welcome', 'Hola.'],
+      ['apology', 'Disculpe, tengo problemas para responder en este momento. ¿Podría repetirlo?'],
+      ['apology', 'Disculpe, tengo problemas para responder en este momento. ¿Podría repetirlo?'],
+      ['failed', 'Disculpe, algo salió mal de nuestro lado. Inténtelo más tarde. Adiós.'],
+    ],
+    outcome: 'failed',
+    differences: 'none but how the turn comes in',
+  },
+  {
+    name: 'the agent ends the call after its reply',
+    config: { welcomeMessage: 'Hi, this is Ana.', callerResponseTimeout: 30, actions: ['hangup'] },
+    model: [{ text: 'Goodbye!', toolCalls: [{ name: 'end_conversation', arguments: { reason: 'done' } }] }],
+    steps: ['turn'],
+    lines: [['welcome', 'Hi, this is Ana.'], ['reply', 'Goodbye!']],
+    outcome: 'ended_by_agent',
+    differences: 'none but how the turn comes in',
+  },
+];
+
+let seq = 0;
+const nextTarget = () => `+1415556${String(1000 + ++seq).slice(-4)}`;
+const unescapeXml = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, '\'').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+
+for (const engine of ENGINES) {
+  describe(`one call policy on every path [${engine}]`, () => {
+    let h: Harness;
+    let llm: FakeLlm;
+    let fake: FakeTwilio;
+    let publicUrl: string;
+
+    before(async () => {
+      llm = await startFakeLlm({ models: ['fake-model'] });
+      fake = await startFakeTwilio();
+      const port = await freePort();
+      publicUrl = `http://127.0.0.1:${port}`;
+      h = await startHarness(engine, {
+        CALLPLANE_PUBLIC_URL: publicUrl, CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
+        CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_API_KEY: 'sk-fake', CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0',
+      }, { worker: true, runtime: RUNTIME });
+      await h.app.listen({ port, host: '127.0.0.1' });
+    });
+    after(async () => {
+      for (const [sid, call] of fake.calls) if (!['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(call.status)) await fake.progressCall(sid, 'completed');
+      await h?.close();
+      await fake?.close();
+      await llm?.close();
+    });
+
+    /** An organization on the fake Twilio (gathering or streaming), its agent configured and published. */
+    async function org(config: Record<string, unknown>, voice: 'gather' | 'stream') {
+      const r = await h.reseller();
+      const o = await h.organization(r.id);
+      const res = await h.call('POST', '/api/v2/numberingProvider', {
+        token: r.token, query: { targetOrganizationId: o.id },
+        body: { providerId: 'twilio', config: { accountSid: fake.accountSid, authToken: fake.authToken, phoneNumber: FROM, apiBaseUrl: fake.url, voice } },
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const token = await h.tokenFor(o.agentId);
+      assert.equal((await h.call('POST', '/api/v2/agent', { token, body: config })).status, 200);
+      assert.equal((await h.call('POST', '/api/v2/agent/publish', { token })).status, 200);
+      return o;
+    }
+
+    /** A call task placed on the fake Twilio: its CallSid and the answer's TwiML. */
+    async function placed(o: { token: string }) {
+      const created = await h.call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: nextTarget() } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const id = created.body.task.id as string;
+      const sid = await waitFor(`call ${id} placed`, async () => {
+        const t = (await h.call('GET', `/api/v2/tasks/${id}`, { token: o.token })).body.task;
+        return t.state === 'running' && typeof t.providerRef === 'string' && t.providerRef as string;
+      });
+      const fetched = await fake.fetchTwiml(sid);
+      assert.equal(fetched.status, 200, fetched.body);
+      return { sid, twiml: fetched.body };
+    }
+
+    /** Runs the scenario on a path; the conversation it made. */
+    async function run(path: Path, s: Scenario): Promise<{ conversationId: string; said: string[] }> {
+      llm.script.push(...s.model);
+      const said: string[] = [];
+      if (path === 'gather') {
+        const o = await org(s.config, 'gather');
+        const { sid, twiml } = await placed(o);
+        said.push(twiml);
+        const action = unescapeXml(/<Gather [^>]*action="([^"]+)"/.exec(twiml)![1]!);
+        for (const step of s.steps) {
+          const res = await fake.postSigned(action, {
+            AccountSid: fake.accountSid, CallSid: sid, CallStatus: 'in-progress', ...(step === 'turn' ? { SpeechResult: 'hola', Confidence: '0.9' } : {}),
+          });
+          assert.equal(res.status, 200, res.body);
+          said.push(res.body);
+        }
+        return { conversationId: (await conversationRepo.byCarrierRef(h.database.db, o.id, sid))!.id, said };
+      }
+      if (path === 'stream') {
+        const o = await org(s.config, 'stream');
+        const { sid, twiml } = await placed(o);
+        const m = /<Stream url="([^"]+)"><Parameter name="token" value="([^"]+)"\/>/.exec(twiml);
+        assert.ok(m, twiml);
+        const c = (await conversationRepo.byCarrierRef(h.database.db, o.id, sid))!;
+        const client = await FakeMediaStream.connect({ url: unescapeXml(m[1]!), callSid: sid, accountSid: fake.accountSid, parameters: { token: unescapeXml(m[2]!) } });
+        try {
+          const outbound = async () => (await messageRepo.ofConversation(h.database.db, c.id)).filter((x) => x.direction === 'outbound').length;
+          await waitFor('the greeting', async () => (await outbound()) >= 1 && client.echoed.length >= 1, 20_000);
+          for (const step of s.steps) {
+            const before = await outbound();
+            if (step === 'turn') client.pressKey('1');
+            // silence: the session's own timer (callerResponseTimeout) runs out.
+            await waitFor(`the agent's answer to a ${step}`, async () => (await outbound()) > before, 20_000);
+          }
+          await waitFor('the end', async () => (await conversationRepo.find(h.database.db, c.id))?.ended_at != null, 20_000);
+        } finally {
+          client.stop();
+        }
+        return { conversationId: c.id, said };
+      }
+      // sip: the voice session as voice-calls.ts starts it, over the fake transport.
+      const r = await h.reseller();
+      const o = await h.organization(r.id);
+      const token = await h.tokenFor(o.agentId);
+      assert.equal((await h.call('POST', '/api/v2/agent', { token, body: s.config })).status, 200);
+      assert.equal((await h.call('POST', '/api/v2/agent/publish', { token })).status, 200);
+      const db = h.database.db;
+      const agent = (await accountRepo.findById(db, o.agentId))!;
+      const live = await h.services.agents.liveConfig(agent);
+      const opened = await db.transaction().execute((tx) => h.services.conversations.open(tx, {
+        agent, channel: 'sip', direction: 'outbound', counterpart: nextTarget(), counterpartKind: 'phone', fresh: true,
+      }, Date.now()));
+      const http = guardedDispatcher(policyFromConfig(h.config));
+      const turns = turnRunner({
+        db, models: h.services.models, knowledge: h.services.knowledge, context: h.services.context, tasks: h.services.tasks,
+        http, messageSecret: (orgId) => messageSecret(db, h.box, orgId), now: Date.now,
+      });
+      const transport = new FakeVoiceTransport();
+      const tts = new ShortTts();
+      const settings = voiceSettings(live);
+      const session = startVoiceSession({ db, conversations: h.services.conversations, turns, stt: new ScriptedStt(s.steps.map(() => 'hola')), tts, now: Date.now }, {
+        transport, conversation: opened.conversation, room: opened.room, config: live, settings,
+        opening: callOpening(settings, { recorded: false }), capabilities: CAPABILITIES.sip,
+      });
+      const outbound = async () => (await messageRepo.ofConversation(db, opened.conversation.id)).filter((x) => x.direction === 'outbound').length;
+      await waitFor('the greeting', async () => (await outbound()) >= 1 && session.phase === 'listening');
+      for (const step of s.steps) {
+        const before = await outbound();
+        if (step === 'turn') transport.utter(settings.speakingTimeoutMs);
+        await waitFor(`the agent's answer to a ${step}`, async () => (await outbound()) > before, 20_000);
+        await waitFor('listening or ended', async () => session.phase === 'listening' || session.phase === 'ended', 20_000);
+      }
+      await session.done;
+      await http.close();
+      said.push(...tts.said.map((x) => `${x.language}:${x.text}`));
+      return { conversationId: opened.conversation.id, said };
+    }
+
+    for (const s of SCENARIOS) {
+      for (const path of PATHS) {
+        it(`${s.name} — on ${path} (differences: ${s.differences})`, async () => {
+          const { conversationId, said } = await run(path, s);
+          const db = h.database.db;
+          const lines = (await messageRepo.ofConversation(db, conversationId)).filter((m) => m.direction === 'outbound')
+            .map((m) => [m.data ? (JSON.parse(m.data) as { kind: string }).kind : 'reply', m.text]);
+          assert.deepEqual(lines, s.lines, `the agent's lines on ${path}`);
+          const row = await waitFor('ended', async () => { const c = await conversationRepo.find(db, conversationId); return c?.ended_at != null && c; });
+          assert.equal(row.outcome, s.outcome);
+          assert.equal(row.messages_out, s.lines.length, 'the outbound count');
+          assert.equal((await roomRepo.find(db, row.room_id))?.last_message, s.lines.at(-1)![1], 'the room\'s last message');
+          // Spoken in the agent's language.
+          if (s.config.agentLang === 'es-US') {
+            if (path === 'gather') for (const t of said) for (const m of t.matchAll(/<Say [^>]*language="([^"]+)"/g)) assert.equal(m[1], 'es-US', t);
+            if (path === 'sip') assert.ok(said.every((x) => x.startsWith('es-US:')), said.join('\n'));
+          }
+        });
+      }
+    }
+  });
+}
+for (const engine of SKIPPED_ENGINES) describe(`one call policy on every path [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});

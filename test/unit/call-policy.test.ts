@@ -1,0 +1,99 @@
+// The call policy (src/modules/conversations/call-policy.ts) and the voice settings it reads
+// (src/modules/agents/voice-settings.ts), as pure functions: no database, no timers.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
+import {
+  CAPABILITIES, callOpening, decide, freshCounters, MAX_TURN_FAILURES, phrasesFor, transferAnnouncement, type CallCounters, type CallEvent,
+} from '../../src/modules/conversations/call-policy.ts';
+
+const en = voiceSettings({});
+const es = voiceSettings({ agentLang: 'es-US', agentVoice: 'es-US Female', callerResponseTimeoutHangupCounter: 2, attendedTransfers: true });
+
+function play(settings: typeof en, events: CallEvent[], path: keyof typeof CAPABILITIES = 'sip') {
+  let counters: CallCounters = freshCounters();
+  return events.map((e) => {
+    const r = decide(settings, counters, e, CAPABILITIES[path]);
+    counters = r.counters;
+    return r.decision;
+  });
+}
+
+describe('voice settings', () => {
+  it('resolves every default and clamps into the field table\'s ranges', () => {
+    assert.equal(en.speakingTimeoutMs, 1200);
+    assert.equal(en.callerResponseTimeoutMs, 13_000);
+    assert.equal(en.noResponsePrompts, 3);
+    assert.equal(en.interruptionWords, 3);
+    assert.equal(en.interruptionMinimumSpeakingMs, 3000);
+    assert.equal(en.language, 'en-US');
+    assert.equal(en.recordingNotificationPhrase, 'This call is being recorded.');
+    const odd = voiceSettings({ callerResponseTimeoutHangupCounter: 99, speakingTimeout: 5, interruptionWordCount: 2.5, waitOnAnswer: 60_000, agentLang: 'multi', agentVoice: 'en-US Male' });
+    assert.equal(odd.noResponsePrompts, 10, 'the schema\'s maximum (it was unbounded on the session path)');
+    assert.equal(odd.speakingTimeoutMs, 100);
+    assert.equal(odd.interruptionWords, 3, 'not an integer: the default');
+    assert.equal(odd.waitOnAnswerMs, 10_000);
+    assert.equal(odd.language, 'en-US');
+    assert.equal(odd.gender, 'male');
+    assert.equal(es.language, 'es-US');
+    assert.equal(es.gender, 'female');
+  });
+});
+
+describe('the call policy', () => {
+  it('silence: the prompts in the agent\'s language, then goodbye and no_response after callerResponseTimeoutHangupCounter asks', () => {
+    const d = play(es, [{ kind: 'silence' }, { kind: 'silence' }, { kind: 'silence' }]);
+    assert.deepEqual(d.map((x) => x.next), ['listen', 'listen', 'hangup']);
+    assert.deepEqual(d[0], { next: 'listen', say: { text: '¿Sigue ahí?', kind: 'still_there' } });
+    assert.deepEqual(d[2], { next: 'hangup', say: { text: phrasesFor('es-US').noResponseGoodbye, kind: 'no_response' }, outcome: 'no_response', detail: '3 silences in a row' });
+    assert.deepEqual(play(voiceSettings({ callerResponseTimeoutHangupCounter: 0 }), [{ kind: 'silence' }])[0]!.next, 'hangup', 'no asks at all');
+  });
+
+  it('what the caller says resets the silences; an empty result is a silence; keys are answered as [DTMF n]', () => {
+    const d = play(en, [{ kind: 'silence' }, { kind: 'silence' }, { kind: 'heard', text: ' hello ' }, { kind: 'silence' }, { kind: 'silence' }, { kind: 'silence' }, { kind: 'heard', text: '' }]);
+    assert.deepEqual(d.map((x) => x.next), ['listen', 'listen', 'answer', 'listen', 'listen', 'listen', 'hangup']);
+    assert.deepEqual(d[2], { next: 'answer', text: 'hello' });
+    assert.deepEqual(play(en, [{ kind: 'key', digit: '#' }])[0], { next: 'answer', text: '[DTMF #]' });
+  });
+
+  it('failed and slow turns: an apology each time, MAX_TURN_FAILURES in a row end the call failed; a reply resets the count', () => {
+    const fail: CallEvent = { kind: 'turnFailed', reason: 'model down' };
+    const d = play(en, [fail, { kind: 'turnTooSlow' }, { kind: 'replied', effects: [] }, fail, fail, fail]);
+    assert.deepEqual(d.map((x) => x.next), ['listen', 'listen', 'listen', 'listen', 'listen', 'hangup']);
+    assert.equal(MAX_TURN_FAILURES, 3);
+    assert.deepEqual(d[1], { next: 'listen', say: { text: phrasesFor('en').apology, kind: 'apology' } });
+    assert.deepEqual(d[5], { next: 'hangup', say: { text: phrasesFor('en').failedGoodbye, kind: 'failed' }, outcome: 'failed', detail: 'model down' });
+  });
+
+  it('a reply\'s effects: end hangs up ended_by_agent; a transfer goes where the path can dial, else the caller hears so; a failed transfer is said', () => {
+    assert.deepEqual(play(en, [{ kind: 'replied', effects: [{ kind: 'end', reason: 'bye' }] }])[0], { next: 'hangup', outcome: 'ended_by_agent', detail: 'bye' });
+    const transfer: CallEvent = { kind: 'replied', effects: [{ kind: 'transfer', destination: 'ext:200', name: 'sales' }] };
+    assert.deepEqual(play(es, [transfer], 'sip')[0], { next: 'transfer', destination: 'ext:200', name: 'sales', attended: true });
+    assert.deepEqual(play(es, [transfer], 'gather')[0], { next: 'listen', say: { text: phrasesFor('es').cannotTransfer, kind: 'transfer_refused' } });
+    assert.deepEqual(play(es, [transfer], 'media-stream')[0]!.next, 'listen');
+    assert.deepEqual(play(es, [{ kind: 'transferFailed', reason: 'busy' }])[0], { next: 'listen', say: { text: phrasesFor('es').transferFailed, kind: 'transfer_failed' } });
+    assert.equal(transferAnnouncement('es-US', 'ventas'), 'Hola, tengo en la línea una llamada para ventas. Le comunico ahora.');
+    assert.equal(transferAnnouncement('en-US', undefined), 'Hello, I have a caller for you on the line. Connecting you now.');
+  });
+
+  it('the opening: the task\'s greeting over welcomeMessage, waitOnAnswer over waitToGreet, the notice when recorded (true) or always', () => {
+    const s = voiceSettings({ welcomeMessage: ' Hello. ', postAnswerDtmf: '1,2#', autoRecordingNotification: 'true' });
+    assert.deepEqual(callOpening(s, { recorded: false }), { pauseMs: 0, digits: '1,2#', greeting: { text: 'Hello.', kind: 'welcome' } });
+    assert.deepEqual(callOpening(s, { taskGreeting: 'Hi, it is Ana about Tuesday.', waitToGreet: true, recorded: true }), {
+      pauseMs: 2000, digits: '1,2#', notice: { text: 'This call is being recorded.', kind: 'recording_notice' }, greeting: { text: 'Hi, it is Ana about Tuesday.', kind: 'welcome' },
+    });
+    assert.equal(callOpening(voiceSettings({ waitOnAnswer: 1500 }), { waitToGreet: true, recorded: false }).pauseMs, 1500);
+    assert.ok(callOpening(voiceSettings({ autoRecordingNotification: 'always' }), { recorded: false }).notice);
+    assert.equal(callOpening(voiceSettings({ autoRecordingNotification: 'false' }), { recorded: true }).notice, undefined);
+    assert.equal(callOpening(voiceSettings({}), { recorded: false }).greeting, undefined, 'nothing to say: no greeting');
+  });
+
+  it('says what each path cannot do in one place', () => {
+    assert.equal(CAPABILITIES.gather.bargeIn, false);
+    assert.equal(CAPABILITIES.gather.keys, false);
+    assert.equal(CAPABILITIES.gather.backgroundAudio, false);
+    assert.equal(CAPABILITIES.sip.canTransferTo('ext:200'), true);
+    assert.equal(CAPABILITIES['media-stream'].canTransferTo('ext:200'), false);
+    assert.equal(CAPABILITIES['media-stream'].canTransferTo('+14155550100'), true);
+  });
+});
