@@ -363,6 +363,15 @@ export interface OrgTaskCountsTable {
   canceled: ColumnType<number, number | undefined, number>;
 }
 
+/** What an organization used per local day and metric (migration 0025), kept as the records are written. */
+export interface UsageDailyTable {
+  org_id: number;
+  /** YYYY-MM-DD in the organization's time zone when the record was written. */
+  day: string;
+  metric: string;
+  n: number;
+}
+
 export interface OrgDailyCountersTable {
   org_id: number;
   /** YYYY-MM-DD in the organization's time zone. */
@@ -475,6 +484,7 @@ export interface DB {
   org_semaphores: OrgSemaphoresTable;
   org_daily_counters: OrgDailyCountersTable;
   org_task_counts: OrgTaskCountsTable;
+  usage_daily: UsageDailyTable;
   target_cooldowns: TargetCooldownsTable;
   sip_registrations: SipRegistrationsTable;
   sip_ip_whitelist: SipIpWhitelistTable;

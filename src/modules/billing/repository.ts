@@ -1,6 +1,9 @@
-// Queries on catalog_items (partners' and resellers' own plans and add-ons) and subscriptions.
+// Queries on catalog_items (partners' and resellers' own plans and add-ons), subscriptions and
+// usage_daily (what organizations used per local day: written by other modules' write transactions).
 import type { CatalogItemRow, Executor, SubscriptionRow, SubscriptionsTable } from '../../db/types.ts';
-import type { Insertable, Updateable } from 'kysely';
+import { sql, type Insertable, type Updateable } from 'kysely';
+import { accountRepo } from '../accounts/repository.ts';
+import { localDay } from '../tasks/limits.ts';
 
 export const catalogRepo = {
   /** The items of these owners (a partner and, when given, its reseller), oldest first. */
@@ -47,5 +50,35 @@ export const subscriptionRepo = {
 
   async find(db: Executor, id: string): Promise<SubscriptionRow | undefined> {
     return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+};
+
+/** A metric usage_daily counts (docs/billing.md, "Usage"). */
+export type UsageMetric = 'calls' | 'callSeconds' | 'callMinutes' | 'texts' | 'tasks' | 'conversations' | 'modelTokens';
+
+export const usageRepo = {
+  /**
+   * Adds what one write used to the organization's row for the local day of `at` (its time zone,
+   * UTC without one), in the caller's transaction: one read of the zone, one upsert per metric.
+   */
+  async add(tx: Executor, orgId: number, at: number, amounts: Partial<Record<UsageMetric, number>>): Promise<void> {
+    const entries = Object.entries(amounts).filter(([, n]) => n !== undefined && n > 0) as [UsageMetric, number][];
+    if (entries.length === 0) return;
+    const day = localDay(at, (await accountRepo.timezoneOf(tx, orgId)) || 'UTC');
+    // Metrics in a fixed order, so two transactions lock an organization's rows in the same order.
+    entries.sort(([a], [b]) => (a < b ? -1 : 1));
+    for (const [metric, n] of entries) {
+      await tx.insertInto('usage_daily').values({ org_id: orgId, day, metric, n })
+        .onConflict((oc) => oc.columns(['org_id', 'day', 'metric']).doUpdateSet({ n: sql`usage_daily.n + ${n}` }))
+        .execute();
+    }
+  },
+
+  /** Per organization, day and metric, the rows of these organizations between two local days (both included). */
+  async between(db: Executor, orgIds: number[], fromDay: string, toDay: string): Promise<{ org_id: number; day: string; metric: string; n: number }[]> {
+    if (orgIds.length === 0) return [];
+    const rows = await db.selectFrom('usage_daily').select(['org_id', 'day', 'metric', 'n'])
+      .where('org_id', 'in', orgIds).where('day', '>=', fromDay).where('day', '<=', toDay).execute();
+    return rows.map((r) => ({ org_id: r.org_id, day: r.day, metric: r.metric, n: Number(r.n) }));
   },
 };
