@@ -74,11 +74,18 @@ export const usageRepo = {
     }
   },
 
-  /** Per organization, day and metric, the rows of these organizations between two local days (both included). */
-  async between(db: Executor, orgIds: number[], fromDay: string, toDay: string): Promise<{ org_id: number; day: string; metric: string; n: number }[]> {
+  /**
+   * Sums per organization, bucket and metric over the local days `fromDay` to `toDay` (both
+   * included). A bucket is the day's first `bucketLength` characters: 10 a day, 7 a month, 4 a
+   * year, 0 the whole range (the key is then '').
+   */
+  async sums(db: Executor, orgIds: number[], fromDay: string, toDay: string, bucketLength: 0 | 4 | 7 | 10): Promise<{ org_id: number; bucket: string; metric: string; n: number }[]> {
     if (orgIds.length === 0) return [];
-    const rows = await db.selectFrom('usage_daily').select(['org_id', 'day', 'metric', 'n'])
-      .where('org_id', 'in', orgIds).where('day', '>=', fromDay).where('day', '<=', toDay).execute();
-    return rows.map((r) => ({ org_id: r.org_id, day: r.day, metric: r.metric, n: Number(r.n) }));
+    const bucket = bucketLength === 0 ? sql<string>`''` : sql<string>`substr(day, 1, ${sql.lit(bucketLength)})`;
+    const rows = await db.selectFrom('usage_daily')
+      .select([bucket.as('bucket'), 'org_id', 'metric', (eb) => eb.fn.sum<number | string>('n').as('n')])
+      .where('org_id', 'in', orgIds).where('day', '>=', fromDay).where('day', '<=', toDay)
+      .groupBy(['org_id', sql`1`, 'metric']).execute();
+    return rows.map((r) => ({ org_id: r.org_id, bucket: String(r.bucket), metric: r.metric, n: Number(r.n) }));
   },
 };

@@ -93,10 +93,15 @@ export function usageService(deps: UsageServiceDeps) {
   const now = deps.now ?? nowMs;
 
   /** The organization's plan for costs: its subscription's copy while one is in force, else the plan its productPlanId names. */
-  async function planOf(org: AccountRow, sub: SubscriptionRow | undefined): Promise<Plan | null> {
+  async function planOf(org: AccountRow, sub: SubscriptionRow | undefined, cache = new Map<string, Promise<Plan | null>>()): Promise<Plan | null> {
     if (sub) return JSON.parse(sub.plan) as Plan;
     if (!org.product_plan_id) return null;
-    return (await findPlan(db, catalogOwners(org), org.product_plan_id))?.item ?? null;
+    // A reseller's organizations share its catalog: each plan is looked up once a query.
+    const owners = catalogOwners(org);
+    const key = `${owners.partnerId}:${owners.resellerId}:${org.product_plan_id}`;
+    let found = cache.get(key);
+    if (!found) cache.set(key, (found = findPlan(db, owners, org.product_plan_id).then((p) => p?.item ?? null)));
+    return found;
   }
 
   return {
@@ -138,31 +143,38 @@ export function usageService(deps: UsageServiceDeps) {
       const span = Math.round((Date.parse(`${toDay}T00:00:00Z`) - Date.parse(`${fromDay}T00:00:00Z`)) / 86_400_000) + 1;
       if (span > MAX_DAYS) throw new Invalid(`startDate to endDate must cover at most ${MAX_DAYS} days`);
 
-      const rows = await usageRepo.between(db, orgs.map((o) => o.id), fromDay, toDay);
       const items: readonly UsageMetric[] = q.allItems ? [...BILLED, ...EXTRA] : BILLED;
       const showUsage = !q.giveCosts || q.combineCosts === true;
       const showCosts = q.giveCosts === true || q.combineCosts === true;
-      const bucketOf = (day: string) => (frequency === 'day' ? day : frequency === 'month' ? day.slice(0, 7) : day.slice(0, 4));
+      // Without a timeseries the range is one bucket: the sums are made by the database.
+      const bucketLength = !q.timeseries ? 0 : frequency === 'day' ? 10 : frequency === 'month' ? 7 : 4;
+      const bucketOf = (day: string) => day.slice(0, bucketLength);
       const buckets: string[] = [];
-      for (let d = fromDay; d <= toDay; d = addDays(d, 1)) if (buckets.at(-1) !== bucketOf(d)) buckets.push(bucketOf(d));
+      if (bucketLength === 0) buckets.push('');
+      else for (let d = fromDay; d <= toDay; d = addDays(d, 1)) if (buckets.at(-1) !== bucketOf(d)) buckets.push(bucketOf(d));
+      const rows = await usageRepo.sums(db, orgs.map((o) => o.id), fromDay, toDay, bucketLength);
 
       // Per organization, per bucket: what it used.
       const used = new Map<number, Map<string, Totals>>();
       for (const r of rows) {
         let perBucket = used.get(r.org_id);
         if (!perBucket) used.set(r.org_id, (perBucket = new Map<string, Totals>()));
-        const t = perBucket.get(bucketOf(r.day)) ?? {};
+        const t = perBucket.get(r.bucket) ?? {};
         t[r.metric as UsageMetric] = (t[r.metric as UsageMetric] ?? 0) + r.n;
-        perBucket.set(bucketOf(r.day), t);
+        perBucket.set(r.bucket, t);
       }
       const add = (into: Totals, t: Totals) => { for (const [k, n] of Object.entries(t)) into[k as UsageMetric] = (into[k as UsageMetric] ?? 0) + n; };
 
       // Costs: each organization on its own plan; per bucket, the overage up to the bucket's end less the overage before it.
       const plans = new Map<number, Plan | null>();
+      const subs = new Map<number, SubscriptionRow | undefined>();
       let currency: string | null = null; let mixed = false; let unpriced = 0;
       if (showCosts) {
+        const cache = new Map<string, Promise<Plan | null>>();
         for (const org of orgs) {
-          const plan = await planOf(org, org.id === subject.id ? sub : await subscriptionRepo.current(db, org.id));
+          const orgSub = org.id === subject.id ? sub : await subscriptionRepo.current(db, org.id);
+          subs.set(org.id, orgSub);
+          const plan = await planOf(org, orgSub, cache);
           plans.set(org.id, plan);
           if (!plan) { unpriced++; continue; }
           if (currency === null) currency = plan.currency; else if (currency !== plan.currency) mixed = true;
@@ -183,7 +195,7 @@ export function usageService(deps: UsageServiceDeps) {
         const running: Totals = {};
         let before = Object.fromEntries(BILLED.map((m) => [m, 0n])) as Record<Billed, bigint>;
         if (priced && plan) {
-          const orgSub = org.id === subject.id ? sub : undefined;
+          const orgSub = subs.get(org.id);
           planPrice += BigInt(Math.round((orgSub?.term === 'year' ? plan.yearlyPrice : plan.monthlyPrice) * 10 ** digits));
         }
         buckets.forEach((b, i) => {
