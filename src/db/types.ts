@@ -372,6 +372,16 @@ export interface UsageDailyTable {
   n: number;
 }
 
+/** Billing periods an ancestor set for an organization (migration 0025), in ms. */
+export interface BillingPeriodsTable {
+  org_id: number;
+  start_at: number;
+  end_at: number;
+  set_by: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface OrgDailyCountersTable {
   org_id: number;
   /** YYYY-MM-DD in the organization's time zone. */
@@ -485,6 +495,7 @@ export interface DB {
   org_daily_counters: OrgDailyCountersTable;
   org_task_counts: OrgTaskCountsTable;
   usage_daily: UsageDailyTable;
+  billing_periods: BillingPeriodsTable;
   target_cooldowns: TargetCooldownsTable;
   sip_registrations: SipRegistrationsTable;
   sip_ip_whitelist: SipIpWhitelistTable;

@@ -166,4 +166,52 @@ forEachEngine('billing usage', (h) => {
       assert.ok(String(res.body.message).includes(field), res.body.message);
     }
   });
+
+  it('billingPeriod: a reseller or partner starts an organization\'s next period; validated; usage follows it', async () => {
+    const r = await h().reseller();
+    const o = await h().organization(r.id, { externalAccountId: `ext-${Date.now()}` });
+    const other = await h().reseller();
+    const DAY = 86_400;
+    const s0 = Math.floor(Date.now() / 1000) - 10 * DAY;
+    const period = (token: string, query: Record<string, unknown>, body: Record<string, unknown>) => call('POST', '/api/v2/billing/billingPeriod', { token, query, body });
+
+    // Only ancestors: the organization itself is refused, another reseller does not find it.
+    assert.equal((await period(o.token, { targetAccountId: o.id }, { startDateTimestamp: s0, endDateTimestamp: s0 + 30 * DAY })).status, 403);
+    assert.equal((await period(other.token, { targetAccountId: o.id }, { startDateTimestamp: s0, endDateTimestamp: s0 + 30 * DAY })).status, 404);
+    const bad = await period(r.token, { targetAccountId: o.id }, { startDateTimestamp: s0 + DAY, endDateTimestamp: s0 });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.message, /startDateTimestamp must not be greater than endDateTimestamp/);
+    assert.equal((await period(r.token, {}, { startDateTimestamp: s0, endDateTimestamp: s0 + DAY })).status, 400);
+
+    const first = ok(await period(r.token, { targetAccountId: o.id }, { startDateTimestamp: s0, endDateTimestamp: s0 + 20 * DAY }));
+    assert.deepEqual(first.billingPeriod, { startDateTimestamp: s0, endDateTimestamp: s0 + 20 * DAY });
+    assert.equal(first.previousBillingPeriod, null);
+    const u = ok(await call('GET', '/api/v2/stats/usage', { token: o.token }));
+    assert.equal(u.billingPeriod.startDateTimestamp, s0);
+    assert.equal(u.billingPeriod.endDateTimestamp, s0 + 20 * DAY);
+
+    // Overlap (starting before the current one began) and gap (after it ends) are refused; a gap when asked for is accepted.
+    const overlap = await period(r.token, { targetAccountId: o.id }, { startDateTimestamp: s0 - DAY, endDateTimestamp: s0 + 40 * DAY });
+    assert.equal(overlap.status, 400);
+    assert.match(overlap.body.message, /overlaps/);
+    const gap = await period(r.token, { targetAccountId: o.id }, { startDateTimestamp: s0 + 21 * DAY, endDateTimestamp: s0 + 50 * DAY });
+    assert.equal(gap.status, 400);
+    assert.match(gap.body.message, /gap/);
+
+    // The next period, named by externalAccountId, starts 5 days in: the current one is closed there.
+    const ext = (await call('GET', '/api/v2/account', { token: o.token })).body;
+    const next = ok(await call('POST', '/api/v2/billing/billingPeriod', {
+      token: r.token, query: { externalAccountId: ext.externalAccountId ?? ext.details?.externalAccountId }, body: { startDateTimestamp: s0 + 5 * DAY, endDateTimestamp: s0 + 35 * DAY },
+    }));
+    assert.deepEqual(next.previousBillingPeriod, { startDateTimestamp: s0, endDateTimestamp: s0 + 5 * DAY });
+    const cur = ok(await call('GET', '/api/v2/stats/usage', { token: o.token }));
+    assert.equal(cur.billingPeriod.startDateTimestamp, s0 + 5 * DAY);
+    const prev = ok(await call('GET', '/api/v2/stats/usage', { token: o.token, query: { billingPeriod: 'previous' } }));
+    assert.equal(prev.billingPeriod.startDateTimestamp, s0);
+    assert.equal(prev.billingPeriod.endDateTimestamp, s0 + 5 * DAY);
+    // The partner may too, with a gap it asks for.
+    ok(await call('POST', '/api/v2/billing/billingPeriod', {
+      query: { targetAccountId: o.id }, body: { startDateTimestamp: s0 + 40 * DAY, endDateTimestamp: s0 + 70 * DAY, allowGap: true },
+    }));
+  });
 }, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { worker: true, turns: true, runtime: { carrierOptions: { simulated: { textSeconds: 0.02 } } } });

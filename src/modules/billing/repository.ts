@@ -89,3 +89,24 @@ export const usageRepo = {
     return rows.map((r) => ({ org_id: r.org_id, bucket: String(r.bucket), metric: r.metric, n: Number(r.n) }));
   },
 };
+
+export const periodRepo = {
+  /** The organization's last two periods starting at or before `at`, newest first. */
+  async lastTwo(db: Executor, orgId: number, at: number): Promise<{ start_at: number; end_at: number }[]> {
+    const rows = await db.selectFrom('billing_periods').select(['start_at', 'end_at']).where('org_id', '=', orgId).where('start_at', '<=', at)
+      .orderBy('start_at', 'desc').limit(2).execute();
+    return rows.map((r) => ({ start_at: Number(r.start_at), end_at: Number(r.end_at) }));
+  },
+  /** The organization's latest period (by start), locked in the caller's transaction on PostgreSQL by its account row lock. */
+  async latest(db: Executor, orgId: number): Promise<{ start_at: number; end_at: number } | undefined> {
+    const r = await db.selectFrom('billing_periods').select(['start_at', 'end_at']).where('org_id', '=', orgId)
+      .orderBy('start_at', 'desc').limit(1).executeTakeFirst();
+    return r ? { start_at: Number(r.start_at), end_at: Number(r.end_at) } : undefined;
+  },
+  async close(tx: Executor, orgId: number, startAt: number, endAt: number, now: number): Promise<void> {
+    await tx.updateTable('billing_periods').set({ end_at: endAt, updated_at: now }).where('org_id', '=', orgId).where('start_at', '=', startAt).execute();
+  },
+  async insert(tx: Executor, orgId: number, startAt: number, endAt: number, setBy: number, now: number): Promise<void> {
+    await tx.insertInto('billing_periods').values({ org_id: orgId, start_at: startAt, end_at: endAt, set_by: setBy, created_at: now, updated_at: now }).execute();
+  },
+};

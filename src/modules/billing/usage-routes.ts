@@ -1,5 +1,6 @@
 // GET /api/v2/stats/usage: what an organization (or a reseller's or partner's organizations) used,
-// and what it costs under their plans. docs/billing.md ("Usage") and docs/api.md describe it.
+// and what it costs under their plans; POST /api/v2/billing/billingPeriod: an organization's next
+// billing period, set by its reseller or partner. docs/billing.md ("Usage") and docs/api.md describe it.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Security } from '../../http/schemas.ts';
@@ -48,4 +49,30 @@ export async function usageRoutes(app: App, opts: { usage: UsageService }): Prom
       },
     },
   }, async (req) => usage.usage(req.scope, req.query));
+
+  const Period = Type.Object({
+    startDateTimestamp: Type.Integer({ description: 'Seconds since epoch' }), endDateTimestamp: Type.Integer({ description: 'Seconds since epoch' }),
+  });
+  app.post('/api/v2/billing/billingPeriod', {
+    schema: {
+      operationId: 'startBillingPeriod', tags: ['Billing'], security: Security, summary: 'Start a new billing period for an organization',
+      description: 'Reseller/Partner only. The period starts after the current one began and no later than it ends (earlier closes the current one there); a later start leaves a gap, refused unless allowGap is true.',
+      querystring: Type.Object({
+        targetAccountId: Type.Optional(AccountId('Account ID to update billing period for')),
+        externalAccountId: Type.Optional(Type.String({ maxLength: 200, description: 'External account identifier mapped to the target account' })),
+      }),
+      body: Type.Object({
+        startDateTimestamp: Type.Integer({ minimum: 0, maximum: 253402300799, description: 'Billing period start timestamp (seconds since epoch)' }),
+        endDateTimestamp: Type.Integer({ minimum: 0, maximum: 253402300799, description: 'Billing period end timestamp (seconds since epoch)' }),
+        allowGap: Type.Optional(Type.Boolean({ description: 'callplane extension: accept a start after the current period ends' })),
+      }),
+      response: {
+        200: Envelope({
+          organizationId: Type.Integer(), billingPeriod: Period,
+          previousBillingPeriod: Nullable(Period),
+        }),
+        ...errors(400, 403, 404),
+      },
+    },
+  }, async (req) => usage.setBillingPeriod(req.scope, req.query, req.body));
 }

@@ -9,7 +9,7 @@ import { accountRepo } from '../accounts/repository.ts';
 import { localDay } from '../tasks/limits.ts';
 import type { Plan } from './catalog.ts';
 import { catalogOwners, findPlan } from './plans.ts';
-import { subscriptionRepo, usageRepo, type UsageMetric } from './repository.ts';
+import { periodRepo, subscriptionRepo, usageRepo, type UsageMetric } from './repository.ts';
 
 /** The billed items, in answer order: what a plan includes and sells past its included amounts. */
 export const BILLED = ['callMinutes', 'texts', 'tasks', 'conversations', 'modelTokens'] as const;
@@ -28,6 +28,8 @@ export interface UsageQuery {
   giveCosts?: boolean; combineCosts?: boolean; timeseries?: boolean; allItems?: boolean;
   billingPeriod?: string; startDate?: string; endDate?: string; frequency?: string;
 }
+
+export interface BillingPeriodInput { startDateTimestamp: number; endDateTimestamp: number; allowGap?: boolean }
 
 type Totals = Partial<Record<UsageMetric, number>>;
 
@@ -105,6 +107,59 @@ export function usageService(deps: UsageServiceDeps) {
   }
 
   return {
+    /**
+     * Starts an organization's next billing period (a reseller or partner for one below it): the
+     * period must begin after the current one began and no later than it ends (earlier closes the
+     * current one there); later leaves a gap, refused unless `allowGap`.
+     */
+    async setBillingPeriod(scope: Scope, who: { targetAccountId?: number; externalAccountId?: string }, body: BillingPeriodInput) {
+      scope.requireActor(['partner', 'reseller'], 'start a billing period');
+      if (who.targetAccountId !== undefined && who.externalAccountId !== undefined) throw new Invalid('give targetAccountId or externalAccountId, not both');
+      let org: AccountRow | undefined;
+      if (who.externalAccountId !== undefined) {
+        if (!who.externalAccountId.trim()) throw new Invalid('externalAccountId must not be empty');
+        [org] = await accountRepo.findByExternalId(db, scope.actor, who.externalAccountId);
+        if (!org) throw new NotFound(`Account not found for externalAccountId '${who.externalAccountId}'`);
+        if (org.kind !== 'organization') throw new NotFound(`externalAccountId '${who.externalAccountId}' is not an organization`);
+      } else if (who.targetAccountId !== undefined) {
+        org = await scope.target(who.targetAccountId, ['organization']);
+      } else {
+        throw new Invalid('targetAccountId or externalAccountId is required: the organization whose billing period starts');
+      }
+      const start = body.startDateTimestamp * 1000;
+      const end = body.endDateTimestamp * 1000;
+      if (start > end) throw new Invalid('startDateTimestamp must not be greater than endDateTimestamp');
+      if (start === end) throw new Invalid('endDateTimestamp must be after startDateTimestamp');
+      const orgId = org.id;
+      const iso = (ms: number) => new Date(ms).toISOString();
+      const t = now();
+      const previous = await db.transaction().execute(async (tx) => {
+        await accountRepo.lock(tx, orgId); // one period change of an organization at a time
+        const sub = await subscriptionRepo.current(tx, orgId);
+        const latest = await periodRepo.latest(tx, orgId);
+        const current = latest ?? (sub ? { start_at: Number(sub.period_start), end_at: Number(sub.period_end) } : undefined);
+        if (current) {
+          if (start <= current.start_at) {
+            throw new Invalid(`startDateTimestamp (${iso(start)}) overlaps the current billing period, which started ${iso(current.start_at)}: a new period starts after it`);
+          }
+          if (start > current.end_at && body.allowGap !== true) {
+            throw new Invalid(`startDateTimestamp (${iso(start)}) leaves a gap after the current billing period, which ends ${iso(current.end_at)}: start it then, or pass allowGap: true`);
+          }
+          if (latest && start < latest.end_at) await periodRepo.close(tx, orgId, latest.start_at, start, t);
+        }
+        await periodRepo.insert(tx, orgId, start, end, scope.actor.id, t);
+        // The subscription in force is billed on the new period.
+        if (sub) await subscriptionRepo.update(tx, sub.id, { period_start: start, period_end: end, updated_at: t });
+        return current ? { start_at: current.start_at, end_at: Math.min(current.end_at, start) } : null;
+      });
+      const secs = (ms: number) => Math.floor(ms / 1000);
+      return {
+        success: true, message: 'Billing period updated', organizationId: orgId,
+        billingPeriod: { startDateTimestamp: body.startDateTimestamp, endDateTimestamp: body.endDateTimestamp },
+        previousBillingPeriod: previous ? { startDateTimestamp: secs(previous.start_at), endDateTimestamp: secs(previous.end_at) } : null,
+      };
+    },
+
     async usage(scope: Scope, q: UsageQuery) {
       let subject = await scope.target(q.targetAccountId, ['partner', 'reseller', 'organization', 'agent']);
       if (subject.kind === 'agent') {
@@ -125,10 +180,18 @@ export function usageService(deps: UsageServiceDeps) {
       const sub = subject.kind === 'organization' ? await subscriptionRepo.current(db, subject.id) : undefined;
 
       // The billing period: the subscription's in force (previous: the term before it), else the calendar month in the account's zone.
-      let fromDay: string; let lastDay: string; let months = 1;
+      const months = sub?.term === 'year' ? 12 : 1;
+      let fromDay: string; let lastDay: string;
       let periodStart: number | null = null; let periodEnd: number | null = null;
-      if (sub) {
-        months = sub.term === 'year' ? 12 : 1;
+      const set = subject.kind === 'organization' ? await periodRepo.lastTwo(db, subject.id, at) : [];
+      if (set.length > 0) {
+        // Periods an ancestor set (POST /api/v2/billing/billingPeriod) come first.
+        const [current, before] = set as [{ start_at: number; end_at: number }, { start_at: number; end_at: number } | undefined];
+        if (which === 'current') { periodStart = current.start_at; periodEnd = current.end_at; }
+        else if (before) { periodStart = before.start_at; periodEnd = before.end_at; }
+        else { periodEnd = current.start_at; periodStart = periodStartBefore(current.start_at, sub?.term ?? 'month'); }
+        fromDay = localDay(periodStart, zone); lastDay = localDay(periodEnd - 1, zone);
+      } else if (sub) {
         periodStart = Number(sub.period_start); periodEnd = Number(sub.period_end);
         if (which === 'previous') { periodEnd = periodStart; periodStart = periodStartBefore(periodStart, sub.term); }
         fromDay = localDay(periodStart, zone); lastDay = localDay(periodEnd - 1, zone);
