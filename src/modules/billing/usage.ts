@@ -179,7 +179,8 @@ export function usageService(deps: UsageServiceDeps) {
         : (await accountRepo.list(db, { kind: 'organization', within: subject })).rows;
       const sub = subject.kind === 'organization' ? await subscriptionRepo.current(db, subject.id) : undefined;
 
-      // The billing period: the subscription's in force (previous: the term before it), else the calendar month in the account's zone.
+      // The billing period: the last one an ancestor set (previous: the one before), else the
+      // subscription's in force (previous: the term before it), else the calendar month in the account's zone.
       const months = sub?.term === 'year' ? 12 : 1;
       let fromDay: string; let lastDay: string;
       let periodStart: number | null = null; let periodEnd: number | null = null;
