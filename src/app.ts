@@ -41,6 +41,7 @@ import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 import { billingRoutes } from './modules/billing/routes.ts';
+import { usageRoutes } from './modules/billing/usage-routes.ts';
 import { lazySchemas, type LazySchemas } from './http/lazy-schemas.ts';
 import { stopWorkerTasks } from './lib/worker-task.ts';
 
@@ -228,6 +229,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(voiceRoutes, { twilioVoice: services.twilioVoice, mediaStreams: services.mediaStreams });
   await app.register(historyRoutes, { history: services.history });
   await app.register(billingRoutes, { billing: services.billing });
+  await app.register(usageRoutes, { usage: services.usage });
   await app.register(agentUrlRoutes, { agents: services.agents });
   // The public chat page of each agent URL (/a/<slug>); its cookie is Secure when we are served over https.
   await app.register(webChatRoutes, { webChat: services.webChat, secureCookies: config.publicUrl.startsWith('https:') });

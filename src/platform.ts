@@ -10,6 +10,7 @@ import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
 import { billingService, type BillingService } from './modules/billing/service.ts';
+import { usageService, type UsageService } from './modules/billing/usage.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
@@ -103,6 +104,7 @@ export interface Services {
   recordings: RecordingStore;
   history: HistoryService;
   billing: BillingService;
+  usage: UsageService;
 }
 
 export interface Platform {
@@ -159,6 +161,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     agents: agentService({ db, wakeDeliveries, models }),
     models,
     billing: billingService({ db, config, wakeTasks: () => taskQueue.notify() }),
+    usage: usageService({ db }),
   };
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
   /** Webhook actions' requests to customer URLs (closed with the platform). */

@@ -26,6 +26,7 @@ import { retentionIndexes } from './migrations/0021-retention-indexes.ts';
 import { toolEffects } from './migrations/0022-tool-effects.ts';
 import { phoneNumbers } from './migrations/0023-phone-numbers.ts';
 import { billing } from './migrations/0024-billing.ts';
+import { usageDaily } from './migrations/0025-usage-daily.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -53,6 +54,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0022-tool-effects': toolEffects(),
     '0023-phone-numbers': phoneNumbers(dialect),
     '0024-billing': billing(),
+    '0025-usage-daily': usageDaily(),
   };
 }
 

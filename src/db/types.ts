@@ -363,6 +363,25 @@ export interface OrgTaskCountsTable {
   canceled: ColumnType<number, number | undefined, number>;
 }
 
+/** What an organization used per local day and metric (migration 0025), kept as the records are written. */
+export interface UsageDailyTable {
+  org_id: number;
+  /** YYYY-MM-DD in the organization's time zone when the record was written. */
+  day: string;
+  metric: string;
+  n: number;
+}
+
+/** Billing periods an ancestor set for an organization (migration 0025), in ms. */
+export interface BillingPeriodsTable {
+  org_id: number;
+  start_at: number;
+  end_at: number;
+  set_by: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface OrgDailyCountersTable {
   org_id: number;
   /** YYYY-MM-DD in the organization's time zone. */
@@ -475,6 +494,8 @@ export interface DB {
   org_semaphores: OrgSemaphoresTable;
   org_daily_counters: OrgDailyCountersTable;
   org_task_counts: OrgTaskCountsTable;
+  usage_daily: UsageDailyTable;
+  billing_periods: BillingPeriodsTable;
   target_cooldowns: TargetCooldownsTable;
   sip_registrations: SipRegistrationsTable;
   sip_ip_whitelist: SipIpWhitelistTable;

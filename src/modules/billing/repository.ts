@@ -1,6 +1,9 @@
-// Queries on catalog_items (partners' and resellers' own plans and add-ons) and subscriptions.
+// Queries on catalog_items (partners' and resellers' own plans and add-ons), subscriptions and
+// usage_daily (what organizations used per local day: written by other modules' write transactions).
 import type { CatalogItemRow, Executor, SubscriptionRow, SubscriptionsTable } from '../../db/types.ts';
-import type { Insertable, Updateable } from 'kysely';
+import { sql, type Insertable, type Updateable } from 'kysely';
+import { accountRepo } from '../accounts/repository.ts';
+import { localDay } from '../tasks/limits.ts';
 
 export const catalogRepo = {
   /** The items of these owners (a partner and, when given, its reseller), oldest first. */
@@ -47,5 +50,63 @@ export const subscriptionRepo = {
 
   async find(db: Executor, id: string): Promise<SubscriptionRow | undefined> {
     return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+};
+
+/** A metric usage_daily counts (docs/billing.md, "Usage"). */
+export type UsageMetric = 'calls' | 'callSeconds' | 'callMinutes' | 'texts' | 'tasks' | 'conversations' | 'modelTokens';
+
+export const usageRepo = {
+  /**
+   * Adds what one write used to the organization's row for the local day of `at` (its time zone,
+   * UTC without one), in the caller's transaction: one read of the zone, one upsert per metric.
+   */
+  async add(tx: Executor, orgId: number, at: number, amounts: Partial<Record<UsageMetric, number>>): Promise<void> {
+    const entries = Object.entries(amounts).filter(([, n]) => n !== undefined && n > 0) as [UsageMetric, number][];
+    if (entries.length === 0) return;
+    const day = localDay(at, (await accountRepo.timezoneOf(tx, orgId)) || 'UTC');
+    // Metrics in a fixed order, so two transactions lock an organization's rows in the same order.
+    entries.sort(([a], [b]) => (a < b ? -1 : 1));
+    for (const [metric, n] of entries) {
+      await tx.insertInto('usage_daily').values({ org_id: orgId, day, metric, n })
+        .onConflict((oc) => oc.columns(['org_id', 'day', 'metric']).doUpdateSet({ n: sql`usage_daily.n + ${n}` }))
+        .execute();
+    }
+  },
+
+  /**
+   * Sums per organization, bucket and metric over the local days `fromDay` to `toDay` (both
+   * included). A bucket is the day's first `bucketLength` characters: 10 a day, 7 a month, 4 a
+   * year, 0 the whole range (the key is then '').
+   */
+  async sums(db: Executor, orgIds: number[], fromDay: string, toDay: string, bucketLength: 0 | 4 | 7 | 10): Promise<{ org_id: number; bucket: string; metric: string; n: number }[]> {
+    if (orgIds.length === 0) return [];
+    const bucket = bucketLength === 0 ? sql<string>`''` : sql<string>`substr(day, 1, ${sql.lit(bucketLength)})`;
+    const rows = await db.selectFrom('usage_daily')
+      .select([bucket.as('bucket'), 'org_id', 'metric', (eb) => eb.fn.sum<number | string>('n').as('n')])
+      .where('org_id', 'in', orgIds).where('day', '>=', fromDay).where('day', '<=', toDay)
+      .groupBy(['org_id', sql`1`, 'metric']).execute();
+    return rows.map((r) => ({ org_id: r.org_id, bucket: String(r.bucket), metric: r.metric, n: Number(r.n) }));
+  },
+};
+
+export const periodRepo = {
+  /** The organization's last two periods starting at or before `at`, newest first. */
+  async lastTwo(db: Executor, orgId: number, at: number): Promise<{ start_at: number; end_at: number }[]> {
+    const rows = await db.selectFrom('billing_periods').select(['start_at', 'end_at']).where('org_id', '=', orgId).where('start_at', '<=', at)
+      .orderBy('start_at', 'desc').limit(2).execute();
+    return rows.map((r) => ({ start_at: Number(r.start_at), end_at: Number(r.end_at) }));
+  },
+  /** The organization's latest period (by start), locked in the caller's transaction on PostgreSQL by its account row lock. */
+  async latest(db: Executor, orgId: number): Promise<{ start_at: number; end_at: number } | undefined> {
+    const r = await db.selectFrom('billing_periods').select(['start_at', 'end_at']).where('org_id', '=', orgId)
+      .orderBy('start_at', 'desc').limit(1).executeTakeFirst();
+    return r ? { start_at: Number(r.start_at), end_at: Number(r.end_at) } : undefined;
+  },
+  async close(tx: Executor, orgId: number, startAt: number, endAt: number, now: number): Promise<void> {
+    await tx.updateTable('billing_periods').set({ end_at: endAt, updated_at: now }).where('org_id', '=', orgId).where('start_at', '=', startAt).execute();
+  },
+  async insert(tx: Executor, orgId: number, startAt: number, endAt: number, setBy: number, now: number): Promise<void> {
+    await tx.insertInto('billing_periods').values({ org_id: orgId, start_at: startAt, end_at: endAt, set_by: setBy, created_at: now, updated_at: now }).execute();
   },
 };

@@ -3,6 +3,7 @@
 // `incoming` and `conversation` events), the API channel (POST /api/v2/agent/receiveMessage) and
 // answers to asynchronous automation actions (POST /api/v2/agent/zapier/response).
 import crypto from 'node:crypto';
+import { usageRepo } from '../billing/repository.ts';
 import type { Config } from '../../config.ts';
 import type {
   AccountRow, ConversationChannel, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow,
@@ -168,6 +169,8 @@ export function conversationService(deps: ConversationServiceDeps) {
       if (!(await conversationRepo.end(tx, conversationId, outcome, detail, now))) return null;
       const c = await conversationRepo.find(tx, conversationId);
       if (!c) return null;
+      // Counted once, when it ends (docs/billing.md, "Usage"), on the local day of its end.
+      await usageRepo.add(tx, c.org_id, now, { conversations: 1 });
       return recordConversationEvent(tx, c, await messageRepo.ofConversation(tx, c.id), now);
     });
     if (queued) deps.wakeDeliveries();

@@ -20,6 +20,7 @@
 //   same turn and place, so making it again finds the first; a webhook action is not sent again.
 import crypto from 'node:crypto';
 import type { Dispatcher } from 'undici';
+import { usageRepo } from '../billing/repository.ts';
 import { HttpError } from '../../http/errors.ts';
 import type { ConversationRow, Db, MessageRow, RoomRow } from '../../db/types.ts';
 import type { ChatMessage, ToolCall, ToolSpec } from '../../llm/types.ts';
@@ -339,7 +340,12 @@ export function turnRunner(deps: TurnDeps) {
         if (modelCalls >= MAX_MODEL_CALLS || effects.some((e) => e.kind === 'end' || e.kind === 'transfer') && text !== '') break;
         modelCalls++;
         const result = await choice.engine.chat({ model: choice.model, messages, tools, signal: input.signal, onText: input.onText });
-        await conversationRepo.count(db, conversation.id, deps.now(), { calls: 1, tokensIn: result.usage.input, tokensOut: result.usage.output });
+        const at = deps.now();
+        // The conversation's counts and the organization's usage (docs/billing.md) in one transaction.
+        await db.transaction().execute(async (tx) => {
+          await conversationRepo.count(tx, conversation.id, at, { calls: 1, tokensIn: result.usage.input, tokensOut: result.usage.output });
+          await usageRepo.add(tx, conversation.org_id, at, { modelTokens: result.usage.input + result.usage.output });
+        });
         text = result.text.trim();
         if (result.toolCalls.length === 0) break;
         messages.push({ role: 'assistant', content: result.text, toolCalls: result.toolCalls });

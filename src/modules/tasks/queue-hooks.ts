@@ -7,6 +7,7 @@ import type { DB, QueueState, TaskRow } from '../../db/types.ts';
 import { ADMIT, deferUntil, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
+import { usageRepo, type UsageMetric } from '../billing/repository.ts';
 import { admission, dayTimeZone, localDay } from './limits.ts';
 import { firstStartedAt, limitRepo, taskRepo, type TaskEventType } from './repository.ts';
 import type { TaskSubscribers } from './subscribers.ts';
@@ -109,7 +110,41 @@ async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueSt
   // A slot is free: runners in other processes need not wait for their next poll.
   if (released) await notifyQueue(tx, TASKS);
   await taskRepo.writeEvents(tx, rows, EVENT_FOR[to], now, subscribers);
+  if (from === 'running' && to !== 'pending' && to !== 'running') await countUsage(tx, rows, to, now);
   for (const orgId of orgs) await taskRepo.moveStateCounts(tx, orgId, from, to, perOrg.get(orgId)!.n);
+}
+
+/**
+ * What tasks that ran and ended used, added to usage_daily in the transaction of their end
+ * (docs/billing.md, "Usage"): every call or text that ran is a task; a finished text is a text; a
+ * finished call is a call; a call's seconds (from its outcome's durationSeconds, whatever its end)
+ * count as seconds and as minutes, each call rounded up to the whole minute. Pings are not counted.
+ */
+async function countUsage(tx: Transaction<DB>, rows: TaskRow[], to: QueueState, now: number): Promise<void> {
+  const perOrg = new Map<number, Partial<Record<UsageMetric, number>>>();
+  for (const row of rows) {
+    if (row.type === 'ping') continue;
+    const u = perOrg.get(row.org_id) ?? {};
+    const add = (m: UsageMetric, n: number) => { u[m] = (u[m] ?? 0) + n; };
+    add('tasks', 1);
+    if (row.type === 'text' && to === 'finished') add('texts', 1);
+    if (row.type === 'call') {
+      if (to === 'finished') add('calls', 1);
+      const seconds = callSeconds(row.result);
+      if (seconds > 0) { add('callSeconds', seconds); add('callMinutes', Math.ceil(seconds / 60)); }
+    }
+    perOrg.set(row.org_id, u);
+  }
+  for (const orgId of [...perOrg.keys()].sort((a, b) => a - b)) await usageRepo.add(tx, orgId, now, perOrg.get(orgId)!);
+}
+
+/** A call's whole seconds from its outcome (durationSeconds), 0 when it has none. */
+function callSeconds(result: string | null): number {
+  if (!result) return 0;
+  try {
+    const d = (JSON.parse(result) as { durationSeconds?: unknown }).durationSeconds;
+    return typeof d === 'number' && Number.isFinite(d) && d > 0 ? Math.ceil(d) : 0;
+  } catch { return 0; }
 }
 
 function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: number; cause: Cause }) {
