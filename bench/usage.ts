@@ -8,7 +8,7 @@
 // loopback; the client in this process), each request RUNS times (default 7) after a warm-up, and
 // prints the median and the ratio to GET /api/v2/account (an authenticated read) in the same run.
 // It also times the hot path's write: usageRepo.add (one upsert) for 2,000 records.
-//   npx tsx bench/usage.ts
+//   npm run bench:usage
 //   BENCH_ORGS=200 BENCH_ENGINES=postgres TEST_DATABASE_URL=… npx tsx bench/usage.ts
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
