@@ -12,7 +12,8 @@ import { FRAME_SAMPLES } from '../../src/media/pcm.ts';
 import { PortPool } from '../../src/media/port-pool.ts';
 import { RtpSession } from '../../src/media/rtp-session.ts';
 import { RtpTransport } from '../../src/media/rtp-transport.ts';
-import { backgroundAudio, backgroundSpec, bedFrom, MAX_BACKGROUND_BYTES } from '../../src/modules/conversations/background-audio.ts';
+import { backgroundAudio, bedFrom, MAX_BACKGROUND_BYTES } from '../../src/modules/conversations/background-audio.ts';
+import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import { buildWav } from '../../src/speech/wav.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
 
@@ -47,10 +48,11 @@ describe('audio files', () => {
   });
 
   it('reads the agent\'s setting with the contract\'s defaults, and a bed loops or ends at its gain', () => {
-    assert.deepEqual(backgroundSpec({ backgroundAudio: 'https://x.test/a.mp3' }), { url: 'https://x.test/a.mp3', loop: true, gain: 0, startAfterGreeting: true, track: 'bg' });
-    assert.deepEqual(backgroundSpec({ backgroundAudio: { url: 'https://x.test/a.mp3', loop: false, gain: -6, startAfterGreeting: false, track: 'fx' } }),
+    const setting = (config: Parameters<typeof voiceSettings>[0]) => voiceSettings(config).backgroundAudio;
+    assert.deepEqual(setting({ backgroundAudio: 'https://x.test/a.mp3' }), { url: 'https://x.test/a.mp3', loop: true, gain: 0, startAfterGreeting: true, track: 'bg' });
+    assert.deepEqual(setting({ backgroundAudio: { url: 'https://x.test/a.mp3', loop: false, gain: -6, startAfterGreeting: false, track: 'fx' } }),
       { url: 'https://x.test/a.mp3', loop: false, gain: -6, startAfterGreeting: false, track: 'fx' });
-    assert.equal(backgroundSpec({ backgroundAudio: null }), null);
+    assert.equal(setting({ backgroundAudio: null }), null);
     const pcm = tone(400, 8000, 0.05); // 400 samples: two and a half frames
     const once = bedFrom(pcm, { loop: false, gain: 0 });
     const frames = [once.next(), once.next(), once.next(), once.next()];

@@ -8,7 +8,7 @@ import { readAudioFile } from '../../media/audio-file.ts';
 import { FRAME_SAMPLES } from '../../media/pcm.ts';
 import type { AudioBed } from '../../media/voice-transport.ts';
 import { checkTargetUrl, type TargetPolicy } from '../../webhooks/ssrf.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { BackgroundSetting } from '../agents/voice-settings.ts';
 
 /** Largest file fetched. */
 export const MAX_BACKGROUND_BYTES = 10 * 1024 * 1024;
@@ -16,33 +16,8 @@ const FETCH_TIMEOUT_MS = 10_000;
 const CACHE_MS = 10 * 60_000;
 const CACHE_ENTRIES = 16;
 
-export interface BackgroundSpec {
-  url: string;
-  loop: boolean;
-  /** dB, −40 to +20 (0: as recorded). */
-  gain: number;
-  startAfterGreeting: boolean;
-  track: 'bg' | 'fx';
-}
-
-/** The agent's backgroundAudio with the contract's defaults (loop, gain 0, after the greeting, bg); null for none. */
-export function backgroundSpec(config: AgentConfig): BackgroundSpec | null {
-  const v = config.backgroundAudio;
-  if (typeof v === 'string' && v) return { url: v, loop: true, gain: 0, startAfterGreeting: true, track: 'bg' };
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return null;
-  const o = v as Record<string, unknown>;
-  if (typeof o.url !== 'string' || !o.url) return null;
-  return {
-    url: o.url,
-    loop: o.loop !== false,
-    gain: typeof o.gain === 'number' && Number.isFinite(o.gain) ? Math.max(-40, Math.min(20, o.gain)) : 0,
-    startAfterGreeting: o.startAfterGreeting !== false,
-    track: o.track === 'fx' ? 'fx' : 'bg',
-  };
-}
-
 /** The bed a call mixes under the agent: the audio at the spec's gain, looped or played once. */
-export function bedFrom(pcm: Int16Array, spec: Pick<BackgroundSpec, 'loop' | 'gain'>): AudioBed {
+export function bedFrom(pcm: Int16Array, spec: Pick<BackgroundSetting, 'loop' | 'gain'>): AudioBed {
   const factor = 10 ** (spec.gain / 20);
   let pos = 0;
   return {
