@@ -9,14 +9,14 @@
 // (media-streams.ts).
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
-import type { ConversationOutcome, ConversationRow, Db, RoomRow, TaskRow } from '../../db/types.ts';
+import type { AccountRow, ConversationOutcome, ConversationRow, Db, RoomRow, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
-import { providerSettings, refuseTwilioRequest, twilioNumberOwner } from '../numbering/carriers.ts';
+import { providerSettings, refuseTwilioRequest, twilioNumberHolder } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import { CAPABILITIES, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
@@ -118,8 +118,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     return (chosen === 'stream' || chosen === 'gather' ? chosen : deps.defaultVoice) === 'stream';
   }
 
-  /** The organization a number's webhook is for: by To, checked with that organization's own auth token. */
-  const numberOwner = (req: NumberWebhookRequest, log: Log, what: string) => twilioNumberOwner(db, deps.box, {
+  /** The organization (and agent) a number's webhook is for: by To, checked with that organization's own auth token. */
+  const numberHolder = (req: NumberWebhookRequest, log: Log, what: string) => twilioNumberHolder(db, deps.box, {
     to: first(req.params, 'To'), accountSid: first(req.params, 'AccountSid'), url: `${deps.config.publicUrl}${req.url}`,
     signed: req.signed, signature: req.signature,
   }, log, what);
@@ -166,6 +166,21 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     }
   }
 
+  /**
+   * Who answers a call to the organization's number: the agent holding it (its live
+   * configuration), else — a number configured by hand, or its agent deleted (logged) — the
+   * organization's first agent.
+   */
+  async function answeringAgent(orgId: number, holder: number | null, log: Log): Promise<AccountRow | undefined> {
+    if (holder !== null) {
+      const held = await accountRepo.findById(db, holder);
+      if (held && held.org_id === orgId && held.kind === 'agent') return held;
+      log.warn({ orgId, agentId: holder }, 'the agent holding the called number is gone: the organization\'s first agent answers');
+    }
+    const fallback = await accountRepo.firstAgentId(db, orgId);
+    return fallback === null ? undefined : accountRepo.findById(db, fallback);
+  }
+
   /** The opening's lines (the recording notice, the greeting), as the gather path says them at once. */
   async function recordOpening(tx: Parameters<typeof recordAgentLine>[0], c: ConversationRow, opening: ReturnType<typeof callOpening>, at: number): Promise<void> {
     for (const line of [opening.notice, opening.greeting]) if (line) await recordAgentLine(tx, c, line, at);
@@ -205,21 +220,21 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     },
 
     /**
-     * A call to one of our numbers (the number's voice webhook): the organization whose twilio
-     * provider owns `To`, checked by its signature; its first agent answers (numbers are the
-     * organization's, not one agent's), greeting with the live welcomeMessage and listening —
+     * A call to one of our numbers (the number's voice webhook): the number's holder (phone_numbers,
+     * else the organization whose twilio provider's phoneNumber is `To`), checked by its
+     * signature; the agent holding the number answers (the organization's first agent for a number
+     * configured by hand, or when the holding agent is gone), greeting with the live welcomeMessage and listening —
      * streamed or gathered as the deployment chooses. A suspended organization, or one with no
      * agent, rejects the call (busy). A retry of the webhook for the same CallSid answers the
      * same conversation.
      */
     async incoming(req: NumberWebhookRequest, log: Log): Promise<string> {
-      const orgId = await numberOwner(req, log, 'twilio incoming call');
+      const { orgId, agentId: holder } = await numberHolder(req, log, 'twilio incoming call');
       const callSid = first(req.params, 'CallSid');
       if (!callSid || callSid.length > 64) throw new Invalid('CallSid is required');
       const from = (first(req.params, 'From') ?? '').slice(0, 256) || 'anonymous';
       const org = await accountRepo.findWithSuspension(db, orgId);
-      const agentId = org && !org.suspended ? await accountRepo.firstAgentId(db, orgId) : null;
-      const agent = agentId === null ? undefined : await accountRepo.findById(db, agentId);
+      const agent = org && !org.suspended ? await answeringAgent(orgId, holder, log) : undefined;
       if (!agent) {
         log.warn({ orgId, callSid, suspended: Boolean(org?.suspended) }, 'twilio incoming call rejected: the organization is suspended or has no agent');
         return twimlDocument('<Reject reason="busy"/>');
@@ -249,7 +264,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
 
     /** A Twilio number's call status callback: a final status ends the call's conversation `hung_up`. */
     async incomingStatus(req: NumberWebhookRequest, log: Log): Promise<void> {
-      const orgId = await numberOwner(req, log, 'twilio call status');
+      const { orgId } = await numberHolder(req, log, 'twilio call status');
       const callSid = first(req.params, 'CallSid');
       const status = first(req.params, 'CallStatus') ?? '';
       if (!callSid || !FINAL_CALL_STATUSES.has(status)) return;
