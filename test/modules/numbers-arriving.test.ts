@@ -51,7 +51,7 @@ for (const engine of ENGINES) {
      * An organization whose twilio provider (the fake, no phoneNumber of its own) bought `number`
      * for its second agent, whose live welcomeMessage says who it is.
      */
-    async function heldNumber(number: string, voice?: 'stream' | 'gather') {
+    async function heldNumber(number: string, voice?: 'stream' | 'gather', config: Record<string, unknown> = {}) {
       const r = await h.reseller();
       const o = await h.organization(r.id);
       const provider = await h.call('POST', '/api/v2/numberingProvider', {
@@ -60,7 +60,7 @@ for (const engine of ENGINES) {
       });
       assert.equal(provider.status, 200, JSON.stringify(provider.body));
       const agent = await h.agent(o.id, { name: 'Front desk' });
-      const edit = await h.call('POST', '/api/v2/agent', { token: agent.token, body: { welcomeMessage: 'Front desk, the number\'s own agent.' } });
+      const edit = await h.call('POST', '/api/v2/agent', { token: agent.token, body: { welcomeMessage: 'Front desk, the number\'s own agent.', ...config } });
       assert.equal(edit.status, 200, JSON.stringify(edit.body));
       assert.equal((await h.call('POST', '/api/v2/agent/publish', { token: agent.token })).status, 200);
       const bought = await n.assign(o.token, { number, country: number.startsWith('+1416') ? 'CA' : 'US' }, { targetAccountId: agent.id });
@@ -141,6 +141,38 @@ for (const engine of ENGINES) {
       const opened = await h.database.db.selectFrom('conversations').select('id').where('org_id', '=', o.id).execute();
       assert.deepEqual(opened, []);
       assert.ok(agent.id);
+    });
+
+    it('cnamAutoRejectRegex rejects the call before the agent answers (<Reject>, busy for 486), on the caller name or number; nothing opens', async () => {
+      fake.inventory.push({ phoneNumber: '+12165550201', isoCountry: 'US', locality: 'Cleveland', region: 'OH', capabilities: { voice: true, SMS: true, MMS: true } });
+      const { o, number } = await heldNumber('+12165550201', undefined, { cnamAutoRejectRegex: '^SPAM', cnamAutoRejectCode: 486 });
+      const rejected = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, { ...call(number), CallerName: 'SPAM LIKELY' });
+      assert.equal(rejected.status, 200, rejected.body);
+      assert.match(rejected.body, /<Response><Reject reason="busy"\/><\/Response>/);
+      const answered = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, { ...call(number), CallerName: 'JANE DOE' });
+      assert.match(answered.body, /<Gather /);
+      const opened = await h.database.db.selectFrom('conversations').select('id').where('org_id', '=', o.id).execute();
+      assert.equal(opened.length, 1, 'only the answered call opened a conversation');
+    });
+
+    it('cnamAutoTransferRegex dials cnamAutoTransferDestination instead of answering, gathered or streamed', async () => {
+      for (const [num, voice] of [['+12165550202', 'gather'], ['+12165550203', 'stream']] as const) {
+        fake.inventory.push({ phoneNumber: num, isoCountry: 'US', locality: 'Cleveland', region: 'OH', capabilities: { voice: true, SMS: true, MMS: true } });
+        const { number } = await heldNumber(num, voice, { cnamAutoTransferRegex: 'ROBO', cnamAutoTransferDestination: '+14155550100' });
+        const sent = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, { ...call(number), CallerName: 'ROBOCALLER INC' });
+        assert.equal(sent.status, 200, sent.body);
+        assert.match(sent.body, /<Response><Dial>\+14155550100<\/Dial><\/Response>/, voice);
+      }
+    });
+
+    it('preAnswerRingTime: the TwiML begins with a <Pause> of that many seconds (Twilio rings before it picks up), gathered or streamed', async () => {
+      for (const [num, voice] of [['+12165550204', 'gather'], ['+12165550205', 'stream']] as const) {
+        fake.inventory.push({ phoneNumber: num, isoCountry: 'US', locality: 'Cleveland', region: 'OH', capabilities: { voice: true, SMS: true, MMS: true } });
+        const { number } = await heldNumber(num, voice, { preAnswerRingTime: 25 });
+        const answered = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, call(number));
+        assert.equal(answered.status, 200, answered.body);
+        assert.match(answered.body, /<Response><Pause length="25"\/><(Gather|Connect)/, voice);
+      }
     });
 
     it('a number whose agent was deleted is answered by the organization\'s first agent', async () => {

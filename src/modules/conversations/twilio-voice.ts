@@ -15,15 +15,15 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
+import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { providerSettings, refuseTwilioRequest, twilioNumberHolder } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
-import { CAPABILITIES, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
+import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
-import { renderDecision, renderOpening, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
+import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
 
 /** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */
 export const TWILIO_GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
@@ -239,7 +239,19 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
         log.warn({ orgId, callSid, suspended: Boolean(org?.suspended) }, 'twilio incoming call rejected: the organization is suspended or has no agent');
         return twimlDocument('<Reject reason="busy"/>');
       }
-      const settings = voiceSettings(await deps.conversations.liveConfig(agent));
+      const live = await deps.conversations.liveConfig(agent);
+      const callerName = first(req.params, 'CallerName') ?? null;
+      let admission = callAdmission(admissionSettings(live), { callerName, callerNumber: from });
+      if (admission.action === 'transfer' && !GATHER.canTransferTo(admission.destination)) {
+        // Twilio dials phone numbers only (CAPABILITIES): an ext:/pbx: destination is answered instead.
+        log.warn({ orgId, callSid, destination: admission.destination }, 'cnamAutoTransferDestination is not a phone number Twilio can dial: the agent answers');
+        admission = { action: 'answer', ringMs: admissionSettings(live).ringMs };
+      }
+      if (admission.action !== 'answer') {
+        log.warn({ orgId, agentId: agent.id, callSid, rule: admission.rule, action: admission.action }, `twilio incoming call ${admission.action === 'reject' ? 'rejected' : 'transferred'} before answer by ${admission.rule}`);
+        return renderRefusal(admission);
+      }
+      const settings = voiceSettings(live);
       const opening = callOpening(settings, { recorded: GATHER.recording });
       const streamed = await streams(orgId);
       let c = await conversationRepo.byCarrierRef(db, orgId, callSid);
@@ -250,7 +262,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
         c = await db.transaction().execute(async (tx) => {
           const o = await deps.conversations.open(tx, {
             agent, channel: 'voice', direction: 'inbound', counterpart: address, counterpartKind: kind,
-            displayName: first(req.params, 'CallerName')?.slice(0, 100) ?? null, carrierRef: callSid, fresh: true,
+            displayName: callerName?.slice(0, 100) ?? null, carrierRef: callSid, fresh: true,
             // Only full STIR/SHAKEN attestation (the carrier knows the caller has the number) verifies the caller ID.
             callerVerified: first(req.params, 'StirVerstat') === FULL_ATTESTATION,
           }, now);
@@ -258,8 +270,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
           return o.conversation;
         });
       }
-      if (streamed) return twimlDocument(playDigits(opening.digits), deps.streamTwiml!(c.id, callSid));
-      return renderOpening(voiceStyle(settings), opening, gatherUrl(c.id));
+      if (streamed) return twimlDocument(ringBeforeAnswer(admission.ringMs), playDigits(opening.digits), deps.streamTwiml!(c.id, callSid));
+      return renderOpening(voiceStyle(settings), opening, gatherUrl(c.id), admission.ringMs);
     },
 
     /** A Twilio number's call status callback: a final status ends the call's conversation `hung_up`. */
