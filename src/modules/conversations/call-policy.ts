@@ -123,7 +123,9 @@ export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabil
   gather: { path: 'gather', bargeIn: false, backgroundAudio: false, keys: false, streamsReply: false, recording: false, canTransferTo: isE164 },
   // Our voice session over Twilio's Media Stream: a Twilio call dials phone numbers only.
   'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164 },
-  // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions.
+  // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions. An
+  // admission transfer (cnamAutoTransferRegex) cannot happen before answering here: the call is
+  // answered and REFERred at once (voice-calls.ts).
   sip: { path: 'sip', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: true, canTransferTo: () => true },
 });
 
