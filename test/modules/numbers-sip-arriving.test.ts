@@ -85,4 +85,28 @@ forEachEngine('SIP calls arriving on a held number', (h) => {
     const jane = got.get(`jane-${e}`)!;
     assert.ok(jane.includes(180) && jane.includes(200) && jane.indexOf(180) < jane.indexOf(200), JSON.stringify(jane));
   });
+
+  it('a caller who hangs up while it rings (CANCEL) gets 487 and is never answered', async () => {
+    const e = h().engine;
+    const a = await holder(TRUNK_A, { preAnswerRingTime: 3 });
+    const peer = await udpPeer(TRUNK_A);
+    try {
+      const via = `SIP/2.0/UDP ${TRUNK_A}:${peer.port};branch=${newBranch()};rport`;
+      const callId = `cancel-${e}`;
+      await peer.send(invite({ via, port: port(), callId, number: a.number }), port(), '127.0.0.1');
+      const statuses = () => peer.got.filter((m) => m.kind === 'response' && m.headers.get('call-id') === callId && m.headers.get('cseq') === '1 INVITE')
+        .map((m) => (m.kind === 'response' ? m.status : 0));
+      await waitFor('180 Ringing', () => statuses().includes(180) || undefined, 10_000);
+      await peer.send([
+        `CANCEL sip:${a.number}@127.0.0.1:${port()} SIP/2.0`, `Via: ${via}`, 'Max-Forwards: 70', 'From: <sip:+14155550142@pbx.example.test>;tag=c1',
+        `To: <sip:${a.number}@trunk.callplane.test>`, `Call-ID: ${callId}`, 'CSeq: 1 CANCEL', 'Content-Length: 0', '', '',
+      ].join('\r\n'), port(), '127.0.0.1');
+      await waitFor('487', () => statuses().includes(487) || undefined, 10_000);
+      await new Promise((r) => setTimeout(r, 4000)); // past the ring time: nothing more
+      assert.deepEqual(finals(statuses()), [487]);
+      assert.equal(await h().database.db.selectFrom('conversations').select('id').where('carrier_ref', '=', callId).executeTakeFirst(), undefined);
+    } finally {
+      peer.close();
+    }
+  });
 }, { CALLPLANE_CALL_MAX_SECONDS: '1', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { sip: { pollMs: 100 } });

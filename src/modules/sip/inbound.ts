@@ -61,9 +61,14 @@ export class InboundCalls {
         endpoint.respond(req, ctx, 481, 'Subscription Does Not Exist');
         return;
       default:
+        // A CANCEL (the endpoint already answered it and the INVITE's 487) ends a call still ringing.
+        if (req.method === 'CANCEL') this.#ringing.get(req.headers.get('call-id') ?? '')?.();
         endpoint.respond(req, ctx, 405, 'Method Not Allowed', { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS' });
     }
   }
+
+  /** Calls ringing before we answer (preAnswerRingTime), by Call-ID: what cancels the wait. */
+  readonly #ringing = new Map<string, () => void>();
 
   /** Ends every answered call (BYE from us): the worker stops. */
   async endAll(): Promise<void> {
@@ -207,7 +212,17 @@ export class InboundCalls {
       if (agent?.ringMs) {
         // preAnswerRingTime: the caller hears it ring before we answer.
         endpoint.respond(req, ctx, 180, 'Ringing');
-        await new Promise((r) => setTimeout(r, agent!.ringMs).unref());
+        const cancelled = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), agent!.ringMs);
+          timer.unref();
+          this.#ringing.set(callId, () => { clearTimeout(timer); resolve(true); });
+        });
+        this.#ringing.delete(callId);
+        if (cancelled) {
+          this.deps.log?.info({ callId }, 'inbound SIP call cancelled by the caller while it rang (preAnswerRingTime)');
+          this.captures.untrack(callId);
+          return;
+        }
       }
       if (!agent) {
         this.#refuse(endpoint, req, ctx, callId, 480, 'Temporarily Unavailable', 'the organization has no agent to answer');
