@@ -61,6 +61,13 @@ export interface VoiceTransport extends EventEmitter<VoiceTransportEvents> {
 export interface PreparedVoiceCall {
   /** The call is up: the agent's session runs over `transport` until the call ends. */
   start(transport: VoiceTransport, call: { callId: string }): { readonly done: Promise<void> };
+  /** An inbound call's ringing before it is answered, ms (preAnswerRingTime); absent for none. */
+  ringMs?: number;
+}
+
+/** An inbound call the agent runtime refuses before answering: the SIP final response, and why (for the log). */
+export interface InboundRefusal {
+  refuse: { status: number; reason: string; why: string };
 }
 
 /** An inbound call admitted for an organization: who it is for and who is calling. */
@@ -83,8 +90,12 @@ export interface InboundVoiceCall {
  * (src/modules/conversations/voice-calls.ts), handed to the SIP side by the composition root.
  */
 export interface VoiceCalls {
-  /** The agent an inbound call is addressed to, ready to talk; null when the organization has none. */
-  inbound(call: InboundVoiceCall): Promise<PreparedVoiceCall | null>;
+  /**
+   * The agent an inbound call is addressed to, ready to talk; null when the organization has none;
+   * a refusal for a callee that is a number the organization does not hold, or a caller the
+   * agent's CNAM rule rejects.
+   */
+  inbound(call: InboundVoiceCall): Promise<PreparedVoiceCall | InboundRefusal | null>;
   /** A call task's agent, ready to talk on the call about to be placed; null when it is gone. */
   outbound(call: { taskId: string; orgId: number; agentId: number; to: string; greeting?: string; waitToGreet?: boolean }): Promise<PreparedVoiceCall | null>;
 }

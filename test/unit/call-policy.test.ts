@@ -2,9 +2,9 @@
 // (src/modules/agents/voice-settings.ts), as pure functions: no database, no timers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
+import { admissionSettings, voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import {
-  CAPABILITIES, callOpening, decide, freshCounters, MAX_TURN_FAILURES, phrasesFor, transferAnnouncement, type CallCounters, type CallEvent,
+  CAPABILITIES, callAdmission, callOpening, decide, freshCounters, MAX_TURN_FAILURES, phrasesFor, transferAnnouncement, type CallCounters, type CallEvent,
 } from '../../src/modules/conversations/call-policy.ts';
 
 const en = voiceSettings({});
@@ -95,5 +95,30 @@ describe('the call policy', () => {
     assert.equal(CAPABILITIES.sip.canTransferTo('ext:200'), true);
     assert.equal(CAPABILITIES['media-stream'].canTransferTo('ext:200'), false);
     assert.equal(CAPABILITIES['media-stream'].canTransferTo('+14155550100'), true);
+  });
+});
+
+describe('call admission (before the agent answers, every path)', () => {
+  const caller = { callerName: 'SPAM LIKELY', callerNumber: '+14155550142' };
+  it('answers at once by default; preAnswerRingTime rings first (seconds to ms, clamped to 1..60)', () => {
+    assert.deepEqual(callAdmission(admissionSettings({}), caller), { action: 'answer', ringMs: 0 });
+    assert.deepEqual(callAdmission(admissionSettings({ preAnswerRingTime: 4 }), caller), { action: 'answer', ringMs: 4000 });
+    assert.equal(admissionSettings({ preAnswerRingTime: 600 }).ringMs, 60_000);
+    assert.equal(admissionSettings({ preAnswerRingTime: 'x' } as never).ringMs, 0);
+  });
+  it('cnamAutoRejectRegex on the caller name or number rejects with cnamAutoRejectCode (603 by default); it wins over a transfer', () => {
+    assert.deepEqual(callAdmission(admissionSettings({ cnamAutoRejectRegex: '^SPAM' }), caller), { action: 'reject', code: 603, rule: 'cnamAutoRejectRegex' });
+    assert.deepEqual(callAdmission(admissionSettings({ cnamAutoRejectRegex: '^\\+1415', cnamAutoRejectCode: 486 }), caller), { action: 'reject', code: 486, rule: 'cnamAutoRejectRegex' });
+    assert.equal(callAdmission(admissionSettings({ cnamAutoRejectRegex: '^SPAM' }), { callerNumber: '+14155550142' }).action, 'answer');
+    assert.equal(callAdmission(admissionSettings({ cnamAutoRejectRegex: '(' }), caller).action, 'answer', 'a regex that no longer compiles matches nothing');
+    assert.equal(callAdmission(admissionSettings({
+      cnamAutoRejectRegex: 'LIKELY', cnamAutoTransferRegex: 'SPAM', cnamAutoTransferDestination: '+14155550100',
+    }), caller).action, 'reject');
+  });
+  it('cnamAutoTransferRegex sends the call to cnamAutoTransferDestination; without a destination the agent answers', () => {
+    assert.deepEqual(callAdmission(admissionSettings({ cnamAutoTransferRegex: 'SPAM', cnamAutoTransferDestination: 'ext:200', preAnswerRingTime: 3 }), caller),
+      { action: 'transfer', destination: 'ext:200', rule: 'cnamAutoTransferRegex' });
+    assert.deepEqual(callAdmission(admissionSettings({ cnamAutoTransferRegex: 'SPAM' }), caller), { action: 'answer', ringMs: 0 });
+    assert.equal(callAdmission(admissionSettings({ cnamAutoTransferRegex: 'HAM', cnamAutoTransferDestination: 'ext:200' }), caller).action, 'answer');
   });
 });

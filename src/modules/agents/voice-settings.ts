@@ -104,3 +104,31 @@ export function voiceSettings(config: AgentConfig): VoiceSettings {
     backgroundAudio: background(config.backgroundAudio),
   };
 }
+
+/** What decides whether and how an inbound call is answered (call-policy.ts callAdmission). */
+export interface AdmissionSettings {
+  /** preAnswerRingTime: ringing before the agent answers, ms (0 for none). */
+  ringMs: number;
+  /** cnamAutoRejectRegex (checked when written: compiles, cannot backtrack catastrophically); null for none. */
+  rejectRegex: string | null;
+  /** cnamAutoRejectCode: the SIP code of such a rejection (400-699). */
+  rejectCode: number;
+  /** cnamAutoTransferRegex; null for none. */
+  transferRegex: string | null;
+  /** cnamAutoTransferDestination: E.164, ext:NNN or pbx:NNN; null for none. */
+  transferDestination: string | null;
+}
+
+/** The agent's admission rules for an inbound call, from its live configuration. */
+export function admissionSettings(config: AgentConfig): AdmissionSettings {
+  const ring = config.preAnswerRingTime;
+  const { min, max } = range('preAnswerRingTime');
+  const nonEmpty = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v : null);
+  return {
+    ringMs: typeof ring === 'number' && Number.isInteger(ring) ? Math.min(Math.max(ring, min), max) * 1000 : 0,
+    rejectRegex: nonEmpty(config.cnamAutoRejectRegex),
+    rejectCode: intSetting(config, 'cnamAutoRejectCode'),
+    transferRegex: nonEmpty(config.cnamAutoTransferRegex),
+    transferDestination: nonEmpty(config.cnamAutoTransferDestination)?.trim() ?? null,
+  };
+}

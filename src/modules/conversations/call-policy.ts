@@ -9,7 +9,7 @@
 import type { ConversationOutcome } from '../../db/types.ts';
 import { isE164 } from '../../lib/phone.ts';
 import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
-import type { VoiceSettings } from '../agents/voice-settings.ts';
+import type { AdmissionSettings, VoiceSettings } from '../agents/voice-settings.ts';
 import type { ToolEffect } from './tools.ts';
 
 /**
@@ -123,7 +123,9 @@ export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabil
   gather: { path: 'gather', bargeIn: false, backgroundAudio: false, keys: false, streamsReply: false, recording: false, canTransferTo: isE164 },
   // Our voice session over Twilio's Media Stream: a Twilio call dials phone numbers only.
   'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164 },
-  // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions.
+  // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions. An
+  // admission transfer (cnamAutoTransferRegex) cannot happen before answering here: the call is
+  // answered and REFERred at once (voice-calls.ts).
   sip: { path: 'sip', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: true, canTransferTo: () => true },
 });
 
@@ -152,6 +154,41 @@ export function callOpening(settings: VoiceSettings, opts: { taskGreeting?: stri
     ...(announce ? { notice: { text: settings.recordingNotificationPhrase, kind: 'recording_notice' as const } } : {}),
     ...(greeting ? { greeting: { text: greeting, kind: 'welcome' as const } } : {}),
   };
+}
+
+/** Whether an inbound call is answered, and how: decided once, before the agent answers, on every path. */
+export type CallAdmission =
+  | { action: 'answer'; ringMs: number }
+  | { action: 'reject'; code: number; rule: 'cnamAutoRejectRegex' }
+  | { action: 'transfer'; destination: string; rule: 'cnamAutoTransferRegex' };
+
+/** Who is calling, as the carrier says: the caller name (CNAM) and number, either possibly absent. */
+export interface Caller { callerName?: string | null; callerNumber?: string | null }
+
+/** Whether `source` (checked when written) matches the caller's name or number; one that no longer compiles matches nothing. */
+function matchesCaller(source: string | null, caller: Caller): boolean {
+  if (source === null) return false;
+  let re: RegExp;
+  try {
+    re = new RegExp(source);
+  } catch {
+    return false;
+  }
+  return [caller.callerName, caller.callerNumber].some((v) => typeof v === 'string' && v !== '' && re.test(v.slice(0, 256)));
+}
+
+/**
+ * The admission rule, once: cnamAutoRejectRegex matching the caller's name (CNAM) or number
+ * rejects the call with cnamAutoRejectCode; else cnamAutoTransferRegex matching sends it to
+ * cnamAutoTransferDestination (when there is one) unanswered by the agent; else the agent
+ * answers after preAnswerRingTime of ringing. Rejection wins over transfer.
+ */
+export function callAdmission(a: AdmissionSettings, caller: Caller): CallAdmission {
+  if (matchesCaller(a.rejectRegex, caller)) return { action: 'reject', code: a.rejectCode, rule: 'cnamAutoRejectRegex' };
+  if (a.transferDestination !== null && matchesCaller(a.transferRegex, caller)) {
+    return { action: 'transfer', destination: a.transferDestination, rule: 'cnamAutoTransferRegex' };
+  }
+  return { action: 'answer', ringMs: a.ringMs };
 }
 
 /** The call's counters the policy keeps (a path stores them between events). */

@@ -13,7 +13,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { TWILIO } from '../../providers/index.ts';
 import { first } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { twilioNumberOwner } from '../numbering/carriers.ts';
+import { twilioNumberHolder } from '../numbering/carriers.ts';
 import type { TextSent } from '../tasks/run-task.ts';
 import type { RelayService } from '../webhooks/relays/service.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
@@ -87,18 +87,24 @@ export function smsService(deps: SmsServiceDeps) {
   const idleMs = config.conversationIdleMinutes * 60_000;
 
   /**
-   * Who answers: the agent of the person's open text conversation in this organization (a text
-   * task's agent, while that session lasts), else the organization's default agent (its first
-   * agent account), until numbers can be bound to agents.
+   * Who answers: the agent holding the texted number (phone_numbers, docs/numbers.md); for a
+   * number configured by hand (or whose agent is gone, logged), the agent of the person's open
+   * text conversation in this organization (a text task's agent, while that session lasts), else
+   * the organization's default agent (its first agent account).
    */
-  async function answeringAgent(orgId: number, counterpart: string, now: number): Promise<AccountRow | undefined> {
+  async function answeringAgent(orgId: number, holder: number | null, counterpart: string, now: number, log: Log): Promise<AccountRow | undefined> {
+    if (holder !== null) {
+      const held = await accountRepo.findById(db, holder);
+      if (held && held.org_id === orgId && held.kind === 'agent') return held;
+      log.warn({ orgId, agentId: holder }, 'the agent holding the texted number is gone: the organization\'s default agent answers');
+    }
     const open = await conversationRepo.openWithCounterpart(db, orgId, 'sms', counterpart, now - idleMs);
     const id = open?.account_id ?? await accountRepo.firstAgentId(db, orgId);
     const agent = id === null ? undefined : await accountRepo.findById(db, id);
     return agent && agent.org_id === orgId && agent.kind === 'agent' ? agent : undefined;
   }
 
-  async function record(orgId: number, form: URLSearchParams, log: Log): Promise<InboundSmsResult> {
+  async function record(orgId: number, holder: number | null, form: URLSearchParams, log: Log): Promise<InboundSmsResult> {
     const from = first(form, 'From');
     const to = first(form, 'To')!;
     const sid = first(form, 'MessageSid') ?? first(form, 'SmsSid');
@@ -110,7 +116,7 @@ export function smsService(deps: SmsServiceDeps) {
       : `(sent ${attachments.length} attachment${attachments.length > 1 ? 's' : ''}: ${attachments.map((a) => a.type).join(', ')})`;
     const { address, kind } = normaliseAddress(from);
     const now = clock();
-    const agent = await answeringAgent(orgId, address, now);
+    const agent = await answeringAgent(orgId, holder, address, now, log);
     if (!agent) {
       log.warn({ orgId, messageSid: sid }, 'text message not answered: the organization has no agent');
       return { kind: 'no-agent', orgId };
@@ -154,10 +160,10 @@ export function smsService(deps: SmsServiceDeps) {
     async receive(req: InboundSmsRequest, log: Log): Promise<InboundSmsResult> {
       const rawBody = req.rawBody.toString('utf8');
       const form = new URLSearchParams(rawBody);
-      const orgId = await twilioNumberOwner(db, box, {
+      const { orgId, agentId } = await twilioNumberHolder(db, box, {
         to: first(form, 'To'), accountSid: first(form, 'AccountSid'), url: `${config.publicUrl}${req.url}`, signed: rawBody, signature: req.headers['x-twilio-signature'],
       }, log, 'twilio sms');
-      const result = await record(orgId, form, log);
+      const result = await record(orgId, agentId, form, log);
       try {
         await deps.relays.forwardVerified(orgId, 'twilioSMS', { headers: req.headers, contentType: req.contentType, rawBody: req.rawBody });
       } catch (err) {

@@ -9,21 +9,21 @@
 // (media-streams.ts).
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
-import type { ConversationOutcome, ConversationRow, Db, RoomRow, TaskRow } from '../../db/types.ts';
+import type { AccountRow, ConversationOutcome, ConversationRow, Db, RoomRow, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
-import { providerSettings, refuseTwilioRequest, twilioNumberOwner } from '../numbering/carriers.ts';
+import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
+import { providerSettings, refuseTwilioRequest, twilioNumberHolder } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
-import { CAPABILITIES, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
+import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
-import { renderDecision, renderOpening, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
+import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
 
 /** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */
 export const TWILIO_GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
@@ -118,8 +118,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     return (chosen === 'stream' || chosen === 'gather' ? chosen : deps.defaultVoice) === 'stream';
   }
 
-  /** The organization a number's webhook is for: by To, checked with that organization's own auth token. */
-  const numberOwner = (req: NumberWebhookRequest, log: Log, what: string) => twilioNumberOwner(db, deps.box, {
+  /** The organization (and agent) a number's webhook is for: by To, checked with that organization's own auth token. */
+  const numberHolder = (req: NumberWebhookRequest, log: Log, what: string) => twilioNumberHolder(db, deps.box, {
     to: first(req.params, 'To'), accountSid: first(req.params, 'AccountSid'), url: `${deps.config.publicUrl}${req.url}`,
     signed: req.signed, signature: req.signature,
   }, log, what);
@@ -166,6 +166,21 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     }
   }
 
+  /**
+   * Who answers a call to the organization's number: the agent holding it (its live
+   * configuration), else — a number configured by hand, or its agent deleted (logged) — the
+   * organization's first agent.
+   */
+  async function answeringAgent(orgId: number, holder: number | null, log: Log): Promise<AccountRow | undefined> {
+    if (holder !== null) {
+      const held = await accountRepo.findById(db, holder);
+      if (held && held.org_id === orgId && held.kind === 'agent') return held;
+      log.warn({ orgId, agentId: holder }, 'the agent holding the called number is gone: the organization\'s first agent answers');
+    }
+    const fallback = await accountRepo.firstAgentId(db, orgId);
+    return fallback === null ? undefined : accountRepo.findById(db, fallback);
+  }
+
   /** The opening's lines (the recording notice, the greeting), as the gather path says them at once. */
   async function recordOpening(tx: Parameters<typeof recordAgentLine>[0], c: ConversationRow, opening: ReturnType<typeof callOpening>, at: number): Promise<void> {
     for (const line of [opening.notice, opening.greeting]) if (line) await recordAgentLine(tx, c, line, at);
@@ -205,26 +220,38 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     },
 
     /**
-     * A call to one of our numbers (the number's voice webhook): the organization whose twilio
-     * provider owns `To`, checked by its signature; its first agent answers (numbers are the
-     * organization's, not one agent's), greeting with the live welcomeMessage and listening —
+     * A call to one of our numbers (the number's voice webhook): the number's holder (phone_numbers,
+     * else the organization whose twilio provider's phoneNumber is `To`), checked by its
+     * signature; the agent holding the number answers (the organization's first agent for a number
+     * configured by hand, or when the holding agent is gone), greeting with the live welcomeMessage and listening —
      * streamed or gathered as the deployment chooses. A suspended organization, or one with no
      * agent, rejects the call (busy). A retry of the webhook for the same CallSid answers the
      * same conversation.
      */
     async incoming(req: NumberWebhookRequest, log: Log): Promise<string> {
-      const orgId = await numberOwner(req, log, 'twilio incoming call');
+      const { orgId, agentId: holder } = await numberHolder(req, log, 'twilio incoming call');
       const callSid = first(req.params, 'CallSid');
       if (!callSid || callSid.length > 64) throw new Invalid('CallSid is required');
       const from = (first(req.params, 'From') ?? '').slice(0, 256) || 'anonymous';
       const org = await accountRepo.findWithSuspension(db, orgId);
-      const agentId = org && !org.suspended ? await accountRepo.firstAgentId(db, orgId) : null;
-      const agent = agentId === null ? undefined : await accountRepo.findById(db, agentId);
+      const agent = org && !org.suspended ? await answeringAgent(orgId, holder, log) : undefined;
       if (!agent) {
         log.warn({ orgId, callSid, suspended: Boolean(org?.suspended) }, 'twilio incoming call rejected: the organization is suspended or has no agent');
         return twimlDocument('<Reject reason="busy"/>');
       }
-      const settings = voiceSettings(await deps.conversations.liveConfig(agent));
+      const live = await deps.conversations.liveConfig(agent);
+      const callerName = first(req.params, 'CallerName') ?? null;
+      let admission = callAdmission(admissionSettings(live), { callerName, callerNumber: from });
+      if (admission.action === 'transfer' && !GATHER.canTransferTo(admission.destination)) {
+        // Twilio dials phone numbers only (CAPABILITIES): an ext:/pbx: destination is answered instead.
+        log.warn({ orgId, callSid, destination: admission.destination }, 'cnamAutoTransferDestination is not a phone number Twilio can dial: the agent answers');
+        admission = { action: 'answer', ringMs: admissionSettings(live).ringMs };
+      }
+      if (admission.action !== 'answer') {
+        log.warn({ orgId, agentId: agent.id, callSid, rule: admission.rule, action: admission.action }, `twilio incoming call ${admission.action === 'reject' ? 'rejected' : 'transferred'} before answer by ${admission.rule}`);
+        return renderRefusal(admission);
+      }
+      const settings = voiceSettings(live);
       const opening = callOpening(settings, { recorded: GATHER.recording });
       const streamed = await streams(orgId);
       let c = await conversationRepo.byCarrierRef(db, orgId, callSid);
@@ -235,7 +262,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
         c = await db.transaction().execute(async (tx) => {
           const o = await deps.conversations.open(tx, {
             agent, channel: 'voice', direction: 'inbound', counterpart: address, counterpartKind: kind,
-            displayName: first(req.params, 'CallerName')?.slice(0, 100) ?? null, carrierRef: callSid, fresh: true,
+            displayName: callerName?.slice(0, 100) ?? null, carrierRef: callSid, fresh: true,
             // Only full STIR/SHAKEN attestation (the carrier knows the caller has the number) verifies the caller ID.
             callerVerified: first(req.params, 'StirVerstat') === FULL_ATTESTATION,
           }, now);
@@ -243,13 +270,13 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
           return o.conversation;
         });
       }
-      if (streamed) return twimlDocument(playDigits(opening.digits), deps.streamTwiml!(c.id, callSid));
-      return renderOpening(voiceStyle(settings), opening, gatherUrl(c.id));
+      if (streamed) return twimlDocument(ringBeforeAnswer(admission.ringMs), playDigits(opening.digits), deps.streamTwiml!(c.id, callSid));
+      return renderOpening(voiceStyle(settings), opening, gatherUrl(c.id), admission.ringMs);
     },
 
     /** A Twilio number's call status callback: a final status ends the call's conversation `hung_up`. */
     async incomingStatus(req: NumberWebhookRequest, log: Log): Promise<void> {
-      const orgId = await numberOwner(req, log, 'twilio call status');
+      const { orgId } = await numberHolder(req, log, 'twilio call status');
       const callSid = first(req.params, 'CallSid');
       const status = first(req.params, 'CallStatus') ?? '';
       if (!callSid || !FINAL_CALL_STATUSES.has(status)) return;

@@ -7,13 +7,15 @@
 // registrations belong to the organization, not to one agent). docs/voice.md, "SIP calls".
 import type { AccountRow, Db } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
-import type { InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } from '../../media/voice-transport.ts';
+import type { InboundRefusal, InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } from '../../media/voice-transport.ts';
+import { normalizePhone } from '../../lib/phone.ts';
+import { phoneNumberRepo } from '../numbers/repository.ts';
 import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
-import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
+import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { bedFrom, type BackgroundAudio } from './background-audio.ts';
-import { CAPABILITIES, callOpening } from './call-policy.ts';
+import { CAPABILITIES, callAdmission, callOpening } from './call-policy.ts';
 import type { RecordingStore } from './recordings.ts';
 import { conversationRepo } from './repository.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
@@ -47,6 +49,12 @@ export function recordingNotice(config: AgentConfig, recorded: boolean): string 
 
 /** How long synthesizing the greeting may hold up answering; past it, the session speaks it itself. */
 const GREETING_WAIT_MS = 3000;
+
+/** Reason phrases of the final responses a CNAM rejection may use (RFC 3261 §21, RFC 8197); others say Rejected. */
+const SIP_REASONS: Record<number, string> = {
+  403: 'Forbidden', 404: 'Not Found', 480: 'Temporarily Unavailable', 486: 'Busy Here', 488: 'Not Acceptable Here',
+  600: 'Busy Everywhere', 603: 'Decline', 607: 'Unwanted',
+};
 
 export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   const { db } = deps;
@@ -135,16 +143,47 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   }
 
   return {
-    async inbound(call: InboundVoiceCall) {
-      const named = /^(?:camp)?(\d{1,10})$/i.exec(call.callee)?.[1];
-      let agent = named ? await accountRepo.findById(db, Number(named)) : undefined;
+    async inbound(call: InboundVoiceCall): Promise<PreparedVoiceCall | InboundRefusal | null> {
+      // A callee that is a held number (docs/numbers.md, Arriving): its agent, if the organization
+      // that admitted the call holds it; another organization's number, or one not active, is a 404.
+      const number = /^\+?\d{8,15}$/.test(call.callee) ? normalizePhone(call.callee.startsWith('+') ? call.callee : `+${call.callee}`) : undefined;
+      const held = number?.ok ? await phoneNumberRepo.findByNumber(db, number.e164) : undefined;
+      if (held && (held.org_id !== call.orgId || held.state !== 'active')) {
+        return { refuse: { status: 404, reason: 'Not Found', why: held.org_id !== call.orgId ? 'the callee is a number another organization holds' : `the callee is a number in state ${held.state}` } };
+      }
+      let agent = held?.agent_id != null ? await accountRepo.findById(db, held.agent_id) : undefined;
+      if (held && (!agent || agent.kind !== 'agent' || agent.org_id !== call.orgId)) {
+        deps.log?.warn({ orgId: call.orgId, number: held.number }, 'inbound SIP call: the agent holding the called number is gone: the organization\'s first agent answers');
+        agent = undefined;
+      }
+      const named = held ? undefined : /^(?:camp)?(\d{1,10})$/i.exec(call.callee)?.[1];
+      if (named) agent = await accountRepo.findById(db, Number(named));
       if (!agent || agent.kind !== 'agent' || agent.org_id !== call.orgId) {
         const id = await accountRepo.firstAgentId(db, call.orgId);
         agent = id === null ? undefined : await accountRepo.findById(db, id);
       }
       if (!agent) return null;
+      const admission = callAdmission(admissionSettings(await deps.conversations.liveConfig(agent)), { callerName: call.callerName, callerNumber: call.caller });
+      if (admission.action === 'reject') {
+        return { refuse: { status: admission.code, reason: SIP_REASONS[admission.code] ?? 'Rejected', why: `the caller matched ${admission.rule}` } };
+      }
+      if (admission.action === 'transfer') {
+        // No transfer before answering on SIP here: the call is answered and handed on at once (REFER), without the agent.
+        const destination = admission.destination;
+        return {
+          start(transport, { callId }) {
+            const done = transport.transfer(destination).catch(async (err: Error) => {
+              deps.log?.warn({ callId, destination, err: err.message }, 'inbound SIP call: the cnamAutoTransferRegex transfer failed');
+              await transport.hangup('failed').catch(() => {});
+            });
+            deps.log?.warn({ callId, destination }, 'inbound SIP call transferred before the agent answered (cnamAutoTransferRegex)');
+            return { done };
+          },
+        };
+      }
       const { address, kind } = normaliseAddress(call.caller);
-      return prepare(agent, { direction: 'inbound', counterpart: address, counterpartKind: kind, displayName: call.callerName ?? null, callerVerified: call.callerVerified === true }, {});
+      const prepared = await prepare(agent, { direction: 'inbound', counterpart: address, counterpartKind: kind, displayName: call.callerName ?? null, callerVerified: call.callerVerified === true }, {});
+      return admission.ringMs > 0 ? { ...prepared, ringMs: admission.ringMs } : prepared;
     },
 
     async outbound(call) {

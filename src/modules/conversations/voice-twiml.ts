@@ -4,7 +4,7 @@
 // (src/providers/twilio/twiml.ts). It decides nothing: what to say and do is the policy's.
 import { dial, gather, HANGUP, pause, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
-import type { AgentLine, CallDecision, CallOpening } from './call-policy.ts';
+import type { AgentLine, CallAdmission, CallDecision, CallOpening } from './call-policy.ts';
 
 /**
  * agentVoice (the catalog, src/modules/agents/catalog.ts) → the Amazon Polly neural voice Twilio
@@ -80,11 +80,29 @@ function listen(style: VoiceStyle, action: string, lines: string[]): string[] {
  * (milliseconds rounded up to seconds), the recording notice, then the greeting inside the first
  * <Gather>.
  */
-export function renderOpening(style: VoiceStyle, opening: CallOpening, action: string): string {
+export function renderOpening(style: VoiceStyle, opening: CallOpening, action: string, ringMs = 0): string {
   return twimlDocument(
-    playDigits(opening.digits), pause(opening.pauseMs / 1000),
+    ringBeforeAnswer(ringMs), playDigits(opening.digits), pause(opening.pauseMs / 1000),
     ...listen(style, action, [opening.notice?.text ?? '', opening.greeting?.text ?? '']),
   );
+}
+
+/**
+ * preAnswerRingTime on Twilio: a <Pause> as the document's first verb makes Twilio wait that long
+ * before it picks up (the caller hears it ring). Up to the field's 60 s, unlike pause().
+ */
+export function ringBeforeAnswer(ms: number): string {
+  const s = Math.min(Math.ceil(ms / 1000), 60);
+  return s > 0 ? `<Pause length="${s}"/>` : '';
+}
+
+/**
+ * An inbound call the admission rule did not let the agent answer, as TwiML: a rejection is
+ * <Reject> (busy for 486 and 600, else rejected: Twilio has no other codes); a transfer is <Dial>.
+ */
+export function renderRefusal(admission: Exclude<CallAdmission, { action: 'answer' }>): string {
+  if (admission.action === 'reject') return twimlDocument(`<Reject reason="${admission.code === 486 || admission.code === 600 ? 'busy' : 'rejected'}"/>`);
+  return twimlDocument(dial(admission.destination));
 }
 
 /** A decision of the policy as TwiML, after `reply` (the agent's words this turn, if any). */

@@ -13,6 +13,7 @@ import {
   type Carrier, type CarrierOptions, type NumberProvider, type ProviderSettings, type TwilioCarrier, type TwilioParams,
 } from '../../providers/index.ts';
 import { sipCallPlan } from '../sip/calls.ts';
+import { phoneNumberRepo } from '../numbers/repository.ts';
 import { numberingRepo } from './repository.ts';
 
 /** A provider row's settings: its plain config and its opened secrets. */
@@ -175,6 +176,37 @@ export function refuseTwilioRequest(
  * the same 403 (refuseTwilioRequest).
  */
 export async function twilioNumberOwner(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<number> {
+  return (await twilioNumberHolder(db, box, r, log, what)).orgId;
+}
+
+/** Who a Twilio webhook's number reaches: its organization, and the agent holding it (null: the organization's first agent). */
+export interface TwilioNumberHolder { orgId: number; agentId: number | null }
+
+/**
+ * Who a Twilio webhook for one of our numbers is for. A number in phone_numbers (bought or BYO,
+ * docs/numbers.md) is its organization's and its agent's, once `active`: checked with that
+ * organization's twilio auth token; `reserved` or `attention` is refused like a bad signature.
+ * A number nobody holds there falls back to the twilio provider whose phoneNumber it is
+ * (twilioNumberOwner's rule, numbers configured by hand), answered by the first agent.
+ */
+export async function twilioNumberHolder(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<TwilioNumberHolder> {
+  const to = r.to ? normalizePhone(r.to) : undefined;
+  const held = to?.ok ? await phoneNumberRepo.findByNumber(db, to.e164) : undefined;
+  if (!held) return { orgId: await providerNumberOwner(db, box, r, log, what), agentId: null };
+  if (held.state !== 'active') refuseTwilioRequest(r, log, what, `the number is ${held.state}`, { to: r.to, orgId: held.org_id });
+  const s = await providerSettings(db, box, held.org_id, TWILIO);
+  const token = s?.authToken ?? '';
+  if (token === '') refuseTwilioRequest(r, log, what, 'the organization holding the number has no twilio provider', { to: r.to, orgId: held.org_id });
+  if (!verifyTwilioSignature(token, r.url, r.signed, r.signature)) {
+    log.warn({ to: r.to, hasSignature: Boolean(r.signature) }, `${what} refused: signature missing or invalid`);
+    throw new Forbidden(TWILIO_REFUSED);
+  }
+  if (r.accountSid !== undefined && r.accountSid !== (s?.accountSid ?? '')) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
+  return { orgId: held.org_id, agentId: held.agent_id };
+}
+
+/** The organization whose twilio provider's phoneNumber is `To` (see twilioNumberOwner). */
+async function providerNumberOwner(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<number> {
   const owners: Array<{ orgId: number; accountSid: string; authToken: string }> = [];
   for (const orgId of r.to ? await orgsOwningNumber(db, r.to) : []) {
     const s = await providerSettings(db, box, orgId, TWILIO);

@@ -11,7 +11,9 @@ import { referTarget, SipDialog } from '../../sip/dialog.ts';
 import { newTag, type RequestContext, type SipEndpoint, type SipRequest } from '../../sip/endpoint.ts';
 import { parseNameAddr, parseUri } from '../../sip/message.ts';
 import { buildAnswer, buildOffer, negotiateAudio, OFFER_CODECS, parseSdp, rtpParams } from '../../sip/sdp.ts';
+import { normalizePhone } from '../../lib/phone.ts';
 import { orgsOwningNumber } from '../numbering/carriers.ts';
+import { phoneNumberRepo } from '../numbers/repository.ts';
 import type { SipCaptures } from './captures.ts';
 import { formatHost, whitelisted, whitelistMatcher } from './parse.ts';
 import { accountRepo } from '../accounts/repository.ts';
@@ -59,9 +61,14 @@ export class InboundCalls {
         endpoint.respond(req, ctx, 481, 'Subscription Does Not Exist');
         return;
       default:
+        // A CANCEL (the endpoint already answered it and the INVITE's 487) ends a call still ringing.
+        if (req.method === 'CANCEL') this.#ringing.get(req.headers.get('call-id') ?? '')?.();
         endpoint.respond(req, ctx, 405, 'Method Not Allowed', { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS' });
     }
   }
+
+  /** Calls ringing before we answer (preAnswerRingTime), by Call-ID: what cancels the wait. */
+  readonly #ringing = new Map<string, () => void>();
 
   /** Ends every answered call (BYE from us): the worker stops. */
   async endAll(): Promise<void> {
@@ -111,7 +118,14 @@ export class InboundCalls {
       const agent = await accountRepo.findById(db, Number(agentId));
       if (agent?.kind === 'agent' && agent.org_id !== null) candidates.add(agent.org_id);
     }
-    for (const n of new Set(numbers)) for (const org of await orgsOwningNumber(db, n)) candidates.add(org);
+    for (const n of new Set(numbers)) {
+      for (const org of await orgsOwningNumber(db, n)) candidates.add(org);
+      // A number an organization holds (docs/numbers.md): its organization, but only from a source
+      // its whitelist holds — another organization's trunk calling it is told nobody has it (404).
+      const e164 = /^(?:tel:)?\+?\d{8,15}$/i.test(n) ? normalizePhone(n.replace(/^tel:/i, '').replace(/^(?!\+)/, '+')) : undefined;
+      const held = e164?.ok ? await phoneNumberRepo.findByNumber(db, e164.e164) : undefined;
+      if (held?.state === 'active' && whitelisted(whitelistMatcher((await sipRepo.whitelist(db, held.org_id)).map((w) => w.ip)), source)) candidates.add(held.org_id);
+    }
     if (candidates.size === 0) return { identified: false };
     if (candidates.size === 1) return { orgId: [...candidates][0], identified: true };
     const admitting: number[] = [];
@@ -185,10 +199,31 @@ export class InboundCalls {
     let agent: PreparedVoiceCall | null = null;
     if (this.deps.voice) {
       // #onInvite answers only sources on the organization's whitelist: its trunk vouches for the caller ID.
-      agent = await this.deps.voice.inbound({ orgId, callee, caller, callerName, callerVerified: true }).catch((err: Error) => {
+      const prepared = await this.deps.voice.inbound({ orgId, callee, caller, callerName, callerVerified: true }).catch((err: Error) => {
         this.deps.log?.warn({ callId, err: err.message }, 'inbound SIP call: the agent could not be prepared');
         return null;
       });
+      if (prepared && 'refuse' in prepared) {
+        // A number the organization does not hold (404, like one nobody has), or the agent's CNAM rule.
+        this.#refuse(endpoint, req, ctx, callId, prepared.refuse.status, prepared.refuse.reason, prepared.refuse.why);
+        return;
+      }
+      agent = prepared;
+      if (agent?.ringMs) {
+        // preAnswerRingTime: the caller hears it ring before we answer.
+        endpoint.respond(req, ctx, 180, 'Ringing');
+        const cancelled = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), agent!.ringMs);
+          timer.unref();
+          this.#ringing.set(callId, () => { clearTimeout(timer); resolve(true); });
+        });
+        this.#ringing.delete(callId);
+        if (cancelled) {
+          this.deps.log?.info({ callId }, 'inbound SIP call cancelled by the caller while it rang (preAnswerRingTime)');
+          this.captures.untrack(callId);
+          return;
+        }
+      }
       if (!agent) {
         this.#refuse(endpoint, req, ctx, callId, 480, 'Temporarily Unavailable', 'the organization has no agent to answer');
         return;
