@@ -11,7 +11,7 @@ import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
 import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { freePort, waitFor } from '../helpers/wait.ts';
-import { numberCalls } from './numbers.test.ts';
+import { numberCalls } from '../helpers/numbers.ts';
 
 const RUNTIME = { leaseMs: 3000, heartbeatMs: 50, rescueEveryMs: 0, carrierOptions: { twilio: { timeoutMs: 1500 } } };
 const VOICE_PATH = '/api/v2/providers/twilio/voice';

@@ -8,7 +8,7 @@ import { it } from 'node:test';
 import { newBranch } from '../../src/sip/endpoint.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { udpPeer, waitFor } from '../helpers/sip-peers.ts';
-import { numberCalls } from './numbers.test.ts';
+import { numberCalls } from '../helpers/numbers.ts';
 
 const TRUNK_A = '127.0.0.21';
 const TRUNK_B = '127.0.0.22';

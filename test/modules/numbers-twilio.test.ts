@@ -9,7 +9,7 @@ import { openDatabase } from '../../src/db/index.ts';
 import { createPlatform } from '../../src/platform.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
 import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type Reply } from '../helpers/harness.ts';
-import { numberCalls } from './numbers.test.ts';
+import { numberCalls } from '../helpers/numbers.ts';
 
 const PUBLIC = 'https://numbers.callplane.test';
 /** Generous: the machine is shared; the hang below lasts until this cuts it off. */

@@ -5,28 +5,13 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { forEachEngine } from '../helpers/engines.ts';
-import type { Harness, Reply } from '../helpers/harness.ts';
+import type { Reply } from '../helpers/harness.ts';
+import { numberCalls } from '../helpers/numbers.ts';
 
 function expectError(res: Reply, status: number, ...words: string[]): void {
   assert.equal(res.status, status, JSON.stringify(res.body));
   assert.equal(res.body.success, false);
   for (const w of words) assert.ok(res.body.message.includes(w), `"${res.body.message}" should name ${w}`);
-}
-
-const PATH = '/api/v2/phoneNumber';
-
-export function numberCalls(h: () => Harness) {
-  const post = (path: string, token: string, body: unknown, query: Record<string, unknown> = {}) =>
-    h().call('POST', `${PATH}${path}`, { token, body, query });
-  return {
-    locality: (token: string, body: unknown, query?: Record<string, unknown>) => post('/search/local/locality', token, body, query),
-    prefix: (token: string, body: unknown, query?: Record<string, unknown>) => post('/search/local/prefix', token, body, query),
-    phrase: (token: string, body: unknown, query?: Record<string, unknown>) => post('/search/local/phrase', token, body, query),
-    assign: (token: string, body: unknown, query?: Record<string, unknown>) => post('/assign', token, body, query),
-    byo: (token: string, body: unknown, query?: Record<string, unknown>) => post('/byo/assign', token, body, query),
-    ret: (token: string, body: unknown, query?: Record<string, unknown>) => post('/return', token, body, query),
-    list: (token: string, query: Record<string, unknown> = {}) => h().call('GET', '/api/v2/phoneNumbers', { token, query }),
-  };
 }
 
 forEachEngine('phone numbers (simulated inventory)', (h) => {
