@@ -61,8 +61,15 @@ export function billingSystemService(deps: BillingSystemServiceDeps) {
     return { row, keys, processor: openProcessor(config, row.type, row.site, keys) };
   };
 
-  /** Where a Chargebee site's keys are sent (the secret's target). */
-  const chargebeeOrigin = (site: string | null) => (site ? urlOrigin(config.chargebeeApiUrl.replaceAll('{site}', site)) : null);
+  /**
+   * Where a Chargebee site's key is sent (the secret's target): the site's API URL, path included,
+   * since the configured URL may carry the site in its path (a proxy's) rather than in the host.
+   */
+  const chargebeeTarget = (site: string | null) => {
+    if (!site) return null;
+    const url = config.chargebeeApiUrl.replaceAll('{site}', site);
+    return `${urlOrigin(url)}${new URL(url).pathname.replace(/\/+$/, '')}`;
+  };
 
   function present(row: BillingSystemRow) {
     const keys = box.openJson<ProcessorKeys>(row.secrets);
@@ -168,7 +175,7 @@ export function billingSystemService(deps: BillingSystemServiceDeps) {
       // The Chargebee API key goes to its site: a new site needs the key again (docs/api.md, "Secrets and their targets").
       if (type === 'chargebee' && kept) {
         const refusal = secretTargetRefusal({
-          secret: 'apiKey', target: 'site', before: chargebeeOrigin(kept.site), after: chargebeeOrigin(site), keeps: sent.apiKey === undefined,
+          secret: 'apiKey', target: 'site', before: chargebeeTarget(kept.site), after: chargebeeTarget(site), keeps: sent.apiKey === undefined,
         });
         if (refusal) throw new Invalid(refusal);
       }

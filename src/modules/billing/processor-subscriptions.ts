@@ -16,7 +16,7 @@ import { periodEnd, type Plan } from './catalog.ts';
 import type { BillingSystem, BillingSystemService } from './billing-systems.ts';
 import { fallbackPlan } from './fallback-plan.ts';
 import { applyPlanLimits } from './plans.ts';
-import { idempotencyKey, type ProcessorType } from './processors.ts';
+import { idempotencyKey, processorAnswered, type Checkout, type ProcessorType } from './processors.ts';
 import { billingEventRepo, subscriptionRepo } from './repository.ts';
 
 /** Largest webhook body read (a processor's event is a few kilobytes). */
@@ -240,12 +240,23 @@ export function processorSubscriptions(deps: ProcessorSubscriptionDeps) {
         });
         return (await subscriptionRepo.find(tx, id))!;
       });
-      // Outside the transaction: the processor may take seconds. A failure leaves the row pending;
-      // subscribing again reuses it (and its idempotency key).
-      const checkout = await system.processor.checkout({
-        subscriptionId: row.id, organizationId: org.id, plan: JSON.parse(row.plan) as Plan, term, checkoutType,
-        successUrl: input.successUrl, cancelUrl: input.cancelUrl,
-      });
+      // Outside the transaction: the processor may take seconds. Without an answer the row stays
+      // pending and subscribing again reuses it and its idempotency key (the processor answers the
+      // checkout it may have made); a refusal ends it, so the next attempt is a new checkout.
+      let checkout: Checkout;
+      try {
+        checkout = await system.processor.checkout({
+          subscriptionId: row.id, organizationId: org.id, plan: JSON.parse(row.plan) as Plan, term, checkoutType,
+          successUrl: input.successUrl, cancelUrl: input.cancelUrl,
+        });
+      } catch (err) {
+        if (processorAnswered(err)) {
+          await db.transaction().execute((tx) => subscriptionRepo.update(tx, row.id, {
+            state: 'canceled', ended_at: nowMs(), cancel_reason: 'checkout refused by the processor', cancel_details: (err as Error).message.slice(0, 500), updated_at: nowMs(),
+          }));
+        }
+        throw err;
+      }
       await db.transaction().execute((tx) => subscriptionRepo.update(tx, row.id, { checkout_session_id: checkout.sessionId, updated_at: nowMs() }));
       return { row: (await subscriptionRepo.find(db, row.id))!, checkout };
     },

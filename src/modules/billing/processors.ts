@@ -61,12 +61,27 @@ export function minorUnits(amount: number, currency: string): number {
   return Math.round(amount * 10 ** digits);
 }
 
+/** Errors made from an answer of the processor (as opposed to no answer at all). */
+const ANSWERED = new WeakSet<Error>();
+/**
+ * True when the processor answered the request with an error: what was asked was refused, so a
+ * retry must not reuse the request's idempotency key (the processor would repeat the refusal).
+ * Without an answer the request may have been done there, and a retry reuses the key.
+ */
+export const processorAnswered = (err: unknown): boolean => err instanceof Error && ANSWERED.has(err);
+
 /**
  * Our answer to a processor's failure: its refusal of the key (401/403) is the caller's 400 naming
  * apiKey; another refusal (4xx) a 400 saying what was refused; no answer or a 5xx a 502. The
  * processor's own message is kept only for a 4xx (it explains the caller's mistake), cut short.
  */
 function failure(type: ProcessorType, doing: string, status: number | undefined, code: string | undefined, message: string | undefined): Error {
+  const err = describeFailure(type, doing, status, code, message);
+  if (status !== undefined) ANSWERED.add(err);
+  return err;
+}
+
+function describeFailure(type: ProcessorType, doing: string, status: number | undefined, code: string | undefined, message: string | undefined): Error {
   const name = PROCESSOR_NAME[type];
   if (status === 401 || status === 403) return new Invalid(`apiKey was refused by ${name} (HTTP ${status}) while ${doing}: check the key and its mode (test or live)`);
   if (status !== undefined && status >= 400 && status < 500) {
@@ -184,7 +199,9 @@ export function chargebeeProcessor(apiUrl: string, site: string, keys: Processor
         if (err instanceof BadGateway) throw err;
         const e = (err ?? {}) as ChargebeeFailure;
         if (e.http_status_code === 404 || e.api_error_code === 'resource_not_found') {
-          throw new Invalid(`Chargebee has no item price '${itemPriceId}' for plan '${req.plan.productPlanId}' by the ${req.term}: create it at Chargebee (docs/billing.md, "Chargebee")`);
+          const missing = new Invalid(`Chargebee has no item price '${itemPriceId}' for plan '${req.plan.productPlanId}' by the ${req.term}: create it at Chargebee (docs/billing.md, "Chargebee")`);
+          ANSWERED.add(missing);
+          throw missing;
         }
         throw fail('starting the checkout', err);
       }
