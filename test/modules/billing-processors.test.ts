@@ -7,6 +7,7 @@
 // changing nothing, a payment failure's rule, and cancel cancelling at the processor once.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { FakeChargebee } from '../helpers/fake-chargebee.ts';
 import { FakeStripe } from '../helpers/fake-stripe.ts';
@@ -40,6 +41,22 @@ function chargebeeSite() {
   chargebee.sites.set(site, keys.apiKey);
   return keys;
 }
+
+describe('processor API settings', () => {
+  it('default to the real hosts and take an operator\'s URL; a bad one stops the start', () => {
+    const base = { DATA_DIR: '/tmp/unused' };
+    const d = loadConfig(base);
+    assert.equal(d.stripeApiUrl, 'https://api.stripe.com');
+    assert.equal(d.chargebeeApiUrl, 'https://{site}.chargebee.com');
+    const set = loadConfig({ ...base, CALLPLANE_STRIPE_API_URL: 'http://127.0.0.1:9/', CALLPLANE_CHARGEBEE_API_URL: 'http://127.0.0.1:9/{site}' });
+    assert.equal(set.stripeApiUrl, 'http://127.0.0.1:9');
+    assert.equal(set.chargebeeApiUrl, 'http://127.0.0.1:9/{site}');
+    assert.throws(() => loadConfig({ ...base, CALLPLANE_STRIPE_API_URL: 'ftp://x' }), (e) => e instanceof ConfigError && /CALLPLANE_STRIPE_API_URL/.test(e.message));
+    assert.throws(() => loadConfig({ ...base, CALLPLANE_STRIPE_API_URL: 'https://x/v1' }), ConfigError);
+    assert.throws(() => loadConfig({ ...base, CALLPLANE_STRIPE_API_URL: 'https://{site}.x' }), ConfigError);
+    assert.throws(() => loadConfig({ ...base, CALLPLANE_CHARGEBEE_API_URL: 'not a url' }), ConfigError);
+  });
+});
 
 forEachEngine('billing processors', (h) => {
   const call = (method: string, url: string, opts?: Parameters<Harness['call']>[2]) => h().call(method, url, opts);
@@ -333,6 +350,34 @@ forEachEngine('billing processors', (h) => {
       assert.equal(row.cancel_reason, 'too dear');
       assertStatus(await call('DELETE', '/api/v2/product/cancel', { token: o.token }), 400);
       assert.equal(stripe.calls(`DELETE /v1/subscriptions/${subscription.id}`).length, deletes.length, 'cancelled at Stripe again');
+    });
+
+    it('a new plan through Stripe replaces the one in force when its checkout completes, and the old one is cancelled at Stripe', async () => {
+      const { r, o, keys } = await stripeReseller();
+      const activate = async (planId: string) => {
+        const res = await subscribe(o.token, { productPlanId: planId, term: 'month', successUrl: 'https://app.example.com/ok' });
+        assertStatus(res, 200);
+        const subId = res.body.subscription.subscriptionId as string;
+        const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === subId)!;
+        const { session: completed, subscription } = stripe.complete(session.id);
+        assertStatus(await postStripe(r.id, stripe.event('checkout.session.completed', completed, keys.webhookSigningKey)), 200);
+        return { subId, subscription };
+      };
+      const first = await activate('pplan-starter');
+      assert.equal((await current(o.token)).productPlanId, 'pplan-starter');
+      // The new checkout is pending: the starter plan stays in force meanwhile.
+      const second = await activate('pplan-business');
+      const now = await current(o.token);
+      assert.equal(now.productPlanId, 'pplan-business');
+      assert.equal(now.subscription!.subscriptionId, second.subId);
+      assert.equal(now.limits.concurrencyPerRun, 20);
+      const old = await h().database.db.selectFrom('subscriptions').selectAll().where('id', '=', first.subId).executeTakeFirstOrThrow();
+      assert.equal(old.state, 'replaced');
+      const deletes = stripe.calls(`DELETE /v1/subscriptions/${first.subscription.id}`);
+      assert.equal(deletes.length, 1);
+      assert.equal(deletes[0]!.headers['idempotency-key'], `callplane-cancel-${first.subId}`);
+      assert.equal(first.subscription.status, 'canceled');
+      assert.equal(second.subscription.status, 'active');
     });
 
     it('an organization with no billing system of its reseller\'s subscribes through the partner\'s', async () => {
