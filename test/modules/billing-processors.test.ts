@@ -274,6 +274,10 @@ forEachEngine('billing processors', (h) => {
       const elsewhere = await postStripe(other.id, good);
       assertStatus(elsewhere, 403);
       assert.equal(elsewhere.body.message, refused.body.message);
+      // Another reseller's own Stripe, correctly signed at its own URL, naming this subscription: not its subscription, ignored.
+      const otherKeys = stripeKeys();
+      assertStatus(await configure(other.token, { billingSystemType: 'stripe', ...otherKeys }), 200);
+      assertStatus(await postStripe(other.id, stripe.event('checkout.session.completed', completed, otherKeys.webhookSigningKey)), 200);
       assert.equal((await current(o.token)).subscribed, false);
       // The real one.
       const ok = await postStripe(r.id, good);

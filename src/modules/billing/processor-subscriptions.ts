@@ -192,6 +192,7 @@ export function processorSubscriptions(deps: ProcessorSubscriptionDeps) {
       } catch {
         return null;
       }
+      if (typeof event?.id !== 'string' || typeof event.type !== 'string' || !event.data) throw new Invalid('The webhook body is not a Stripe event (id, type and data are required)');
       return { id: event.id, type: event.type, effect: stripeEffect(event) };
     }
     const username = system.row.webhook_username;
