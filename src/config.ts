@@ -135,6 +135,16 @@ export interface Config {
    * limits per address, web chat limits). Empty: the connection's own address.
    */
   readonly trustProxy: readonly string[];
+  /**
+   * Where the Stripe client sends its requests (CALLPLANE_STRIPE_API_URL, default
+   * https://api.stripe.com): an operator setting (a proxy, or a stand-in in tests), never a customer's.
+   */
+  readonly stripeApiUrl: string;
+  /**
+   * Where the Chargebee client sends its requests (CALLPLANE_CHARGEBEE_API_URL, default
+   * https://{site}.chargebee.com; `{site}` is replaced by the billing system's site, in the host or the path).
+   */
+  readonly chargebeeApiUrl: string;
 }
 
 /**
@@ -314,6 +324,25 @@ function modelId(env: NodeJS.ProcessEnv, name: string, fallback: string): string
   return raw;
 }
 
+/** A payment processor's API origin (scheme, host, port and an optional path prefix); `{site}` allowed where `site` says. */
+function processorUrl(env: NodeJS.ProcessEnv, name: string, fallback: string, site: boolean): string {
+  const raw = (env[name] ?? '').trim();
+  if (raw === '') return fallback;
+  const probe = raw.replaceAll('{site}', 'site');
+  if (!site && raw.includes('{site}')) throw new ConfigError(`${name} has no {site} to fill in (got '${raw}')`);
+  let u: URL;
+  try {
+    u = new URL(probe);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL such as ${fallback} (got '${raw}')`);
+  }
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username) {
+    throw new ConfigError(`${name} must be an http(s) URL without query, fragment or credentials, such as ${fallback} (got '${raw}')`);
+  }
+  if (!site && u.pathname !== '/') throw new ConfigError(`${name} must have no path: the client adds /v1/… (got '${raw}')`);
+  return raw.replace(/\/+$/, '');
+}
+
 /** CALLPLANE_TRUST_PROXY: a comma-separated list of proxy addresses or CIDR ranges. */
 function trustProxy(env: NodeJS.ProcessEnv): string[] {
   const name = 'CALLPLANE_TRUST_PROXY';
@@ -462,5 +491,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerAddress: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_ADDRESS', 3000),
     rateLimitWindowSeconds: int(env, 'CALLPLANE_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     trustProxy: Object.freeze(trustProxy(env)),
+    stripeApiUrl: processorUrl(env, 'CALLPLANE_STRIPE_API_URL', 'https://api.stripe.com', false),
+    chargebeeApiUrl: processorUrl(env, 'CALLPLANE_CHARGEBEE_API_URL', 'https://{site}.chargebee.com', true),
   });
 }

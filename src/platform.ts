@@ -10,6 +10,8 @@ import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
 import { billingService, type BillingService } from './modules/billing/service.ts';
+import { billingSystemService, type BillingSystemService } from './modules/billing/billing-systems.ts';
+import { processorSubscriptions, type ProcessorSubscriptions } from './modules/billing/processor-subscriptions.ts';
 import { usageService, type UsageService } from './modules/billing/usage.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
@@ -104,6 +106,10 @@ export interface Services {
   recordings: RecordingStore;
   history: HistoryService;
   billing: BillingService;
+  /** Resellers' and partners' billing systems (Stripe, Chargebee). */
+  billingSystems: BillingSystemService;
+  /** Subscriptions through a billing system, and its webhooks. */
+  processorSubscriptions: ProcessorSubscriptions;
   usage: UsageService;
 }
 
@@ -138,6 +144,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const taskQueue = new TaskQueueCore({ database, config, wakeups, log: child('tasks'), ...taskSettings });
   const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
   const models = modelsService({ config, db, box, policy, log: child('models') });
+  const billingSystems = billingSystemService({ db, box, config });
+  const processorSubs = processorSubscriptions({
+    db, systems: billingSystems, defaultPlanId: config.defaultPlanId, wakeTasks: () => taskQueue.notify(), log: child('billing'),
+  });
 
   const base = {
     accounts: accountService({ db, box, config, policy, wakeTasks: () => taskQueue.notify() }),
@@ -160,7 +170,9 @@ export function createPlatform(deps: PlatformDeps): Platform {
     integrations: integrationService({ db, box }),
     agents: agentService({ db, wakeDeliveries, models }),
     models,
-    billing: billingService({ db, config, wakeTasks: () => taskQueue.notify() }),
+    billing: billingService({ db, config, wakeTasks: () => taskQueue.notify(), systems: billingSystems, processors: processorSubs }),
+    billingSystems,
+    processorSubscriptions: processorSubs,
     usage: usageService({ db }),
   };
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });

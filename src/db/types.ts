@@ -784,7 +784,8 @@ export interface SubscriptionsTable {
   /** JSON: the plan as subscribed. */
   plan: string;
   term: 'month' | 'year';
-  state: 'active' | 'replaced' | 'canceled' | 'pending' | 'unpaid';
+  /** past_due: a payment failed and the processor is retrying; unpaid: it gave up (docs/billing.md). */
+  state: 'active' | 'replaced' | 'canceled' | 'pending' | 'past_due' | 'unpaid';
   period_start: number;
   period_end: number;
   started_at: number;
@@ -799,16 +800,43 @@ export interface SubscriptionsTable {
   processor_customer_id: string | null;
   processor_subscription_id: string | null;
   checkout_session_id: string | null;
+  /** 0026: the reseller or partner whose billing system the subscription runs on (null: none). */
+  billing_account_id: number | null;
   created_at: number;
   updated_at: number;
+}
+
+/** 0026: a reseller's or partner's billing system (Stripe or Chargebee); keys sealed in `secrets`. */
+export interface BillingSystemsTable {
+  owner_id: number;
+  type: 'stripe' | 'chargebee';
+  site: string | null;
+  webhook_username: string | null;
+  secrets: string;
+  verified_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** 0026: processor events handled, once each (the processor's event id). */
+export interface BillingEventsTable {
+  owner_id: number;
+  processor: string;
+  event_id: string;
+  type: string;
+  outcome: string;
+  received_at: number;
 }
 
 export interface DB {
   phone_numbers: PhoneNumbersTable;
   catalog_items: CatalogItemsTable;
   subscriptions: SubscriptionsTable;
+  billing_systems: BillingSystemsTable;
+  billing_events: BillingEventsTable;
 }
 
 export type PhoneNumberRow = Selectable<PhoneNumbersTable>;
 export type CatalogItemRow = Selectable<CatalogItemsTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
+export type BillingSystemRow = Selectable<BillingSystemsTable>;

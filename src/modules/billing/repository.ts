@@ -1,6 +1,6 @@
 // Queries on catalog_items (partners' and resellers' own plans and add-ons), subscriptions and
 // usage_daily (what organizations used per local day: written by other modules' write transactions).
-import type { CatalogItemRow, Executor, SubscriptionRow, SubscriptionsTable } from '../../db/types.ts';
+import type { BillingSystemRow, BillingSystemsTable, CatalogItemRow, Executor, SubscriptionRow, SubscriptionsTable } from '../../db/types.ts';
 import { sql, type Insertable, type Updateable } from 'kysely';
 import { accountRepo } from '../accounts/repository.ts';
 import { localDay } from '../tasks/limits.ts';
@@ -34,10 +34,24 @@ export const catalogRepo = {
 };
 
 export const subscriptionRepo = {
-  /** The organization's subscription in force (active; later also pending or unpaid), newest first. */
+  /** The organization's subscription in force (active, or past_due while a processor retries a payment), newest first. */
   async current(db: Executor, orgId: number): Promise<SubscriptionRow | undefined> {
-    return db.selectFrom('subscriptions').selectAll().where('org_id', '=', orgId).where('state', '=', 'active')
+    return db.selectFrom('subscriptions').selectAll().where('org_id', '=', orgId).where('state', 'in', ['active', 'past_due'])
       .orderBy('started_at', 'desc').orderBy('id', 'desc').executeTakeFirst();
+  },
+
+  /** The organization's checkout still waiting for its processor for this plan and term (a retried subscribe). */
+  async pending(db: Executor, orgId: number, planId: string, term: 'month' | 'year'): Promise<SubscriptionRow | undefined> {
+    return db.selectFrom('subscriptions').selectAll().where('org_id', '=', orgId).where('state', '=', 'pending')
+      .where('plan_id', '=', planId).where('term', '=', term).orderBy('id', 'desc').executeTakeFirst();
+  },
+
+  /** A subscription on this billing account's processor, by our id or the processor's. */
+  async findOnProcessor(db: Executor, billingAccountId: number, processor: string, ref: { id?: string; processorSubscriptionId?: string }): Promise<SubscriptionRow | undefined> {
+    if (!ref.id && !ref.processorSubscriptionId) return undefined;
+    let q = db.selectFrom('subscriptions').selectAll().where('billing_account_id', '=', billingAccountId).where('processor', '=', processor);
+    q = ref.id ? q.where('id', '=', ref.id) : q.where('processor_subscription_id', '=', ref.processorSubscriptionId!);
+    return q.executeTakeFirst();
   },
 
   async insert(tx: Executor, row: Insertable<SubscriptionsTable>): Promise<void> {
@@ -50,6 +64,37 @@ export const subscriptionRepo = {
 
   async find(db: Executor, id: string): Promise<SubscriptionRow | undefined> {
     return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+};
+
+export const billingSystemRepo = {
+  async find(db: Executor, ownerId: number): Promise<BillingSystemRow | undefined> {
+    return db.selectFrom('billing_systems').selectAll().where('owner_id', '=', ownerId).executeTakeFirst();
+  },
+
+  /** The first of these owners (in order) that has a billing system. */
+  async firstOf(db: Executor, ownerIds: number[]): Promise<BillingSystemRow | undefined> {
+    if (ownerIds.length === 0) return undefined;
+    const rows = await db.selectFrom('billing_systems').selectAll().where('owner_id', 'in', ownerIds).execute();
+    return ownerIds.map((id) => rows.find((r) => r.owner_id === id)).find((r) => r !== undefined);
+  },
+
+  async put(tx: Executor, row: BillingSystemsTable): Promise<void> {
+    const { owner_id: _owner, created_at: _created, ...rest } = row;
+    await tx.insertInto('billing_systems').values(row).onConflict((oc) => oc.column('owner_id').doUpdateSet(rest)).execute();
+  },
+};
+
+export const billingEventRepo = {
+  /** Records a processor event once; false when it was recorded before (a replay). */
+  async record(tx: Executor, row: { owner_id: number; processor: string; event_id: string; type: string; outcome: string; received_at: number }): Promise<boolean> {
+    const r = await tx.insertInto('billing_events').values(row).onConflict((oc) => oc.columns(['owner_id', 'processor', 'event_id']).doNothing())
+      .returning('event_id').executeTakeFirst();
+    return r !== undefined;
+  },
+
+  async setOutcome(tx: Executor, ownerId: number, processor: string, eventId: string, outcome: string): Promise<void> {
+    await tx.updateTable('billing_events').set({ outcome }).where('owner_id', '=', ownerId).where('processor', '=', processor).where('event_id', '=', eventId).execute();
   },
 };
 

@@ -1,7 +1,8 @@
-// Billing without a payment processor: the catalog (read and edited by partners and resellers),
-// what an organization may subscribe to, its current plan, and subscribing and cancelling, which
+// Billing: the catalog (read and edited by partners and resellers), what an organization may
+// subscribe to, its current plan, and subscribing and cancelling. Without a billing system they
 // take effect at once (the plan's limits become the organization's task limits in the same
-// transaction). docs/billing.md describes the rules.
+// transaction); with one (billing-systems.ts) subscribing starts the processor's checkout and its
+// webhooks decide (processor-subscriptions.ts). docs/billing.md describes the rules.
 import type { Config } from '../../config.ts';
 import type { AccountRow, Db } from '../../db/types.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
@@ -11,10 +12,13 @@ import { nowMs } from '../../lib/time.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { limitRepo } from '../tasks/repository.ts';
 import { presentLimits } from '../tasks/present.ts';
-import { ADDON_ID, DEFAULT_PLANS, FREE_PLAN_ID, PLAN_ID, periodEnd, type Addon, type Plan } from './catalog.ts';
+import { ADDON_ID, DEFAULT_PLANS, PLAN_ID, periodEnd, type Addon, type Plan } from './catalog.ts';
 import { applyPlanLimits, catalogOf, catalogOwners, findPlan } from './plans.ts';
 import { presentAddon, presentPlan, presentSubscription } from './present.ts';
 import { catalogRepo, subscriptionRepo } from './repository.ts';
+import type { BillingSystemService } from './billing-systems.ts';
+import { fallbackPlan } from './fallback-plan.ts';
+import type { ProcessorSubscriptions } from './processor-subscriptions.ts';
 
 export type PlanInput = Omit<Plan, 'productPlanId' | 'description' | 'currency' | 'available' | 'limits'> & {
   description?: string; currency?: string; available?: boolean;
@@ -31,6 +35,10 @@ export interface BillingServiceDeps {
   config: Pick<Config, 'defaultPlanId'>;
   /** Wakes this process's task runners (a plan's new limits may let pending tasks start). */
   wakeTasks: () => void;
+  /** Resellers' and partners' billing systems (Stripe, Chargebee). */
+  systems: BillingSystemService;
+  /** Subscriptions through a billing system: checkout, cancel at the processor. */
+  processors: ProcessorSubscriptions;
 }
 
 const TERMS = ['month', 'year'] as const;
@@ -84,15 +92,7 @@ export function billingService(deps: BillingServiceDeps) {
   }
 
   /** The plan an organization falls back to when its subscription ends: its reseller's sell plan, else the service's default. */
-  async function fallbackPlan(org: AccountRow): Promise<Plan> {
-    const owners = catalogOwners(org);
-    const reseller = org.reseller_id === null ? undefined : await accountRepo.findById(db, org.reseller_id);
-    for (const id of [reseller?.sell_plan_id, deps.config.defaultPlanId]) {
-      const found = id ? await findPlan(db, owners, id) : undefined;
-      if (found) return found.item;
-    }
-    return DEFAULT_PLANS.find((p) => p.productPlanId === FREE_PLAN_ID)!;
-  }
+  const fallbackPlanOf = (org: AccountRow) => fallbackPlan(db, org, deps.config.defaultPlanId);
 
   async function deleteItem(scope: Scope, targetAccountId: number | undefined, id: string, kind: 'plan' | 'addon') {
     const owner = await catalogOwner(scope, targetAccountId, `delete a ${kind === 'plan' ? 'plan' : 'add-on'} of its catalog`);
@@ -193,6 +193,17 @@ export function billingService(deps: BillingServiceDeps) {
       if (!found) throw new Invalid(`productPlanId '${planId}' is not a plan of this organization's catalog (see GET /api/v2/product/allAvailablePlans)`);
       if (!found.item.available) throw new Invalid(`productPlanId '${planId}' is no longer offered`);
       const plan = found.item;
+      // With a billing system: pending until the processor's webhook confirms the checkout.
+      const system = await deps.systems.forOrganization(org);
+      if (system) {
+        const { row, checkout } = await deps.processors.subscribe(system, {
+          org, plan, term: term as 'month' | 'year', checkoutType: (checkoutType ?? 'redirect') as 'embedded' | 'redirect', successUrl, cancelUrl,
+        });
+        return {
+          success: true, message: 'Checkout started: the subscription starts when the payment is confirmed', subscription: presentSubscription(row),
+          checkoutUrl: checkout.checkoutUrl, clientSecret: checkout.clientSecret, limits: presentLimits(await limitRepo.load(db, org.id)),
+        };
+      }
       const now = nowMs();
       const { row, limits } = await db.transaction().execute(async (tx) => {
         await accountRepo.lock(tx, org.id);
@@ -208,7 +219,7 @@ export function billingService(deps: BillingServiceDeps) {
           period_start: now, period_end: periodEnd(now, term as 'month' | 'year'), started_at: now, ended_at: null,
           cancel_reason: null, cancel_details: null, canceled_by: null, checkout_type: checkoutType, success_url: successUrl, cancel_url: cancelUrl,
           processor: null, processor_customer_id: null, processor_subscription_id: null, checkout_session_id: null,
-          created_at: now, updated_at: now,
+          billing_account_id: null, created_at: now, updated_at: now,
         });
         await accountRepo.update(tx, org.id, {
           product_plan_id: plan.productPlanId, product_plan_term: term, subscribed: 1, billing_subscription_id: id,
@@ -218,8 +229,6 @@ export function billingService(deps: BillingServiceDeps) {
         return { row: (await subscriptionRepo.find(tx, id))!, limits };
       });
       deps.wakeTasks();
-      // With a billing system configured (a later change) the subscription is 'pending' until the
-      // processor confirms it, and checkoutUrl (redirect) or clientSecret (embedded) is set.
       return {
         success: true, message: 'Subscribed', subscription: presentSubscription(row),
         checkoutUrl: null, clientSecret: null, limits: presentLimits(limits),
@@ -228,7 +237,10 @@ export function billingService(deps: BillingServiceDeps) {
 
     async cancel(scope: Scope, targetAccountId: number | undefined, input: CancelInput) {
       const org = await scope.target(targetAccountId, ['organization']);
-      const fallback = await fallbackPlan(org);
+      const fallback = await fallbackPlanOf(org);
+      // A processor's subscription is cancelled there first (idempotent); a failure there changes nothing here.
+      const inForce = await subscriptionRepo.current(db, org.id);
+      if (inForce?.processor) await deps.processors.cancelAtProcessor(inForce);
       const now = nowMs();
       const { row, limits } = await db.transaction().execute(async (tx) => {
         await accountRepo.lock(tx, org.id);
