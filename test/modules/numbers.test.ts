@@ -165,6 +165,36 @@ forEachEngine('phone numbers (simulated inventory)', (h) => {
     assert.deepEqual((await n.list(agent.token)).body.phoneNumbers.map((x: any) => x.number), ['+16175550101']);
   });
 
+  it('each agent\'s numbers are on the agent: GET /api/v2/account and GET /api/v2/agent/{agentId} carry its own, not a sibling\'s or another organization\'s', async () => {
+    const { r, o } = await tenant();
+    const agent = await h().agent(o.id);
+    const other = await tenant();
+    assert.equal((await n.assign(agent.token, { number: '+12065550110', country: 'US' })).status, 200);
+    assert.equal((await n.assign(o.token, { number: '+12065550111', country: 'US' })).status, 200);
+    assert.equal((await n.byo(r.token, { number: '+14155550177' }, { targetAccountId: agent.id })).status, 200);
+    assert.equal((await n.assign(other.o.token, { number: '+12065550112', country: 'US' })).status, 200);
+    const own = await h().call('GET', '/api/v2/account', { token: agent.token });
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.deepEqual(own.body.details.phoneNumbers.map((x: any) => [x.number, x.kind, x.agentId]),
+      [['+12065550110', 'bought', agent.id], ['+14155550177', 'byo', agent.id]]);
+    assert.equal(own.body.details.phoneNumbers[0].simulated, true);
+    // The organization reads its default agent's through targetAccountId: only that agent's number.
+    const first = await h().call('GET', '/api/v2/account', { token: r.token, query: { targetAccountId: o.agentId } });
+    assert.deepEqual(first.body.details.phoneNumbers.map((x: any) => x.number), ['+12065550111']);
+    const viaAgent = await h().call('GET', `/api/v2/agent/camp${agent.id}`, { token: o.token });
+    assert.equal(viaAgent.status, 200, JSON.stringify(viaAgent.body));
+    assert.deepEqual(viaAgent.body.phoneNumbers.map((x: any) => x.number), ['+12065550110', '+14155550177']);
+    const otherAgent = await h().call('GET', `/api/v2/agent/camp${other.o.agentId}`, { token: other.o.token });
+    assert.deepEqual(otherAgent.body.phoneNumbers.map((x: any) => x.number), ['+12065550112']);
+    // Another organization's agent is 404 (no hint of its numbers).
+    expectError(await h().call('GET', `/api/v2/agent/camp${agent.id}`, { token: other.o.token }), 404);
+    expectError(await h().call('GET', '/api/v2/account', { token: other.o.token, query: { targetAccountId: agent.id } }), 404);
+    // A returned number leaves the agent at once.
+    assert.equal((await n.ret(o.token, { number: '+12065550110' })).status, 200);
+    const after = await h().call('GET', `/api/v2/agent/camp${agent.id}`, { token: agent.token });
+    assert.deepEqual(after.body.phoneNumbers.map((x: any) => x.number), ['+14155550177']);
+  });
+
   it('bring your own: a reseller or partner binds a number owned elsewhere to an agent; an organization cannot; return only unbinds it', async () => {
     const { r, o } = await tenant();
     const agent = await h().agent(o.id);

@@ -18,6 +18,8 @@ import { ACCOUNT_TYPE, presentAccount, presentIntegration, presentProvider } fro
 import { integrationRepo, numberingRepo } from '../numbering/repository.ts';
 import { normalizeProviderConfig, providerSpec, type NormalizedProvider } from '../numbering/catalog.ts';
 import { memberRepo } from '../members/repository.ts';
+import { presentNumber } from '../numbers/present.ts';
+import { phoneNumberRepo } from '../numbers/repository.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { TASKS } from '../tasks/queue-hooks.ts';
 import { applyPlanLimits, catalogOwners, requirePlan } from '../billing/plans.ts';
@@ -195,8 +197,15 @@ export function accountService(deps: AccountServiceDeps) {
   }
 
   async function agentView(agent: AccountRow, ex: Executor = db) {
-    const integrations = await integrationRepo.listForAccount(ex, agent.id);
-    return { ...presentAccount(agent), integrations: integrations.map((i) => presentIntegration(i, box)) };
+    const [integrations, numbers] = await Promise.all([
+      integrationRepo.listForAccount(ex, agent.id),
+      // Extension: the numbers the agent holds in its organization (docs/numbers.md).
+      phoneNumberRepo.listForOrg(ex, agent.org_id!, agent.id),
+    ]);
+    return {
+      ...presentAccount(agent), integrations: integrations.map((i) => presentIntegration(i, box)),
+      phoneNumbers: numbers.map(presentNumber),
+    };
   }
 
   async function listKind(scope: Scope, parent: AccountRow, kind: AccountKind, q: PageQuery & { active?: boolean }) {

@@ -3,6 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { Caps, Held } from './schemas.ts';
 import type { NumbersService } from './service.ts';
 
 const tags = ['Phone Numbers'];
@@ -12,7 +13,6 @@ const City = Place('City (locality) to search in');
 const Region = Place('Region to search in (in the US, the state: TX); not every provider can filter by it in every country');
 const Target = Type.Object({ targetAccountId: Type.Optional(AccountId('Organization or agent account acting on; resellers and partners must name one')) });
 const NumberField = Type.String({ minLength: 1, maxLength: 64, description: 'Phone number, E.164 (+12145551234)' });
-const Caps = Obj({ voice: Type.Boolean(), sms: Type.Boolean(), mms: Type.Boolean() });
 const Available = Obj({
   number: Type.String({ description: 'E.164' }), locality: Type.Union([Type.String(), Type.Null()]), region: Type.Union([Type.String(), Type.Null()]),
   country: Type.String(), capabilities: Caps,
@@ -27,15 +27,6 @@ const SearchAnswer = Envelope({
   phraseDigits: Type.Optional(Type.String({ description: 'What the phrase became on a keypad (* is any one digit)' })),
   prefix: Type.Optional(Type.String()), strict: Type.Optional(Type.Boolean()),
   widenedTo: Type.Optional(Type.String({ description: 'With strict false and nothing matching: the shorter prefix (the general area) searched instead' })),
-});
-const Held = Obj({
-  number: Type.String(), agentId: Type.Union([Type.Integer(), Type.Null()]), kind: Type.String({ description: 'bought | byo' }),
-  state: Type.String({ description: 'active | reserved (being bought) | attention (docs/numbers.md, "Reconciliation")' }),
-  provider: Type.Union([Type.String(), Type.Null()]), simulated: Type.Boolean(), country: Type.Union([Type.String(), Type.Null()]),
-  locality: Type.Union([Type.String(), Type.Null()]), region: Type.Union([Type.String(), Type.Null()]),
-  capabilities: Type.Union([Caps, Type.Null()]),
-  lastError: Type.Optional(Type.String({ description: 'Why the number needs attention' })),
-  createdAt: Type.Integer(),
 });
 const searchErrors = errors(400, 403, 404, 502, 504);
 

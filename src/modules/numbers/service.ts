@@ -4,7 +4,7 @@
 // numbering/carriers.ts (chooseNumberProvider); with none, the SIMULATED inventory.
 import type { Config } from '../../config.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { bool, flag } from '../../db/flags.ts';
+import { flag } from '../../db/flags.ts';
 import type { AccountRow, Db, PhoneNumberRow } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, HttpError, Invalid, NotFound } from '../../http/errors.ts';
@@ -19,6 +19,7 @@ import { accountRepo } from '../accounts/repository.ts';
 import { TWILIO_SMS_PATH } from '../conversations/sms.ts';
 import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH } from '../conversations/twilio-voice.ts';
 import { chooseNumberProvider } from '../numbering/carriers.ts';
+import { presentNumber } from './present.ts';
 import { phoneNumberRepo } from './repository.ts';
 
 /** A reservation older than this whose purchase never finished (its process died) may be reconciled. */
@@ -31,24 +32,6 @@ export interface NumbersServiceDeps {
   box: SecretBox;
   config: Pick<Config, 'publicUrl' | 'allowPrivateTargets'>;
   carrierOptions?: CarrierOptions;
-}
-
-/** The number as the API shows it (times in unix seconds). */
-export function presentNumber(row: PhoneNumberRow) {
-  return {
-    number: row.number,
-    agentId: row.agent_id,
-    kind: row.kind,
-    state: row.state,
-    provider: row.provider,
-    simulated: bool(row.simulated),
-    country: row.country,
-    locality: row.locality,
-    region: row.region,
-    capabilities: row.capabilities ? JSON.parse(row.capabilities) as Record<string, boolean> : null,
-    ...(row.last_error ? { lastError: row.last_error } : {}),
-    createdAt: Math.floor(row.created_at / 1000),
-  };
 }
 
 /** A provider's failure as the HTTP answer, naming the provider. */
