@@ -22,6 +22,13 @@ function invite(o: { via: string; number: string; port: number; callId: string; 
   ].join('\r\n');
 }
 
+/** What the SIP runtime logged (its endpoint's debug lines among them). */
+const sipLog = {
+  lines: [] as Array<{ obj: Record<string, unknown>; msg?: string }>,
+  debug(obj: object, msg?: string) { this.lines.push({ obj: obj as Record<string, unknown>, msg }); },
+  info() {}, warn() {}, error() {},
+};
+
 forEachEngine('SIP calls arriving on a held number', (h) => {
   const port = () => h().sip!.endpoint!.port;
   /** The final responses an INVITE got, each once (UDP retransmits a final response until ACKed). */
@@ -86,7 +93,7 @@ forEachEngine('SIP calls arriving on a held number', (h) => {
     assert.ok(jane.includes(180) && jane.includes(200) && jane.indexOf(180) < jane.indexOf(200), JSON.stringify(jane));
   });
 
-  it('a caller who hangs up while it rings (CANCEL) gets 487 and is never answered', async () => {
+  it('a caller who hangs up while it rings (CANCEL) gets 200 for the CANCEL and nothing else, 487 for the INVITE, and is never answered', async () => {
     const e = h().engine;
     const a = await holder(TRUNK_A, { preAnswerRingTime: 3 });
     const peer = await udpPeer(TRUNK_A);
@@ -104,9 +111,16 @@ forEachEngine('SIP calls arriving on a held number', (h) => {
       await waitFor('487', () => statuses().includes(487) || undefined, 10_000);
       await new Promise((r) => setTimeout(r, 4000)); // past the ring time: nothing more
       assert.deepEqual(finals(statuses()), [487]);
+      // The CANCEL itself is answered 200 once, and by nothing else (no 405 beside it).
+      const cancelStatuses = peer.got.filter((m) => m.kind === 'response' && m.headers.get('call-id') === callId && m.headers.get('cseq') === '1 CANCEL')
+        .map((m) => (m.kind === 'response' ? m.status : 0));
+      assert.deepEqual([...new Set(cancelStatuses)], [200], JSON.stringify(cancelStatuses));
+      // Nor was a second answer to it attempted (the endpoint drops one after the 200: a 405 there was never meant).
+      const second = sipLog.lines.filter((l) => l.msg?.startsWith('second final response') && l.obj.method === 'CANCEL');
+      assert.deepEqual(second, []);
       assert.equal(await h().database.db.selectFrom('conversations').select('id').where('carrier_ref', '=', callId).executeTakeFirst(), undefined);
     } finally {
       peer.close();
     }
   });
-}, { CALLPLANE_CALL_MAX_SECONDS: '1', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { sip: { pollMs: 100 } });
+}, { CALLPLANE_CALL_MAX_SECONDS: '1', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { sip: { pollMs: 100, log: sipLog } });
