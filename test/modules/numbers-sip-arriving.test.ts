@@ -13,11 +13,11 @@ import { numberCalls } from '../helpers/numbers.ts';
 const TRUNK_A = '127.0.0.21';
 const TRUNK_B = '127.0.0.22';
 
-function invite(o: { via: string; number: string; port: number; callId: string; fromName?: string }): string {
+function invite(o: { via: string; number: string; port: number; callId: string; fromName?: string; contact?: string }): string {
   return [
     `INVITE sip:${o.number}@127.0.0.1:${o.port} SIP/2.0`, `Via: ${o.via}`, 'Max-Forwards: 70',
     `From: ${o.fromName ? `"${o.fromName}" ` : ''}<sip:+14155550142@pbx.example.test>;tag=c1`,
-    `To: <sip:${o.number}@trunk.callplane.test>`, `Call-ID: ${o.callId}`, 'CSeq: 1 INVITE', 'Contact: <sip:caller@127.0.0.1>',
+    `To: <sip:${o.number}@trunk.callplane.test>`, `Call-ID: ${o.callId}`, 'CSeq: 1 INVITE', `Contact: <${o.contact ?? 'sip:caller@127.0.0.1'}>`,
     'Content-Length: 0', '', '',
   ].join('\r\n');
 }
@@ -91,6 +91,33 @@ forEachEngine('SIP calls arriving on a held number', (h) => {
     assert.deepEqual(finals(got.get(`spam-${e}`)!), [607]);
     const jane = got.get(`jane-${e}`)!;
     assert.ok(jane.includes(180) && jane.includes(200) && jane.indexOf(180) < jane.indexOf(200), JSON.stringify(jane));
+  });
+
+  it('cnamAutoTransferRegex on the caller name hands the call on by REFER to cnamAutoTransferDestination, without the agent (no conversation)', async () => {
+    const e = h().engine;
+    const a = await holder(TRUNK_A, { cnamAutoTransferRegex: 'ROBO', cnamAutoTransferDestination: '+14155550100' });
+    const peer = await udpPeer(TRUNK_A);
+    try {
+      const via = `SIP/2.0/UDP ${TRUNK_A}:${peer.port};branch=${newBranch()};rport`;
+      const callId = `robo-${e}`;
+      await peer.send(invite({ via, port: port(), callId, number: a.number, fromName: 'ROBOCALLER INC', contact: `sip:caller@${TRUNK_A}:${peer.port}` }), port(), '127.0.0.1');
+      const ok = await waitFor('the 200 to the INVITE', () => peer.got.find((m) => m.kind === 'response' && m.headers.get('call-id') === callId && m.status === 200), 10_000);
+      await peer.send([
+        `ACK sip:${a.number}@127.0.0.1:${port()} SIP/2.0`, `Via: SIP/2.0/UDP ${TRUNK_A}:${peer.port};branch=${newBranch()};rport`, 'Max-Forwards: 70',
+        'From: <sip:+14155550142@pbx.example.test>;tag=c1', `To: ${ok.headers.get('to')!}`, `Call-ID: ${callId}`, 'CSeq: 1 ACK', 'Content-Length: 0', '', '',
+      ].join('\r\n'), port(), '127.0.0.1');
+      const refer = await waitFor('the REFER', () => peer.got.find((m) => m.kind === 'request' && m.method === 'REFER' && m.headers.get('call-id') === callId), 10_000);
+      assert.match(refer.headers.get('refer-to') ?? '', /^<sip:\+14155550100@/);
+      // The agent never answered it: no conversation for the call.
+      assert.equal(await h().database.db.selectFrom('conversations').select('id').where('carrier_ref', '=', callId).executeTakeFirst(), undefined);
+      // A caller the rule does not match is the agent's.
+      const got = await call(TRUNK_A, [{ callId: `person-${e}`, number: a.number, fromName: 'Jane Doe' }]);
+      assert.ok(got.get(`person-${e}`)!.includes(200));
+      await waitFor('the person\'s conversation', async () =>
+        h().database.db.selectFrom('conversations').select('account_id').where('carrier_ref', '=', `person-${e}`).executeTakeFirst(), 10_000);
+    } finally {
+      peer.close();
+    }
   });
 
   it('a caller who hangs up while it rings (CANCEL) gets 200 for the CANCEL and nothing else, 487 for the INVITE, and is never answered', async () => {
