@@ -1,12 +1,10 @@
 // Phone numbers through an organization's Twilio provider (the fake in test/helpers/fake-twilio.ts
 // records every request): what each search asks Twilio, what it cannot ask (a 400, without a
 // request), buying with our webhooks and releasing, a number Twilio does not sell, a slow Twilio
-// cut off (504 naming it), and a purchase whose answer was lost kept for reconciliation.
+// cut off (504 naming it), and a purchase whose answer was lost kept for reconciliation. The race
+// between two processes is test/numbers-race-processes.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { buildApp } from '../../src/app.ts';
-import { openDatabase } from '../../src/db/index.ts';
-import { createPlatform } from '../../src/platform.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
 import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type Reply } from '../helpers/harness.ts';
 import { numberCalls } from '../helpers/numbers.ts';
@@ -188,35 +186,6 @@ for (const engine of ENGINES) {
       // Return releases it by the sid found.
       assert.equal((await n.ret(o.token, { number })).status, 200);
       assert.equal(fake.incoming.has('PNlost0000'), false);
-    });
-
-    it('two services on their own connection pools (PostgreSQL), several organizations assigning one number at once: one wins, the others 409, Twilio is asked to sell it once', { skip: engine !== 'postgres' && 'two services share one database only on PostgreSQL' }, async () => {
-      // A second service over the same database with its own pool, as a second process would be.
-      const database = openDatabase({ databaseUrl: h().config.databaseUrl, poolSize: 5 });
-      const platform = createPlatform({ config: h().config, database, box: h().box, sip: false, tasks: { carrierOptions: { twilio: { timeoutMs: TWILIO_TIMEOUT_MS } } } });
-      const app = await buildApp({ config: h().config, database, services: platform.services });
-      try {
-        const orgs = await Promise.all(Array.from({ length: 6 }, () => twilioOrg()));
-        const number = '+12165550101';
-        const from = fake.requests.length;
-        const replies = await Promise.all(orgs.map(async ({ o }, i) => {
-          if (i % 2 === 0) return n.assign(o.token, { number, country: 'US' });
-          const res = await app.inject({ method: 'POST', url: '/api/v2/phoneNumber/assign', query: { token: o.token }, payload: { number, country: 'US' } });
-          return { status: res.statusCode, body: res.json() } as Reply;
-        }));
-        assert.equal(replies.filter((r) => r.status === 200).length, 1, JSON.stringify(replies.map((r) => [r.status, r.body.message])));
-        for (const r of replies.filter((x) => x.status !== 200)) expectError(r, 409, number);
-        assert.equal(since(from).filter((r) => r.path.endsWith('/IncomingPhoneNumbers.json') && r.method === 'POST').length, 1);
-        const winner = orgs[replies.findIndex((r) => r.status === 200)]!;
-        assert.equal((await n.ret(winner.o.token, { number })).status, 200);
-        const [released] = [...fake.incoming.values()].filter((x) => x.phoneNumber === number);
-        assert.equal(released, undefined);
-      } finally {
-        await app.close();
-        await platform.close();
-        await database.close();
-      }
-      fake.inventory.push({ phoneNumber: '+12165550101', isoCountry: 'US', locality: 'Cleveland', region: 'OH', capabilities: { voice: true, SMS: true, MMS: true } });
     });
 
     it('a purchase Twilio does not answer in time is a 504 and kept in state attention; assigning again finds it unsold and buys it', async () => {
