@@ -42,8 +42,9 @@ for (const engine of ENGINES) {
       assert.equal(res.status, 200, JSON.stringify(res.body));
       return { r, o };
     }
-    /** The requests the fake received from `from` on. */
-    const since = (from: number) => fake.requests.slice(from);
+    /** The REST API requests the fake received from `from` on (the Pricing API's, asked beside a search, apart). */
+    const since = (from: number) => fake.requests.slice(from).filter((r) => !r.path.startsWith('/v1/PhoneNumbers/'));
+    const priceAsks = (country: string) => fake.priceRequests.filter((r) => r.path === `/v1/PhoneNumbers/Countries/${country}`).length;
     const searchPath = (country: string) => `/2010-04-01/Accounts/${fake.accountSid}/AvailablePhoneNumbers/${country}/Local.json`;
 
     it('a locality search asks AvailablePhoneNumbers with InLocality and InRegion, 20 at most, and answers what Twilio offers (not simulated)', async () => {
@@ -59,8 +60,35 @@ for (const engine of ENGINES) {
       assert.deepEqual(res.body.numbers.map((x: any) => x.number), ['+12165550101', '+12165550102', '+12167770103']);
       assert.deepEqual(res.body.numbers[0], {
         number: '+12165550101', locality: 'Cleveland', region: 'OH', country: 'US',
-        capabilities: { voice: true, sms: true, mms: true }, monthlyPrice: null, simulated: false,
+        capabilities: { voice: true, sms: true, mms: true }, monthlyPrice: { amount: '1.15', currency: 'USD' }, simulated: false,
       });
+      // The price is Twilio's Pricing API's for a local US number, asked with the account's credentials.
+      assert.equal(priceAsks('US'), 1);
+      assert.equal(fake.priceRequests[0]!.headers.authorization, 'Basic ' + Buffer.from(`${fake.accountSid}:${fake.authToken}`).toString('base64'));
+    });
+
+    it('the monthly price comes from the Pricing API once per country and is kept; a Pricing API that hangs leaves it null without failing the search', async () => {
+      const { o } = await twilioOrg();
+      const toronto = await n.locality(o.token, { city: 'Toronto', country: 'CA' });
+      assert.equal(toronto.status, 200, JSON.stringify(toronto.body));
+      assert.deepEqual(toronto.body.numbers.map((x: any) => x.monthlyPrice), [{ amount: '1.15', currency: 'USD' }]);
+      fake.prices.CA = { currency: 'CAD', byType: { local: '9.99' } };
+      const again = await n.prefix(o.token, { prefix: '416', country: 'CA' });
+      assert.deepEqual(again.body.numbers.map((x: any) => x.monthlyPrice), [{ amount: '1.15', currency: 'USD' }]);
+      assert.equal(priceAsks('CA'), 1, 'kept, not asked again');
+      // A country whose price does not come in time: the numbers, without a price, as fast as the REST timeout allows.
+      fake.inventory.push({ phoneNumber: '+61255500123', isoCountry: 'AU', locality: 'Sydney', region: 'NSW' });
+      fake.prices.AU = { currency: 'AUD', byType: { local: '3.00' } };
+      fake.failNextPrice('hang');
+      const started = Date.now();
+      const sydney = await n.locality(o.token, { city: 'Sydney', country: 'AU' });
+      assert.equal(sydney.status, 200, JSON.stringify(sydney.body));
+      assert.deepEqual(sydney.body.numbers.map((x: any) => [x.number, x.monthlyPrice]), [['+61255500123', null]]);
+      assert.ok(Date.now() - started < TWILIO_TIMEOUT_MS + 1000, `${Date.now() - started} ms`);
+      // The failure is kept for a minute: the next search does not wait on it again.
+      const next = await n.locality(o.token, { city: 'Sydney', country: 'AU' });
+      assert.deepEqual(next.body.numbers.map((x: any) => x.monthlyPrice), [null]);
+      assert.equal(priceAsks('AU'), 1);
     });
 
     it('what Twilio cannot search is a 400 that says so: a region outside the US and Canada (nothing asked), a country it does not serve', async () => {
