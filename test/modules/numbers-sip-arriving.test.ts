@@ -84,6 +84,18 @@ forEachEngine('SIP calls arriving on a held number', (h) => {
     assert.equal(await h().database.db.selectFrom('conversations').select('id').where('carrier_ref', '=', `foreign-${e}`).executeTakeFirst(), undefined);
   });
 
+  it('a returned number and one nobody ever held are 404 from the trunk that used to reach it; nothing opens', async () => {
+    const e = h().engine;
+    const a = await holder(TRUNK_A);
+    assert.equal((await n.ret(a.o.token, { number: a.number })).status, 200);
+    const got = await call(TRUNK_A, [{ callId: `returned-${e}`, number: a.number }, { callId: `never-${e}`, number: '+13055550177' }]);
+    assert.deepEqual(finals(got.get(`returned-${e}`)!), [404]);
+    assert.deepEqual(finals(got.get(`never-${e}`)!), [404]);
+    for (const id of [`returned-${e}`, `never-${e}`]) {
+      assert.equal(await h().database.db.selectFrom('conversations').select('id').where('carrier_ref', '=', id).executeTakeFirst(), undefined);
+    }
+  });
+
   it('cnamAutoRejectRegex on the caller name refuses with cnamAutoRejectCode; preAnswerRingTime rings (180) before the 200', async () => {
     const e = h().engine;
     const a = await holder(TRUNK_A, { cnamAutoRejectRegex: '^SPAM', cnamAutoRejectCode: 607, preAnswerRingTime: 1 });
