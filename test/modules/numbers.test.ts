@@ -195,6 +195,34 @@ forEachEngine('phone numbers (simulated inventory)', (h) => {
     assert.deepEqual(after.body.phoneNumbers.map((x: any) => x.number), ['+14155550177']);
   });
 
+  it('a text to a simulated number arrives on a laptop: the organization posts it, the holding agent\'s text conversation gets it and its turn is queued', async () => {
+    const { r, o } = await tenant();
+    const agent = await h().agent(o.id);
+    const other = await tenant();
+    assert.equal((await n.assign(o.token, { number: '+13125550120', country: 'US' }, { targetAccountId: agent.id })).status, 200);
+    const text = (token: string, body: unknown, query: Record<string, unknown> = {}) => h().call('POST', '/api/v2/phoneNumber/simulate/text', { token, body, query });
+    const res = await text(o.token, { number: '+1 312 555 0120', from: '+14155550142', body: 'Are you open today?' });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.simulated, true);
+    const db = h().database.db;
+    const c = await db.selectFrom('conversations').selectAll().where('id', '=', res.body.conversationId).executeTakeFirstOrThrow();
+    assert.deepEqual([c.org_id, c.account_id, c.channel, c.direction], [o.id, agent.id, 'sms', 'inbound']);
+    const m = await db.selectFrom('conversation_messages').selectAll().where('id', '=', res.body.messageId).executeTakeFirstOrThrow();
+    assert.equal(m.text, 'Are you open today?');
+    assert.deepEqual(JSON.parse(m.data!), { provider: 'simulated', simulated: true, messageSid: JSON.parse(m.data!).messageSid, accountSid: null, from: '+14155550142', to: '+13125550120' });
+    const turn = await db.selectFrom('conversation_turns').selectAll().where('message_id', '=', res.body.messageId).executeTakeFirstOrThrow();
+    assert.deepEqual(JSON.parse(turn.reply_to), { kind: 'sms', to: '+14155550142', from: '+13125550120', inReplyTo: res.body.messageId });
+    // Only its own simulated numbers: another organization's is 404, a BYO one is 400, an agent sees only its own.
+    expectError(await text(other.o.token, { number: '+13125550120', from: '+14155550142', body: 'hi' }), 404, '+13125550120');
+    expectError(await text(o.token, { number: '+13125550120', from: '+14155550142', body: 'hi' }, { targetAccountId: other.o.agentId }), 404);
+    expectError(await text(await h().tokenFor(o.agentId), { number: '+13125550120', from: '+14155550142', body: 'hi' }), 404);
+    assert.equal((await n.byo(r.token, { number: '+14155550199' }, { targetAccountId: o.id })).status, 200);
+    expectError(await text(o.token, { number: '+14155550199', from: '+14155550142', body: 'hi' }), 400, 'simulated');
+    // A returned number no longer reaches anyone.
+    assert.equal((await n.ret(o.token, { number: '+13125550120' })).status, 200);
+    expectError(await text(o.token, { number: '+13125550120', from: '+14155550142', body: 'hi' }), 404);
+  });
+
   it('bring your own: a reseller or partner binds a number owned elsewhere to an agent; an organization cannot; return only unbinds it', async () => {
     const { r, o } = await tenant();
     const agent = await h().agent(o.id);

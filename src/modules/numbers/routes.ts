@@ -1,9 +1,11 @@
 // Phone numbers: search the numbering provider's inventory, assign (buy), bring your own, return,
 // and list (an extension). docs/numbers.md; the contract's choices in docs/api.md.
 import { Type } from '@sinclair/typebox';
+import { Conflict } from '../../http/errors.ts';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
 import { Caps, Held } from './schemas.ts';
+import type { SmsService } from '../conversations/sms.ts';
 import type { NumbersService } from './service.ts';
 
 const tags = ['Phone Numbers'];
@@ -30,7 +32,7 @@ const SearchAnswer = Envelope({
 });
 const searchErrors = errors(400, 403, 404, 502, 504);
 
-export async function numbersRoutes(app: App, { numbers }: { numbers: NumbersService }): Promise<void> {
+export async function numbersRoutes(app: App, { numbers, sms }: { numbers: NumbersService; sms: SmsService }): Promise<void> {
   app.post('/api/v2/phoneNumber/search/local/locality', {
     schema: { operationId: 'searchNumbersByLocality', tags, security: Security,
       summary: `Search local numbers by city, region and country (docs/numbers.md)`, querystring: Target,
@@ -82,6 +84,23 @@ export async function numbersRoutes(app: App, { numbers }: { numbers: NumbersSer
       querystring: Target, body: Type.Object({ number: NumberField }),
       response: { 200: Envelope({ number: Type.String(), released: Type.Boolean({ description: 'Released at the provider (false for BYO)' }) }), ...errors(400, 403, 404, 409, 502, 504) } },
   }, async (req) => numbers.return(req.scope, req.query.targetAccountId, req.body));
+
+  app.post('/api/v2/phoneNumber/simulate/text', {
+    schema: { operationId: 'simulateTextToNumber', tags, security: Security,
+      summary: 'A text arriving on one of your SIMULATED numbers, as if sent from `from` (no network delivers texts to them) — an extension',
+      querystring: Target,
+      body: Type.Object({
+        number: NumberField,
+        from: Type.String({ minLength: 1, maxLength: 64, description: 'The sender, E.164' }),
+        body: Type.String({ minLength: 1, maxLength: 1600 }),
+      }),
+      response: { 200: Envelope({ simulated: Type.Boolean(), conversationId: Type.String(), messageId: Type.String() }), ...errors(400, 403, 404, 409) } },
+  }, async (req) => {
+    const held = await numbers.simulatedHolder(req.scope, req.query.targetAccountId, req.body.number);
+    const r = await sms.receiveSimulated(held.orgId, held.agentId, { from: req.body.from, to: held.number, body: req.body.body }, req.log);
+    if (r.kind !== 'queued') throw new Conflict(`organization ${held.orgId} has no agent to answer the text`);
+    return { success: true, message: `Text to ${held.number} received (simulated)`, simulated: true, conversationId: r.conversationId, messageId: r.messageId };
+  });
 
   app.get('/api/v2/phoneNumbers', {
     schema: { operationId: 'listNumbers', tags, security: Security,

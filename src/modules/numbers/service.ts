@@ -4,7 +4,7 @@
 // numbering/carriers.ts (chooseNumberProvider); with none, the SIMULATED inventory.
 import type { Config } from '../../config.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { flag } from '../../db/flags.ts';
+import { bool, flag } from '../../db/flags.ts';
 import type { AccountRow, Db, PhoneNumberRow } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, HttpError, Invalid, NotFound } from '../../http/errors.ts';
@@ -276,6 +276,21 @@ export function numbersService(deps: NumbersServiceDeps) {
         message: released ? `Phone number ${number} released at ${row.provider} and unassigned` : `Phone number ${number} unassigned`,
         number, released,
       };
+    },
+
+    /**
+     * The organization and agent a text to one of its SIMULATED numbers reaches (the simulated
+     * arrival, docs/numbers.md): 404 for a number it (or the agent acting) does not hold, 400 for
+     * a real one (its texts arrive from its provider), 409 while it is not active.
+     */
+    async simulatedHolder(scope: Scope, targetAccountId: number | undefined, raw: string): Promise<{ orgId: number; agentId: number | null; number: string }> {
+      const t = await tenant(scope, targetAccountId);
+      const number = checkNumber(raw);
+      const row = await phoneNumberRepo.findInOrg(db, t.org.id, number);
+      if (!row || (t.agent && row.agent_id !== t.agent.id)) throw new NotFound(`number ${number} was not found`);
+      if (!bool(row.simulated)) throw new Invalid(`number ${number} is not a simulated number: texts to it arrive from ${row.provider ?? 'its own provider'}`);
+      if (row.state !== 'active') throw new Conflict(`number ${number} is ${row.state}`);
+      return { orgId: t.org.id, agentId: row.agent_id, number };
     },
 
     async list(scope: Scope, targetAccountId: number | undefined) {
