@@ -84,6 +84,22 @@ forEachEngine('SIP calls arriving on a held number', (h) => {
     assert.equal(await h().database.db.selectFrom('conversations').select('id').where('carrier_ref', '=', `foreign-${e}`).executeTakeFirst(), undefined);
   });
 
+  it('a BYO number reaches its agent over the customer\'s whitelisted trunk; returned, it is 404 like any number nobody holds', async () => {
+    const e = h().engine;
+    const a = await holder(TRUNK_B);
+    const own = '+14155550166';
+    const bound = await n.byo(h().adminToken, { number: own }, { targetAccountId: a.agent.id });
+    assert.equal(bound.status, 200, JSON.stringify(bound.body));
+    const got = await call(TRUNK_B, [{ callId: `byo-${e}`, number: own }]);
+    assert.ok(got.get(`byo-${e}`)!.includes(200), JSON.stringify([...got]));
+    const c = await waitFor('the BYO call\'s conversation', async () =>
+      h().database.db.selectFrom('conversations').selectAll().where('carrier_ref', '=', `byo-${e}`).executeTakeFirst(), 10_000);
+    assert.deepEqual([c.org_id, c.account_id], [a.o.id, a.agent.id]);
+    assert.equal((await n.ret(h().adminToken, { number: own }, { targetAccountId: a.o.id })).status, 200);
+    const after = await call(TRUNK_B, [{ callId: `byo-gone-${e}`, number: own }]);
+    assert.deepEqual(finals(after.get(`byo-gone-${e}`)!), [404]);
+  });
+
   it('a returned number and one nobody ever held are 404 from the trunk that used to reach it; nothing opens', async () => {
     const e = h().engine;
     const a = await holder(TRUNK_A);
