@@ -222,7 +222,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(sipRoutes, { sip: services.sip });
   await app.register(subscriptionRoutes, { subscriptions: services.subscriptions });
   await app.register(contextRoutes, { context: services.context });
-  await app.register(numbersRoutes, { numbers: services.numbers });
+  await app.register(numbersRoutes, { numbers: services.numbers, sms: services.sms });
   await app.register(integrationRoutes, { integrations: services.integrations });
   await app.register(knowledgeRoutes, { knowledge: services.knowledge });
   await app.register(agentRoutes, { agents: services.agents });

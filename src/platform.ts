@@ -38,6 +38,8 @@ import { memberService, type MemberService } from './modules/members/service.ts'
 import { modelsService, type ModelsService } from './modules/models/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
 import { numbersService, type NumbersService } from './modules/numbers/service.ts';
+import { NumberReleaseQueue, type NumberReleaseQueueDeps } from './modules/numbers/release-queue.ts';
+import { NUMBER_RELEASES } from './modules/numbers/releases.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
 import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
@@ -68,6 +70,8 @@ export interface PlatformDeps {
   deliveries?: Partial<Omit<DeliveryQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the conversation-turn queue (shorter leases). */
   turns?: Partial<Omit<TurnQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
+  /** Test settings of the number-release queue (shorter leases, a fast retry schedule). */
+  numberReleases?: Partial<Omit<NumberReleaseQueueDeps, 'database' | 'wakeups' | 'handler'>> & { backoff?: (attempt: number) => number };
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
   sipWorkerWaitMs?: number;
   /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
@@ -120,6 +124,8 @@ export interface Platform {
   deliveries: DeliveryQueue;
   /** Conversation turns (API messages, SMS); its worker runs in worker processes. */
   turns: TurnQueue;
+  /** Releases of deleted organizations' and agents' numbers; its worker runs in worker processes. */
+  numberReleases: NumberReleaseQueue;
   sip?: SipWorker;
   services: Services;
   /** Hears other processes' queue notifications (PostgreSQL); worker processes call it once. */
@@ -150,7 +156,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   });
 
   const base = {
-    accounts: accountService({ db, box, config, policy, wakeTasks: () => taskQueue.notify() }),
+    accounts: accountService({ db, box, config, policy, wakeTasks: () => taskQueue.notify(), wakeNumberReleases: () => wakeups.emit(NUMBER_RELEASES) }),
     tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
     tokenLookup: tokenLookup(db),
     members: memberService({ db }),
@@ -236,9 +242,15 @@ export function createPlatform(deps: PlatformDeps): Platform {
     },
   });
 
+  const { backoff: releaseBackoff, ...releaseSettings } = deps.numberReleases ?? {};
+  const numberReleases = new NumberReleaseQueue({
+    database, wakeups, log: child('number-releases'), ...releaseSettings,
+    handler: { db, box, config, carrierOptions, backoff: releaseBackoff, log: child('number-releases') },
+  });
+
   let listener: Listener | undefined;
   return {
-    wakeups, tasks, deliveries, turns, sip, services,
+    wakeups, tasks, deliveries, turns, numberReleases, sip, services,
     async listen() {
       listener ??= await listenForWakeups(database, wakeups, child('listener'));
     },

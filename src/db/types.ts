@@ -764,6 +764,31 @@ export interface PhoneNumbersTable {
   updated_at: number;
 }
 
+/** Issue 25 (0032-number-releases): a deleted holder's number to release at its provider (a queue). */
+export interface NumberReleasesTable {
+  id: string;
+  number: string;
+  org_id: number;
+  agent_id: number | null;
+  reason: string;
+  provider: string;
+  provider_ref: string | null;
+  /** The provider's settings at the deletion: plain config (JSON) and sealed secrets. */
+  provider_config: string | null;
+  provider_secrets: string | null;
+  state: ColumnType<QueueState, QueueState | undefined, QueueState>;
+  run_at: number;
+  attempt: ColumnType<number, number | undefined, number>;
+  max_attempts: ColumnType<number, number | undefined, number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  released_at: number | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
 /** Issue 26 (0024-billing): a partner's or reseller's own catalog items, over the default catalog. */
 export interface CatalogItemsTable {
   owner_id: number;
@@ -830,6 +855,7 @@ export interface BillingEventsTable {
 
 export interface DB {
   phone_numbers: PhoneNumbersTable;
+  number_releases: NumberReleasesTable;
   catalog_items: CatalogItemsTable;
   subscriptions: SubscriptionsTable;
   billing_systems: BillingSystemsTable;
@@ -837,6 +863,7 @@ export interface DB {
 }
 
 export type PhoneNumberRow = Selectable<PhoneNumbersTable>;
+export type NumberReleaseRow = Selectable<NumberReleasesTable>;
 export type CatalogItemRow = Selectable<CatalogItemsTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type BillingSystemRow = Selectable<BillingSystemsTable>;

@@ -122,6 +122,12 @@ export class FakeTwilio {
   /** Numbers the account holds, by sid (IncomingPhoneNumbers). */
   readonly incoming = new Map<string, FakeIncoming>();
   readonly #injections: Array<Injection | 'hang'> = [];
+  readonly #priceInjections: Array<Injection | 'hang'> = [];
+  /** The Pricing API's monthly prices per country and number type (tests change them). */
+  prices: Record<string, { currency: string; byType: Record<string, string> }> = {
+    US: { currency: 'USD', byType: { local: '1.15', 'toll free': '2.15' } },
+    CA: { currency: 'USD', byType: { local: '1.15', 'toll free': '2.15' } },
+  };
   readonly #server: http.Server;
   #url = '';
 
@@ -156,6 +162,32 @@ export class FakeTwilio {
     for (let i = 0; i < times; i++) this.#injections.push(injection);
   }
 
+  /** The next Pricing API request(s) get this answer ('hang': none) instead of the price. */
+  failNextPrice(injection: Injection | 'hang', times = 1): void {
+    for (let i = 0; i < times; i++) this.#priceInjections.push(injection);
+  }
+
+  /** Pricing API requests (GET /v1/PhoneNumbers/Countries/{iso}) received. */
+  get priceRequests(): RecordedRequest[] {
+    return this.requests.filter((r) => r.path.startsWith('/v1/PhoneNumbers/Countries/'));
+  }
+
+  /** The Pricing API's answer for a country: its monthly prices by number type, 404 for one it has none for. */
+  #price(req: http.IncomingMessage, res: http.ServerResponse, country: string, path: string): void {
+    const injection = this.#priceInjections.shift();
+    if (injection === 'hang') return;
+    if (injection) return this.#error(res, injection.status, injection.code ?? injection.status * 100, injection.message ?? 'error', injection.headers);
+    const expected = 'Basic ' + Buffer.from(`${this.accountSid}:${this.authToken}`).toString('base64');
+    if (req.headers.authorization !== expected) return this.#error(res, 401, 20003, 'Authenticate');
+    const p = req.method === 'GET' ? this.prices[country] : undefined;
+    if (!p) return this.#error(res, 404, 20404, `The requested resource ${path} was not found`);
+    this.#json(res, 200, {
+      country: country, iso_country: country, price_unit: p.currency,
+      phone_number_prices: Object.entries(p.byType).map(([type, price]) => ({ number_type: type, base_price: price, current_price: price })),
+      url: `https://pricing.twilio.com${path}`,
+    });
+  }
+
   /** The next request is read and never answered (until close). */
   hangNext(): void {
     this.#injections.push('hang');
@@ -175,6 +207,9 @@ export class FakeTwilio {
     const form = new URLSearchParams(raw);
     const query = new URLSearchParams(qs ?? '');
     this.requests.push({ method: req.method ?? '', path, headers: req.headers, form, query, raw, at: Date.now() });
+    // The Pricing API (pricing.twilio.com) has its own injections: it is asked beside a search.
+    const pricing = /^\/v1\/PhoneNumbers\/Countries\/([^/]+)$/.exec(path);
+    if (pricing) return this.#price(req, res, decodeURIComponent(pricing[1]!), path);
     const injection = this.#injections.shift();
     if (injection === 'hang') return;
     if (injection) {

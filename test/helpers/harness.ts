@@ -74,6 +74,8 @@ export interface HarnessOptions {
   sipWorkerWaitMs?: number;
   /** Run the conversation-turn worker (API messages and SMS the agent answers). */
   turns?: boolean;
+  /** Run the number-release worker (a deleted organization's or agent's numbers), with these test settings. */
+  numberReleases?: boolean | PlatformDeps['numberReleases'];
   /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
@@ -111,13 +113,15 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     sipWorkerWaitMs: opts.sipWorkerWaitMs,
     voiceTurnTimeoutMs: opts.voiceTurnTimeoutMs,
     voiceGrammar: opts.voiceGrammar,
+    numberReleases: typeof opts.numberReleases === 'object' ? opts.numberReleases : undefined,
   });
   const { tasks, deliveries, sip } = platform;
-  if (opts.worker || opts.deliveries || opts.turns || sip) await platform.listen();
+  if (opts.worker || opts.deliveries || opts.turns || opts.numberReleases || sip) await platform.listen();
   if (sip) await sip.start();
   if (opts.worker) await tasks.startWorker();
   if (opts.deliveries) await deliveries.startWorker();
   if (opts.turns) platform.turns.startWorker();
+  if (opts.numberReleases) platform.numberReleases.startWorker();
   const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas });
   await app.ready();
   const adminToken = newToken!;
@@ -166,6 +170,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
       await tasks.stop();
       await deliveries.stop();
       await platform.turns.stop();
+      await platform.numberReleases.stop();
       await sip?.stop();
       await platform.close();
       await app.close();

@@ -143,16 +143,20 @@ for (const engine of ENGINES) {
       assert.ok(agent.id);
     });
 
-    it('cnamAutoRejectRegex rejects the call before the agent answers (<Reject>, busy for 486), on the caller name or number; nothing opens', async () => {
-      fake.inventory.push({ phoneNumber: '+12165550201', isoCountry: 'US', locality: 'Cleveland', region: 'OH', capabilities: { voice: true, SMS: true, MMS: true } });
-      const { o, number } = await heldNumber('+12165550201', undefined, { cnamAutoRejectRegex: '^SPAM', cnamAutoRejectCode: 486 });
-      const rejected = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, { ...call(number), CallerName: 'SPAM LIKELY' });
-      assert.equal(rejected.status, 200, rejected.body);
-      assert.match(rejected.body, /<Response><Reject reason="busy"\/><\/Response>/);
-      const answered = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, { ...call(number), CallerName: 'JANE DOE' });
-      assert.match(answered.body, /<Gather /);
-      const opened = await h.database.db.selectFrom('conversations').select('id').where('org_id', '=', o.id).execute();
-      assert.equal(opened.length, 1, 'only the answered call opened a conversation');
+    it('cnamAutoRejectRegex rejects the call before the agent answers (<Reject>, busy for 486), on the caller name or number, gathered or streamed; nothing opens', async () => {
+      for (const [num, voice] of [['+12165550201', 'gather'], ['+12165550206', 'stream']] as const) {
+        fake.inventory.push({ phoneNumber: num, isoCountry: 'US', locality: 'Cleveland', region: 'OH', capabilities: { voice: true, SMS: true, MMS: true } });
+        const { o, number } = await heldNumber(num, voice, { cnamAutoRejectRegex: '^(SPAM|\\+1900)', cnamAutoRejectCode: 486 });
+        const rejected = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, { ...call(number), CallerName: 'SPAM LIKELY' });
+        assert.equal(rejected.status, 200, rejected.body);
+        assert.match(rejected.body, /<Response><Reject reason="busy"\/><\/Response>/, voice);
+        const byNumber = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, { ...call(number), From: '+19005550100' });
+        assert.match(byNumber.body, /<Response><Reject reason="busy"\/><\/Response>/, voice);
+        const answered = await fake.postSigned(`${publicUrl}${VOICE_PATH}`, { ...call(number), CallerName: 'JANE DOE' });
+        assert.match(answered.body, voice === 'stream' ? /<Connect><Stream / : /<Gather /, voice);
+        const opened = await h.database.db.selectFrom('conversations').select('id').where('org_id', '=', o.id).execute();
+        assert.equal(opened.length, 1, 'only the answered call opened a conversation');
+      }
     });
 
     it('cnamAutoTransferRegex dials cnamAutoTransferDestination instead of answering, gathered or streamed', async () => {

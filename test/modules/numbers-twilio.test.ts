@@ -1,12 +1,10 @@
 // Phone numbers through an organization's Twilio provider (the fake in test/helpers/fake-twilio.ts
 // records every request): what each search asks Twilio, what it cannot ask (a 400, without a
 // request), buying with our webhooks and releasing, a number Twilio does not sell, a slow Twilio
-// cut off (504 naming it), and a purchase whose answer was lost kept for reconciliation.
+// cut off (504 naming it), and a purchase whose answer was lost kept for reconciliation. The race
+// between two processes is test/numbers-race-processes.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { buildApp } from '../../src/app.ts';
-import { openDatabase } from '../../src/db/index.ts';
-import { createPlatform } from '../../src/platform.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
 import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type Reply } from '../helpers/harness.ts';
 import { numberCalls } from '../helpers/numbers.ts';
@@ -44,8 +42,9 @@ for (const engine of ENGINES) {
       assert.equal(res.status, 200, JSON.stringify(res.body));
       return { r, o };
     }
-    /** The requests the fake received from `from` on. */
-    const since = (from: number) => fake.requests.slice(from);
+    /** The REST API requests the fake received from `from` on (the Pricing API's, asked beside a search, apart). */
+    const since = (from: number) => fake.requests.slice(from).filter((r) => !r.path.startsWith('/v1/PhoneNumbers/'));
+    const priceAsks = (country: string) => fake.priceRequests.filter((r) => r.path === `/v1/PhoneNumbers/Countries/${country}`).length;
     const searchPath = (country: string) => `/2010-04-01/Accounts/${fake.accountSid}/AvailablePhoneNumbers/${country}/Local.json`;
 
     it('a locality search asks AvailablePhoneNumbers with InLocality and InRegion, 20 at most, and answers what Twilio offers (not simulated)', async () => {
@@ -61,8 +60,35 @@ for (const engine of ENGINES) {
       assert.deepEqual(res.body.numbers.map((x: any) => x.number), ['+12165550101', '+12165550102', '+12167770103']);
       assert.deepEqual(res.body.numbers[0], {
         number: '+12165550101', locality: 'Cleveland', region: 'OH', country: 'US',
-        capabilities: { voice: true, sms: true, mms: true }, monthlyPrice: null, simulated: false,
+        capabilities: { voice: true, sms: true, mms: true }, monthlyPrice: { amount: '1.15', currency: 'USD' }, simulated: false,
       });
+      // The price is Twilio's Pricing API's for a local US number, asked with the account's credentials.
+      assert.equal(priceAsks('US'), 1);
+      assert.equal(fake.priceRequests[0]!.headers.authorization, 'Basic ' + Buffer.from(`${fake.accountSid}:${fake.authToken}`).toString('base64'));
+    });
+
+    it('the monthly price comes from the Pricing API once per country and is kept; a Pricing API that hangs leaves it null without failing the search', async () => {
+      const { o } = await twilioOrg();
+      const toronto = await n.locality(o.token, { city: 'Toronto', country: 'CA' });
+      assert.equal(toronto.status, 200, JSON.stringify(toronto.body));
+      assert.deepEqual(toronto.body.numbers.map((x: any) => x.monthlyPrice), [{ amount: '1.15', currency: 'USD' }]);
+      fake.prices.CA = { currency: 'CAD', byType: { local: '9.99' } };
+      const again = await n.prefix(o.token, { prefix: '416', country: 'CA' });
+      assert.deepEqual(again.body.numbers.map((x: any) => x.monthlyPrice), [{ amount: '1.15', currency: 'USD' }]);
+      assert.equal(priceAsks('CA'), 1, 'kept, not asked again');
+      // A country whose price does not come in time: the numbers, without a price, as fast as the REST timeout allows.
+      fake.inventory.push({ phoneNumber: '+61255500123', isoCountry: 'AU', locality: 'Sydney', region: 'NSW' });
+      fake.prices.AU = { currency: 'AUD', byType: { local: '3.00' } };
+      fake.failNextPrice('hang');
+      const started = Date.now();
+      const sydney = await n.locality(o.token, { city: 'Sydney', country: 'AU' });
+      assert.equal(sydney.status, 200, JSON.stringify(sydney.body));
+      assert.deepEqual(sydney.body.numbers.map((x: any) => [x.number, x.monthlyPrice]), [['+61255500123', null]]);
+      assert.ok(Date.now() - started < TWILIO_TIMEOUT_MS + 1000, `${Date.now() - started} ms`);
+      // The failure is kept for a minute: the next search does not wait on it again.
+      const next = await n.locality(o.token, { city: 'Sydney', country: 'AU' });
+      assert.deepEqual(next.body.numbers.map((x: any) => x.monthlyPrice), [null]);
+      assert.equal(priceAsks('AU'), 1);
     });
 
     it('what Twilio cannot search is a 400 that says so: a region outside the US and Canada (nothing asked), a country it does not serve', async () => {
@@ -188,35 +214,6 @@ for (const engine of ENGINES) {
       // Return releases it by the sid found.
       assert.equal((await n.ret(o.token, { number })).status, 200);
       assert.equal(fake.incoming.has('PNlost0000'), false);
-    });
-
-    it('two services on their own connection pools (PostgreSQL), several organizations assigning one number at once: one wins, the others 409, Twilio is asked to sell it once', { skip: engine !== 'postgres' && 'two services share one database only on PostgreSQL' }, async () => {
-      // A second service over the same database with its own pool, as a second process would be.
-      const database = openDatabase({ databaseUrl: h().config.databaseUrl, poolSize: 5 });
-      const platform = createPlatform({ config: h().config, database, box: h().box, sip: false, tasks: { carrierOptions: { twilio: { timeoutMs: TWILIO_TIMEOUT_MS } } } });
-      const app = await buildApp({ config: h().config, database, services: platform.services });
-      try {
-        const orgs = await Promise.all(Array.from({ length: 6 }, () => twilioOrg()));
-        const number = '+12165550101';
-        const from = fake.requests.length;
-        const replies = await Promise.all(orgs.map(async ({ o }, i) => {
-          if (i % 2 === 0) return n.assign(o.token, { number, country: 'US' });
-          const res = await app.inject({ method: 'POST', url: '/api/v2/phoneNumber/assign', query: { token: o.token }, payload: { number, country: 'US' } });
-          return { status: res.statusCode, body: res.json() } as Reply;
-        }));
-        assert.equal(replies.filter((r) => r.status === 200).length, 1, JSON.stringify(replies.map((r) => [r.status, r.body.message])));
-        for (const r of replies.filter((x) => x.status !== 200)) expectError(r, 409, number);
-        assert.equal(since(from).filter((r) => r.path.endsWith('/IncomingPhoneNumbers.json') && r.method === 'POST').length, 1);
-        const winner = orgs[replies.findIndex((r) => r.status === 200)]!;
-        assert.equal((await n.ret(winner.o.token, { number })).status, 200);
-        const [released] = [...fake.incoming.values()].filter((x) => x.phoneNumber === number);
-        assert.equal(released, undefined);
-      } finally {
-        await app.close();
-        await platform.close();
-        await database.close();
-      }
-      fake.inventory.push({ phoneNumber: '+12165550101', isoCountry: 'US', locality: 'Cleveland', region: 'OH', capabilities: { voice: true, SMS: true, MMS: true } });
     });
 
     it('a purchase Twilio does not answer in time is a 504 and kept in state attention; assigning again finds it unsold and buys it', async () => {

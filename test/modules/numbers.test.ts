@@ -165,6 +165,64 @@ forEachEngine('phone numbers (simulated inventory)', (h) => {
     assert.deepEqual((await n.list(agent.token)).body.phoneNumbers.map((x: any) => x.number), ['+16175550101']);
   });
 
+  it('each agent\'s numbers are on the agent: GET /api/v2/account and GET /api/v2/agent/{agentId} carry its own, not a sibling\'s or another organization\'s', async () => {
+    const { r, o } = await tenant();
+    const agent = await h().agent(o.id);
+    const other = await tenant();
+    assert.equal((await n.assign(agent.token, { number: '+12065550110', country: 'US' })).status, 200);
+    assert.equal((await n.assign(o.token, { number: '+12065550111', country: 'US' })).status, 200);
+    assert.equal((await n.byo(r.token, { number: '+14155550177' }, { targetAccountId: agent.id })).status, 200);
+    assert.equal((await n.assign(other.o.token, { number: '+12065550112', country: 'US' })).status, 200);
+    const own = await h().call('GET', '/api/v2/account', { token: agent.token });
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.deepEqual(own.body.details.phoneNumbers.map((x: any) => [x.number, x.kind, x.agentId]),
+      [['+12065550110', 'bought', agent.id], ['+14155550177', 'byo', agent.id]]);
+    assert.equal(own.body.details.phoneNumbers[0].simulated, true);
+    // The organization reads its default agent's through targetAccountId: only that agent's number.
+    const first = await h().call('GET', '/api/v2/account', { token: r.token, query: { targetAccountId: o.agentId } });
+    assert.deepEqual(first.body.details.phoneNumbers.map((x: any) => x.number), ['+12065550111']);
+    const viaAgent = await h().call('GET', `/api/v2/agent/camp${agent.id}`, { token: o.token });
+    assert.equal(viaAgent.status, 200, JSON.stringify(viaAgent.body));
+    assert.deepEqual(viaAgent.body.phoneNumbers.map((x: any) => x.number), ['+12065550110', '+14155550177']);
+    const otherAgent = await h().call('GET', `/api/v2/agent/camp${other.o.agentId}`, { token: other.o.token });
+    assert.deepEqual(otherAgent.body.phoneNumbers.map((x: any) => x.number), ['+12065550112']);
+    // Another organization's agent is 404 (no hint of its numbers).
+    expectError(await h().call('GET', `/api/v2/agent/camp${agent.id}`, { token: other.o.token }), 404);
+    expectError(await h().call('GET', '/api/v2/account', { token: other.o.token, query: { targetAccountId: agent.id } }), 404);
+    // A returned number leaves the agent at once.
+    assert.equal((await n.ret(o.token, { number: '+12065550110' })).status, 200);
+    const after = await h().call('GET', `/api/v2/agent/camp${agent.id}`, { token: agent.token });
+    assert.deepEqual(after.body.phoneNumbers.map((x: any) => x.number), ['+14155550177']);
+  });
+
+  it('a text to a simulated number arrives on a laptop: the organization posts it, the holding agent\'s text conversation gets it and its turn is queued', async () => {
+    const { r, o } = await tenant();
+    const agent = await h().agent(o.id);
+    const other = await tenant();
+    assert.equal((await n.assign(o.token, { number: '+13125550120', country: 'US' }, { targetAccountId: agent.id })).status, 200);
+    const text = (token: string, body: unknown, query: Record<string, unknown> = {}) => h().call('POST', '/api/v2/phoneNumber/simulate/text', { token, body, query });
+    const res = await text(o.token, { number: '+1 312 555 0120', from: '+14155550142', body: 'Are you open today?' });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.simulated, true);
+    const db = h().database.db;
+    const c = await db.selectFrom('conversations').selectAll().where('id', '=', res.body.conversationId).executeTakeFirstOrThrow();
+    assert.deepEqual([c.org_id, c.account_id, c.channel, c.direction], [o.id, agent.id, 'sms', 'inbound']);
+    const m = await db.selectFrom('conversation_messages').selectAll().where('id', '=', res.body.messageId).executeTakeFirstOrThrow();
+    assert.equal(m.text, 'Are you open today?');
+    assert.deepEqual(JSON.parse(m.data!), { provider: 'simulated', simulated: true, messageSid: JSON.parse(m.data!).messageSid, accountSid: null, from: '+14155550142', to: '+13125550120' });
+    const turn = await db.selectFrom('conversation_turns').selectAll().where('message_id', '=', res.body.messageId).executeTakeFirstOrThrow();
+    assert.deepEqual(JSON.parse(turn.reply_to), { kind: 'sms', to: '+14155550142', from: '+13125550120', inReplyTo: res.body.messageId });
+    // Only its own simulated numbers: another organization's is 404, a BYO one is 400, an agent sees only its own.
+    expectError(await text(other.o.token, { number: '+13125550120', from: '+14155550142', body: 'hi' }), 404, '+13125550120');
+    expectError(await text(o.token, { number: '+13125550120', from: '+14155550142', body: 'hi' }, { targetAccountId: other.o.agentId }), 404);
+    expectError(await text(await h().tokenFor(o.agentId), { number: '+13125550120', from: '+14155550142', body: 'hi' }), 404);
+    assert.equal((await n.byo(r.token, { number: '+14155550199' }, { targetAccountId: o.id })).status, 200);
+    expectError(await text(o.token, { number: '+14155550199', from: '+14155550142', body: 'hi' }), 400, 'simulated');
+    // A returned number no longer reaches anyone.
+    assert.equal((await n.ret(o.token, { number: '+13125550120' })).status, 200);
+    expectError(await text(o.token, { number: '+13125550120', from: '+14155550142', body: 'hi' }), 404);
+  });
+
   it('bring your own: a reseller or partner binds a number owned elsewhere to an agent; an organization cannot; return only unbinds it', async () => {
     const { r, o } = await tenant();
     const agent = await h().agent(o.id);

@@ -117,7 +117,7 @@ export async function accountRoutes(app: App, { accounts }: { accounts: AccountS
     schema: {
       operationId: 'getAccount', tags, security: Security, summary: 'Get account details',
       querystring: TargetAccount,
-      response: { 200: Envelope({ id: Type.Integer(), username: Type.String(), details: Obj({}) }), ...errors(400, 404) },
+      response: { 200: Envelope({ id: Type.Integer(), username: Type.String(), details: Obj({}, 'The account; an agent\'s carries phoneNumbers, the numbers it holds (a callplane extension, docs/numbers.md)') }), ...errors(400, 404) },
     },
   }, async (req) => accounts.getAccount(req.scope, req.query.targetAccountId));
 

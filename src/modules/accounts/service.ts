@@ -18,6 +18,9 @@ import { ACCOUNT_TYPE, presentAccount, presentIntegration, presentProvider } fro
 import { integrationRepo, numberingRepo } from '../numbering/repository.ts';
 import { normalizeProviderConfig, providerSpec, type NormalizedProvider } from '../numbering/catalog.ts';
 import { memberRepo } from '../members/repository.ts';
+import { presentNumber } from '../numbers/present.ts';
+import { queueNumberReleases } from '../numbers/releases.ts';
+import { phoneNumberRepo } from '../numbers/repository.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { TASKS } from '../tasks/queue-hooks.ts';
 import { applyPlanLimits, catalogOwners, requirePlan } from '../billing/plans.ts';
@@ -116,6 +119,8 @@ export interface AccountServiceDeps {
   policy: TargetPolicy;
   /** Wakes this process's task runners (a reactivated account's pending tasks may start). */
   wakeTasks: () => void;
+  /** Wakes the number-release queue (a deleted organization's or agent's bought numbers). */
+  wakeNumberReleases: () => void;
 }
 
 export function accountService(deps: AccountServiceDeps) {
@@ -195,8 +200,15 @@ export function accountService(deps: AccountServiceDeps) {
   }
 
   async function agentView(agent: AccountRow, ex: Executor = db) {
-    const integrations = await integrationRepo.listForAccount(ex, agent.id);
-    return { ...presentAccount(agent), integrations: integrations.map((i) => presentIntegration(i, box)) };
+    const [integrations, numbers] = await Promise.all([
+      integrationRepo.listForAccount(ex, agent.id),
+      // Extension: the numbers the agent holds in its organization (docs/numbers.md).
+      phoneNumberRepo.listForOrg(ex, agent.org_id!, agent.id),
+    ]);
+    return {
+      ...presentAccount(agent), integrations: integrations.map((i) => presentIntegration(i, box)),
+      phoneNumbers: numbers.map(presentNumber),
+    };
   }
 
   async function listKind(scope: Scope, parent: AccountRow, kind: AccountKind, q: PageQuery & { active?: boolean }) {
@@ -292,11 +304,14 @@ export function accountService(deps: AccountServiceDeps) {
       const reseller = await scope.account(targetResellerId, ['reseller'], 'targetResellerId', MANAGE);
       const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId', MANAGE);
       if (org.reseller_id !== reseller.id) throw new NotFound(`targetOrganizationId ${org.id} was not found under reseller ${reseller.id}`);
-      const descendants = await db.transaction().execute(async (tx) => {
+      const [descendants, releases] = await db.transaction().execute(async (tx) => {
         const n = await accountRepo.countDescendants(tx, org);
+        // Its numbers are given back: unbound here, bought ones released at their provider by a job.
+        const queued = await queueNumberReleases(tx, { orgId: org.id, reason: 'organization deleted' }, nowMs());
         await accountRepo.delete(tx, org.id);
-        return n;
+        return [n, queued];
       });
+      if (releases > 0) deps.wakeNumberReleases();
       return { success: true, message: 'Organization deleted', deletedAccounts: descendants + 1 };
     },
 
@@ -361,7 +376,13 @@ export function accountService(deps: AccountServiceDeps) {
       const org = await scope.account(targetOrganizationId, ['organization'], 'targetOrganizationId', MANAGE);
       const agent = await scope.account(targetAccountId, ['agent'], 'targetAccountId', MANAGE);
       if (agent.org_id !== org.id) throw new NotFound(`targetAccountId ${agent.id} was not found in organization ${org.id}`);
-      await db.transaction().execute((tx) => accountRepo.delete(tx, agent.id));
+      const releases = await db.transaction().execute(async (tx) => {
+        // The agent's numbers are given back like an organization's (docs/numbers.md).
+        const queued = await queueNumberReleases(tx, { orgId: org.id, agentId: agent.id, reason: 'agent deleted' }, nowMs());
+        await accountRepo.delete(tx, agent.id);
+        return queued;
+      });
+      if (releases > 0) deps.wakeNumberReleases();
       return { success: true, message: 'Account deleted' };
     },
 

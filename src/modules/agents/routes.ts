@@ -3,6 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { Held } from '../numbers/schemas.ts';
 import type { AgentService } from './service.ts';
 import { AgentBody } from './validation.ts';
 
@@ -58,7 +59,10 @@ export async function agentRoutes(app: App, { agents }: { agents: AgentService }
 
   app.get('/api/v2/agent/:agentId', {
     schema: { operationId: 'getAgent', tags, security: Security, summary: 'Fetch an agent: its live configuration, with staging',
-      params: AgentParams, response: { 200: Envelope({ sponsorship: Obj({ id: Type.String() }) }), ...errors(400, 403, 404) } },
+      params: AgentParams, response: { 200: Envelope({
+        sponsorship: Obj({ id: Type.String() }),
+        phoneNumbers: Type.Array(Held, { description: 'callplane extension: the numbers this agent holds (docs/numbers.md)' }),
+      }), ...errors(400, 403, 404) } },
   }, async (req) => agents.get(req.scope, req.params.agentId));
 
   app.post('/api/v2/agent', {

@@ -8,6 +8,8 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { knowledgeRepo } from '../knowledge/repository.ts';
+import { presentNumber } from '../numbers/present.ts';
+import { phoneNumberRepo } from '../numbers/repository.ts';
 import type { ModelsService } from '../models/service.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
 import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';
@@ -257,9 +259,11 @@ export function agentService(deps: AgentServiceDeps) {
 
     async get(scope: Scope, agentId: string) {
       const account = await named(scope, agentId);
-      const s = await slots(account);
+      const [s, numbers] = await Promise.all([slots(account), phoneNumberRepo.listForOrg(db, account.org_id!, account.id)]);
       return {
         success: true, message: 'Success',
+        // Extension: the numbers this agent holds (docs/numbers.md); the contract's answer has none.
+        phoneNumbers: numbers.map(presentNumber),
         sponsorship: {
           ...present(account, s.live), staging: s.staging,
           publishedAt: s.row?.published_at != null ? Math.floor(s.row.published_at / 1000) : null,

@@ -10,7 +10,7 @@ import type { AccountRow, Db } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { TWILIO } from '../../providers/index.ts';
+import { SIMULATED_NUMBERS, TWILIO } from '../../providers/index.ts';
 import { first } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { twilioNumberHolder } from '../numbering/carriers.ts';
@@ -104,7 +104,7 @@ export function smsService(deps: SmsServiceDeps) {
     return agent && agent.org_id === orgId && agent.kind === 'agent' ? agent : undefined;
   }
 
-  async function record(orgId: number, holder: number | null, form: URLSearchParams, log: Log): Promise<InboundSmsResult> {
+  async function record(orgId: number, holder: number | null, form: URLSearchParams, log: Log, provider: string = TWILIO): Promise<InboundSmsResult> {
     const from = first(form, 'From');
     const to = first(form, 'To')!;
     const sid = first(form, 'MessageSid') ?? first(form, 'SmsSid');
@@ -123,9 +123,9 @@ export function smsService(deps: SmsServiceDeps) {
     }
     // The message id is derived from the organization and the MessageSid: a retry of the webhook
     // finds it (or, racing the first, hits the primary key) and records nothing.
-    const messageId = stableUuid(`twilio-sms:${orgId}:${sid}`);
+    const messageId = stableUuid(`${provider}-sms:${orgId}:${sid}`);
     const data = {
-      provider: TWILIO, messageSid: sid, accountSid: first(form, 'AccountSid') ?? null, from, to,
+      provider, ...(provider === SIMULATED_NUMBERS ? { simulated: true } : {}), messageSid: sid, accountSid: first(form, 'AccountSid') ?? null, from, to,
       ...(body.length > MAX_SMS_CHARS ? { truncated: true, length: body.length } : {}),
     };
     let done: { conversationId: string; incoming: boolean } | null;
@@ -170,6 +170,18 @@ export function smsService(deps: SmsServiceDeps) {
         log.warn({ err, orgId }, 'handing the text message to the twilioSMS relay failed');
       }
       return result;
+    },
+
+    /**
+     * A text to a SIMULATED number the organization holds (docs/numbers.md, "The simulated
+     * inventory"): no network delivers it, so the organization's own request stands in for the
+     * provider's webhook (the caller checked the number: `holder` is its agent). Recorded and
+     * answered as a Twilio text is; the reply goes out through the organization's carrier (the
+     * SIMULATED one when it has no provider: recorded, never sent).
+     */
+    async receiveSimulated(orgId: number, holder: number | null, text: { from: string; to: string; body: string }, log: Log): Promise<InboundSmsResult> {
+      const form = new URLSearchParams({ From: text.from, To: text.to, Body: text.body, MessageSid: `SMsim${crypto.randomBytes(14).toString('hex')}` });
+      return record(orgId, holder, form, log, SIMULATED_NUMBERS);
     },
 
     /** A text task's text as its carrier took it: an outbound message of the agent's text conversation with the person. */

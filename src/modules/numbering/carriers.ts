@@ -115,8 +115,12 @@ export async function chooseNumberProvider(deps: Pick<CarrierChoiceDeps, 'db' | 
     throw new Conflict(`numbering provider '${providerId}', where this number was bought, is no longer configured for organization ${orgId}; add it again to release the number`);
   }
   if (!row) return createNumberProvider(null);
-  const settings = openProviderSettings(row, deps.box);
-  if (row.provider_id === TWILIO) checkApiBase(settings.config.apiBaseUrl ?? settings.secrets?.apiBaseUrl, deps.config);
+  return numberProviderOf(deps, openProviderSettings(row, deps.box));
+}
+
+/** The numbering provider built from opened settings (a deleted organization's, kept for releasing its numbers). */
+export function numberProviderOf(deps: { config: Pick<Config, 'allowPrivateTargets'>; carrierOptions?: CarrierOptions }, settings: ProviderSettings): NumberProvider {
+  if (settings.providerId === TWILIO) checkApiBase(settings.config.apiBaseUrl ?? settings.secrets?.apiBaseUrl, deps.config);
   return createNumberProvider(settings, deps.carrierOptions ?? {});
 }
 

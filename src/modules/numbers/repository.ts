@@ -1,5 +1,5 @@
 // Queries on phone_numbers: the numbers organizations hold.
-import type { Executor, PhoneNumberRow, PhoneNumbersTable } from '../../db/types.ts';
+import type { Executor, NumberReleaseRow, NumberReleasesTable, PhoneNumberRow, PhoneNumbersTable } from '../../db/types.ts';
 import type { Insertable, Updateable } from 'kysely';
 
 export const phoneNumberRepo = {
@@ -28,10 +28,31 @@ export const phoneNumberRepo = {
     const rows = await db.selectFrom('phone_numbers').select('number').where('number', 'in', numbers).execute();
     return new Set(rows.map((r) => r.number));
   },
+  /** Deletes the organization's rows (one agent's, when given): the numbers are unbound. */
+  async deleteForHolder(db: Executor, orgId: number, agentId?: number): Promise<void> {
+    let q = db.deleteFrom('phone_numbers').where('org_id', '=', orgId);
+    if (agentId !== undefined) q = q.where('agent_id', '=', agentId);
+    await q.execute();
+  },
   /** The organization's numbers (one agent's, when given), oldest first. */
   async listForOrg(db: Executor, orgId: number, agentId?: number): Promise<PhoneNumberRow[]> {
     let q = db.selectFrom('phone_numbers').selectAll().where('org_id', '=', orgId);
     if (agentId !== undefined) q = q.where('agent_id', '=', agentId);
     return q.orderBy('id').execute();
+  },
+};
+
+/** Queries on number_releases: a deleted holder's numbers to release at their provider (a queue). */
+export const releaseRepo = {
+  async insert(db: Executor, rows: Insertable<NumberReleasesTable>[]): Promise<void> {
+    if (rows.length > 0) await db.insertInto('number_releases').values(rows).execute();
+  },
+  /** Records the provider's reference found by looking the number up, so a retry releases that one without looking again. */
+  async setRef(db: Executor, id: string, providerRef: string, now: number): Promise<void> {
+    await db.updateTable('number_releases').set({ provider_ref: providerRef, updated_at: now }).where('id', '=', id).execute();
+  },
+  /** The releases of an organization's numbers, oldest first (what an operator and the tests read). */
+  async listForOrg(db: Executor, orgId: number): Promise<NumberReleaseRow[]> {
+    return db.selectFrom('number_releases').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
   },
 };

@@ -1,8 +1,11 @@
 // Phone numbers: search the numbering provider's inventory, assign (buy), bring your own, return,
 // and list (an extension). docs/numbers.md; the contract's choices in docs/api.md.
 import { Type } from '@sinclair/typebox';
+import { Conflict } from '../../http/errors.ts';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { Caps, Held } from './schemas.ts';
+import type { SmsService } from '../conversations/sms.ts';
 import type { NumbersService } from './service.ts';
 
 const tags = ['Phone Numbers'];
@@ -12,7 +15,6 @@ const City = Place('City (locality) to search in');
 const Region = Place('Region to search in (in the US, the state: TX); not every provider can filter by it in every country');
 const Target = Type.Object({ targetAccountId: Type.Optional(AccountId('Organization or agent account acting on; resellers and partners must name one')) });
 const NumberField = Type.String({ minLength: 1, maxLength: 64, description: 'Phone number, E.164 (+12145551234)' });
-const Caps = Obj({ voice: Type.Boolean(), sms: Type.Boolean(), mms: Type.Boolean() });
 const Available = Obj({
   number: Type.String({ description: 'E.164' }), locality: Type.Union([Type.String(), Type.Null()]), region: Type.Union([Type.String(), Type.Null()]),
   country: Type.String(), capabilities: Caps,
@@ -28,18 +30,9 @@ const SearchAnswer = Envelope({
   prefix: Type.Optional(Type.String()), strict: Type.Optional(Type.Boolean()),
   widenedTo: Type.Optional(Type.String({ description: 'With strict false and nothing matching: the shorter prefix (the general area) searched instead' })),
 });
-const Held = Obj({
-  number: Type.String(), agentId: Type.Union([Type.Integer(), Type.Null()]), kind: Type.String({ description: 'bought | byo' }),
-  state: Type.String({ description: 'active | reserved (being bought) | attention (docs/numbers.md, "Reconciliation")' }),
-  provider: Type.Union([Type.String(), Type.Null()]), simulated: Type.Boolean(), country: Type.Union([Type.String(), Type.Null()]),
-  locality: Type.Union([Type.String(), Type.Null()]), region: Type.Union([Type.String(), Type.Null()]),
-  capabilities: Type.Union([Caps, Type.Null()]),
-  lastError: Type.Optional(Type.String({ description: 'Why the number needs attention' })),
-  createdAt: Type.Integer(),
-});
 const searchErrors = errors(400, 403, 404, 502, 504);
 
-export async function numbersRoutes(app: App, { numbers }: { numbers: NumbersService }): Promise<void> {
+export async function numbersRoutes(app: App, { numbers, sms }: { numbers: NumbersService; sms: SmsService }): Promise<void> {
   app.post('/api/v2/phoneNumber/search/local/locality', {
     schema: { operationId: 'searchNumbersByLocality', tags, security: Security,
       summary: `Search local numbers by city, region and country (docs/numbers.md)`, querystring: Target,
@@ -91,6 +84,23 @@ export async function numbersRoutes(app: App, { numbers }: { numbers: NumbersSer
       querystring: Target, body: Type.Object({ number: NumberField }),
       response: { 200: Envelope({ number: Type.String(), released: Type.Boolean({ description: 'Released at the provider (false for BYO)' }) }), ...errors(400, 403, 404, 409, 502, 504) } },
   }, async (req) => numbers.return(req.scope, req.query.targetAccountId, req.body));
+
+  app.post('/api/v2/phoneNumber/simulate/text', {
+    schema: { operationId: 'simulateTextToNumber', tags, security: Security,
+      summary: 'A text arriving on one of your SIMULATED numbers, as if sent from `from` (no network delivers texts to them) — an extension',
+      querystring: Target,
+      body: Type.Object({
+        number: NumberField,
+        from: Type.String({ minLength: 1, maxLength: 64, description: 'The sender, E.164' }),
+        body: Type.String({ minLength: 1, maxLength: 1600 }),
+      }),
+      response: { 200: Envelope({ simulated: Type.Boolean(), conversationId: Type.String(), messageId: Type.String() }), ...errors(400, 403, 404, 409) } },
+  }, async (req) => {
+    const held = await numbers.simulatedHolder(req.scope, req.query.targetAccountId, req.body.number);
+    const r = await sms.receiveSimulated(held.orgId, held.agentId, { from: req.body.from, to: held.number, body: req.body.body }, req.log);
+    if (r.kind !== 'queued') throw new Conflict(`organization ${held.orgId} has no agent to answer the text`);
+    return { success: true, message: `Text to ${held.number} received (simulated)`, simulated: true, conversationId: r.conversationId, messageId: r.messageId };
+  });
 
   app.get('/api/v2/phoneNumbers', {
     schema: { operationId: 'listNumbers', tags, security: Security,

@@ -19,6 +19,7 @@ import { accountRepo } from '../accounts/repository.ts';
 import { TWILIO_SMS_PATH } from '../conversations/sms.ts';
 import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH } from '../conversations/twilio-voice.ts';
 import { chooseNumberProvider } from '../numbering/carriers.ts';
+import { presentNumber } from './present.ts';
 import { phoneNumberRepo } from './repository.ts';
 
 /** A reservation older than this whose purchase never finished (its process died) may be reconciled. */
@@ -31,24 +32,6 @@ export interface NumbersServiceDeps {
   box: SecretBox;
   config: Pick<Config, 'publicUrl' | 'allowPrivateTargets'>;
   carrierOptions?: CarrierOptions;
-}
-
-/** The number as the API shows it (times in unix seconds). */
-export function presentNumber(row: PhoneNumberRow) {
-  return {
-    number: row.number,
-    agentId: row.agent_id,
-    kind: row.kind,
-    state: row.state,
-    provider: row.provider,
-    simulated: bool(row.simulated),
-    country: row.country,
-    locality: row.locality,
-    region: row.region,
-    capabilities: row.capabilities ? JSON.parse(row.capabilities) as Record<string, boolean> : null,
-    ...(row.last_error ? { lastError: row.last_error } : {}),
-    createdAt: Math.floor(row.created_at / 1000),
-  };
 }
 
 /** A provider's failure as the HTTP answer, naming the provider. */
@@ -293,6 +276,21 @@ export function numbersService(deps: NumbersServiceDeps) {
         message: released ? `Phone number ${number} released at ${row.provider} and unassigned` : `Phone number ${number} unassigned`,
         number, released,
       };
+    },
+
+    /**
+     * The organization and agent a text to one of its SIMULATED numbers reaches (the simulated
+     * arrival, docs/numbers.md): 404 for a number it (or the agent acting) does not hold, 400 for
+     * a real one (its texts arrive from its provider), 409 while it is not active.
+     */
+    async simulatedHolder(scope: Scope, targetAccountId: number | undefined, raw: string): Promise<{ orgId: number; agentId: number | null; number: string }> {
+      const t = await tenant(scope, targetAccountId);
+      const number = checkNumber(raw);
+      const row = await phoneNumberRepo.findInOrg(db, t.org.id, number);
+      if (!row || (t.agent && row.agent_id !== t.agent.id)) throw new NotFound(`number ${number} was not found`);
+      if (!bool(row.simulated)) throw new Invalid(`number ${number} is not a simulated number: texts to it arrive from ${row.provider ?? 'its own provider'}`);
+      if (row.state !== 'active') throw new Conflict(`number ${number} is ${row.state}`);
+      return { orgId: t.org.id, agentId: row.agent_id, number };
     },
 
     async list(scope: Scope, targetAccountId: number | undefined) {

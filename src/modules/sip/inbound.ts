@@ -60,9 +60,12 @@ export class InboundCalls {
         // Our subscriptions' NOTIFYs reach their dialog's handler (by Call-ID): this one is for none of them.
         endpoint.respond(req, ctx, 481, 'Subscription Does Not Exist');
         return;
+      case 'CANCEL':
+        // The endpoint has answered it (200) and the INVITE (487): what is left is to end a call
+        // still ringing. Nothing more is sent for it.
+        this.#ringing.get(req.headers.get('call-id') ?? '')?.();
+        return;
       default:
-        // A CANCEL (the endpoint already answered it and the INVITE's 487) ends a call still ringing.
-        if (req.method === 'CANCEL') this.#ringing.get(req.headers.get('call-id') ?? '')?.();
         endpoint.respond(req, ctx, 405, 'Method Not Allowed', { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS' });
     }
   }

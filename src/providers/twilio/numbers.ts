@@ -1,5 +1,6 @@
 // Twilio's phone numbers through its REST API (2010-04-01) with the organization's own account:
-// AvailablePhoneNumbers/{country}/Local to search (InLocality, InRegion, AreaCode, Contains),
+// AvailablePhoneNumbers/{country}/Local to search (InLocality, InRegion, AreaCode, Contains), with
+// the country's monthly price from the Pricing API (pricing.ts),
 // IncomingPhoneNumbers to buy (VoiceUrl, SmsUrl, StatusCallback), find, update and release.
 // Requests go out as the carrier's do (rest.ts): a hard timeout, no redirects, a bounded answer,
 // and Twilio's answers turned into the carrier error types.
@@ -9,6 +10,7 @@ import {
   NumberUnavailable, UnsupportedSearch,
   type AvailableNumber, type HeldNumber, type NumberProvider, type NumberSearch, type NumberWebhooks,
 } from '../numbers.ts';
+import { localNumberPrice, pricingBaseOf } from './pricing.ts';
 import { TWILIO, TwilioRest, type TwilioOptions } from './rest.ts';
 
 /** Twilio filters by region (InRegion) only in these countries. */
@@ -26,9 +28,12 @@ export class TwilioNumbers implements NumberProvider {
   readonly name = TWILIO;
   readonly simulated = false;
   readonly #rest: TwilioRest;
+  /** Whose prices, and where the Pricing API is (pricing.ts). */
+  readonly #pricing: { accountSid: string; base: string };
 
   constructor(settings: TwilioNumberSettings, opts: TwilioOptions = {}) {
     this.#rest = new TwilioRest(settings, opts);
+    this.#pricing = { accountSid: settings.accountSid, base: pricingBaseOf(settings.apiBaseUrl) };
   }
 
   /** The hard limit of one request (connect to last byte). */
@@ -72,6 +77,8 @@ export class TwilioNumbers implements NumberProvider {
     if (contains && contains.length > 16) throw new UnsupportedSearch(`twilio searches for at most 16 characters (${contains} has ${contains.length})`, TWILIO);
     if (contains) query.set('Contains', contains);
     query.set('PageSize', String(q.limit));
+    // The country's monthly price (Pricing API), asked beside the search; null when it cannot be had.
+    const price = localNumberPrice(this.#rest, this.#pricing, q.country);
     let json: Json | undefined;
     try {
       json = await this.#request('GET', this.#url(`AvailablePhoneNumbers/${encodeURIComponent(q.country)}/Local.json`, query), undefined, signal);
@@ -82,6 +89,7 @@ export class TwilioNumbers implements NumberProvider {
       throw err;
     }
     const list = Array.isArray(json?.available_phone_numbers) ? json.available_phone_numbers as Json[] : [];
+    const monthlyPrice = await price;
     const out: AvailableNumber[] = [];
     for (const n of list) {
       if (typeof n.phone_number !== 'string') continue;
@@ -94,7 +102,7 @@ export class TwilioNumbers implements NumberProvider {
         region: typeof n.region === 'string' && n.region ? n.region : null,
         country: typeof n.iso_country === 'string' ? n.iso_country : q.country,
         capabilities: { voice: caps.voice === true, sms: caps.SMS === true || caps.sms === true, mms: caps.MMS === true || caps.mms === true },
-        monthlyPrice: null,
+        monthlyPrice,
       });
       if (out.length >= q.limit) break;
     }
