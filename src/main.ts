@@ -1,4 +1,6 @@
-// The callplane command: `serve` (API and/or workers), `migrate`, `token`.
+// The callplane command: `serve` (API and/or workers), `migrate`, `token`, `doctor`, and the
+// operator's commands that act through the API with the typed client (src/cli/: `tokens`,
+// `tasks import`, `agents publish`, `calls watch`).
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -13,10 +15,22 @@ import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
 import { maintenanceJobs, Maintenance } from './maintenance.ts';
 import { createPlatform } from './platform.ts';
+import { CallplaneError } from '../sdk/client.js';
+import { agentsCommand } from './cli/agents.ts';
+import { callsCommand } from './cli/calls-watch.ts';
+import { doctorCommand } from './cli/doctor.ts';
+import { tasksCommand } from './cli/tasks-import.ts';
+import { tokensCommand } from './cli/tokens.ts';
+import { HELP, UsageError } from './cli/usage.ts';
 
-const USAGE = `usage: callplane [serve] [--role api|worker|all]
-       callplane migrate
-       callplane token     (prints where the bootstrap admin token is, or creates the partner account)`;
+/** The commands that need no server configuration: they run through the API, or check it. */
+const CLIENT_COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+  tokens: (argv) => tokensCommand(argv),
+  tasks: (argv) => tasksCommand(argv),
+  agents: (argv) => agentsCommand(argv),
+  calls: (argv) => callsCommand(argv),
+  doctor: (argv) => doctorCommand(argv),
+};
 
 /** A failure at boot that the operator must fix; printed as one line, without a stack. */
 class StartupError extends Error {}
@@ -143,12 +157,21 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
 }
 
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  // `callplane --role api` is `callplane serve --role api`: the first word, when it is not an option, is the command.
+  const first = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : undefined;
+  if (first === 'help') return void console.log(HELP[argv[1] ?? 'main'] ?? HELP.main);
+  const client = first === undefined ? undefined : CLIENT_COMMANDS[first];
+  if (client) {
+    process.exitCode = await client(argv.slice(1));
+    return;
+  }
   const { values, positionals } = parseArgs({
-    allowPositionals: true,
+    args: argv, allowPositionals: true,
     options: { role: { type: 'string', default: 'all' }, help: { type: 'boolean', short: 'h' } },
   });
-  if (values.help) return void console.log(USAGE);
   const command = positionals[0] ?? 'serve';
+  if (values.help) return void console.log(first === undefined ? HELP.main : HELP[command] ?? HELP.main);
   const config = loadConfig();
   const log = pino({
     level: config.logLevel,
@@ -177,12 +200,21 @@ async function main(): Promise<void> {
       return database.close();
     }
     default:
-      console.error(USAGE);
-      process.exitCode = 2;
+      throw new UsageError(`unknown command '${command}'`, HELP.main);
   }
 }
 
 main().catch((err) => {
+  if (err instanceof UsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS_')) {
+    console.error(`callplane: ${(err as Error).message}`);
+    if (err instanceof UsageError && err.usage) console.error(`\n${err.usage}`);
+    process.exit(2);
+  }
+  if (err instanceof CallplaneError) {
+    // The API's own answer: its status and message (naming the field for a 400).
+    console.error(`callplane: the API answered ${err.status}: ${err.message}`);
+    process.exit(1);
+  }
   if (err instanceof ConfigError) {
     console.error(`callplane: ${err.message}`);
     process.exit(2);
