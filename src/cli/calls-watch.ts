@@ -41,7 +41,9 @@ async function snapshot(client: CallplaneClient, target: number | undefined, lin
   for (const t of tasks) {
     calls.set(`task:${t.id}`, {
       key: `task:${t.id}`, taskId: t.id, party: t.target ?? '', direction: 'outbound',
-      via: `${t.provider ?? 'carrier'}${t.result?.simulated === true ? ' (SIMULATED)' : ''}`,
+      // A carrier that reports the call's progress (Twilio) is named while it runs; the SIMULATED
+      // one runs the whole call inside one step and is named when it ends.
+      via: t.provider ? `${t.provider}${t.result?.simulated === true ? ' (SIMULATED)' : ''}` : 'a carrier not reported yet',
       state: t.state, startedAt: t.startedAt ?? null, lines: [],
     });
   }
@@ -82,7 +84,9 @@ async function ending(client: CallplaneClient, call: LiveCall, target: number | 
     if (call.taskId) {
       const { task } = await ok(client.GET('/api/v2/tasks/{taskId}', { params: { path: { taskId: call.taskId }, query: { targetAccountId: target } } }));
       const outcome = typeof task.result?.outcome === 'string' ? ` (${task.result.outcome})` : '';
-      return `${task.state}${outcome}${task.error ? `: ${task.error}` : ''}`;
+      const via = task.provider ? ` on ${task.provider}` : '';
+      const note = typeof task.result?.note === 'string' ? ` — ${task.result.note}` : '';
+      return `${task.state}${outcome}${via}${task.error ? `: ${task.error}` : ''}${note}`;
     }
     if (call.roomId && call.uuid) {
       const [c] = await ok(client.GET('/api/v2/conversation/{roomId}/{uuid}', { params: { path: { roomId: call.roomId, uuid: call.uuid }, query: { targetAccountId: target } } }));

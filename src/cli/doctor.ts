@@ -150,6 +150,9 @@ async function sipCheck(config: Config): Promise<Check> {
     return { name: 'sip', level: 'WARN', message: `${where} can be bound (UDP and TCP), but the address advertised to PBXs is ${advertised}, which only this machine reaches`,
       fix: 'set CALLPLANE_SIP_ADVERTISE_HOST to the address PBXs reach (behind NAT: the public one)' };
   }
+  if (config.sipPort === 0) {
+    return { name: 'sip', level: 'OK', message: `CALLPLANE_SIP_PORT=0: each worker binds a free port on ${config.sipHost}, advertised as ${advertised} (PBXs that whitelist a port need a fixed one)` };
+  }
   return { name: 'sip', level: 'OK', message: `${where} can be bound (UDP and TCP); advertised to PBXs as ${advertised}:${config.sipPort} (open it, and the RTP ports ${config.rtpPortMin}-${config.rtpPortMax}/udp, in the firewall)` };
 }
 
