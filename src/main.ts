@@ -15,22 +15,8 @@ import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
 import { maintenanceJobs, Maintenance } from './maintenance.ts';
 import { createPlatform } from './platform.ts';
-import { CallplaneError } from '../sdk/client.js';
-import { agentsCommand } from './cli/agents.ts';
-import { callsCommand } from './cli/calls-watch.ts';
-import { doctorCommand } from './cli/doctor.ts';
-import { tasksCommand } from './cli/tasks-import.ts';
-import { tokensCommand } from './cli/tokens.ts';
+import { reportCliError, runClientCommand } from './cli/commands.ts';
 import { HELP, UsageError } from './cli/usage.ts';
-
-/** The commands that need no server configuration: they run through the API, or check it. */
-const CLIENT_COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
-  tokens: (argv) => tokensCommand(argv),
-  tasks: (argv) => tasksCommand(argv),
-  agents: (argv) => agentsCommand(argv),
-  calls: (argv) => callsCommand(argv),
-  doctor: (argv) => doctorCommand(argv),
-};
 
 /** A failure at boot that the operator must fix; printed as one line, without a stack. */
 class StartupError extends Error {}
@@ -158,14 +144,10 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
+  // help, doctor and the commands through the API (src/cli/commands.ts).
+  if (await runClientCommand(argv)) return;
   // `callplane --role api` is `callplane serve --role api`: the first word, when it is not an option, is the command.
   const first = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : undefined;
-  if (first === 'help') return void console.log(HELP[argv[1] ?? 'main'] ?? HELP.main);
-  const client = first === undefined ? undefined : CLIENT_COMMANDS[first];
-  if (client) {
-    process.exitCode = await client(argv.slice(1));
-    return;
-  }
   const { values, positionals } = parseArgs({
     args: argv, allowPositionals: true,
     options: { role: { type: 'string', default: 'all' }, help: { type: 'boolean', short: 'h' } },
@@ -205,16 +187,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  if (err instanceof UsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS_')) {
-    console.error(`callplane: ${(err as Error).message}`);
-    if (err instanceof UsageError && err.usage) console.error(`\n${err.usage}`);
-    process.exit(2);
-  }
-  if (err instanceof CallplaneError) {
-    // The API's own answer: its status and message (naming the field for a 400).
-    console.error(`callplane: the API answered ${err.status}: ${err.message}`);
-    process.exit(1);
-  }
+  const code = reportCliError(err);
+  if (code !== undefined) process.exit(code);
   if (err instanceof ConfigError) {
     console.error(`callplane: ${err.message}`);
     process.exit(2);
