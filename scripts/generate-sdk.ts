@@ -55,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
       const b = content.split('\n');
       const first = a.findIndex((line, i) => line !== b[i]);
       const at = first < 0 ? Math.min(a.length, b.length) : first;
-      console.log(`DIFFERS     ${rel}${current === undefined ? ' (missing)' : ` from line ${at + 1}: checked in ${JSON.stringify(a[at] ?? '<end of file>')}, routes give ${JSON.stringify(b[at] ?? '<end of file>')}`}`);
+      console.log(`DIFFERS     ${rel}${current === undefined ? ' (missing)' : ` from line ${at + 1}: checked in ${JSON.stringify(a[at] ?? '<end of file>')}, generated now ${JSON.stringify(b[at] ?? '<end of file>')}`}`);
     } else {
       fs.writeFileSync(file, content);
       console.log(`written     ${rel}`);
