@@ -147,7 +147,8 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
         } else {
           for (const call of current.values()) {
             const before = previous.get(call.key);
-            if (!before || before.state !== call.state) out.write(`${before ? '~' : '+'} ${describe(call)}\n`);
+            // New (+), or its state or carrier changed (~: a carrier is named once it reports the call).
+            if (!before || before.state !== call.state || before.via !== call.via) out.write(`${before ? '~' : '+'} ${describe(call)}\n`);
             const seen = new Set(before?.lines.map((l) => l.uuid));
             for (const l of call.lines) if (!seen.has(l.uuid)) out.write(`  ${call.taskId ?? call.uuid} ${who(l.direction)}: ${l.message}\n`);
           }

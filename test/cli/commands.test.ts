@@ -13,10 +13,11 @@ import { after, before, describe, it } from 'node:test';
 import { createCallplaneClient, ok, type CallplaneClient } from '../../sdk/index.ts';
 import { DIST_MAIN, ensureBuilt, ROOT } from '../helpers/dist.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
+import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
 import { ENGINES, PG_URL, SKIPPED_ENGINES } from '../helpers/harness.ts';
 import { createScratchPgDatabase } from '../helpers/scratch-pg.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
-import { freePort } from '../helpers/wait.ts';
+import { freePort, waitFor } from '../helpers/wait.ts';
 
 const TOKEN_RE = /cpl_[A-Za-z0-9_-]{43}/;
 const dirs: string[] = [];
@@ -136,6 +137,8 @@ for (const engine of ENGINES) {
     let orgToken: string;
     let agentId: number;
     let fakeLlm: FakeLlm;
+    let fakeTwilio: FakeTwilio;
+    let resellerId: number;
     /** The environment serve runs with, which doctor reads too. */
     let serverEnv: Record<string, string>;
     const api = () => ({ CALLPLANE_URL: url, CALLPLANE_TOKEN: orgToken });
@@ -148,6 +151,7 @@ for (const engine of ENGINES) {
         drop = created.drop;
       }
       fakeLlm = await startFakeLlm();
+      fakeTwilio = await startFakeTwilio();
       const port = await freePort();
       serverEnv = {
         DATA_DIR: dataDir, ...(databaseUrl ? { DATABASE_URL: databaseUrl, CALLPLANE_SECRET_KEY: 'ab'.repeat(32) } : {}),
@@ -155,6 +159,8 @@ for (const engine of ENGINES) {
         // Long enough for calls watch to see the call in progress.
         CALLPLANE_SIMULATED_CALL_SECONDS: '20',
         CALLPLANE_LLM_BASE_URL: fakeLlm.baseUrl, CALLPLANE_LLM_MODEL: 'fake-model',
+        // The fake Twilio on loopback fetches our TwiML and posts the caller's words here.
+        CALLPLANE_PUBLIC_URL: `http://127.0.0.1:${port}`, CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
       };
       serve = start(['serve'], serverEnv, 'main');
       await serve.waitFor(/"msg":"ready"/);
@@ -162,6 +168,7 @@ for (const engine of ENGINES) {
       url = `http://127.0.0.1:${port}`;
       admin = createCallplaneClient({ baseUrl: url, token: adminToken });
       const { reseller } = await ok(admin.POST('/api/v2/createReseller', { params: { query: { targetPartnerId: 1 } }, body: { resellerName: 'CLI Reseller' } }));
+      resellerId = reseller.id;
       const { organization } = await ok(admin.POST('/api/v2/createOrganization', { params: { query: { targetResellerId: reseller.id } }, body: { orgName: 'CLI Org' } }));
       orgId = organization.id as number;
       agentId = organization.defaultAccountId as number;
@@ -173,6 +180,7 @@ for (const engine of ENGINES) {
         await serve.exit(20_000);
       }
       await fakeLlm?.close();
+      await fakeTwilio?.close();
       await drop();
     });
 
@@ -338,6 +346,49 @@ for (const engine of ENGINES) {
       assert.equal(gone.code, 1);
       assert.match(gone.stdout, new RegExp(`^FAIL\\s+database\\s+cannot use postgres://127\\.0\\.0\\.1:${closed}/none: .*ECONNREFUSED`, 'm'));
       assert.match(gone.stdout, /fix: check DATABASE_URL/);
+    });
+
+    // After the doctor tests: this organization's Twilio provider would change what doctor says of carriers.
+    it('calls watch shows a Twilio call\'s transcript as it is spoken, and how the call ended', async () => {
+      const { organization } = await ok(admin.POST('/api/v2/createOrganization', { params: { query: { targetResellerId: resellerId } }, body: { orgName: 'Voice Org' } }));
+      const voiceOrg = organization.id as number;
+      await ok(admin.POST('/api/v2/numberingProvider', {
+        params: { query: { targetOrganizationId: voiceOrg } },
+        body: { providerId: 'twilio', config: { accountSid: fakeTwilio.accountSid, authToken: fakeTwilio.authToken, phoneNumber: '+15005550006', apiBaseUrl: fakeTwilio.url } },
+      }));
+      const token = (await ok(admin.POST('/api/v2/tokens', { params: { query: { targetAccountId: voiceOrg } }, body: { type: 'admin', description: 'voice' } }))).token.token;
+      const org = createCallplaneClient({ baseUrl: url, token });
+      await ok(org.POST('/api/v2/agent', { body: { welcomeMessage: 'Hello, this is Ada from Acme Dental.' } }));
+      await ok(org.POST('/api/v2/agent/publish'));
+
+      const watch = start(['calls', 'watch', '--interval', '0.3', '--lines', '5'], { CALLPLANE_URL: url, CALLPLANE_TOKEN: token });
+      await watch.waitFor(/watching live calls/);
+      const { task } = await ok(org.POST('/api/v2/tasks', { body: { type: 'call', target: '+14155552691' } }));
+      const sid = await waitFor('the call placed on the fake Twilio', async () => {
+        const { task: t } = await ok(org.GET('/api/v2/tasks/{taskId}', { params: { path: { taskId: task.id } } }));
+        return t.state === 'running' && t.providerRef ? t.providerRef : undefined;
+      }, 20_000, 100);
+      // New (+), or named once the carrier reported it (~) when the watch saw it running before that.
+      await watch.waitFor(new RegExp(`^[+~] call ${task.id} to \\+14155552691 via twilio: running since `, 'm'));
+      // Answered: Twilio fetches the TwiML, which greets; the caller speaks and the agent (the fake model) answers.
+      const twiml = await fakeTwilio.fetchTwiml(sid);
+      assert.equal(twiml.status, 200, twiml.body);
+      await watch.waitFor(new RegExp(`^  ${task.id} agent: Hello, this is Ada from Acme Dental\\.$`, 'm'));
+      const gather = /<Gather [^>]*action="([^"]+)"/.exec(twiml.body)![1].replace(/&amp;/g, '&');
+      const said = await fakeTwilio.postSigned(gather, {
+        AccountSid: fakeTwilio.accountSid, ApiVersion: '2010-04-01', CallSid: sid, CallStatus: 'in-progress', Direction: 'outbound-api',
+        SpeechResult: 'I would like an appointment', Confidence: '0.92', Language: 'en-US',
+      });
+      assert.equal(said.status, 200, said.body);
+      await watch.waitFor(new RegExp(`^  ${task.id} caller: I would like an appointment$`, 'm'));
+      await watch.waitFor(new RegExp(`^  ${task.id} agent: reply to: I would like an appointment$`, 'm'));
+      // The carrier reports the end.
+      await fakeTwilio.progressCall(sid, 'completed');
+      await watch.waitFor(new RegExp(`^- call ${task.id} ended: finished \\(completed\\) on twilio$`, 'm'));
+      watch.child.kill('SIGINT');
+      assert.equal((await watch.exit(10_000)).code, 0);
+      // Each line once: the transcript is printed as it grows, not again on every poll.
+      assert.equal(watch.stdout().split('\n').filter((l) => l.endsWith('caller: I would like an appointment')).length, 1);
     });
   });
 }
