@@ -41,15 +41,16 @@ export class ProgressBar {
 
   /** Draws the final state and ends the line. */
   finish(note = ''): void {
-    if (this.#tty) this.stream.write(`\r${this.#line()}${note ? ` ${note}` : ''}\x1b[K\n`);
+    if (this.#tty) this.stream.write(`\r${this.#line(true, note ? note.length + 1 : 0)}${note ? ` ${note}` : ''}\x1b[K\n`);
     else if (note) this.stream.write(`${this.label}: ${note}\n`);
   }
 
-  #line(bar = true): string {
+  /** The bar and figures, in the terminal's width less `reserved` columns (at least 10 for the bar). */
+  #line(bar = true, reserved = 0): string {
     const pct = this.total === 0 ? 100 : Math.floor((this.#done / this.total) * 100);
     const figures = `${String(pct).padStart(3)}% ${size(this.#done)}/${size(this.total)}`;
     if (!bar) return `${this.label}: ${figures}`;
-    const width = Math.max(10, Math.min(40, (this.stream.columns ?? 80) - this.label.length - figures.length - 6));
+    const width = Math.max(10, Math.min(40, (this.stream.columns ?? 80) - this.label.length - figures.length - 6 - reserved));
     const filled = this.total === 0 ? width : Math.round((this.#done / this.total) * width);
     return `${this.label} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${figures}`;
   }
