@@ -16,5 +16,7 @@ if (!fs.existsSync(main)) {
 process.setSourceMapsEnabled(true);
 // Help, doctor and the commands through the API (tokens, tasks, agents, calls) start without
 // loading the service's code; everything else is dist/main.js.
-const { runClientCommand } = await import(pathToFileURL(path.join(dist, 'cli', 'commands.js')).href);
+// (A dist/ built before src/cli/ existed has no commands.js: dist/main.js then says what it knows.)
+const commands = path.join(dist, 'cli', 'commands.js');
+const { runClientCommand } = fs.existsSync(commands) ? await import(pathToFileURL(commands).href) : { runClientCommand: async () => false };
 if (!(await runClientCommand(process.argv.slice(2)))) await import(pathToFileURL(main).href);
