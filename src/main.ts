@@ -1,4 +1,6 @@
-// The callplane command: `serve` (API and/or workers), `migrate`, `token`.
+// The callplane command: `serve` (API and/or workers), `migrate`, `token`, `doctor`, and the
+// operator's commands that act through the API with the typed client (src/cli/: `tokens`,
+// `tasks import`, `agents publish`, `calls watch`).
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -13,10 +15,8 @@ import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
 import { maintenanceJobs, Maintenance } from './maintenance.ts';
 import { createPlatform } from './platform.ts';
-
-const USAGE = `usage: callplane [serve] [--role api|worker|all]
-       callplane migrate
-       callplane token     (prints where the bootstrap admin token is, or creates the partner account)`;
+import { reportCliError, runClientCommand } from './cli/commands.ts';
+import { HELP, UsageError } from './cli/usage.ts';
 
 /** A failure at boot that the operator must fix; printed as one line, without a stack. */
 class StartupError extends Error {}
@@ -144,12 +144,17 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
 }
 
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  // help, doctor and the commands through the API (src/cli/commands.ts).
+  if (await runClientCommand(argv)) return;
+  // `callplane --role api` is `callplane serve --role api`: the first word, when it is not an option, is the command.
+  const first = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : undefined;
   const { values, positionals } = parseArgs({
-    allowPositionals: true,
+    args: argv, allowPositionals: true,
     options: { role: { type: 'string', default: 'all' }, help: { type: 'boolean', short: 'h' } },
   });
-  if (values.help) return void console.log(USAGE);
   const command = positionals[0] ?? 'serve';
+  if (values.help) return void console.log(first === undefined ? HELP.main : HELP[command] ?? HELP.main);
   const config = loadConfig();
   const log = pino({
     level: config.logLevel,
@@ -178,12 +183,13 @@ async function main(): Promise<void> {
       return database.close();
     }
     default:
-      console.error(USAGE);
-      process.exitCode = 2;
+      throw new UsageError(`unknown command '${command}'`, HELP.main);
   }
 }
 
 main().catch((err) => {
+  const code = reportCliError(err);
+  if (code !== undefined) process.exit(code);
   if (err instanceof ConfigError) {
     console.error(`callplane: ${err.message}`);
     process.exit(2);

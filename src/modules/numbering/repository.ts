@@ -29,6 +29,15 @@ export const numberingRepo = {
     return db.selectFrom('numbering_providers').select(['org_id', 'config'])
       .where('config', 'like', '%"phoneNumber"%').where('config', 'like', `%${lastDigits.replace(/[%_\\]/g, '')}%`).execute();
   },
+  /**
+   * Enabled providers of every organization, counted by provider and non-secret settings
+   * (`callplane doctor` says which carriers the deployment uses).
+   */
+  async enabledSummary(db: Executor): Promise<Array<{ provider_id: string; config: string; organizations: number }>> {
+    const rows = await db.selectFrom('numbering_providers').select(['provider_id', 'config', (eb) => eb.fn.countAll<number | string>().as('organizations')])
+      .where('enabled', '=', 1).groupBy(['provider_id', 'config']).execute();
+    return rows.map((r) => ({ provider_id: r.provider_id, config: r.config, organizations: Number(r.organizations) }));
+  },
   /** Only one provider of an organization is its default. */
   async clearDefault(db: Executor, orgId: number, exceptId: number): Promise<void> {
     await db.updateTable('numbering_providers').set({ is_default: 0 })

@@ -1,0 +1,95 @@
+// @callplane/client: a typed client of the callplane API. The types (`paths`, `components`) are
+// generated from the OpenAPI document our routes make (schema.d.ts, `npm run sdk:generate`);
+// requests go through openapi-fetch, so every path, parameter, body and answer is checked by the
+// compiler. This file is the only hand-written part; client.js and client.d.ts are it compiled
+// (by `npm run sdk:generate`), for plain Node and the compiled `callplane` command.
+import createFetchClient, { type Client, type ClientOptions, type Middleware } from 'openapi-fetch';
+import type { components, operations, paths } from './schema.js';
+
+export type { components, operations, paths };
+
+/** The client: openapi-fetch's, typed by our paths (`client.GET('/api/v2/tasks/{taskId}', …)`). */
+export type CallplaneClient = Client<paths>;
+
+export interface CallplaneClientOptions {
+  /** Where the service answers, e.g. `http://localhost:8080` (no `/api/v2`: the paths carry it). */
+  baseUrl: string;
+  /** An API token (`cpl_…`) of the account to act as; sent as `Authorization: Bearer`. */
+  token: string;
+  /** Another fetch (tests, proxies); the global one by default. */
+  fetch?: ClientOptions['fetch'];
+  /** Headers sent with every request (a `User-Agent`, an `X-Request-Id`). */
+  headers?: Record<string, string>;
+}
+
+/** Every error answer of the API has this shape (docs/api.md, "Errors"). */
+export interface ErrorBody {
+  success: false;
+  message: string;
+  requestId?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * An answer that was not a success: `status` is the HTTP status, `success` is false and `message`
+ * is the API's message (naming the field, for a 400). `body` is the whole error answer.
+ */
+export class CallplaneError extends Error {
+  readonly success = false as const;
+  readonly status: number;
+  readonly requestId: string | undefined;
+  readonly body: ErrorBody;
+
+  constructor(status: number, body: ErrorBody) {
+    super(body.message);
+    this.name = 'CallplaneError';
+    this.status = status;
+    this.body = body;
+    this.requestId = body.requestId;
+  }
+}
+
+/** Makes a client for one service and one token. */
+export function createCallplaneClient(options: CallplaneClientOptions): CallplaneClient {
+  if (!/^https?:\/\//i.test(options.baseUrl)) throw new TypeError(`baseUrl must be an http(s) URL (got '${options.baseUrl}')`);
+  if (!options.token) throw new TypeError('token is required');
+  const client = createFetchClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    fetch: options.fetch,
+    headers: options.headers,
+  });
+  const auth: Middleware = {
+    onRequest({ request }) {
+      request.headers.set('authorization', `Bearer ${options.token}`);
+      return request;
+    },
+  };
+  client.use(auth);
+  return client;
+}
+
+/** What every openapi-fetch call answers. */
+interface FetchResult<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The error body of an answer, whatever the server sent (a proxy's HTML page included). */
+function errorBody(response: Response, error: unknown): ErrorBody {
+  if (error && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string') {
+    return { ...(error as Record<string, unknown>), success: false, message: (error as { message: string }).message };
+  }
+  const text = typeof error === 'string' && error.trim() ? `: ${error.trim().slice(0, 200)}` : '';
+  return { success: false, message: `${response.status} ${response.statusText}${text}` };
+}
+
+/**
+ * The data of a successful answer, or a `CallplaneError` thrown for any other:
+ * `const { task } = await ok(client.GET('/api/v2/tasks/{taskId}', { params: { path: { taskId } } }));`
+ */
+export async function ok<T>(call: Promise<FetchResult<T>>): Promise<T> {
+  const { data, error, response } = await call;
+  if (!response.ok) throw new CallplaneError(response.status, errorBody(response, error));
+  return data as T;
+}
