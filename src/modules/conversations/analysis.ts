@@ -145,6 +145,15 @@ export function checkAnswer(text: string, config: AgentConfig): AnalysisAnswer {
     throw new BadAnswer(`${at}: ${first.message}`);
   }
   const a = v as AnalysisAnswer;
+  // TypeBox's check leaves a string schema's `enum` to others: the outcome and enum fields here.
+  const outcomes = outcomesOf(config).map((o) => o.name);
+  if (!outcomes.includes(a.outcome)) throw new BadAnswer(`outcome: must be one of ${outcomes.join(', ')}`);
+  for (const [name, spec] of Object.entries(extractionFields(config))) {
+    const value = a.fields[name];
+    if (spec.type === 'enum' && value !== null && !(spec.values ?? []).includes(value as string)) {
+      throw new BadAnswer(`fields.${name}: must be null or one of ${(spec.values ?? []).join(', ')}`);
+    }
+  }
   return { summary: a.summary, outcome: a.outcome, leadRating: a.leadRating, leadRatingReason: a.leadRatingReason, fields: a.fields };
 }
 
