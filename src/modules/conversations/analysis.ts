@@ -69,6 +69,11 @@ export function missedCall(c: Pick<ConversationRow, 'channel' | 'ended_at' | 'me
   return isCall(c.channel) && c.ended_at !== null && c.messages_in === 0;
 }
 
+/** A conversation's facts, from its row: where a new fact (the voicemail detection's) is read. */
+export function factsOfConversation(c: Pick<ConversationRow, 'channel' | 'outcome' | 'messages_in'>): ConversationFacts {
+  return { channel: c.channel, ended: c.outcome, messagesIn: c.messages_in };
+}
+
 /**
  * The facts that decide before the model: the outcome they fix, and whether there is anything left
  * for a model to judge (`final`: nobody said anything). The one place these rules live; extend it

@@ -21,7 +21,7 @@ import type { AgentConfig } from '../agents/validation.ts';
 import { usageRepo } from '../billing/repository.ts';
 import type { ModelChoice, ModelsService } from '../models/service.ts';
 import {
-  analysisMessages, answerSchema, BadAnswer, checkAnswer, factsAnswer, factsOf, MAX_INVALID_ANSWERS, MAX_TRANSCRIPT_MESSAGES,
+  analysisMessages, answerSchema, BadAnswer, checkAnswer, factsAnswer, factsOf, factsOfConversation, MAX_INVALID_ANSWERS, MAX_TRANSCRIPT_MESSAGES,
   plainSchema, rulesAnalysis, type AnalysisAnswer,
 } from './analysis.ts';
 import { recordAnalysisEvent } from './events.ts';
@@ -110,7 +110,7 @@ export function createAnalysisHandler(deps: AnalysisHandlerDeps) {
   async function analyse(row: AnalysisRow, c: ConversationRow, signal: AbortSignal, chosen: { choice?: ModelChoice }): Promise<Analysed> {
     const agent = await accountRepo.findById(db, c.account_id);
     const config: AgentConfig = agent ? await deps.conversations.liveConfig(agent) : {};
-    const facts = { channel: c.channel, ended: c.outcome, messagesIn: c.messages_in };
+    const facts = factsOfConversation(c);
     const decided = factsOf(facts);
     if (decided.final) return { kind: 'answer', answer: factsAnswer(decided.outcome!, facts, config), engine: 'facts', provider: null, model: null };
     const messages = await historyRepo.transcripts(db, [c.id], MAX_TRANSCRIPT_MESSAGES, false);
