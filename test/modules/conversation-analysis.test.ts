@@ -74,7 +74,7 @@ for (const engine of ENGINES) {
     let llm: FakeLlm;
     let hook: Receiver;
     before(async () => {
-      llm = await startFakeLlm();
+      llm = await startFakeLlm({ models: ['fake-model', 'thinker'] });
       h = await startHarness(engine, {
         CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true', CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_API_KEY: 'sk-fake', CALLPLANE_LLM_MODEL: 'fake-model',
         CALLPLANE_LLM_MAX_RETRIES: '0',
@@ -306,6 +306,18 @@ for (const engine of ENGINES) {
       assert.equal(JSON.parse(b.answer!).outcome, 'transferred');
       const req = analysisRequests(llm).at(-1)!;
       assert.equal(JSON.parse(req.body.messages[1].content!).conversation.knownOutcome, 'transferred');
+    });
+
+    it('postConvoForceThinking: the analysis runs on the agent\'s thinking model, the turns on its model', async () => {
+      const t = await analysedTenant();
+      await configure(h, t.agentToken, { postConvoForceThinking: true, agentThinkingModel: 'thinker' });
+      const asked = analysisRequests(llm).length;
+      const c = await end(t, 'think about it, bye', { text: JSON.stringify(VALID) });
+      const a = await settled(h, c.uuid);
+      assert.equal(a.model, 'thinker');
+      assert.equal(analysisRequests(llm)[asked].body.model, 'thinker');
+      const turn = llm.requests.filter((r) => !r.body.messages[0]?.content?.startsWith('You analyse a conversation')).at(-1)!;
+      assert.equal(turn.body.model, 'fake-model');
     });
 
     it('reads keep their tenancy: another organization sees none of it', async () => {

@@ -114,7 +114,9 @@ export function createAnalysisHandler(deps: AnalysisHandlerDeps) {
     const decided = factsOf(facts);
     if (decided.final) return { kind: 'answer', answer: factsAnswer(decided.outcome!, facts, config), engine: 'facts', provider: null, model: null };
     const messages = await historyRepo.transcripts(db, [c.id], MAX_TRANSCRIPT_MESSAGES, false);
-    const choice = await deps.models.resolve(c.org_id, typeof config.agentModel === 'string' ? config.agentModel : undefined);
+    // The contract's postConvoForceThinking: post-conversation work on the agent's thinking model.
+    const named = config.postConvoForceThinking === true && typeof config.agentThinkingModel === 'string' ? config.agentThinkingModel : config.agentModel;
+    const choice = await deps.models.resolve(c.org_id, typeof named === 'string' ? named : undefined);
     chosen.choice = choice;
     if (choice.engine.simulated) {
       return { kind: 'answer', answer: rulesAnalysis(messages, config, decided, c.outcome), engine: 'simulated', provider: choice.provider, model: choice.model };
