@@ -48,11 +48,12 @@ type Analysed =
 const MAX_ECHOED_ANSWER_CHARS = 4000;
 
 /**
- * Why a model request failed, as the organization may read it: an organization's own provider's
- * error in full; a deployment provider's only by its status (its text may name internal addresses).
+ * Why the analysis failed, as the organization may read it: an organization's own provider's error
+ * in full; a deployment provider's only by its status (its text may name internal addresses).
  */
 function why(err: unknown, choice: ModelChoice | undefined): string {
-  if (!(err instanceof ModelError)) return (err instanceof Error ? err.message : String(err)).slice(0, 1000);
+  // Anything but the model (the database away, a fault of ours) is ours to read in the logs, not the organization's.
+  if (!(err instanceof ModelError)) return 'an internal error (in the service\'s logs)';
   if (choice?.own) return err.message.slice(0, 1000);
   return `model provider '${err.provider}' failed${err.status !== undefined ? ` with status ${err.status}` : ''}`;
 }
@@ -145,6 +146,7 @@ export function createAnalysisHandler(deps: AnalysisHandlerDeps) {
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       const reason = why(err, chosen.choice);
+      if (!(err instanceof ModelError)) deps.log?.warn({ conversation: c.id, err }, 'the analysis of a conversation failed');
       // The queue retries it with backoff; the reason is what the row shows meanwhile.
       if (row.attempt < row.max_attempts) throw new Error(reason, { cause: err });
       deps.log?.warn({ conversation: c.id, err: reason }, 'the analysis of a conversation failed for good');
