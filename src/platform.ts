@@ -15,7 +15,8 @@ import { processorSubscriptions, type ProcessorSubscriptions } from './modules/b
 import { usageService, type UsageService } from './modules/billing/usage.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
-import { conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
+import { ANALYSES, conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
+import { AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { historyService, type HistoryService } from './modules/conversations/history.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
@@ -72,6 +73,8 @@ export interface PlatformDeps {
   turns?: Partial<Omit<TurnQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
   /** Test settings of the number-release queue (shorter leases, a fast retry schedule). */
   numberReleases?: Partial<Omit<NumberReleaseQueueDeps, 'database' | 'wakeups' | 'handler'>> & { backoff?: (attempt: number) => number };
+  /** Test settings of the queue of analyses after conversations (shorter leases, a fast backoff). */
+  analyses?: Partial<Omit<AnalysisQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
   sipWorkerWaitMs?: number;
   /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
@@ -126,6 +129,8 @@ export interface Platform {
   turns: TurnQueue;
   /** Releases of deleted organizations' and agents' numbers; its worker runs in worker processes. */
   numberReleases: NumberReleaseQueue;
+  /** The analyses after conversations; its worker runs in worker processes. */
+  analyses: AnalysisQueue;
   sip?: SipWorker;
   services: Services;
   /** Hears other processes' queue notifications (PostgreSQL); worker processes call it once. */
@@ -144,6 +149,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const policy = policyFromConfig(config);
   const wakeDeliveries = () => wakeups.emit(DELIVERIES);
   const wakeTurns = () => wakeups.emit(TURNS);
+  const wakeAnalyses = () => wakeups.emit(ANALYSES);
   // The task queue's core comes first: the task service (and through it the agent's tools) adds
   // tasks to it, the Twilio callbacks settle them. What runs a claimed task, its carrier, comes
   // last (TaskQueue, below): a SIP call talks through the agent, which is built on the task service.
@@ -181,7 +187,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     processorSubscriptions: processorSubs,
     usage: usageService({ db }),
   };
-  const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
+  const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns, wakeAnalyses });
   /** Webhook actions' requests to customer URLs (closed with the platform). */
   const actionHttp = guardedDispatcher(policy, { log: child('actions') });
   // The one turn runner of the process: queued turns (the turn queue's worker), web chat and
@@ -241,6 +247,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
       log: child('turns'),
     },
   });
+  const analyses = new AnalysisQueue({
+    database, config, wakeups, log: child('analyses'), ...deps.analyses,
+    handler: { db, models: base.models, conversations, wakeDeliveries, log: child('analyses') },
+  });
 
   const { backoff: releaseBackoff, ...releaseSettings } = deps.numberReleases ?? {};
   const numberReleases = new NumberReleaseQueue({
@@ -250,7 +260,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   let listener: Listener | undefined;
   return {
-    wakeups, tasks, deliveries, turns, numberReleases, sip, services,
+    wakeups, tasks, deliveries, turns, numberReleases, analyses, sip, services,
     async listen() {
       listener ??= await listenForWakeups(database, wakeups, child('listener'));
     },

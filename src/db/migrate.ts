@@ -28,6 +28,7 @@ import { phoneNumbers } from './migrations/0023-phone-numbers.ts';
 import { billing } from './migrations/0024-billing.ts';
 import { usageDaily } from './migrations/0025-usage-daily.ts';
 import { billingSystems } from './migrations/0026-billing-systems.ts';
+import { conversationAnalyses } from './migrations/0029-conversation-analyses.ts';
 import { numberReleases } from './migrations/0032-number-releases.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -58,6 +59,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0024-billing': billing(),
     '0025-usage-daily': usageDaily(),
     '0026-billing-systems': billingSystems(),
+    '0029-conversation-analyses': conversationAnalyses(),
     '0032-number-releases': numberReleases(),
   };
 }

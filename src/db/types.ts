@@ -708,8 +708,37 @@ export interface LlmProvidersTable {
   updated_at: number;
 }
 
+/**
+ * A conversation's analysis after it ended (migration 0029): a queue job and its result, keyed by
+ * the conversation's id (src/modules/conversations/analysis.ts).
+ */
+export interface ConversationAnalysesTable {
+  id: string;
+  org_id: number;
+  state: ColumnType<QueueState, QueueState | undefined, QueueState>;
+  run_at: number;
+  attempt: ColumnType<number, number | undefined, number>;
+  max_attempts: ColumnType<number, number | undefined, number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  engine: 'model' | 'simulated' | 'facts' | null;
+  provider: string | null;
+  model: string | null;
+  /** JSON: the validated answer. */
+  answer: string | null;
+  invalid_answers: ColumnType<number, number | undefined, number>;
+  model_calls: ColumnType<number, number | undefined, number>;
+  tokens_in: ColumnType<number, number | undefined, number>;
+  tokens_out: ColumnType<number, number | undefined, number>;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
 export interface DB {
   conversation_rooms: ConversationRoomsTable;
+  conversation_analyses: ConversationAnalysesTable;
   conversations: ConversationsTable;
   conversation_messages: ConversationMessagesTable;
   conversation_turns: ConversationTurnsTable;
@@ -722,6 +751,7 @@ export type RoomRow = Selectable<ConversationRoomsTable>;
 export type ConversationRow = Selectable<ConversationsTable>;
 export type MessageRow = Selectable<ConversationMessagesTable>;
 export type TurnRow = Selectable<ConversationTurnsTable>;
+export type AnalysisRow = Selectable<ConversationAnalysesTable>;
 export type AutomationRequestRow = Selectable<AutomationRequestsTable>;
 export type ToolEffectRow = Selectable<ToolEffectsTable>;
 export type LlmProviderRow = Selectable<LlmProvidersTable>;

@@ -100,6 +100,9 @@ export class OpenAICompatible implements ChatEngine {
         ...(tools ? { tools } : {}),
         ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+        ...(req.responseFormat ? {
+          response_format: { type: 'json_schema' as const, json_schema: { name: req.responseFormat.name, schema: req.responseFormat.schema, strict: true } },
+        } : {}),
         stream: true,
         stream_options: { include_usage: true },
       }, { signal: req.signal });

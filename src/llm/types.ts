@@ -27,6 +27,12 @@ export interface ChatRequest {
   tools?: ToolSpec[];
   maxTokens?: number;
   temperature?: number;
+  /**
+   * Ask for one JSON object of this JSON Schema (`response_format: json_schema`, strict). A
+   * provider without structured outputs may refuse the request (a 400) or ignore it: callers that
+   * set it still check the answer themselves.
+   */
+  responseFormat?: { name: string; schema: Record<string, unknown> };
   signal?: AbortSignal;
   /** Text as it streams in (voice speaks sentence by sentence from here). */
   onText?: (delta: string) => void;

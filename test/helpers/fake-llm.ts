@@ -44,6 +44,11 @@ export interface FakeLlm extends FakeAudioState {
   /** Replies used in order; when none is left the server answers `reply to: <last user message>`. */
   script: ScriptedReply[];
   models: string[];
+  /**
+   * Answer a request that asks for structured output (`response_format`) with a 400, as servers
+   * without structured outputs do (the request is still recorded, and no scripted reply is used).
+   */
+  refuseResponseFormat: boolean;
   close(): Promise<void>;
 }
 
@@ -53,7 +58,7 @@ function sse(res: http.ServerResponse, data: unknown) {
 
 export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<FakeLlm> {
   const state: Omit<FakeLlm, 'url' | 'baseUrl' | 'close'> = {
-    requests: [], modelListRequests: 0, script: [], models: opts.models ?? ['fake-model'],
+    requests: [], modelListRequests: 0, script: [], models: opts.models ?? ['fake-model'], refuseResponseFormat: false,
     audioRequests: [], audioScript: [], speechWavRate: 22_050,
   };
   let n = 0;
@@ -76,6 +81,11 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedChat['body'];
         const recorded: RecordedChat = { headers: req.headers, body, at: Date.now(), t: performance.now() };
         state.requests.push(recorded);
+        if (state.refuseResponseFormat && body.response_format !== undefined) {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: { message: 'response_format is not supported by this server', type: 'invalid_request_error' } }));
+          return;
+        }
         const step = state.script.shift() ?? {};
         if (step.hang) return;
         if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));

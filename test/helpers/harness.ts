@@ -15,6 +15,7 @@ import { createScratchPgDatabase } from './scratch-pg.ts';
 import type { TaskQueue } from '../../src/modules/tasks/task-queue.ts';
 import type { DeliveryQueue } from '../../src/modules/webhooks/delivery-queue.ts';
 import type { TurnQueue } from '../../src/modules/conversations/turn-queue.ts';
+import type { AnalysisQueue } from '../../src/modules/conversations/analysis-queue.ts';
 import type { SipWorker } from '../../src/modules/sip/sip-worker.ts';
 import { createPlatform, type PlatformDeps, type Services } from '../../src/platform.ts';
 
@@ -41,6 +42,8 @@ export interface Harness {
   deliveries: DeliveryQueue;
   /** The conversation-turn queue; its worker runs only when started with `turns: true`. */
   turns: TurnQueue;
+  /** The analyses after conversations; its worker runs only when started with `analyses: true`. */
+  analyses: AnalysisQueue;
   /** The SIP runtime (endpoint, registration owner), when started with `sip`. */
   sip?: SipWorker;
   /** The platform's services (the same the app's routes use). */
@@ -76,6 +79,9 @@ export interface HarnessOptions {
   turns?: boolean;
   /** Run the number-release worker (a deleted organization's or agent's numbers), with these test settings. */
   numberReleases?: boolean | PlatformDeps['numberReleases'];
+  /** Run the worker of analyses after conversations; `analysisRuntime` shortens its backoff. */
+  analyses?: boolean;
+  analysisRuntime?: PlatformDeps['analyses'];
   /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
@@ -110,18 +116,20 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     sip: opts.sip ? { host: '127.0.0.1', port: 0, ...opts.sip } : false,
     tasks: opts.runtime,
     deliveries: opts.deliveryRuntime,
+    analyses: opts.analysisRuntime,
     sipWorkerWaitMs: opts.sipWorkerWaitMs,
     voiceTurnTimeoutMs: opts.voiceTurnTimeoutMs,
     voiceGrammar: opts.voiceGrammar,
     numberReleases: typeof opts.numberReleases === 'object' ? opts.numberReleases : undefined,
   });
   const { tasks, deliveries, sip } = platform;
-  if (opts.worker || opts.deliveries || opts.turns || opts.numberReleases || sip) await platform.listen();
+  if (opts.worker || opts.deliveries || opts.turns || opts.numberReleases || opts.analyses || sip) await platform.listen();
   if (sip) await sip.start();
   if (opts.worker) await tasks.startWorker();
   if (opts.deliveries) await deliveries.startWorker();
   if (opts.turns) platform.turns.startWorker();
   if (opts.numberReleases) platform.numberReleases.startWorker();
+  if (opts.analyses) platform.analyses.startWorker();
   const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas });
   await app.ready();
   const adminToken = newToken!;
@@ -149,7 +157,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, services: platform.services,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, analyses: platform.analyses, services: platform.services,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
@@ -171,6 +179,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
       await deliveries.stop();
       await platform.turns.stop();
       await platform.numberReleases.stop();
+      await platform.analyses.stop();
       await sip?.stop();
       await platform.close();
       await app.close();

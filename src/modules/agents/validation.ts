@@ -168,6 +168,68 @@ function webhookAction(v: unknown, field: string): unknown {
   };
 }
 
+/**
+ * The outcomes every conversation's analysis chooses from (docs/conversations.md, "After the
+ * conversation"); an agent adds its own with `analysisOutcomes`.
+ */
+export const BASE_OUTCOMES: readonly { name: string; description: string }[] = [
+  { name: 'resolved', description: 'what the person wanted was done or answered' },
+  { name: 'callback-requested', description: 'the person asked to be called or contacted again later' },
+  { name: 'transferred', description: 'the conversation was handed to someone else' },
+  { name: 'not-interested', description: 'the person declined or said they were not interested' },
+  { name: 'voicemail', description: 'an answering machine or voicemail greeting answered, not a person' },
+  { name: 'no-answer', description: 'nobody answered, or the person never said anything' },
+  { name: 'failed', description: 'the conversation could not reach any result (the agent could not help, trouble on the line)' },
+];
+/** Outcomes an agent may add, and fields it may have extracted, at most. */
+export const MAX_ANALYSIS_OUTCOMES = 20;
+export const MAX_ANALYSIS_FIELDS = 10;
+const OUTCOME_NAME = /^[a-z][a-z0-9-]{0,39}$/;
+const ANALYSIS_FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
+export const ANALYSIS_FIELD_TYPES = ['string', 'number', 'boolean', 'enum'] as const;
+
+/** One outcome of the agent's own: a name (a–z, 0–9, -) or {name, description}; never a built-in one. */
+function analysisOutcome(v: unknown, field: string): unknown {
+  const o: Record<string, unknown> = typeof v === 'string' ? { name: v } : v && typeof v === 'object' && !Array.isArray(v) ? v as Record<string, unknown> : fail(field, 'must be a name or an object with name and description');
+  for (const k of Object.keys(o)) if (!['name', 'description'].includes(k)) fail(`${field}.${k}`, 'is not allowed');
+  const f = typeof v === 'string' ? field : `${field}.name`;
+  const name = str({ min: 1, max: 40 })(o.name ?? fail(f, 'is required'), f) as string;
+  if (!OUTCOME_NAME.test(name)) fail(f, 'must start with a letter and hold only a-z, 0-9 and - (at most 40)');
+  if (BASE_OUTCOMES.some((b) => b.name === name)) fail(f, `'${name}' is a built-in outcome`);
+  return { name, ...(o.description !== undefined ? { description: str({ max: 300 })(o.description, `${field}.description`) } : {}) };
+}
+
+/**
+ * The fields an agent has the analysis extract (a flat JSON schema of at most MAX_ANALYSIS_FIELDS):
+ * `{"appointmentDate": "string", "budget": "number", "plan": {"type": "enum", "values": ["basic", "pro"]}}`,
+ * stored as `{name: {type, description?, values?}}`.
+ */
+function analysisFields(v: unknown, field: string): unknown {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return fail(field, 'must be an object of named fields');
+  const entries = Object.entries(v as Record<string, unknown>);
+  if (entries.length > MAX_ANALYSIS_FIELDS) fail(field, `may have at most ${MAX_ANALYSIS_FIELDS} fields`);
+  const out: Record<string, unknown> = {};
+  for (const [name, spec] of entries) {
+    const f = `${field}.${name}`;
+    if (!ANALYSIS_FIELD_NAME.test(name)) fail(f, 'must be a name of letters, digits and _ starting with a letter (at most 40)');
+    const o: Record<string, unknown> = typeof spec === 'string' ? { type: spec } : spec && typeof spec === 'object' && !Array.isArray(spec) ? spec as Record<string, unknown> : fail(f, 'must be a type (string, number, boolean) or an object with type');
+    for (const k of Object.keys(o)) if (!['type', 'description', 'values'].includes(k)) fail(`${f}.${k}`, 'is not allowed');
+    const tf = typeof spec === 'string' ? f : `${f}.type`;
+    const type = str({ max: 10, enum: ANALYSIS_FIELD_TYPES })(o.type ?? fail(tf, 'is required'), tf) as string;
+    const field2: Record<string, unknown> = { type };
+    if (o.description !== undefined) field2.description = str({ max: 300 })(o.description, `${f}.description`);
+    if (type === 'enum') {
+      const values = strings(20, str({ min: 1, max: 100 }))(o.values ?? fail(`${f}.values`, 'is required for an enum'), `${f}.values`) as string[];
+      if (values.length === 0) fail(`${f}.values`, 'must name at least one value');
+      field2.values = [...new Set(values)];
+    } else if (o.values !== undefined) {
+      fail(`${f}.values`, 'applies only to enum fields');
+    }
+    out[name] = field2;
+  }
+  return out;
+}
+
 function transferDestination(v: unknown, field: string): unknown {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return fail(field, 'must be an object with name and destination');
   const o = v as Record<string, unknown>;
@@ -263,6 +325,13 @@ export const FIELDS = {
   callerResponseTimeoutHangupCounter: { schema: I('Times the agent asks before hanging up', 0, 10), check: int(0, 10) },
   noContactInjection: { schema: B('Leave the caller\'s contact card out of the context'), check: bool },
   noConvoHistory: { schema: B('Leave the caller\'s call history out of the context'), check: bool },
+  analysisOutcomes: { schema: Type.Array(Type.Union([Type.String({ maxLength: 40 }), Type.Object({ name: Type.String({ maxLength: 40 }), description: Type.Optional(Type.String({ maxLength: 300 })) })]),
+    { maxItems: MAX_ANALYSIS_OUTCOMES, description: 'Outcomes of the agent\'s own that the analysis after each conversation may choose, besides the built-in ones (extension; docs/agents.md)' }),
+  check: unique((x) => (x as { name: string }).name, 'the outcome', strings(MAX_ANALYSIS_OUTCOMES, analysisOutcome)) },
+  analysisFields: { schema: Type.Record(Type.String(), Type.Union([Type.String({ enum: [...ANALYSIS_FIELD_TYPES] }), Type.Object({
+    type: Type.String({ enum: [...ANALYSIS_FIELD_TYPES] }), description: Type.Optional(Type.String({ maxLength: 300 })), values: Type.Optional(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 20 })),
+  })]), { description: `Fields the analysis after each conversation extracts (at most ${MAX_ANALYSIS_FIELDS}; string, number, boolean or enum; extension; docs/agents.md)` }),
+  check: analysisFields },
   requireVerifiedCallerForTexts: { schema: B('Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md)'), check: bool },
   autoRecordingNotification: { schema: S('true, false or always', { enum: ['true', 'false', 'always'] }), check: str({ max: 6, enum: ['true', 'false', 'always'] }) },
   recordingNotificationPhrase: { schema: S('Phrase announcing the recording', { minLength: 1, maxLength: 500 }), check: str({ min: 1, max: 500 }) },

@@ -51,6 +51,20 @@ const Inbox = Envelope({
   pageSize: Type.Integer(), pageNumber: Type.Integer(), totalRooms: Type.Integer(), rooms: Type.Array(Room),
 });
 
+/** The analysis after the conversation (docs/conversations.md, "After the conversation"). */
+const AnalysisFields = {
+  summary: Type.Optional(Type.String({ description: 'What happened, from the analysis after the conversation; absent until it is done' })),
+  agentOutcome: Type.Optional(Type.String({ description: 'The analysis\'s outcome: resolved, callback-requested, transferred, not-interested, voicemail, no-answer, failed, or one of the agent\'s analysisOutcomes; absent until it is done' })),
+  aiLeadRating: Type.Optional(Type.Number({ description: 'The lead rating, 1 (no prospect) to 5; absent until the analysis is done, or when nobody answered' })),
+  aiLeadRatingReason: Type.Optional(Type.String({ description: 'Why that rating' })),
+  extracted: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'The agent\'s analysisFields as extracted (null where the conversation did not say)' })),
+  analysisStatus: Type.Optional(Type.String({ enum: ['pending', 'done', 'failed'], description: 'The analysis after the conversation; absent while the conversation is open' })),
+  analysisEngine: Type.Optional(Type.String({ enum: ['model', 'simulated', 'facts'], description: 'Who answered: the agent\'s model, the SIMULATED engine\'s rules, or the facts alone (nobody spoke)' })),
+  analysisError: Type.Optional(Type.String({ description: 'Why the analysis failed (analysisStatus failed)' })),
+  missedCall: Type.Boolean({ description: 'A call that ended without a word from the other side' }),
+};
+const DialogLine = Obj({ role: Type.String({ description: 'user (the counterpart) or assistant (the agent)' }), content: Type.String() });
+
 const Attachment = Obj({ 'content-type': Type.String(), filename: Type.String(), 'content-url': Type.String(), attachmentType: Type.String() });
 const MessageFields = {
   from: Type.Integer({ description: 'Sender: the agent\'s account id, or for the counterpart its room\'s id' }),
@@ -93,10 +107,12 @@ const RecentMessage = Obj({
   isLive: Type.Boolean({ description: 'Always false' }),
   gift: Type.Boolean({ description: 'Always false' }),
   notify: Type.Boolean({ description: 'Always false' }),
-  missedCall: Type.Boolean({ description: 'Always false (messages are not calls)' }),
   bypassAgent: Type.Boolean({ description: 'Always false' }),
   selfCall: Type.Boolean({ description: 'Always false' }),
   callingUserIsContact: Type.Boolean({ description: 'Always false' }),
+  ...AnalysisFields,
+  callDialog: Type.Optional(Type.Array(DialogLine, { description: 'A call\'s dialog: its conversation\'s first 20 lines (500 characters each at most); the whole is GET /api/v2/conversation/{roomId}/{uuid}' })),
+  chatDialog: Type.Optional(Type.Array(DialogLine, { description: 'As callDialog, for messages (api, sms, web)' })),
 });
 
 const Tool = Obj({
@@ -116,6 +132,8 @@ const Summary = {
   outcome: Type.String({ description: 'open while it lasts; then completed, ended_by_agent, transferred, no_response, hung_up or failed' }),
   startedAt: Type.Number({ description: 'Unix seconds' }), endedAt: Nullable(Type.Number({ description: 'Unix seconds; null while open' })),
   truncated: Type.Boolean({ description: 'The transcript has more lines than were answered' }),
+  duration: Type.Optional(Type.Number({ description: 'Seconds, once it ended' })),
+  ...AnalysisFields,
 };
 const Conversation = Obj({
   success: Type.Boolean(), message: Type.String(), uuid: Type.String(), roomId: Type.String(), ...Summary,
@@ -130,6 +148,9 @@ const BatchResult = Obj({
   channel: Type.Optional(Type.String()), direction: Type.Optional(Type.String()), eventType: Type.Optional(Type.String()),
   outcome: Type.Optional(Type.String()), startedAt: Type.Optional(Type.Number()), endedAt: Type.Optional(Nullable(Type.Number())),
   truncated: Type.Optional(Type.Boolean()),
+  duration: Type.Optional(Type.Number()),
+  ...AnalysisFields,
+  missedCall: Type.Optional(Type.Boolean()),
   conversation: Type.Optional(Type.Array(TranscriptLine, { description: 'Absent when the pair was not found' })),
 });
 

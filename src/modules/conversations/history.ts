@@ -13,10 +13,10 @@ import { accountRepo } from '../accounts/repository.ts';
 import type { AgentService } from '../agents/service.ts';
 import { decideJunk } from './junk.ts';
 import { CSV_BATCH, csvFilename, csvLine } from './logs-csv.ts';
-import { LOG_FIELDS, type LogField, type LogValue, counterpartName, presentConversationSummary, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
+import { LOG_FIELDS, type LogField, type LogValue, analysisView, counterpartName, dialogLine, presentConversationSummary, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
 import { parseLogsQuery, parseRoomKey, type LogsQuery, type ParsedLogs } from './logs-query.ts';
 import type { RecordingStore } from './recordings.ts';
-import { historyRepo, inboxRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
+import { analysisRepo, historyRepo, inboxRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
 
 /** Rooms per page: default and most (pageSize); `pagination=false` answers all of them only up to the most. */
 export const INBOX_DEFAULT_PAGE_SIZE = 20;
@@ -24,6 +24,9 @@ export const INBOX_MAX_PAGE_SIZE = 1000;
 /** GET /messages/recent: how many messages by default and at most. */
 export const RECENT_DEFAULT = 100;
 export const RECENT_MAX = 500;
+/** A recent message's callDialog/chatDialog: its conversation's first lines, each cut to this many characters. */
+export const RECENT_DIALOG_LINES = 20;
+export const RECENT_DIALOG_LINE_CHARS = 500;
 /** GET /messages/{roomId}: the room's latest messages, at most this many. */
 export const ROOM_MESSAGES_MAX = 1000;
 /** Transcript lines of one conversation (GET /conversation/…) and of each item of a batch, at most. */
@@ -243,7 +246,10 @@ export function historyService(deps: HistoryServiceDeps) {
       const t = await tenant(scope, q.targetAccountId);
       const rows = await historyRepo.recent(db, t.rooms, q.limit ?? RECENT_DEFAULT);
       const names = await agentNames(rows.map((m) => m.account_id));
-      return rows.map((m) => presentRecentMessage(m, { ...m, id: m.room_id }, names.get(m.account_id)!, m));
+      // The dialogs: one statement for every conversation of the list, each its first lines.
+      const { lines } = await transcripts([...new Set(rows.map((m) => m.conversation_id))], RECENT_DIALOG_LINES, false);
+      const dialogs = new Map([...lines].map(([id, ls]) => [id, ls.map((l) => dialogLine(l, RECENT_DIALOG_LINE_CHARS))]));
+      return rows.map((m) => presentRecentMessage(m, { ...m, id: m.room_id }, names.get(m.account_id)!, m, dialogs.get(m.conversation_id) ?? []));
     },
 
     /** GET /api/v2/messages/{roomId}: the room's latest messages, oldest first; marks the room read up to the last one shown. */
@@ -262,9 +268,9 @@ export function historyService(deps: HistoryServiceDeps) {
     /** GET /api/v2/conversation/{roomId}/{uuid}: one conversation's transcript (tool calls included), as the contract's one-item array. */
     async conversation(scope: Scope, targetAccountId: number | undefined, roomId: string, uuid: string) {
       const c = await conversationIn(scope, targetAccountId, roomId, uuid);
-      const { lines, truncated } = await transcripts([c.id], TRANSCRIPT_MAX, true);
+      const [{ lines, truncated }, analysis] = await Promise.all([transcripts([c.id], TRANSCRIPT_MAX, true), analysisRepo.find(db, c.id)]);
       return [{
-        success: true as const, message: 'Success', ...presentConversationSummary(c), truncated: truncated.has(c.id),
+        success: true as const, message: 'Success', ...presentConversationSummary(c, analysisView(analysis)), truncated: truncated.has(c.id),
         conversation: (lines.get(c.id) ?? []).map(presentTranscriptLine),
       }];
     },
@@ -302,11 +308,15 @@ export function historyService(deps: HistoryServiceDeps) {
         if (!c || c.room_id !== r.id) return { item, error: `uuid ${item.uuid} was not found in room ${item.roomId}` };
         return { item, conversation: c };
       });
-      const { lines, truncated } = await transcripts([...new Set(found.flatMap((f) => (f.conversation ? [f.conversation.id] : [])))], BATCH_TRANSCRIPT_MAX, true);
+      const foundIds = [...new Set(found.flatMap((f) => (f.conversation ? [f.conversation.id] : [])))];
+      const [{ lines, truncated }, analyses] = await Promise.all([
+        transcripts(foundIds, BATCH_TRANSCRIPT_MAX, true),
+        analysisRepo.byIds(db, foundIds).then((rows) => new Map(rows.map((a) => [a.id, a]))),
+      ]);
       const results = found.map((f) => (f.conversation
         ? {
           // The pair as it was sent (uuid perhaps with its :timestamp suffixes), then the conversation's own uuid.
-          ...presentConversationSummary(f.conversation), conversationUuid: f.conversation.id,
+          ...presentConversationSummary(f.conversation, analysisView(analyses.get(f.conversation.id))), conversationUuid: f.conversation.id,
           success: true, roomId: f.item.roomId, uuid: f.item.uuid, message: 'Success',
           truncated: truncated.has(f.conversation.id), conversation: (lines.get(f.conversation.id) ?? []).map(presentTranscriptLine),
         }

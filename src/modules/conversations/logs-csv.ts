@@ -8,9 +8,9 @@ import type { LogValue } from './present.ts';
 /** Rows read per statement while streaming. */
 export const CSV_BATCH = 1000;
 
-/** One row of the export. */
+/** One row of the export; an object (`extracted`) is written as its JSON text. */
 export function csvLine(values: readonly (LogValue | undefined)[]): string {
-  return csvRow(values);
+  return csvRow(values.map((v) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : v)));
 }
 
 /** The download's name: `logs-<org>-<start>-<end>.csv` (UTC dates of the window). */

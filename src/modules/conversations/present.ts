@@ -5,7 +5,8 @@ import type { ConversationRow, MessageRow, RoomRow } from '../../db/types.ts';
 import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { agentIdOf } from '../agents/service.ts';
-import type { LogRow } from './repository.ts';
+import { missedCall, type AnalysisAnswer } from './analysis.ts';
+import type { AnalysisView, LogRow } from './repository.ts';
 
 /** The contract's roomId of a room row: `<account_id>:<id>`. */
 export const roomKey = (room: Pick<RoomRow, 'account_id' | 'id'>) => `${room.account_id}:${room.id}`;
@@ -112,8 +113,53 @@ export function presentRoomMessage(m: MessageRow, room: RoomSide, agentName: str
   };
 }
 
+/** The analysis's status: pending (queued or running), done, failed; undefined when there is none (open, or ended before analyses existed). */
+export function analysisStatus(state: AnalysisView['analysis_state']): 'pending' | 'done' | 'failed' | undefined {
+  if (state === null) return undefined;
+  if (state === 'finished') return 'done';
+  return state === 'failed' || state === 'canceled' ? 'failed' : 'pending';
+}
+
+function answerOf(a: AnalysisView): AnalysisAnswer | undefined {
+  if (a.analysis_state !== 'finished') return undefined;
+  const v = parseJson(a.analysis_answer);
+  return v && typeof v === 'object' ? v as AnalysisAnswer : undefined;
+}
+
+/**
+ * The analysis after the conversation in the contract's fields (summary, agentOutcome,
+ * aiLeadRating, aiLeadRatingReason) and ours (analysisStatus, analysisEngine, analysisError,
+ * extracted), with the fact missedCall. A field the contract types as a string or number is left
+ * out rather than null when there is no value (the analysis is pending or failed; nobody to rate).
+ */
+export function presentAnalysis(a: AnalysisView, c: Pick<ConversationRow, 'channel' | 'ended_at' | 'messages_in'>) {
+  const status = analysisStatus(a.analysis_state);
+  const answer = answerOf(a);
+  return {
+    ...(answer ? {
+      summary: answer.summary,
+      agentOutcome: answer.outcome,
+      ...(answer.leadRating !== null ? { aiLeadRating: answer.leadRating } : {}),
+      ...(answer.leadRatingReason !== null ? { aiLeadRatingReason: answer.leadRatingReason } : {}),
+      extracted: answer.fields,
+    } : {}),
+    ...(status ? { analysisStatus: status } : {}),
+    ...(answer && a.analysis_engine ? { analysisEngine: a.analysis_engine } : {}),
+    ...(status === 'failed' ? { analysisError: a.analysis_error ?? 'the analysis failed' } : {}),
+    missedCall: missedCall(c),
+  };
+}
+
+/** A line of the contract's callDialog / chatDialog. */
+export const dialogLine = (m: Pick<MessageRow, 'direction' | 'text'>, maxChars: number) => ({
+  role: m.direction === 'inbound' ? 'user' : 'assistant',
+  content: m.text.length > maxChars ? `${m.text.slice(0, maxChars)}…` : m.text,
+});
+
 /** GET /api/v2/messages/recent: `attachments` as an array, and the flags the contract lists that have a meaning here. */
-export function presentRecentMessage(m: MessageRow, room: RoomSide, agentName: string, conversation: Pick<ConversationRow, 'messages_out' | 'duration_ms'>) {
+export function presentRecentMessage(m: MessageRow, room: RoomSide, agentName: string,
+  conversation: Pick<ConversationRow, 'messages_out' | 'duration_ms' | 'channel' | 'ended_at' | 'messages_in'> & AnalysisView,
+  dialog: { role: string; content: string }[]) {
   const type = eventTypeOf(m.source);
   return {
     ...common(m, room, agentName),
@@ -133,10 +179,12 @@ export function presentRecentMessage(m: MessageRow, room: RoomSide, agentName: s
     isLive: false,
     gift: false,
     notify: false,
-    missedCall: false,
     bypassAgent: false,
     selfCall: false,
     callingUserIsContact: false,
+    ...presentAnalysis(conversation, conversation),
+    // The conversation's dialog (its first lines): callDialog for a call, chatDialog for messages.
+    ...(type === 'call' ? { callDialog: dialog } : { chatDialog: dialog }),
   };
 }
 
@@ -168,8 +216,8 @@ export function presentTranscriptLine(m: MessageRow) {
   };
 }
 
-/** What a transcript says about its conversation. */
-export function presentConversationSummary(c: ConversationRow) {
+/** What a transcript says about its conversation, with its analysis. */
+export function presentConversationSummary(c: ConversationRow, a: AnalysisView) {
   return {
     uuid: c.id,
     roomId: `${c.account_id}:${c.room_id}`,
@@ -179,23 +227,35 @@ export function presentConversationSummary(c: ConversationRow) {
     outcome: c.outcome ?? 'open',
     startedAt: toUnixSeconds(c.started_at)!,
     endedAt: toUnixSeconds(c.ended_at),
+    ...(c.duration_ms !== null ? { duration: Math.round(c.duration_ms / 1000) } : {}),
+    ...presentAnalysis(a, c),
   };
+}
+
+/** An analysis row as the reads' view of it (none: nulls). */
+export function analysisView(row: { state: AnalysisView['analysis_state']; engine: AnalysisView['analysis_engine']; answer: string | null; last_error: string | null } | undefined): AnalysisView {
+  return row ? { analysis_state: row.state, analysis_engine: row.engine, analysis_answer: row.answer, analysis_error: row.last_error }
+    : { analysis_state: null, analysis_engine: null, analysis_answer: null, analysis_error: null };
 }
 
 /** Every field a log entry has, in order (`fields` picks from these; `transcript` only when asked). */
 export const LOG_FIELDS = [
   'id', 'timestamp', 'account_id', 'org_id', 'eventType', 'uuid', 'roomId', 'agentId', 'channel', 'direction',
   'counterpart', 'counterpartName', 'outcome', 'outcomeDetail', 'durationMs', 'startedAt', 'endedAt',
-  'engine', 'provider', 'model', 'modelCalls', 'tokensIn', 'tokensOut', 'messagesIn', 'messagesOut', 'taskId', 'transcript',
+  'engine', 'provider', 'model', 'modelCalls', 'tokensIn', 'tokensOut', 'messagesIn', 'messagesOut', 'taskId',
+  'duration', 'missedCall', 'analysisStatus', 'analysisEngine', 'analysisError', 'summary', 'agentOutcome', 'aiLeadRating', 'aiLeadRatingReason', 'extracted',
+  'transcript',
 ] as const;
 export type LogField = typeof LOG_FIELDS[number];
 /** The fields without `fields`: all but the transcript. */
 export const DEFAULT_LOG_FIELDS: readonly LogField[] = LOG_FIELDS.filter((f) => f !== 'transcript');
 
-export type LogValue = string | number | null;
+/** A log entry's value; `extracted` is an object (JSON text in the CSV). */
+export type LogValue = string | number | boolean | null | Record<string, unknown>;
 
 /** One conversation as a log entry (every field but the transcript, which the caller adds). */
 export function presentLog(c: LogRow): Record<Exclude<LogField, 'transcript'>, LogValue> {
+  const answer = answerOf(c);
   return {
     id: c.id,
     timestamp: new Date(c.started_at).toISOString(),
@@ -223,6 +283,16 @@ export function presentLog(c: LogRow): Record<Exclude<LogField, 'transcript'>, L
     messagesIn: c.messages_in,
     messagesOut: c.messages_out,
     taskId: c.task_id,
+    duration: c.duration_ms === null ? null : Math.round(c.duration_ms / 1000),
+    missedCall: missedCall(c),
+    analysisStatus: analysisStatus(c.analysis_state) ?? null,
+    analysisEngine: answer ? c.analysis_engine : null,
+    analysisError: analysisStatus(c.analysis_state) === 'failed' ? c.analysis_error ?? 'the analysis failed' : null,
+    summary: answer?.summary ?? null,
+    agentOutcome: answer?.outcome ?? null,
+    aiLeadRating: answer?.leadRating ?? null,
+    aiLeadRatingReason: answer?.leadRatingReason ?? null,
+    extracted: answer?.fields ?? null,
   };
 }
 

@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import { ENDED_ROWS } from '../../queue/engine.ts';
 import type {
-  AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnRow,
+  AnalysisRow, AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnRow,
 } from '../../db/types.ts';
 
 type NewRoom = Pick<RoomRow, 'org_id' | 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>;
@@ -197,6 +197,47 @@ export const turnRepo = {
   },
 };
 
+/** A conversation's analysis as the reads show it (null columns: none was queued, it ended before analyses existed). */
+export interface AnalysisView {
+  analysis_state: AnalysisRow['state'] | null;
+  analysis_engine: AnalysisRow['engine'];
+  analysis_answer: string | null;
+  analysis_error: string | null;
+}
+
+export const analysisRepo = {
+  /** Queues the analysis of a conversation that just ended (once: the conversation's id is the key). */
+  async queue(db: Executor, conversationId: string, orgId: number, now: number): Promise<boolean> {
+    const r = await db.insertInto('conversation_analyses')
+      .values({ id: conversationId, org_id: orgId, run_at: now, created_at: now, updated_at: now })
+      .onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
+    return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
+  },
+  async find(db: Executor, id: string): Promise<AnalysisRow | undefined> {
+    return db.selectFrom('conversation_analyses').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+  async byIds(db: Executor, ids: readonly string[]): Promise<AnalysisRow[]> {
+    if (ids.length === 0) return [];
+    return db.selectFrom('conversation_analyses').selectAll().where('id', 'in', [...ids]).execute();
+  },
+  /** The validated answer, recorded before anything is done with it (a retry reuses it). */
+  async saveAnswer(db: Executor, id: string, v: Pick<AnalysisRow, 'engine' | 'provider' | 'model' | 'answer'>, now: number): Promise<void> {
+    await db.updateTable('conversation_analyses').set({ ...v, updated_at: now }).where('id', '=', id).execute();
+  },
+  /** One model request's usage, and whether its answer failed the check. */
+  async counted(db: Executor, id: string, add: { tokensIn: number; tokensOut: number; invalid: boolean }, now: number): Promise<void> {
+    await db.updateTable('conversation_analyses')
+      .set((eb) => ({
+        model_calls: eb(eb.ref('model_calls'), '+', 1),
+        tokens_in: eb(eb.ref('tokens_in'), '+', add.tokensIn),
+        tokens_out: eb(eb.ref('tokens_out'), '+', add.tokensOut),
+        invalid_answers: eb(eb.ref('invalid_answers'), '+', add.invalid ? 1 : 0),
+        updated_at: now,
+      }))
+      .where('id', '=', id).execute();
+  },
+};
+
 export const automationRepo = {
   async insert(db: Executor, row: AutomationRequestRow): Promise<void> {
     await db.insertInto('automation_requests').values(row).execute();
@@ -267,7 +308,7 @@ export interface InboxFilter {
 
 /** A message with the room it was said in (GET /api/v2/messages/recent). */
 export type MessageInRoom = MessageRow & Pick<RoomRow, 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>
-  & Pick<ConversationRow, 'messages_out' | 'duration_ms'>;
+  & Pick<ConversationRow, 'messages_out' | 'duration_ms' | 'messages_in' | 'ended_at' | 'channel'> & AnalysisView;
 
 function inboxQuery(db: Executor, s: RoomScope, f: InboxFilter) {
   let q = db.selectFrom('conversation_rooms').where('org_id', '=', s.orgId).where('junk', '=', f.junk);
@@ -334,7 +375,9 @@ export const historyRepo = {
   async recent(db: Executor, s: RoomScope, limit: number): Promise<MessageInRoom[]> {
     let q = db.selectFrom('conversation_messages as m').innerJoin('conversation_rooms as r', 'r.id', 'm.room_id')
       .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
-      .selectAll('m').select(['r.account_id', 'r.counterpart', 'r.counterpart_kind', 'r.display_name', 'r.junk', 'r.junk_reason', 'c.messages_out', 'c.duration_ms'])
+      .leftJoin('conversation_analyses as a', 'a.id', 'm.conversation_id')
+      .selectAll('m').select(['r.account_id', 'r.counterpart', 'r.counterpart_kind', 'r.display_name', 'r.junk', 'r.junk_reason', 'c.messages_out', 'c.duration_ms',
+        'c.messages_in', 'c.ended_at', 'c.channel', 'a.state as analysis_state', 'a.engine as analysis_engine', 'a.answer as analysis_answer', 'a.last_error as analysis_error'])
       .where('m.org_id', '=', s.orgId).where('m.direction', '<>', 'tool');
     if (s.accountId !== undefined) q = q.where('r.account_id', '=', s.accountId);
     return q.orderBy('m.at', 'desc').orderBy(sql`case m.direction when 'inbound' then 0 when 'tool' then 1 else 2 end`, 'desc')
@@ -384,7 +427,7 @@ export interface LogFilter {
 }
 
 /** A conversation as the logs show it: with its room's display name. */
-export type LogRow = ConversationRow & { display_name: string | null };
+export type LogRow = ConversationRow & { display_name: string | null } & AnalysisView;
 
 /** Where a page of logs continues (newest first): the last row's start and id. */
 export interface LogCursor { startedAt: number; id: string }
@@ -431,7 +474,9 @@ export const logRepo = {
     ids = ids.orderBy('c.started_at', 'desc').orderBy('c.id', 'desc').limit(limit);
     if (at.offset) ids = ids.offset(at.offset);
     return db.selectFrom('conversations as l').innerJoin('conversation_rooms as r', 'r.id', 'l.room_id')
-      .selectAll('l').select('r.display_name').where('l.id', 'in', ids)
+      .leftJoin('conversation_analyses as a', 'a.id', 'l.id')
+      .selectAll('l').select(['r.display_name', 'a.state as analysis_state', 'a.engine as analysis_engine', 'a.answer as analysis_answer', 'a.last_error as analysis_error'])
+      .where('l.id', 'in', ids)
       .orderBy('l.started_at', 'desc').orderBy('l.id', 'desc').execute();
   },
   async count(db: Executor, f: LogFilter): Promise<number> {

@@ -18,10 +18,12 @@ import type { AgentService } from '../agents/service.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { recordConversationEvent, recordIncomingEvent, roomIdOf } from './events.ts';
 import { decideJunk } from './junk.ts';
-import { automationRepo, conversationRepo, messageRepo, roomRepo, turnRepo } from './repository.ts';
+import { analysisRepo, automationRepo, conversationRepo, messageRepo, roomRepo, turnRepo } from './repository.ts';
 
 /** The queue name of conversation turns (wake-up bus and NOTIFY channel). */
 export const TURNS = 'conversation_turns';
+/** The queue name of the analyses after conversations (wake-up bus and NOTIFY channel). */
+export const ANALYSES = 'conversation_analyses';
 
 export const MAX_MESSAGE_CHARS = 4000;
 export const MAX_ATTACHMENTS = 10;
@@ -42,6 +44,8 @@ export interface ConversationServiceDeps {
   agents: Pick<AgentService, 'named' | 'liveConfig'>;
   wakeTurns: () => void;
   wakeDeliveries: () => void;
+  /** Wakes this process's analysis runner (other processes hear the NOTIFY; a runner also polls). */
+  wakeAnalyses?: () => void;
   now?: () => number;
 }
 
@@ -162,7 +166,10 @@ export function conversationService(deps: ConversationServiceDeps) {
     return recordAgentLine(tx, o.conversation, { text }, now);
   }
 
-  /** Ends a conversation once (the first outcome stands) and emits `conversation`; true when this call ended it. */
+  /**
+   * Ends a conversation once (the first outcome stands), emits `conversation` and queues its
+   * analysis (run-analysis.ts), every channel alike; true when this call ended it.
+   */
   async function end(conversationId: string, outcome: ConversationOutcome, detail: string | null): Promise<boolean> {
     const now = clock();
     const queued = await db.transaction().execute(async (tx) => {
@@ -171,8 +178,10 @@ export function conversationService(deps: ConversationServiceDeps) {
       if (!c) return null;
       // Counted once, when it ends (docs/billing.md, "Usage"), on the local day of its end.
       await usageRepo.add(tx, c.org_id, now, { conversations: 1 });
+      if (await analysisRepo.queue(tx, c.id, c.org_id, now)) await notifyQueue(tx, ANALYSES);
       return recordConversationEvent(tx, c, await messageRepo.ofConversation(tx, c.id), now);
     });
+    if (queued !== null) deps.wakeAnalyses?.();
     if (queued) deps.wakeDeliveries();
     return queued !== null;
   }
