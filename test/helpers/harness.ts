@@ -118,7 +118,8 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   if (opts.worker) await tasks.startWorker();
   if (opts.deliveries) await deliveries.startWorker();
   if (opts.turns) platform.turns.startWorker();
-  const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas });
+  await platform.vad.ready();
+  const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas, metrics: platform.metrics });
   await app.ready();
   const adminToken = newToken!;
 

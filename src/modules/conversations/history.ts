@@ -16,7 +16,8 @@ import { CSV_BATCH, csvFilename, csvLine } from './logs-csv.ts';
 import { LOG_FIELDS, type LogField, type LogValue, counterpartName, presentConversationSummary, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
 import { parseLogsQuery, parseRoomKey, type LogsQuery, type ParsedLogs } from './logs-query.ts';
 import type { RecordingStore } from './recordings.ts';
-import { historyRepo, inboxRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
+import { presentLatency } from './latency.ts';
+import { historyRepo, inboxRepo, latencyRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
 
 /** Rooms per page: default and most (pageSize); `pagination=false` answers all of them only up to the most. */
 export const INBOX_DEFAULT_PAGE_SIZE = 20;
@@ -142,6 +143,18 @@ export function historyService(deps: HistoryServiceDeps) {
     return { success: true as const, pageSize, pageNumber: page, totalRooms: total, rooms: rows.map(presentRoom) };
   }
 
+  /**
+   * Transcript lines with, on each spoken reply of the agent, its turn's `latency` (an extension:
+   * docs/voice.md "Every turn's latency").
+   */
+  async function withLatency(conversationIds: readonly string[]) {
+    const rows = new Map((await latencyRepo.ofConversations(db, conversationIds)).map((r) => [r.message_id, r]));
+    return (m: MessageRow) => {
+      const l = rows.get(m.id);
+      return l ? { ...presentTranscriptLine(m), latency: presentLatency(l) } : presentTranscriptLine(m);
+    };
+  }
+
   /** The log entries of rows, with the fields asked for (and their transcripts when `transcript` is one). */
   async function logEntries(rows: readonly LogRow[], fields: readonly LogField[]): Promise<Record<string, LogValue>[]> {
     const withTranscript = fields.includes('transcript');
@@ -262,10 +275,10 @@ export function historyService(deps: HistoryServiceDeps) {
     /** GET /api/v2/conversation/{roomId}/{uuid}: one conversation's transcript (tool calls included), as the contract's one-item array. */
     async conversation(scope: Scope, targetAccountId: number | undefined, roomId: string, uuid: string) {
       const c = await conversationIn(scope, targetAccountId, roomId, uuid);
-      const { lines, truncated } = await transcripts([c.id], TRANSCRIPT_MAX, true);
+      const [{ lines, truncated }, line] = await Promise.all([transcripts([c.id], TRANSCRIPT_MAX, true), withLatency([c.id])]);
       return [{
         success: true as const, message: 'Success', ...presentConversationSummary(c), truncated: truncated.has(c.id),
-        conversation: (lines.get(c.id) ?? []).map(presentTranscriptLine),
+        conversation: (lines.get(c.id) ?? []).map(line),
       }];
     },
 
@@ -302,13 +315,14 @@ export function historyService(deps: HistoryServiceDeps) {
         if (!c || c.room_id !== r.id) return { item, error: `uuid ${item.uuid} was not found in room ${item.roomId}` };
         return { item, conversation: c };
       });
-      const { lines, truncated } = await transcripts([...new Set(found.flatMap((f) => (f.conversation ? [f.conversation.id] : [])))], BATCH_TRANSCRIPT_MAX, true);
+      const wanted = [...new Set(found.flatMap((f) => (f.conversation ? [f.conversation.id] : [])))];
+      const [{ lines, truncated }, line] = await Promise.all([transcripts(wanted, BATCH_TRANSCRIPT_MAX, true), withLatency(wanted)]);
       const results = found.map((f) => (f.conversation
         ? {
           // The pair as it was sent (uuid perhaps with its :timestamp suffixes), then the conversation's own uuid.
           ...presentConversationSummary(f.conversation), conversationUuid: f.conversation.id,
           success: true, roomId: f.item.roomId, uuid: f.item.uuid, message: 'Success',
-          truncated: truncated.has(f.conversation.id), conversation: (lines.get(f.conversation.id) ?? []).map(presentTranscriptLine),
+          truncated: truncated.has(f.conversation.id), conversation: (lines.get(f.conversation.id) ?? []).map(line),
         }
         : { success: false, roomId: f.item.roomId, uuid: f.item.uuid, message: f.error! }));
       const ok = results.filter((r) => r.success).length;
