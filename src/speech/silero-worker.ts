@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     const m = await import('onnxruntime-node');
     ort = (m as unknown as { default?: typeof m }).default ?? m;
   } catch (err) {
-    throw new Error(`onnxruntime-node could not be loaded: ${(err as Error).message}`);
+    throw new Error(`onnxruntime-node could not be loaded: ${(err as Error).message}`, { cause: err });
   }
   // One thread: batches are small, and the machine's other cores carry calls.
   const session = await ort.InferenceSession.create(file, {

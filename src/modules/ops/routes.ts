@@ -25,10 +25,11 @@ export async function opsRoutes(app: App, ctx: { database: Database; metrics: Me
       if (!(await migrationsApplied(ctx.database))) {
         return reply.status(503).send({ status: 'unavailable', reason: 'migrations pending' });
       }
+      // Also which voice activity detector this process's calls get (docs/voice.md: Silero, or energy and why).
+      const vad = ctx.vad ? { vad: ctx.vad.status } : {};
       // Reports the engine (an operator's fact); nothing here decides by it.
       // eslint-disable-next-line no-restricted-syntax
-      // And which voice activity detector this process's calls get (docs/voice.md: Silero, or energy and why).
-      return { status: 'ready', database: ctx.database.dialect, ...(ctx.vad ? { vad: ctx.vad.status } : {}) };
+      return { status: 'ready', database: ctx.database.dialect, ...vad };
     } catch {
       return reply.status(503).send({ status: 'unavailable', reason: 'database unreachable' });
     }
