@@ -46,7 +46,8 @@ export function vadProvider(config: VadConfig, log?: { warn(obj: object, msg: st
     : Promise.resolve();
   const status = (): VadStatus => {
     if (config.vad === 'energy') return { configured: 'energy', engine: 'energy' };
-    if (model) return { configured: 'silero', engine: 'silero', model: file };
+    if (model && !model.failure) return { configured: 'silero', engine: 'silero', model: file };
+    if (model) return { configured: 'silero', engine: 'energy', model: file, fallbackReason: model.failure };
     return { configured: 'silero', engine: 'energy', model: file, fallbackReason: failure ?? 'the model is still loading' };
   };
   return {
@@ -57,7 +58,7 @@ export function vadProvider(config: VadConfig, log?: { warn(obj: object, msg: st
       return status();
     },
     create(opts) {
-      return model ? new SileroDetector(model, opts) : new VoiceActivityDetector({ ...opts, sampleRate: opts.sampleRate ?? 8000 });
+      return model && !model.failure ? new SileroDetector(model, opts) : new VoiceActivityDetector({ ...opts, sampleRate: opts.sampleRate ?? 8000 });
     },
     async close() {
       await loading;

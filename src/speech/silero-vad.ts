@@ -115,6 +115,11 @@ export class SileroModel {
     return new SileroModel(worker, file);
   }
 
+  /** Why the model can no longer run (its worker failed or stopped); undefined while it can. */
+  get failure(): string | undefined {
+    return this.broken;
+  }
+
   /** The speech probability of one window (context + 256 samples, −1..1) and the next state ([2, 1, 128]). */
   infer(input: Float32Array, state: Float32Array): Promise<{ probability: number; state: Float32Array }> {
     if (this.broken) return Promise.reject(new Error(this.broken));

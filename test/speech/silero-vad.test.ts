@@ -115,6 +115,23 @@ describe('Silero VAD', () => {
   });
 });
 
+describe('Silero VAD whose worker stops', () => {
+  it('calls under way fall back to energy, new calls get energy, and the status says why', async () => {
+    const provider = vadProvider({ vad: 'silero', vadModel: undefined });
+    assert.equal((await provider.ready()).engine, 'silero');
+    const reasons: string[] = [];
+    const running = provider.create({ speakingTimeoutMs: 400, onFallback: (r) => reasons.push(r) }) as SileroDetector;
+    await provider.model!.release();
+    running.push(new Int16Array(800));
+    await running.idle();
+    assert.equal(running.engine, 'energy');
+    assert.match(reasons[0] ?? '', /inference failed/);
+    assert.equal(provider.status.engine, 'energy');
+    assert.ok(provider.status.fallbackReason);
+    assert.ok(provider.create({ speakingTimeoutMs: 400 }) instanceof VoiceActivityDetector);
+  });
+});
+
 describe('Silero VAD that cannot load', () => {
   it('a missing model file: calls get the energy detector, and the status says why', async () => {
     const provider = vadProvider({ vad: 'silero', vadModel: '/nonexistent/silero_vad.onnx' });
