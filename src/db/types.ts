@@ -736,6 +736,24 @@ export interface ConversationAnalysesTable {
   finished_at: number | null;
 }
 
+/** How long each step of a spoken turn took, per reply (migration 0031); null where the path cannot see the step. */
+export interface TurnLatenciesTable {
+  message_id: string;
+  org_id: number;
+  account_id: number;
+  conversation_id: string;
+  path: 'sip' | 'stream' | 'gather';
+  stt_engine: string | null;
+  llm_engine: string | null;
+  tts_engine: string | null;
+  at: number;
+  endpoint_ms: number | null;
+  stt_ms: number | null;
+  llm_first_token_ms: number | null;
+  tts_first_audio_ms: number | null;
+  total_ms: number | null;
+}
+
 export interface DB {
   conversation_rooms: ConversationRoomsTable;
   conversation_analyses: ConversationAnalysesTable;
@@ -745,6 +763,7 @@ export interface DB {
   automation_requests: AutomationRequestsTable;
   tool_effects: ToolEffectsTable;
   llm_providers: LlmProvidersTable;
+  turn_latencies: TurnLatenciesTable;
 }
 
 export type RoomRow = Selectable<ConversationRoomsTable>;
@@ -754,6 +773,7 @@ export type TurnRow = Selectable<ConversationTurnsTable>;
 export type AnalysisRow = Selectable<ConversationAnalysesTable>;
 export type AutomationRequestRow = Selectable<AutomationRequestsTable>;
 export type ToolEffectRow = Selectable<ToolEffectsTable>;
+export type TurnLatencyRow = Selectable<TurnLatenciesTable>;
 export type LlmProviderRow = Selectable<LlmProvidersTable>;
 
 /** Shared rate-limit counters (src/db/rate-limit-counters.ts): one row per key, its current window. */

@@ -48,7 +48,7 @@ export function workerEntry(base: string, name: string): URL {
  * before it loads the entry: the `--import tsx` a worker inherits registers it on the main
  * thread only (tsx 4 on Node 20). The built service's `.js` entries load as they are.
  */
-function startWorker(entry: URL, options: WorkerOptions): Worker {
+export function startWorker(entry: URL, options: WorkerOptions): Worker {
   if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options);
   const tsx = import.meta.resolve('tsx/esm/api');
   const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;

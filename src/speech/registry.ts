@@ -9,6 +9,7 @@
 //   both, and each engine picks its voice from them (espeak-ng: en-US female → en-us+f3; OpenAI:
 //   CALLPLANE_TTS_VOICES, nova for female and onyx for male by default).
 import type { SpeechConfig } from '../config.ts';
+import { vadProvider, type VadProvider } from './detectors.ts';
 import { EspeakEngine } from './espeak.ts';
 import { OpenAISynthesizer, OpenAITranscriber } from './openai-speech.ts';
 import { PocketsphinxEngine } from './pocketsphinx.ts';
@@ -17,16 +18,19 @@ import type { SpeechToText, TextToSpeech } from './types.ts';
 export interface SpeechEngines {
   stt: SpeechToText;
   tts: TextToSpeech;
+  /** The voice activity detector calls get (CALLPLANE_VAD: Silero where it loads, else energy). */
+  vad: VadProvider;
 }
 
 /** Builds the configured engines (once per process, in the composition root). */
-export function speechEngines(config: SpeechConfig): SpeechEngines {
+export function speechEngines(config: SpeechConfig, log?: { warn(obj: object, msg: string): void }): SpeechEngines {
   const remote = { name: 'openai', baseUrl: config.baseUrl, apiKey: config.apiKey, timeoutMs: config.timeoutMs, maxRetries: config.maxRetries };
   return {
     stt: config.stt === 'openai' ? new OpenAITranscriber({ ...remote, model: config.sttModel }) : new PocketsphinxEngine(),
     tts: config.tts === 'openai'
       ? new OpenAISynthesizer({ ...remote, model: config.ttsModel, format: config.ttsFormat, voices: config.ttsVoices })
       : new EspeakEngine(),
+    vad: vadProvider(config, log),
   };
 }
 

@@ -130,7 +130,8 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   if (opts.turns) platform.turns.startWorker();
   if (opts.numberReleases) platform.numberReleases.startWorker();
   if (opts.analyses) platform.analyses.startWorker();
-  const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas });
+  await platform.vad.ready();
+  const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas, metrics: platform.metrics });
   await app.ready();
   const adminToken = newToken!;
 

@@ -17,7 +17,7 @@ import { accountRepo } from '../../src/modules/accounts/repository.ts';
 import { messageSecret } from '../../src/modules/accounts/message-secret.ts';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import { CAPABILITIES, callOpening } from '../../src/modules/conversations/call-policy.ts';
-import { conversationRepo, messageRepo, roomRepo } from '../../src/modules/conversations/repository.ts';
+import { conversationRepo, latencyRepo, messageRepo, roomRepo } from '../../src/modules/conversations/repository.ts';
 import { turnRunner } from '../../src/modules/conversations/turn.ts';
 import { startVoiceSession } from '../../src/modules/conversations/voice-session.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
@@ -231,6 +231,16 @@ for (const engine of ENGINES) {
           assert.equal(row.outcome, s.outcome);
           assert.equal(row.messages_out, s.lines.length, 'the outbound count');
           assert.equal((await roomRepo.find(db, row.room_id))?.last_message, s.lines.at(-1)![1], 'the room\'s last message');
+          if (path === 'gather') {
+            // Each gathered reply's latency, as far as we can see it: Twilio listened and speaks.
+            const latencies = await latencyRepo.ofConversations(db, [conversationId]);
+            assert.equal(latencies.length, s.lines.filter(([k]) => k === 'reply').length, 'one latency per reply');
+            for (const l of latencies) {
+              assert.equal(l.path, 'gather');
+              assert.deepEqual([l.endpoint_ms, l.stt_ms, l.tts_first_audio_ms, l.stt_engine, l.tts_engine], [null, null, null, 'twilio', 'twilio']);
+              assert.ok(Number(l.llm_first_token_ms) >= 0 && Number(l.total_ms) >= Number(l.llm_first_token_ms), JSON.stringify(l));
+            }
+          }
           // Spoken in the agent's language.
           if (s.config.agentLang === 'es-US') {
             if (path === 'gather') for (const t of said) for (const m of t.matchAll(/<Say [^>]*language="([^"]+)"/g)) assert.equal(m[1], 'es-US', t);

@@ -126,6 +126,15 @@ const TranscriptLine = Obj({
   source: Type.String({ description: 'The channel' }), status: Type.String(), uuid: Type.String({ description: 'The message\'s id' }),
   attachments: Type.Array(Attachment),
   tool: Type.Optional(Tool),
+  latency: Type.Optional(Obj({
+    path: Type.String({ description: 'sip, stream (Twilio Media Streams) or gather (Twilio <Gather>)' }),
+    endpointMs: Nullable(Type.Integer({ description: 'End of the caller\'s speech → end of the turn (the VAD\'s silence window)' })),
+    sttMs: Nullable(Type.Integer({ description: 'End of the turn → transcript' })),
+    llmFirstTokenMs: Nullable(Type.Integer({ description: 'Transcript → the model\'s first token' })),
+    ttsFirstAudioMs: Nullable(Type.Integer({ description: 'First token → the first audio out' })),
+    totalMs: Nullable(Type.Integer({ description: 'End of speech → first audio out (gather: request → our answer)' })),
+    engines: Obj({ stt: Nullable(Type.String()), llm: Nullable(Type.String()), tts: Nullable(Type.String()) }),
+  }, 'callplane extension, on the agent\'s spoken replies: how long each step of the turn took, ms; null where the path cannot see it (docs/voice.md)')),
 });
 const Summary = {
   channel: Type.String(), direction: Type.String(), eventType: Type.String({ description: 'call or message' }),

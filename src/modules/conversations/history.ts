@@ -16,7 +16,8 @@ import { CSV_BATCH, csvFilename, csvLine } from './logs-csv.ts';
 import { LOG_FIELDS, type LogField, type LogValue, analysisView, counterpartName, dialogLine, presentConversationSummary, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
 import { parseLogsQuery, parseRoomKey, type LogsQuery, type ParsedLogs } from './logs-query.ts';
 import type { RecordingStore } from './recordings.ts';
-import { analysisRepo, historyRepo, inboxRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
+import { presentLatency } from './latency.ts';
+import { analysisRepo, historyRepo, inboxRepo, latencyRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
 
 /** Rooms per page: default and most (pageSize); `pagination=false` answers all of them only up to the most. */
 export const INBOX_DEFAULT_PAGE_SIZE = 20;
@@ -145,6 +146,18 @@ export function historyService(deps: HistoryServiceDeps) {
     return { success: true as const, pageSize, pageNumber: page, totalRooms: total, rooms: rows.map(presentRoom) };
   }
 
+  /**
+   * Transcript lines with, on each spoken reply of the agent, its turn's `latency` (an extension:
+   * docs/voice.md "Every turn's latency").
+   */
+  async function withLatency(conversationIds: readonly string[]) {
+    const rows = new Map((await latencyRepo.ofConversations(db, conversationIds)).map((r) => [r.message_id, r]));
+    return (m: MessageRow) => {
+      const l = rows.get(m.id);
+      return l ? { ...presentTranscriptLine(m), latency: presentLatency(l) } : presentTranscriptLine(m);
+    };
+  }
+
   /** The log entries of rows, with the fields asked for (and their transcripts when `transcript` is one). */
   async function logEntries(rows: readonly LogRow[], fields: readonly LogField[]): Promise<Record<string, LogValue>[]> {
     const withTranscript = fields.includes('transcript');
@@ -268,10 +281,10 @@ export function historyService(deps: HistoryServiceDeps) {
     /** GET /api/v2/conversation/{roomId}/{uuid}: one conversation's transcript (tool calls included), as the contract's one-item array. */
     async conversation(scope: Scope, targetAccountId: number | undefined, roomId: string, uuid: string) {
       const c = await conversationIn(scope, targetAccountId, roomId, uuid);
-      const [{ lines, truncated }, analysis] = await Promise.all([transcripts([c.id], TRANSCRIPT_MAX, true), analysisRepo.find(db, c.id)]);
+      const [{ lines, truncated }, analysis, line] = await Promise.all([transcripts([c.id], TRANSCRIPT_MAX, true), analysisRepo.find(db, c.id), withLatency([c.id])]);
       return [{
         success: true as const, message: 'Success', ...presentConversationSummary(c, analysisView(analysis)), truncated: truncated.has(c.id),
-        conversation: (lines.get(c.id) ?? []).map(presentTranscriptLine),
+        conversation: (lines.get(c.id) ?? []).map(line),
       }];
     },
 
@@ -309,16 +322,17 @@ export function historyService(deps: HistoryServiceDeps) {
         return { item, conversation: c };
       });
       const foundIds = [...new Set(found.flatMap((f) => (f.conversation ? [f.conversation.id] : [])))];
-      const [{ lines, truncated }, analyses] = await Promise.all([
+      const [{ lines, truncated }, analyses, line] = await Promise.all([
         transcripts(foundIds, BATCH_TRANSCRIPT_MAX, true),
         analysisRepo.byIds(db, foundIds).then((rows) => new Map(rows.map((a) => [a.id, a]))),
+        withLatency(foundIds),
       ]);
       const results = found.map((f) => (f.conversation
         ? {
           // The pair as it was sent (uuid perhaps with its :timestamp suffixes), then the conversation's own uuid.
           ...presentConversationSummary(f.conversation, analysisView(analyses.get(f.conversation.id))), conversationUuid: f.conversation.id,
           success: true, roomId: f.item.roomId, uuid: f.item.uuid, message: 'Success',
-          truncated: truncated.has(f.conversation.id), conversation: (lines.get(f.conversation.id) ?? []).map(presentTranscriptLine),
+          truncated: truncated.has(f.conversation.id), conversation: (lines.get(f.conversation.id) ?? []).map(line),
         }
         : { success: false, roomId: f.item.roomId, uuid: f.item.uuid, message: f.error! }));
       const ok = results.filter((r) => r.success).length;

@@ -17,6 +17,7 @@ import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media
 import type { CarrierOptions } from '../../providers/index.ts';
 import { connectStream, dial, playDigits, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { SpeechEngines } from '../../speech/registry.ts';
+import type { TurnLatencies } from './latency.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
@@ -47,6 +48,8 @@ export interface MediaStreamDeps {
   turns: Pick<TurnRunner, 'run'>;
   /** The process's speech engines (src/speech/registry.ts). */
   speech: SpeechEngines;
+  /** Where each turn's latency goes (latency.ts). */
+  latency?: TurnLatencies;
   /** Twilio request settings (timeouts), as the task queue's. */
   carrierOptions?: CarrierOptions;
   /** Recognition restricted to these phrases (tests); free speech otherwise. */
@@ -155,6 +158,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
         await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps.speech)), deps.now());
         entry.session = startVoiceSession({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
+          vad: deps.speech.vad, latency: deps.latency,
         }, { transport, conversation: c, room, config, settings, opening, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar });
         log.info?.(about, 'twilio media stream started');
         void entry.session.done.finally(() => live.delete(c.id));

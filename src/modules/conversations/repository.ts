@@ -1,11 +1,11 @@
 // Queries on the conversation tables: conversation_rooms (an agent and one counterpart),
 // conversations (one call or messaging session), conversation_messages (the transcript),
-// conversation_turns (the queue's own columns are src/queue/engine.ts's), automation_requests and
-// tool_effects.
+// conversation_turns (the queue's own columns are src/queue/engine.ts's), automation_requests,
+// tool_effects and turn_latencies.
 import { sql } from 'kysely';
 import { ENDED_ROWS } from '../../queue/engine.ts';
 import type {
-  AnalysisRow, AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnRow,
+  AnalysisRow, AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnLatencyRow, TurnRow,
 } from '../../db/types.ts';
 
 type NewRoom = Pick<RoomRow, 'org_id' | 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>;
@@ -482,5 +482,22 @@ export const logRepo = {
   async count(db: Executor, f: LogFilter): Promise<number> {
     const r = await logQuery(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     return Number(r.n);
+  },
+};
+
+/** The latencies of spoken turns (migration 0031), one row per reply. */
+export const latencyRepo = {
+  async insert(db: Executor, row: TurnLatencyRow): Promise<void> {
+    await db.insertInto('turn_latencies').values(row).onConflict((oc) => oc.column('message_id').doNothing()).execute();
+  },
+  /** The rows of these conversations' replies (their transcripts' agent lines). */
+  async ofConversations(db: Executor, conversationIds: readonly string[]): Promise<TurnLatencyRow[]> {
+    if (conversationIds.length === 0) return [];
+    return db.selectFrom('turn_latencies').selectAll().where('conversation_id', 'in', conversationIds).execute();
+  },
+  /** An agent's turns since `from` (ms), newest first, at most `limit`. */
+  async ofAgent(db: Executor, accountId: number, from: number, limit: number): Promise<TurnLatencyRow[]> {
+    return db.selectFrom('turn_latencies').selectAll().where('account_id', '=', accountId).where('at', '>=', from)
+      .orderBy('at', 'desc').limit(limit).execute();
   },
 };

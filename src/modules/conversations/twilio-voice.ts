@@ -22,6 +22,7 @@ import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/t
 import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
+import type { TurnLatencies, TurnStamps } from './latency.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
 import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
 
@@ -81,6 +82,8 @@ export interface TwilioVoiceDeps {
   /** How calls talk unless the organization's twilio provider says (`voice`): CALLPLANE_TWILIO_VOICE. */
   defaultVoice: 'stream' | 'gather';
   now: () => number;
+  /** Where each turn's latency goes (latency.ts): on gathered calls only what we can see (Twilio listens and speaks). */
+  latency?: TurnLatencies;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -312,6 +315,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
      * a failed turn: the caller hears an apology.
      */
     async gather(req: GatherRequest, log: Log): Promise<string> {
+      // The transcript arrives with the request (Twilio recognised it): our part of the turn starts here.
+      const stamps: TurnStamps = { transcriptAt: clock() };
       const id = req.conversation;
       if (typeof id !== 'string' || id === '') throw new Invalid('conversation query parameter is required');
       const c = UUID.test(id) ? await conversationRepo.find(db, id) : undefined;
@@ -348,7 +353,10 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       }, now));
       let result: TurnResult;
       try {
-        result = await boundedTurn({ conversation: c, room, config, inbound: { id: inbound.id, text, at: now }, allowAsync: false, replyStatus: 'success' });
+        result = await boundedTurn({
+          conversation: c, room, config, inbound: { id: inbound.id, text, at: now }, allowAsync: false, replyStatus: 'success',
+          onText: (delta) => { if (stamps.firstTokenAt === undefined && delta !== '') stamps.firstTokenAt = clock(); },
+        });
         if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
@@ -361,7 +369,11 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
           return renderDecision(voiceStyle(settings), { next: 'listen', say: { text: phrasesFor(settings.language).apology, kind: 'apology' } }, targets(c.id));
         }
       }
-      return (await render(c, settings, state, { kind: 'replied', effects: result.effects }, result.text)).twiml;
+      const answered = (await render(c, settings, state, { kind: 'replied', effects: result.effects }, result.text)).twiml;
+      // Twilio's recogniser and <Say> run at Twilio: only the model's first token and our answer are ours to time.
+      stamps.answeredAt = clock();
+      await deps.latency?.record(c, result.messageId, { path: 'gather', vad: null, stt: 'twilio', llm: result.simulated ? 'simulated' : result.engine, tts: 'twilio' }, stamps);
+      return answered;
     },
   };
   return service satisfies CallConversations;

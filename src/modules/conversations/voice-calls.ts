@@ -20,7 +20,7 @@ import type { RecordingStore } from './recordings.ts';
 import { conversationRepo } from './repository.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
 import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, synthesize8k, voiceState } from './voice-session.ts';
+import { startVoiceSession, synthesize8k, voiceState, type VoiceSessionDeps } from './voice-session.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -36,6 +36,10 @@ export interface VoiceCallsDeps {
   log?: Log;
   /** Calls are recorded (CALLPLANE_CALL_RECORDING=on): where, and for how long at most. */
   recording?: { store: Pick<RecordingStore, 'fileOf' | 'relative'>; maxMs: number };
+  /** The voice activity detectors (speech/detectors.ts); without them, energy. */
+  vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
+  /** Where each turn's latency goes (latency.ts). */
+  latency?: VoiceSessionDeps['latency'];
 }
 
 /**

@@ -15,9 +15,10 @@ import type { ConversationRow, Db, RoomRow } from '../../db/types.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
 import { resample } from '../../speech/resample.ts';
 import type { SpeechGrammar, SpeechToText, SynthesizeOptions, TextToSpeech } from '../../speech/types.ts';
-import { VoiceActivityDetector } from '../../speech/vad.ts';
+import { VoiceActivityDetector, type VoiceActivity, type VadOptions } from '../../speech/vad.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import type { AgentConfig } from '../agents/validation.ts';
+import type { TurnLatencies, TurnStamps } from './latency.ts';
 import {
   decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS,
   type AgentLine, type CallDecision, type CallEvent, type CallOpening, type PathCapabilities,
@@ -40,6 +41,10 @@ export interface VoiceSessionDeps {
   log?: { warn(obj: object, msg: string): void };
   /** The call policy's turn limit (VOICE_TURN_TIMEOUT_MS); tests shorten it. */
   turnTimeoutMs?: number;
+  /** The process's voice activity detectors (speech/detectors.ts: Silero, or energy); without it, energy. */
+  vad?: { create(opts: VadOptions & { onFallback?: (reason: string) => void }): VoiceActivity };
+  /** Where each turn's latency goes (latency.ts); without it, nowhere. */
+  latency?: Pick<TurnLatencies, 'record'>;
 }
 
 export interface VoiceSessionInput {
@@ -107,8 +112,11 @@ export async function synthesize8k(tts: TextToSpeech, text: string, opts: Synthe
 }
 
 /** A voice call's conversation state: its transport and which engines heard and spoke (`offline` when both ran here). */
-export function voiceState(transport: string, speech: { stt: SpeechToText; tts: TextToSpeech }): Record<string, unknown> {
-  return { transport, speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline } };
+export function voiceState(transport: string, speech: { stt: SpeechToText; tts: TextToSpeech; vad?: { status: { engine: string } } }): Record<string, unknown> {
+  return {
+    transport,
+    speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}) },
+  };
 }
 
 class TurnTooSlow extends Error {
@@ -122,7 +130,14 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   const { language, gender } = settings;
   const turnLimitMs = deps.turnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS;
   transport.setMaxListeners(200);
-  const vad = new VoiceActivityDetector({ sampleRate: RATE, speakingTimeoutMs: settings.speakingTimeoutMs });
+  const vadOpts = {
+    sampleRate: RATE, speakingTimeoutMs: settings.speakingTimeoutMs,
+    onFallback: (reason: string) => deps.log?.warn({ conversation: conversation.id, reason }, 'voice session: the Silero VAD fell back to the energy detector for this call'),
+  };
+  const vad: VoiceActivity = deps.vad ? deps.vad.create(vadOpts) : new VoiceActivityDetector(vadOpts);
+  const path = transport.kind === 'twilio-media-stream' ? 'stream' as const : 'sip' as const;
+  /** The stamps of the utterance whose turn is being decided (a key press has none). */
+  let heardStamps: TurnStamps | undefined;
   const bargeInMs = settings.interruptionWords * MS_PER_WORD;
 
   let phase: VoicePhase = 'opening';
@@ -267,6 +282,8 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     if (ended()) return;
     phase = 'ended';
     clearTimeout(silenceTimer);
+    // The detector stops (a Silero one drops the windows still waiting for the model).
+    vad.flush();
     transport.background?.(null);
     reply?.abort.abort();
     await deps.conversations.end(conversation.id, outcome, detail);
@@ -279,6 +296,8 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
    */
   async function answer(text: string): Promise<void> {
     if (ended()) return;
+    const stamps = heardStamps;
+    heardStamps = undefined;
     phase = 'thinking';
     clearTimeout(silenceTimer);
     const at = deps.now();
@@ -308,6 +327,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     };
     let timer: NodeJS.Timeout | undefined;
     let event: CallEvent;
+    let llm: string | null = null;
     try {
       const expired = new Promise<never>((_, reject) => {
         timer = setTimeout(() => { const e = new TurnTooSlow(turnLimitMs); abort.abort(e); reject(e); }, turnLimitMs);
@@ -315,6 +335,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
       const run = deps.turns.run({
         conversation, room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: abort.signal,
         onText: (delta) => {
+          if (stamps && stamps.firstTokenAt === undefined && delta !== '') stamps.firstTokenAt = deps.now();
           const split = splitSentences(buffer + delta);
           buffer = split.rest;
           split.sentences.forEach(speak);
@@ -330,6 +351,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
       const result = await Promise.race([run, expired]);
       if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
       current.messageId = result.messageId;
+      llm = result.simulated ? 'simulated' : result.engine;
       if (buffer.trim()) speak(buffer.trim());
       buffer = '';
       event = { kind: 'replied', effects: result.effects };
@@ -347,6 +369,10 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     }
     if (event.kind === 'replied') {
       await queue;
+      // The first audio is out (or none will be): the turn's latency, recorded while the reply plays.
+      if (stamps && current.messageId && deps.latency) {
+        await deps.latency.record(conversation, current.messageId, { path, vad: vad.engine, stt: deps.stt.name, llm, tts: deps.tts.name }, { ...stamps, firstAudioAt: current.firstAudioAt });
+      }
       // Until the reply has been heard to its end, or the caller cut it short (barge-in aborts).
       if (lastHeard && current.state !== 'interrupted') await lastHeard;
       if (current.state === 'interrupted') {
@@ -369,28 +395,38 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     current.abort.abort();
   }
 
+  // The detector's events (the energy detector's as the audio is pushed; Silero's once its model has answered).
+  vad.on('speechStart', (ev) => {
+    if (ended()) return;
+    callerSpeechStart = ev.atMs;
+    if (phase === 'listening') clearTimeout(silenceTimer);
+  });
+  vad.on('speechEnd', (ev) => {
+    if (ended()) return;
+    callerSpeechStart = undefined;
+    const pcm = ev.pcm16;
+    // The caller stopped speaking where the last voiced frame ends: that far behind the audio heard so far.
+    const turnEndedAt = deps.now();
+    const speechEndedAt = turnEndedAt - Math.max(0, heardMs - ev.speechEndMs);
+    enqueue(async () => {
+      if (ended()) return;
+      const heard = await deps.stt.transcribe(pcm, RATE, { language, grammar: input.grammar }).catch((err: Error) => {
+        warn(err, 'voice session: recognition failed');
+        return { text: '' };
+      });
+      // Nothing intelligible (a cough, the line): keep listening, it is not a silence either.
+      if (heard.text.trim()) {
+        heardStamps = { speechEndedAt, turnEndedAt, transcriptAt: deps.now() };
+        await onEvent({ kind: 'heard', text: heard.text.trim() });
+        heardStamps = undefined;
+      } else if (phase === 'listening') listen();
+    });
+  });
+
   transport.on('audio', (frame) => {
     if (ended()) return;
     heardMs += (frame.length / RATE) * 1000;
-    for (const ev of vad.push(frame)) {
-      if (ev.type === 'speechStart') {
-        callerSpeechStart = ev.atMs;
-        if (phase === 'listening') clearTimeout(silenceTimer);
-      } else {
-        callerSpeechStart = undefined;
-        const pcm = ev.pcm16;
-        enqueue(async () => {
-          if (ended()) return;
-          const heard = await deps.stt.transcribe(pcm, RATE, { language, grammar: input.grammar }).catch((err: Error) => {
-            warn(err, 'voice session: recognition failed');
-            return { text: '' };
-          });
-          // Nothing intelligible (a cough, the line): keep listening, it is not a silence either.
-          if (heard.text.trim()) await onEvent({ kind: 'heard', text: heard.text.trim() });
-          else if (phase === 'listening') listen();
-        });
-      }
-    }
+    vad.push(frame);
     // Barge-in: the caller has been talking long enough over a reply that has been heard long
     // enough — counted from its first audio, not from when the turn started (model time is not speaking).
     const current = reply;

@@ -5,7 +5,7 @@ import { migrationsApplied } from '../../db/migrate.ts';
 import type { Metrics } from '../../http/metrics.ts';
 import type { App } from '../../http/types.ts';
 
-export async function opsRoutes(app: App, ctx: { database: Database; metrics: Metrics }): Promise<void> {
+export async function opsRoutes(app: App, ctx: { database: Database; metrics: Metrics; vad?: { readonly status: object } }): Promise<void> {
   const open = { config: { public: true } };
 
   app.get('/healthz', {
@@ -25,9 +25,11 @@ export async function opsRoutes(app: App, ctx: { database: Database; metrics: Me
       if (!(await migrationsApplied(ctx.database))) {
         return reply.status(503).send({ status: 'unavailable', reason: 'migrations pending' });
       }
+      // Also which voice activity detector this process's calls get (docs/voice.md: Silero, or energy and why).
+      const vad = ctx.vad ? { vad: ctx.vad.status } : {};
       // Reports the engine (an operator's fact); nothing here decides by it.
       // eslint-disable-next-line no-restricted-syntax
-      return { status: 'ready', database: ctx.database.dialect };
+      return { status: 'ready', database: ctx.database.dialect, ...vad };
     } catch {
       return reply.status(503).send({ status: 'unavailable', reason: 'database unreachable' });
     }
