@@ -80,8 +80,6 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   // One SIP endpoint per worker process (API-only processes never bind the SIP port).
   const platform = createPlatform({ config, database, box, log, sip: role !== 'api' && config.sipEnabled ? {} : false });
   const { tasks, deliveries, sip } = platform;
-  // The Silero model loads (or fails to, logged) before the process says it is ready.
-  await platform.vad.ready();
 
   if (role === 'worker' || role === 'all') {
     if (sip) {

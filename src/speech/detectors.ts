@@ -3,6 +3,7 @@
 // loaded once, when the process starts; a call that starts before it has loaded, or in a process
 // where it cannot load (the file missing, onnxruntime-node failing), is decided by energy, and
 // the reason is logged once and shown in `status` (GET /readyz, each call's conversation state).
+import fs from 'node:fs';
 import { bundledSileroModel, SileroDetector, SileroModel, type SileroOptions } from './silero-vad.ts';
 import { VoiceActivityDetector, type VadEngine, type VoiceActivity } from './vad.ts';
 
@@ -15,11 +16,13 @@ export interface VadStatus {
   model?: string;
   /** Why a configured Silero is not what calls get (still loading, or it could not load). */
   fallbackReason?: string;
+  /** Before any call has needed it: when the model will load. */
+  loads?: 'on the first call';
 }
 
 export interface VadProvider {
   readonly status: VadStatus;
-  /** Resolves once the model has loaded or failed to (at once for energy). */
+  /** Loads the model if no call has yet; resolves once it has loaded or failed to (at once for energy). */
   ready(): Promise<VadStatus>;
   /** A detector for one call (8 kHz). */
   create(opts: SileroOptions): VoiceActivity;
@@ -38,30 +41,42 @@ export function vadProvider(config: VadConfig, log?: { warn(obj: object, msg: st
   const file = config.vadModel ?? bundledSileroModel();
   let model: SileroModel | undefined;
   let failure: string | undefined;
-  const loading: Promise<void> = config.vad === 'silero'
-    ? SileroModel.load(file).then((m) => { model = m; }, (err: Error) => {
+  let loading: Promise<SileroModel> | undefined;
+  if (config.vad === 'silero' && !fs.existsSync(file)) {
+    failure = `the model file ${file} does not exist`;
+    log?.warn({ model: file }, 'the Silero voice activity detector cannot load: calls use the energy detector');
+  }
+  // The model (about 90 MB resident, 0.4 s to load) is loaded by the first call that needs it, or
+  // by ready(): a process that carries no call never holds it.
+  const load = (): Promise<SileroModel> => {
+    loading ??= SileroModel.load(file).then((m) => { model = m; return m; }, (err: Error) => {
       failure = err.message;
       log?.warn({ model: file, err: err.message }, 'the Silero voice activity detector could not load: calls use the energy detector');
-    })
-    : Promise.resolve();
+      throw err;
+    });
+    return loading;
+  };
   const status = (): VadStatus => {
     if (config.vad === 'energy') return { configured: 'energy', engine: 'energy' };
     if (model && !model.failure) return { configured: 'silero', engine: 'silero', model: file };
     if (model) return { configured: 'silero', engine: 'energy', model: file, fallbackReason: model.failure };
-    return { configured: 'silero', engine: 'energy', model: file, fallbackReason: failure ?? 'the model is still loading' };
+    if (failure) return { configured: 'silero', engine: 'energy', model: file, fallbackReason: failure };
+    if (loading) return { configured: 'silero', engine: 'energy', model: file, fallbackReason: 'the model is still loading' };
+    return { configured: 'silero', engine: 'silero', model: file, loads: 'on the first call' };
   };
   return {
     get status() { return status(); },
     get model() { return model; },
     async ready() {
-      await loading;
+      if (config.vad === 'silero' && !failure) await load().catch(() => {});
       return status();
     },
     create(opts) {
-      return model && !model.failure ? new SileroDetector(model, opts) : new VoiceActivityDetector({ ...opts, sampleRate: opts.sampleRate ?? 8000 });
+      if (config.vad === 'silero' && !failure && !model?.failure) return new SileroDetector(model ?? load(), opts);
+      return new VoiceActivityDetector({ ...opts, sampleRate: opts.sampleRate ?? 8000 });
     },
     async close() {
-      await loading;
+      await loading?.catch(() => {});
       await model?.release().catch(() => {});
       model = undefined;
     },

@@ -155,6 +155,9 @@ export interface SileroOptions extends VadOptions {
   onFallback?: (reason: string) => void;
 }
 
+/** Why a call's frames are decided by energy while the shared model is still loading. */
+const LOADING = 'the model is still loading';
+
 interface PendingFrame { frame: Int16Array; margin: number; lastWindow: number; firstWindow: number }
 
 /** One call's Silero detector (its own state), over the process's shared model. */
@@ -187,8 +190,25 @@ export class SileroDetector extends EventEmitter<VadEvents> implements VoiceActi
   private closed = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly model: SileroModel, opts: SileroOptions = {}) {
+  /** The shared model; undefined while it loads (the energy detector decides meanwhile). */
+  private model: SileroModel | undefined;
+  /** Loaded, waiting for a quiet frame to take over from the energy detector. */
+  private arrived: SileroModel | undefined;
+
+  /**
+   * `model` may still be loading: until it has loaded, the energy detector decides this call
+   * (`fallbackReason` says so), and the model takes over at the first frame outside an utterance
+   * after it arrives. If it cannot load, the energy detector goes on deciding.
+   */
+  constructor(model: SileroModel | Promise<SileroModel>, opts: SileroOptions = {}) {
     super();
+    if (model instanceof SileroModel) this.model = model;
+    else {
+      this.fallbackReason = LOADING;
+      model.then((m) => { this.arrived = m; }, (err: Error) => {
+        if (this.fallbackReason === LOADING) this.fallbackReason = `the model could not load: ${err.message}`;
+      });
+    }
     if (opts.sampleRate !== undefined && opts.sampleRate !== 8000) throw new RangeError(`the Silero detector reads 8 kHz (got ${opts.sampleRate})`);
     const o = vadOptions({ ...opts, sampleRate: 8000 });
     this.energy = new EnergyLevels(o);
@@ -232,6 +252,12 @@ export class SileroDetector extends EventEmitter<VadEvents> implements VoiceActi
     if (this.closed) return events;
     this.framer.push(pcm, (frame) => {
       const margin = this.energy.observe(frame);
+      if (this.arrived && !this.utterances.inSpeech && this.fallbackReason === LOADING) {
+        // The model arrived: from this quiet frame on it decides, with a fresh state and context.
+        this.model = this.arrived;
+        this.arrived = undefined;
+        this.fallbackReason = undefined;
+      }
       if (this.fallbackReason !== undefined) {
         this.utterances.frame(frame, this.energy.voiced(margin, this.utterances.inSpeech), events);
         return;
@@ -270,7 +296,7 @@ export class SileroDetector extends EventEmitter<VadEvents> implements VoiceActi
     while (this.queue.length > 0 && this.fallbackReason === undefined && !this.closed) {
       const input = this.queue.shift()!;
       try {
-        const { probability, state } = await this.model.infer(input, this.state);
+        const { probability, state } = await this.model!.infer(input, this.state);
         if (this.fallbackReason !== undefined || this.closed) break;
         this.state = new Float32Array(state);
         this.probabilities.set(index, probability);

@@ -17,7 +17,7 @@ import type { DeliveryQueue } from '../../src/modules/webhooks/delivery-queue.ts
 import type { TurnQueue } from '../../src/modules/conversations/turn-queue.ts';
 import type { AnalysisQueue } from '../../src/modules/conversations/analysis-queue.ts';
 import type { SipWorker } from '../../src/modules/sip/sip-worker.ts';
-import { createPlatform, type PlatformDeps, type Services } from '../../src/platform.ts';
+import { createPlatform, type Platform, type PlatformDeps, type Services } from '../../src/platform.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 export const PG_URL = process.env.TEST_DATABASE_URL;
@@ -48,6 +48,8 @@ export interface Harness {
   sip?: SipWorker;
   /** The platform's services (the same the app's routes use). */
   services: Services;
+  /** The voice activity detectors; `await vad.ready()` loads the Silero model before a call needs it. */
+  vad: Platform['vad'];
   call(method: string, url: string, opts?: CallOptions): Promise<Reply>;
   /** A reseller under the partner, with its own token. */
   reseller(name?: string): Promise<{ id: number; token: string }>;
@@ -130,7 +132,6 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   if (opts.turns) platform.turns.startWorker();
   if (opts.numberReleases) platform.numberReleases.startWorker();
   if (opts.analyses) platform.analyses.startWorker();
-  await platform.vad.ready();
   const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas, metrics: platform.metrics });
   await app.ready();
   const adminToken = newToken!;
@@ -158,7 +159,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, analyses: platform.analyses, services: platform.services,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, analyses: platform.analyses, services: platform.services, vad: platform.vad,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);

@@ -53,6 +53,7 @@ for (const engine of ENGINES) {
         CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_API_KEY: 'sk-fake', CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0',
       }, { worker: true, runtime: RUNTIME, voiceGrammar: { kind: 'phrases', phrases: PHRASES } });
       await h.app.listen({ port, host: '127.0.0.1' });
+      await h.vad.ready(); // the calls' state names Silero: load it before the first call, not during
     });
     after(async () => {
       // Twilio reports every call's end; the tasks end with it.

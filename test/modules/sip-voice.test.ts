@@ -42,6 +42,7 @@ describe('the agent on SIP calls', { skip: toolsSkip('sipp', 'espeak-ng', 'pocke
     const publish = (token: string, config: Record<string, unknown>) => publishAgent(h(), token, config);
 
     it('answers an inbound call with the agent it names: greets, hears the caller, answers through the model, takes keys and hangs up (BYE)', async () => {
+      await h().vad.ready(); // the call's state below names Silero: load it before the call, not during
       const r = await h().reseller();
       const o = await h().organization(r.id);
       const called = await h().agent(o.id);

@@ -115,6 +115,29 @@ describe('Silero VAD', () => {
   });
 });
 
+describe('Silero VAD loaded by the first call', () => {
+  it('nothing loads until a call needs it; that call starts on energy and Silero takes over at a quiet frame once loaded', async () => {
+    const provider = vadProvider({ vad: 'silero', vadModel: undefined });
+    try {
+      assert.equal(provider.model, undefined);
+      assert.equal(provider.status.loads, 'on the first call');
+      const vad = provider.create({ speakingTimeoutMs: 400 }) as SileroDetector;
+      assert.ok(vad instanceof SileroDetector);
+      assert.equal(vad.engine, 'energy');
+      assert.match(vad.fallbackReason!, /still loading/);
+      assert.equal(provider.status.engine, 'energy');
+      await provider.ready();
+      assert.ok(provider.model);
+      vad.push(new Int16Array(160)); // one quiet 20 ms frame
+      assert.equal(vad.engine, 'silero');
+      assert.equal(vad.fallbackReason, undefined);
+      vad.flush();
+    } finally {
+      await provider.close();
+    }
+  });
+});
+
 describe('Silero VAD whose worker stops', () => {
   it('calls under way fall back to energy, new calls get energy, and the status says why', async () => {
     const provider = vadProvider({ vad: 'silero', vadModel: undefined });
@@ -172,6 +195,11 @@ describe('Silero VAD that cannot load', () => {
         assert.equal(a.status, 200);
         assert.equal(a.body.vad.engine, 'energy');
         assert.match(a.body.vad.fallbackReason, /does not exist/);
+        // Nothing loads the model before a call needs it (or ready() is asked).
+        const before = await fine.call('GET', '/readyz', { token: null });
+        assert.deepEqual(before.body.vad, { configured: 'silero', engine: 'silero', model: bundledSileroModel(), loads: 'on the first call' });
+        assert.equal(fine.vad.model, undefined);
+        await fine.vad.ready();
         const b = await fine.call('GET', '/readyz', { token: null });
         assert.deepEqual(b.body.vad, { configured: 'silero', engine: 'silero', model: bundledSileroModel() });
       } finally {
