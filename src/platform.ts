@@ -161,7 +161,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     agents: agentService({ db, wakeDeliveries, models }),
     models,
     billing: billingService({ db, config, wakeTasks: () => taskQueue.notify() }),
-    usage: usageService({ db }),
+    usage: usageService({ db, wakeTasks: () => taskQueue.notify() }),
   };
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
   /** Webhook actions' requests to customer URLs (closed with the platform). */

@@ -8,7 +8,8 @@ import { nowMs } from '../../lib/time.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { localDay } from '../tasks/limits.ts';
 import type { Plan } from './catalog.ts';
-import { catalogOwners, findPlan } from './plans.ts';
+import { catalogOwners, findPlan, releaseHeldTasks } from './plans.ts';
+import { periodOf } from './periods.ts';
 import { periodRepo, subscriptionRepo, usageRepo, type UsageMetric } from './repository.ts';
 
 /** The billed items, in answer order: what a plan includes and sells past its included amounts. */
@@ -67,20 +68,6 @@ function addDays(day: string, n: number): string {
   d.setUTCDate(d.getUTCDate() + n);
   return ymd(d);
 }
-function monthBounds(day: string, back: number): [string, string] {
-  const [y, m] = day.split('-').map(Number) as [number, number];
-  return [ymd(new Date(Date.UTC(y, m - 1 - back, 1))), ymd(new Date(Date.UTC(y, m - back, 0)))];
-}
-/** The start of the period of one term that ends at `startMs` (the same day and time a month or year earlier, clamped to the month's last day). */
-function periodStartBefore(startMs: number, term: string): number {
-  const d = new Date(startMs);
-  const months = term === 'year' ? 12 : 1;
-  const total = d.getUTCFullYear() * 12 + d.getUTCMonth() - months;
-  const y = Math.floor(total / 12); const m = total % 12;
-  const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-  return Date.UTC(y, m, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
-}
-
 function parseDate(value: string | undefined, field: string): number | undefined {
   if (value === undefined || value === '') return undefined;
   const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : NaN;
@@ -88,7 +75,12 @@ function parseDate(value: string | undefined, field: string): number | undefined
   return ms;
 }
 
-export interface UsageServiceDeps { db: Db; now?: () => number }
+export interface UsageServiceDeps {
+  db: Db;
+  now?: () => number;
+  /** Wakes this process's task runners (a new billing period may let held tasks start). */
+  wakeTasks?: () => void;
+}
 
 export function usageService(deps: UsageServiceDeps) {
   const { db } = deps;
@@ -150,8 +142,11 @@ export function usageService(deps: UsageServiceDeps) {
         await periodRepo.insert(tx, orgId, start, end, scope.actor.id, t);
         // The subscription in force is billed on the new period.
         if (sub) await subscriptionRepo.update(tx, sub.id, { period_start: start, period_end: end, updated_at: t });
+        // Tasks an included amount of the old period held back are looked at again.
+        await releaseHeldTasks(tx, orgId, t);
         return current ? { start_at: current.start_at, end_at: Math.min(current.end_at, start) } : null;
       });
+      deps.wakeTasks?.();
       const secs = (ms: number) => Math.floor(ms / 1000);
       return {
         success: true, message: 'Billing period updated', organizationId: orgId,
@@ -182,23 +177,11 @@ export function usageService(deps: UsageServiceDeps) {
       // The billing period: the last one an ancestor set (previous: the one before), else the
       // subscription's in force (previous: the term before it), else the calendar month in the account's zone.
       const months = sub?.term === 'year' ? 12 : 1;
-      let fromDay: string; let lastDay: string;
-      let periodStart: number | null = null; let periodEnd: number | null = null;
       const set = subject.kind === 'organization' ? await periodRepo.lastTwo(db, subject.id, at) : [];
-      if (set.length > 0) {
-        // Periods an ancestor set (POST /api/v2/billing/billingPeriod) come first.
-        const [current, before] = set as [{ start_at: number; end_at: number }, { start_at: number; end_at: number } | undefined];
-        if (which === 'current') { periodStart = current.start_at; periodEnd = current.end_at; }
-        else if (before) { periodStart = before.start_at; periodEnd = before.end_at; }
-        else { periodEnd = current.start_at; periodStart = periodStartBefore(current.start_at, sub?.term ?? 'month'); }
-        fromDay = localDay(periodStart, zone); lastDay = localDay(periodEnd - 1, zone);
-      } else if (sub) {
-        periodStart = Number(sub.period_start); periodEnd = Number(sub.period_end);
-        if (which === 'previous') { periodEnd = periodStart; periodStart = periodStartBefore(periodStart, sub.term); }
-        fromDay = localDay(periodStart, zone); lastDay = localDay(periodEnd - 1, zone);
-      } else {
-        [fromDay, lastDay] = monthBounds(today, which === 'previous' ? 1 : 0);
-      }
+      const period = periodOf(which, set, sub, at, zone);
+      let fromDay = period.fromDay;
+      const lastDay = period.lastDay;
+      const periodStart = period.start; const periodEnd = period.end;
       const start = parseDate(q.startDate, 'startDate');
       const end = parseDate(q.endDate, 'endDate');
       if (start !== undefined) fromDay = localDay(start, zone);
