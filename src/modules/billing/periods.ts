@@ -67,3 +67,11 @@ export function nextMonthStart(at: number, zone: string): number {
   }
   return t;
 }
+
+/** The instant local day `day` (YYYY-MM-DD) begins in `zone`. */
+export function localDayStart(day: string, zone: string): number {
+  // The day's midnight lies within 14 hours of the same date's UTC midnight; start before it and step to it.
+  let t = nextLocalMidnight(Date.parse(`${day}T00:00:00Z`) - 15 * 3_600_000, zone);
+  while (localDay(t, zone) < day) t = nextLocalMidnight(t, zone);
+  return t;
+}
