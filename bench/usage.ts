@@ -7,7 +7,9 @@
 // (default 50). It then times, through the real HTTP app (the test harness's, listening on
 // loopback; the client in this process), each request RUNS times (default 7) after a warm-up, and
 // prints the median and the ratio to GET /api/v2/account (an authenticated read) in the same run.
-// It also times the hot path's write: usageRepo.add (one upsert) for 2,000 records.
+// It also times the hot path's write: usageRepo.add (the day's and the month's upserts) for 2,000
+// records. The rollups are filled as the write path leaves them: usage_daily, and usage_monthly
+// (the sums per local month) beside it.
 //   npm run bench:usage
 //   BENCH_ORGS=200 BENCH_ENGINES=postgres TEST_DATABASE_URL=… npx tsx bench/usage.ts
 import type { AddressInfo } from 'node:net';
@@ -34,10 +36,21 @@ function dayRows(orgId: number, day: string, n: number) {
   ].map((m) => ({ org_id: orgId, day, ...m }));
 }
 
-async function insertRows(h: Harness, rows: { org_id: number; day: string; metric: string; n: number }[]): Promise<void> {
+/** The day rows, and the month rows the write path keeps beside them (usage_monthly: their sums per local month). */
+async function insertRows(h: Harness, rows: { org_id: number; day: string; metric: string; n: number }[]): Promise<number> {
+  const months = new Map<string, { org_id: number; month: string; metric: string; n: number }>();
+  for (const r of rows) {
+    const key = `${r.org_id}:${r.day.slice(0, 7)}:${r.metric}`;
+    const m = months.get(key);
+    if (m) m.n += r.n;
+    else months.set(key, { org_id: r.org_id, month: r.day.slice(0, 7), metric: r.metric, n: r.n });
+  }
+  const monthRows = [...months.values()];
   await h.database.db.transaction().execute(async (tx) => {
     for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await tx.insertInto('usage_daily').values(rows.slice(i, i + ROWS_PER_INSERT)).execute();
+    for (let i = 0; i < monthRows.length; i += ROWS_PER_INSERT) await tx.insertInto('usage_monthly').values(monthRows.slice(i, i + ROWS_PER_INSERT)).execute();
   });
+  return monthRows.length;
 }
 
 const only = process.env.BENCH_ENGINES?.split(',');
@@ -55,7 +68,7 @@ for (const engine of ENGINES.filter((e) => !only || only.includes(e))) {
     const rows = [];
     for (let d = 0; d < DAYS; d++) rows.push(...dayRows(big.id, dayOf(d), perDay + (d < CONVERSATIONS % DAYS ? 1 : 0)));
     for (const o of others) for (let d = 0; d < DAYS; d++) rows.push(...dayRows(o.id, dayOf(d), 50 + (d % 7)));
-    await insertRows(h, rows);
+    const monthRows = await insertRows(h, rows);
     const seeded = performance.now() - t0;
 
     // The hot path's write: one usage upsert per record, each its own transaction (as a task's end would be).
@@ -84,8 +97,8 @@ for (const engine of ENGINES.filter((e) => !only || only.includes(e))) {
       [`reseller (${ORGS + 1} organizations), a month, costs`, '/api/v2/stats/usage?combineCosts=true&startDate=2026-03-01&endDate=2026-03-31', r.token],
       [`reseller (${ORGS + 1} organizations), a year, costs`, '/api/v2/stats/usage?combineCosts=true&startDate=2026-01-01&endDate=2026-12-31', r.token],
     ];
-    console.log(`[${engine}] seeded ${rows.length.toLocaleString('en-US')} rollup rows in ${(seeded / 1000).toFixed(1)} s; ` +
-      `usageRepo.add (one upsert, own transaction): ${(perWrite * 1000).toFixed(0)} µs a record`);
+    console.log(`[${engine}] seeded ${rows.length.toLocaleString('en-US')} day and ${monthRows.toLocaleString('en-US')} month rollup rows in ${(seeded / 1000).toFixed(1)} s; ` +
+      `usageRepo.add (the day's and the month's upserts, own transaction): ${(perWrite * 1000).toFixed(0)} µs a record`);
     console.log(`  baseline GET /api/v2/account: ${baseline.toFixed(1)} ms`);
     for (const [label, url, token] of cases) {
       const t = await time(url, token);
