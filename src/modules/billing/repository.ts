@@ -141,18 +141,22 @@ export const usageRepo = {
     const lastWhole = afterLast === addDay(toDay) ? toDay.slice(0, 7) : monthStart(toDay.slice(0, 7), -1).slice(0, 7);
     const monthly = bucketLength !== 10 && firstWhole <= lastWhole;
     const bucket = (col: 'day' | 'month') => bucketLength === 0 ? sql<string>`''` : sql<string>`substr(${sql.ref(col)}, 1, ${sql.lit(bucketLength)})`;
-    let daily = db.selectFrom('usage_daily')
-      .select([bucket('day').as('bucket'), 'org_id', 'metric', (eb) => eb.fn.sum<number | string>('n').as('n')])
-      .where('org_id', 'in', orgIds);
-    if (metrics) daily = daily.where('metric', 'in', metrics);
-    daily = monthly
+    const daily = (from: string, to: string, below: boolean) => {
+      let q = db.selectFrom('usage_daily')
+        .select([bucket('day').as('bucket'), 'org_id', 'metric', (eb) => eb.fn.sum<number | string>('n').as('n')])
+        .where('org_id', 'in', orgIds).where('day', '>=', from).where('day', below ? '<' : '<=', to);
+      if (metrics) q = q.where('metric', 'in', metrics);
+      return q.groupBy(['org_id', sql`1`, 'metric']).execute();
+    };
+    // One simple range per read: an OR of two ranges made SQLite walk every row of the organizations.
+    const reads = [];
+    if (!monthly) reads.push(daily(fromDay, toDay, false));
+    else {
       // Only the days outside the whole months: before the first, after the last.
-      ? daily.where((eb) => eb.or([
-        eb.and([eb('day', '>=', fromDay), eb('day', '<', `${firstWhole}-01`)]),
-        eb.and([eb('day', '>=', monthStart(lastWhole, 1)), eb('day', '<=', toDay)]),
-      ]))
-      : daily.where('day', '>=', fromDay).where('day', '<=', toDay);
-    const reads = [daily.groupBy(['org_id', sql`1`, 'metric']).execute()];
+      if (fromDay < `${firstWhole}-01`) reads.push(daily(fromDay, `${firstWhole}-01`, true));
+      const afterWhole = monthStart(lastWhole, 1);
+      if (afterWhole <= toDay) reads.push(daily(afterWhole, toDay, false));
+    }
     if (monthly) {
       let months = db.selectFrom('usage_monthly')
         .select([bucket('month').as('bucket'), 'org_id', 'metric', (eb) => eb.fn.sum<number | string>('n').as('n')])
