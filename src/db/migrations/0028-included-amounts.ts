@@ -53,7 +53,7 @@ export function includedAmounts(dialect: Dialect) {
 
       if (dialect === 'postgres') {
         for (const table of WATCHED) {
-          await sql`create trigger ${sql.id(`${table}_changed`)} after insert or update or delete or truncate on ${sql.table(table)}
+          await sql`create trigger ${sql.id(`${table}_entitlement_changed`)} after insert or update or delete or truncate on ${sql.table(table)}
             for each statement execute function callplane_changed()`.execute(db);
         }
       }
