@@ -198,7 +198,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     billing: billingService({ db, config, wakeTasks: () => taskQueue.notify(), systems: billingSystems, processors: processorSubs }),
     billingSystems,
     processorSubscriptions: processorSubs,
-    usage: usageService({ db }),
+    usage: usageService({ db, wakeTasks: () => taskQueue.notify() }),
   };
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns, wakeAnalyses });
   /** Webhook actions' requests to customer URLs (closed with the platform). */

@@ -23,8 +23,8 @@ export type ChangeStamp = () => string;
 
 /** The channel of the change triggers (migrations 0016-change-notifications and 0019). */
 export const CHANGE_CHANNEL = 'callplane_changed';
-/** Tables with a change trigger on PostgreSQL: the only ones a stamp can watch there. */
-export const WATCHED_TABLES: readonly string[] = ['accounts', 'tokens', 'webhooks'];
+/** Tables with a change trigger on PostgreSQL: the only ones a stamp can watch there (migrations 0016, 0019, 0028). */
+export const WATCHED_TABLES: readonly string[] = ['accounts', 'tokens', 'webhooks', 'subscriptions', 'billing_periods', 'catalog_items', 'org_addons'];
 
 const WRITE_TARGET = /\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into|update(?:\s+or\s+\w+)?|delete\s+from|truncate(?:\s+table)?)\s+(?:"?(?:main|public)"?\.)?"?(\w+)"?/gi;
 const SCHEMA_CHANGE = /^\s*(?:alter|drop|create)\b/i;

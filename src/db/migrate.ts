@@ -28,6 +28,7 @@ import { phoneNumbers } from './migrations/0023-phone-numbers.ts';
 import { billing } from './migrations/0024-billing.ts';
 import { usageDaily } from './migrations/0025-usage-daily.ts';
 import { billingSystems } from './migrations/0026-billing-systems.ts';
+import { includedAmounts } from './migrations/0028-included-amounts.ts';
 import { conversationAnalyses } from './migrations/0029-conversation-analyses.ts';
 import { turnLatencies } from './migrations/0031-turn-latencies.ts';
 import { numberReleases } from './migrations/0032-number-releases.ts';
@@ -60,6 +61,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0024-billing': billing(),
     '0025-usage-daily': usageDaily(),
     '0026-billing-systems': billingSystems(),
+    '0028-included-amounts': includedAmounts(dialect),
     '0029-conversation-analyses': conversationAnalyses(),
     '0031-turn-latencies': turnLatencies(),
     '0032-number-releases': numberReleases(),

@@ -323,6 +323,8 @@ export interface TasksTable {
   finished_at: number | null;
   /** 1 while the task waits for its organization's concurrency, out of the due range (migration 0020). */
   parked: ColumnType<Flag, Flag | undefined, Flag>;
+  /** While pending: why a limit holds it back (migration 0028); null otherwise. */
+  held_reason: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The outbox: one row per state change, written in the transaction that made it. */
@@ -370,6 +372,30 @@ export interface UsageDailyTable {
   day: string;
   metric: string;
   n: number;
+}
+
+/** What an organization used per local month (YYYY-MM) and metric (migration 0028), beside usage_daily. */
+export interface UsageMonthlyTable {
+  org_id: number;
+  month: string;
+  metric: string;
+  n: number;
+}
+
+/** Add-ons an organization bought (migration 0028); removed_at null while in force. */
+export interface OrgAddonsTable {
+  id: string;
+  org_id: number;
+  addon_id: string;
+  /** JSON: the add-on as bought. */
+  addon: string;
+  subscription_id: string | null;
+  period_start: number | null;
+  period_end: number | null;
+  added_at: number;
+  added_by: number | null;
+  removed_at: number | null;
+  removed_by: number | null;
 }
 
 /** Billing periods an ancestor set for an organization (migration 0025), in ms. */
@@ -495,6 +521,8 @@ export interface DB {
   org_daily_counters: OrgDailyCountersTable;
   org_task_counts: OrgTaskCountsTable;
   usage_daily: UsageDailyTable;
+  usage_monthly: UsageMonthlyTable;
+  org_addons: OrgAddonsTable;
   billing_periods: BillingPeriodsTable;
   target_cooldowns: TargetCooldownsTable;
   sip_registrations: SipRegistrationsTable;
@@ -917,3 +945,4 @@ export type NumberReleaseRow = Selectable<NumberReleasesTable>;
 export type CatalogItemRow = Selectable<CatalogItemsTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type BillingSystemRow = Selectable<BillingSystemsTable>;
+export type OrgAddonRow = Selectable<OrgAddonsTable>;

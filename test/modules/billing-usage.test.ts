@@ -94,7 +94,7 @@ forEachEngine('billing usage', (h) => {
     assert.equal(c.currency, 'USD');
     // Past the included amounts: 2 minutes × 0.05, 1 text × 0.02, 3 tasks × 0.01, 1 conversation × 0.02, every token at 1.5 per 1,000.
     const tokenCents = Math.floor((conv.tokens * 15 + 50) / 100); // tokens × 0.15 cents, half up
-    const expected = { 'cost:callMinutes': 0.1, 'cost:texts': 0.02, 'cost:tasks': 0.03, 'cost:conversations': 0.02, 'cost:modelTokens': tokenCents / 100, 'cost:plan': 10 };
+    const expected = { 'cost:callMinutes': 0.1, 'cost:texts': 0.02, 'cost:tasks': 0.03, 'cost:conversations': 0.02, 'cost:modelTokens': tokenCents / 100, 'cost:plan': 10, 'cost:addons': 0 };
     const totalCents = 10 + 2 + 3 + 2 + tokenCents + 1000;
     assert.deepEqual(c.usage, { ...expected, 'cost:total': totalCents / 100 });
     assert.equal(c.usage.callMinutes, undefined, 'giveCosts alone answers the cost: keys only');

@@ -2,40 +2,16 @@
 // plan an id names in it, and a plan's limits put into the organization's task limits. Used by
 // the billing service and by the accounts service, whose productPlanId, offeredProductPlanId and
 // sellPlanId name plans of these catalogs.
-import type { AccountRow, Executor } from '../../db/types.ts';
+import type { Executor } from '../../db/types.ts';
 import { Invalid } from '../../http/errors.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { mergeLimits, type TaskLimits } from '../tasks/limits.ts';
 import { TASKS } from '../tasks/queue-hooks.ts';
 import { limitRepo, taskRepo } from '../tasks/repository.ts';
-import { DEFAULT_ADDONS, DEFAULT_PLANS, layer, limitsOf, type Addon, type Catalog, type Layered, type Plan, type Source } from './catalog.ts';
-import { catalogRepo } from './repository.ts';
+import { limitsOf, type Plan, type Source } from './catalog.ts';
+import { findPlan } from './catalogs.ts';
 
-/** Whose catalog an account reads: its partner's items, and its reseller's over them (none for a partner). */
-export function catalogOwners(account: Pick<AccountRow, 'id' | 'kind' | 'partner_id' | 'reseller_id'>): { partnerId: number | null; resellerId: number | null } {
-  if (account.kind === 'partner') return { partnerId: account.id, resellerId: null };
-  if (account.kind === 'reseller') return { partnerId: account.partner_id, resellerId: account.id };
-  return { partnerId: account.partner_id, resellerId: account.reseller_id };
-}
-
-/** The catalog in force for these owners: each id from the highest layer that has it. */
-export async function catalogOf(db: Executor, owners: { partnerId: number | null; resellerId: number | null }): Promise<Catalog> {
-  const ids = [owners.partnerId, owners.resellerId].filter((id): id is number => id !== null);
-  const rows = await catalogRepo.listFor(db, ids);
-  const of = (ownerId: number | null, kind: 'plan' | 'addon') =>
-    rows.filter((r) => r.owner_id === ownerId && r.kind === kind).map((r) => JSON.parse(r.body) as unknown);
-  const plans = layer<Plan>((p) => p.productPlanId, [
-    ['default', DEFAULT_PLANS], ['partner', of(owners.partnerId, 'plan') as Plan[]], ['reseller', of(owners.resellerId, 'plan') as Plan[]],
-  ]);
-  const addons = layer<Addon>((a) => a.addonId, [
-    ['default', DEFAULT_ADDONS], ['partner', of(owners.partnerId, 'addon') as Addon[]], ['reseller', of(owners.resellerId, 'addon') as Addon[]],
-  ]);
-  return { plans, addons };
-}
-
-export async function findPlan(db: Executor, owners: { partnerId: number | null; resellerId: number | null }, planId: string): Promise<Layered<Plan> | undefined> {
-  return (await catalogOf(db, owners)).plans.find((p) => p.item.productPlanId === planId);
-}
+export { catalogOf, catalogOwners, findPlan } from './catalogs.ts';
 
 /** The plan `planId` names in the owners' catalog, or a 400 naming `field`. */
 export async function requirePlan(db: Executor, owners: { partnerId: number | null; resellerId: number | null }, planId: string, field: string): Promise<Plan> {
@@ -53,9 +29,18 @@ export async function applyPlanLimits(tx: Executor, orgId: number, plan: Plan, n
   await limitRepo.lock(tx, orgId);
   const merged = mergeLimits(await limitRepo.load(tx, orgId), limitsOf(plan));
   await limitRepo.save(tx, orgId, merged, now);
+  await releaseHeldTasks(tx, orgId, now);
+  return merged;
+}
+
+/**
+ * Tasks of the organization a limit or an included amount held back are looked at again now (a
+ * new plan, billing period or add-on may let them start), and the runners of every process are
+ * notified when the caller's transaction commits; the caller wakes this process's runner after it.
+ */
+export async function releaseHeldTasks(tx: Executor, orgId: number, now: number): Promise<void> {
   await taskRepo.undeferPending(tx, orgId, now);
   await notifyQueue(tx, TASKS);
-  return merged;
 }
 
 export type { Source };

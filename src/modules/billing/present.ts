@@ -1,5 +1,5 @@
 // Catalog items and subscriptions as the API shows them (times in unix seconds).
-import type { SubscriptionRow } from '../../db/types.ts';
+import type { OrgAddonRow, SubscriptionRow } from '../../db/types.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { priceOf, type Addon, type Layered, type Plan } from './catalog.ts';
 
@@ -30,5 +30,25 @@ export function presentSubscription(row: SubscriptionRow) {
     cancelDetails: row.cancel_details,
     checkoutType: row.checkout_type,
     billingSystem: row.processor,
+  };
+}
+
+/** An add-on an organization bought: the add-on as bought, when, and whether it counts for its current plan. */
+export function presentOrgAddon(row: OrgAddonRow, appliesToPlan: boolean) {
+  const addon = JSON.parse(row.addon) as Addon;
+  return {
+    addonId: row.addon_id,
+    name: addon.name,
+    currency: addon.currency,
+    monthlyPrice: addon.monthlyPrice,
+    yearlyPrice: addon.yearlyPrice,
+    adds: addon.adds,
+    plans: addon.plans,
+    appliesToPlan,
+    subscriptionId: row.subscription_id,
+    periodStart: toUnixSeconds(row.period_start),
+    periodEnd: toUnixSeconds(row.period_end),
+    addedAt: toUnixSeconds(row.added_at)!,
+    removedAt: toUnixSeconds(row.removed_at),
   };
 }

@@ -1,6 +1,8 @@
-// Queries on catalog_items (partners' and resellers' own plans and add-ons), subscriptions and
-// usage_daily (what organizations used per local day: written by other modules' write transactions).
-import type { BillingSystemRow, BillingSystemsTable, CatalogItemRow, Executor, SubscriptionRow, SubscriptionsTable } from '../../db/types.ts';
+// Queries on catalog_items (partners' and resellers' own plans and add-ons), subscriptions,
+// org_addons (the add-ons organizations bought), usage_daily and usage_monthly (what organizations
+// used per local day and month: written by other modules' write transactions), billing_systems and
+// billing_events (the payment processors' configurations and the events they sent).
+import type { BillingSystemRow, BillingSystemsTable, CatalogItemRow, Executor, OrgAddonRow, OrgAddonsTable, SubscriptionRow, SubscriptionsTable } from '../../db/types.ts';
 import { sql, type Insertable, type Updateable } from 'kysely';
 import { accountRepo } from '../accounts/repository.ts';
 import { localDay } from '../tasks/limits.ts';
@@ -65,6 +67,16 @@ export const subscriptionRepo = {
   async find(db: Executor, id: string): Promise<SubscriptionRow | undefined> {
     return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
   },
+
+  /** The subscription in force of each of these organizations (as current), in one query. */
+  async currentOf(db: Executor, orgIds: readonly number[]): Promise<Map<number, SubscriptionRow>> {
+    const out = new Map<number, SubscriptionRow>();
+    if (orgIds.length === 0) return out;
+    const rows = await db.selectFrom('subscriptions').selectAll().where('org_id', 'in', orgIds).where('state', '=', 'active')
+      .orderBy('started_at', 'desc').orderBy('id', 'desc').execute();
+    for (const r of rows) if (!out.has(r.org_id)) out.set(r.org_id, r);
+    return out;
+  },
 };
 
 export const billingSystemRepo = {
@@ -98,13 +110,49 @@ export const billingEventRepo = {
   },
 };
 
+export const addonRepo = {
+  /** The add-ons of these organizations in force at some time in [fromMs, toMs) (all of them when no range), oldest first. */
+  async of(db: Executor, orgIds: readonly number[], range?: { fromMs: number; toMs: number }): Promise<OrgAddonRow[]> {
+    if (orgIds.length === 0) return [];
+    let q = db.selectFrom('org_addons').selectAll().where('org_id', 'in', orgIds);
+    if (range) {
+      q = q.where('added_at', '<', range.toMs)
+        .where((eb) => eb.or([eb('removed_at', 'is', null), eb('removed_at', '>', range.fromMs)]));
+    }
+    return q.orderBy('added_at').orderBy('id').execute();
+  },
+
+  /** The organization's add-ons in force now, oldest first. */
+  async inForce(db: Executor, orgId: number): Promise<OrgAddonRow[]> {
+    return db.selectFrom('org_addons').selectAll().where('org_id', '=', orgId).where('removed_at', 'is', null)
+      .orderBy('added_at').orderBy('id').execute();
+  },
+
+  async insert(tx: Executor, row: Insertable<OrgAddonsTable>): Promise<void> {
+    await tx.insertInto('org_addons').values(row).execute();
+  },
+
+  /** Ends the organization's add-on in force; the row as it is now, or undefined when none was in force. */
+  async remove(tx: Executor, orgId: number, addonId: string, by: number, now: number): Promise<OrgAddonRow | undefined> {
+    return tx.updateTable('org_addons').set({ removed_at: now, removed_by: by }).where('org_id', '=', orgId)
+      .where('addon_id', '=', addonId).where('removed_at', 'is', null).returningAll().executeTakeFirst();
+  },
+};
+
+/** 'YYYY-MM-DD' of the first day of `month` ('YYYY-MM') plus `n` months. */
+function monthStart(month: string, n = 0): string {
+  const [y, m] = month.split('-').map(Number) as [number, number];
+  return new Date(Date.UTC(y, m - 1 + n, 1)).toISOString().slice(0, 10);
+}
+
 /** A metric usage_daily counts (docs/billing.md, "Usage"). */
 export type UsageMetric = 'calls' | 'callSeconds' | 'callMinutes' | 'texts' | 'tasks' | 'conversations' | 'modelTokens';
 
 export const usageRepo = {
   /**
-   * Adds what one write used to the organization's row for the local day of `at` (its time zone,
-   * UTC without one), in the caller's transaction: one read of the zone, one upsert per metric.
+   * Adds what one write used to the organization's rows for the local day and month of `at` (its
+   * time zone, UTC without one), in the caller's transaction: one read of the zone, one upsert of
+   * the day's rows and one of the month's.
    */
   async add(tx: Executor, orgId: number, at: number, amounts: Partial<Record<UsageMetric, number>>): Promise<void> {
     const entries = Object.entries(amounts).filter(([, n]) => n !== undefined && n > 0) as [UsageMetric, number][];
@@ -116,23 +164,71 @@ export const usageRepo = {
     await tx.insertInto('usage_daily').values(entries.map(([metric, n]) => ({ org_id: orgId, day, metric, n })))
       .onConflict((oc) => oc.columns(['org_id', 'day', 'metric']).doUpdateSet({ n: sql`usage_daily.n + excluded.n` }))
       .execute();
+    // The month's rows beside them, always after the day's (the same lock order everywhere).
+    const month = day.slice(0, 7);
+    await tx.insertInto('usage_monthly').values(entries.map(([metric, n]) => ({ org_id: orgId, month, metric, n })))
+      .onConflict((oc) => oc.columns(['org_id', 'month', 'metric']).doUpdateSet({ n: sql`usage_monthly.n + excluded.n` }))
+      .execute();
   },
 
   /**
    * Sums per organization, bucket and metric over the local days `fromDay` to `toDay` (both
    * included). A bucket is the day's first `bucketLength` characters: 10 a day, 7 a month, 4 a
-   * year, 0 the whole range (the key is then '').
+   * year, 0 the whole range (the key is then ''). Unless by day, the months the range covers whole
+   * are read from usage_monthly (one row per organization, month and metric) and only the days of
+   * the months it covers in part from usage_daily: a year is then 12 rows per organization and
+   * metric, not 365. `metrics` narrows what is read.
    */
-  async sums(db: Executor, orgIds: number[], fromDay: string, toDay: string, bucketLength: 0 | 4 | 7 | 10): Promise<{ org_id: number; bucket: string; metric: string; n: number }[]> {
-    if (orgIds.length === 0) return [];
-    const bucket = bucketLength === 0 ? sql<string>`''` : sql<string>`substr(day, 1, ${sql.lit(bucketLength)})`;
-    const rows = await db.selectFrom('usage_daily')
-      .select([bucket.as('bucket'), 'org_id', 'metric', (eb) => eb.fn.sum<number | string>('n').as('n')])
-      .where('org_id', 'in', orgIds).where('day', '>=', fromDay).where('day', '<=', toDay)
-      .groupBy(['org_id', sql`1`, 'metric']).execute();
-    return rows.map((r) => ({ org_id: r.org_id, bucket: String(r.bucket), metric: r.metric, n: Number(r.n) }));
+  async sums(db: Executor, orgIds: number[], fromDay: string, toDay: string, bucketLength: 0 | 4 | 7 | 10, metrics?: readonly string[]): Promise<{ org_id: number; bucket: string; metric: string; n: number }[]> {
+    if (orgIds.length === 0 || metrics?.length === 0) return [];
+    // The whole months of the range: from the first month starting in it to the last ending in it.
+    const firstWhole = fromDay.endsWith('-01') ? fromDay.slice(0, 7) : monthStart(fromDay.slice(0, 7), 1).slice(0, 7);
+    const afterLast = monthStart(toDay.slice(0, 7), 1); // the day after toDay's month
+    const lastWhole = afterLast === addDay(toDay) ? toDay.slice(0, 7) : monthStart(toDay.slice(0, 7), -1).slice(0, 7);
+    const monthly = bucketLength !== 10 && firstWhole <= lastWhole;
+    const bucket = (col: 'day' | 'month') => bucketLength === 0 ? sql<string>`''` : sql<string>`substr(${sql.ref(col)}, 1, ${sql.lit(bucketLength)})`;
+    const daily = (from: string, to: string, below: boolean) => {
+      let q = db.selectFrom('usage_daily')
+        .select([bucket('day').as('bucket'), 'org_id', 'metric', (eb) => eb.fn.sum<number | string>('n').as('n')])
+        .where('org_id', 'in', orgIds).where('day', '>=', from).where('day', below ? '<' : '<=', to);
+      if (metrics) q = q.where('metric', 'in', metrics);
+      return q.groupBy(['org_id', sql`1`, 'metric']).execute();
+    };
+    // One simple range per read: an OR of two ranges made SQLite walk every row of the organizations.
+    const reads = [];
+    if (!monthly) reads.push(daily(fromDay, toDay, false));
+    else {
+      // Only the days outside the whole months: before the first, after the last.
+      if (fromDay < `${firstWhole}-01`) reads.push(daily(fromDay, `${firstWhole}-01`, true));
+      const afterWhole = monthStart(lastWhole, 1);
+      if (afterWhole <= toDay) reads.push(daily(afterWhole, toDay, false));
+    }
+    if (monthly) {
+      let months = db.selectFrom('usage_monthly')
+        .select([bucket('month').as('bucket'), 'org_id', 'metric', (eb) => eb.fn.sum<number | string>('n').as('n')])
+        .where('org_id', 'in', orgIds).where('month', '>=', firstWhole).where('month', '<=', lastWhole);
+      if (metrics) months = months.where('metric', 'in', metrics);
+      reads.push(months.groupBy(['org_id', sql`1`, 'metric']).execute());
+    }
+    const merged = new Map<string, { org_id: number; bucket: string; metric: string; n: number }>();
+    for (const rows of await Promise.all(reads)) {
+      for (const r of rows) {
+        const key = `${r.org_id}\u0000${String(r.bucket)}\u0000${r.metric}`;
+        const have = merged.get(key);
+        if (have) have.n += Number(r.n);
+        else merged.set(key, { org_id: r.org_id, bucket: String(r.bucket), metric: r.metric, n: Number(r.n) });
+      }
+    }
+    return [...merged.values()];
   },
 };
+
+/** The day after 'YYYY-MM-DD'. */
+function addDay(day: string): string {
+  const d = new Date(`${day}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + 1);
+  return d.toISOString().slice(0, 10);
+}
 
 export const periodRepo = {
   /** The organization's last two periods starting at or before `at`, newest first. */

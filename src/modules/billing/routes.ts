@@ -76,6 +76,16 @@ const Subscription = Obj({
   billingSystem: Nullable(Type.String({ description: 'null: recorded directly, no billing system configured' })),
 }, 'A subscription; times are unix seconds');
 const Limits = Obj({}, 'The organization\'s task limits now in force (as GET /api/v2/tasks/limits)');
+const OrgAddon = Obj({
+  addonId: Type.String(), name: Type.String(), currency: Type.String(), monthlyPrice: Type.Number(), yearlyPrice: Type.Number(),
+  adds: Obj(AddsProps, 'Amounts added to the plan\'s included ones each month'),
+  plans: Type.Array(Type.String(), { description: 'Plans it fits; empty = every plan' }),
+  appliesToPlan: Type.Boolean({ description: 'Whether it fits the organization\'s current plan (an add-on bought for an earlier plan adds nothing)' }),
+  subscriptionId: Nullable(Type.String({ description: 'The subscription in force when it was bought' })),
+  periodStart: Nullable(Type.Number({ description: 'The billing period it was bought in (unix seconds); null for a calendar month' })),
+  periodEnd: Nullable(Type.Number()),
+  addedAt: Type.Number(), removedAt: Nullable(Type.Number()),
+}, 'An add-on the organization bought (callplane extension)');
 
 const PlanBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -163,6 +173,7 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
         200: Envelope({
           organizationId: Type.Integer(), productPlanId: Nullable(Type.String()), productPlanTerm: Nullable(Type.String()),
           subscribed: Type.Boolean(), plan: Nullable(Plan), subscription: Nullable(Subscription), limits: Limits,
+          addons: Type.Array(OrgAddon, { description: 'The add-ons in force (callplane extension)' }),
         }),
         ...errors(403, 404),
       },
@@ -177,6 +188,24 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
       response: { 200: Envelope({ productPlanId: Nullable(Type.String()), addons: Type.Array(Addon) }), ...errors(403, 404) },
     },
   }, async (req) => billing.availableAddons(req.scope, req.query.targetAccountId));
+
+  app.post('/api/v2/addon/:addonId', {
+    schema: {
+      operationId: 'addAddon', tags, security: Security, summary: 'Add an add-on to the organization (callplane extension)',
+      description: 'The organization, or an ancestor with targetAccountId. An available add-on of the organization\'s catalog that fits its current plan (GET /api/v2/addon/available), one of each at a time (409 otherwise). Recorded with the subscription and billing period in force; its adds raise the included amounts at once (usage costs and the tasks held back for them).',
+      params: AddonParam, querystring: TargetQuery,
+      response: { 200: Envelope({ addon: OrgAddon }), ...errors(400, 403, 404, 409) },
+    },
+  }, async (req) => billing.addAddon(req.scope, req.query.targetAccountId, req.params.addonId));
+
+  app.delete('/api/v2/addon/:addonId', {
+    schema: {
+      operationId: 'removeAddon', tags, security: Security, summary: 'Remove an add-on from the organization (callplane extension)',
+      description: 'Ends the add-on in force; ranges it was in force in keep counting it.',
+      params: AddonParam, querystring: TargetQuery,
+      response: { 200: Envelope({ addon: OrgAddon }), ...errors(403, 404) },
+    },
+  }, async (req) => billing.removeAddon(req.scope, req.query.targetAccountId, req.params.addonId));
 
   app.put('/api/v2/product/catalog/addon/:addonId', {
     schema: {

@@ -13,9 +13,11 @@ import { accountRepo } from '../accounts/repository.ts';
 import { limitRepo } from '../tasks/repository.ts';
 import { presentLimits } from '../tasks/present.ts';
 import { ADDON_ID, DEFAULT_PLANS, PLAN_ID, periodEnd, type Addon, type Plan } from './catalog.ts';
-import { applyPlanLimits, catalogOf, catalogOwners, findPlan } from './plans.ts';
-import { presentAddon, presentPlan, presentSubscription } from './present.ts';
-import { catalogRepo, subscriptionRepo } from './repository.ts';
+import { addonsFitting } from './entitlements.ts';
+import { periodOf } from './periods.ts';
+import { applyPlanLimits, catalogOf, catalogOwners, findPlan, releaseHeldTasks } from './plans.ts';
+import { presentAddon, presentOrgAddon, presentPlan, presentSubscription } from './present.ts';
+import { addonRepo, catalogRepo, periodRepo, subscriptionRepo } from './repository.ts';
 import type { BillingSystemService } from './billing-systems.ts';
 import { fallbackPlan } from './fallback-plan.ts';
 import type { ProcessorSubscriptions } from './processor-subscriptions.ts';
@@ -158,15 +160,19 @@ export function billingService(deps: BillingServiceDeps) {
     async currentPlan(scope: Scope, targetAccountId: number | undefined) {
       const org = await organizationOf(scope, targetAccountId);
       const id = org.product_plan_id;
-      const [found, current, limits] = await Promise.all([
+      const [found, current, limits, addons] = await Promise.all([
         id ? findPlan(db, catalogOwners(org), id) : undefined,
         subscriptionRepo.current(db, org.id),
         limitRepo.load(db, org.id),
+        addonRepo.inForce(db, org.id),
       ]);
+      const planId = current?.plan_id ?? id;
+      const fitting = new Set(addonsFitting(addons, planId).map((a) => a.addonId));
       return {
         success: true, message: 'Success', organizationId: org.id, productPlanId: id, productPlanTerm: org.product_plan_term,
         subscribed: current !== undefined, plan: found ? presentPlan(found) : null,
         subscription: current ? presentSubscription(current) : null, limits: presentLimits(limits),
+        addons: addons.map((a) => presentOrgAddon(a, fitting.has(a.addon_id))),
       };
     },
 
@@ -176,6 +182,58 @@ export function billingService(deps: BillingServiceDeps) {
       const plan = org.product_plan_id;
       const addons = catalog.addons.filter((a) => a.item.available && (a.item.plans.length === 0 || (plan !== null && a.item.plans.includes(plan))));
       return { success: true, message: 'Success', productPlanId: plan, addons: addons.map(presentAddon) };
+    },
+
+    /**
+     * Buys an add-on for the organization (or an ancestor for it): an available add-on of its
+     * catalog that fits its current plan, in the plan's currency, one of each at a time. Recorded
+     * with the subscription and billing period in force; its amounts are added to what the plan
+     * includes at once, so tasks an included amount held back are looked at again.
+     */
+    async addAddon(scope: Scope, targetAccountId: number | undefined, addonId: string) {
+      const org = await scope.target(targetAccountId, ['organization']);
+      if (!ADDON_ID.test(addonId)) throw new Invalid('addonId must look like addon-<lowercase letters, digits and dashes> (see GET /api/v2/addon/available)');
+      const owners = catalogOwners(org);
+      const found = (await catalogOf(db, owners)).addons.find((a) => a.item.addonId === addonId);
+      if (!found) throw new NotFound(`addonId '${addonId}' was not found in this organization's catalog (see GET /api/v2/addon/available)`);
+      const addon = found.item;
+      if (!addon.available) throw new Invalid(`addonId '${addonId}' is no longer offered`);
+      const now = nowMs();
+      const row = await db.transaction().execute(async (tx) => {
+        await accountRepo.lock(tx, org.id);
+        const current = await subscriptionRepo.current(tx, org.id);
+        const fresh = (await accountRepo.findById(tx, org.id))!;
+        const planId = current?.plan_id ?? fresh.product_plan_id;
+        const plan = current ? JSON.parse(current.plan) as Plan : planId ? (await findPlan(tx, owners, planId))?.item : undefined;
+        if (!plan) throw new Invalid('The organization is on no plan of its catalog: subscribe to a plan before adding an add-on');
+        if (addon.plans.length > 0 && !addon.plans.includes(plan.productPlanId)) {
+          throw new Invalid(`addonId '${addonId}' does not fit the organization's plan '${plan.productPlanId}' (it fits: ${addon.plans.join(', ')})`);
+        }
+        if (addon.currency !== plan.currency) throw new Invalid(`addonId '${addonId}' is priced in ${addon.currency}, the plan '${plan.productPlanId}' in ${plan.currency}`);
+        const inForce = await addonRepo.inForce(tx, org.id);
+        if (inForce.some((a) => a.addon_id === addonId)) throw new Conflict(`The organization already has add-on '${addonId}'; remove it first to buy it again`);
+        const period = periodOf('current', await periodRepo.lastTwo(tx, org.id, now), current, now, fresh.timezone || 'UTC');
+        const id = newId('oad', now);
+        await addonRepo.insert(tx, {
+          id, org_id: org.id, addon_id: addonId, addon: JSON.stringify(addon), subscription_id: current?.id ?? null,
+          period_start: period.start, period_end: period.end, added_at: now, added_by: scope.actor.id, removed_at: null, removed_by: null,
+        });
+        await releaseHeldTasks(tx, org.id, now);
+        return (await addonRepo.inForce(tx, org.id)).find((a) => a.id === id)!;
+      });
+      deps.wakeTasks();
+      return { success: true, message: 'Add-on added', addon: presentOrgAddon(row, true) };
+    },
+
+    /** Ends an add-on the organization has: its amounts no longer count from now on (a range it was in force in still counts them). */
+    async removeAddon(scope: Scope, targetAccountId: number | undefined, addonId: string) {
+      const org = await scope.target(targetAccountId, ['organization']);
+      const row = await db.transaction().execute(async (tx) => {
+        await accountRepo.lock(tx, org.id);
+        return addonRepo.remove(tx, org.id, addonId, scope.actor.id, nowMs());
+      });
+      if (!row) throw new NotFound(`The organization has no add-on '${addonId}' in force`);
+      return { success: true, message: 'Add-on removed', addon: presentOrgAddon(row, false) };
     },
 
     async subscribe(scope: Scope, targetAccountId: number | undefined, input: SubscribeInput) {

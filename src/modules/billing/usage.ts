@@ -7,9 +7,11 @@ import type { Scope } from '../../http/auth.ts';
 import { nowMs } from '../../lib/time.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { localDay } from '../tasks/limits.ts';
-import type { Plan } from './catalog.ts';
-import { catalogOwners, findPlan } from './plans.ts';
-import { periodRepo, subscriptionRepo, usageRepo, type UsageMetric } from './repository.ts';
+import type { Addon, Plan } from './catalog.ts';
+import { addonsFitting } from './entitlements.ts';
+import { catalogOwners, findPlan, releaseHeldTasks } from './plans.ts';
+import { localDayStart, periodOf } from './periods.ts';
+import { addonRepo, periodRepo, subscriptionRepo, usageRepo, type UsageMetric } from './repository.ts';
 
 /** The billed items, in answer order: what a plan includes and sells past its included amounts. */
 export const BILLED = ['callMinutes', 'texts', 'tasks', 'conversations', 'modelTokens'] as const;
@@ -47,13 +49,25 @@ function toMinor(nano: bigint, digits: number): bigint {
   return (nano + per / 2n) / per;
 }
 
-/** What one organization's usage costs past its plan's included amounts, per billed item, in nano-units. */
-function overageNano(plan: Plan, months: number, used: Totals): Record<Billed, bigint> {
+type Included = Record<Billed, number | null>;
+
+/** What a plan and its add-ons include over `months` months (null = unlimited). */
+export function includedOver(plan: Plan, months: number, addons: readonly Addon[]): Included {
+  const out = {} as Included;
+  for (const m of BILLED) {
+    const base = plan.included[m];
+    out[m] = base === null ? null : (base + addons.reduce((n, a) => n + (a.adds[m] ?? 0), 0)) * months;
+  }
+  return out;
+}
+
+/** What one organization's usage costs past its included amounts, per billed item, in nano-units. */
+function overageNano(plan: Plan, included: Included, used: Totals): Record<Billed, bigint> {
   const out = {} as Record<Billed, bigint>;
   for (const m of BILLED) {
-    const included = plan.included[m];
+    const inc = included[m];
     const rate = plan.overage[RATE_OF[m]];
-    const over = included === null ? 0 : Math.max(0, (used[m] ?? 0) - included * months);
+    const over = inc === null ? 0 : Math.max(0, (used[m] ?? 0) - inc);
     // A rate is per unit, or per 1,000 tokens: micro-units × 1,000 per unit = nano-units, or micro-units per token.
     out[m] = rate === null || over === 0 ? 0n : BigInt(over) * toMicro(rate) * (m === 'modelTokens' ? 1n : 1000n);
   }
@@ -67,20 +81,6 @@ function addDays(day: string, n: number): string {
   d.setUTCDate(d.getUTCDate() + n);
   return ymd(d);
 }
-function monthBounds(day: string, back: number): [string, string] {
-  const [y, m] = day.split('-').map(Number) as [number, number];
-  return [ymd(new Date(Date.UTC(y, m - 1 - back, 1))), ymd(new Date(Date.UTC(y, m - back, 0)))];
-}
-/** The start of the period of one term that ends at `startMs` (the same day and time a month or year earlier, clamped to the month's last day). */
-function periodStartBefore(startMs: number, term: string): number {
-  const d = new Date(startMs);
-  const months = term === 'year' ? 12 : 1;
-  const total = d.getUTCFullYear() * 12 + d.getUTCMonth() - months;
-  const y = Math.floor(total / 12); const m = total % 12;
-  const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-  return Date.UTC(y, m, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
-}
-
 function parseDate(value: string | undefined, field: string): number | undefined {
   if (value === undefined || value === '') return undefined;
   const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : NaN;
@@ -88,7 +88,12 @@ function parseDate(value: string | undefined, field: string): number | undefined
   return ms;
 }
 
-export interface UsageServiceDeps { db: Db; now?: () => number }
+export interface UsageServiceDeps {
+  db: Db;
+  now?: () => number;
+  /** Wakes this process's task runners (a new billing period may let held tasks start). */
+  wakeTasks?: () => void;
+}
 
 export function usageService(deps: UsageServiceDeps) {
   const { db } = deps;
@@ -150,8 +155,11 @@ export function usageService(deps: UsageServiceDeps) {
         await periodRepo.insert(tx, orgId, start, end, scope.actor.id, t);
         // The subscription in force is billed on the new period.
         if (sub) await subscriptionRepo.update(tx, sub.id, { period_start: start, period_end: end, updated_at: t });
+        // Tasks an included amount of the old period held back are looked at again.
+        await releaseHeldTasks(tx, orgId, t);
         return current ? { start_at: current.start_at, end_at: Math.min(current.end_at, start) } : null;
       });
+      deps.wakeTasks?.();
       const secs = (ms: number) => Math.floor(ms / 1000);
       return {
         success: true, message: 'Billing period updated', organizationId: orgId,
@@ -181,24 +189,11 @@ export function usageService(deps: UsageServiceDeps) {
 
       // The billing period: the last one an ancestor set (previous: the one before), else the
       // subscription's in force (previous: the term before it), else the calendar month in the account's zone.
-      const months = sub?.term === 'year' ? 12 : 1;
-      let fromDay: string; let lastDay: string;
-      let periodStart: number | null = null; let periodEnd: number | null = null;
       const set = subject.kind === 'organization' ? await periodRepo.lastTwo(db, subject.id, at) : [];
-      if (set.length > 0) {
-        // Periods an ancestor set (POST /api/v2/billing/billingPeriod) come first.
-        const [current, before] = set as [{ start_at: number; end_at: number }, { start_at: number; end_at: number } | undefined];
-        if (which === 'current') { periodStart = current.start_at; periodEnd = current.end_at; }
-        else if (before) { periodStart = before.start_at; periodEnd = before.end_at; }
-        else { periodEnd = current.start_at; periodStart = periodStartBefore(current.start_at, sub?.term ?? 'month'); }
-        fromDay = localDay(periodStart, zone); lastDay = localDay(periodEnd - 1, zone);
-      } else if (sub) {
-        periodStart = Number(sub.period_start); periodEnd = Number(sub.period_end);
-        if (which === 'previous') { periodEnd = periodStart; periodStart = periodStartBefore(periodStart, sub.term); }
-        fromDay = localDay(periodStart, zone); lastDay = localDay(periodEnd - 1, zone);
-      } else {
-        [fromDay, lastDay] = monthBounds(today, which === 'previous' ? 1 : 0);
-      }
+      const period = periodOf(which, set, sub, at, zone);
+      let fromDay = period.fromDay;
+      const lastDay = period.lastDay;
+      const periodStart = period.start; const periodEnd = period.end;
       const start = parseDate(q.startDate, 'startDate');
       const end = parseDate(q.endDate, 'endDate');
       if (start !== undefined) fromDay = localDay(start, zone);
@@ -229,44 +224,55 @@ export function usageService(deps: UsageServiceDeps) {
       }
       const add = (into: Totals, t: Totals) => { for (const [k, n] of Object.entries(t)) into[k as UsageMetric] = (into[k as UsageMetric] ?? 0) + n; };
 
-      // Costs: each organization on its own plan; per bucket, the overage up to the bucket's end less the overage before it.
+      // Costs: each organization on its own plan (and term) with its add-ons; per bucket, the
+      // overage up to the bucket's end less the overage before it. Subscriptions and add-ons of
+      // every organization are read in one query each.
       const plans = new Map<number, Plan | null>();
-      const subs = new Map<number, SubscriptionRow | undefined>();
+      const includedOf = new Map<number, Included>();
+      const addonsOf = new Map<number, Addon[]>();
+      const subs = subject.kind === 'organization' ? new Map(sub ? [[subject.id, sub]] : []) : await subscriptionRepo.currentOf(db, orgs.map((o) => o.id));
       let currency: string | null = null; let mixed = false; let unpriced = 0;
-      if (showCosts) {
-        const cache = new Map<string, Promise<Plan | null>>();
-        for (const org of orgs) {
-          const orgSub = org.id === subject.id ? sub : await subscriptionRepo.current(db, org.id);
-          subs.set(org.id, orgSub);
-          const plan = await planOf(org, orgSub, cache);
-          plans.set(org.id, plan);
-          if (!plan) { unpriced++; continue; }
-          if (currency === null) currency = plan.currency; else if (currency !== plan.currency) mixed = true;
-        }
+      const range = { fromMs: localDayStart(fromDay, zone), toMs: localDayStart(addDays(toDay, 1), zone) };
+      const addonRows = await addonRepo.of(db, orgs.map((o) => o.id), range);
+      const cache = new Map<string, Promise<Plan | null>>();
+      for (const org of orgs) {
+        const orgSub = subs.get(org.id);
+        const plan = await planOf(org, orgSub, cache);
+        plans.set(org.id, plan);
+        if (!plan) { unpriced++; continue; }
+        const addons = addonsFitting(addonRows.filter((r) => r.org_id === org.id), plan.productPlanId);
+        addonsOf.set(org.id, addons);
+        includedOf.set(org.id, includedOver(plan, orgSub?.term === 'year' ? 12 : 1, addons));
+        if (currency === null) currency = plan.currency; else if (currency !== plan.currency) mixed = true;
       }
       const priced = showCosts && !mixed && currency !== null;
       const digits = priced ? fractionDigits(currency!) : 2;
       const major = (minor: bigint) => Number(minor) / 10 ** digits;
+      const price = (p: { monthlyPrice: number; yearlyPrice: number }, term: string | undefined) =>
+        BigInt(Math.round((term === 'year' ? p.yearlyPrice : p.monthlyPrice) * 10 ** digits));
 
       const totals: Totals = {};
+      const over: Partial<Record<Billed, number>> = {};
       const bucketUsage = buckets.map(() => ({} as Totals));
       const bucketCost = buckets.map(() => ({} as Record<Billed, bigint>));
       const totalCost = Object.fromEntries(BILLED.map((m) => [m, 0n])) as Record<Billed, bigint>;
-      let planPrice = 0n;
+      let planPrice = 0n; let addonPrice = 0n;
       for (const org of orgs) {
         const perBucket = used.get(org.id);
         const plan = plans.get(org.id) ?? null;
+        const included = includedOf.get(org.id);
         const running: Totals = {};
         let before = Object.fromEntries(BILLED.map((m) => [m, 0n])) as Record<Billed, bigint>;
         if (priced && plan) {
-          const orgSub = subs.get(org.id);
-          planPrice += BigInt(Math.round((orgSub?.term === 'year' ? plan.yearlyPrice : plan.monthlyPrice) * 10 ** digits));
+          const term = subs.get(org.id)?.term;
+          planPrice += price(plan, term);
+          for (const a of addonsOf.get(org.id) ?? []) addonPrice += price(a, term);
         }
         buckets.forEach((b, i) => {
           const t = perBucket?.get(b) ?? {};
           add(bucketUsage[i]!, t); add(totals, t); add(running, t);
-          if (!priced || !plan) return;
-          const upTo = overageNano(plan, months, running);
+          if (!priced || !plan || !included) return;
+          const upTo = overageNano(plan, included, running);
           for (const m of BILLED) {
             const minor = toMinor(upTo[m], digits) - toMinor(before[m], digits);
             bucketCost[i]![m] = (bucketCost[i]![m] ?? 0n) + minor;
@@ -274,6 +280,8 @@ export function usageService(deps: UsageServiceDeps) {
           }
           before = upTo;
         });
+        // Past the included amounts, whether or not overage is sold (what a task is held back for, or what it costs).
+        if (included) for (const m of BILLED) if (included[m] !== null) over[m] = (over[m] ?? 0) + Math.max(0, (running[m] ?? 0) - included[m]!);
       }
 
       const figures = (t: Totals, cost: Record<Billed, bigint> | null, withPlan: boolean) => {
@@ -282,13 +290,17 @@ export function usageService(deps: UsageServiceDeps) {
         if (showCosts) {
           let sum = withPlan ? planPrice : 0n;
           for (const m of BILLED) { const c = cost?.[m] ?? 0n; sum += c; out[`cost:${m}`] = priced ? major(c) : null; }
-          if (withPlan) out['cost:plan'] = priced ? major(planPrice) : null;
+          if (withPlan) {
+            sum += addonPrice;
+            out['cost:plan'] = priced ? major(planPrice) : null;
+            out['cost:addons'] = priced ? major(addonPrice) : null;
+          }
           out['cost:total'] = priced ? major(sum) : null;
         }
         return out;
       };
 
-      const plan = subject.kind === 'organization' ? await planOf(subject, sub) : null;
+      const subjectIncluded = subject.kind === 'organization' ? includedOf.get(subject.id) ?? null : null;
       return {
         success: true,
         message: !showCosts ? 'Stats fetched successfully'
@@ -307,7 +319,9 @@ export function usageService(deps: UsageServiceDeps) {
           endDateTimestamp: periodEnd === null ? null : Math.floor(periodEnd / 1000),
         },
         productPlanId: subject.kind === 'organization' ? (sub?.plan_id ?? subject.product_plan_id) : null,
-        included: plan ? Object.fromEntries(BILLED.map((m) => [m, plan.included[m] === null ? null : plan.included[m]! * months])) : null,
+        included: subjectIncluded,
+        addons: subject.kind === 'organization' ? (addonsOf.get(subject.id) ?? []).map((a) => a.addonId) : null,
+        overIncluded: Object.fromEntries(BILLED.map((m) => [m, over[m] ?? 0])),
         currency: showCosts && !mixed ? currency : null,
         usage: figures(totals, totalCost, true),
         timeseries: q.timeseries

@@ -32,6 +32,8 @@ export function presentTask(row: TaskRow) {
     scheduledFor: toUnixSeconds(row.scheduled_for),
     /** When the queue will next consider it: scheduledFor, or later when a limit or a retry moved it. */
     runAt: row.state === 'pending' ? toUnixSeconds(row.run_at) : null,
+    /** While pending: why a limit holds it back (an included amount used, a daily cap, business hours …); null otherwise. */
+    heldReason: row.state === 'pending' ? row.held_reason ?? null : null,
     createdAt: toUnixSeconds(row.created_at),
     updatedAt: toUnixSeconds(row.updated_at),
     startedAt: toUnixSeconds(row.started_at),

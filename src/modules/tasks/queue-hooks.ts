@@ -1,12 +1,13 @@
 // The task queue: the generic engine (src/queue/) bound to the tasks table, with the hooks that
 // make it a task queue. In the claim transaction: the organization's limits (semaphore, daily caps,
-// business hours, cooldowns). On every state change: the semaphore release, the per-state counts
+// business hours, cooldowns) and its plan's included amounts. On every state change: the semaphore release, the per-state counts
 // and the outbox event, all in the transaction of the change itself.
 import type { ExpressionBuilder, Transaction } from 'kysely';
 import type { DB, QueueState, TaskRow } from '../../db/types.ts';
 import { ADMIT, deferUntil, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
+import { includedHold, uncachedEntitlements, type Entitlements } from '../billing/entitlements.ts';
 import { usageRepo, type UsageMetric } from '../billing/repository.ts';
 import { admission, dayTimeZone, localDay } from './limits.ts';
 import { firstStartedAt, limitRepo, taskRepo, type TaskEventType } from './repository.ts';
@@ -30,22 +31,23 @@ type TaskCandidate = Pick<TaskRow, 'id' | 'run_at' | (typeof CANDIDATE_COLUMNS)[
  */
 export const PARK_MS = 60_000;
 
-/** Organizations a claim transaction found at their concurrency: their slots cannot free before it ends. */
-const full = new WeakMap<Transaction<DB>, Set<number>>();
+/** Organizations a claim transaction found at their concurrency (and why): their slots cannot free before it ends. */
+const full = new WeakMap<Transaction<DB>, Map<number, string>>();
 
 /** Out of the due range until a slot frees: every claim would otherwise walk past it. */
-const park = (now: number) => deferUntil(now + PARK_MS, { parked: 1 });
+const park = (now: number, reason: string) => deferUntil(now + PARK_MS, { parked: 1, held_reason: reason });
 
 /**
  * Admission of one due call or text, inside the claim transaction. The organization's semaphore
  * row is locked first, so every check below sees the counts as they are and no other claim (on
  * any process) can change them before this transaction commits.
  */
-async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number): Promise<Admission> {
+async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number, entitlements: Entitlements): Promise<Admission> {
   // Tasks of a suspended agent, organization or ancestor never get here: the claim filter
   // (limitRepo.mayStart) leaves them out of the claim's own SELECT until reactivation wakes the runners.
   if (row.type === 'ping') return ADMIT;
-  if (full.get(tx)?.has(row.org_id)) return park(now);
+  const fullReason = full.get(tx)?.get(row.org_id);
+  if (fullReason) return park(now, fullReason);
   const kind = row.type;
   const limits = await limitRepo.load(tx, row.org_id);
   const sem = await limitRepo.lockSemaphore(tx, row.org_id, limits.concurrencyPerRun);
@@ -57,16 +59,21 @@ async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number): Prom
     ? await limitRepo.lastAttemptAt(tx, row.org_id, plural, row.target) : null;
   const verdict = admission(kind, now, limits, { today, dayTimezone: dayTz, running: sem.running, lastAttemptAt });
   if (!verdict.admit) {
-    if (verdict.code !== 'concurrency') return deferUntil(verdict.until);
+    if (verdict.code !== 'concurrency') return deferUntil(verdict.until, { held_reason: verdict.reason });
     // Only the semaphore stands in the way (any other limit ends sooner): parked, and the release
     // of a slot (onTransitions) brings back as many as it frees and notifies the runners, so the
     // task starts as soon as a slot frees. The rest of this claim's rows of the organization are
     // parked without asking again: the semaphore is locked by this transaction.
     let orgs = full.get(tx);
-    if (!orgs) full.set(tx, (orgs = new Set()));
-    orgs.add(row.org_id);
-    return park(now);
+    if (!orgs) full.set(tx, (orgs = new Map<number, string>()));
+    orgs.set(row.org_id, verdict.reason);
+    return park(now, verdict.reason);
   }
+  // What the plan includes (docs/billing.md, "Included amounts"): read under the semaphore's lock,
+  // so two claims never both take the last of an amount. Past it: until the period ends; reached
+  // only with tasks running: parked, as for concurrency, until one of them ends.
+  const hold = await includedHold(tx, entitlements, row.org_id, kind, sem.running, now);
+  if (hold) return hold.until === null ? park(now, hold.reason) : deferUntil(hold.until, { held_reason: hold.reason });
 
   await limitRepo.takeSlot(tx, row.org_id);
   for (const k of [plural, 'tasks'] as const) await limitRepo.countOne(tx, row.org_id, day, k);
@@ -149,7 +156,7 @@ function callSeconds(result: string | null): number {
 
 function stamp({ to, now, cause }: { from: QueueState; to: QueueState; now: number; cause: Cause }) {
   // A task leaves the parked set with any change of state (a claim, a cancel, a rescue).
-  const set: Record<string, unknown> = { updated_at: now, parked: 0 };
+  const set: Record<string, unknown> = { updated_at: now, parked: 0, held_reason: null };
   if (to === 'running') set.started_at = firstStartedAt(now);
   if (to === 'finished' || to === 'failed' || to === 'canceled') set.finished_at = now;
   if (cause === 'rescue') set.error = 'worker lost its lease (crashed or stalled); task returned to the queue';
@@ -164,11 +171,14 @@ export interface TaskEngineOptions {
   now?: () => number;
   /** QueueOptions.serialWrites: the database runs write transactions one at a time. */
   serialWrites?: boolean;
+  /** What organizations' plans include (billing/entitlements.ts); default: read at every admission. */
+  entitlements?: Entitlements;
 }
 
 /** The queue engine over the tasks table with the task hooks. */
 export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> {
   const now = opts.now ?? Date.now;
+  const entitlements = opts.entitlements ?? uncachedEntitlements;
   return new QueueEngine({
     table: 'tasks',
     workerId: opts.workerId,
@@ -177,7 +187,7 @@ export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> 
     serialWrites: opts.serialWrites,
     // Candidates carry CANDIDATE_COLUMNS (and id, run_at), which is what TaskCandidate names.
     candidateColumns: CANDIDATE_COLUMNS,
-    admit: (tx, row, at) => admit(tx, row as TaskCandidate, at),
+    admit: (tx, row, at) => admit(tx, row as TaskCandidate, at, entitlements),
     // Semaphore locks are taken in organization order, so two claims never wait on each other in a cycle.
     admitOrder: (a, b) => (a as TaskCandidate).org_id - (b as TaskCandidate).org_id || (a.run_at - b.run_at) || (a.id < b.id ? -1 : 1),
     claimFilter: (eb) => limitRepo.mayStart(eb as ExpressionBuilder<DB, 'tasks'>),

@@ -128,14 +128,15 @@ export const taskRepo = {
   },
 
   /**
-   * Pending first attempts of an organization that a limit had put off, and every task parked for
-   * its concurrency, are due again at `now` (never before their own schedule; retries otherwise
-   * keep their backoff).
+   * Pending first attempts of an organization that a limit had put off, every task parked for its
+   * concurrency and every task a limit holds back (held_reason) are due again at `now` (never
+   * before their own schedule; retries otherwise keep their backoff).
    */
   async undeferPending(db: Executor, orgId: number, now: number): Promise<void> {
     await db.updateTable('tasks')
-      .set((eb) => ({ run_at: eb.fn('coalesce', [eb.ref('scheduled_for'), eb.val(now)]), parked: 0 }))
-      .where('org_id', '=', orgId).where('state', '=', 'pending').where((eb) => eb.or([eb('attempt', '=', 0), eb('parked', '=', 1)]))
+      .set((eb) => ({ run_at: eb.fn('coalesce', [eb.ref('scheduled_for'), eb.val(now)]), parked: 0, held_reason: null }))
+      .where('org_id', '=', orgId).where('state', '=', 'pending')
+      .where((eb) => eb.or([eb('attempt', '=', 0), eb('parked', '=', 1), eb('held_reason', 'is not', null)]))
       .where('run_at', '>', now).where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', eb.ref('run_at'))]))
       .execute();
   },
@@ -146,7 +147,7 @@ export const taskRepo = {
    */
   async unpark(tx: Executor, orgId: number, n: number, now: number): Promise<void> {
     if (n <= 0) return;
-    await tx.updateTable('tasks').set({ run_at: now, parked: 0 })
+    await tx.updateTable('tasks').set({ run_at: now, parked: 0, held_reason: null })
       .where('id', 'in', (eb) => eb.selectFrom('tasks').select('id').where('org_id', '=', orgId).where('parked', '=', PARKED)
         .orderBy('run_at').orderBy('id').limit(n))
       .where('state', '=', 'pending').execute();

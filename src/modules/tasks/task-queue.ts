@@ -14,6 +14,7 @@ import type { CarrierOptions } from '../../providers/index.ts';
 import type { QueueEngine } from '../../queue/engine.ts';
 import { newWorkerId, QueueRunner, type QueueProcessDeps, type RunnerOptions } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
+import { cachedEntitlements } from '../billing/entitlements.ts';
 import { createTaskHandler, type TaskHandlerDeps } from './run-task.ts';
 import { createTaskEngine, TASKS } from './queue-hooks.ts';
 import { taskSubscribers, type TaskSubscribers } from './subscribers.ts';
@@ -38,7 +39,7 @@ export class TaskQueueCore {
     this.subscribers = taskSubscribers(deps.database.db);
     this.engine = createTaskEngine({
       workerId: this.workerId, subscribers: this.subscribers, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now,
-      serialWrites: deps.database.serialWrites,
+      serialWrites: deps.database.serialWrites, entitlements: cachedEntitlements(deps.database.db),
     });
   }
 

@@ -206,6 +206,7 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
       started_at: null,
       finished_at: null,
       parked: 0,
+      held_reason: null,
     },
   };
 }
