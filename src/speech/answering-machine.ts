@@ -97,6 +97,10 @@ export class AnsweringMachineDetector {
 
   /** Who answered, once decided. */
   get verdict(): AnsweredBy | undefined { return this.#verdict; }
+  /** How long the answering side has spoken so far in its current stretch of speech, ms (0 before it speaks). */
+  get speakingMs(): number {
+    return this.#speechStart === undefined || this.#lastVoiced === undefined ? 0 : this.#ms(this.#lastVoiced - this.#speechStart);
+  }
   /** Whether a machine's greeting has ended (or nothing more is to be decided). */
   get done(): boolean { return this.#ended; }
 

@@ -115,7 +115,7 @@ export async function voicemailSet(opts: { limit?: number } = {}): Promise<Clip[
   const clips: Clip[] = [];
   let k = 0;
   for (const [g, text] of GREETINGS.entries()) {
-    for (const [v, voice] of VOICES.entries()) {
+    for (const voice of VOICES) {
       const speech = trim(await espeak(text, voice.voice, voice));
       const tone = beep(BEEPS[k % BEEPS.length]!, 250 + (k % 4) * 120);
       const gap = 200 + ((k * 7) % 6) * 100;

@@ -113,7 +113,7 @@ export function presentRoomMessage(m: MessageRow, room: RoomSide, agentName: str
 }
 
 /** GET /api/v2/messages/recent: `attachments` as an array, and the flags the contract lists that have a meaning here. */
-export function presentRecentMessage(m: MessageRow, room: RoomSide, agentName: string, conversation: Pick<ConversationRow, 'messages_out' | 'duration_ms'>) {
+export function presentRecentMessage(m: MessageRow, room: RoomSide, agentName: string, conversation: Pick<ConversationRow, 'messages_out' | 'duration_ms' | 'voicemail_recording'>) {
   const type = eventTypeOf(m.source);
   return {
     ...common(m, room, agentName),
@@ -137,6 +137,8 @@ export function presentRecentMessage(m: MessageRow, room: RoomSide, agentName: s
     bypassAgent: false,
     selfCall: false,
     callingUserIsContact: false,
+    // A message left on a voicemail: where its recording is (docs/voice.md, Voicemail).
+    ...(conversation.voicemail_recording ? { voicemailRecording: conversation.voicemail_recording } : {}),
   };
 }
 
@@ -179,6 +181,9 @@ export function presentConversationSummary(c: ConversationRow) {
     outcome: c.outcome ?? 'open',
     startedAt: toUnixSeconds(c.started_at)!,
     endedAt: toUnixSeconds(c.ended_at),
+    answeredBy: c.answered_by ?? null,
+    answeredByAt: c.answered_by_at != null ? c.answered_by_at / 1000 : null,
+    voicemailRecording: c.voicemail_recording ?? null,
   };
 }
 
