@@ -132,7 +132,7 @@ for (const engine of ENGINES) {
       const { id, sid, conversationId } = await answeredCall(o);
       assert.equal(fake.calls.get(sid)!.machineDetection, 'Enable');
       assert.equal((await fake.sendAmd(sid, 'machine_start')).status, 204);
-      await waitFor('the call ended by us', () => fake.calls.get(sid)!.status === 'completed');
+      await waitFor('the call ended by us', () => Promise.resolve(fake.calls.get(sid)!.status === 'completed'));
       assert.equal(fake.redirects.filter((r) => r.sid === sid).length, 0);
       const done = await waitFor('task finished', async () => { const x = await task(o, id); return x.state === 'finished' && x; });
       assert.equal(done.result.outcome, 'voicemail');
