@@ -100,6 +100,26 @@ describe('voicemail on SIP calls', { skip: toolsSkip('sipp', 'espeak-ng', 'pocke
       }
     });
 
+    it('hangup (the agent\'s): a long greeting is hung up on while it still speaks; nothing is said to it; outcome voicemail', async () => {
+      const { o, end, sipp, taskId } = await placed({ welcomeMessage: 'Hello, this is Acme calling.', voicemailAction: 'hangup' }, {});
+      try {
+        const greeting = await espeak('Thank you for calling Acme Dental. Our office is currently closed. Please leave a message and we will return your call on the next business day.', 'en-us+f3', { pitch: 65, speed: 175 });
+        const sentAt = Date.now();
+        end.rtp.send(join([silence(300), greeting]));
+        const task = await finished(o, taskId);
+        const endedAt = Date.now();
+        assert.deepEqual([task.state, task.result.outcome, task.result.answeredBy], ['finished', 'voicemail', 'machine'], JSON.stringify(task));
+        assert.ok(endedAt - sentAt < 300 + (greeting.length / 8000) * 1000, 'hung up before the greeting ended');
+        assert.equal(end.heard.filter(loud).length, 0, 'the agent said nothing to the machine');
+        const c = (await conversationRepo.byCarrierRef(h().database.db, o.id, task.providerRef))!;
+        assert.deepEqual([c.answered_by, c.outcome, c.voicemail_recording], ['machine', 'voicemail', null]);
+        assert.deepEqual(await messageRepo.ofConversation(h().database.db, c.id), []);
+      } finally {
+        await sipp.stop();
+        await end.rtp.close();
+      }
+    });
+
     it('a person says "Hello?" and waits: decided human within about 1.5 s, greeted, and the conversation goes on', async () => {
       const { o, end, sipp, taskId } = await placed({ welcomeMessage: 'Hello, this is Acme calling.', voicemailAction: 'hangup', actions: ['hangup'] }, {});
       try {
