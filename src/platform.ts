@@ -25,6 +25,8 @@ import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queu
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
 import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
+import { voicemailPlanFor } from './modules/conversations/voicemail.ts';
+import { twilioAmd } from './modules/conversations/twilio-amd.ts';
 import { voiceCalls } from './modules/conversations/voice-calls.ts';
 import { backgroundAudio } from './modules/conversations/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
@@ -226,6 +228,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now, latency,
     streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid), defaultVoice: config.twilioVoice,
   });
+  const amd = twilioAmd({ db, box, config, carrierOptions, conversations, now: Date.now });
   const services: Services = {
     ...base,
     conversations,
@@ -233,11 +236,21 @@ export function createPlatform(deps: PlatformDeps): Platform {
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
     twilioVoice: gather,
     mediaStreams: streams,
-    twilioCallbacks: twilioCallbacks({ db, box, config, queue: taskQueue, calls: gather }),
+    // Calls' conversations: the gather path's, and Twilio's answering-machine verdicts rendered on the call.
+    twilioCallbacks: twilioCallbacks({
+      db, box, config, queue: taskQueue,
+      calls: {
+        answer: (task, callSid) => gather.answer(task, callSid),
+        ended: (task, callSid, status) => gather.ended(task, callSid, status),
+        answeredBy: (task, callSid, value, log) => amd.answeredBy(task, callSid, value, log),
+      },
+    }),
     voiceCalls: voiceCalls({
       db, conversations, turns: runner, ...speech, latency, now: Date.now, log: child('voice'),
       background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
       recording: config.callRecording ? { store: recordings, maxMs: config.recordingMaxSeconds * 1000 } : undefined,
+      // A message left on a voicemail is recorded even when calls are not (docs/voice.md, Voicemail).
+      messageRecording: { store: recordings, maxMs: config.recordingMaxSeconds * 1000 },
     }),
     recordings,
     history: historyService({ db, agents: base.agents, recordings }),
@@ -252,6 +265,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     carrierOptions: sip ? { ...carrierOptions, sip } : carrierOptions,
     // A text task's text goes into the person's text conversation.
     textSent: (text) => services.sms.recordTextTask(text),
+    // What a call does when a voicemail answers: the call policy's plan for the task and its agent.
+    voicemailPlan: (row) => voicemailPlanFor({ db, conversations }, row),
   });
   const turns = new TurnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,

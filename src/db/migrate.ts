@@ -30,6 +30,7 @@ import { usageDaily } from './migrations/0025-usage-daily.ts';
 import { billingSystems } from './migrations/0026-billing-systems.ts';
 import { includedAmounts } from './migrations/0028-included-amounts.ts';
 import { conversationAnalyses } from './migrations/0029-conversation-analyses.ts';
+import { voicemail } from './migrations/0030-voicemail.ts';
 import { turnLatencies } from './migrations/0031-turn-latencies.ts';
 import { numberReleases } from './migrations/0032-number-releases.ts';
 
@@ -63,6 +64,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0026-billing-systems': billingSystems(),
     '0028-included-amounts': includedAmounts(dialect),
     '0029-conversation-analyses': conversationAnalyses(),
+    '0030-voicemail': voicemail(),
     '0031-turn-latencies': turnLatencies(),
     '0032-number-releases': numberReleases(),
   };

@@ -297,6 +297,8 @@ export interface TasksTable {
   /** Context for this task only (the agent operations' `taskContext`). */
   task_context: string | null;
   wait_to_greet: ColumnType<Flag, Flag | undefined, Flag>;
+  /** JSON `{action, message}`: what this call does on a voicemail, over the agent's voicemailAction (migration 0030). */
+  voicemail: ColumnType<string | null, string | null | undefined, string | null>;
   /** JSON of the caller's metadata. */
   meta: string | null;
   external_task_id: string | null;
@@ -597,7 +599,9 @@ export type KbDocumentRow = Selectable<KbDocumentsTable>;
 
 // Conversations (migration 0013).
 export type ConversationChannel = 'api' | 'sms' | 'voice' | 'web' | 'sip';
-export type ConversationOutcome = 'completed' | 'ended_by_agent' | 'transferred' | 'no_response' | 'hung_up' | 'failed';
+export type ConversationOutcome = 'completed' | 'ended_by_agent' | 'transferred' | 'no_response' | 'hung_up' | 'failed' | 'voicemail';
+/** Who answered an outbound call (docs/voice.md, Voicemail). */
+export type AnsweredBy = 'human' | 'machine' | 'unknown';
 export type MessageDirection = 'inbound' | 'outbound' | 'tool';
 
 export interface ConversationRoomsTable {
@@ -649,6 +653,11 @@ export interface ConversationsTable {
   state: ColumnType<string, string | undefined, string>;
   /** An inbound call's caller ID was vouched for (1) or not (0); null: no caller to verify (migration 0022). */
   caller_verified: Flag | null;
+  /** Who answered an outbound call, once decided (migration 0030); null: not decided, or not a call we screened. */
+  answered_by: ColumnType<AnsweredBy | null, AnsweredBy | null | undefined, AnsweredBy | null>;
+  answered_by_at: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The API path of the recording holding the message left on a machine (contract voicemailRecording). */
+  voicemail_recording: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
   updated_at: number;
 }

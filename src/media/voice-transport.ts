@@ -60,7 +60,11 @@ export interface VoiceTransport extends EventEmitter<VoiceTransportEvents> {
 /** A call about to be answered (or placed) by an agent, its first words ready. */
 export interface PreparedVoiceCall {
   /** The call is up: the agent's session runs over `transport` until the call ends. */
-  start(transport: VoiceTransport, call: { callId: string }): { readonly done: Promise<void> };
+  start(transport: VoiceTransport, call: { callId: string }): {
+    readonly done: Promise<void>;
+    /** Who answered an outbound call, once its voicemail screen decided (`human`, `machine`, `unknown`). */
+    answeredBy?(): string | undefined;
+  };
   /** An inbound call's ringing before it is answered, ms (preAnswerRingTime); absent for none. */
   ringMs?: number;
 }
@@ -97,5 +101,9 @@ export interface VoiceCalls {
    */
   inbound(call: InboundVoiceCall): Promise<PreparedVoiceCall | InboundRefusal | null>;
   /** A call task's agent, ready to talk on the call about to be placed; null when it is gone. */
-  outbound(call: { taskId: string; orgId: number; agentId: number; to: string; greeting?: string; waitToGreet?: boolean }): Promise<PreparedVoiceCall | null>;
+  outbound(call: {
+    taskId: string; orgId: number; agentId: number; to: string; greeting?: string; waitToGreet?: boolean;
+    /** What the call does when a voicemail answers (the call policy's plan); absent: nothing is screened. */
+    voicemail?: { action: 'hangup' | 'leave-message' | 'continue'; message: string | null; holdGreeting: boolean };
+  }): Promise<PreparedVoiceCall | null>;
 }

@@ -6,6 +6,8 @@
 //          busy / no-answer             → finished (result.outcome 'busy' / 'no-answer'): outcomes
 //                                         of a call that was placed, not reasons to retry
 //          declined (SIP 603)           → finished (result.outcome 'declined'): the callee refused
+//          completed, answered by a machine → finished (result.outcome 'voicemail', result.answeredBy
+//                                         as the carrier said it: Twilio's machine_*, fax; SIP 'machine')
 //          failed / canceled            → failed   (canceled by us after a cancel request → canceled)
 //          queued, initiated, ringing, in-progress → not final
 //   text   delivered / sent / read      → finished
@@ -17,7 +19,7 @@
 
 export type FinalTaskState = 'finished' | 'failed' | 'canceled';
 
-export type CallOutcome = 'completed' | 'busy' | 'no-answer' | 'declined' | 'failed' | 'canceled';
+export type CallOutcome = 'completed' | 'busy' | 'no-answer' | 'declined' | 'failed' | 'canceled' | 'voicemail';
 export type TextOutcome = 'delivered' | 'sent' | 'read' | 'undelivered' | 'failed' | 'canceled' | 'accepted';
 
 export interface PlaceCallRequest {
@@ -37,6 +39,14 @@ export interface PlaceCallRequest {
   statusCallbackUrl?: string;
   /** Where the carrier fetches call instructions; without it they are sent inline. */
   twimlUrl?: string;
+  /**
+   * What the call does when a voicemail answers (the call policy's voicemailPlan for the task and
+   * its agent): Twilio asks its answering-machine detection unless the action is `continue`; SIP
+   * hands it to the voice session, whose detector listens.
+   */
+  voicemail?: { action: 'hangup' | 'leave-message' | 'continue'; message: string | null; holdGreeting: boolean };
+  /** Where the carrier reports answering-machine detection (Twilio's AsyncAmdStatusCallback); the task id is added. */
+  amdCallbackUrl?: string;
 }
 
 export interface SendTextRequest {
@@ -194,9 +204,17 @@ function kindWord(table: object): string {
   return table === CALL_FINAL ? 'call' : 'text';
 }
 
+/** Whether a carrier's answeredBy names a machine (Twilio machine_start, machine_end_*, fax; our 'machine'). */
+export function answeredByMachine(answeredBy: unknown): boolean {
+  return typeof answeredBy === 'string' && (answeredBy === 'machine' || answeredBy.startsWith('machine_') || answeredBy === 'fax');
+}
+
 /** A carrier's call status → our final outcome, or null while the call is still under way. */
 export function callOutcome(status: string, base: ResultBase, opts: MapOptions = {}): TaskOutcome | null {
-  return mapStatus(CALL_FINAL, status, base, opts);
+  const out = mapStatus(CALL_FINAL, status, base, opts);
+  // A call a machine answered is a voicemail, whatever the call did then (hung up, left a message, went on).
+  if (out?.result.outcome === 'completed' && answeredByMachine(base.answeredBy)) out.result.outcome = 'voicemail';
+  return out;
 }
 
 /** A carrier's message status → our final outcome, or null while the text is still under way. */

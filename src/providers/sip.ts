@@ -65,6 +65,7 @@ export class SipCarrier implements Carrier {
     }
     if (this.plan.routes.length === 0) throw new PermanentCarrierError('sip: the organization has no outbound route', SIP);
     let result: CallResult | undefined;
+    let answeredBy: string | undefined;
     let route = this.plan.routes[0];
     const tried: string[] = [];
     // The agent's first words are synthesized before dialing, so they start when the callee answers.
@@ -81,6 +82,7 @@ export class SipCarrier implements Carrier {
         });
       } finally {
         await media?.close(result?.outcome === 'completed' ? 'hung up' : 'not answered');
+        answeredBy = media?.answeredBy() ?? answeredBy;
         this.deps!.untrack(callId);
       }
       tried.push(`${route.text}: ${result.status ? `${result.status} ${result.reason ?? ''}`.trim() : result.reason ?? 'no answer'}`);
@@ -93,6 +95,8 @@ export class SipCarrier implements Carrier {
       durationSeconds: Math.round(r.durationMs / 1000),
       ...(r.endedBy ? { endedBy: r.endedBy } : {}),
       ...(r.transferred ? { transferred: true } : {}),
+      // A machine makes the completed call's outcome `voicemail` (callOutcome).
+      ...(answeredBy ? { answeredBy } : {}),
       ...(r.status !== undefined && r.status >= 300 ? { errorCode: String(r.status) } : {}),
     };
     if (signal.aborted) {
@@ -121,6 +125,7 @@ export class SipCarrier implements Carrier {
     if (!voice || req.agentId === undefined) return null;
     return voice.outbound({
       taskId: req.taskId, orgId: this.plan.orgId, agentId: req.agentId, to: req.to, greeting: req.greeting, waitToGreet: req.waitToGreet,
+      ...(req.voicemail ? { voicemail: req.voicemail } : {}),
     });
   }
 
@@ -131,7 +136,7 @@ export class SipCarrier implements Carrier {
   async #media(endpoint: SipEndpoint, agent: PreparedVoiceCall, callId: string, route: SipRoute) {
     const rtp = await RtpSession.open({ host: endpoint.host, pool: this.deps!.ports, codec: OFFER_CODECS[0]!, telephoneEvent: OFFER_CODECS[2]!.pt });
     let transport: RtpTransport | undefined;
-    let session: { done: Promise<void> } | undefined;
+    let session: { done: Promise<void>; answeredBy?(): string | undefined } | undefined;
     const pbx = `${route.host}${route.port ? `:${route.port}` : ''}`;
     let callEnded!: () => void;
     const ended = new Promise<void>((r) => { callEnded = r; });
@@ -162,6 +167,8 @@ export class SipCarrier implements Carrier {
         });
         session = agent.start(transport, { callId });
       },
+      /** Who answered, as the voice session's voicemail screen decided. */
+      answeredBy: () => session?.answeredBy?.(),
       close: async (reason: string) => {
         callEnded();
         if (transport) transport.end(reason);

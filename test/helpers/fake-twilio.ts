@@ -29,6 +29,11 @@ export interface FakeCall {
   twiml?: string;
   url?: string;
   sequence: number;
+  /** Answering-machine detection as asked: MachineDetection, AsyncAmd, AsyncAmdStatusCallback (and its method). */
+  machineDetection?: string;
+  asyncAmd?: string;
+  amdCallback?: string;
+  amdCallbackMethod?: string;
 }
 
 export interface FakeMessage {
@@ -346,7 +351,13 @@ export class FakeTwilio {
       sid: `CA${hex32()}`, to, from, status: 'queued', statusCallback: form.get('StatusCallback') ?? undefined,
       statusCallbackEvents: form.getAll('StatusCallbackEvent'), twiml: form.get('Twiml') ?? undefined,
       url: form.get('Url') ?? undefined, sequence: 0,
+      machineDetection: form.get('MachineDetection') ?? undefined, asyncAmd: form.get('AsyncAmd') ?? undefined,
+      amdCallback: form.get('AsyncAmdStatusCallback') ?? undefined, amdCallbackMethod: form.get('AsyncAmdStatusCallbackMethod') ?? undefined,
     };
+    // Twilio refuses a MachineDetection it does not know (error 21214-like: the parameter is invalid).
+    if (call.machineDetection !== undefined && !['Enable', 'DetectMessageEnd'].includes(call.machineDetection)) {
+      return this.#error(res, 400, 21626, `Invalid MachineDetection: ${call.machineDetection}`);
+    }
     this.calls.set(call.sid, call);
     this.#json(res, 201, this.#callJson(call));
   }
@@ -411,6 +422,21 @@ export class FakeTwilio {
       ...extra,
     };
     return this.postSigned(call.statusCallback, params);
+  }
+
+  /**
+   * Sends the asynchronous answering-machine detection result, as Twilio does once it has decided
+   * (AnsweredBy: human, machine_start, machine_end_beep, machine_end_silence, machine_end_other,
+   * fax, unknown), signed, to the call's AsyncAmdStatusCallback.
+   */
+  async sendAmd(sid: string, answeredBy: string, opts: { token?: string; detectionMs?: number } = {}): Promise<CallbackResponse> {
+    const call = this.calls.get(sid);
+    if (!call) throw new Error(`fake twilio: no call ${sid}`);
+    if (!call.amdCallback) throw new Error(`fake twilio: call ${sid} has no AsyncAmdStatusCallback`);
+    const params: Record<string, string> = {
+      AccountSid: this.accountSid, CallSid: sid, AnsweredBy: answeredBy, MachineDetectionDuration: String(opts.detectionMs ?? 2400),
+    };
+    return this.postSigned(call.amdCallback, params, { token: opts.token });
   }
 
   /**

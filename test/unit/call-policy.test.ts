@@ -4,8 +4,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { admissionSettings, voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import {
-  CAPABILITIES, callAdmission, callOpening, decide, freshCounters, MAX_TURN_FAILURES, phrasesFor, transferAnnouncement, type CallCounters, type CallEvent,
+  CAPABILITIES, callAdmission, callOpening, decide, freshCounters, heardVoicemailCue, MAX_TURN_FAILURES, phrasesFor, transferAnnouncement, twilioAnsweredBy,
+  voicemailDecision, voicemailPlan, type CallCounters, type CallEvent,
 } from '../../src/modules/conversations/call-policy.ts';
+import { answeredByMachine, callOutcome } from '../../src/providers/carrier.ts';
 
 const en = voiceSettings({});
 const es = voiceSettings({ agentLang: 'es-US', agentVoice: 'es-US Female', callerResponseTimeoutHangupCounter: 2, attendedTransfers: true });
@@ -120,5 +122,58 @@ describe('call admission (before the agent answers, every path)', () => {
       { action: 'transfer', destination: 'ext:200', rule: 'cnamAutoTransferRegex' });
     assert.deepEqual(callAdmission(admissionSettings({ cnamAutoTransferRegex: 'SPAM' }), caller), { action: 'answer', ringMs: 0 });
     assert.equal(callAdmission(admissionSettings({ cnamAutoTransferRegex: 'HAM', cnamAutoTransferDestination: 'ext:200' }), caller).action, 'answer');
+  });
+});
+
+describe('voicemail: the plan, the decision, the cues (decided once for every path)', () => {
+  it('the task\'s action and message win over the agent\'s; the message falls back to voicemailMessage, then welcomeMessage; nothing to leave hangs up', () => {
+    const agent = voiceSettings({ voicemailAction: 'hangup', voicemailMessage: '  Call us back.  ', welcomeMessage: 'Hello from Acme.' });
+    assert.deepEqual(voicemailPlan(agent), { action: 'hangup', message: null, holdGreeting: true });
+    assert.deepEqual(voicemailPlan(agent, { action: 'leave-message' }), { action: 'leave-message', message: 'Call us back.', holdGreeting: true });
+    assert.deepEqual(voicemailPlan(agent, { action: 'leave-message', message: 'Task message.' }).message, 'Task message.');
+    assert.deepEqual(voicemailPlan(voiceSettings({ welcomeMessage: 'Hello from Acme.' }), { action: 'leave-message' }).message, 'Hello from Acme.');
+    assert.deepEqual(voicemailPlan(voiceSettings({}), { action: 'leave-message' }), { action: 'hangup', message: null, holdGreeting: true });
+    assert.deepEqual(voicemailPlan(voiceSettings({})), { action: 'continue', message: null, holdGreeting: false }, 'the default changes nothing');
+    assert.equal(voiceSettings({ voicemailAction: 'nonsense' }).voicemailAction, 'continue');
+  });
+
+  it('a machine is hung up on, left the message, or talked to; a person or unknown always goes on', () => {
+    const leave = voicemailPlan(voiceSettings({ voicemailAction: 'leave-message', voicemailMessage: 'Call us back.' }));
+    assert.deepEqual(voicemailDecision(leave, 'machine'), {
+      next: 'leave-message', say: { text: 'Call us back.', kind: 'voicemail_message' }, outcome: 'voicemail', detail: 'a voicemail answered: the message was left',
+    });
+    assert.deepEqual(voicemailDecision(voicemailPlan(voiceSettings({ voicemailAction: 'hangup' })), 'machine'), { next: 'hangup', outcome: 'voicemail', detail: 'a voicemail answered: hung up' });
+    assert.deepEqual(voicemailDecision(voicemailPlan(voiceSettings({ voicemailAction: 'continue' })), 'machine'), { next: 'go-on' });
+    for (const who of ['human', 'unknown'] as const) assert.deepEqual(voicemailDecision(leave, who), { next: 'go-on' });
+  });
+
+  it('Twilio\'s AnsweredBy values; which path decides', () => {
+    assert.deepEqual(twilioAnsweredBy('machine_end_beep'), { answeredBy: 'machine', greetingEnded: true });
+    assert.deepEqual(twilioAnsweredBy('machine_end_silence'), { answeredBy: 'machine', greetingEnded: true });
+    assert.deepEqual(twilioAnsweredBy('machine_start'), { answeredBy: 'machine', greetingEnded: false });
+    assert.deepEqual(twilioAnsweredBy('fax'), { answeredBy: 'machine', greetingEnded: false });
+    assert.deepEqual(twilioAnsweredBy('human'), { answeredBy: 'human', greetingEnded: false });
+    assert.deepEqual(twilioAnsweredBy('unknown'), { answeredBy: 'unknown', greetingEnded: false });
+    assert.equal(twilioAnsweredBy('robot'), null);
+    assert.deepEqual([CAPABILITIES.gather.voicemailDetection, CAPABILITIES['media-stream'].voicemailDetection, CAPABILITIES.sip.voicemailDetection], ['carrier', 'carrier', 'audio']);
+  });
+
+  it('cue phrases in the agent\'s language and in English, as words', () => {
+    assert.ok(heardVoicemailCue('Please leave a message after the tone.', 'en-US'));
+    assert.ok(heardVoicemailCue('The person you are calling is NOT AVAILABLE', 'en-GB'));
+    assert.ok(heardVoicemailCue('Por favor deje su mensaje después del tono', 'es-MX'));
+    assert.ok(heardVoicemailCue('Veuillez laisser un message après le bip', 'fr-FR'));
+    assert.ok(heardVoicemailCue('Bitte hinterlassen Sie eine Nachricht nach dem Signalton', 'de-DE'));
+    assert.ok(heardVoicemailCue('you have reached the voicemail of sam', 'es-US'), 'English is heard whatever the language');
+    assert.ok(!heardVoicemailCue('hello? yes, speaking', 'en-US'));
+    assert.ok(!heardVoicemailCue('unavailableish', 'en-US'), 'a cue is whole words');
+  });
+
+  it('a completed call a machine answered is the task outcome voicemail (the one status mapping)', () => {
+    assert.equal(callOutcome('completed', { provider: 'twilio', answeredBy: 'machine_end_beep' })!.result.outcome, 'voicemail');
+    assert.equal(callOutcome('completed', { provider: 'sip', answeredBy: 'machine' })!.result.outcome, 'voicemail');
+    assert.equal(callOutcome('completed', { provider: 'twilio', answeredBy: 'human' })!.result.outcome, 'completed');
+    assert.equal(callOutcome('busy', { provider: 'twilio', answeredBy: 'machine_start' })!.result.outcome, 'busy');
+    assert.equal(answeredByMachine('fax'), true);
   });
 });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  analysisMessages, answerSchema, boundedTranscript, checkAnswer, factsOf, MAX_LINE_CHARS, MAX_TRANSCRIPT_CHARS, plainSchema,
+  analysisMessages, answerSchema, boundedTranscript, checkAnswer, factsOf, factsOfConversation, MAX_LINE_CHARS, MAX_TRANSCRIPT_CHARS, plainSchema,
 } from '../../src/modules/conversations/analysis.ts';
 
 const config = { analysisFields: { budget: { type: 'number' }, plan: { type: 'enum', values: ['basic', 'pro'] } }, analysisOutcomes: [{ name: 'demo-booked' }] };
@@ -12,6 +12,10 @@ const valid = { summary: 's', outcome: 'demo-booked', leadRating: 3, leadRatingR
 
 describe('the analysis after a conversation (pure parts)', () => {
   it('facts decide before the model: a machine, a transfer, nobody speaking', () => {
+    // The voicemail detection's record (conversations.answered_by) is the machine fact.
+    assert.deepEqual(factsOf(factsOfConversation({ channel: 'sip', outcome: 'hung_up', messages_in: 3, answered_by: 'machine' })), { outcome: 'voicemail', final: true });
+    assert.deepEqual(factsOf(factsOfConversation({ channel: 'voice', outcome: 'voicemail', messages_in: 0, answered_by: null })), { outcome: 'voicemail', final: true });
+    assert.deepEqual(factsOf(factsOfConversation({ channel: 'sip', outcome: 'hung_up', messages_in: 3, answered_by: 'human' })), { final: false });
     assert.deepEqual(factsOf({ channel: 'sip', ended: 'hung_up', messagesIn: 2, machineAnswered: true }), { outcome: 'voicemail', final: true });
     assert.deepEqual(factsOf({ channel: 'voice', ended: 'transferred', messagesIn: 3 }), { outcome: 'transferred', final: false });
     assert.deepEqual(factsOf({ channel: 'voice', ended: 'transferred', messagesIn: 0 }), { outcome: 'transferred', final: true });

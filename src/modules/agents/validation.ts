@@ -350,6 +350,9 @@ export const FIELDS = {
   attendedTransferBridgeTrigger: { schema: nullable(S('null (Yes), any, or a regex', { maxLength: MAX_REGEX_LENGTH })), nullable: true,
     check: str({ min: 1, max: MAX_REGEX_LENGTH, test: (v, f) => (v === 'any' ? v : regex(v, f)) }) },
   transferConfirmTimeout: { schema: I('Seconds to wait for a transfer\'s confirmation', 5, 120), check: int(5, 120) },
+  voicemailAction: { schema: S('What an outbound call does when a voicemail answers: hangup, leave-message or continue (extension; docs/voice.md, Voicemail)', { enum: ['hangup', 'leave-message', 'continue'] }),
+    check: str({ max: 20, enum: ['hangup', 'leave-message', 'continue'] }) },
+  voicemailMessage: { schema: S('The message left on a voicemail (extension); empty: the welcomeMessage', { maxLength: 1000 }), check: str({ max: 1000 }) },
   apps: { schema: Type.Array(Type.Object({
     appId: Type.String({ maxLength: 100 }), version: Type.String({ maxLength: 20 }), instructions: Type.String({ maxLength: 10_000 }),
   }), { maxItems: 50, description: 'Apps enabled for the agent' }), check: strings(50, app) },
@@ -391,7 +394,7 @@ export function defaultConfig(title: string): AgentConfig {
     preAnswerSkipProcessingResults: false, cnamAutoRejectRegex: null, cnamAutoRejectCode: 603, cnamAutoTransferRegex: null,
     cnamAutoTransferDestination: null, confirmTransfers: false, monitorTransfers: false, attendedTransfers: false,
     attendedTransferBridgeTrigger: null, transferConfirmTimeout: 30, apps: [], knowledgeBases: [],
-    requireVerifiedCallerForTexts: false,
+    requireVerifiedCallerForTexts: false, voicemailAction: 'continue', voicemailMessage: '',
   };
 }
 

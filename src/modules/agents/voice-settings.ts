@@ -50,6 +50,10 @@ export interface VoiceSettings {
   recordingNotificationPhrase: string;
   /** backgroundAudio with the contract's defaults (loop, gain 0, after the greeting, bg); null for none. */
   backgroundAudio: BackgroundSetting | null;
+  /** voicemailAction: what an outbound call does when a machine answers (call-policy.ts voicemailPlan). */
+  voicemailAction: 'hangup' | 'leave-message' | 'continue';
+  /** voicemailMessage, trimmed: the message left on a machine ('' for the welcomeMessage). */
+  voicemailMessage: string;
 }
 
 function range(field: AgentField): { min: number; max: number } {
@@ -102,6 +106,8 @@ export function voiceSettings(config: AgentConfig): VoiceSettings {
     recordingNotification: notification === 'always' || notification === 'false' ? notification : 'true',
     recordingNotificationPhrase: text(config.recordingNotificationPhrase).trim() || DEFAULTS.recordingNotificationPhrase!,
     backgroundAudio: background(config.backgroundAudio),
+    voicemailAction: config.voicemailAction === 'hangup' || config.voicemailAction === 'leave-message' ? config.voicemailAction : 'continue',
+    voicemailMessage: text(config.voicemailMessage).trim(),
   };
 }
 

@@ -70,8 +70,10 @@ export function missedCall(c: Pick<ConversationRow, 'channel' | 'ended_at' | 'me
 }
 
 /** A conversation's facts, from its row: where a new fact (the voicemail detection's) is read. */
-export function factsOfConversation(c: Pick<ConversationRow, 'channel' | 'outcome' | 'messages_in'>): ConversationFacts {
-  return { channel: c.channel, ended: c.outcome, messagesIn: c.messages_in };
+export function factsOfConversation(c: Pick<ConversationRow, 'channel' | 'outcome' | 'messages_in' | 'answered_by'>): ConversationFacts {
+  // A machine answered (voicemail detection, docs/voice.md) or the call ended as a voicemail.
+  const machineAnswered = c.answered_by === 'machine' || c.outcome === 'voicemail';
+  return { channel: c.channel, ended: c.outcome, messagesIn: c.messages_in, ...(machineAnswered ? { machineAnswered } : {}) };
 }
 
 /**

@@ -95,7 +95,7 @@ export function transferAnnouncement(language: string, name: string | undefined)
 /** A line the call says, and the kind it is recorded as (messages.data.kind). */
 export interface AgentLine {
   text: string;
-  kind: 'welcome' | 'recording_notice' | 'still_there' | 'no_response' | 'apology' | 'failed' | 'transfer_refused' | 'transfer_failed';
+  kind: 'welcome' | 'recording_notice' | 'still_there' | 'no_response' | 'apology' | 'failed' | 'transfer_refused' | 'transfer_failed' | 'voicemail_message';
 }
 
 /** What a path can and cannot do; the policy and the docs read it, the renderers obey it. */
@@ -113,6 +113,11 @@ export interface PathCapabilities {
   recording: boolean;
   /** Whether the path can hand the call to this destination. */
   canTransferTo(destination: string): boolean;
+  /**
+   * Who tells a voicemail from a person on an outbound call: the carrier's answering-machine
+   * detection (Twilio AMD, asked for when the call is placed) or our detector on the call's audio.
+   */
+  voicemailDetection: 'carrier' | 'audio';
 }
 
 
@@ -120,13 +125,15 @@ export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabil
   // Twilio speaks and listens for us: <Gather input="speech"> hears speech only, plays one <Say>
   // at a time (the caller can talk over it, but that is Twilio's and nothing is cut from the
   // transcript), and <Dial> takes phone numbers.
-  gather: { path: 'gather', bargeIn: false, backgroundAudio: false, keys: false, streamsReply: false, recording: false, canTransferTo: isE164 },
-  // Our voice session over Twilio's Media Stream: a Twilio call dials phone numbers only.
-  'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164 },
+  gather: { path: 'gather', bargeIn: false, backgroundAudio: false, keys: false, streamsReply: false, recording: false, canTransferTo: isE164, voicemailDetection: 'carrier' },
+  // Our voice session over Twilio's Media Stream: a Twilio call dials phone numbers only. Twilio's
+  // own detection decides voicemail here too: it is asked for when the call is placed, before
+  // anyone knows whether the call will stream, and one decider per call keeps the verdict single.
+  'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164, voicemailDetection: 'carrier' },
   // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions. An
   // admission transfer (cnamAutoTransferRegex) cannot happen before answering here: the call is
   // answered and REFERred at once (voice-calls.ts).
-  sip: { path: 'sip', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: true, canTransferTo: () => true },
+  sip: { path: 'sip', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: true, canTransferTo: () => true, voicemailDetection: 'audio' },
 });
 
 /** How the call opens once answered: a pause, keys, the recording notice, then the greeting. */
@@ -265,4 +272,86 @@ export function decide(settings: VoiceSettings, counters: CallCounters, event: C
     case 'transferFailed':
       return { counters: c, decision: { next: 'listen', say: { text: words.transferFailed, kind: 'transfer_failed' } } };
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Voicemail on outbound calls (docs/voice.md, "Voicemail"): who answered is decided once per call
+// — by Twilio's answering-machine detection on Twilio calls, by the audio detector
+// (src/speech/answering-machine.ts) on SIP — and what that means is decided here, for every path.
+
+export const VOICEMAIL_ACTIONS = ['hangup', 'leave-message', 'continue'] as const;
+export type VoicemailAction = typeof VOICEMAIL_ACTIONS[number];
+export type AnsweredBy = 'human' | 'machine' | 'unknown';
+
+/** A call task's own choice (tasks.voicemail), over the agent's. */
+export interface TaskVoicemail { action?: VoicemailAction; message?: string | null }
+
+/** What an outbound call does when a machine answers, and what it leaves. */
+export interface VoicemailPlan {
+  action: VoicemailAction;
+  /** The message left (leave-message); null when there is nothing to say. */
+  message: string | null;
+  /** Whether the agent waits for the verdict before it greets (so it never greets a machine). */
+  holdGreeting: boolean;
+}
+
+/**
+ * The task's action, else the agent's voicemailAction; the message is the task's, else the
+ * agent's voicemailMessage, else its welcomeMessage. A leave-message with nothing to leave hangs up.
+ */
+export function voicemailPlan(settings: Pick<VoiceSettings, 'voicemailAction' | 'voicemailMessage' | 'welcomeMessage'>, task?: TaskVoicemail | null): VoicemailPlan {
+  let action = task?.action ?? settings.voicemailAction;
+  const message = task?.message?.trim() || settings.voicemailMessage || settings.welcomeMessage || null;
+  if (action === 'leave-message' && !message) action = 'hangup';
+  return { action, message: action === 'leave-message' ? message : null, holdGreeting: action !== 'continue' };
+}
+
+/** What the call does once it knows who answered. */
+export type VoicemailDecision =
+  | { next: 'go-on' }
+  | { next: 'hangup'; outcome: 'voicemail'; detail: string }
+  /** Wait for the end of the machine's greeting (the beep), say the message, hang up. */
+  | { next: 'leave-message'; say: AgentLine; outcome: 'voicemail'; detail: string };
+
+export function voicemailDecision(plan: VoicemailPlan, answeredBy: AnsweredBy): VoicemailDecision {
+  if (answeredBy !== 'machine' || plan.action === 'continue') return { next: 'go-on' };
+  if (plan.action === 'leave-message' && plan.message) {
+    return { next: 'leave-message', say: { text: plan.message, kind: 'voicemail_message' }, outcome: 'voicemail', detail: 'a voicemail answered: the message was left' };
+  }
+  return { next: 'hangup', outcome: 'voicemail', detail: 'a voicemail answered: hung up' };
+}
+
+/**
+ * Twilio's AnsweredBy: who answered, and whether the machine's greeting is over (with
+ * DetectMessageEnd Twilio waits for the beep or the silence after the greeting before saying
+ * machine_end_*). null for a value Twilio does not document.
+ */
+export function twilioAnsweredBy(value: string): { answeredBy: AnsweredBy; greetingEnded: boolean } | null {
+  switch (value) {
+    case 'human': return { answeredBy: 'human', greetingEnded: false };
+    case 'unknown': return { answeredBy: 'unknown', greetingEnded: false };
+    case 'fax':
+    case 'machine_start': return { answeredBy: 'machine', greetingEnded: false };
+    case 'machine_end_beep':
+    case 'machine_end_silence':
+    case 'machine_end_other': return { answeredBy: 'machine', greetingEnded: true };
+    default: return null;
+  }
+}
+
+/** What machines say and people do not, by language (lowercase, matched as words in what was recognised). */
+const VOICEMAIL_CUES: Record<'en' | 'es' | 'fr' | 'de', readonly string[]> = {
+  en: ['leave a message', 'leave your message', 'leave me a message', 'leave your name', 'after the tone', 'after the beep', 'not available', 'unavailable',
+    'voicemail', 'voice mail', 'record your message', 'can\'t take your call', 'cannot take your call', 'can\'t come to the phone', 'reached the voicemail', 'mailbox'],
+  es: ['deje su mensaje', 'deje un mensaje', 'después del tono', 'no está disponible', 'no disponible', 'buzón de voz', 'correo de voz'],
+  fr: ['laisser un message', 'laissez un message', 'laissez votre message', 'après le bip', 'après le signal sonore', 'pas disponible', 'indisponible', 'messagerie vocale', 'boîte vocale'],
+  de: ['hinterlassen sie', 'nach dem signalton', 'nach dem piepton', 'nicht erreichbar', 'nicht verfügbar', 'mailbox', 'anrufbeantworter', 'sprachnachricht'],
+};
+
+/** Whether `text` (what the answering side said) holds a voicemail cue in `language` or English. */
+export function heardVoicemailCue(text: string, language: string): boolean {
+  const t = ` ${text.toLowerCase().replace(/[’`]/g, '\'').replace(/[^\p{L}\p{N}' ]+/gu, ' ').replace(/\s+/g, ' ').trim()} `;
+  const lang = language.slice(0, 2).toLowerCase();
+  const lists = [VOICEMAIL_CUES.en, ...(lang !== 'en' && Object.hasOwn(VOICEMAIL_CUES, lang) ? [VOICEMAIL_CUES[lang as keyof typeof VOICEMAIL_CUES]] : [])];
+  return lists.some((cues) => cues.some((cue) => t.includes(` ${cue} `)));
 }

@@ -113,6 +113,7 @@ const RecentMessage = Obj({
   ...AnalysisFields,
   callDialog: Type.Optional(Type.Array(DialogLine, { description: 'A call\'s dialog: its conversation\'s first 20 lines (500 characters each at most); the whole is GET /api/v2/conversation/{roomId}/{uuid}' })),
   chatDialog: Type.Optional(Type.Array(DialogLine, { description: 'As callDialog, for messages (api, sms, web)' })),
+  voicemailRecording: Type.Optional(Type.String({ description: 'A call where a voicemail answered and the agent left a message: the API path of the recording holding it (GET …/recording); absent otherwise' })),
 });
 
 const Tool = Obj({
@@ -138,7 +139,10 @@ const TranscriptLine = Obj({
 });
 const Summary = {
   channel: Type.String(), direction: Type.String(), eventType: Type.String({ description: 'call or message' }),
-  outcome: Type.String({ description: 'open while it lasts; then completed, ended_by_agent, transferred, no_response, hung_up or failed' }),
+  outcome: Type.String({ description: 'open while it lasts; then completed, ended_by_agent, transferred, no_response, hung_up, failed or voicemail' }),
+  answeredBy: Nullable(Type.String({ description: 'Outbound calls screened for voicemail: human, machine or unknown; null when not decided (extension; docs/voice.md, Voicemail)' })),
+  answeredByAt: Nullable(Type.Number({ description: 'When who answered was decided (unix seconds, fractional); null when not' })),
+  voicemailRecording: Nullable(Type.String({ description: 'The API path of the recording holding the message left on a voicemail; null when none' })),
   startedAt: Type.Number({ description: 'Unix seconds' }), endedAt: Nullable(Type.Number({ description: 'Unix seconds; null while open' })),
   truncated: Type.Boolean({ description: 'The transcript has more lines than were answered' }),
   duration: Type.Optional(Type.Number({ description: 'Seconds, once it ended' })),

@@ -158,7 +158,7 @@ export const dialogLine = (m: Pick<MessageRow, 'direction' | 'text'>, maxChars: 
 
 /** GET /api/v2/messages/recent: `attachments` as an array, and the flags the contract lists that have a meaning here. */
 export function presentRecentMessage(m: MessageRow, room: RoomSide, agentName: string,
-  conversation: Pick<ConversationRow, 'messages_out' | 'duration_ms' | 'channel' | 'ended_at' | 'messages_in'> & AnalysisView,
+  conversation: Pick<ConversationRow, 'messages_out' | 'duration_ms' | 'channel' | 'ended_at' | 'messages_in' | 'voicemail_recording'> & AnalysisView,
   dialog: { role: string; content: string }[]) {
   const type = eventTypeOf(m.source);
   return {
@@ -185,6 +185,8 @@ export function presentRecentMessage(m: MessageRow, room: RoomSide, agentName: s
     ...presentAnalysis(conversation, conversation),
     // The conversation's dialog (its first lines): callDialog for a call, chatDialog for messages.
     ...(type === 'call' ? { callDialog: dialog } : { chatDialog: dialog }),
+    // A message left on a voicemail: where its recording is (docs/voice.md, Voicemail).
+    ...(conversation.voicemail_recording ? { voicemailRecording: conversation.voicemail_recording } : {}),
   };
 }
 
@@ -229,6 +231,9 @@ export function presentConversationSummary(c: ConversationRow, a: AnalysisView) 
     endedAt: toUnixSeconds(c.ended_at),
     ...(c.duration_ms !== null ? { duration: Math.round(c.duration_ms / 1000) } : {}),
     ...presentAnalysis(a, c),
+    answeredBy: c.answered_by ?? null,
+    answeredByAt: c.answered_by_at != null ? c.answered_by_at / 1000 : null,
+    voicemailRecording: c.voicemail_recording ?? null,
   };
 }
 

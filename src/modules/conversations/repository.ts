@@ -5,11 +5,12 @@
 import { sql } from 'kysely';
 import { ENDED_ROWS } from '../../queue/engine.ts';
 import type {
-  AnalysisRow, AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnLatencyRow, TurnRow,
+  AnalysisRow, AnsweredBy, AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnLatencyRow, TurnRow,
 } from '../../db/types.ts';
 
 type NewRoom = Pick<RoomRow, 'org_id' | 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>;
-type NewConversation = Omit<ConversationRow, 'messages_in' | 'messages_out' | 'model_calls' | 'tokens_in' | 'tokens_out' | 'ended_at' | 'outcome' | 'outcome_detail' | 'duration_ms' | 'caller_verified'>
+type NewConversation = Omit<ConversationRow, 'messages_in' | 'messages_out' | 'model_calls' | 'tokens_in' | 'tokens_out' | 'ended_at' | 'outcome' | 'outcome_detail' | 'duration_ms' | 'caller_verified'
+  | 'answered_by' | 'answered_by_at' | 'voicemail_recording'>
   & Partial<Pick<ConversationRow, 'caller_verified'>>;
 
 export const roomRepo = {
@@ -105,6 +106,16 @@ export const conversationRepo = {
   },
   async setEngine(db: Executor, id: string, v: Pick<ConversationRow, 'engine' | 'provider' | 'model'>, now: number): Promise<void> {
     await db.updateTable('conversations').set({ ...v, updated_at: now }).where('id', '=', id).execute();
+  },
+  /** Who answered the call, once: false when it was already decided (the first verdict stands). */
+  async setAnsweredBy(db: Executor, id: string, answeredBy: AnsweredBy, at: number): Promise<boolean> {
+    const r = await db.updateTable('conversations').set({ answered_by: answeredBy, answered_by_at: at, updated_at: at })
+      .where('id', '=', id).where('answered_by', 'is', null).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
+  /** The recording holding the message left on a machine (its API path). */
+  async setVoicemailRecording(db: Executor, id: string, path: string, now: number): Promise<void> {
+    await db.updateTable('conversations').set({ voicemail_recording: path, updated_at: now }).where('id', '=', id).execute();
   },
   /** Ends an open conversation; false when it had already ended (the first outcome stands). */
   async end(db: Executor, id: string, outcome: ConversationOutcome, detail: string | null, now: number): Promise<boolean> {
@@ -308,7 +319,7 @@ export interface InboxFilter {
 
 /** A message with the room it was said in (GET /api/v2/messages/recent). */
 export type MessageInRoom = MessageRow & Pick<RoomRow, 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>
-  & Pick<ConversationRow, 'messages_out' | 'duration_ms' | 'messages_in' | 'ended_at' | 'channel'> & AnalysisView;
+  & Pick<ConversationRow, 'messages_out' | 'duration_ms' | 'messages_in' | 'ended_at' | 'channel' | 'voicemail_recording'> & AnalysisView;
 
 function inboxQuery(db: Executor, s: RoomScope, f: InboxFilter) {
   let q = db.selectFrom('conversation_rooms').where('org_id', '=', s.orgId).where('junk', '=', f.junk);
@@ -376,7 +387,7 @@ export const historyRepo = {
     let q = db.selectFrom('conversation_messages as m').innerJoin('conversation_rooms as r', 'r.id', 'm.room_id')
       .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
       .leftJoin('conversation_analyses as a', 'a.id', 'm.conversation_id')
-      .selectAll('m').select(['r.account_id', 'r.counterpart', 'r.counterpart_kind', 'r.display_name', 'r.junk', 'r.junk_reason', 'c.messages_out', 'c.duration_ms',
+      .selectAll('m').select(['r.account_id', 'r.counterpart', 'r.counterpart_kind', 'r.display_name', 'r.junk', 'r.junk_reason', 'c.messages_out', 'c.duration_ms', 'c.voicemail_recording',
         'c.messages_in', 'c.ended_at', 'c.channel', 'a.state as analysis_state', 'a.engine as analysis_engine', 'a.answer as analysis_answer', 'a.last_error as analysis_error'])
       .where('m.org_id', '=', s.orgId).where('m.direction', '<>', 'tool');
     if (s.accountId !== undefined) q = q.where('r.account_id', '=', s.accountId);

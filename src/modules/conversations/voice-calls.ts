@@ -5,7 +5,7 @@
 // An inbound call is answered by the agent it is addressed to: a called user part `camp<id>` or
 // `<id>` naming an agent of the organization, else the organization's first agent (numbers and
 // registrations belong to the organization, not to one agent). docs/voice.md, "SIP calls".
-import type { AccountRow, Db } from '../../db/types.ts';
+import type { AccountRow, ConversationRow, Db } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
 import type { InboundRefusal, InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } from '../../media/voice-transport.ts';
 import { normalizePhone } from '../../lib/phone.ts';
@@ -21,6 +21,8 @@ import { conversationRepo } from './repository.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
 import type { TurnRunner } from './turn.ts';
 import { startVoiceSession, synthesize8k, voiceState, type VoiceSessionDeps } from './voice-session.ts';
+import { screenCall, type VoicemailScreen } from './voicemail.ts';
+import type { VoicemailPlan } from './call-policy.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -40,6 +42,11 @@ export interface VoiceCallsDeps {
   vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
   /** Where each turn's latency goes (latency.ts). */
   latency?: VoiceSessionDeps['latency'];
+  /**
+   * Where a message left on a voicemail is recorded when the call itself is not (the same store):
+   * the recording then starts with the message.
+   */
+  messageRecording?: { store: Pick<RecordingStore, 'fileOf' | 'relative'>; maxMs: number };
 }
 
 /**
@@ -49,6 +56,11 @@ export interface VoiceCallsDeps {
  */
 export function recordingNotice(config: AgentConfig, recorded: boolean): string | undefined {
   return callOpening(voiceSettings(config), { recorded }).notice?.text;
+}
+
+/** The API path of a conversation's recording (GET /api/v2/conversation/{roomId}/{uuid}/recording): the contract's voicemailRecording. */
+export function recordingPath(c: Pick<ConversationRow, 'id' | 'account_id' | 'room_id'>): string {
+  return `/api/v2/conversation/${c.account_id}:${c.room_id}/${c.id}/recording`;
 }
 
 /** How long synthesizing the greeting may hold up answering; past it, the session speaks it itself. */
@@ -76,11 +88,11 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   }
 
   /** Starts recording the call when recording is on; undefined otherwise (or when it cannot start). */
-  function record(transport: VoiceTransport, orgId: number, conversationId: string): CallRecorder | undefined {
-    const file = deps.recording?.store.fileOf(orgId, conversationId);
-    if (!deps.recording || !file) return undefined;
+  function record(transport: VoiceTransport, orgId: number, conversationId: string, where = deps.recording): CallRecorder | undefined {
+    const file = where?.store.fileOf(orgId, conversationId);
+    if (!where || !file) return undefined;
     try {
-      return new CallRecorder(transport, { file, maxMs: deps.recording.maxMs, log: deps.log });
+      return new CallRecorder(transport, { file, maxMs: where.maxMs, log: deps.log });
     } catch (err) {
       deps.log?.warn({ conversation: conversationId, err: (err as Error).message }, 'voice call: the recording could not start');
       return undefined;
@@ -88,9 +100,9 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   }
 
   /** Finishes the recording and notes it in the conversation's state, beside what is there. */
-  async function keepRecording(conversationId: string, recorder: CallRecorder): Promise<void> {
+  async function keepRecording(conversationId: string, recorder: CallRecorder, where = deps.recording): Promise<void> {
     const r = await recorder.stop();
-    if (!r || !deps.recording) return;
+    if (!r || !where) return;
     const row = await conversationRepo.find(db, conversationId);
     if (!row) return;
     let state: Record<string, unknown> = {};
@@ -99,13 +111,13 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
       if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) state = parsed as Record<string, unknown>;
     } catch { /* a state that is not JSON is replaced */ }
     state.recording = {
-      file: deps.recording.store.relative(r.file), durationMs: r.durationMs, bytes: r.bytes,
+      file: where.store.relative(r.file), durationMs: r.durationMs, bytes: r.bytes,
       channels: { left: 'caller', right: 'agent' }, agentChannel: r.agentChannel, stoppedBy: r.reason,
     };
     await conversationRepo.setState(db, conversationId, JSON.stringify(state), deps.now());
   }
 
-  async function prepare(agent: AccountRow, call: Omit<OpenRequest, 'agent' | 'channel' | 'fresh' | 'carrierRef'>, opts: { greeting?: string; waitToGreet?: boolean }): Promise<PreparedVoiceCall> {
+  async function prepare(agent: AccountRow, call: Omit<OpenRequest, 'agent' | 'channel' | 'fresh' | 'carrierRef'>, opts: { greeting?: string; waitToGreet?: boolean; voicemail?: VoicemailPlan }): Promise<PreparedVoiceCall> {
     const config = await deps.conversations.liveConfig(agent);
     const settings = voiceSettings(config);
     const greeting = callOpening(settings, { taskGreeting: opts.greeting, recorded: false }).greeting?.text;
@@ -119,21 +131,35 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
     const greetingAudio = await synthesize(greeting, settings);
     return {
       start(transport: VoiceTransport, { callId }) {
+        let screen: VoicemailScreen | undefined;
         const done = (async () => {
           const now = deps.now();
           const opened = await db.transaction().execute((tx) => deps.conversations.open(tx, { ...call, agent, channel: 'sip', fresh: true, carrierRef: callId }, now));
+          const c = opened.conversation;
           // Which engines heard and spoke, for the record (offline ones are labelled so).
-          await conversationRepo.setState(db, opened.conversation.id, JSON.stringify(voiceState(transport.kind, deps)), now);
-          const recorder = record(transport, opened.conversation.org_id, opened.conversation.id);
+          await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps)), now);
+          let recorder = record(transport, c.org_id, c.id);
+          let where = deps.recording;
+          // An outbound call is screened for voicemail from its first frame (docs/voice.md, Voicemail).
+          if (opts.voicemail && CAPABILITIES.sip.voicemailDetection === 'audio') {
+            screen = screenCall(deps, {
+              conversationId: c.id, plan: opts.voicemail, language: settings.language,
+              // The message left is recorded: by the call's own recording, else from here.
+              onMessage: () => { if (!recorder) { where = deps.messageRecording; recorder = record(transport, c.org_id, c.id, where); } },
+            });
+          }
           try {
             const opening = callOpening(settings, { taskGreeting: opts.greeting, waitToGreet: opts.waitToGreet, recorded: recorder !== undefined });
             const session = startVoiceSession(deps, {
-              transport, conversation: opened.conversation, room: opened.room, config, settings, opening, capabilities: CAPABILITIES.sip,
-              greetingAudio, background,
+              transport, conversation: c, room: opened.room, config, settings, opening, capabilities: CAPABILITIES.sip,
+              greetingAudio, background, voicemail: screen,
             });
             await session.done;
           } finally {
-            if (recorder) await keepRecording(opened.conversation.id, recorder);
+            if (recorder) {
+              await keepRecording(c.id, recorder, where);
+              if (screen?.messageLeft) await conversationRepo.setVoicemailRecording(db, c.id, recordingPath(c), deps.now());
+            }
           }
         })();
         // The call's end is the session's business; a failure to open is logged and the call hung up.
@@ -141,7 +167,7 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
           deps.log?.warn({ callId, err: err.message }, 'voice call: the session could not start');
           await transport.hangup('failed').catch(() => {});
         });
-        return { done: guarded };
+        return { done: guarded, answeredBy: () => screen?.answeredBy };
       },
     };
   }
@@ -195,7 +221,7 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
       if (!agent || agent.kind !== 'agent' || agent.org_id !== call.orgId) return null;
       const { address, kind } = normaliseAddress(call.to);
       return prepare(agent, { direction: 'outbound', counterpart: address, counterpartKind: kind, taskId: call.taskId }, {
-        greeting: call.greeting, waitToGreet: call.waitToGreet,
+        greeting: call.greeting, waitToGreet: call.waitToGreet, voicemail: call.voicemail,
       });
     },
   };

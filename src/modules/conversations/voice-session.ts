@@ -20,12 +20,13 @@ import type { VoiceSettings } from '../agents/voice-settings.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import type { TurnLatencies, TurnStamps } from './latency.ts';
 import {
-  decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS,
+  decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, voicemailDecision,
   type AgentLine, type CallDecision, type CallEvent, type CallOpening, type PathCapabilities,
 } from './call-policy.ts';
 import { messageRepo } from './repository.ts';
 import { recordAgentLine, type ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
+import type { VoicemailScreen } from './voicemail.ts';
 
 const RATE = 8000;
 /** How long one spoken word lasts, roughly: interruptionWordCount words of the caller make a barge-in. */
@@ -65,6 +66,8 @@ export interface VoiceSessionInput {
   greetingAudio?: Int16Array;
   /** Background audio (backgroundAudio), once loaded: mixed under the agent from the start or after the greeting. */
   background?: Promise<{ bed: AudioBed; afterGreeting: boolean } | null>;
+  /** An outbound call's voicemail screen (voicemail.ts): fed the answering side's frames; the greeting waits for its verdict when its plan says so. */
+  voicemail?: VoicemailScreen;
 }
 
 export type VoicePhase = 'opening' | 'listening' | 'thinking' | 'speaking' | 'transferring' | 'ending' | 'ended';
@@ -123,7 +126,7 @@ class TurnTooSlow extends Error {
   constructor(ms: number) { super(`the turn took longer than ${ms} ms`); }
 }
 
-type Ending = 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed';
+type Ending = 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed' | 'voicemail';
 
 export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {
   const { transport, conversation, room, config, settings, opening, capabilities } = input;
@@ -447,12 +450,38 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     }, () => {});
   }
 
+  // Voicemail (outbound calls): the screen hears the answering side from the first frame. When its
+  // plan holds the greeting, the opening waits for who answered and renders the policy's decision
+  // on a machine (hang up, or the message after the beep) instead of greeting it.
+  const screen = input.voicemail;
+  if (screen) transport.on('audio', (frame) => { if (!ended()) screen.push(frame); });
+  const callEnded = new Promise<undefined>((resolve) => transport.once('ended', () => resolve(undefined)));
+  /** True when the call ended on the screen's verdict (a machine), false when it goes on. */
+  async function screened(s: VoicemailScreen): Promise<boolean> {
+    const answeredBy = await Promise.race([s.verdict, callEnded]);
+    if (answeredBy === undefined || ended()) return true;
+    const decision = voicemailDecision(s.plan, answeredBy);
+    if (decision.next === 'go-on') return false;
+    phase = 'ending';
+    if (decision.next === 'leave-message') {
+      await Promise.race([s.greetingEnd, callEnded]);
+      if (ended()) return true;
+      s.messageStarts();
+      await sayLine(decision.say);
+    }
+    await hangup(decision.outcome, decision.detail);
+    return true;
+  }
+
   // The opening (the policy's): keys, a pause, the recording notice, then the greeting
   // (synthesized before the call was up when it could be).
   enqueue(async () => {
     const digits = opening.digits.replace(/[^0-9*#A-D]/g, '');
     if (digits) await transport.sendDigits(digits).catch((err: unknown) => warn(err, 'voice session: the keys on answer could not be sent'));
-    if (opening.pauseMs > 0) transport.play(new Int16Array(Math.round((opening.pauseMs / 1000) * RATE)));
+    const held = screen?.plan.holdGreeting === true;
+    if (held && await screened(screen!)) return;
+    // A greeting held for the screen has listened already: no pause on top.
+    if (opening.pauseMs > 0 && !held) transport.play(new Int16Array(Math.round((opening.pauseMs / 1000) * RATE)));
     if (opening.notice) await sayLine(opening.notice);
     if (opening.greeting) await sayLine(opening.greeting, input.greetingAudio);
     greeted = true;

@@ -25,6 +25,7 @@ export function presentTask(row: TaskRow) {
     content: row.content,
     greeting: row.greeting,
     waitToGreet: bool(row.wait_to_greet),
+    voicemail: json(row.voicemail ?? null) as { action: string; message?: string } | null,
     accountId: row.account_id,
     organizationId: row.org_id,
     externalTaskId: row.external_task_id,

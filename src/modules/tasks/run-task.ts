@@ -7,7 +7,7 @@ import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { isDatabaseUnavailable, whileDatabaseAway } from '../../db/errors.ts';
 import { bool } from '../../db/flags.ts';
-import { CarrierError, TransientCarrierError, type Carrier, type CarrierOptions, type TaskOutcome } from '../../providers/index.ts';
+import { CarrierError, TransientCarrierError, type Carrier, type CarrierOptions, type PlaceCallRequest, type TaskOutcome } from '../../providers/index.ts';
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
 import { chooseCarrier } from '../numbering/carriers.ts';
@@ -18,6 +18,8 @@ type Row = QueueRow<'tasks'>;
 
 export const TWILIO_STATUS_PATH = '/api/v2/providers/twilio/status';
 export const TWILIO_TWIML_PATH = '/api/v2/providers/twilio/twiml';
+/** Where Twilio posts its answering-machine detection of a task's call (AsyncAmdStatusCallback; ?taskId names the task). */
+export const TWILIO_AMD_PATH = '/api/v2/providers/twilio/amd';
 
 /** A text task's text that its carrier accepted (or settled at once), for the person's conversation history. */
 export interface TextSent {
@@ -41,6 +43,8 @@ export interface TaskHandlerDeps {
   carrierOptions?: CarrierOptions;
   /** Records a sent text in the person's text conversation (src/modules/conversations/sms.ts); a failure is logged, the task goes on. */
   textSent?: (text: TextSent) => Promise<void>;
+  /** What a call task does when a voicemail answers (the call policy's, for the task and its agent: src/modules/conversations/voicemail.ts). */
+  voicemailPlan?: (row: Row) => Promise<PlaceCallRequest['voicemail']>;
   log?: { warn(obj: object, msg: string): void };
 }
 
@@ -133,9 +137,10 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
       return awaitFinal(row, carrier, sent.providerRef, signal, ref);
     }
     const twimlUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_TWIML_PATH}?taskId=${encodeURIComponent(row.id)}`;
+    const voicemail = await deps.voicemailPlan?.(row);
     const call = await carrier.placeCall({
       taskId: row.id, agentId: row.account_id, orgId: row.org_id, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
-      statusCallbackUrl, twimlUrl,
+      statusCallbackUrl, twimlUrl, voicemail, amdCallbackUrl: carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_AMD_PATH}`,
     }, signal);
     const ref = { ...who, provider_ref: call.providerRef };
     if (call.final) return settleCall(row, call.final, ref, signal);

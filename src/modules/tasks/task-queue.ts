@@ -94,6 +94,8 @@ export interface TaskQueueDeps {
   carrierOptions?: CarrierOptions;
   /** What the job does with a text its carrier accepted (records it in the person's conversation). */
   textSent?: TaskHandlerDeps['textSent'];
+  /** What a call task does when a voicemail answers. */
+  voicemailPlan?: TaskHandlerDeps['voicemailPlan'];
 }
 
 export class TaskQueue {
@@ -111,7 +113,7 @@ export class TaskQueue {
   async startWorker(): Promise<void> {
     const { database, config, log } = this.core.deps;
     this.core.start(createTaskHandler({
-      db: database.db, box: this.deps.box, config, carrierOptions: this.deps.carrierOptions, textSent: this.deps.textSent, log,
+      db: database.db, box: this.deps.box, config, carrierOptions: this.deps.carrierOptions, textSent: this.deps.textSent, voicemailPlan: this.deps.voicemailPlan, log,
     }));
   }
 

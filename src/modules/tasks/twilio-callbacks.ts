@@ -9,7 +9,7 @@ import type { Config } from '../../config.ts';
 import type { Db, TaskRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { parseStatusCallback, TWILIO, type TwilioParams } from '../../providers/index.ts';
+import { callOutcome, parseStatusCallback, TWILIO, type TwilioParams } from '../../providers/index.ts';
 import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { signedByTwilio } from '../../providers/twilio/signature.ts';
 import { providerSettings, refuseTwilioRequest, TWILIO_REFUSED } from '../numbering/carriers.ts';
@@ -41,6 +41,8 @@ export interface CallConversations {
   answer(task: TaskRow, callSid: string): Promise<string>;
   /** The call ended (a final status callback, `status` in Twilio's words). */
   ended(task: TaskRow, callSid: string, status: string): Promise<void>;
+  /** Twilio's answering-machine detection said who answered (AnsweredBy as Twilio wrote it). */
+  answeredBy?(task: TaskRow, callSid: string, value: string, log: Log): Promise<void>;
 }
 
 export interface TwilioCallbackDeps {
@@ -125,12 +127,55 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
     });
   }
 
+  /** The running task's result as recorded so far (an object), or an empty one. */
+  function resultOf(row: Pick<TaskRow, 'result'>): Record<string, unknown> {
+    try {
+      const parsed: unknown = row.result ? JSON.parse(row.result) : {};
+      return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Record<string, unknown> : {};
+    } catch {
+      return {};
+    }
+  }
+
+  /** Keeps Twilio's AnsweredBy in the running task's result, so the final status can say `voicemail`. */
+  async function noteAnsweredBy(id: string, answeredBy: string): Promise<void> {
+    await db.transaction().execute(async (tx) => {
+      const row = await taskRepo.findRunning(tx, id, { lock: true });
+      if (!row) return;
+      const result = resultOf(row);
+      if (typeof result.answeredBy === 'string') return;
+      await taskRepo.updateRunning(tx, id, { result: JSON.stringify({ ...result, answeredBy }), updated_at: Date.now() });
+    });
+  }
+
   return {
+    /**
+     * Twilio's answering-machine detection (AsyncAmdStatusCallback) for a task's call: signed and
+     * checked like the status callback (an unknown task is the same 403); the verdict is kept on
+     * the task and handed to the call's conversation, which renders the call policy's decision.
+     */
+    async amd(req: TwilioRequest, log: Log): Promise<void> {
+      const { task, accountSid } = await verified(req, log);
+      if (task.type !== 'call') throw new Invalid(`task ${task.id} is a ${task.type}, not a call`);
+      const callSid = checkIdentity(task, accountSid, req.params, ['CallSid']);
+      if (!callSid) throw new Invalid('CallSid is required');
+      const answeredBy = first(req.params, 'AnsweredBy');
+      if (!answeredBy || answeredBy.length > 40) throw new Invalid('AnsweredBy is required');
+      if (task.state !== 'running') return;
+      await noteAnsweredBy(task.id, answeredBy);
+      await deps.calls.answeredBy?.(task, callSid, answeredBy, log);
+    },
+
     /** A status callback: progress is noted; a final status ends the running task. */
     async status(req: TwilioRequest, log: Log): Promise<void> {
       const { task, accountSid } = await verified(req, log);
       const cancelRequested = task.cancel_requested_at !== null;
       const event = parseStatusCallback(req.params, { cancelRequested });
+      // Asynchronous AMD said who answered before the call ended: a machine makes the outcome `voicemail`.
+      const noted = resultOf(task).answeredBy;
+      if (event?.kind === 'call' && event.final && event.final.result.answeredBy === undefined && typeof noted === 'string') {
+        event.final = callOutcome(event.status, { ...event.final.result, answeredBy: noted }, { cancelRequested }) ?? event.final;
+      }
       if (!event) throw new Invalid('not a Twilio status callback: CallSid and CallStatus, or MessageSid and MessageStatus, are required');
       if ((event.kind === 'call') !== (task.type === 'call') || task.type === 'ping') {
         throw new Invalid(`a ${event.kind} status callback for task ${task.id}, which is a ${task.type}`);

@@ -6,7 +6,7 @@ import type { App } from '../../http/types.ts';
 import type { TwilioParams } from '../../providers/index.ts';
 import { formOf, type TwilioForm } from '../../providers/twilio/form.ts';
 import { signatureHeader } from '../../providers/twilio/signature.ts';
-import { TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from './run-task.ts';
+import { TWILIO_AMD_PATH, TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from './run-task.ts';
 import type { TwilioCallbacks, TwilioRequest } from './twilio-callbacks.ts';
 
 function twilioRequest(req: FastifyRequest, params: TwilioForm, signed: TwilioParams): TwilioRequest {
@@ -28,6 +28,12 @@ export async function twilioRoutes(app: App, opts: { twilioCallbacks: TwilioCall
   app.post(TWILIO_STATUS_PATH, { config: { public: true }, schema: hidden }, async (req, reply) => {
     const form = formOf(req.body);
     await callbacks.status(twilioRequest(req, form, form), req.log);
+    return reply.status(204).send();
+  });
+
+  app.post(TWILIO_AMD_PATH, { config: { public: true }, schema: hidden }, async (req, reply) => {
+    const form = formOf(req.body);
+    await callbacks.amd(twilioRequest(req, form, form), req.log);
     return reply.status(204).send();
   });
 

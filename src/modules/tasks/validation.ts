@@ -29,6 +29,32 @@ export interface RawTask {
   scheduledFor?: unknown;
   meta?: unknown;
   externalTaskId?: unknown;
+  /** A call's own voicemail choice `{action, message}` (extension; docs/tasks.md). */
+  voicemail?: unknown;
+}
+
+/** What a call does when a voicemail answers (the call policy's VOICEMAIL_ACTIONS; tasks never import conversations). */
+export const TASK_VOICEMAIL_ACTIONS = ['hangup', 'leave-message', 'continue'] as const;
+export const MAX_VOICEMAIL_MESSAGE = 1000;
+
+/** A task's `voicemail` as stored (JSON `{action, message}`), or null for the agent's choice. */
+export function readTaskVoicemail(v: unknown, field: string): { ok: true; value: string | null } | { ok: false; message: string } {
+  if (v === undefined || v === null || v === '') return { ok: true, value: null };
+  let value: unknown = v;
+  if (typeof value === 'string') {
+    try { value = JSON.parse(value) as unknown; } catch { return { ok: false, message: `${field} must be an object {action, message}` }; }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, message: `${field} must be an object {action, message}` };
+  const o = value as Record<string, unknown>;
+  const extra = Object.keys(o).find((k) => k !== 'action' && k !== 'message');
+  if (extra !== undefined) return { ok: false, message: `${field}.${extra.slice(0, 40)} is not a field of voicemail (action, message)` };
+  if (typeof o.action !== 'string' || !(TASK_VOICEMAIL_ACTIONS as readonly string[]).includes(o.action)) {
+    return { ok: false, message: `${field}.action must be one of: ${TASK_VOICEMAIL_ACTIONS.join(', ')}` };
+  }
+  if (o.message !== undefined && o.message !== null && typeof o.message !== 'string') return { ok: false, message: `${field}.message must be a string` };
+  const message = typeof o.message === 'string' ? o.message.trim() : '';
+  if (message.length > MAX_VOICEMAIL_MESSAGE) return { ok: false, message: `${field}.message must be at most ${MAX_VOICEMAIL_MESSAGE} characters long` };
+  return { ok: true, value: JSON.stringify({ action: o.action, ...(message ? { message } : {}) }) };
 }
 
 export interface ItemContext {
@@ -140,6 +166,9 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
   }
   const wait = readBool(raw.waitToGreet, `${f}waitToGreet`);
   if (!wait.ok) return wait;
+  const voicemail = readTaskVoicemail(raw.voicemail, `${f}voicemail`);
+  if (!voicemail.ok) return fail(voicemail.message);
+  if (voicemail.value !== null && type !== 'call') return fail(`${f}voicemail applies to call tasks only`);
 
   let accountId = targetAgent ?? ctx.defaultAccountId;
   if (raw.accountId !== undefined && raw.accountId !== null && raw.accountId !== '') {
@@ -186,6 +215,7 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
       content: type === 'text' ? body : content.value,
       greeting: greeting.value,
       wait_to_greet: flag(wait.value),
+      voicemail: voicemail.value,
       meta,
       external_task_id: externalTaskId.value,
       scheduled_for: when.scheduledForMs,

@@ -66,6 +66,15 @@ export class TwilioCarrier implements Carrier {
       form.set('StatusCallbackMethod', 'POST');
       for (const event of CALL_STATUS_EVENTS) form.append('StatusCallbackEvent', event);
     }
+    // Answering-machine detection (asynchronous: the call goes on while Twilio listens, and posts
+    // AnsweredBy to the callback): only when a machine would change what the call does. To leave a
+    // message, Twilio waits for the end of the greeting (the beep, or the silence after it).
+    if (req.voicemail && req.voicemail.action !== 'continue' && req.amdCallbackUrl) {
+      form.set('MachineDetection', req.voicemail.action === 'leave-message' ? 'DetectMessageEnd' : 'Enable');
+      form.set('AsyncAmd', 'true');
+      form.set('AsyncAmdStatusCallback', withTaskId(req.amdCallbackUrl, req.taskId));
+      form.set('AsyncAmdStatusCallbackMethod', 'POST');
+    }
     const json = await this.#post(this.#accountPath('Calls.json'), form, req.taskId, signal);
     const { sid, status } = this.#sidAndStatus(json, 'CA');
     const base = { provider: TWILIO, providerRef: sid, from, to: req.to };
