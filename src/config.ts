@@ -459,7 +459,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimitBytes: int(env, 'CALLPLANE_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     csvMaxBytes: int(env, 'CALLPLANE_CSV_MAX_BYTES', 50 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-    defaultPlanId: env.CALLPLANE_DEFAULT_PLAN_ID || 'pplan-free',
+    defaultPlanId: env.CALLPLANE_DEFAULT_PLAN_ID || 'pplan-unmetered',
     oneTimeTokenTtlSeconds: int(env, 'CALLPLANE_ONE_TIME_TOKEN_TTL_SECONDS', 300, 10, 3600),
     dbPoolSize: int(env, 'CALLPLANE_DB_POOL_SIZE', 10, 1, 200),
     pgPreparedStatements: boolOn(env, 'CALLPLANE_PG_PREPARED_STATEMENTS'),

@@ -197,8 +197,8 @@ forEachEngine('accounts', (h) => {
       assert.equal(b.body.organization.productPlanId, 'pplan-enterprise');
       const plain = await h().reseller();
       const c = await call('POST', '/api/v2/createOrganization', { query: { targetResellerId: plain.id }, body: { orgName: 'Defaults' } });
-      assert.equal(h().config.defaultPlanId, 'pplan-free');
-      assert.equal(c.body.organization.productPlanId, 'pplan-free');
+      assert.equal(h().config.defaultPlanId, 'pplan-unmetered');
+      assert.equal(c.body.organization.productPlanId, 'pplan-unmetered');
       const blank = await call('POST', '/api/v2/createOrganization', { query: { targetResellerId: rp }, body: { orgName: 'Blank Plan', productPlanId: ' ' } });
       assert.equal(blank.body.organization.productPlanId, 'pplan-starter');
     });
@@ -623,7 +623,7 @@ forEachEngine('accounts', (h) => {
       const plan = await call('POST', '/api/v2/updateOrganization', { token: r.token, query: { targetOrganizationId: o.id }, body: { productPlanId: '' } });
       assertBad(plan, 'productPlanId must not be empty');
       assert.deepEqual(plan.body.failedSettings, ['productPlanId']);
-      assert.equal((await accountIn(o.id))?.product_plan_id, 'pplan-free');
+      assert.equal((await accountIn(o.id))?.product_plan_id, 'pplan-unmetered');
       assert.equal((await accountIn(o.id))?.name, 'Unmoved');
     });
 
@@ -1039,7 +1039,7 @@ forEachEngine('accounts', (h) => {
       assert.deepEqual(await found({ active: true }), [alpha.id, gamma.id]);
       assert.deepEqual(await found({ externalAccountId: 'crm-1' }), [alpha.id]);
       assert.deepEqual(await found({ productPlanId: 'pplan-business' }), [alpha.id]);
-      assert.deepEqual(await found({ productPlanId: 'pplan-free' }), [beta.id, gamma.id]);
+      assert.deepEqual(await found({ productPlanId: 'pplan-unmetered' }), [beta.id, gamma.id]);
 
       assert.deepEqual(await found({ createdStart: 1_705_000_000 }), [beta.id, gamma.id]);
       assert.deepEqual(await found({ createdEnd: 1_705_000_000 }), [alpha.id, beta.id]);

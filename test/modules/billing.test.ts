@@ -42,7 +42,7 @@ forEachEngine('billing', (h) => {
     it('ships a default catalog: a partner and a new reseller see it, with add-ons and the layer each comes from', async () => {
       const p = await call('GET', '/api/v2/product/productCatalog');
       assertStatus(p, 200);
-      assert.deepEqual(ids(p.body.plans), ['pplan-business', 'pplan-enterprise', 'pplan-free', 'pplan-starter']);
+      assert.deepEqual(ids(p.body.plans), ['pplan-business', 'pplan-enterprise', 'pplan-free', 'pplan-starter', 'pplan-unmetered']);
       assert.ok(p.body.plans.every((x: { source: string }) => x.source === 'default'));
       const free = p.body.plans.find((x: { productPlanId: string }) => x.productPlanId === 'pplan-free');
       assert.equal(free.monthlyPrice, 0);
@@ -148,7 +148,7 @@ forEachEngine('billing', (h) => {
       const o = await h().organization(r.id);
       const freeAddons = await call('GET', '/api/v2/addon/available', { token: o.token });
       assertStatus(freeAddons, 200);
-      assert.equal(freeAddons.body.productPlanId, 'pplan-free');
+      assert.equal(freeAddons.body.productPlanId, 'pplan-unmetered');
       assert.ok(!freeAddons.body.addons.some((a: { addonId: string }) => a.addonId === 'addon-rush'));
       assert.ok(!freeAddons.body.addons.some((a: { addonId: string }) => a.addonId === 'addon-minutes-1000'), 'not for the free plan');
       assertStatus(await call('POST', '/api/v2/product/subscribe', { token: o.token, body: { productPlanId: 'pplan-business', term: 'month' } }), 200);
@@ -178,7 +178,7 @@ forEachEngine('billing', (h) => {
       assert.deepEqual(upd.body.failedSettings, ['productPlanId']);
     });
 
-    it("a new organization gets the reseller's sell plan, else pplan-free, and that plan's limits", async () => {
+    it("a new organization gets the reseller's sell plan, else pplan-unmetered, and that plan's limits", async () => {
       const res = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: h().partnerId }, body: { resellerName: 'Seller', sellPlanId: 'pplan-business' } });
       assertStatus(res, 201);
       const o = await h().organization(res.body.reseller.id);
@@ -190,8 +190,12 @@ forEachEngine('billing', (h) => {
       assert.equal((await limitsOf(o.id)).concurrencyPerRun, 20);
       const plain = await h().organization((await h().reseller()).id);
       const c2 = await call('GET', '/api/v2/product/currentPlan', { token: plain.token });
-      assert.equal(c2.body.productPlanId, 'pplan-free');
-      assert.equal(c2.body.plan.name, 'Free');
+      assert.equal(c2.body.productPlanId, 'pplan-unmetered');
+      assert.equal(c2.body.plan.name, 'Unmetered');
+      assert.equal((await limitsOf(plain.id)).concurrencyPerRun, 5);
+      // Not offered for subscription: it is assigned, never bought.
+      const avail = await call('GET', '/api/v2/product/allAvailablePlans', { token: plain.token });
+      assert.ok(!avail.body.plans.some((x: { productPlanId: string }) => x.productPlanId === 'pplan-unmetered'));
     });
 
     it('offeredPlan: what the reseller offers the organization, or null', async () => {

@@ -54,8 +54,19 @@ export interface Catalog { plans: Layered<Plan>[]; addons: Layered<Addon>[] }
 
 export const PLAN_ID = /^pplan-[a-z0-9][a-z0-9-]{0,62}$/;
 export const ADDON_ID = /^addon-[a-z0-9][a-z0-9-]{0,62}$/;
-/** The plan of an organization nobody chose one for (CALLPLANE_DEFAULT_PLAN_ID's default). */
+/** The plan an ended subscription falls back to when nothing else is set (fallback-plan.ts). */
 export const FREE_PLAN_ID = 'pplan-free';
+/**
+ * The plan of an organization nobody chose one for (CALLPLANE_DEFAULT_PLAN_ID's default): nothing
+ * is held back by included amounts, so a self-hosted service that bills nobody just works. Not
+ * offered for subscription; a reseller that sells plans sets its `sellPlanId`.
+ */
+export const UNMETERED_PLAN_ID = 'pplan-unmetered';
+
+/** A plan whose included amounts are all unlimited: nothing it includes is ever used up. */
+export function unmetered(p: Pick<Plan, 'included'>): boolean {
+  return Object.values(p.included).every((v) => v === null);
+}
 
 const UNLIMITED_DAILY = { calls: null, texts: null, tasks: null };
 
@@ -64,10 +75,19 @@ function plan(p: Omit<Plan, 'description' | 'currency' | 'available'> & { descri
 }
 
 /**
- * The default catalog. The free plan's limits are the task queue's own defaults (5 at once, no
- * daily caps), so an organization created without a plan runs as it did before plans were real.
+ * The default catalog. The unmetered plan's limits are the task queue's own defaults (5 at once,
+ * no daily caps) and it includes everything without limit, so an organization created without a
+ * plan runs as it did before plans were real.
  */
 export const DEFAULT_PLANS: readonly Plan[] = Object.freeze([
+  {
+    productPlanId: UNMETERED_PLAN_ID, name: 'Unmetered', currency: 'USD', available: false,
+    description: 'Self-hosted use that bills nobody: nothing is counted against included amounts. Assigned, never subscribed to.',
+    monthlyPrice: 0, yearlyPrice: 0,
+    included: { callMinutes: null, texts: null, tasks: null, conversations: null, modelTokens: null },
+    overage: { callMinute: null, text: null, task: null, conversation: null, modelTokensPer1k: null },
+    limits: { concurrencyPerRun: 5, daily: UNLIMITED_DAILY },
+  },
   plan({
     productPlanId: FREE_PLAN_ID, name: 'Free', description: 'Try the platform: small included amounts, nothing sold past them.',
     monthlyPrice: 0, yearlyPrice: 0,
