@@ -20,6 +20,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/addon/{addonId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add an add-on to the organization (callplane extension)
+         * @description The organization, or an ancestor with targetAccountId. An available add-on of the organization's catalog that fits its current plan (GET /api/v2/addon/available), one of each at a time (409 otherwise). Recorded with the subscription and billing period in force; its adds raise the included amounts at once (usage costs and the tasks held back for them).
+         */
+        post: operations["addAddon"];
+        /**
+         * Remove an add-on from the organization (callplane extension)
+         * @description Ends the add-on in force; ranges it was in force in keep counting it.
+         */
+        delete: operations["removeAddon"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/addon/available": {
         parameters: {
             query?: never;
@@ -66,6 +90,23 @@ export interface paths {
         };
         /** Fetch an agent: its live configuration, with staging */
         get: operations["getAgent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/agent/{agentId}/latency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Latency of an agent's spoken turns: p50 and p95 of each step over a window (callplane extension) */
+        get: operations["getAgentLatency"];
         put?: never;
         post?: never;
         delete?: never;
@@ -354,6 +395,30 @@ export interface paths {
          * @description Reseller/Partner only. The period starts after the current one began and no later than it ends (earlier closes the current one there); a later start leaves a gap, refused unless allowGap is true.
          */
         post: operations["startBillingPeriod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/billing/billingSystemConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * View Billing System Configuration (callplane extension)
+         * @description Reseller or partner: its own billing system, keys masked (null when it has none), and whose billing system its organizations subscribe through (its own, else its partner's).
+         */
+        get: operations["getBillingSystemConfig"];
+        put?: never;
+        /**
+         * Provision Billing System Configuration
+         * @description Reseller or partner (a partner may name one of its resellers with targetAccountId). Stripe needs apiKey, publishableKey and webhookSigningKey; Chargebee apiKey, publishableKey, site, webhookUsername and webhookPassword. An update of the same type keeps keys not sent again, except apiKey when the Chargebee site changes. The apiKey is checked with the processor before it is kept: 400 when the processor refuses it, 502 when the processor cannot be reached.
+         */
+        post: operations["billingSystemConfig"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1159,6 +1224,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/phoneNumber/simulate/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A text arriving on one of your SIMULATED numbers, as if sent from `from` (no network delivers texts to them) — an extension */
+        post: operations["simulateTextToNumber"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/phoneNumbers": {
         parameters: {
             query?: never;
@@ -1890,6 +1972,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The account; an agent's carries phoneNumbers, the numbers it holds (a callplane extension, docs/numbers.md) */
                         details: {
                             [key: string]: unknown;
                         };
@@ -1994,6 +2077,202 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    addAddon: {
+        parameters: {
+            query?: {
+                /** @description The account to act on (an ancestor acting for it); default: the token's own */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Add-on id */
+                addonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description An add-on the organization bought (callplane extension) */
+                        addon: {
+                            addedAt: number;
+                            addonId: string;
+                            /** @description Amounts added to the plan's included ones each month */
+                            adds: {
+                                callMinutes: number;
+                                conversations: number;
+                                modelTokens: number;
+                                tasks: number;
+                                texts: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @description Whether it fits the organization's current plan (an add-on bought for an earlier plan adds nothing) */
+                            appliesToPlan: boolean;
+                            currency: string;
+                            monthlyPrice: number;
+                            name: string;
+                            periodEnd: number | null;
+                            /** @description The billing period it was bought in (unix seconds); null for a calendar month */
+                            periodStart: number | null;
+                            /** @description Plans it fits; empty = every plan */
+                            plans: string[];
+                            removedAt: number | null;
+                            /** @description The subscription in force when it was bought */
+                            subscriptionId: string | null;
+                            yearlyPrice: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    removeAddon: {
+        parameters: {
+            query?: {
+                /** @description The account to act on (an ancestor acting for it); default: the token's own */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Add-on id */
+                addonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description An add-on the organization bought (callplane extension) */
+                        addon: {
+                            addedAt: number;
+                            addonId: string;
+                            /** @description Amounts added to the plan's included ones each month */
+                            adds: {
+                                callMinutes: number;
+                                conversations: number;
+                                modelTokens: number;
+                                tasks: number;
+                                texts: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @description Whether it fits the organization's current plan (an add-on bought for an earlier plan adds nothing) */
+                            appliesToPlan: boolean;
+                            currency: string;
+                            monthlyPrice: number;
+                            name: string;
+                            periodEnd: number | null;
+                            /** @description The billing period it was bought in (unix seconds); null for a calendar month */
+                            periodStart: number | null;
+                            /** @description Plans it fits; empty = every plan */
+                            plans: string[];
+                            removedAt: number | null;
+                            /** @description The subscription in force when it was bought */
+                            subscriptionId: string | null;
+                            yearlyPrice: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2134,6 +2413,20 @@ export interface operations {
                      * @enum {string}
                      */
                     agentVoice?: "en-US Female" | "en-US Male" | "en-GB Female" | "en-GB Male" | "es-US Female" | "es-US Male" | "es-MX Female" | "es-ES Female" | "fr-FR Female" | "de-DE Female";
+                    /** @description Fields the analysis after each conversation extracts (at most 10; string, number, boolean or enum; extension; docs/agents.md) */
+                    analysisFields?: {
+                        [key: string]: ("string" | "number" | "boolean" | "enum") | {
+                            description?: string;
+                            /** @enum {string} */
+                            type: "string" | "number" | "boolean" | "enum";
+                            values?: string[];
+                        };
+                    };
+                    /** @description Outcomes of the agent's own that the analysis after each conversation may choose, besides the built-in ones (extension; docs/agents.md) */
+                    analysisOutcomes?: (string | {
+                        description?: string;
+                        name: string;
+                    })[];
                     /** @description Apps enabled for the agent */
                     apps?: {
                         appId: string;
@@ -2225,6 +2518,13 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "chatAgent";
+                    /**
+                     * @description What an outbound call does when a voicemail answers: hangup, leave-message or continue (extension; docs/voice.md, Voicemail)
+                     * @enum {string}
+                     */
+                    voicemailAction?: "hangup" | "leave-message" | "continue";
+                    /** @description The message left on a voicemail (extension); empty: the welcomeMessage */
+                    voicemailMessage?: string;
                     /** @description Milliseconds before the greeting */
                     waitOnAnswer?: number;
                     /** @description Tools that POST to your URL (extension; docs/conversations.md) */
@@ -2325,12 +2625,207 @@ export interface operations {
                 content: {
                     "application/json": {
                         message?: string;
+                        /** @description callplane extension: the numbers this agent holds (docs/numbers.md) */
+                        phoneNumbers: ({
+                            agentId: number | null;
+                            capabilities: ({
+                                mms: boolean;
+                                sms: boolean;
+                                voice: boolean;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            country: string | null;
+                            createdAt: number;
+                            /** @description bought | byo */
+                            kind: string;
+                            /** @description Why the number needs attention */
+                            lastError?: string;
+                            locality: string | null;
+                            number: string;
+                            provider: string | null;
+                            region: string | null;
+                            simulated: boolean;
+                            /** @description active | reserved (being bought) | attention (docs/numbers.md, "Reconciliation") */
+                            state: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         sponsorship: {
                             id: string;
                         } & {
                             [key: string]: unknown;
                         };
                         success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAgentLatency: {
+        parameters: {
+            query?: {
+                /** @description The last this many hours (default 24) */
+                windowHours?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        /** @description ISO 8601: the window's start */
+                        from: string;
+                        message?: string;
+                        /** @description The same per path (sip, stream, gather), for paths with turns */
+                        paths: {
+                            [key: string]: {
+                                /** @description Each step of a turn (docs/voice.md): endpoint (end of speech → end of turn), stt (→ transcript), llmFirstToken (→ first model token), ttsFirstAudio (→ first audio out), total (end of speech → first audio; gather: request → our answer) */
+                                steps: {
+                                    endpointMs: {
+                                        /** @description Turns that measured this step */
+                                        count: number;
+                                        /** @description ms; null without turns */
+                                        p50: number | null;
+                                        /** @description ms; null without turns */
+                                        p95: number | null;
+                                    };
+                                    llmFirstTokenMs: {
+                                        /** @description Turns that measured this step */
+                                        count: number;
+                                        /** @description ms; null without turns */
+                                        p50: number | null;
+                                        /** @description ms; null without turns */
+                                        p95: number | null;
+                                    };
+                                    sttMs: {
+                                        /** @description Turns that measured this step */
+                                        count: number;
+                                        /** @description ms; null without turns */
+                                        p50: number | null;
+                                        /** @description ms; null without turns */
+                                        p95: number | null;
+                                    };
+                                    totalMs: {
+                                        /** @description Turns that measured this step */
+                                        count: number;
+                                        /** @description ms; null without turns */
+                                        p50: number | null;
+                                        /** @description ms; null without turns */
+                                        p95: number | null;
+                                    };
+                                    ttsFirstAudioMs: {
+                                        /** @description Turns that measured this step */
+                                        count: number;
+                                        /** @description ms; null without turns */
+                                        p50: number | null;
+                                        /** @description ms; null without turns */
+                                        p95: number | null;
+                                    };
+                                };
+                                turns: number;
+                            };
+                        };
+                        /** @description Each step of a turn (docs/voice.md): endpoint (end of speech → end of turn), stt (→ transcript), llmFirstToken (→ first model token), ttsFirstAudio (→ first audio out), total (end of speech → first audio; gather: request → our answer) */
+                        steps: {
+                            endpointMs: {
+                                /** @description Turns that measured this step */
+                                count: number;
+                                /** @description ms; null without turns */
+                                p50: number | null;
+                                /** @description ms; null without turns */
+                                p95: number | null;
+                            };
+                            llmFirstTokenMs: {
+                                /** @description Turns that measured this step */
+                                count: number;
+                                /** @description ms; null without turns */
+                                p50: number | null;
+                                /** @description ms; null without turns */
+                                p95: number | null;
+                            };
+                            sttMs: {
+                                /** @description Turns that measured this step */
+                                count: number;
+                                /** @description ms; null without turns */
+                                p50: number | null;
+                                /** @description ms; null without turns */
+                                p95: number | null;
+                            };
+                            totalMs: {
+                                /** @description Turns that measured this step */
+                                count: number;
+                                /** @description ms; null without turns */
+                                p50: number | null;
+                                /** @description ms; null without turns */
+                                p95: number | null;
+                            };
+                            ttsFirstAudioMs: {
+                                /** @description Turns that measured this step */
+                                count: number;
+                                /** @description ms; null without turns */
+                                p50: number | null;
+                                /** @description ms; null without turns */
+                                p95: number | null;
+                            };
+                        };
+                        success: boolean;
+                        /** @description ISO 8601: now */
+                        to: string;
+                        /** @description More turns than were read */
+                        truncated: boolean;
+                        /** @description Spoken turns in the window (at most 50,000, the newest) */
+                        turns: number;
+                        windowHours: number;
                     } & {
                         [key: string]: unknown;
                     };
@@ -2942,6 +3437,8 @@ export interface operations {
                     targets?: unknown[];
                     /** @description Task context for every item */
                     taskContext?: string;
+                    /** @description Call tasks: {action: hangup|leave-message|continue, message} when a voicemail answers (extension; docs/tasks.md) */
+                    voicemail?: unknown;
                     waitToGreet?: boolean;
                 } & {
                     [key: string]: unknown;
@@ -2978,6 +3475,8 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
                             maxAttempts: number;
@@ -3009,6 +3508,14 @@ export interface operations {
                             /** @description call, text or ping */
                             type: string;
                             updatedAt: number;
+                            /** @description What the call does when a voicemail answers (extension; docs/tasks.md); null: the agent's voicemailAction */
+                            voicemail: ({
+                                /** @description hangup, leave-message or continue */
+                                action: string;
+                                message?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             waitToGreet: boolean;
                         } & {
                             [key: string]: unknown;
@@ -3094,6 +3601,8 @@ export interface operations {
                     targets?: unknown[];
                     /** @description Task context for every item */
                     taskContext?: string;
+                    /** @description Call tasks: {action: hangup|leave-message|continue, message} when a voicemail answers (extension; docs/tasks.md) */
+                    voicemail?: unknown;
                     waitToGreet?: boolean;
                 } & {
                     [key: string]: unknown;
@@ -3130,6 +3639,8 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
                             maxAttempts: number;
@@ -3161,6 +3672,14 @@ export interface operations {
                             /** @description call, text or ping */
                             type: string;
                             updatedAt: number;
+                            /** @description What the call does when a voicemail answers (extension; docs/tasks.md); null: the agent's voicemailAction */
+                            voicemail: ({
+                                /** @description hangup, leave-message or continue */
+                                action: string;
+                                message?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             waitToGreet: boolean;
                         } & {
                             [key: string]: unknown;
@@ -3932,6 +4451,214 @@ export interface operations {
             };
         };
     };
+    getBillingSystemConfig: {
+        parameters: {
+            query?: {
+                /** @description The reseller or partner whose billing system it is (a partner acting for one of its resellers); default: the token's own */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A billing system; every key masked */
+                        billingSystem: ({
+                            /** @description The reseller or partner whose billing system it is */
+                            accountId: number;
+                            /** @description Masked */
+                            apiKey: string;
+                            /** @description stripe or chargebee */
+                            billingSystemType: string;
+                            createdAt: number;
+                            /** @description Masked */
+                            publishableKey: string | null;
+                            /** @description Chargebee: the site's name; null for Stripe */
+                            site: string | null;
+                            updatedAt: number;
+                            /** @description When the processor last accepted apiKey (unix seconds) */
+                            verifiedAt: number;
+                            /** @description Chargebee: masked */
+                            webhookPassword: string | null;
+                            /** @description Stripe: masked; null for Chargebee */
+                            webhookSigningKey: string | null;
+                            /** @description The URL to configure as the webhook endpoint at the processor */
+                            webhookUrl: string;
+                            /** @description Chargebee: the webhook's basic-auth user name */
+                            webhookUsername: string | null;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        /** @description The billing system in effect for the account's organizations */
+                        inEffect: ({
+                            accountId: number;
+                            billingSystemType: string;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    billingSystemConfig: {
+        parameters: {
+            query?: {
+                /** @description The reseller or partner whose billing system it is (a partner acting for one of its resellers); default: the token's own */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Required - API Key used for billing system access */
+                    apiKey?: string;
+                    /** @description stripe or chargebee */
+                    billingSystemType: string;
+                    /** @description Required - Publishable Key used for embedded checkouts */
+                    publishableKey?: string;
+                    /** @description Required for Chargebee only - site (without chargebee.com) of your payment system */
+                    site?: string;
+                    /** @description Required for Chargebee only - password for webhook authentication */
+                    webhookPassword?: string;
+                    /** @description Required for Stripe only - used for validating webhooks are signed by Stripe */
+                    webhookSigningKey?: string;
+                    /** @description Required for Chargebee only - username for webhook authentication */
+                    webhookUsername?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A billing system; every key masked */
+                        billingSystem: {
+                            /** @description The reseller or partner whose billing system it is */
+                            accountId: number;
+                            /** @description Masked */
+                            apiKey: string;
+                            /** @description stripe or chargebee */
+                            billingSystemType: string;
+                            createdAt: number;
+                            /** @description Masked */
+                            publishableKey: string | null;
+                            /** @description Chargebee: the site's name; null for Stripe */
+                            site: string | null;
+                            updatedAt: number;
+                            /** @description When the processor last accepted apiKey (unix seconds) */
+                            verifiedAt: number;
+                            /** @description Chargebee: masked */
+                            webhookPassword: string | null;
+                            /** @description Stripe: masked; null for Chargebee */
+                            webhookSigningKey: string | null;
+                            /** @description The URL to configure as the webhook endpoint at the processor */
+                            webhookUrl: string;
+                            /** @description Chargebee: the webhook's basic-auth user name */
+                            webhookUsername: string | null;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     checkAgentUrl: {
         parameters: {
             query: {
@@ -4175,6 +4902,28 @@ export interface operations {
                 };
                 content: {
                     "application/json": ({
+                        /** @description The analysis's outcome: resolved, callback-requested, transferred, not-interested, voicemail, no-answer, failed, or one of the agent's analysisOutcomes; absent until it is done */
+                        agentOutcome?: string;
+                        /** @description The lead rating, 1 (no prospect) to 5; absent until the analysis is done, or when nobody answered */
+                        aiLeadRating?: number;
+                        /** @description Why that rating */
+                        aiLeadRatingReason?: string;
+                        /**
+                         * @description Who answered: the agent's model, the SIMULATED engine's rules, or the facts alone (nobody spoke)
+                         * @enum {string}
+                         */
+                        analysisEngine?: "model" | "simulated" | "facts";
+                        /** @description Why the analysis failed (analysisStatus failed) */
+                        analysisError?: string;
+                        /**
+                         * @description The analysis after the conversation; absent while the conversation is open
+                         * @enum {string}
+                         */
+                        analysisStatus?: "pending" | "done" | "failed";
+                        /** @description Outbound calls screened for voicemail: human, machine or unknown; null when not decided (extension; docs/voice.md, Voicemail) */
+                        answeredBy: string | null;
+                        /** @description When who answered was decided (unix seconds, fractional); null when not */
+                        answeredByAt: number | null;
                         channel: string;
                         conversation: ({
                             attachments: ({
@@ -4189,6 +4938,30 @@ export interface operations {
                             date: string;
                             /** @description inbound (the counterpart), outbound (the agent) or tool (a tool the agent ran) */
                             direction: string;
+                            /** @description callplane extension, on the agent's spoken replies: how long each step of the turn took, ms; null where the path cannot see it (docs/voice.md) */
+                            latency?: {
+                                /** @description End of the caller's speech → end of the turn (the VAD's silence window) */
+                                endpointMs: number | null;
+                                engines: {
+                                    llm: string | null;
+                                    stt: string | null;
+                                    tts: string | null;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                                /** @description Transcript → the model's first token */
+                                llmFirstTokenMs: number | null;
+                                /** @description sip, stream (Twilio Media Streams) or gather (Twilio <Gather>) */
+                                path: string;
+                                /** @description End of the turn → transcript */
+                                sttMs: number | null;
+                                /** @description End of speech → first audio out (gather: request → our answer) */
+                                totalMs: number | null;
+                                /** @description First token → the first audio out */
+                                ttsFirstAudioMs: number | null;
+                            } & {
+                                [key: string]: unknown;
+                            };
                             message: string;
                             /** @description The channel */
                             source: string;
@@ -4212,20 +4985,32 @@ export interface operations {
                             [key: string]: unknown;
                         })[];
                         direction: string;
+                        /** @description Seconds, once it ended */
+                        duration?: number;
                         /** @description Unix seconds; null while open */
                         endedAt: number | null;
                         /** @description call or message */
                         eventType: string;
+                        /** @description The agent's analysisFields as extracted (null where the conversation did not say) */
+                        extracted?: {
+                            [key: string]: unknown;
+                        };
                         message: string;
-                        /** @description open while it lasts; then completed, ended_by_agent, transferred, no_response, hung_up or failed */
+                        /** @description A call that ended without a word from the other side */
+                        missedCall: boolean;
+                        /** @description open while it lasts; then completed, ended_by_agent, transferred, no_response, hung_up, failed or voicemail */
                         outcome: string;
                         roomId: string;
                         /** @description Unix seconds */
                         startedAt: number;
                         success: boolean;
+                        /** @description What happened, from the analysis after the conversation; absent until it is done */
+                        summary?: string;
                         /** @description The transcript has more lines than were answered */
                         truncated: boolean;
                         uuid: string;
+                        /** @description The API path of the recording holding the message left on a voicemail; null when none */
+                        voicemailRecording: string | null;
                     } & {
                         [key: string]: unknown;
                     })[];
@@ -4366,6 +5151,24 @@ export interface operations {
                     "application/json": {
                         message: string;
                         results: ({
+                            /** @description The analysis's outcome: resolved, callback-requested, transferred, not-interested, voicemail, no-answer, failed, or one of the agent's analysisOutcomes; absent until it is done */
+                            agentOutcome?: string;
+                            /** @description The lead rating, 1 (no prospect) to 5; absent until the analysis is done, or when nobody answered */
+                            aiLeadRating?: number;
+                            /** @description Why that rating */
+                            aiLeadRatingReason?: string;
+                            /**
+                             * @description Who answered: the agent's model, the SIMULATED engine's rules, or the facts alone (nobody spoke)
+                             * @enum {string}
+                             */
+                            analysisEngine?: "model" | "simulated" | "facts";
+                            /** @description Why the analysis failed (analysisStatus failed) */
+                            analysisError?: string;
+                            /**
+                             * @description The analysis after the conversation; absent while the conversation is open
+                             * @enum {string}
+                             */
+                            analysisStatus?: "pending" | "done" | "failed";
                             channel?: string;
                             /** @description Absent when the pair was not found */
                             conversation?: ({
@@ -4381,6 +5184,30 @@ export interface operations {
                                 date: string;
                                 /** @description inbound (the counterpart), outbound (the agent) or tool (a tool the agent ran) */
                                 direction: string;
+                                /** @description callplane extension, on the agent's spoken replies: how long each step of the turn took, ms; null where the path cannot see it (docs/voice.md) */
+                                latency?: {
+                                    /** @description End of the caller's speech → end of the turn (the VAD's silence window) */
+                                    endpointMs: number | null;
+                                    engines: {
+                                        llm: string | null;
+                                        stt: string | null;
+                                        tts: string | null;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description Transcript → the model's first token */
+                                    llmFirstTokenMs: number | null;
+                                    /** @description sip, stream (Twilio Media Streams) or gather (Twilio <Gather>) */
+                                    path: string;
+                                    /** @description End of the turn → transcript */
+                                    sttMs: number | null;
+                                    /** @description End of speech → first audio out (gather: request → our answer) */
+                                    totalMs: number | null;
+                                    /** @description First token → the first audio out */
+                                    ttsFirstAudioMs: number | null;
+                                } & {
+                                    [key: string]: unknown;
+                                };
                                 message: string;
                                 /** @description The channel */
                                 source: string;
@@ -4405,15 +5232,23 @@ export interface operations {
                             })[];
                             conversationUuid?: string;
                             direction?: string;
+                            duration?: number;
                             endedAt?: number | null;
                             eventType?: string;
+                            /** @description The agent's analysisFields as extracted (null where the conversation did not say) */
+                            extracted?: {
+                                [key: string]: unknown;
+                            };
                             /** @description Success, or why the pair was not found */
                             message: string;
+                            missedCall?: boolean;
                             outcome?: string;
                             /** @description As sent */
                             roomId: string;
                             startedAt?: number;
                             success: boolean;
+                            /** @description What happened, from the analysis after the conversation; absent until it is done */
+                            summary?: string;
                             truncated?: boolean;
                             /** @description As sent */
                             uuid: string;
@@ -7610,10 +8445,28 @@ export interface operations {
                 };
                 content: {
                     "application/json": ({
+                        /** @description The analysis's outcome: resolved, callback-requested, transferred, not-interested, voicemail, no-answer, failed, or one of the agent's analysisOutcomes; absent until it is done */
+                        agentOutcome?: string;
                         /** @description The agent's replies in this message's conversation so far */
                         agentReplyCount: number;
                         /** @description True when the agent wrote it */
                         aiAgent: boolean;
+                        /** @description The lead rating, 1 (no prospect) to 5; absent until the analysis is done, or when nobody answered */
+                        aiLeadRating?: number;
+                        /** @description Why that rating */
+                        aiLeadRatingReason?: string;
+                        /**
+                         * @description Who answered: the agent's model, the SIMULATED engine's rules, or the facts alone (nobody spoke)
+                         * @enum {string}
+                         */
+                        analysisEngine?: "model" | "simulated" | "facts";
+                        /** @description Why the analysis failed (analysisStatus failed) */
+                        analysisError?: string;
+                        /**
+                         * @description The analysis after the conversation; absent while the conversation is open
+                         * @enum {string}
+                         */
+                        analysisStatus?: "pending" | "done" | "failed";
                         attachments: ({
                             attachmentType: string;
                             "content-type": string;
@@ -7624,10 +8477,26 @@ export interface operations {
                         })[];
                         /** @description Always false */
                         bypassAgent: boolean;
+                        /** @description A call's dialog: its conversation's first 20 lines (500 characters each at most); the whole is GET /api/v2/conversation/{roomId}/{uuid} */
+                        callDialog?: ({
+                            content: string;
+                            /** @description user (the counterpart) or assistant (the agent) */
+                            role: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         /** @description Always false */
                         callingUserIsContact: boolean;
                         /** @description The agent's id (camp<accountId>) */
                         campaignId: string;
+                        /** @description As callDialog, for messages (api, sms, web) */
+                        chatDialog?: ({
+                            content: string;
+                            /** @description user (the counterpart) or assistant (the agent) */
+                            role: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         /** @description The room is junk because the agent's cnamAutoRejectRegex matched */
                         cnamSpam: boolean;
                         /** @description text/plain */
@@ -7642,6 +8511,10 @@ export interface operations {
                         duration?: number;
                         /** @description <direction>-<type>, e.g. inbound-message */
                         eventType: string;
+                        /** @description The agent's analysisFields as extracted (null where the conversation did not say) */
+                        extracted?: {
+                            [key: string]: unknown;
+                        };
                         /** @description Sender: the agent's account id, or for the counterpart its room's id */
                         from: number;
                         /** @description The counterpart's number when it sent the message and is a phone number */
@@ -7653,7 +8526,7 @@ export interface operations {
                         /** @description Always false */
                         isLive: boolean;
                         message: string;
-                        /** @description Always false (messages are not calls) */
+                        /** @description A call that ended without a word from the other side */
                         missedCall: boolean;
                         /** @description Always false */
                         notify: boolean;
@@ -7666,6 +8539,8 @@ export interface operations {
                         source: string;
                         /** @description success (delivered; every inbound message), pending, failed or interrupted */
                         status: string;
+                        /** @description What happened, from the analysis after the conversation; absent until it is done */
+                        summary?: string;
                         /** @description inbox or junk: where the room is */
                         targetInbox: string;
                         /** @description Unix seconds */
@@ -7681,6 +8556,8 @@ export interface operations {
                         usdRate: number;
                         /** @description The message's id */
                         uuid: string;
+                        /** @description A call where a voicemail answered and the agent left a message: the API path of the recording holding it (GET …/recording); absent otherwise */
+                        voicemailRecording?: string;
                     } & {
                         [key: string]: unknown;
                     })[];
@@ -8740,6 +9617,92 @@ export interface operations {
             };
         };
     };
+    simulateTextToNumber: {
+        parameters: {
+            query?: {
+                /** @description Organization or agent account acting on; resellers and partners must name one */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body: string;
+                    /** @description The sender, E.164 */
+                    from: string;
+                    /** @description Phone number, E.164 (+12145551234) */
+                    number: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        conversationId: string;
+                        message?: string;
+                        messageId: string;
+                        simulated: boolean;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listNumbers: {
         parameters: {
             query?: {
@@ -9475,6 +10438,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The add-ons in force (callplane extension) */
+                        addons: ({
+                            addedAt: number;
+                            addonId: string;
+                            /** @description Amounts added to the plan's included ones each month */
+                            adds: {
+                                callMinutes: number;
+                                conversations: number;
+                                modelTokens: number;
+                                tasks: number;
+                                texts: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @description Whether it fits the organization's current plan (an add-on bought for an earlier plan adds nothing) */
+                            appliesToPlan: boolean;
+                            currency: string;
+                            monthlyPrice: number;
+                            name: string;
+                            periodEnd: number | null;
+                            /** @description The billing period it was bought in (unix seconds); null for a calendar month */
+                            periodStart: number | null;
+                            /** @description Plans it fits; empty = every plan */
+                            plans: string[];
+                            removedAt: number | null;
+                            /** @description The subscription in force when it was bought */
+                            subscriptionId: string | null;
+                            yearlyPrice: number;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         /** @description The organization's task limits now in force (as GET /api/v2/tasks/limits) */
                         limits: {
                             [key: string]: unknown;
@@ -11246,6 +12240,8 @@ export interface operations {
                     "application/json": {
                         accountId: number;
                         accountType: string;
+                        /** @description The add-ons counted in the range (their adds are in included); an organization only */
+                        addons: string[] | null;
                         billingPeriod: {
                             /** @description Last local day (YYYY-MM-DD) */
                             endDate: string;
@@ -11259,13 +12255,17 @@ export interface operations {
                             startDateTimestamp: number | null;
                         };
                         currency: string | null;
-                        /** @description What the plan includes in the period (null = unlimited) */
+                        /** @description What the plan and its add-ons include in the period (null = unlimited); an organization only */
                         included: {
                             [key: string]: unknown;
                         } | null;
                         message?: string;
                         /** @description Organizations summed */
                         organizations: number;
+                        /** @description Units past the included amounts, per billed item, summed over the organizations (sold as overage or not) */
+                        overIncluded: {
+                            [key: string]: unknown;
+                        };
                         productPlanId: string | null;
                         success: boolean;
                         timeseries: ({
@@ -11381,6 +12381,8 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
                             maxAttempts: number;
@@ -11412,6 +12414,14 @@ export interface operations {
                             /** @description call, text or ping */
                             type: string;
                             updatedAt: number;
+                            /** @description What the call does when a voicemail answers (extension; docs/tasks.md); null: the agent's voicemailAction */
+                            voicemail: ({
+                                /** @description hangup, leave-message or continue */
+                                action: string;
+                                message?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             waitToGreet: boolean;
                         } & {
                             [key: string]: unknown;
@@ -11495,6 +12505,8 @@ export interface operations {
                     taskContext?: string;
                     /** @description call, text or ping */
                     type: string;
+                    /** @description Call tasks: {action: hangup|leave-message|continue, message} when a voicemail answers (extension; docs/tasks.md) */
+                    voicemail?: unknown;
                     /** @description Let the callee speak first */
                     waitToGreet?: boolean;
                 } & {
@@ -11532,6 +12544,8 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
                             maxAttempts: number;
@@ -11563,6 +12577,14 @@ export interface operations {
                             /** @description call, text or ping */
                             type: string;
                             updatedAt: number;
+                            /** @description What the call does when a voicemail answers (extension; docs/tasks.md); null: the agent's voicemailAction */
+                            voicemail: ({
+                                /** @description hangup, leave-message or continue */
+                                action: string;
+                                message?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             waitToGreet: boolean;
                         } & {
                             [key: string]: unknown;
@@ -11674,6 +12696,8 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
                             maxAttempts: number;
@@ -11705,6 +12729,14 @@ export interface operations {
                             /** @description call, text or ping */
                             type: string;
                             updatedAt: number;
+                            /** @description What the call does when a voicemail answers (extension; docs/tasks.md); null: the agent's voicemailAction */
+                            voicemail: ({
+                                /** @description hangup, leave-message or continue */
+                                action: string;
+                                message?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             waitToGreet: boolean;
                         } & {
                             [key: string]: unknown;
@@ -11802,6 +12834,8 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
                             maxAttempts: number;
@@ -11833,6 +12867,14 @@ export interface operations {
                             /** @description call, text or ping */
                             type: string;
                             updatedAt: number;
+                            /** @description What the call does when a voicemail answers (extension; docs/tasks.md); null: the agent's voicemailAction */
+                            voicemail: ({
+                                /** @description hangup, leave-message or continue */
+                                action: string;
+                                message?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             waitToGreet: boolean;
                         } & {
                             [key: string]: unknown;
