@@ -11,6 +11,8 @@ import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
 import { accountService, type AccountService } from './modules/accounts/service.ts';
 import { billingService, type BillingService } from './modules/billing/service.ts';
 import { usageService, type UsageService } from './modules/billing/usage.ts';
+import { adrService, type AdrService } from './modules/adr/service.ts';
+import { AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
@@ -64,6 +66,8 @@ export interface PlatformDeps {
   tasks?: Partial<Omit<TaskQueueCoreDeps, 'database' | 'config' | 'wakeups'>> & { carrierOptions?: CarrierOptions };
   /** Test settings of the delivery queue (shorter leases, a fast retry schedule). */
   deliveries?: Partial<Omit<DeliveryQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
+  /** Test settings of the activity-record export queue (a moved clock, a fast retry schedule). */
+  adr?: Partial<Omit<AdrQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the conversation-turn queue (shorter leases). */
   turns?: Partial<Omit<TurnQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
@@ -105,6 +109,7 @@ export interface Services {
   history: HistoryService;
   billing: BillingService;
   usage: UsageService;
+  adr: AdrService;
 }
 
 export interface Platform {
@@ -114,6 +119,8 @@ export interface Platform {
   deliveries: DeliveryQueue;
   /** Conversation turns (API messages, SMS); its worker runs in worker processes. */
   turns: TurnQueue;
+  /** Activity-record export windows; its worker (window maker and shipper) runs in worker processes. */
+  adr: AdrQueue;
   sip?: SipWorker;
   services: Services;
   /** Hears other processes' queue notifications (PostgreSQL); worker processes call it once. */
@@ -137,6 +144,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // last (TaskQueue, below): a SIP call talks through the agent, which is built on the task service.
   const taskQueue = new TaskQueueCore({ database, config, wakeups, log: child('tasks'), ...taskSettings });
   const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
+  const adr = new AdrQueue({ database, config, box, wakeups, log: child('adr'), ...deps.adr });
   const models = modelsService({ config, db, box, policy, log: child('models') });
 
   const base = {
@@ -162,6 +170,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     models,
     billing: billingService({ db, config, wakeTasks: () => taskQueue.notify() }),
     usage: usageService({ db }),
+    adr: adrService({ db, box, policy }),
   };
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns });
   /** Webhook actions' requests to customer URLs (closed with the platform). */
@@ -226,7 +235,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   let listener: Listener | undefined;
   return {
-    wakeups, tasks, deliveries, turns, sip, services,
+    wakeups, tasks, deliveries, turns, adr, sip, services,
     async listen() {
       listener ??= await listenForWakeups(database, wakeups, child('listener'));
     },

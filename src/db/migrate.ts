@@ -27,6 +27,7 @@ import { toolEffects } from './migrations/0022-tool-effects.ts';
 import { phoneNumbers } from './migrations/0023-phone-numbers.ts';
 import { billing } from './migrations/0024-billing.ts';
 import { usageDaily } from './migrations/0025-usage-daily.ts';
+import { adrExport } from './migrations/0027-adr-export.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -55,6 +56,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0023-phone-numbers': phoneNumbers(dialect),
     '0024-billing': billing(),
     '0025-usage-daily': usageDaily(),
+    '0027-adr-export': adrExport(),
   };
 }
 

@@ -15,6 +15,7 @@ import { createScratchPgDatabase } from './scratch-pg.ts';
 import type { TaskQueue } from '../../src/modules/tasks/task-queue.ts';
 import type { DeliveryQueue } from '../../src/modules/webhooks/delivery-queue.ts';
 import type { TurnQueue } from '../../src/modules/conversations/turn-queue.ts';
+import type { AdrQueue } from '../../src/modules/adr/adr-queue.ts';
 import type { SipWorker } from '../../src/modules/sip/sip-worker.ts';
 import { createPlatform, type PlatformDeps, type Services } from '../../src/platform.ts';
 
@@ -41,6 +42,8 @@ export interface Harness {
   deliveries: DeliveryQueue;
   /** The conversation-turn queue; its worker runs only when started with `turns: true`. */
   turns: TurnQueue;
+  /** The activity-record export queue; its worker runs only when started with `adr: true`. */
+  adr: AdrQueue;
   /** The SIP runtime (endpoint, registration owner), when started with `sip`. */
   sip?: SipWorker;
   /** The platform's services (the same the app's routes use). */
@@ -74,6 +77,10 @@ export interface HarnessOptions {
   sipWorkerWaitMs?: number;
   /** Run the conversation-turn worker (API messages and SMS the agent answers). */
   turns?: boolean;
+  /** Run the activity-record export worker (window maker and shipper). */
+  adr?: boolean;
+  /** A moved clock, a fast retry schedule … for export tests. */
+  adrRuntime?: PlatformDeps['adr'];
   /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
@@ -108,6 +115,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     sip: opts.sip ? { host: '127.0.0.1', port: 0, ...opts.sip } : false,
     tasks: opts.runtime,
     deliveries: opts.deliveryRuntime,
+    adr: opts.adrRuntime,
     sipWorkerWaitMs: opts.sipWorkerWaitMs,
     voiceTurnTimeoutMs: opts.voiceTurnTimeoutMs,
     voiceGrammar: opts.voiceGrammar,
@@ -118,6 +126,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   if (opts.worker) await tasks.startWorker();
   if (opts.deliveries) await deliveries.startWorker();
   if (opts.turns) platform.turns.startWorker();
+  if (opts.adr) platform.adr.startWorker();
   const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas });
   await app.ready();
   const adminToken = newToken!;
@@ -145,7 +154,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, services: platform.services,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, adr: platform.adr, services: platform.services,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
@@ -166,6 +175,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
       await tasks.stop();
       await deliveries.stop();
       await platform.turns.stop();
+      await platform.adr.stop();
       await sip?.stop();
       await platform.close();
       await app.close();

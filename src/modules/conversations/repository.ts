@@ -439,3 +439,18 @@ export const logRepo = {
     return Number(r.n);
   },
 };
+
+export const conversationRecordRepo = {
+  /**
+   * The organization's conversations that ended in [from, to), by end time then id, after
+   * `after`, at most `limit` (the activity-record export; index conversations_org_ended, migration 0027).
+   */
+  async endedBetween(db: Executor, orgId: number, from: number, to: number, after: { at: number; id: string } | null, limit: number): Promise<ConversationRow[]> {
+    let q = db.selectFrom('conversations').selectAll().where('org_id', '=', orgId).where('ended_at', 'is not', null)
+      .where('ended_at', '>=', from).where('ended_at', '<', to);
+    if (after) {
+      q = q.where((eb) => eb.or([eb('ended_at', '>', after.at), eb.and([eb('ended_at', '=', after.at), eb('id', '>', after.id)])]));
+    }
+    return q.orderBy('ended_at').orderBy('id').limit(limit).execute();
+  },
+};
