@@ -13,6 +13,7 @@ import { after, before, it } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import { conversationService } from '../../src/modules/conversations/service.ts';
 import { ADR_COLUMNS } from '../../src/modules/adr/csv.ts';
+import { shipFile, type Destination } from '../../src/modules/adr/transfer.ts';
 import { policyFromConfig } from '../../src/webhooks/ssrf.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness, Reply } from '../helpers/harness.ts';
@@ -52,6 +53,33 @@ const env = {
   CALLPLANE_ALLOW_PRIVATE_TARGETS: '127.0.0.1/32', CALLPLANE_ADR_DELAY_SECONDS: '0', CALLPLANE_ADR_TLS_CA_FILE: caFile,
 };
 fs.writeFileSync(caFile, '');
+
+it('an attempt that finds the window\'s file under its final name (an earlier attempt\'s, whose worker died before recording it) uploads nothing', { skip: skip || userReady || false }, async () => {
+  const local = path.join(fs.mkdtempSync('/tmp/callplane-adr-file-'), 'w.csv');
+  fs.writeFileSync(local, 'recordType,recordId\r\ncall,tsk_1\r\n');
+  const bytes = fs.statSync(local).size;
+  const opts = { policy: { allowPrivate: false, allowCidrs: ['127.0.0.1/32'] }, timeoutMs: 5000, tlsCa: fs.readFileSync(ca(), 'utf8') };
+  for (const [server, protocol] of [[sftp, 'sftp'], [ftp, 'ftp'], [ftps, 'ftps']] as const) {
+    const dir = transferDir(server.dir, `found-${protocol}`);
+    const dest: Destination = { protocol, host: '127.0.0.1', port: server.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir };
+    const first = await shipFile(dest, local, bytes, 'adr-1-20260101T0000Z-60.csv', opts);
+    assert.deepEqual(first, { outcome: 'shipped', remoteBytes: bytes });
+    const mtime = fs.statSync(path.join(dir, 'adr-1-20260101T0000Z-60.csv')).mtimeMs;
+    const again = await shipFile(dest, local, bytes, 'adr-1-20260101T0000Z-60.csv', opts);
+    assert.deepEqual(again, { outcome: 'found', remoteBytes: bytes }, protocol);
+    assert.deepEqual(fs.readdirSync(dir), ['adr-1-20260101T0000Z-60.csv']);
+    assert.equal(fs.statSync(path.join(dir, 'adr-1-20260101T0000Z-60.csv')).mtimeMs, mtime);
+    if (protocol !== 'sftp') {
+      const stores = (server as FtpServer).log().split('\n').filter((l) => /"STOR .*adr-1-20260101T0000Z-60\.csv\.part"/.test(l));
+      assert.equal(stores.length, 1, `one upload (${protocol})`);
+    }
+  }
+  // The address policy holds at connect time too: a name that resolves to a refused address is not reached.
+  const refused = await shipFile({ protocol: 'sftp', host: 'localhost', port: sftp.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: null },
+    local, bytes, 'x.csv', { policy: { allowPrivate: false }, timeoutMs: 5000 }).then(() => null, (err: Error) => err);
+  assert.match(refused!.message, /localhost: the address policy refused the target/);
+  assert.ok(!refused!.message.includes(TRANSFER_PASSWORD));
+});
 
 forEachEngine('adr export', (h) => {
   const call = (method: string, url: string, opts?: Parameters<Harness['call']>[2]) => h().call(method, url, opts);
