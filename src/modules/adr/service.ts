@@ -90,7 +90,7 @@ export function adrService(deps: AdrServiceDeps) {
     const rotationText = String(body.rotationMinutes ?? '60').trim();
     const rotation = /^\d{1,4}$/.test(rotationText) ? Number(rotationText) : NaN;
     if (!ROTATIONS.includes(rotation)) {
-      throw new Invalid(`rotationMinutes must be a whole number of minutes that divides a day (1, 2, 3, 4, 5, 6, 10, 15, 20, 30, 60, 120, … 1440; got '${rotationText.slice(0, 40)}')`);
+      throw new Invalid(`rotationMinutes must be a whole number of minutes that divides a day, 1440 (such as 5, 15, 30, 60 or 1440; got '${rotationText.slice(0, 40)}')`);
     }
     const host = String(body.host ?? '').trim();
     if (!host || host.length > 253 || !HOST.test(host)) throw new Invalid('host must be a host name or an IP address');
