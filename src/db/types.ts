@@ -832,6 +832,8 @@ export interface AdrConfigsTable {
   enabled: Flag;
   /** The start of the next window to make (unix ms). */
   next_window_at: number;
+  /** Its end: the window maker's due search reads it (a window is made once it has ended). */
+  next_window_end: number;
   created_at: number;
   updated_at: number;
 }

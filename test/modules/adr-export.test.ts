@@ -44,10 +44,12 @@ const ca = () => ftps.caFile!;
 before(async () => {
   if (skip || userReady) return;
   [sftp, ftp, ftps, hook] = await Promise.all([startSftpServer(), startFtpServer(), startFtpServer({ tls: true }), startReceiver()]);
+  // Before the harnesses start: their workers read CALLPLANE_ADR_TLS_CA_FILE when they start.
+  fs.copyFileSync(ca(), caFile);
 });
 after(async () => { await Promise.all([sftp?.stop(), ftp?.stop(), ftps?.stop(), hook?.close()]); });
 
-/** CA for FTPS: the harness reads CALLPLANE_ADR_TLS_CA_FILE when its worker starts, so the file is made first. */
+/** The FTPS server's certificate, trusted by the export's worker (copied here once the server made it). */
 const caFile = path.join(fs.mkdtempSync('/tmp/callplane-adr-ca-'), 'ca.pem');
 const env = {
   CALLPLANE_ALLOW_PRIVATE_TARGETS: '127.0.0.1/32', CALLPLANE_ADR_DELAY_SECONDS: '0', CALLPLANE_ADR_TLS_CA_FILE: caFile,
@@ -84,14 +86,6 @@ it('an attempt that finds the window\'s file under its final name (an earlier at
 forEachEngine('adr export', (h) => {
   const call = (method: string, url: string, opts?: Parameters<Harness['call']>[2]) => h().call(method, url, opts);
   const db = () => h().database.db;
-
-  before(async () => {
-    if (skip || userReady) return;
-    fs.copyFileSync(ca(), caFile);
-    // The worker reads the CA at start: started again now that the certificate exists.
-    await h().adr.stop();
-    h().adr.startWorker();
-  });
 
   async function runTasks(token: string, bodies: Record<string, unknown>[]): Promise<string[]> {
     const ids: string[] = [];
@@ -337,5 +331,35 @@ forEachEngine('adr export', (h) => {
     const rows = parse(fs.readFileSync(path.join(dir, windows[0].fileName)), { columns: true }) as Record<string, string>[];
     assert.equal(rows.length, 1);
     assert.equal(rows[0]!.recordType, 'text');
+  });
+
+  it('a change of rotation goes on from the next window, aligned; an export turned off makes no windows', { skip: skip || userReady || false }, async () => {
+    const r = await h().reseller();
+    const o = await h().organization(r.id);
+    const dir = transferDir(sftp.dir, `rotation-${h().engine}-${o.id}`);
+    const body = destination(sftp, 'sftp', dir);
+    ok(await call('POST', '/api/v2/billing/adrExportConfig', { token: o.token, body }));
+    const before = await shipThrough(o.token);
+    const { password: _kept, ...keep } = body;
+    ok(await call('POST', '/api/v2/billing/adrExportConfig', { token: o.token, body: { ...keep, rotationMinutes: '15' } }));
+    const e = await shipThrough(o.token);
+    const windows = [...e.windows].sort((x: any, y: any) => x.windowStart - y.windowStart);
+    assert.ok(windows.length >= before.windows.length + 4, 'an hour of 15-minute windows');
+    for (let i = 1; i < windows.length; i++) assert.equal(windows[i].windowStart, windows[i - 1].windowEnd, 'contiguous windows');
+    const after = windows.slice(before.windows.length);
+    for (const w of after) {
+      assert.equal(w.windowEnd - w.windowStart, 900);
+      assert.equal(w.windowStart % 900, 0, 'aligned to the rotation');
+      assert.match(w.fileName, /-15\.csv$/);
+    }
+    assert.deepEqual(fs.readdirSync(dir).sort(), windows.map((w: any) => w.fileName).sort());
+
+    ok(await call('DELETE', '/api/v2/billing/adrExportConfig', { token: o.token }));
+    await advance();
+    await advance();
+    const off = ok(await call('GET', '/api/v2/billing/adrExports', { token: o.token }));
+    assert.equal(off.windows.length, windows.length, 'no windows while turned off');
+    const on = ok(await call('POST', '/api/v2/billing/adrExportConfig', { token: o.token, body: keep }));
+    assert.equal(on.config.enabled, true);
   });
 }, env, { worker: true, turns: true, adr: true, adrRuntime: { now: clock, makeEveryMs: 100, retryDelay: () => 200, transferTimeoutMs: 5000 } });

@@ -23,12 +23,13 @@ export function adrExport() {
         .addColumn('path', 'text')
         .addColumn('rotation_minutes', 'integer', (c) => c.notNull())
         .addColumn('enabled', 'integer', (c) => c.notNull())
-        // The start of the next window to make (unix ms): windows are made in order from here, none skipped.
+        // The next window to make (unix ms, its start and end): windows are made in order from here, none skipped.
         .addColumn('next_window_at', 'bigint', (c) => c.notNull())
+        .addColumn('next_window_end', 'bigint', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('adr_configs_due').on('adr_configs').column('next_window_at')
+      await db.schema.createIndex('adr_configs_due').on('adr_configs').column('next_window_end')
         .where(sql.ref('enabled'), '=', sql.lit(1)).execute();
 
       await db.schema.createTable('adr_windows')

@@ -80,7 +80,7 @@ export class AdrQueue {
       if (rows.length === 0) continue;
       const made = await db.transaction().execute(async (tx) => {
         // Another worker that made these windows first moved the next window: nothing to do.
-        if (!(await adrConfigRepo.advance(tx, cfg.account_id, from, start, now))) return false;
+        if (!(await adrConfigRepo.advance(tx, cfg.account_id, from, start, windowFrom(start, cfg.rotation_minutes).end, now))) return false;
         await adrWindowRepo.insertMany(tx, rows);
         await notifyQueue(tx, ADR_WINDOWS);
         return true;

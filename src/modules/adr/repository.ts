@@ -4,8 +4,10 @@ import type { Insertable, Updateable } from 'kysely';
 import type { AdrConfigRow, AdrConfigsTable, AdrShipmentRow, AdrShipmentsTable, AdrWindowRow, AdrWindowsTable, Executor } from '../../db/types.ts';
 
 export const adrConfigRepo = {
-  async find(db: Executor, accountId: number): Promise<AdrConfigRow | undefined> {
-    return db.selectFrom('adr_configs').selectAll().where('account_id', '=', accountId).executeTakeFirst();
+  /** `lock`: the row is held until the transaction ends (a change of settings against the window maker's advance). */
+  async find(db: Executor, accountId: number, opts: { lock?: boolean } = {}): Promise<AdrConfigRow | undefined> {
+    const q = db.selectFrom('adr_configs').selectAll().where('account_id', '=', accountId);
+    return (opts.lock ? q.forUpdate() : q).executeTakeFirst();
   },
 
   async insert(tx: Executor, row: Insertable<AdrConfigsTable>): Promise<void> {
@@ -16,15 +18,15 @@ export const adrConfigRepo = {
     await tx.updateTable('adr_configs').set(patch).where('account_id', '=', accountId).execute();
   },
 
-  /** Enabled exports whose next window may have ended by `before` (the window maker's candidates), oldest first. */
-  async due(db: Executor, before: number, limit: number): Promise<AdrConfigRow[]> {
-    return db.selectFrom('adr_configs').selectAll().where('enabled', '=', 1).where('next_window_at', '<', before)
-      .orderBy('next_window_at').limit(limit).execute();
+  /** Enabled exports whose next window ended by `by` (the window maker's work), the longest waiting first. */
+  async due(db: Executor, by: number, limit: number): Promise<AdrConfigRow[]> {
+    return db.selectFrom('adr_configs').selectAll().where('enabled', '=', 1).where('next_window_end', '<=', by)
+      .orderBy('next_window_end').limit(limit).execute();
   },
 
-  /** Moves the export's next window from `from` to `to`; false when another worker moved it first. */
-  async advance(tx: Executor, accountId: number, from: number, to: number, now: number): Promise<boolean> {
-    const r = await tx.updateTable('adr_configs').set({ next_window_at: to, updated_at: now })
+  /** Moves the export's next window from the one starting at `from` to [to, toEnd); false when another worker moved it first. */
+  async advance(tx: Executor, accountId: number, from: number, to: number, toEnd: number, now: number): Promise<boolean> {
+    const r = await tx.updateTable('adr_configs').set({ next_window_at: to, next_window_end: toEnd, updated_at: now })
       .where('account_id', '=', accountId).where('next_window_at', '=', from).executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   },

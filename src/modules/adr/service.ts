@@ -10,7 +10,7 @@ import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
 import { secretTargetRefusal } from '../../lib/secret-target.ts';
 import { hostRefusal, type TargetPolicy } from '../../webhooks/ssrf.ts';
 import { adrConfigRepo, adrShipmentRepo, adrWindowRepo } from './repository.ts';
-import { ROTATIONS, windowOf } from './windows.ts';
+import { ROTATIONS, windowFrom, windowOf } from './windows.ts';
 
 export interface AdrConfigInput {
   deliveryProtocol: string;
@@ -126,19 +126,24 @@ export function adrService(deps: AdrServiceDeps) {
       const t = now();
       const current = windowOf(t, c.rotation).start;
       const row = await db.transaction().execute(async (tx) => {
-        const before = await adrConfigRepo.find(tx, account.id);
+        const before = await adrConfigRepo.find(tx, account.id, { lock: true });
         const fields = {
           protocol: c.protocol, host: c.host, port: c.port, username: c.username, path: c.path, rotation_minutes: c.rotation,
           enabled: 1, updated_at: t,
         };
         if (!before) {
-          await adrConfigRepo.insert(tx, { account_id: account.id, ...fields, password: box.seal(c.password!), next_window_at: current, created_at: t });
+          await adrConfigRepo.insert(tx, {
+            account_id: account.id, ...fields, password: box.seal(c.password!),
+            next_window_at: current, next_window_end: windowFrom(current, c.rotation).end, created_at: t,
+          });
         } else {
+          // Windows go on from where they stopped (the next one ends at a boundary of the rotation
+          // now in force); an export turned off starts again at the current window.
+          const next = before.enabled === 1 ? Number(before.next_window_at) : Math.max(Number(before.next_window_at), current);
           await adrConfigRepo.update(tx, account.id, {
             ...fields,
             ...(c.password !== undefined ? { password: box.seal(c.password) } : {}),
-            // Windows go on from where they stopped; an export turned off starts again at the current window.
-            ...(before.enabled === 1 ? {} : { next_window_at: Math.max(Number(before.next_window_at), current) }),
+            next_window_at: next, next_window_end: windowFrom(next, c.rotation).end,
           });
         }
         return (await adrConfigRepo.find(tx, account.id))!;
