@@ -177,7 +177,7 @@ forEachEngine('adr export', (h) => {
     const stored = await db().selectFrom('adr_configs').selectAll().where('account_id', '=', o.id).executeTakeFirstOrThrow();
     assert.ok(!stored.password.includes(TRANSFER_PASSWORD));
     assert.equal(h().box.open(stored.password), TRANSFER_PASSWORD);
-    const got = ok(await call('GET', '/api/v2/billing/adrExportConfig', { token: o.token }));
+    const got = ok(await call('GET', '/api/v2/billing/adrExportSettings', { token: o.token }));
     assert.equal(got.config.password, `****${TRANSFER_PASSWORD.slice(-4)}`);
     assert.ok(!JSON.stringify(got).includes(TRANSFER_PASSWORD));
 
@@ -195,16 +195,16 @@ forEachEngine('adr export', (h) => {
 
     // Tenancy: another organization never sees it (404), its reseller does, an agent may not configure.
     const other = await h().organization(r.id);
-    const res = await call('GET', '/api/v2/billing/adrExportConfig', { token: other.token, query: { targetAccountId: o.id } });
+    const res = await call('GET', '/api/v2/billing/adrExportSettings', { token: other.token, query: { targetAccountId: o.id } });
     assert.equal(res.status, 404);
-    assert.equal((await call('GET', '/api/v2/billing/adrExportConfig', { token: other.token })).status, 404);
+    assert.equal((await call('GET', '/api/v2/billing/adrExportSettings', { token: other.token })).status, 404);
     assert.equal((await call('POST', '/api/v2/billing/adrExportConfig', { token: other.token, query: { targetAccountId: o.id }, body: base })).status, 404);
     const agent = await h().agent(o.id);
     assert.equal((await call('POST', '/api/v2/billing/adrExportConfig', { token: agent.token, body: base })).status, 403);
-    assert.equal(ok(await call('GET', '/api/v2/billing/adrExportConfig', { token: r.token, query: { targetAccountId: o.id } })).config.accountId, o.id);
+    assert.equal(ok(await call('GET', '/api/v2/billing/adrExportSettings', { token: r.token, query: { targetAccountId: o.id } })).config.accountId, o.id);
     assert.equal((await call('GET', '/api/v2/billing/adrExports', { token: other.token, query: { targetAccountId: o.id } })).status, 404);
 
-    const off = ok(await call('DELETE', '/api/v2/billing/adrExportConfig', { token: o.token }));
+    const off = ok(await call('DELETE', '/api/v2/billing/adrExportSettings', { token: o.token }));
     assert.equal(off.config.enabled, false);
   });
 
@@ -354,7 +354,7 @@ forEachEngine('adr export', (h) => {
     }
     assert.deepEqual(fs.readdirSync(dir).sort(), windows.map((w: any) => w.fileName).sort());
 
-    ok(await call('DELETE', '/api/v2/billing/adrExportConfig', { token: o.token }));
+    ok(await call('DELETE', '/api/v2/billing/adrExportSettings', { token: o.token }));
     await advance();
     await advance();
     const off = ok(await call('GET', '/api/v2/billing/adrExports', { token: o.token }));

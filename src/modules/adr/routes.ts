@@ -1,5 +1,7 @@
 // The activity-record (ADR) export operations: the contract's POST /api/v2/billing/adrExportConfig,
-// and our extensions to read it (masked), turn it off, and read the windows and shipment log.
+// and our extensions, on paths of their own (the contract's path keeps the one method it declares):
+// GET and DELETE /api/v2/billing/adrExportSettings (read it masked, turn it off) and
+// GET /api/v2/billing/adrExports (the windows and the shipment log).
 // docs/billing.md, "Activity records"; docs/api.md, "Billing".
 import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
@@ -44,7 +46,7 @@ export async function adrRoutes(app: App, deps: { adr: AdrService }) {
     },
   }, async (req) => adr.configure(req.scope, req.query.targetAccountId, req.body));
 
-  app.get('/api/v2/billing/adrExportConfig', {
+  app.get('/api/v2/billing/adrExportSettings', {
     schema: {
       operationId: 'getAdrExportConfig', tags, security: Security, summary: 'View ADR export settings (callplane extension)',
       querystring: TargetQuery,
@@ -52,7 +54,7 @@ export async function adrRoutes(app: App, deps: { adr: AdrService }) {
     },
   }, async (req) => adr.get(req.scope, req.query.targetAccountId));
 
-  app.delete('/api/v2/billing/adrExportConfig', {
+  app.delete('/api/v2/billing/adrExportSettings', {
     schema: {
       operationId: 'disableAdrExport', tags, security: Security, summary: 'Turn the ADR export off (callplane extension)',
       description: 'No new windows are made; windows already made are still shipped. POST turns it on again from the current window.',
