@@ -23,7 +23,6 @@ export interface AdrConfigInput {
 }
 
 const PROTOCOLS: readonly AdrProtocol[] = ['sftp', 'ftps', 'ftp'];
-const DEFAULT_PORT: Record<AdrProtocol, number> = { sftp: 22, ftps: 21, ftp: 21 };
 /** A host name (RFC 1123 labels) or an IP address (IPv6 without brackets). */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?|[0-9A-Fa-f:.]+)$/;
 /** What a line-based protocol (FTP) would read as the end of a command. */
@@ -94,7 +93,7 @@ export function adrService(deps: AdrServiceDeps) {
     }
     const host = String(body.host ?? '').trim();
     if (!host || host.length > 253 || !HOST.test(host)) throw new Invalid('host must be a host name or an IP address');
-    const port = body.port ?? DEFAULT_PORT[protocol];
+    const port = body.port;
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Invalid('port must be an integer from 1 to 65535');
     const username = String(body.username ?? '');
     if (!username.trim() || username.length > 200 || CONTROL.test(username)) throw new Invalid('username must be 1 to 200 characters, without control characters');
