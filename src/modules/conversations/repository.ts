@@ -449,7 +449,9 @@ export const conversationRecordRepo = {
     let q = db.selectFrom('conversations').selectAll().where('org_id', '=', orgId).where('ended_at', 'is not', null)
       .where('ended_at', '>=', from).where('ended_at', '<', to);
     if (after) {
-      q = q.where((eb) => eb.or([eb('ended_at', '>', after.at), eb.and([eb('ended_at', '=', after.at), eb('id', '>', after.id)])]));
+      // The range on the index's column first (an OR alone had the page start from the window's beginning every time).
+      q = q.where('ended_at', '>=', after.at)
+        .where((eb) => eb.or([eb('ended_at', '>', after.at), eb('id', '>', after.id)]));
     }
     return q.orderBy('ended_at').orderBy('id').limit(limit).execute();
   },

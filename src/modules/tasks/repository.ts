@@ -367,7 +367,9 @@ export const taskRecordRepo = {
     let q = db.selectFrom('tasks').selectAll().where('org_id', '=', orgId).where(ENDED_ROWS)
       .where('finished_at', '>=', from).where('finished_at', '<', to);
     if (after) {
-      q = q.where((eb) => eb.or([eb('finished_at', '>', after.at), eb.and([eb('finished_at', '=', after.at), eb('id', '>', after.id)])]));
+      // The range on the index's column first (an OR alone had the page start from the window's beginning every time).
+      q = q.where('finished_at', '>=', after.at)
+        .where((eb) => eb.or([eb('finished_at', '>', after.at), eb('id', '>', after.id)]));
     }
     return q.orderBy('finished_at').orderBy('id').limit(limit).execute();
   },
