@@ -1,7 +1,9 @@
 // An activity-record window whose worker is killed (SIGKILL) mid-upload, with real
 // `node --import tsx src/main.ts serve --role all` processes and a real vsftpd on loopback slowed to
 // a trickle (local_max_rate), so the kill lands while the file is going up under its temporary
-// name. A new process on the same database rescues the window once its lease has expired and
+// name. The window holds 200 more ended tasks, written to the database as the task queue leaves
+// them, so that its file (about 40 KB) takes seconds to go up: vsftpd only slows a transfer it
+// reads in several pieces, and a file of a few hundred bytes arrives in one. A new process on the same database rescues the window once its lease has expired and
 // ships it again to the same name: afterwards exactly one file per window, each shipped once,
 // complete (its checksum), no window skipped. On both engines (SQLite: the same DATA_DIR).
 import assert from 'node:assert/strict';
@@ -10,15 +12,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { openDatabase } from '../src/db/index.ts';
+import type { NewTask } from '../src/db/types.ts';
+import { newId } from '../src/lib/ids.ts';
 import { startFtpServer, type FtpServer } from './helpers/ftp-server.ts';
 import { ENGINES, PG_URL } from './helpers/harness.ts';
 import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
 import { killServes, serveRequest, startServe, stopServe, type ServeProcess } from './helpers/serve-process.ts';
 import { toolsSkip } from './helpers/system-tools.ts';
 import { ensureTransferUser, transferDir, TRANSFER_PASSWORD, TRANSFER_USER } from './helpers/transfer-user.ts';
-import { waitFor } from './helpers/wait.ts';
+import { sleep, waitFor } from './helpers/wait.ts';
 
 const ADMIN = `adr-crash-admin-${crypto.randomBytes(12).toString('hex')}`;
+/** Ended calls added to the window besides the three texts the API sends. */
+const EXTRA = 200;
 const skip = toolsSkip('vsftpd') || ensureTransferUser() || false;
 const dirs: string[] = [];
 const servers: FtpServer[] = [];
@@ -34,8 +41,8 @@ describe('adr export: a worker killed mid-upload', { skip }, () => {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-adr-crash-'));
       dirs.push(dataDir);
       const scratch = engine === 'postgres' ? await createScratchPgDatabase(PG_URL!, 'callplane_adr_crash') : undefined;
-      // 100 bytes a second: a window's file (a header and a few records) takes seconds to go up.
-      const ftp = await startFtpServer({ maxRate: 100 });
+      // 5,000 bytes a second: the window's file takes about eight seconds to go up.
+      const ftp = await startFtpServer({ maxRate: 5000 });
       servers.push(ftp);
       const dir = transferDir(ftp.dir, 'adr');
       const env: Record<string, string> = {
@@ -51,9 +58,24 @@ describe('adr export: a worker killed mid-upload', { skip }, () => {
       const org = await request(proc, 'POST', `/api/v2/createOrganization?targetResellerId=${reseller.body.reseller.id}`, { orgName: 'ADR crash org' });
       assert.equal(org.status, 201, JSON.stringify(org.body));
       const orgId: number = org.body.organization.id;
+      // The records and the export's first window in one minute: not too close to its end.
+      if (Date.now() % 60_000 > 40_000) await sleep(60_000 - (Date.now() % 60_000) + 500);
       for (let i = 0; i < 3; i++) {
         const t = await request(proc, 'POST', `/api/v2/tasks?targetAccountId=${orgId}`, { type: 'text', target: `+1500555300${i}`, content: `text ${i}` });
         assert.equal(t.status, 201, JSON.stringify(t.body));
+      }
+      const agentId: number = org.body.organization.defaultAccountId;
+      const db = openDatabase(scratch ? { databaseUrl: scratch.url, poolSize: 1 } : { sqliteFile: path.join(dataDir, 'callplane.db') });
+      try {
+        const now = Date.now();
+        const rows: NewTask[] = Array.from({ length: EXTRA }, (_, i) => ({
+          id: newId('tsk', now), org_id: orgId, account_id: agentId, type: 'call', target: `+1500555${String(4000 + i)}`, state: 'finished',
+          run_at: now, created_at: now, updated_at: now, started_at: now - 60_000, finished_at: now, attempt: 1, provider: 'simulated',
+          result: JSON.stringify({ status: 'completed', durationSeconds: 42 }), external_task_id: `crash-test-call-${i}-${'x'.repeat(40)}`,
+        }));
+        await db.db.transaction().execute(async (tx) => { for (const row of rows) await tx.insertInto('tasks').values(row).execute(); });
+      } finally {
+        await db.close();
       }
       const saved = await request(proc, 'POST', `/api/v2/billing/adrExportConfig?targetAccountId=${orgId}`, {
         deliveryProtocol: 'ftp', rotationMinutes: '1', host: '127.0.0.1', port: ftp.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir,
@@ -88,7 +110,7 @@ describe('adr export: a worker killed mid-upload', { skip }, () => {
       const body = fs.readFileSync(path.join(dir, killedFile));
       assert.equal(body.length, killed.bytes);
       assert.equal(killed.checksum, `sha256:${crypto.createHash('sha256').update(body).digest('hex')}`);
-      assert.equal(body.toString().split('\r\n').filter(Boolean).length, 1 + 3, 'the header and the three texts');
+      assert.equal(body.toString().split('\r\n').filter(Boolean).length, 1 + 3 + EXTRA, 'the header, the three texts and the calls');
       // Exactly one file per shipped window, each shipped once; windows contiguous from the first.
       const finished = done.windows.filter((w) => w.state === 'finished');
       const files = fs.readdirSync(dir).filter((f) => !f.endsWith('.part')).sort();
