@@ -17,6 +17,8 @@ export interface SftpServer {
   dir: string;
   /** What sshd wrote (its log goes to stderr). */
   output(): string;
+  /** The listening sshd's process id (its sessions are its descendants), while it runs. */
+  pid(): number | undefined;
   stop(): Promise<void>;
   start(): Promise<void>;
 }
@@ -46,6 +48,7 @@ export async function startSftpServer(): Promise<SftpServer> {
   const server: SftpServer = {
     port, dir,
     output: () => out,
+    pid: () => child?.pid,
     async start() {
       if (child) return;
       const c = spawn(SSHD, ['-D', '-e', '-f', path.join(dir, 'sshd_config')], { stdio: ['ignore', 'pipe', 'pipe'] });

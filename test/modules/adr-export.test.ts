@@ -26,6 +26,7 @@ import { startFtpServer, type FtpServer } from '../helpers/ftp-server.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
 import { ensureTransferUser, transferDir, TRANSFER_PASSWORD, TRANSFER_USER } from '../helpers/transfer-user.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { childrenOf } from '../helpers/children.ts';
 
 const FINAL = ['finished', 'failed', 'canceled'];
 const HOUR = 3_600_000;
@@ -84,6 +85,32 @@ it('an attempt that finds the window\'s file under its final name (an earlier at
     local, bytes, 'x.csv', { policy: { allowPrivate: false }, timeoutMs: 5000 }).then(() => null, (err: Error) => err);
   assert.match(refused!.message, /localhost: the address policy refused the target/);
   assert.ok(!refused!.message.includes(TRANSFER_PASSWORD));
+});
+
+/** Every process below `pid`. */
+const descendants = (pid: number): number[] => childrenOf(pid).flatMap((c) => [c.pid, ...descendants(c.pid)]);
+
+it('an SFTP server that stops answering mid-upload fails the attempt instead of holding the window', { skip: skip || userReady || false, timeout: 60_000 }, async () => {
+  const dir = transferDir(sftp.dir, 'stall');
+  const local = path.join(fs.mkdtempSync('/tmp/callplane-adr-stall-'), 'w.csv');
+  const bytes = 30_000_000;
+  fs.writeFileSync(local, Buffer.alloc(bytes, 120));
+  const dest: Destination = { protocol: 'sftp', host: '127.0.0.1', port: sftp.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir };
+  const shipping = shipFile(dest, local, bytes, 'adr-1-20260101T0000Z-60.csv', { policy: { allowPrivate: true }, timeoutMs: 1500 }).then(() => null, (e: Error) => e);
+  await waitFor('the upload to start', async () => fs.readdirSync(dir).some((f) => f.endsWith('.part')), 10_000, 1);
+  // The server's session processes stop: the connection stays open, nothing answers.
+  const stopped = descendants(sftp.pid()!);
+  for (const pid of stopped) process.kill(pid, 'SIGSTOP');
+  const since = Date.now();
+  try {
+    const err = await shipping;
+    assert.ok(err, 'the attempt failed');
+    assert.ok(Date.now() - since < 20_000, `it failed after ${Date.now() - since} ms`);
+    assert.ok(!fs.readdirSync(dir).includes('adr-1-20260101T0000Z-60.csv'), 'never under its final name');
+  } finally {
+    for (const pid of stopped) { try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ } }
+    fs.rmSync(path.dirname(local), { recursive: true, force: true });
+  }
 });
 
 forEachEngine('adr export', (h) => {

@@ -72,7 +72,10 @@ async function shipSftp(dest: Destination, address: string, file: string, bytes:
   try {
     await sftp.connect({
       host: address, port: dest.port, username: dest.username, password: dest.password,
-      readyTimeout: opts.timeoutMs, timeout: opts.timeoutMs, retries: 0,
+      readyTimeout: opts.timeoutMs, retries: 0,
+      // A server that stops answering mid-upload (the put itself has no time limit): three
+      // unanswered keepalives, about timeoutMs, end the connection and the attempt.
+      keepaliveInterval: Math.max(100, Math.ceil(opts.timeoutMs / 3)), keepaliveCountMax: 3,
     });
     const final = remotePath(dest.path, name);
     if ((await sftp.exists(final)) === '-') return { outcome: 'found', remoteBytes: (await sftp.stat(final)).size };
