@@ -1,9 +1,10 @@
 // An activity-record window whose worker is killed (SIGKILL) mid-upload, with real
-// `node --import tsx src/main.ts serve --role all` processes and a real vsftpd on loopback slowed to
-// a trickle (local_max_rate), so the kill lands while the file is going up under its temporary
-// name. The window holds 200 more ended tasks, written to the database as the task queue leaves
-// them, so that its file (about 40 KB) takes seconds to go up: vsftpd only slows a transfer it
-// reads in several pieces, and a file of a few hundred bytes arrives in one. A new process on the same database rescues the window once its lease has expired and
+// `node --import tsx src/main.ts serve --role all` processes and a real sshd (SFTP) on loopback
+// behind a slow link (test/helpers/slow-link.ts: what the worker sends goes through at 4 KB/s), so
+// the kill lands while the file is going up under its temporary name. The window holds 200 more
+// ended tasks, written to the database as the task queue leaves them: its file (about 50 KB) takes
+// over ten seconds to go up. (vsftpd's own rate limit was tried first: it did not slow every
+// transfer.) A new process on the same database rescues the window once its lease has expired and
 // ships it again to the same name: afterwards exactly one file per window, each shipped once,
 // complete (its checksum), no window skipped. On both engines (SQLite: the same DATA_DIR).
 import assert from 'node:assert/strict';
@@ -15,7 +16,8 @@ import { after, describe, it } from 'node:test';
 import { openDatabase } from '../src/db/index.ts';
 import type { NewTask } from '../src/db/types.ts';
 import { newId } from '../src/lib/ids.ts';
-import { startFtpServer, type FtpServer } from './helpers/ftp-server.ts';
+import { startSftpServer, type SftpServer } from './helpers/sftp-server.ts';
+import { startSlowLink, type SlowLink } from './helpers/slow-link.ts';
 import { ENGINES, PG_URL } from './helpers/harness.ts';
 import { createScratchPgDatabase } from './helpers/scratch-pg.ts';
 import { killServes, serveRequest, startServe, stopServe, type ServeProcess } from './helpers/serve-process.ts';
@@ -26,12 +28,12 @@ import { sleep, waitFor } from './helpers/wait.ts';
 const ADMIN = `adr-crash-admin-${crypto.randomBytes(12).toString('hex')}`;
 /** Ended calls added to the window besides the three texts the API sends. */
 const EXTRA = 200;
-const skip = toolsSkip('vsftpd') || ensureTransferUser() || false;
+const skip = toolsSkip('openssh-server') || ensureTransferUser() || false;
 const dirs: string[] = [];
-const servers: FtpServer[] = [];
+const servers: Array<SftpServer | SlowLink> = [];
 after(async () => {
   killServes();
-  for (const s of servers) await s.stop();
+  for (const s of servers) await ('stop' in s ? s.stop() : s.close());
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
@@ -41,10 +43,11 @@ describe('adr export: a worker killed mid-upload', { skip }, () => {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-adr-crash-'));
       dirs.push(dataDir);
       const scratch = engine === 'postgres' ? await createScratchPgDatabase(PG_URL!, 'callplane_adr_crash') : undefined;
-      // 5,000 bytes a second: the window's file takes about eight seconds to go up.
-      const ftp = await startFtpServer({ maxRate: 5000 });
-      servers.push(ftp);
-      const dir = transferDir(ftp.dir, 'adr');
+      const sftp = await startSftpServer();
+      servers.push(sftp);
+      const link = await startSlowLink({ host: '127.0.0.1', port: sftp.port }, 4096);
+      servers.push(link);
+      const dir = transferDir(sftp.dir, 'adr');
       const env: Record<string, string> = {
         DATA_DIR: dataDir, CALLPLANE_ADMIN_TOKEN: ADMIN, CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
         CALLPLANE_ALLOW_PRIVATE_TARGETS: '127.0.0.1/32', CALLPLANE_ADR_DELAY_SECONDS: '1', CALLPLANE_DELIVERY_LEASE_MS: '3000',
@@ -78,7 +81,7 @@ describe('adr export: a worker killed mid-upload', { skip }, () => {
         await db.close();
       }
       const saved = await request(proc, 'POST', `/api/v2/billing/adrExportConfig?targetAccountId=${orgId}`, {
-        deliveryProtocol: 'ftp', rotationMinutes: '1', host: '127.0.0.1', port: ftp.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir,
+        deliveryProtocol: 'sftp', rotationMinutes: '1', host: '127.0.0.1', port: link.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir,
       });
       assert.equal(saved.status, 200, JSON.stringify(saved.body));
       const exports = async (p: ServeProcess) => {

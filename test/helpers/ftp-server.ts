@@ -1,9 +1,8 @@
 // vsftpd (Debian's vsftpd) as the tests' FTP and FTPS server: standalone on 127.0.0.1 and a free
 // high port, a throw-away config in a temp dir, the throw-away local account of transfer-user.ts,
 // and with `tls` explicit FTPS (AUTH TLS, required for the login and the data) over a throw-away
-// certificate that openssl makes for 127.0.0.1. `maxRate` slows uploads to that many bytes a
-// second (vsftpd's local_max_rate), so a test can act while one is under way. Its protocol log
-// records every command (how many times a file was stored). It can be stopped and started again.
+// certificate that openssl makes for 127.0.0.1. Its protocol log records every command (how many
+// times a file was stored). It can be stopped and started again.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -31,7 +30,7 @@ async function listening(port: number): Promise<boolean> {
   });
 }
 
-export async function startFtpServer(opts: { tls?: boolean; maxRate?: number } = {}): Promise<FtpServer> {
+export async function startFtpServer(opts: { tls?: boolean } = {}): Promise<FtpServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-vsftpd-'));
   fs.chmodSync(dir, 0o755);
   const port = await freePort();
@@ -44,7 +43,6 @@ export async function startFtpServer(opts: { tls?: boolean; maxRate?: number } =
     'seccomp_sandbox=NO', `secure_chroot_dir=${empty}`, 'chroot_local_user=NO', 'pasv_enable=YES', 'pasv_address=127.0.0.1',
     'userlist_enable=NO', 'check_shell=NO', `local_root=${dir}`, 'connect_from_port_20=NO', 'dirmessage_enable=NO',
     `vsftpd_log_file=${logFile}`, 'xferlog_enable=YES', 'xferlog_std_format=NO', 'log_ftp_protocol=YES',
-    ...(opts.maxRate ? [`local_max_rate=${opts.maxRate}`] : []),
   ];
   let caFile: string | undefined;
   if (opts.tls) {
