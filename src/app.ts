@@ -44,6 +44,7 @@ import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 import { billingRoutes } from './modules/billing/routes.ts';
 import { usageRoutes } from './modules/billing/usage-routes.ts';
 import { billingSystemRoutes } from './modules/billing/billing-system-routes.ts';
+import { adrRoutes } from './modules/adr/routes.ts';
 import { lazySchemas, type LazySchemas } from './http/lazy-schemas.ts';
 import { stopWorkerTasks } from './lib/worker-task.ts';
 
@@ -234,6 +235,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(billingRoutes, { billing: services.billing });
   await app.register(usageRoutes, { usage: services.usage });
   await app.register(billingSystemRoutes, { billingSystems: services.billingSystems, processorSubscriptions: services.processorSubscriptions });
+  await app.register(adrRoutes, { adr: services.adr });
   await app.register(agentUrlRoutes, { agents: services.agents });
   // The public chat page of each agent URL (/a/<slug>); its cookie is Secure when we are served over https.
   await app.register(webChatRoutes, { webChat: services.webChat, secureCookies: config.publicUrl.startsWith('https:') });

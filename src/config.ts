@@ -59,6 +59,13 @@ export interface Config {
   /** Days an ended webhook delivery (and a relayed event whose deliveries all ended) is kept. */
   readonly deliveryRetentionDays: number;
   /**
+   * How long after a rotation window ends its activity-record file is built (CALLPLANE_ADR_DELAY_SECONDS):
+   * records whose transactions were still committing at the window's end are in it.
+   */
+  readonly adrDelaySeconds: number;
+  /** PEM file of extra certificate authorities FTPS export servers may be signed by (CALLPLANE_ADR_TLS_CA_FILE). */
+  readonly adrTlsCaFile: string | undefined;
+  /**
    * How long a worker holds a SIP registration without renewing its lease (CALLPLANE_SIP_LEASE_MS);
    * after a crash another worker takes its registrations over this long after its last renewal.
    */
@@ -473,6 +480,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryConcurrency: int(env, 'CALLPLANE_DELIVERY_CONCURRENCY', 50, 1, 1000),
     deliveryLeaseMs: int(env, 'CALLPLANE_DELIVERY_LEASE_MS', 30_000, 1000, 3_600_000),
     deliveryRetentionDays: int(env, 'CALLPLANE_DELIVERY_RETENTION_DAYS', 30, 1, 36_500),
+    adrDelaySeconds: int(env, 'CALLPLANE_ADR_DELAY_SECONDS', 60, 0, 3600),
+    adrTlsCaFile: env.CALLPLANE_ADR_TLS_CA_FILE?.trim() || undefined,
     sipLeaseMs: int(env, 'CALLPLANE_SIP_LEASE_MS', 30_000, 3000, 3_600_000),
     sipEnabled: boolOn(env, 'CALLPLANE_SIP_ENABLED'),
     sipHost,

@@ -14,6 +14,8 @@ import { billingService, type BillingService } from './modules/billing/service.t
 import { billingSystemService, type BillingSystemService } from './modules/billing/billing-systems.ts';
 import { processorSubscriptions, type ProcessorSubscriptions } from './modules/billing/processor-subscriptions.ts';
 import { usageService, type UsageService } from './modules/billing/usage.ts';
+import { adrService, type AdrService } from './modules/adr/service.ts';
+import { AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { ANALYSES, conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
@@ -73,6 +75,8 @@ export interface PlatformDeps {
   tasks?: Partial<Omit<TaskQueueCoreDeps, 'database' | 'config' | 'wakeups'>> & { carrierOptions?: CarrierOptions };
   /** Test settings of the delivery queue (shorter leases, a fast retry schedule). */
   deliveries?: Partial<Omit<DeliveryQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
+  /** Test settings of the activity-record export queue (a moved clock, a fast retry schedule). */
+  adr?: Partial<Omit<AdrQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the conversation-turn queue (shorter leases). */
   turns?: Partial<Omit<TurnQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
   /** Test settings of the number-release queue (shorter leases, a fast retry schedule). */
@@ -128,6 +132,7 @@ export interface Services {
   latency: LatencyService;
   /** Which voice activity detector calls get (GET /readyz says). */
   vad: Pick<SpeechEngines['vad'], 'status'>;
+  adr: AdrService;
 }
 
 export interface Platform {
@@ -141,6 +146,8 @@ export interface Platform {
   numberReleases: NumberReleaseQueue;
   /** The analyses after conversations; its worker runs in worker processes. */
   analyses: AnalysisQueue;
+  /** Activity-record export windows; its worker (window maker and shipper) runs in worker processes. */
+  adr: AdrQueue;
   sip?: SipWorker;
   services: Services;
   /** The process's metrics (hand them to buildApp, which serves /metrics). */
@@ -170,6 +177,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // last (TaskQueue, below): a SIP call talks through the agent, which is built on the task service.
   const taskQueue = new TaskQueueCore({ database, config, wakeups, log: child('tasks'), ...taskSettings });
   const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
+  const adr = new AdrQueue({ database, config, box, wakeups, log: child('adr'), ...deps.adr });
   const models = modelsService({ config, db, box, policy, log: child('models') });
   const billingSystems = billingSystemService({ db, box, config });
   const processorSubs = processorSubscriptions({
@@ -201,6 +209,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     billingSystems,
     processorSubscriptions: processorSubs,
     usage: usageService({ db, wakeTasks: () => taskQueue.notify() }),
+    adr: adrService({ db, box, policy }),
   };
   const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns, wakeAnalyses });
   /** Webhook actions' requests to customer URLs (closed with the platform). */
@@ -292,7 +301,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   let listener: Listener | undefined;
   return {
-    wakeups, tasks, deliveries, turns, numberReleases, analyses, sip, services, metrics, vad: speech.vad,
+    wakeups, tasks, deliveries, turns, numberReleases, analyses, adr, sip, services, metrics, vad: speech.vad,
     async listen() {
       listener ??= await listenForWakeups(database, wakeups, child('listener'));
     },

@@ -28,6 +28,7 @@ import { phoneNumbers } from './migrations/0023-phone-numbers.ts';
 import { billing } from './migrations/0024-billing.ts';
 import { usageDaily } from './migrations/0025-usage-daily.ts';
 import { billingSystems } from './migrations/0026-billing-systems.ts';
+import { adrExport } from './migrations/0027-adr-export.ts';
 import { includedAmounts } from './migrations/0028-included-amounts.ts';
 import { conversationAnalyses } from './migrations/0029-conversation-analyses.ts';
 import { voicemail } from './migrations/0030-voicemail.ts';
@@ -62,6 +63,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0024-billing': billing(),
     '0025-usage-daily': usageDaily(),
     '0026-billing-systems': billingSystems(),
+    '0027-adr-export': adrExport(),
     '0028-included-amounts': includedAmounts(dialect),
     '0029-conversation-analyses': conversationAnalyses(),
     '0030-voicemail': voicemail(),

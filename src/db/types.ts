@@ -955,3 +955,77 @@ export type CatalogItemRow = Selectable<CatalogItemsTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type BillingSystemRow = Selectable<BillingSystemsTable>;
 export type OrgAddonRow = Selectable<OrgAddonsTable>;
+
+// --- Activity records (ADR) export (migration 0027-adr-export) ------------------------------
+
+export type AdrProtocol = 'sftp' | 'ftps' | 'ftp';
+
+/** One account's export: an organization's own records, or a reseller's or partner's for every organization below it. */
+export interface AdrConfigsTable {
+  account_id: number;
+  protocol: AdrProtocol;
+  host: string;
+  port: number;
+  username: string;
+  /** Sealed. */
+  password: string;
+  /** The folder files go to; null: the account's home directory on the server. */
+  path: string | null;
+  rotation_minutes: number;
+  enabled: Flag;
+  /** The start of the next window to make (unix ms). */
+  next_window_at: number;
+  /** Its end: the window maker's due search reads it (a window is made once it has ended). */
+  next_window_end: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One rotation window of an account: a queue row, shipped exactly once. */
+export interface AdrWindowsTable {
+  /** `adrw_` + time-sortable id. */
+  id: string;
+  account_id: number;
+  window_start: number;
+  window_end: number;
+  file_name: string;
+  state: ColumnType<QueueState, QueueState | undefined, QueueState>;
+  run_at: number;
+  attempt: ColumnType<number, number | undefined, number>;
+  max_attempts: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  records: number | null;
+  bytes: number | null;
+  /** sha256:<hex> of the file. */
+  checksum: string | null;
+  shipped_at: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+/** The log of every attempt to ship a window, as the account reads it. */
+export interface AdrShipmentsTable {
+  id: string;
+  account_id: number;
+  window_id: string;
+  attempt: number;
+  outcome: 'shipped' | 'found' | 'failed';
+  message: string;
+  bytes: number | null;
+  duration_ms: number;
+  next_attempt_at: number | null;
+  at: number;
+}
+
+export interface DB {
+  adr_configs: AdrConfigsTable;
+  adr_windows: AdrWindowsTable;
+  adr_shipments: AdrShipmentsTable;
+}
+
+export type AdrConfigRow = Selectable<AdrConfigsTable>;
+export type AdrWindowRow = Selectable<AdrWindowsTable>;
+export type AdrShipmentRow = Selectable<AdrShipmentsTable>;

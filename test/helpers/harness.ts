@@ -16,6 +16,7 @@ import type { TaskQueue } from '../../src/modules/tasks/task-queue.ts';
 import type { DeliveryQueue } from '../../src/modules/webhooks/delivery-queue.ts';
 import type { TurnQueue } from '../../src/modules/conversations/turn-queue.ts';
 import type { AnalysisQueue } from '../../src/modules/conversations/analysis-queue.ts';
+import type { AdrQueue } from '../../src/modules/adr/adr-queue.ts';
 import type { SipWorker } from '../../src/modules/sip/sip-worker.ts';
 import { createPlatform, type Platform, type PlatformDeps, type Services } from '../../src/platform.ts';
 
@@ -44,6 +45,8 @@ export interface Harness {
   turns: TurnQueue;
   /** The analyses after conversations; its worker runs only when started with `analyses: true`. */
   analyses: AnalysisQueue;
+  /** The activity-record export queue; its worker runs only when started with `adr: true`. */
+  adr: AdrQueue;
   /** The SIP runtime (endpoint, registration owner), when started with `sip`. */
   sip?: SipWorker;
   /** The platform's services (the same the app's routes use). */
@@ -84,6 +87,10 @@ export interface HarnessOptions {
   /** Run the worker of analyses after conversations; `analysisRuntime` shortens its backoff. */
   analyses?: boolean;
   analysisRuntime?: PlatformDeps['analyses'];
+  /** Run the activity-record export worker (window maker and shipper). */
+  adr?: boolean;
+  /** A moved clock, a fast retry schedule … for export tests. */
+  adrRuntime?: PlatformDeps['adr'];
   /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
@@ -119,6 +126,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     tasks: opts.runtime,
     deliveries: opts.deliveryRuntime,
     analyses: opts.analysisRuntime,
+    adr: opts.adrRuntime,
     sipWorkerWaitMs: opts.sipWorkerWaitMs,
     voiceTurnTimeoutMs: opts.voiceTurnTimeoutMs,
     voiceGrammar: opts.voiceGrammar,
@@ -132,6 +140,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   if (opts.turns) platform.turns.startWorker();
   if (opts.numberReleases) platform.numberReleases.startWorker();
   if (opts.analyses) platform.analyses.startWorker();
+  if (opts.adr) platform.adr.startWorker();
   const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas, metrics: platform.metrics });
   await app.ready();
   const adminToken = newToken!;
@@ -159,7 +168,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, analyses: platform.analyses, services: platform.services, vad: platform.vad,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, analyses: platform.analyses, adr: platform.adr, services: platform.services, vad: platform.vad,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
@@ -182,6 +191,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
       await platform.turns.stop();
       await platform.numberReleases.stop();
       await platform.analyses.stop();
+      await platform.adr.stop();
       await sip?.stop();
       await platform.close();
       await app.close();

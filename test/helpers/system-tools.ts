@@ -47,6 +47,10 @@ const TOOLS = {
   /** pocketsphinx_continuous and the US English model it listens with. */
   pocketsphinx: { packages: ['pocketsphinx', 'pocketsphinx-en-us'], present: () => !!which('pocketsphinx_continuous') && fs.existsSync(POCKETSPHINX_MODEL) },
   openssl: { packages: ['openssl'], present: () => !!which('openssl') },
+  /** OpenSSH's server (sshd) and ssh-keygen: the SFTP server of the activity-record export tests. */
+  'openssh-server': { packages: ['openssh-server'], present: () => !!which('sshd', SBIN) && !!which('ssh-keygen') },
+  /** vsftpd: the FTP and FTPS server of the activity-record export tests. */
+  vsftpd: { packages: ['vsftpd'], present: () => !!which('vsftpd', SBIN) },
   /** PostgreSQL's server binaries (initdb, pg_ctl) for a private cluster. */
   'postgresql-server': { packages: ['postgresql'], present: () => postgresBinDir() !== undefined },
 } satisfies Record<string, Tool>;

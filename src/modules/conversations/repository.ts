@@ -512,3 +512,20 @@ export const latencyRepo = {
       .orderBy('at', 'desc').limit(limit).execute();
   },
 };
+
+export const conversationRecordRepo = {
+  /**
+   * The organization's conversations that ended in [from, to), by end time then id, after
+   * `after`, at most `limit` (the activity-record export; index conversations_org_ended, migration 0027).
+   */
+  async endedBetween(db: Executor, orgId: number, from: number, to: number, after: { at: number; id: string } | null, limit: number): Promise<ConversationRow[]> {
+    let q = db.selectFrom('conversations').selectAll().where('org_id', '=', orgId).where('ended_at', 'is not', null)
+      .where('ended_at', '>=', from).where('ended_at', '<', to);
+    if (after) {
+      // The range on the index's column first (an OR alone had the page start from the window's beginning every time).
+      q = q.where('ended_at', '>=', after.at)
+        .where((eb) => eb.or([eb('ended_at', '>', after.at), eb('id', '>', after.id)]));
+    }
+    return q.orderBy('ended_at').orderBy('id').limit(limit).execute();
+  },
+};

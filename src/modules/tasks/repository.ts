@@ -354,3 +354,24 @@ export const limitRepo = {
       .onConflict((oc) => oc.columns(['org_id', 'kind', 'target']).doUpdateSet({ last_at: at })).execute();
   },
 };
+
+/** A page position in records read by end time: the last row's end time and id. */
+export interface EndedAfter { at: number; id: string }
+
+export const taskRecordRepo = {
+  /**
+   * The organization's tasks that ended in [from, to), by end time then id, after `after`, at
+   * most `limit` (the activity-record export reads a window page by page; the partial index
+   * tasks_org_ended of migration 0027 serves it).
+   */
+  async endedBetween(db: Executor, orgId: number, from: number, to: number, after: EndedAfter | null, limit: number): Promise<TaskRow[]> {
+    let q = db.selectFrom('tasks').selectAll().where('org_id', '=', orgId).where(ENDED_ROWS)
+      .where('finished_at', '>=', from).where('finished_at', '<', to);
+    if (after) {
+      // The range on the index's column first (an OR alone had the page start from the window's beginning every time).
+      q = q.where('finished_at', '>=', after.at)
+        .where((eb) => eb.or([eb('finished_at', '>', after.at), eb('id', '>', after.id)]));
+    }
+    return q.orderBy('finished_at').orderBy('id').limit(limit).execute();
+  },
+};

@@ -1,0 +1,65 @@
+// Queries on adr_configs (an account's activity-record export), adr_windows (its rotation windows;
+// the queue columns are src/queue/engine.ts's) and adr_shipments (the log of every attempt).
+import type { Insertable, Updateable } from 'kysely';
+import type { AdrConfigRow, AdrConfigsTable, AdrShipmentRow, AdrShipmentsTable, AdrWindowRow, AdrWindowsTable, Executor } from '../../db/types.ts';
+
+export const adrConfigRepo = {
+  /** `lock`: the row is held until the transaction ends (a change of settings against the window maker's advance). */
+  async find(db: Executor, accountId: number, opts: { lock?: boolean } = {}): Promise<AdrConfigRow | undefined> {
+    const q = db.selectFrom('adr_configs').selectAll().where('account_id', '=', accountId);
+    return (opts.lock ? q.forUpdate() : q).executeTakeFirst();
+  },
+
+  async insert(tx: Executor, row: Insertable<AdrConfigsTable>): Promise<void> {
+    await tx.insertInto('adr_configs').values(row).execute();
+  },
+
+  async update(tx: Executor, accountId: number, patch: Updateable<AdrConfigsTable>): Promise<void> {
+    await tx.updateTable('adr_configs').set(patch).where('account_id', '=', accountId).execute();
+  },
+
+  /** Enabled exports whose next window ended by `by` (the window maker's work), the longest waiting first. */
+  async due(db: Executor, by: number, limit: number): Promise<AdrConfigRow[]> {
+    return db.selectFrom('adr_configs').selectAll().where('enabled', '=', 1).where('next_window_end', '<=', by)
+      .orderBy('next_window_end').limit(limit).execute();
+  },
+
+  /** Moves the export's next window from the one starting at `from` to [to, toEnd); false when another worker moved it first. */
+  async advance(tx: Executor, accountId: number, from: number, to: number, toEnd: number, now: number): Promise<boolean> {
+    const r = await tx.updateTable('adr_configs').set({ next_window_at: to, next_window_end: toEnd, updated_at: now })
+      .where('account_id', '=', accountId).where('next_window_at', '=', from).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
+};
+
+export const adrWindowRepo = {
+  /** Adds windows; one already made for the same account and start is left as it is. */
+  async insertMany(tx: Executor, rows: Insertable<AdrWindowsTable>[]): Promise<void> {
+    if (rows.length === 0) return;
+    await tx.insertInto('adr_windows').values(rows).onConflict((oc) => oc.columns(['account_id', 'window_start']).doNothing()).execute();
+  },
+
+  async find(db: Executor, id: string): Promise<AdrWindowRow | undefined> {
+    return db.selectFrom('adr_windows').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  /** The account's windows, newest first, before a window start (a page). */
+  async list(db: Executor, accountId: number, opts: { before?: number; limit: number }): Promise<AdrWindowRow[]> {
+    let q = db.selectFrom('adr_windows').selectAll().where('account_id', '=', accountId);
+    if (opts.before !== undefined) q = q.where('window_start', '<', opts.before);
+    return q.orderBy('window_start', 'desc').limit(opts.limit).execute();
+  },
+};
+
+export const adrShipmentRepo = {
+  async insert(tx: Executor, row: Insertable<AdrShipmentsTable>): Promise<void> {
+    await tx.insertInto('adr_shipments').values(row).execute();
+  },
+
+  /** The account's shipment log, newest first, before an id (a page). */
+  async list(db: Executor, accountId: number, opts: { before?: string; limit: number }): Promise<AdrShipmentRow[]> {
+    let q = db.selectFrom('adr_shipments').selectAll().where('account_id', '=', accountId);
+    if (opts.before !== undefined) q = q.where('id', '<', opts.before);
+    return q.orderBy('id', 'desc').limit(opts.limit).execute();
+  },
+};
