@@ -381,6 +381,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/billing/adrExportConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Configure ADR Export Settings
+         * @description Configure or update your ADR export settings. An organization exports its own records; a reseller or partner those of every organization below it (or, with targetAccountId, an organization's own export). The password may be left out on an update that keeps deliveryProtocol, host, port and username.
+         */
+        post: operations["adrExportConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/billing/adrExports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ADR windows and shipment log (callplane extension)
+         * @description The latest windows (state, file, size, checksum, attempts) and every attempt to ship one (outcome and the server's message), newest first.
+         */
+        get: operations["adrExports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/billing/adrExportSettings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** View ADR export settings (callplane extension) */
+        get: operations["getAdrExportConfig"];
+        put?: never;
+        post?: never;
+        /**
+         * Turn the ADR export off (callplane extension)
+         * @description No new windows are made; windows already made are still shipped. POST turns it on again from the current window.
+         */
+        delete: operations["disableAdrExport"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/billing/billingPeriod": {
         parameters: {
             query?: never;
@@ -4330,6 +4391,359 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adrExportConfig: {
+        parameters: {
+            query?: {
+                /** @description An organization below the token's reseller or partner, whose own export this is; default: the token's account */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description SFTP, FTPS, or FTP */
+                    deliveryProtocol: string;
+                    /** @description hostname or IP address where to ship the ADR files to */
+                    host: string;
+                    /** @description password for the sftp or ftp account; required when creating, or when deliveryProtocol, host, port or username changes */
+                    password?: string;
+                    /** @description Folder path to deposit the files to. Defaults to the users home directory */
+                    path?: string;
+                    /** @description Port for the SFTP or FTP service */
+                    port: number;
+                    /** @description How many minutes of records should be contained in each file (a divisor of 1440); default 60 */
+                    rotationMinutes?: string | number;
+                    /** @description username for the sftp or ftp account */
+                    username: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description An activity-record export (the password masked) */
+                        config: {
+                            /** @description Whose export: an organization (its records) or a reseller or partner (every organization below it) */
+                            accountId: number;
+                            createdAt: number;
+                            /** @description sftp, ftps (explicit, AUTH TLS) or ftp */
+                            deliveryProtocol: string;
+                            enabled: boolean;
+                            host: string;
+                            /** @description Unix seconds: the start of the next window to ship */
+                            nextWindowStart: number;
+                            /** @description Masked */
+                            password: string;
+                            /** @description The folder files go to; null: the login's home */
+                            path: string | null;
+                            port: number;
+                            /** @description Minutes of records in each file */
+                            rotationMinutes: string;
+                            updatedAt: number;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adrExports: {
+        parameters: {
+            query?: {
+                /** @description Windows and log entries answered (each); default 50 */
+                limit?: number;
+                /** @description An organization below the token's reseller or partner, whose own export this is; default: the token's account */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: number;
+                        message?: string;
+                        shipments: ({
+                            at: number;
+                            attempt: number;
+                            bytes: number | null;
+                            durationMs: number;
+                            /** @description What happened; for a failure, the server's or the connection's message */
+                            message: string;
+                            nextAttemptAt: number | null;
+                            /** @description shipped, found (already on the server from an earlier attempt) or failed */
+                            outcome: string;
+                            shipmentId: string;
+                            windowId: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        success: boolean;
+                        windows: ({
+                            attempts: number;
+                            bytes: number | null;
+                            /** @description sha256:<hex> of the file */
+                            checksum: string | null;
+                            fileName: string;
+                            lastError: string | null;
+                            nextAttemptAt: number | null;
+                            records: number | null;
+                            shippedAt: number | null;
+                            /** @description pending, running, finished (shipped) or failed (attempts spent) */
+                            state: string;
+                            windowEnd: number;
+                            windowId: string;
+                            windowStart: number;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAdrExportConfig: {
+        parameters: {
+            query?: {
+                /** @description An organization below the token's reseller or partner, whose own export this is; default: the token's account */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description An activity-record export (the password masked) */
+                        config: {
+                            /** @description Whose export: an organization (its records) or a reseller or partner (every organization below it) */
+                            accountId: number;
+                            createdAt: number;
+                            /** @description sftp, ftps (explicit, AUTH TLS) or ftp */
+                            deliveryProtocol: string;
+                            enabled: boolean;
+                            host: string;
+                            /** @description Unix seconds: the start of the next window to ship */
+                            nextWindowStart: number;
+                            /** @description Masked */
+                            password: string;
+                            /** @description The folder files go to; null: the login's home */
+                            path: string | null;
+                            port: number;
+                            /** @description Minutes of records in each file */
+                            rotationMinutes: string;
+                            updatedAt: number;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    disableAdrExport: {
+        parameters: {
+            query?: {
+                /** @description An organization below the token's reseller or partner, whose own export this is; default: the token's account */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description An activity-record export (the password masked) */
+                        config: {
+                            /** @description Whose export: an organization (its records) or a reseller or partner (every organization below it) */
+                            accountId: number;
+                            createdAt: number;
+                            /** @description sftp, ftps (explicit, AUTH TLS) or ftp */
+                            deliveryProtocol: string;
+                            enabled: boolean;
+                            host: string;
+                            /** @description Unix seconds: the start of the next window to ship */
+                            nextWindowStart: number;
+                            /** @description Masked */
+                            password: string;
+                            /** @description The folder files go to; null: the login's home */
+                            path: string | null;
+                            port: number;
+                            /** @description Minutes of records in each file */
+                            rotationMinutes: string;
+                            updatedAt: number;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description Every error has this shape. */
