@@ -96,6 +96,14 @@ interface InFlight<Row> {
   done: Promise<void>;
 }
 
+/** What a handler's error says, bounded: the message (or the thrown value), at most 1,000 characters. */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message.slice(0, 1000) : String(err).slice(0, 1000);
+}
+
+/** The errorPatch of queues whose rows keep the last error in `last_error`. */
+export const lastErrorPatch = (err: unknown): { last_error: string } => ({ last_error: errorText(err) });
+
 export class QueueRunner<T extends QueueTable> {
   readonly #o: Required<Pick<RunnerOptions<T>, 'concurrency' | 'pollMs' | 'heartbeatMs' | 'rescueEveryMs'>> & RunnerOptions<T>;
   readonly #waker = new Waker();

@@ -8,7 +8,7 @@ import type { AdrWindowsTable, QueueState } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import { QueueEngine } from '../../queue/engine.ts';
-import { newWorkerId, QueueRunner, type QueueProcessDeps } from '../../queue/runner.ts';
+import { lastErrorPatch, newWorkerId, type QueueProcessDeps, QueueRunner } from '../../queue/runner.ts';
 import { notifyQueue, type Wakeups } from '../../queue/waker.ts';
 import { policyFromConfig } from '../../webhooks/ssrf.ts';
 import type { Insertable } from 'kysely';
@@ -110,7 +110,7 @@ export class AdrQueue {
       wakeups: this.wakeups,
       heartbeatMs: this.deps.heartbeatMs,
       rescueEveryMs: this.deps.rescueEveryMs,
-      errorPatch: (err) => ({ last_error: err instanceof Error ? err.message.slice(0, 1000) : String(err) }),
+      errorPatch: lastErrorPatch,
       log,
     });
     this.#runner.start();

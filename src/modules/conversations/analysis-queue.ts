@@ -4,7 +4,7 @@
 import type { Config } from '../../config.ts';
 import type { QueueState } from '../../db/types.ts';
 import { exponentialBackoff, QueueEngine } from '../../queue/engine.ts';
-import { newWorkerId, QueueRunner, type QueueProcessDeps } from '../../queue/runner.ts';
+import { lastErrorPatch, newWorkerId, type QueueProcessDeps, QueueRunner } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
 import { createAnalysisHandler, type AnalysisHandlerDeps } from './run-analysis.ts';
 import { ANALYSES } from './service.ts';
@@ -53,7 +53,7 @@ export class AnalysisQueue {
       heartbeatMs: this.deps.heartbeatMs,
       rescueEveryMs: this.deps.rescueEveryMs,
       backoff: (row) => backoff(row.attempt),
-      errorPatch: (err) => ({ last_error: err instanceof Error ? err.message.slice(0, 1000) : String(err) }),
+      errorPatch: lastErrorPatch,
       log,
     });
     this.#runner.start();

@@ -3,7 +3,7 @@
 // Built once per process by src/platform.ts.
 import type { QueueState } from '../../db/types.ts';
 import { QueueEngine } from '../../queue/engine.ts';
-import { newWorkerId, QueueRunner, type QueueProcessDeps } from '../../queue/runner.ts';
+import { lastErrorPatch, newWorkerId, type QueueProcessDeps, QueueRunner } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
 import { createReleaseHandler, type ReleaseHandlerDeps } from './release-number.ts';
 import { NUMBER_RELEASES } from './releases.ts';
@@ -47,7 +47,7 @@ export class NumberReleaseQueue {
       wakeups: this.wakeups,
       heartbeatMs: this.deps.heartbeatMs,
       rescueEveryMs: this.deps.rescueEveryMs,
-      errorPatch: (err) => ({ last_error: err instanceof Error ? err.message.slice(0, 1000) : String(err) }),
+      errorPatch: lastErrorPatch,
       log,
     });
     this.#runner.start();

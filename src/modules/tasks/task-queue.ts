@@ -12,7 +12,7 @@ import type { Config } from '../../config.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import type { CarrierOptions } from '../../providers/index.ts';
 import type { QueueEngine } from '../../queue/engine.ts';
-import { newWorkerId, QueueRunner, type QueueProcessDeps, type RunnerOptions } from '../../queue/runner.ts';
+import { errorText, newWorkerId, QueueRunner, type QueueProcessDeps, type RunnerOptions } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
 import { cachedEntitlements } from '../billing/entitlements.ts';
 import { createTaskHandler, type TaskHandlerDeps } from './run-task.ts';
@@ -62,7 +62,7 @@ export class TaskQueueCore {
       rescueEveryMs: this.deps.rescueEveryMs,
       pollMs: this.deps.pollMs,
       isCancelRequested: (row) => row.cancel_requested_at !== null,
-      errorPatch: (err) => ({ error: err instanceof Error ? err.message.slice(0, 1000) : String(err) }),
+      errorPatch: (err) => ({ error: errorText(err) }),
       log,
     });
     this.#runner.start();

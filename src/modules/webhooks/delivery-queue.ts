@@ -7,7 +7,7 @@ import type { Config } from '../../config.ts';
 import type { QueueState } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { QueueEngine, type Cause } from '../../queue/engine.ts';
-import { newWorkerId, QueueRunner, type QueueProcessDeps } from '../../queue/runner.ts';
+import { lastErrorPatch, newWorkerId, type QueueProcessDeps, QueueRunner } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../../webhooks/deliver.ts';
 import { guardedDispatcher, policyFromConfig } from '../../webhooks/ssrf.ts';
@@ -92,7 +92,7 @@ export class DeliveryQueue {
       wakeups: this.wakeups,
       heartbeatMs: this.deps.heartbeatMs,
       rescueEveryMs: this.deps.rescueEveryMs,
-      errorPatch: (err) => ({ last_error: err instanceof Error ? err.message.slice(0, 1000) : String(err) }),
+      errorPatch: lastErrorPatch,
       log,
     });
     this.#dispatcher = new OutboxDispatcher({
