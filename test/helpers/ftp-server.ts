@@ -3,12 +3,12 @@
 // and with `tls` explicit FTPS (AUTH TLS, required for the login and the data) over a throw-away
 // certificate that openssl makes for 127.0.0.1. Its protocol log records every command (how many
 // times a file was stored). It can be stopped and started again.
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, sleep } from './wait.ts';
+import { loopbackDaemon } from './loopback-daemon.ts';
+import { freePort } from './wait.ts';
 
 export const VSFTPD = '/usr/sbin/vsftpd';
 
@@ -23,12 +23,6 @@ export interface FtpServer {
   start(): Promise<void>;
 }
 
-async function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port }, () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-  });
-}
 
 export async function startFtpServer(opts: { tls?: boolean } = {}): Promise<FtpServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-vsftpd-'));
@@ -55,35 +49,12 @@ export async function startFtpServer(opts: { tls?: boolean } = {}): Promise<FtpS
   }
   const conf = path.join(dir, 'vsftpd.conf');
   fs.writeFileSync(conf, `${lines.join('\n')}\n`, { mode: 0o600 });
-  let child: ChildProcess | undefined;
-  let out = '';
+  const daemon = loopbackDaemon('vsftpd', VSFTPD, [conf], port);
   const server: FtpServer = {
     port, dir, caFile,
     log: () => { try { return fs.readFileSync(logFile, 'utf8'); } catch { return ''; } },
-    async start() {
-      if (child) return;
-      const c = spawn(VSFTPD, [conf], { stdio: ['ignore', 'pipe', 'pipe'] });
-      child = c;
-      c.stdout!.on('data', (b) => { out += b; });
-      c.stderr!.on('data', (b) => { out += b; });
-      c.once('exit', () => { if (child === c) child = undefined; });
-      const deadline = Date.now() + 10_000;
-      while (!(await listening(port))) {
-        if (c.exitCode !== null) throw new Error(`vsftpd exited with ${c.exitCode}:\n${out}`);
-        if (Date.now() > deadline) throw new Error(`vsftpd not listening within 10 s:\n${out}`);
-        await sleep(25);
-      }
-    },
-    async stop() {
-      const c = child;
-      if (!c) return;
-      child = undefined;
-      const exited = new Promise((r) => c.once('exit', r));
-      c.kill('SIGTERM');
-      await exited;
-      // vsftpd's session processes outlive the listener: wait for the port only (sessions end with their clients).
-      while (await listening(port)) await sleep(25);
-    },
+    start: daemon.start,
+    stop: daemon.stop,
   };
   await server.start();
   return server;
