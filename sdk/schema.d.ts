@@ -469,17 +469,33 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * View Billing System Configuration (callplane extension)
-         * @description Reseller or partner: its own billing system, keys masked (null when it has none), and whose billing system its organizations subscribe through (its own, else its partner's).
-         */
-        get: operations["getBillingSystemConfig"];
+        get?: never;
         put?: never;
         /**
          * Provision Billing System Configuration
          * @description Reseller or partner (a partner may name one of its resellers with targetAccountId). Stripe needs apiKey, publishableKey and webhookSigningKey; Chargebee apiKey, publishableKey, site, webhookUsername and webhookPassword. An update of the same type keeps keys not sent again, except apiKey when the Chargebee site changes. The apiKey is checked with the processor before it is kept: 400 when the processor refuses it, 502 when the processor cannot be reached.
          */
         post: operations["billingSystemConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/billing/billingSystemSettings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * View Billing System Configuration (callplane extension)
+         * @description Reseller or partner: its own billing system, keys masked (null when it has none), and whose billing system its organizations subscribe through (its own, else its partner's).
+         */
+        get: operations["getBillingSystemConfig"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4865,95 +4881,6 @@ export interface operations {
             };
         };
     };
-    getBillingSystemConfig: {
-        parameters: {
-            query?: {
-                /** @description The reseller or partner whose billing system it is (a partner acting for one of its resellers); default: the token's own */
-                targetAccountId?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description A billing system; every key masked */
-                        billingSystem: ({
-                            /** @description The reseller or partner whose billing system it is */
-                            accountId: number;
-                            /** @description Masked */
-                            apiKey: string;
-                            /** @description stripe or chargebee */
-                            billingSystemType: string;
-                            createdAt: number;
-                            /** @description Masked */
-                            publishableKey: string | null;
-                            /** @description Chargebee: the site's name; null for Stripe */
-                            site: string | null;
-                            updatedAt: number;
-                            /** @description When the processor last accepted apiKey (unix seconds) */
-                            verifiedAt: number;
-                            /** @description Chargebee: masked */
-                            webhookPassword: string | null;
-                            /** @description Stripe: masked; null for Chargebee */
-                            webhookSigningKey: string | null;
-                            /** @description The URL to configure as the webhook endpoint at the processor */
-                            webhookUrl: string;
-                            /** @description Chargebee: the webhook's basic-auth user name */
-                            webhookUsername: string | null;
-                        } & {
-                            [key: string]: unknown;
-                        }) | null;
-                        /** @description The billing system in effect for the account's organizations */
-                        inEffect: ({
-                            accountId: number;
-                            billingSystemType: string;
-                        } & {
-                            [key: string]: unknown;
-                        }) | null;
-                        message?: string;
-                        success: boolean;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Every error has this shape. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Every error has this shape. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Every error has this shape. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     billingSystemConfig: {
         parameters: {
             query?: {
@@ -5064,6 +4991,95 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getBillingSystemConfig: {
+        parameters: {
+            query?: {
+                /** @description The reseller or partner whose billing system it is (a partner acting for one of its resellers); default: the token's own */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A billing system; every key masked */
+                        billingSystem: ({
+                            /** @description The reseller or partner whose billing system it is */
+                            accountId: number;
+                            /** @description Masked */
+                            apiKey: string;
+                            /** @description stripe or chargebee */
+                            billingSystemType: string;
+                            createdAt: number;
+                            /** @description Masked */
+                            publishableKey: string | null;
+                            /** @description Chargebee: the site's name; null for Stripe */
+                            site: string | null;
+                            updatedAt: number;
+                            /** @description When the processor last accepted apiKey (unix seconds) */
+                            verifiedAt: number;
+                            /** @description Chargebee: masked */
+                            webhookPassword: string | null;
+                            /** @description Stripe: masked; null for Chargebee */
+                            webhookSigningKey: string | null;
+                            /** @description The URL to configure as the webhook endpoint at the processor */
+                            webhookUrl: string;
+                            /** @description Chargebee: the webhook's basic-auth user name */
+                            webhookUsername: string | null;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        /** @description The billing system in effect for the account's organizations */
+                        inEffect: ({
+                            accountId: number;
+                            billingSystemType: string;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

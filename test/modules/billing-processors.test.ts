@@ -101,7 +101,7 @@ forEachEngine('billing processors', (h) => {
       assertBad(await configure(r.token, { billingSystemType: 'chargebee', ...cb, site: 'acme.chargebee.com' }), 'site');
       assertBad(await configure(r.token, { billingSystemType: 'chargebee', ...cb, webhookSigningKey: 'whsec_x' }), 'webhookSigningKey');
       // None of these reached a processor or was kept.
-      const got = await call('GET', '/api/v2/billing/billingSystemConfig', { token: r.token });
+      const got = await call('GET', '/api/v2/billing/billingSystemSettings', { token: r.token });
       assertStatus(got, 200);
       assert.equal(got.body.billingSystem, null);
     });
@@ -134,7 +134,7 @@ forEachEngine('billing processors', (h) => {
       assert.match(cbBad.body.message, /Chargebee \(HTTP 401\)/);
       chargebee.failing = true;
       try { assertStatus(await configure(r.token, { billingSystemType: 'chargebee', ...cb }), 502); } finally { chargebee.failing = false; }
-      assert.equal((await call('GET', '/api/v2/billing/billingSystemConfig', { token: r.token })).body.billingSystem, null);
+      assert.equal((await call('GET', '/api/v2/billing/billingSystemSettings', { token: r.token })).body.billingSystem, null);
       // The key that works is kept.
       assertStatus(await configure(r.token, { billingSystemType: 'stripe', ...keys }), 200);
     });
@@ -144,7 +144,7 @@ forEachEngine('billing processors', (h) => {
       const keys = stripeKeys();
       const saved = await configure(r.token, { billingSystemType: 'stripe', ...keys });
       assertStatus(saved, 200);
-      for (const res of [saved, await call('GET', '/api/v2/billing/billingSystemConfig', { token: r.token })]) {
+      for (const res of [saved, await call('GET', '/api/v2/billing/billingSystemSettings', { token: r.token })]) {
         assertStatus(res, 200);
         const text = JSON.stringify(res.body);
         for (const secret of Object.values(keys)) assert.ok(!text.includes(secret), `answer carries ${secret}`);
@@ -188,20 +188,20 @@ forEachEngine('billing processors', (h) => {
       const o1 = await h().organization(r1.id);
       const keys = stripeKeys();
       assertStatus(await configure(o1.token, { billingSystemType: 'stripe', ...keys }), 403);
-      assertStatus(await call('GET', '/api/v2/billing/billingSystemConfig', { token: o1.token }), 403);
+      assertStatus(await call('GET', '/api/v2/billing/billingSystemSettings', { token: o1.token }), 403);
       assertStatus(await configure(o1.token, { billingSystemType: 'stripe', ...keys }, r1.id), 403);
       assertStatus(await configure(r2.token, { billingSystemType: 'stripe', ...keys }, r1.id), 404);
-      assertStatus(await call('GET', '/api/v2/billing/billingSystemConfig', { token: r2.token, query: { targetAccountId: r1.id } }), 404);
+      assertStatus(await call('GET', '/api/v2/billing/billingSystemSettings', { token: r2.token, query: { targetAccountId: r1.id } }), 404);
       // The partner, for r1.
       const byPartner = await configure(h().adminToken, { billingSystemType: 'stripe', ...keys }, r1.id);
       assertStatus(byPartner, 200);
       assert.equal(byPartner.body.billingSystem.accountId, r1.id);
-      const r1View = await call('GET', '/api/v2/billing/billingSystemConfig', { token: r1.token });
+      const r1View = await call('GET', '/api/v2/billing/billingSystemSettings', { token: r1.token });
       assert.equal(r1View.body.billingSystem.accountId, r1.id);
       // r2 has none of its own: its organizations use the partner's, once the partner has one.
-      const r2View = await call('GET', '/api/v2/billing/billingSystemConfig', { token: r2.token });
+      const r2View = await call('GET', '/api/v2/billing/billingSystemSettings', { token: r2.token });
       assert.equal(r2View.body.billingSystem, null);
-      const partnerHad = (await call('GET', '/api/v2/billing/billingSystemConfig')).body.billingSystem;
+      const partnerHad = (await call('GET', '/api/v2/billing/billingSystemSettings')).body.billingSystem;
       assert.equal(r2View.body.inEffect?.accountId ?? null, partnerHad ? h().partnerId : null);
     });
   });
@@ -394,7 +394,7 @@ forEachEngine('billing processors', (h) => {
       assert.equal(res.body.subscription.state, 'pending');
       const req = stripe.calls('POST /v1/checkout/sessions').at(-1)!;
       assert.equal(req.headers.authorization, `Bearer ${partnerKeys.apiKey}`);
-      const view = await call('GET', '/api/v2/billing/billingSystemConfig', { token: r.token });
+      const view = await call('GET', '/api/v2/billing/billingSystemSettings', { token: r.token });
       assert.deepEqual(view.body.inEffect, { accountId: h().partnerId, billingSystemType: 'stripe' });
       // The partner's billing system is not the reseller's: its webhook URL is the partner's.
       const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === res.body.subscription.subscriptionId)!;

@@ -1,4 +1,4 @@
-// POST /api/v2/billing/billingSystemConfig (the contract's), its GET (an extension), and the public
+// POST /api/v2/billing/billingSystemConfig (the contract's), its reading, GET /api/v2/billing/billingSystemSettings (an extension: the contract's path keeps only its POST), and the public
 // ingress each processor posts its webhooks to: /api/v2/billing/webhook/{accountId}/stripe|chargebee.
 // docs/billing.md, "Payment processors"; docs/api.md, "Billing systems".
 import { Type, type TSchema } from '@sinclair/typebox';
@@ -51,7 +51,7 @@ export async function billingSystemRoutes(app: App, deps: { billingSystems: Bill
     },
   }, async (req) => billingSystems.put(req.scope, req.query.targetAccountId, req.body));
 
-  app.get('/api/v2/billing/billingSystemConfig', {
+  app.get('/api/v2/billing/billingSystemSettings', {
     schema: {
       operationId: 'getBillingSystemConfig', tags, security: Security, summary: 'View Billing System Configuration (callplane extension)',
       description: 'Reseller or partner: its own billing system, keys masked (null when it has none), and whose billing system its organizations subscribe through (its own, else its partner\'s).',
