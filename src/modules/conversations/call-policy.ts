@@ -277,8 +277,8 @@ export function decide(settings: VoiceSettings, counters: CallCounters, event: C
 
 // ---------------------------------------------------------------------------------------------
 // Voicemail on outbound calls (docs/voice.md, "Voicemail"): who answered is decided once per call
-// — by Twilio's answering-machine detection on Twilio calls, by the audio detector
-// (src/speech/answering-machine.ts) on SIP — and what that means is decided here, for every path.
+// — by Twilio's answering-machine detection on gathered Twilio calls, by the audio detector
+// (src/speech/answering-machine.ts) on SIP and streamed Twilio calls (CAPABILITIES) — and what that means is decided here, for every path.
 
 export const VOICEMAIL_ACTIONS = ['hangup', 'leave-message', 'continue'] as const;
 export type VoicemailAction = typeof VOICEMAIL_ACTIONS[number];
