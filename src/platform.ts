@@ -27,13 +27,13 @@ import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queu
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
 import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
-import { voicemailPlanFor } from './modules/conversations/voicemail.ts';
+import { placedCallVoicemail } from './modules/conversations/voicemail.ts';
 import { twilioAmd } from './modules/conversations/twilio-amd.ts';
 import { voiceCalls } from './modules/conversations/voice-calls.ts';
 import { backgroundAudio } from './modules/conversations/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
-import type { CarrierOptions } from './providers/index.ts';
+import { TWILIO, type CarrierOptions } from './providers/index.ts';
 import { speechEngines, type SpeechEngines } from './speech/registry.ts';
 import { latencyService, turnLatencies, type LatencyService } from './modules/conversations/latency.ts';
 import type { SpeechGrammar } from './speech/types.ts';
@@ -274,8 +274,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
     carrierOptions: sip ? { ...carrierOptions, sip } : carrierOptions,
     // A text task's text goes into the person's text conversation.
     textSent: (text) => services.sms.recordTextTask(text),
-    // What a call does when a voicemail answers: the call policy's plan for the task and its agent.
-    voicemailPlan: (row) => voicemailPlanFor({ db, conversations }, row),
+    // What a call does when a voicemail answers (the call policy's plan for the task and its
+    // agent), and who decides it on the path the call will take: a Twilio call streams or gathers
+    // as its organization does; any other carrier's call is one whose audio we carry (SIP).
+    voicemailPlan: async (row, carrier) => placedCallVoicemail({ db, conversations }, row, carrier === TWILIO ? await gather.callPath(row.org_id) : 'sip'),
   });
   const turns = new TurnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,

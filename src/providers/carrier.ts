@@ -41,10 +41,13 @@ export interface PlaceCallRequest {
   twimlUrl?: string;
   /**
    * What the call does when a voicemail answers (the call policy's voicemailPlan for the task and
-   * its agent): Twilio asks its answering-machine detection unless the action is `continue`; SIP
-   * hands it to the voice session, whose detector listens.
+   * its agent), and who tells a voicemail from a person on the path the call takes (the policy's
+   * CAPABILITIES[path].voicemailDetection): `carrier` — Twilio asks its answering-machine
+   * detection (unless the action is `continue`); `audio` — our detector listens to the call's
+   * audio (SIP: the voice session here; Twilio Media Streams: the session the stream starts), and
+   * the carrier is asked for nothing.
    */
-  voicemail?: { action: 'hangup' | 'leave-message' | 'continue'; message: string | null; holdGreeting: boolean };
+  voicemail?: { action: 'hangup' | 'leave-message' | 'continue'; message: string | null; holdGreeting: boolean; detection: 'carrier' | 'audio' };
   /** Where the carrier reports answering-machine detection (Twilio's AsyncAmdStatusCallback); the task id is added. */
   amdCallbackUrl?: string;
 }

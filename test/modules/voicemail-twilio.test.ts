@@ -46,12 +46,12 @@ for (const engine of ENGINES) {
       await llm?.close();
     });
 
-    async function org(twilio: FakeTwilio = fake) {
+    async function org(twilio: FakeTwilio = fake, extra: Record<string, string> = {}) {
       const r = await h.reseller();
       const o = await h.organization(r.id);
       const res = await h.call('POST', '/api/v2/numberingProvider', {
         token: r.token, query: { targetOrganizationId: o.id },
-        body: { providerId: 'twilio', config: { accountSid: twilio.accountSid, authToken: twilio.authToken, phoneNumber: FROM, apiBaseUrl: twilio.url } },
+        body: { providerId: 'twilio', config: { accountSid: twilio.accountSid, authToken: twilio.authToken, phoneNumber: FROM, apiBaseUrl: twilio.url, ...extra } },
       });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       return { ...o, agentToken: await h.tokenFor(o.agentId) };
@@ -160,6 +160,18 @@ for (const engine of ENGINES) {
       assert.equal(fake.calls.get(going.sid)!.machineDetection, undefined);
       assert.equal(fake.calls.get(going.sid)!.amdCallback, undefined);
       assert.equal((await fake.progressCall(going.sid, 'completed')).status, 204);
+    });
+
+    it('an organization whose calls stream (its provider\'s voice, over this gathering deployment): Twilio is asked for no detection (the stream\'s audio decides)', async () => {
+      const o = await org(fake, { voice: 'stream' });
+      await configure(o.agentToken, { voicemailAction: 'hangup' });
+      const { sid } = await answeredCall(o, { voicemail: { action: 'leave-message', message: 'Call us back.' } });
+      const placed = fake.calls.get(sid)!;
+      assert.equal(placed.machineDetection, undefined);
+      assert.equal(placed.amdCallback, undefined);
+      assert.match((await fake.fetchTwiml(sid)).body, /<Connect><Stream /, 'the call streams');
+      // The same deployment's gathering organizations still ask (the tests above).
+      assert.equal((await fake.progressCall(sid, 'completed')).status, 204);
     });
 
     it('the callback route: unsigned, forged or another organization\'s signature 403; an unknown task the same 403; another call 409; nothing recorded', async () => {

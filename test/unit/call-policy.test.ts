@@ -155,7 +155,7 @@ describe('voicemail: the plan, the decision, the cues (decided once for every pa
     assert.deepEqual(twilioAnsweredBy('human'), { answeredBy: 'human', greetingEnded: false });
     assert.deepEqual(twilioAnsweredBy('unknown'), { answeredBy: 'unknown', greetingEnded: false });
     assert.equal(twilioAnsweredBy('robot'), null);
-    assert.deepEqual([CAPABILITIES.gather.voicemailDetection, CAPABILITIES['media-stream'].voicemailDetection, CAPABILITIES.sip.voicemailDetection], ['carrier', 'carrier', 'audio']);
+    assert.deepEqual([CAPABILITIES.gather.voicemailDetection, CAPABILITIES['media-stream'].voicemailDetection, CAPABILITIES.sip.voicemailDetection], ['carrier', 'audio', 'audio']);
   });
 
   it('cue phrases in the agent\'s language and in English, as words', () => {

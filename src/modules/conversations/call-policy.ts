@@ -126,10 +126,11 @@ export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabil
   // at a time (the caller can talk over it, but that is Twilio's and nothing is cut from the
   // transcript), and <Dial> takes phone numbers.
   gather: { path: 'gather', bargeIn: false, backgroundAudio: false, keys: false, streamsReply: false, recording: false, canTransferTo: isE164, voicemailDetection: 'carrier' },
-  // Our voice session over Twilio's Media Stream: a Twilio call dials phone numbers only. Twilio's
-  // own detection decides voicemail here too: it is asked for when the call is placed, before
-  // anyone knows whether the call will stream, and one decider per call keeps the verdict single.
-  'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164, voicemailDetection: 'carrier' },
+  // Our voice session over Twilio's Media Stream: a Twilio call dials phone numbers only. Whether
+  // an organization's Twilio calls stream is known when a call is placed (its twilio provider's
+  // `voice`, else CALLPLANE_TWILIO_VOICE), so the call's own audio decides voicemail, as on SIP, and
+  // Twilio is not asked for its detection (one decider per call; no AMD fee).
+  'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164, voicemailDetection: 'audio' },
   // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions. An
   // admission transfer (cnamAutoTransferRegex) cannot happen before answering here: the call is
   // answered and REFERred at once (voice-calls.ts).
@@ -276,8 +277,8 @@ export function decide(settings: VoiceSettings, counters: CallCounters, event: C
 
 // ---------------------------------------------------------------------------------------------
 // Voicemail on outbound calls (docs/voice.md, "Voicemail"): who answered is decided once per call
-// — by Twilio's answering-machine detection on Twilio calls, by the audio detector
-// (src/speech/answering-machine.ts) on SIP — and what that means is decided here, for every path.
+// — by Twilio's answering-machine detection on gathered Twilio calls, by the audio detector
+// (src/speech/answering-machine.ts) on SIP and streamed Twilio calls (CAPABILITIES) — and what that means is decided here, for every path.
 
 export const VOICEMAIL_ACTIONS = ['hangup', 'leave-message', 'continue'] as const;
 export type VoicemailAction = typeof VOICEMAIL_ACTIONS[number];

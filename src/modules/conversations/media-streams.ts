@@ -6,11 +6,12 @@
 // Then the call's voice session (voice-session.ts) runs here over a TwilioMediaStream, on the
 // process's speech engines and the agent's live configuration. Transfers, hang-ups and digits go
 // through Twilio's Calls API with the organization's own Twilio account: sending digits redirects
-// the call to <Play digits> and a new stream, which re-attaches to the running session.
+// the call to <Play digits> and a new stream, which re-attaches to the running session. A task's
+// call is screened for voicemail from its own audio (voicemail.ts), as on SIP.
 import type { WebSocket } from 'ws';
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
-import type { Db } from '../../db/types.ts';
+import type { Db, TaskRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { isE164 } from '../../lib/phone.ts';
 import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media-stream.ts';
@@ -29,6 +30,7 @@ import { conversationRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
 import { startVoiceSession, voiceState, type VoiceSession } from './voice-session.ts';
+import { voicemailPlanFor, screenCall } from './voicemail.ts';
 import { whisperUrl } from './voice-twiml.ts';
 
 /** The WebSocket route Twilio opens a call's Media Stream on. */
@@ -83,8 +85,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
   }
 
   /** The call's opening (the policy's rule, with the task's greeting and waitToGreet); the keys were in the answer's TwiML already. */
-  async function sessionOpening(settings: VoiceSettings, taskId: string | null): Promise<CallOpening> {
-    const task = taskId ? await taskRepo.findAnyOrg(db, taskId) : undefined;
+  function sessionOpening(settings: VoiceSettings, task: TaskRow | undefined): CallOpening {
     const opening = callOpening(settings, { taskGreeting: task?.greeting, waitToGreet: task ? bool(task.wait_to_greet) : false, recorded: CAPABILITIES['media-stream'].recording });
     return { ...opening, digits: '' };
   }
@@ -136,7 +137,8 @@ export function mediaStreams(deps: MediaStreamDeps) {
         }
         const config = await deps.conversations.liveConfig(agent);
         const settings = voiceSettings(config);
-        const opening = await sessionOpening(settings, c.task_id);
+        const task = c.task_id ? await taskRepo.findAnyOrg(db, c.task_id) : undefined;
+        const opening = sessionOpening(settings, task);
         const callSid = start.callSid;
         const transport = new TwilioMediaStream(socket, start, {
           hangup: async () => { await (await carrier(c.org_id)).endCall(callSid); },
@@ -156,10 +158,19 @@ export function mediaStreams(deps: MediaStreamDeps) {
         entry.transport = transport;
         // Which engines heard and spoke, for the record (offline ones are labelled so).
         await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps.speech)), deps.now());
+        // A task's call is screened for voicemail from its first frame (docs/voice.md, Voicemail):
+        // the verdict is kept on the conversation and on the task (its final status then says
+        // `voicemail`), before the session acts on it. Nothing is recorded here (recording: false).
+        const screen = task && c.direction === 'outbound' && CAPABILITIES['media-stream'].voicemailDetection === 'audio'
+          ? screenCall({ db, stt: deps.speech.stt, now: deps.now, log }, {
+            conversationId: c.id, plan: await voicemailPlanFor(deps, task), language: settings.language,
+            onVerdict: (answeredBy) => taskRepo.noteAnsweredBy(db, task.id, answeredBy, deps.now()),
+          })
+          : undefined;
         entry.session = startVoiceSession({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
           vad: deps.speech.vad, latency: deps.latency,
-        }, { transport, conversation: c, room, config, settings, opening, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar });
+        }, { transport, conversation: c, room, config, settings, opening, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar, voicemail: screen });
         log.info?.(about, 'twilio media stream started');
         void entry.session.done.finally(() => live.delete(c.id));
       } catch (err) {

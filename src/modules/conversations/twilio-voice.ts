@@ -191,6 +191,15 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
 
   const service = {
     /**
+     * The path an organization's Twilio calls take (`media-stream` or `gather`), as an answered
+     * call will be told: known when a call is placed, so the call policy's decider of that path
+     * (CAPABILITIES[path].voicemailDetection) is the one asked for.
+     */
+    async callPath(orgId: number): Promise<'media-stream' | 'gather'> {
+      return await streams(orgId) ? 'media-stream' : 'gather';
+    },
+
+    /**
      * A task's call was answered: its conversation opens (one per CallSid: a second fetch of the
      * TwiML answers the same) and the agent greets — the task's own greeting, else the live
      * welcomeMessage — and listens.

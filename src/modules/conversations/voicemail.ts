@@ -1,15 +1,18 @@
 // Voicemail on outbound calls (docs/voice.md, "Voicemail"): what a call task does when a machine
 // answers (the call policy's voicemailPlan, for the task and its agent), and the screen of a call
-// whose audio we carry (SIP): the answering side's frames go to the audio detector
-// (src/speech/answering-machine.ts) from the moment of answer, with one early transcription of a
-// long first utterance for the policy's cue phrases; the verdict is recorded on the conversation
-// once (answered_by, answered_by_at), and the voice session renders the policy's decision.
+// whose audio we carry (SIP, and Twilio calls that stream): the answering side's frames go to the
+// audio detector (src/speech/answering-machine.ts) from the moment of answer, with one early
+// transcription of a long first utterance for the policy's cue phrases; the verdict is recorded on
+// the conversation once (answered_by, answered_by_at), and the voice session renders the policy's
+// decision.
 import type { AnsweredBy, Db, TaskRow } from '../../db/types.ts';
 import { AnsweringMachineDetector, type AmdEvent } from '../../speech/answering-machine.ts';
 import type { SpeechToText } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings } from '../agents/voice-settings.ts';
-import { heardVoicemailCue, voicemailPlan, VOICEMAIL_ACTIONS, type TaskVoicemail, type VoicemailPlan } from './call-policy.ts';
+import { CAPABILITIES, heardVoicemailCue, voicemailPlan, VOICEMAIL_ACTIONS, type PathCapabilities, type TaskVoicemail, type VoicemailPlan } from './call-policy.ts';
+
+type CallPath = PathCapabilities['path'];
 import { conversationRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 
@@ -32,6 +35,15 @@ export async function voicemailPlanFor(deps: { db: Db; conversations: Pick<Conve
   const agent = await accountRepo.findById(deps.db, task.account_id);
   const settings = voiceSettings(agent ? await deps.conversations.liveConfig(agent) : {});
   return voicemailPlan(settings, taskVoicemail(task.voicemail));
+}
+
+/**
+ * The plan of a task's call about to be placed on `path`, with who decides there: the policy's
+ * CAPABILITIES[path].voicemailDetection (the carrier asks Twilio for its detection only when it is
+ * `carrier`).
+ */
+export async function placedCallVoicemail(deps: { db: Db; conversations: Pick<ConversationService, 'liveConfig'> }, task: Pick<TaskRow, 'account_id' | 'voicemail'>, path: CallPath): Promise<VoicemailPlan & { detection: PathCapabilities['voicemailDetection'] }> {
+  return { ...await voicemailPlanFor(deps, task), detection: CAPABILITIES[path].voicemailDetection };
 }
 
 /** Records who answered, once (the first verdict stands); true when this one was recorded. */
@@ -68,7 +80,11 @@ export interface ScreenDeps {
 }
 
 /** The screen of one answered outbound call whose audio we carry. */
-export function screenCall(deps: ScreenDeps, opts: { conversationId: string; plan: VoicemailPlan; language: string; onMessage?: () => void }): VoicemailScreen {
+export function screenCall(deps: ScreenDeps, opts: {
+  conversationId: string; plan: VoicemailPlan; language: string; onMessage?: () => void;
+  /** Where else the verdict is kept (a streamed Twilio call's task), before the call acts on it. */
+  onVerdict?: (answeredBy: AnsweredBy) => Promise<unknown>;
+}): VoicemailScreen {
   const detector = new AnsweringMachineDetector();
   let resolveVerdict!: (a: AnsweredBy) => void;
   let resolveEnd!: () => void;
@@ -85,7 +101,8 @@ export function screenCall(deps: ScreenDeps, opts: { conversationId: string; pla
       if (ev.type === 'verdict') {
         answeredBy = ev.answeredBy;
         deps.log?.info?.({ conversation: opts.conversationId, answeredBy: ev.answeredBy, reason: ev.reason, afterMs: ev.atMs }, 'voicemail screen: decided who answered');
-        void recordAnsweredBy(deps.db, opts.conversationId, ev.answeredBy, deps.now())
+        const at = deps.now();
+        void Promise.all([recordAnsweredBy(deps.db, opts.conversationId, ev.answeredBy, at), opts.onVerdict?.(ev.answeredBy)])
           .catch((err: Error) => deps.log?.warn({ conversation: opts.conversationId, err: err.message }, 'voicemail screen: the verdict could not be recorded'))
           .finally(() => resolveVerdict(ev.answeredBy));
       } else resolveEnd();

@@ -116,6 +116,28 @@ export const taskRepo = {
     await q.execute();
   },
 
+  /**
+   * Keeps who answered a running call task's call in its result (`answeredBy`, the first word
+   * stands), so that the call's final status says `voicemail` when a machine answered
+   * (callOutcome in src/providers/carrier.ts). Twilio's answering-machine detection
+   * (twilio-callbacks.ts) and the audio screen of a streamed Twilio call (media-streams.ts) both
+   * note it here. False when the task is not running or already had a verdict.
+   */
+  async noteAnsweredBy(db: Db, id: string, answeredBy: string, now: number): Promise<boolean> {
+    return db.transaction().execute(async (tx) => {
+      const row = await taskRepo.findRunning(tx, id, { lock: true });
+      if (!row) return false;
+      let result: Record<string, unknown> = {};
+      try {
+        const parsed: unknown = row.result ? JSON.parse(row.result) : {};
+        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) result = parsed as Record<string, unknown>;
+      } catch { /* a result that is not an object is replaced */ }
+      if (typeof result.answeredBy === 'string') return false;
+      await taskRepo.updateRunning(tx, id, { result: JSON.stringify({ ...result, answeredBy }), updated_at: now });
+      return true;
+    });
+  },
+
   /** Marks a running task for cancellation (its worker ends it); undefined when it is no longer running. */
   async requestCancel(db: Executor, id: string, requestedAt: number, now: number): Promise<TaskRow | undefined> {
     return db.updateTable('tasks').set({ cancel_requested_at: requestedAt, updated_at: now })

@@ -43,8 +43,11 @@ export interface TaskHandlerDeps {
   carrierOptions?: CarrierOptions;
   /** Records a sent text in the person's text conversation (src/modules/conversations/sms.ts); a failure is logged, the task goes on. */
   textSent?: (text: TextSent) => Promise<void>;
-  /** What a call task does when a voicemail answers (the call policy's, for the task and its agent: src/modules/conversations/voicemail.ts). */
-  voicemailPlan?: (row: Row) => Promise<PlaceCallRequest['voicemail']>;
+  /**
+   * What a call task does when a voicemail answers, and who decides on the path the call takes
+   * through `carrier` (the call policy's, for the task and its agent: src/modules/conversations/voicemail.ts).
+   */
+  voicemailPlan?: (row: Row, carrier: string) => Promise<PlaceCallRequest['voicemail']>;
   log?: { warn(obj: object, msg: string): void };
 }
 
@@ -137,7 +140,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
       return awaitFinal(row, carrier, sent.providerRef, signal, ref);
     }
     const twimlUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_TWIML_PATH}?taskId=${encodeURIComponent(row.id)}`;
-    const voicemail = await deps.voicemailPlan?.(row);
+    const voicemail = await deps.voicemailPlan?.(row, carrier.name);
     const call = await carrier.placeCall({
       taskId: row.id, agentId: row.account_id, orgId: row.org_id, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
       statusCallbackUrl, twimlUrl, voicemail, amdCallbackUrl: carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_AMD_PATH}`,

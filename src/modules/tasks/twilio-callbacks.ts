@@ -137,17 +137,6 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
     }
   }
 
-  /** Keeps Twilio's AnsweredBy in the running task's result, so the final status can say `voicemail`. */
-  async function noteAnsweredBy(id: string, answeredBy: string): Promise<void> {
-    await db.transaction().execute(async (tx) => {
-      const row = await taskRepo.findRunning(tx, id, { lock: true });
-      if (!row) return;
-      const result = resultOf(row);
-      if (typeof result.answeredBy === 'string') return;
-      await taskRepo.updateRunning(tx, id, { result: JSON.stringify({ ...result, answeredBy }), updated_at: Date.now() });
-    });
-  }
-
   return {
     /**
      * Twilio's answering-machine detection (AsyncAmdStatusCallback) for a task's call: signed and
@@ -162,7 +151,8 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
       const answeredBy = first(req.params, 'AnsweredBy');
       if (!answeredBy || answeredBy.length > 40) throw new Invalid('AnsweredBy is required');
       if (task.state !== 'running') return;
-      await noteAnsweredBy(task.id, answeredBy);
+      // Kept on the task, so the final status can say `voicemail`.
+      await taskRepo.noteAnsweredBy(db, task.id, answeredBy, Date.now());
       await deps.calls.answeredBy?.(task, callSid, answeredBy, log);
     },
 

@@ -67,9 +67,10 @@ export class TwilioCarrier implements Carrier {
       for (const event of CALL_STATUS_EVENTS) form.append('StatusCallbackEvent', event);
     }
     // Answering-machine detection (asynchronous: the call goes on while Twilio listens, and posts
-    // AnsweredBy to the callback): only when a machine would change what the call does. To leave a
+    // AnsweredBy to the callback): only when Twilio decides on this call's path (a streamed call's
+    // own audio decides instead) and a machine would change what the call does. To leave a
     // message, Twilio waits for the end of the greeting (the beep, or the silence after it).
-    if (req.voicemail && req.voicemail.action !== 'continue' && req.amdCallbackUrl) {
+    if (req.voicemail?.detection === 'carrier' && req.voicemail.action !== 'continue' && req.amdCallbackUrl) {
       form.set('MachineDetection', req.voicemail.action === 'leave-message' ? 'DetectMessageEnd' : 'Enable');
       form.set('AsyncAmd', 'true');
       form.set('AsyncAmdStatusCallback', withTaskId(req.amdCallbackUrl, req.taskId));
