@@ -10,11 +10,18 @@ import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
-import { Client as FtpClient, FTPError } from 'basic-ftp';
-import SftpClient from 'ssh2-sftp-client';
+import type * as BasicFtp from 'basic-ftp';
+import type SftpClientClass from 'ssh2-sftp-client';
 import type { AdrProtocol } from '../../db/types.ts';
 import { addressRefusal, TargetRefusedError, type RefusalLog, type TargetPolicy } from '../../webhooks/ssrf.ts';
 import { partName } from './windows.ts';
+
+// The transfer clients are loaded by the first shipment (about 20 MB and 0.1 s a process that
+// ships nothing would pay at start).
+let sftpModule: Promise<typeof SftpClientClass> | undefined;
+let ftpModule: Promise<typeof BasicFtp> | undefined;
+const sftpLib = () => (sftpModule ??= import('ssh2-sftp-client').then((m) => m.default));
+const ftpLib = () => (ftpModule ??= import('basic-ftp'));
 
 export interface Destination {
   protocol: AdrProtocol;
@@ -66,7 +73,7 @@ async function checkedAddress(host: string, policy: TargetPolicy, log?: RefusalL
 const remotePath = (dir: string | null, name: string) => (dir ? path.posix.join(dir, name) : name);
 
 async function shipSftp(dest: Destination, address: string, file: string, bytes: number, name: string, opts: TransferOptions, signal?: AbortSignal): Promise<ShipOutcome> {
-  const sftp = new SftpClient('adr');
+  const sftp = new (await sftpLib())('adr');
   const stop = () => void sftp.end().catch(() => {});
   signal?.addEventListener('abort', stop, { once: true });
   try {
@@ -93,6 +100,7 @@ async function shipSftp(dest: Destination, address: string, file: string, bytes:
 
 async function shipFtp(dest: Destination, address: string, file: string, bytes: number, name: string, opts: TransferOptions, signal?: AbortSignal): Promise<ShipOutcome> {
   // Data connections only to the control connection's address (no PASV address of the server's choosing).
+  const { Client: FtpClient, FTPError } = await ftpLib();
   const client = new FtpClient(opts.timeoutMs, { allowSeparateTransferHost: false });
   const stop = () => client.close();
   signal?.addEventListener('abort', stop, { once: true });

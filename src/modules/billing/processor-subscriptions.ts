@@ -4,7 +4,7 @@
 // organization falling back as on cancel) when the processor gives up or it is cancelled. Each
 // processor event is handled once (its id is recorded in the same transaction as its effect).
 // docs/billing.md, "Payment processors".
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { AccountRow, Db, Executor, SubscriptionRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid, Unauthorized } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -16,7 +16,7 @@ import { periodEnd, type Plan } from './catalog.ts';
 import type { BillingSystem, BillingSystemService } from './billing-systems.ts';
 import { fallbackPlan } from './fallback-plan.ts';
 import { applyPlanLimits } from './plans.ts';
-import { idempotencyKey, processorAnswered, type Checkout, type ProcessorType } from './processors.ts';
+import { idempotencyKey, processorAnswered, stripeLib, type Checkout, type ProcessorType } from './processors.ts';
 import { billingEventRepo, subscriptionRepo } from './repository.ts';
 
 /** Largest webhook body read (a processor's event is a few kilobytes). */
@@ -181,14 +181,15 @@ export function processorSubscriptions(deps: ProcessorSubscriptionDeps) {
   }
 
   /** Verifies the request as the processor signs it and reads its event; null when it fails (no hint why). */
-  function readEvent(system: BillingSystem, req: WebhookRequest): { id: string; type: string; effect: Effect } | null {
+  async function readEvent(system: BillingSystem, req: WebhookRequest): Promise<{ id: string; type: string; effect: Effect } | null> {
     if (req.type === 'stripe') {
       const secret = system.keys.webhookSigningKey;
       const header = req.headers['stripe-signature'];
       if (!secret || !header) return null;
+      const StripeLib = await stripeLib();
       let event: Stripe.Event;
       try {
-        event = Stripe.webhooks.constructEvent(req.rawBody, header, secret);
+        event = StripeLib.webhooks.constructEvent(req.rawBody, header, secret);
       } catch {
         return null;
       }
@@ -282,7 +283,7 @@ export function processorSubscriptions(deps: ProcessorSubscriptionDeps) {
       const refuse = () => (req.type === 'stripe' ? new Forbidden(REFUSED) : new Unauthorized(REFUSED));
       const system = await systems.ofAccount(req.accountId);
       if (!system || system.row.type !== req.type) throw refuse();
-      const event = readEvent(system, req);
+      const event = await readEvent(system, req);
       if (!event) throw refuse();
       const { effect } = event;
       const ownerId = system.row.owner_id;
