@@ -16,6 +16,8 @@ describe('speech configuration and registry', () => {
       stt: 'offline', tts: 'offline', baseUrl: 'https://api.openai.com/v1', apiKey: undefined,
       sttModel: 'whisper-1', ttsModel: 'tts-1', ttsFormat: 'wav', ttsVoices: { female: 'nova', male: 'onyx' },
       timeoutMs: 15_000, maxRetries: 1,
+      // The voice activity detector: Silero, its bundled model, loaded by the first call (docs/voice.md).
+      vad: 'silero', vadModel: undefined, turnLatencyBudgetMs: 1500,
     });
     const e = speechEngines(c.speech);
     assert.ok(e.stt instanceof PocketsphinxEngine);
