@@ -5,6 +5,7 @@
 // (`reviewEngine`: `model` or `rules`, `fallbackReason` when the model's answer was set aside).
 // The configuration is data sent to the model, never an instruction to us: nothing in the model's
 // answer is acted on, it is checked against a fixed shape and returned as text.
+import { readJsonAnswer } from '../../llm/json-answer.ts';
 import { ModelError, type ChatEngine } from '../../llm/types.ts';
 import { contextTokensOf, estimateTokens } from '../models/catalog.ts';
 import type { AgentConfig } from './validation.ts';
@@ -237,18 +238,10 @@ export const FIELDS_REVIEW_PROMPT = `${PREAMBLE}{"suggestions": [{"key": string 
 class BadAnswer extends Error {}
 
 function parseAnswer(text: string): Record<string, unknown> {
-  let t = text.trim();
   // A code fence around the JSON (```json … ```) is tolerated.
-  if (t.startsWith('```') && t.endsWith('```') && t.length >= 6) {
-    const firstLine = t.indexOf('\n');
-    t = (firstLine < 0 ? t.slice(3, -3) : t.slice(firstLine + 1, -3)).trim();
-  }
-  let v: unknown;
-  try {
-    v = JSON.parse(t);
-  } catch {
-    throw new BadAnswer('the model\'s answer was not valid JSON');
-  }
+  const read = readJsonAnswer(text);
+  if (!read.ok) throw new BadAnswer('the model\'s answer was not valid JSON');
+  const v = read.value;
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new BadAnswer('the model\'s answer was not a JSON object');
   return v as Record<string, unknown>;
 }

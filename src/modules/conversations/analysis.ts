@@ -7,6 +7,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { ConversationRow, MessageRow } from '../../db/types.ts';
+import { readJsonAnswer } from '../../llm/json-answer.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 import { ANALYSIS_FIELD_TYPES, BASE_OUTCOMES, type AgentConfig } from '../agents/validation.ts';
 
@@ -134,17 +135,9 @@ export class BadAnswer extends Error {}
 
 /** The model's text as one JSON object (a code fence around it tolerated), checked against the schema. */
 export function checkAnswer(text: string, config: AgentConfig): AnalysisAnswer {
-  let t = text.trim();
-  if (t.startsWith('```') && t.endsWith('```') && t.length >= 6) {
-    const firstLine = t.indexOf('\n');
-    t = (firstLine < 0 ? t.slice(3, -3) : t.slice(firstLine + 1, -3)).trim();
-  }
-  let v: unknown;
-  try {
-    v = JSON.parse(t);
-  } catch {
-    throw new BadAnswer('the answer was not valid JSON');
-  }
+  const read = readJsonAnswer(text);
+  if (!read.ok) throw new BadAnswer('the answer was not valid JSON');
+  const v = read.value;
   const schema = answerSchema(config, true);
   const first = Value.Errors(schema, v).First();
   if (first) {
