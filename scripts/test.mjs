@@ -3,7 +3,7 @@
 // Tests and suites skipped because a system tool is missing (their skip reason is
 // `needs <tool>: apt-get install <package> …`, test/helpers/system-tools.ts) are counted on the
 // line before it, with the Debian packages to install.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +19,21 @@ function collect(dir) {
 const files = (only.length ? only.map((f) => path.resolve(f)) : collect(path.join(root, 'test'))).sort();
 if (!process.env.TEST_DATABASE_URL) {
   console.log('note: TEST_DATABASE_URL is not set; PostgreSQL suites are skipped (.ci/run sets it).');
+}
+// The web console's tests drive its built pages (dist/console): built here when missing or older
+// than a source (console/, sdk/), so a changed page is never tested stale.
+function newest(dir) {
+  return fs.readdirSync(dir, { withFileTypes: true }).reduce((t, e) => {
+    const p = path.join(dir, e.name);
+    return Math.max(t, e.isDirectory() ? newest(p) : fs.statSync(p).mtimeMs);
+  }, 0);
+}
+const consoleManifest = path.join(root, 'dist', 'console', '.vite', 'manifest.json');
+const consoleBuiltAt = fs.existsSync(consoleManifest) ? fs.statSync(consoleManifest).mtimeMs : 0;
+if (consoleBuiltAt < Math.max(newest(path.join(root, 'console')), newest(path.join(root, 'sdk')))) {
+  console.log('building the web console (dist/console) for its tests…');
+  const built = spawnSync(process.execPath, [path.join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'console/vite.config.mjs'], { stdio: 'inherit', cwd: root });
+  if (built.status !== 0) process.exit(built.status ?? 1);
 }
 const tap = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-tap-')), 'out.tap');
 const child = spawn(process.execPath, [

@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import cookie from '@fastify/cookie';
 import type { Config } from './config.ts';
 import type { Database } from './db/index.ts';
 import { isDatabaseUnavailable } from './db/errors.ts';
@@ -45,6 +46,7 @@ import { billingRoutes } from './modules/billing/routes.ts';
 import { usageRoutes } from './modules/billing/usage-routes.ts';
 import { billingSystemRoutes } from './modules/billing/billing-system-routes.ts';
 import { adrRoutes } from './modules/adr/routes.ts';
+import { consoleRoutes } from './modules/console/routes.ts';
 import { lazySchemas, type LazySchemas } from './http/lazy-schemas.ts';
 import { stopWorkerTasks } from './lib/worker-task.ts';
 
@@ -195,6 +197,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // The address limit before authentication (a flood of bad tokens stops before the token lookup),
   // the token limit after it (keyed by the token's row id).
   if (limits.byAddress) app.addHook('onRequest', limits.byAddress);
+  // Cookies are read by the web chat (its visitor) and the web console (its sign-in).
+  await app.register(cookie);
   registerAuth(app, database.db, deps.services.tokenLookup);
   if (limits.byToken) app.addHook('onRequest', limits.byToken);
   // Before schema validation, so no route ever sees a body nested deeper than MAX_JSON_DEPTH
@@ -240,6 +244,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // The public chat page of each agent URL (/a/<slug>); its cookie is Secure when we are served over https.
   await app.register(webChatRoutes, { webChat: services.webChat, secureCookies: config.publicUrl.startsWith('https:') });
   await app.register(modelsRoutes, { models: services.models });
+  await app.register(consoleRoutes, {
+    tokens: services.tokens, lookup: services.tokenLookup, sessionSeconds: config.consoleSessionSeconds,
+    assetsDir: config.consoleDir, secureCookies: config.publicUrl.startsWith('https:'),
+  });
 
   app.get('/api/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export type Role = 'api' | 'worker' | 'all';
 
@@ -23,6 +24,10 @@ export interface Config {
   readonly csvMaxBytes: number;
   readonly defaultPlanId: string;
   readonly oneTimeTokenTtlSeconds: number;
+  /** How long a web console sign-in lasts (CALLPLANE_CONSOLE_SESSION_HOURS, default 12; docs/console.md). */
+  readonly consoleSessionSeconds: number;
+  /** Where the built web console is (dist/console beside src/ or dist/ of this package; docs/console.md). */
+  readonly consoleDir: string;
   readonly dbPoolSize: number;
   /** PostgreSQL: repeated statements are prepared per connection (CALLPLANE_PG_PREPARED_STATEMENTS, default on). */
   readonly pgPreparedStatements: boolean;
@@ -468,6 +473,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     csvMaxBytes: int(env, 'CALLPLANE_CSV_MAX_BYTES', 50 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPlanId: env.CALLPLANE_DEFAULT_PLAN_ID || 'pplan-unmetered',
     oneTimeTokenTtlSeconds: int(env, 'CALLPLANE_ONE_TIME_TOKEN_TTL_SECONDS', 300, 10, 3600),
+    consoleSessionSeconds: int(env, 'CALLPLANE_CONSOLE_SESSION_HOURS', 12, 1, 24 * 30) * 3600,
+    // This file is src/config.ts when run from source and dist/config.js when built: either way the
+    // package root is one folder up, and `npm run build` writes the console to dist/console there.
+    consoleDir: env.CALLPLANE_CONSOLE_DIR ? path.resolve(env.CALLPLANE_CONSOLE_DIR)
+      : path.resolve(fileURLToPath(new URL('..', import.meta.url)), 'dist', 'console'),
     dbPoolSize: int(env, 'CALLPLANE_DB_POOL_SIZE', 10, 1, 200),
     pgPreparedStatements: boolOn(env, 'CALLPLANE_PG_PREPARED_STATEMENTS'),
     workerConcurrency: int(env, 'CALLPLANE_WORKER_CONCURRENCY', 50, 1, 1000),

@@ -54,7 +54,7 @@ export interface TokensTable {
   account_id: number;
   hash: string;
   prefix: string;
-  type: 'admin' | 'one-time';
+  type: 'admin' | 'one-time' | 'console';
   description: string;
   created_by: number | null;
   created_at: number;

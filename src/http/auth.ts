@@ -3,6 +3,7 @@
 // everything below it. Anything outside that subtree is reported as not found, so ids of other
 // tenants cannot be probed.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type {} from '@fastify/cookie';
 import { ANCESTOR_COLUMN, type AccountKind, type AccountRow, type Db, type Suspended, type TokenRow, type TokenWithAccount } from '../db/types.ts';
 import { changeStamp, type ChangeStamp } from '../db/index.ts';
 import { StampedCache } from '../db/stamped-cache.ts';
@@ -111,12 +112,22 @@ declare module 'fastify' {
   }
 }
 
+/** The web console's sign-in: an HttpOnly, SameSite=Strict cookie holding a console session token (docs/console.md). */
+export const CONSOLE_COOKIE = 'callplane_console';
+/**
+ * The console sends this header with every request. The session cookie counts only on requests
+ * that carry it: a page on another site can make a browser send the cookie (were it not
+ * SameSite=Strict) but cannot add a header without a CORS preflight we never grant.
+ */
+export const CONSOLE_HEADER = 'x-callplane-console';
+
 export function readToken(req: FastifyRequest): string | undefined {
   const q = req.query as Record<string, unknown> | undefined;
   const fromQuery = q && typeof q.token === 'string' ? q.token : undefined;
   if (fromQuery) return fromQuery;
   const header = req.headers.authorization;
   if (header && /^Bearer\s+/i.test(header)) return header.replace(/^Bearer\s+/i, '').trim();
+  if (req.headers[CONSOLE_HEADER] !== undefined) return req.cookies?.[CONSOLE_COOKIE] || undefined;
   return undefined;
 }
 

@@ -18,24 +18,13 @@ export const VISITOR_COOKIE_MAX_AGE = 30 * 24 * 3600;
 const Params = Type.Object({ slug: Type.String({ minLength: 1, maxLength: 100 }) });
 const open = { config: { public: true } } as const;
 
-/** The value of one cookie in the request's Cookie header. */
-function cookie(req: FastifyRequest, name: string): string | undefined {
-  const header = req.headers.cookie;
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
-}
-
 export async function webChatRoutes(app: App, { webChat, secureCookies }: { webChat: WebChatService; secureCookies: boolean }): Promise<void> {
   // Every answer here, page or JSON, error or not: no sniffing, no referrer, never cached.
   app.addHook('onSend', async (_req, reply) => {
     void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer').header('cache-control', 'no-store');
   });
 
-  const client = (req: FastifyRequest) => ({ ip: req.ip, visitor: cookie(req, VISITOR_COOKIE) });
+  const client = (req: FastifyRequest) => ({ ip: req.ip, visitor: req.cookies[VISITOR_COOKIE] });
 
   function setVisitor(reply: FastifyReply, slug: string, value: string | undefined): void {
     if (value === undefined) return;

@@ -60,8 +60,13 @@ export const tokenRepo = {
     return Number(r.numDeletedRows);
   },
 
+  async deleteById(db: Executor, id: number): Promise<number> {
+    const r = await db.deleteFrom('tokens').where('id', '=', id).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  },
+
   async pruneExpired(db: Executor, now: number): Promise<number> {
-    const r = await db.deleteFrom('tokens').where('type', '=', 'one-time').where('expires_at', '<', now).executeTakeFirst();
+    const r = await db.deleteFrom('tokens').where('type', 'in', ['one-time', 'console']).where('expires_at', '<', now).executeTakeFirst();
     return Number(r.numDeletedRows);
   },
 };

@@ -112,6 +112,25 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
       });
       return { success: true, message: 'Auth token created', authToken: token, accountId: account.id, expiresAt: toUnixSeconds(row.expires_at) };
     },
+
+    /**
+     * A web console sign-in (docs/console.md): a token of type `console` for the scope's account,
+     * expiring after `ttlSeconds`, which the console route puts in an HttpOnly cookie. The token it
+     * was made with (an API token, or a one-time token, which authentication has just spent) is
+     * never kept by the browser. Console tokens are not listed by GET /api/v2/tokens.
+     */
+    async openConsoleSession(scope: Scope, ttlSeconds: number) {
+      const { row, token } = await issue(db, scope.actor, {
+        type: 'console', description: 'web console sign-in', created_by: scope.actor.id,
+        expires_at: nowMs() + ttlSeconds * 1000,
+      });
+      return { token, expiresAt: toUnixSeconds(row.expires_at) };
+    },
+
+    /** Signs the console out: its session token stops working at once (any other kind is left alone). */
+    async closeConsoleSession(scope: Scope) {
+      if (scope.token.type === 'console') await tokenRepo.deleteById(db, scope.token.id);
+    },
   };
 }
 

@@ -1,0 +1,114 @@
+// The console's shell: the sign-in gate, the header (who, which organization, sign out), the
+// navigation, and the page the fragment names.
+import { Suspense, useEffect, useRef, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { api, CallplaneError, ok } from './api.ts';
+import { Link, match, useRoute } from './router.tsx';
+import { SessionProvider, useSession, useSessionQuery, type Account } from './session.tsx';
+import { PAGES, type PageDef } from './pages/index.ts';
+import SignIn from './pages/sign-in.tsx';
+import { Button, ErrorNote, Loading, Note } from './ui/parts.tsx';
+
+export function App() {
+  const route = useRoute();
+  const oneTime = route.path === '/sign-in' ? route.query.get('ott') : null;
+  // Not asked while a one-time link is being traded: its answer would race the new cookie.
+  const session = useSessionQuery(!oneTime);
+  if (oneTime) return <SignIn oneTime={oneTime} />;
+  if (session.isPending) return <Loading what="Opening the console" />;
+  if (session.error) {
+    if (session.error instanceof CallplaneError && (session.error.status === 401 || session.error.status === 403)) return <SignIn />;
+    return <main id="main"><ErrorNote error={session.error} /></main>;
+  }
+  return (
+    <SessionProvider account={session.data.account}>
+      <Shell />
+    </SessionProvider>
+  );
+}
+
+function findPage(path: string): { page: PageDef; params: Record<string, string> } | undefined {
+  for (const page of PAGES) {
+    const params = match(page.path, path);
+    if (params) return { page, params };
+  }
+  return undefined;
+}
+
+function Shell() {
+  const { account, orgId, signOut } = useSession();
+  const route = useRoute();
+  const found = findPage(route.path === '/sign-in' ? '/' : route.path);
+  const heading = useRef<string>('');
+  const nav = PAGES.filter((p) => p.nav && (!p.kinds || p.kinds.includes(account.kind)));
+
+  useEffect(() => {
+    // A new page: its title in the tab, and focus on its heading so a screen reader starts there.
+    const title = found?.page.title ?? 'Not found';
+    document.title = `${title} · callplane`;
+    if (heading.current && heading.current !== route.path) document.getElementById('page-title')?.focus();
+    heading.current = route.path;
+  }, [found?.page.title, route.path]);
+
+  return (
+    <div className="shell">
+      <a className="skip" href="#main" onClick={(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>
+      <header className="top">
+        <span className="brand">callplane</span>
+        <span className="who" aria-label="Signed in as">{account.label} <strong>{account.name}</strong> <span className="muted">#{account.id}</span></span>
+        {account.kind === 'partner' || account.kind === 'reseller' ? <OrgPicker account={account} /> : null}
+        <Button onClick={() => void signOut()}>Sign out</Button>
+      </header>
+      <nav aria-label="Console" className="side">
+        <ul>
+          {nav.map((p) => {
+            const current = p.path === '/' ? route.path === '/' : route.path === p.path || route.path.startsWith(`${p.path}/`);
+            return <li key={p.path}><Link to={p.path} aria-current={current ? 'page' : undefined}>{p.title}</Link></li>;
+          })}
+        </ul>
+      </nav>
+      <main id="main" tabIndex={-1}>
+        <Suspense fallback={<Loading />}>
+          {!found ? <Note>There is no page at {route.path}.</Note>
+            : found.page.needsOrg && orgId === undefined ? <Note>Choose an organization at the top to see its {found.page.title.toLowerCase()}.</Note>
+              : <found.page.component params={found.params} query={route.query} />}
+        </Suspense>
+      </main>
+    </div>
+  );
+}
+
+/** Signed in above organizations: which one the organization pages act on. */
+function OrgPicker({ account }: { account: Account }) {
+  const { orgId, setOrgId } = useSession();
+  const [resellerId, setResellerId] = useState<number | undefined>(account.kind === 'reseller' ? account.id : undefined);
+  const resellers = useQuery({
+    enabled: account.kind === 'partner',
+    queryKey: ['picker-resellers', account.id],
+    queryFn: () => ok(api.GET('/api/v2/listResellers', { params: { query: { targetPartnerId: account.id } } })),
+  });
+  const orgs = useQuery({
+    enabled: resellerId !== undefined,
+    queryKey: ['picker-orgs', resellerId],
+    queryFn: () => ok(api.GET('/api/v2/listOrganizations', { params: { query: { targetResellerId: resellerId! } } })),
+  });
+  return (
+    <div className="picker">
+      {account.kind === 'partner' ? (
+        <label>Reseller{' '}
+          <select value={resellerId ?? ''} onChange={(e) => { setResellerId(e.target.value ? Number(e.target.value) : undefined); setOrgId(undefined); }}>
+            <option value="">Choose…</option>
+            {(resellers.data?.resellers ?? []).map((r) => <option key={r.id} value={r.id}>{r.name} (#{r.id})</option>)}
+          </select>
+        </label>
+      ) : null}
+      <label>Organization{' '}
+        <select value={orgId ?? ''} onChange={(e) => setOrgId(e.target.value ? Number(e.target.value) : undefined)} disabled={resellerId === undefined}>
+          <option value="">Choose…</option>
+          {(orgs.data?.organizations ?? []).map((o) => <option key={o.id} value={o.id}>{o.name} (#{o.id})</option>)}
+        </select>
+      </label>
+      <ErrorNote error={resellers.error ?? orgs.error} />
+    </div>
+  );
+}

@@ -1,0 +1,109 @@
+// The web console (docs/console.md): its built pages, served at /console/ from dist/console, and
+// its sign-in. Signing in trades a token (an API token, or a one-time token from a reseller's link)
+// for a console session token in an HttpOnly, SameSite=Strict cookie, so the page's script never
+// holds a long-lived token; the session counts only on requests that carry CONSOLE_HEADER.
+import fs from 'node:fs';
+import fastifyStatic from '@fastify/static';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import type { App } from '../../http/types.ts';
+import { authenticate, CONSOLE_COOKIE, KIND_LABEL, type TokenLookup } from '../../http/auth.ts';
+import { Envelope, errors } from '../../http/schemas.ts';
+import type { TokenService } from '../tokens/service.ts';
+
+/**
+ * What the console's pages may load: only their own scripts and styles, from here; no frames,
+ * no plugins, no other origin to talk to.
+ */
+export const CONSOLE_CSP = [
+  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "media-src 'self' blob:",
+  "connect-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+].join('; ');
+
+const Who = Type.Object({
+  id: Type.Integer(), kind: Type.String(), label: Type.String(), name: Type.String(),
+});
+
+export interface ConsoleDeps {
+  tokens: TokenService;
+  lookup: TokenLookup;
+  /** How long a sign-in lasts. */
+  sessionSeconds: number;
+  /** The built pages (dist/console); the console answers 503 with how to build them when absent. */
+  assetsDir: string;
+  /** Cookies are Secure when we are served over https. */
+  secureCookies: boolean;
+}
+
+export async function consoleRoutes(app: App, deps: ConsoleDeps): Promise<void> {
+  const { tokens, lookup, sessionSeconds, secureCookies } = deps;
+  const hidden = { hide: true };
+
+  const who = (actor: { id: number; kind: keyof typeof KIND_LABEL; name: string }) =>
+    ({ id: actor.id, kind: actor.kind, label: KIND_LABEL[actor.kind], name: actor.name });
+
+  function setSession(reply: FastifyReply, value: string, maxAge: number): void {
+    void reply.setCookie(CONSOLE_COOKIE, value, { path: '/', httpOnly: true, sameSite: 'strict', secure: secureCookies, maxAge });
+  }
+
+  app.post('/console/session', {
+    config: { public: true },
+    schema: {
+      ...hidden,
+      body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200, description: 'An API token, or a one-time auth token' }) }),
+      response: { 200: Envelope({ account: Who, expiresAt: Type.Integer() }), ...errors(400, 401, 403) },
+    },
+  }, async (req, reply) => {
+    // A one-time token is spent here, like on any other request that presents it.
+    const scope = await authenticate(lookup, req.body.token.trim());
+    const session = await tokens.openConsoleSession(scope, sessionSeconds);
+    setSession(reply, session.token, sessionSeconds);
+    void reply.header('cache-control', 'no-store');
+    return { success: true, message: 'Signed in', account: who(scope.actor), expiresAt: session.expiresAt };
+  });
+
+  app.get('/console/session', {
+    schema: { ...hidden, response: { 200: Envelope({ account: Who, tokenType: Type.String() }), ...errors(401, 403) } },
+  }, async (req, reply) => {
+    void reply.header('cache-control', 'no-store');
+    return { success: true, message: 'Signed in', account: who(req.scope.actor), tokenType: req.scope.token.type };
+  });
+
+  app.delete('/console/session', {
+    schema: { ...hidden, response: { 200: Envelope({}), ...errors(401, 403) } },
+  }, async (req, reply) => {
+    await tokens.closeConsoleSession(req.scope);
+    void reply.clearCookie(CONSOLE_COOKIE, { path: '/', httpOnly: true, sameSite: 'strict', secure: secureCookies });
+    return { success: true, message: 'Signed out' };
+  });
+
+  const built = fs.existsSync(`${deps.assetsDir}/index.html`);
+  if (!built) {
+    for (const url of ['/console', '/console/*']) {
+      app.get(url, { config: { public: true }, schema: hidden }, async (req, reply) =>
+        reply.status(503).send({ success: false, message: 'The web console is not built: run `npm run build` (npm ci does it)', requestId: req.id }));
+    }
+    return;
+  }
+  await app.register(async (assets) => {
+    assets.addHook('onRoute', (route) => { route.config = { ...(route.config ?? {}), public: true }; });
+    await assets.register(fastifyStatic, {
+      root: deps.assetsDir,
+      prefix: '/console/',
+      index: ['index.html'],
+      wildcard: true,
+      schemaHide: true,
+      setHeaders(res, file) {
+        void res.header('content-security-policy', CONSOLE_CSP);
+        void res.header('x-content-type-options', 'nosniff');
+        void res.header('referrer-policy', 'no-referrer');
+        void res.header('x-frame-options', 'DENY');
+        void res.header('cross-origin-opener-policy', 'same-origin');
+        // Vite names every built asset by its content: it never changes under its name.
+        void res.header('cache-control', /[\\/]assets[\\/]/.test(file) ? 'public, max-age=31536000, immutable' : 'no-cache');
+      },
+    });
+    // The page itself without its trailing slash too (its assets are addressed from /console/).
+    assets.get('/console', { schema: hidden }, async (_req, reply) => reply.sendFile('index.html'));
+  });
+}
