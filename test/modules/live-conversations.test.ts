@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { CallplaneError, createCallplaneClient, liveEvents, type LiveEvent } from '../../sdk/index.ts';
 import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { openLive, type LiveClient, type SseEvent } from '../helpers/live-feed.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -125,6 +126,33 @@ for (const engine of ENGINES) {
       }
       // The heartbeat keeps quiet streams going.
       await waitFor('a ping', async () => theirs.comments.includes('ping'), 5000);
+    });
+
+    it('the typed client follows the feed (liveEvents), and throws a refusal as a CallplaneError', async () => {
+      const { r, o } = await tenant();
+      const other = await tenant();
+      const client = createCallplaneClient({ baseUrl: base, token: o.token });
+      const abort = new AbortController();
+      const seen: LiveEvent[] = [];
+      const following = (async () => {
+        try {
+          for await (const e of liveEvents(client, {}, abort.signal)) {
+            seen.push(e);
+            if (e.event === 'snapshot') void say(r, o.agentId, 'sdk-visitor', 'through the client');
+            if (e.event === 'message' && e.data.message.direction === 'outbound') break;
+          }
+        } catch (err) {
+          if (!abort.signal.aborted) throw err;
+        }
+      })();
+      await Promise.race([following, sleep(10_000).then(() => assert.fail(`no reply line: ${JSON.stringify(seen)}`))]);
+      abort.abort();
+      assert.deepEqual(seen.map((e) => e.event), ['snapshot', 'conversation', 'message', 'message']);
+      const line = seen[2]!;
+      assert.ok(line.event === 'message' && line.data.message.message === 'through the client');
+      await assert.rejects(async () => {
+        for await (const e of liveEvents(client, { targetAccountId: other.o.id })) void e;
+      }, (err: unknown) => err instanceof CallplaneError && err.status === 404 && /targetAccountId/.test(err.message));
     });
 
     it('another organization, or an account that does not exist, as targetAccountId: 404; no token: 401', async () => {
