@@ -5988,13 +5988,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description text/event-stream: snapshot, conversation, message and closed events */
+            /** @description Server-Sent Events: snapshot, conversation, message and closed (docs/conversations.md, "Live feed") */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    "text/event-stream": string;
                 };
             };
             /** @description Every error has this shape. */

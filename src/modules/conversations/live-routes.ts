@@ -28,7 +28,13 @@ export async function liveRoutes(app: App, { live }: { live: LiveFeed }): Promis
       querystring: Type.Object({
         targetAccountId: Type.Optional(AccountId('An organization or agent (or reseller) below the token\'s account to follow; default: everything below the token\'s account')),
       }),
-      response: { 200: Type.String({ description: 'text/event-stream: snapshot, conversation, message and closed events' }), ...errors(403, 404, 429, 503) },
+      response: {
+        200: {
+          description: 'Server-Sent Events: snapshot, conversation, message and closed (docs/conversations.md, "Live feed")',
+          content: { 'text/event-stream': { schema: Type.String() } },
+        },
+        ...errors(403, 404, 429, 503),
+      },
     },
   }, async (req, reply) => {
     // The route was authenticated with this token: the feed checks it again while the stream lasts.
