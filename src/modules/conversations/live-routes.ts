@@ -54,6 +54,9 @@ export async function liveRoutes(app: App, { live }: { live: LiveFeed }): Promis
       // An EventSource that lost the stream connects again after 3 s (and gets a fresh snapshot).
       res.write('retry: 3000\n\n');
       res.on('close', gone);
+      res.on('error', gone);
+      // Gone already, while the stream was being admitted: no 'close' is coming.
+      if (res.destroyed || !res.socket || res.socket.destroyed) queueMicrotask(gone);
       return {
         write: (text) => void res.write(text),
         buffered: () => res.writableLength,
