@@ -23,6 +23,9 @@ const ORG_AND_ABOVE: AccountKind[] = ['partner', 'reseller', 'organization'];
 
 export const PAGES: PageDef[] = [
   { path: '/', title: 'Overview', nav: true, component: lazy(() => import('./overview.tsx')) },
+  { path: '/sip', title: 'SIP', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./sip/sip.tsx')) },
+  { path: '/numbers', title: 'Numbers', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./numbers/numbers.tsx')) },
+  { path: '/billing', title: 'Billing', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./billing/billing.tsx')) },
 ];
 
 export { ORG_AND_ABOVE };
