@@ -13,12 +13,14 @@ import './sip.css';
 export default function Sip() {
   return (
     <Page title="SIP">
-      <Registration />
-      <div className="grid-2 sip-lists">
-        <Whitelist />
-        <Routes />
+      <div className="sip-page">
+        <Registration />
+        <div className="grid-2 sip-lists">
+          <Whitelist />
+          <Routes />
+        </div>
+        <Captures />
       </div>
-      <Captures />
     </Page>
   );
 }
