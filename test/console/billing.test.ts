@@ -9,6 +9,7 @@ import { startHarness, type Harness } from '../helpers/harness.ts';
 import { openConsole, type ConsoleBrowser } from '../helpers/console-browser.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
 import { waitFor } from '../helpers/sip-peers.ts';
+import { FakeStripe } from '../helpers/fake-stripe.ts';
 
 const TIGHT = {
   name: 'Tight', description: 'Three tasks a month', monthlyPrice: 10, yearlyPrice: 100, currency: 'USD',
@@ -150,6 +151,50 @@ describe('web console Billing page (Chromium)', { skip: toolsSkip('chromium') },
     assert.deepEqual(wide, []);
     assert.ok(scroll <= width + 1, `page is ${scroll}px wide in a ${width}px window`);
     await page.setViewportSize({ width: 1280, height: 860 });
+    assert.deepEqual(c.problems, []);
+  });
+});
+
+describe('web console Billing page with a billing system (Chromium, fake Stripe)', { skip: toolsSkip('chromium') }, () => {
+  let h: Harness;
+  let c: ConsoleBrowser;
+  let stripe: FakeStripe;
+  let org: { id: number; agentId: number; token: string };
+  before(async () => {
+    stripe = await FakeStripe.start();
+    h = await startHarness('sqlite', { CALLPLANE_STRIPE_API_URL: stripe.url });
+    const reseller = await h.reseller('Northwind Reseller');
+    const keys = { apiKey: 'sk_test_console1abcdef', publishableKey: 'pk_test_console1abcdef', webhookSigningKey: 'whsec_console1signing' };
+    stripe.keys.add(keys.apiKey);
+    const conf = await h.call('POST', '/api/v2/billing/billingSystemConfig', { token: reseller.token, body: { billingSystemType: 'stripe', ...keys } });
+    assert.equal(conf.status, 200, JSON.stringify(conf.body));
+    org = await h.organization(reseller.id, { orgName: 'Acme Dental' });
+    c = await openConsole(h);
+    await c.signIn(org.token);
+  });
+  after(async () => {
+    await c?.close();
+    await h?.close();
+    await stripe?.close();
+  });
+
+  it('subscribing opens the processor\'s checkout as a link, and the plan changes only once it is paid', async () => {
+    const { page } = c;
+    await c.open('/billing', 'Billing');
+    const plans = page.getByRole('region', { name: 'Plans on offer' });
+    await plans.getByLabel('Term').selectOption('year');
+    await plans.getByRole('button', { name: 'Subscribe to Business' }).click();
+    const link = plans.getByRole('link', { name: 'open the checkout page' });
+    await link.waitFor();
+    assert.match((await link.getAttribute('href'))!, /^https:\/\/checkout\.stripe\.com\/c\/pay\//);
+    const session = [...stripe.requests].reverse().find((r) => r.method === 'POST' && r.path.includes('checkout/sessions'));
+    assert.ok(session, 'a Checkout Session was asked for');
+    assert.match(session.form.get('success_url') ?? '', /\/console\/#\/billing$/);
+    const current = page.getByRole('region', { name: 'Current plan' });
+    // Not in force until the processor confirms the payment.
+    assert.match(await current.innerText(), /Not subscribed/);
+    assert.equal((await h.call('GET', '/api/v2/product/currentPlan', { token: org.token })).body.subscription, null);
+    await c.shot('billing-checkout');
     assert.deepEqual(c.problems, []);
   });
 });

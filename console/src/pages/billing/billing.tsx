@@ -97,6 +97,7 @@ function CurrentPlan() {
             return left <= 0 ? <Badge tone="bad">None left</Badge> : left.toLocaleString();
           } },
           { key: 'overage', label: 'Past it', cell: (i) => {
+            if ((included ? included[i.key] : p.plan?.included[i.key]) === null) return '—';
             const rate = p.plan?.overage[({ callMinutes: 'callMinute', texts: 'text', tasks: 'task', conversations: 'conversation', modelTokens: 'modelTokensPer1k' } as const)[i.key]];
             return rate === null || rate === undefined ? 'Tasks wait (no overage sold)' : `${money(rate, p.plan!.currency)}${i.key === 'modelTokens' ? ' per 1,000' : ' each'}`;
           } },
