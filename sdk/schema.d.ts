@@ -1565,6 +1565,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/sip/captures/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the Call-IDs of the organization's SIP captures, the most recently active first (callplane extension)
+         * @description What GET /api/v2/sip/captures needs: the Call-IDs captured for the organization (its registration's, its calls', refused INVITEs naming it), each with its first and last message time, its count and its first message's start line.
+         */
+        get: operations["listSipCaptureCalls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/sip/ipWhitelist": {
         parameters: {
             query?: never;
@@ -11792,6 +11812,88 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     });
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listSipCaptureCalls: {
+        parameters: {
+            query?: {
+                /** @description At most this many Call-IDs (default 20) */
+                limit?: number;
+                /** @description Organization (or one of its agents) to act on, for resellers and partners; an organization token acts on itself */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        calls: ({
+                            /** @description Messages captured */
+                            count: number;
+                            /** @description Epoch millis of its first captured message */
+                            firstAt: number;
+                            /** @description The first message's start line */
+                            firstLine: string;
+                            /** @description Epoch millis of its last captured message */
+                            lastAt: number;
+                            /** @description The first message's method (REGISTER, INVITE, SUBSCRIBE …); null when the first captured message is a response */
+                            method: string | null;
+                            sipCallId: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        count: number;
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description Every error has this shape. */

@@ -1,7 +1,7 @@
 // Every page of the console: where it is, its title, who sees it in the navigation, and its code
 // (loaded when first visited, so the first screen carries only what it shows). A page area adds
 // its entries here and its code under pages/.
-import type { ComponentType, LazyExoticComponent } from 'react';
+import { lazy, type ComponentType, type LazyExoticComponent } from 'react';
 import Overview from './overview.tsx';
 import type { AccountKind } from '../session.tsx';
 
@@ -25,6 +25,9 @@ const ORG_AND_ABOVE: AccountKind[] = ['partner', 'reseller', 'organization'];
 export const PAGES: PageDef[] = [
   // The first screen comes with the entry script rather than after it (docs/performance.md, bench/console).
   { path: '/', title: 'Overview', nav: true, component: Overview },
+  { path: '/sip', title: 'SIP', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./sip/sip.tsx')) },
+  { path: '/numbers', title: 'Numbers', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./numbers/numbers.tsx')) },
+  { path: '/billing', title: 'Billing', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./billing/billing.tsx')) },
 ];
 
 export { ORG_AND_ABOVE };
