@@ -1,0 +1,170 @@
+// The console's Tasks pages in Chromium, against a harness whose worker really runs the tasks on
+// the SIMULATED carrier: tasks created from the form reach "finished" in the list without a
+// reload, an API 400 is shown by the form, a scheduled task is canceled and deleted, a CSV with a
+// bad row is uploaded with a progress bar and a per-row report, the imported tasks finish and are
+// counted in the daily chart (in the organization's time zone), and the limits are edited.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, type Harness } from '../helpers/harness.ts';
+import { openConsole, type ConsoleBrowser } from '../helpers/console-browser.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
+
+const ZONE = 'America/Chicago';
+
+describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () => {
+  let h: Harness;
+  let c: ConsoleBrowser;
+  let org: { id: number; agentId: number; token: string };
+  let reseller: { id: number; token: string };
+  before(async () => {
+    h = await startHarness('sqlite', { CALLPLANE_SIMULATED_CALL_SECONDS: '0.3' }, { worker: true });
+    reseller = await h.reseller('Northwind Reseller');
+    org = await h.organization(reseller.id, { orgName: 'Acme Dental', timezone: ZONE });
+    c = await openConsole(h);
+    await c.signIn(org.token);
+  });
+  after(async () => {
+    await c?.close();
+    await h?.close();
+  });
+
+  const tasksNow = async () => (await h.call('GET', '/api/v2/tasks', { token: org.token, query: { limit: 1000 } })).body.tasks as { id: string; type: string; state: string; target?: string }[];
+  const row = (text: string) => c.page.getByRole('row').filter({ hasText: text });
+
+  it('creates a ping and a call from the form and shows them reach "finished" without a reload', async () => {
+    await c.open('/tasks', 'Tasks');
+    await c.page.getByRole('link', { name: 'Tasks', exact: true }).waitFor();
+    const form = c.page.getByRole('form', { name: 'New task' });
+    await form.getByLabel('Type').selectOption('ping');
+    await form.getByRole('button', { name: 'Create task' }).click();
+    await c.page.getByRole('status').filter({ hasText: /Task tsk_\S+ created/ }).waitFor();
+    await form.getByLabel('Type').selectOption('call');
+    await form.getByLabel('Target').fill('+1 415 555 2671');
+    await form.getByLabel('Greeting').fill('Hi, this is Acme Dental.');
+    await form.getByRole('button', { name: 'Create task' }).click();
+    await c.page.getByRole('status').filter({ hasText: /Task tsk_\S+ created/ }).waitFor();
+    const made = await tasksNow();
+    assert.deepEqual(made.map((t) => t.type).sort(), ['call', 'ping']);
+    // The page was never reloaded: the list refreshes itself while a task is pending or running.
+    const url = c.page.url();
+    for (const t of made) await row(t.id).getByText('finished', { exact: true }).waitFor({ timeout: 20_000 });
+    assert.equal(c.page.url(), url);
+    assert.ok((await tasksNow()).every((t) => t.state === 'finished'));
+    await c.shot('tasks-list');
+  });
+
+  it('shows the API\'s 400 next to the form', async () => {
+    const form = c.page.getByRole('form', { name: 'New task' });
+    await form.getByLabel('Type').selectOption('call');
+    await form.getByLabel('Target').fill('+1234567890');
+    await form.getByRole('button', { name: 'Create task' }).click();
+    const alert = form.getByRole('alert');
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /target/);
+    assert.equal((await tasksNow()).length, 2);
+  });
+
+  it('filters the list by type and state', async () => {
+    const filters = c.page.getByRole('form', { name: 'Filter tasks' });
+    await filters.getByLabel('Type').selectOption('ping');
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await c.page.getByText('Tasks 1–1 of 1').waitFor();
+    assert.equal(await c.page.getByRole('row').filter({ hasText: 'tsk_' }).count(), 1);
+    await filters.getByLabel('State').selectOption('failed');
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await c.page.getByText('No tasks match.').waitFor();
+    await filters.getByRole('button', { name: 'Clear' }).click();
+    await c.page.getByText('Tasks 1–2 of 2').waitFor();
+  });
+
+  it('shows a task\'s detail, cancels a scheduled task after asking, and deletes it', async () => {
+    const form = c.page.getByRole('form', { name: 'New task' });
+    await form.getByLabel('Type').selectOption('call');
+    await form.getByLabel('Target').fill('+14155552699');
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    const local = new Date(tomorrow.getTime() - tomorrow.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await form.getByLabel('Scheduled for').fill(local);
+    await form.getByRole('button', { name: 'Create task' }).click();
+    const note = c.page.getByRole('status').filter({ hasText: /Task tsk_\S+ created \(pending\)/ });
+    await note.waitFor();
+    await note.getByRole('link').click();
+    await c.page.getByRole('heading', { level: 1, name: /^Task tsk_/ }).waitFor();
+    const id = (await c.page.getByRole('heading', { level: 1 }).innerText()).replace('Task ', '');
+    await c.page.getByText('pending', { exact: true }).waitFor();
+    await c.page.getByRole('button', { name: 'Cancel task' }).click();
+    await c.page.getByText('Cancel this task?').waitFor();
+    assert.equal((await h.call('GET', `/api/v2/tasks/${id}`, { token: org.token })).body.task.state, 'pending', 'nothing happens before the confirmation');
+    await c.page.getByRole('button', { name: 'Yes, cancel it' }).click();
+    await c.page.getByText('canceled', { exact: true }).first().waitFor();
+    assert.equal((await h.call('GET', `/api/v2/tasks/${id}`, { token: org.token })).body.task.state, 'canceled');
+    await c.shot('tasks-detail');
+    await c.page.getByRole('button', { name: 'Delete task' }).click();
+    await c.page.getByRole('button', { name: 'Yes, delete it' }).click();
+    await c.page.getByRole('heading', { level: 1, name: 'Tasks' }).waitFor();
+    assert.equal((await h.call('GET', `/api/v2/tasks/${id}`, { token: org.token })).status, 404);
+  });
+
+  it('imports a CSV with a progress bar reaching 100 % and a report naming the bad row; the imported tasks finish', async () => {
+    await c.open('/tasks/import', 'Import tasks from CSV');
+    const csv = [
+      'type,target,greeting,externalTaskId',
+      'call,+14155552672,Hello from the import,csv-1',
+      'call,+1555,Too short,csv-2',
+      'text,+14155552673,Your appointment is tomorrow,csv-3',
+      ',+14155552674,A row without a type is a call,csv-4',
+      '',
+    ].join('\n');
+    await c.page.getByLabel('CSV file', { exact: true }).setInputFiles({ name: 'tasks.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+    await c.page.getByRole('button', { name: 'Upload' }).click();
+    await c.page.getByRole('heading', { name: 'Report' }).waitFor();
+    const bar = c.page.getByLabel('Upload progress');
+    assert.equal(await bar.evaluate((el) => (el as HTMLProgressElement).value), 100);
+    assert.equal(await bar.evaluate((el) => (el as HTMLProgressElement).max), 100);
+    const refused = c.page.getByRole('table', { name: 'Refused rows' });
+    const bad = refused.getByRole('row').filter({ hasText: 'not a valid phone number' });
+    assert.equal(await bad.count(), 1);
+    assert.equal((await bad.getByRole('cell').first().innerText()).trim(), '3');
+    assert.match(await bad.innerText(), /target '\+1555'/);
+    assert.match(await c.page.getByRole('status').filter({ hasText: 'tasks queued' }).innerText(), /3 tasks queued; 4 rows: 3 valid, 1 refused/);
+    await c.shot('tasks-import');
+    const imported = (await tasksNow()).filter((t) => ['+14155552672', '+14155552673', '+14155552674'].includes(t.target ?? ''));
+    assert.equal(imported.length, 3);
+    await c.open('/tasks', 'Tasks');
+    for (const t of imported) await row(t.id).getByText('finished', { exact: true }).waitFor({ timeout: 20_000 });
+  });
+
+  it('charts the calls and texts started each day in the organization\'s time zone', async () => {
+    await c.open('/tasks/daily', 'Daily counts and limits');
+    const chart = c.page.locator('figure.chart');
+    await chart.waitFor();
+    assert.match(await chart.locator('figcaption').innerText(), new RegExp(`time zone ${ZONE}`));
+    // Calls: the form's one and the import's two; texts: the import's one (pings are not counted).
+    const today = new Intl.DateTimeFormat('en-CA', { timeZone: ZONE, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
+    await chart.getByText(/figures/).click();
+    const todayRow = chart.getByRole('row').filter({ has: c.page.getByRole('rowheader', { name: today.slice(5) }) });
+    assert.deepEqual((await todayRow.getByRole('cell').allInnerTexts()).map((s) => s.trim()), ['3', '1']);
+    assert.match(await c.page.getByRole('status').filter({ hasText: 'Today' }).innerText(), new RegExp(`Today \\(${today}, ${ZONE}\\): 3 calls, 1 texts`));
+    await c.shot('tasks-daily');
+  });
+
+  it('edits the limits an organization may change, and shows the API\'s refusal', async () => {
+    const form = c.page.getByRole('form', { name: 'Limits' });
+    await form.getByLabel('Calls cooldown').fill('120');
+    await form.getByLabel('Retries when busy').fill('2');
+    await form.getByRole('button', { name: 'Save limits' }).click();
+    await c.page.getByText('Limits saved.').waitFor();
+    const limits = (await h.call('GET', '/api/v2/tasks/limits', { token: org.token })).body.limits;
+    assert.equal(limits.cooldowns.calls, 120);
+    assert.equal(limits.retries.busy, 2);
+    await form.getByLabel('Start calls and texts only within business hours').check();
+    await form.getByLabel('Time zone').fill('Mars/Olympus');
+    await form.getByRole('button', { name: 'Save limits' }).click();
+    const alert = form.getByRole('alert');
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /timezone/);
+    // Set by a reseller: shown, not editable by the organization.
+    assert.equal(await form.getByLabel('Calls per day').count(), 0);
+    await c.shot('tasks-limits');
+    assert.deepEqual(c.problems, []);
+  });
+});
