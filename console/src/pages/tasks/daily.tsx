@@ -64,7 +64,7 @@ function DailyChart() {
     <Section title="Calls and texts started per day">
       {error ? <ErrorNote error={error} /> : !figures || !today.data ? <Loading what="Loading daily counts" /> : (
         <>
-          <BarChart title={`Calls and texts started per day, last ${DAYS} days (time zone ${zone})`} labels={figures.labels} series={figures.series} />
+          <div className="cp-chart"><BarChart title={`Calls and texts started per day, last ${DAYS} days (time zone ${zone})`} labels={figures.labels} series={figures.series} /></div>
           <p role="status">
             Today ({today.data.counts.date}, {zone}): {today.data.counts.calls} calls, {today.data.counts.texts} texts, {today.data.counts.tasks} in all.
             {caps && (caps.calls !== undefined || caps.texts !== undefined || caps.tasks !== undefined)
@@ -155,7 +155,7 @@ function LimitsForm({ limits }: { limits: Limits }) {
       <h3>Business hours</h3>
       <Checkbox label="Start calls and texts only within business hours" checked={f.hours} onChange={(v) => setF({ ...f, hours: v })} />
       {f.hours ? (
-        <div className="grid-2">
+        <div className="grid-2 cp-grid">
           <Field label="Time zone" value={f.timezone} onChange={set('timezone')} hint="An IANA zone, e.g. Europe/Paris." />
           <fieldset className="days">
             <legend>Days</legend>
@@ -166,19 +166,19 @@ function LimitsForm({ limits }: { limits: Limits }) {
         </div>
       ) : null}
       <h3>Cooldowns (seconds between two attempts to the same number)</h3>
-      <div className="grid-2">
+      <div className="grid-2 cp-grid">
         <Field label="Calls cooldown" type="number" min={0} value={f.cooldownCalls} onChange={set('cooldownCalls')} hint="Empty: none." />
         <Field label="Texts cooldown" type="number" min={0} value={f.cooldownTexts} onChange={set('cooldownTexts')} hint="Empty: none." />
       </div>
       <h3>Retries after busy or no answer</h3>
-      <div className="grid-2">
+      <div className="grid-2 cp-grid">
         <Field label="Retries when busy" type="number" min={0} max={5} value={f.retryBusy} onChange={set('retryBusy')} hint="0–5; empty: none." />
         <Field label="Retries when not answered" type="number" min={0} max={5} value={f.retryNoAnswer} onChange={set('retryNoAnswer')} hint="0–5; empty: none." />
         <Field label="Delay between retries (seconds)" type="number" min={1} value={f.retryDelay} onChange={set('retryDelay')} hint="Empty: 300." />
       </div>
       <h3>Daily caps and concurrency</h3>
       {above ? (
-        <div className="grid-2">
+        <div className="grid-2 cp-grid">
           <Field label="Calls per day" type="number" min={0} value={f.dailyCalls} onChange={set('dailyCalls')} hint="Empty: no cap." />
           <Field label="Texts per day" type="number" min={0} value={f.dailyTexts} onChange={set('dailyTexts')} hint="Empty: no cap." />
           <Field label="Calls and texts per day" type="number" min={0} value={f.dailyTasks} onChange={set('dailyTasks')} hint="Empty: no cap." />

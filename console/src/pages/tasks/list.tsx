@@ -57,7 +57,7 @@ function TaskList({ filters, offset, setOffset, onFilters }: { filters: Filters;
   const total = list.data?.total ?? 0;
   return (
     <Section title="Tasks list">
-      <form className="inline-form" onSubmit={apply} aria-label="Filter tasks">
+      <form className="inline-form cp-inline" onSubmit={apply} aria-label="Filter tasks">
         <Select label="State" value={draft.state} onChange={set('state')} options={[{ value: '', label: 'Any' }, ...TASK_STATES]} />
         <Select label="Type" value={draft.type} onChange={set('type')} options={[{ value: '', label: 'Any' }, ...TASK_TYPES]} />
         <Field label="Agent id" type="number" min={1} value={draft.accountId} onChange={set('accountId')} />
@@ -145,7 +145,7 @@ function CreateTask() {
   return (
     <Section title="New task">
       <form onSubmit={submit} aria-label="New task">
-        <div className="grid-2">
+        <div className="grid-2 cp-grid">
           <Select label="Type" value={d.type} onChange={set('type')} options={[{ value: 'call', label: 'Call' }, { value: 'text', label: 'Text' }, { value: 'ping', label: 'Ping' }]} />
           <Field label="Target" value={d.target} onChange={set('target')} placeholder={d.type === 'ping' ? 'agent username (optional)' : '+14155552671'}
             hint={d.type === 'ping' ? 'Optional: the username of an agent of the organization.' : 'A phone number in international format.'} />

@@ -116,7 +116,7 @@ export function RelayForm({ existing }: { existing?: RelayConfig }) {
   const answer = save.data as Upserted | undefined;
   return (
     <form onSubmit={submit} aria-label={existing ? 'Change the relay' : 'Configure a relay'}>
-      <div className="grid-2">
+      <div className="grid-2 cp-grid">
         {existing ? null : (
           <Select label="Relay type" value={type} onChange={(e) => setType(e.target.value)}
             options={(types.data?.types ?? [{ name: 'generic', description: '' }]).map((t) => ({ value: t.name, label: t.description ? `${t.name}: ${t.description}` : t.name }))} />

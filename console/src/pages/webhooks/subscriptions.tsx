@@ -75,7 +75,7 @@ function Subscriptions() {
       <ErrorNote error={remove.error} />
       <form onSubmit={submit} aria-label="Add a subscription">
         <h3>Add a subscription</h3>
-        <div className="inline-form">
+        <div className="inline-form cp-inline">
           <Field label="URL" type="url" required value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} placeholder="https://hooks.example.com/callplane" />
           <Field label="Label" value={form.label} onChange={(e) => setForm({ ...form, label: e.target.value })} maxLength={200} />
           <Select label="Events" value={form.type} onChange={(e) => setForm({ ...form, type: e.target.value })} options={TYPES} />
@@ -108,7 +108,7 @@ function Deliveries() {
   const total = list.data?.total ?? 0;
   return (
     <Section title="Deliveries">
-      <div className="inline-form">
+      <div className="inline-form cp-inline">
         <Select label="Delivery state" value={state} onChange={(e) => { setState(e.target.value); setOffset(0); }} options={[{ value: '', label: 'Any' }, ...STATES.map((s) => ({ value: s, label: s === 'finished' ? 'delivered' : s }))]} />
       </div>
       {list.isPending ? <Loading what="Loading deliveries" /> : list.error ? <ErrorNote error={list.error} /> : (
