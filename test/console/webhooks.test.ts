@@ -122,8 +122,16 @@ describe('web console: webhooks (Chromium)', { skip: toolsSkip('chromium') }, ()
     await c.shot('webhooks-relay');
   });
 
-  it('says what the API refuses, next to the form', async () => {
+  it('changes the relay\'s success codes, read and written as ranges, and says what the API refuses, next to the form', async () => {
     const form = c.page.getByRole('form', { name: 'Change the relay' });
+    assert.equal(await form.getByLabel('Success status codes').inputValue(), '200-299');
+    await form.getByLabel('Success status codes').fill('200-204, 304');
+    await form.getByRole('button', { name: 'Save relay' }).click();
+    await form.getByRole('status').filter({ hasText: 'configured successfully' }).waitFor();
+    const stored = (await h.call('GET', '/api/v2/webhookRelay/generic', { token: org.token })).body.config;
+    assert.deepEqual(stored.successStatusCodes, [200, 201, 202, 203, 204, 304]);
+    assert.equal(stored.headers.length, 1, 'headers left empty in the form are kept');
+    await c.page.getByText('200-204, 304', { exact: true }).waitFor();
     await form.getByLabel('Timeout (ms)').fill('60000');
     // The browser's own check would stop a number above max: send it past that, as a client could.
     await form.getByLabel('Timeout (ms)').evaluate((el) => el.removeAttribute('max'));
@@ -150,7 +158,7 @@ describe('web console: webhooks (Chromium)', { skip: toolsSkip('chromium') }, ()
 
   it('is readable at 320 CSS pixels: wide tables scroll inside their box, not the page', async () => {
     await c.page.setViewportSize({ width: 320, height: 640 });
-    for (const [path, title] of [['/webhooks', 'Webhooks'], ['/tasks', 'Tasks'], ['/tasks/import', 'Import tasks from CSV'], ['/tasks/daily', 'Daily counts and limits']] as const) {
+    for (const [path, title] of [['/tasks', 'Tasks'], ['/tasks/import', 'Import tasks from CSV'], ['/tasks/daily', 'Daily counts and limits'], ['/webhooks/relays', 'Webhook relays'], ['/webhooks', 'Webhooks']] as const) {
       await c.open(path, title);
       await c.page.waitForTimeout(300);
       const { scroll, width } = await c.page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, width: window.innerWidth }));

@@ -34,7 +34,7 @@ export function DeliveriesTable({ caption, rows, withTarget, onReplay, replaying
       empty="No deliveries yet."
       columns={[
         { key: 'event', label: 'Event', cell: (d) => <><span>{text(d.eventType) ?? 'relayed request'}</span><br /><small className="muted break">{d.eventId}</small></> },
-        ...(withTarget ? [{ key: 'to', label: 'To', cell: (d: Delivery) => <span className="break">{text(d.url) ?? '—'}<br /><small className="muted">{text(d.type)}</small></span> }] : []),
+        ...(withTarget ? [{ key: 'to', label: 'To', cell: (d: Delivery) => <span className="break cp-url">{text(d.url) ?? '—'}<br /><small className="muted">{text(d.type)}</small></span> }] : []),
         { key: 'state', label: 'Status', cell: (d) => <DeliveryState state={d.state} /> },
         { key: 'attempts', label: 'Attempts', cell: (d) => `${count(d.attempt) ?? d.attempts.length}${count(d.maxAttempts) ? ` of ${count(d.maxAttempts)}` : ''}` },
         { key: 'code', label: 'Response', cell: (d) => <span className="break">{count(d.lastStatusCode) ?? '—'}{text(d.lastError) ? <><br /><small>{text(d.lastError)}</small></> : null}</span> },

@@ -9,7 +9,7 @@ import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Loading, Note, Page, Section } from '../../ui/parts.tsx';
 import { Confirm } from '../tasks/common.tsx';
 import { DeliveriesTable, type Delivery } from './deliveries.tsx';
-import { RelayForm, Verification } from './relays.tsx';
+import { codeRanges, RelayForm, Verification } from './relays.tsx';
 import { WebhookNav } from './subscriptions.tsx';
 
 const PAGE = 25;
@@ -38,7 +38,7 @@ export default function RelayPage({ params }: { params: Record<string, string> }
               <dt>Forwards to</dt><dd className="break">{c.url}</dd>
               <dt>Verification</dt><dd><Verification config={c} /></dd>
               <dt>Timeout</dt><dd>{c.timeout} ms</dd>
-              <dt>Success codes</dt><dd>{c.successStatusCodes.join(', ')}</dd>
+              <dt>Success codes</dt><dd>{codeRanges(c.successStatusCodes)}</dd>
               <dt>Custom headers</dt><dd>{c.headers.length ? c.headers.map((h) => Object.entries(h).map(([k, v]) => `${k}: ${String(v)}`).join('')).join('; ') : 'none'}</dd>
               <dt>Signing secret</dt><dd><code>{c.signingSecret}</code></dd>
             </dl>

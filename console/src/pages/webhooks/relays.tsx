@@ -64,6 +64,29 @@ export default function RelaysPage() {
   );
 }
 
+/** Status codes as ranges (`200–299, 304`), which is how a person reads and writes them. */
+export function codeRanges(codes: readonly number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < codes.length; i++) {
+    let j = i;
+    while (j + 1 < codes.length && codes[j + 1] === codes[j] + 1) j++;
+    out.push(j > i ? `${codes[i]}-${codes[j]}` : String(codes[i]));
+    i = j;
+  }
+  return out.join(', ');
+}
+
+/** `200-299, 304` as the list of codes the API takes; a piece that is not a code is sent as it is, for the API to name. */
+function codesOf(text: string): number[] {
+  const out: number[] = [];
+  for (const piece of text.split(/[\s,]+/).filter(Boolean)) {
+    const m = /^(\d{3})\s*[-–]\s*(\d{3})$/.exec(piece);
+    if (m && Number(m[2]) >= Number(m[1])) for (let n = Number(m[1]); n <= Number(m[2]); n++) out.push(n);
+    else out.push(Number(piece));
+  }
+  return out;
+}
+
 function headersOf(text: string): Record<string, string>[] {
   return text.split('\n').map((l) => l.trim()).filter(Boolean).map((l) => {
     const i = l.indexOf(':');
@@ -84,7 +107,7 @@ export function RelayForm({ existing }: { existing?: RelayConfig }) {
   const [type, setType] = useState(existing?.type ?? 'generic');
   const [url, setUrl] = useState(existing?.url ?? '');
   const [timeout, setTimeoutMs] = useState(existing ? String(existing.timeout) : '');
-  const [codes, setCodes] = useState(existing ? existing.successStatusCodes.join(', ') : '');
+  const [codes, setCodes] = useState(existing ? codeRanges(existing.successStatusCodes) : '');
   const [headers, setHeaders] = useState('');
   const [clearHeaders, setClearHeaders] = useState(false);
   const [stripeSecret, setStripeSecret] = useState('');
@@ -104,7 +127,7 @@ export function RelayForm({ existing }: { existing?: RelayConfig }) {
     e.preventDefault();
     const body: Record<string, unknown> = { url };
     if (timeout.trim()) body.timeout = Number(timeout);
-    if (codes.trim()) body.successStatusCodes = codes.split(/[\s,]+/).filter(Boolean).map(Number);
+    if (codes.trim()) body.successStatusCodes = codesOf(codes);
     if (clearHeaders) body.headers = [];
     else if (headers.trim()) body.headers = headersOf(headers);
     if (type === 'stripe' && stripeSecret) body.stripeSigningSecret = stripeSecret;
@@ -123,7 +146,7 @@ export function RelayForm({ existing }: { existing?: RelayConfig }) {
         )}
         <Field label="Forward to URL" type="url" required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://app.example.com/hooks" />
         <Field label="Timeout (ms)" type="number" min={1} max={30000} value={timeout} onChange={(e) => setTimeoutMs(e.target.value)} hint="1–30000; empty: 15000 (or the stored value)." />
-        <Field label="Success status codes" value={codes} onChange={(e) => setCodes(e.target.value)} hint="Comma-separated, e.g. 200, 202; empty: any 2xx (or the stored codes)." />
+        <Field label="Success status codes" value={codes} onChange={(e) => setCodes(e.target.value)} hint="Codes and ranges, e.g. 200-299, 304; empty: any 2xx (or the stored codes)." />
         <TextArea label="Custom headers" value={headers} onChange={(e) => setHeaders(e.target.value)}
           hint={existing ? 'One "Name: value" a line; empty keeps the stored headers (shown masked below).' : 'One "Name: value" a line.'} />
         {type === 'stripe' ? <Field label="Stripe signing secret" type="password" autoComplete="off" value={stripeSecret} onChange={(e) => setStripeSecret(e.target.value)} hint="whsec_… from Stripe; empty keeps the stored one." /> : null}
