@@ -165,6 +165,27 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
     // Set by a reseller: shown, not editable by the organization.
     assert.equal(await form.getByLabel('Calls per day').count(), 0);
     await c.shot('tasks-limits');
+  });
+
+  it('signed in as the reseller, acts on the chosen organization and sets its daily caps and concurrency', async () => {
+    await c.page.getByRole('button', { name: 'Sign out' }).click();
+    await c.page.getByLabel('API token').waitFor();
+    await c.signIn(reseller.token);
+    await c.page.getByLabel('Organization').selectOption(String(org.id));
+    await c.open('/tasks', 'Tasks');
+    await c.page.getByText('Tasks 1–5 of 5').waitFor();
+    await c.open('/tasks/daily', 'Daily counts and limits');
+    await c.page.getByRole('status').filter({ hasText: `Today` }).filter({ hasText: '3 calls, 1 texts' }).waitFor();
+    const form = c.page.getByRole('form', { name: 'Limits' });
+    await form.getByLabel('Calls per day').fill('50');
+    await form.getByLabel('Running at once').fill('3');
+    await form.getByRole('button', { name: 'Save limits' }).click();
+    await c.page.getByText('Limits saved.').waitFor();
+    const limits = (await h.call('GET', '/api/v2/tasks/limits', { token: org.token })).body.limits;
+    assert.equal(limits.daily.calls, 50);
+    assert.equal(limits.concurrencyPerRun, 3);
+    assert.equal(limits.cooldowns.calls, 120, 'what was not changed is not sent');
+    await c.page.getByRole('status').filter({ hasText: 'Daily caps: 50 calls' }).waitFor();
     assert.deepEqual(c.problems, []);
   });
 });
