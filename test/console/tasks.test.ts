@@ -70,6 +70,11 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
     await filters.getByRole('button', { name: 'Apply filters' }).click();
     await c.page.getByText('Tasks 1–1 of 1').waitFor();
     assert.equal(await c.page.getByRole('row').filter({ hasText: 'tsk_' }).count(), 1);
+    // The filters are in the address: a reload (or a link) shows the same list.
+    assert.match(c.page.url(), /#\/tasks\?type=ping$/);
+    await c.page.reload();
+    await c.page.getByText('Tasks 1–1 of 1').waitFor();
+    assert.equal(await filters.getByLabel('Type').inputValue(), 'ping');
     await filters.getByLabel('State').selectOption('failed');
     await filters.getByRole('button', { name: 'Apply filters' }).click();
     await c.page.getByText('No tasks match.').waitFor();

@@ -3,7 +3,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
-import { Link } from '../../router.tsx';
+import { Link, navigate } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
 import { Checkbox, isLive, localToSeconds, StateBadge, TASK_STATES, TASK_TYPES, type Task } from './common.tsx';
@@ -23,13 +23,28 @@ export function TaskNav() {
   );
 }
 
-export default function TasksPage() {
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
-  const [offset, setOffset] = useState(0);
+/** The filters and page live in the fragment (`#/tasks?state=failed&offset=25`): a filtered list can be linked, and survives a reload. */
+function filtersOf(query: URLSearchParams): Filters {
+  const f = { ...NO_FILTERS };
+  for (const k of Object.keys(NO_FILTERS) as (keyof Filters)[]) f[k] = query.get(k) ?? NO_FILTERS[k];
+  return f;
+}
+
+function go(f: Filters, offset: number): void {
+  const q = new URLSearchParams();
+  for (const k of Object.keys(NO_FILTERS) as (keyof Filters)[]) if (f[k] !== NO_FILTERS[k]) q.set(k, f[k]);
+  if (offset > 0) q.set('offset', String(offset));
+  const qs = q.toString();
+  navigate(qs ? `/tasks?${qs}` : '/tasks', { replace: true });
+}
+
+export default function TasksPage({ query }: { query: URLSearchParams }) {
+  const filters = filtersOf(query);
+  const offset = Math.max(0, Math.floor(Number(query.get('offset')) || 0));
   return (
     <Page title="Tasks" actions={<TaskNav />}>
       <CreateTask />
-      <TaskList filters={filters} offset={offset} setOffset={setOffset} onFilters={(f) => { setFilters(f); setOffset(0); }} />
+      <TaskList key={query.toString()} filters={filters} offset={offset} setOffset={(n) => go(filters, n)} onFilters={(f) => go(f, 0)} />
     </Page>
   );
 }
