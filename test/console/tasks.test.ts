@@ -16,10 +16,12 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
   let c: ConsoleBrowser;
   let org: { id: number; agentId: number; token: string };
   let reseller: { id: number; token: string };
+  let second: { id: number; token: string };
   before(async () => {
     h = await startHarness('sqlite', { CALLPLANE_SIMULATED_CALL_SECONDS: '0.3' }, { worker: true });
     reseller = await h.reseller('Northwind Reseller');
     org = await h.organization(reseller.id, { orgName: 'Acme Dental', timezone: ZONE });
+    second = await h.agent(org.id, { accountName: 'Night shift' });
     c = await openConsole(h);
     await c.signIn(org.token);
   });
@@ -64,7 +66,7 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
     assert.equal((await tasksNow()).length, 2);
   });
 
-  it('filters the list by type and state', async () => {
+  it('filters the list by type, state and agent, kept in the address', async () => {
     const filters = c.page.getByRole('form', { name: 'Filter tasks' });
     await filters.getByLabel('Type').selectOption('ping');
     await filters.getByRole('button', { name: 'Apply filters' }).click();
@@ -80,6 +82,14 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
     await c.page.getByText('No tasks match.').waitFor();
     await filters.getByRole('button', { name: 'Clear' }).click();
     await c.page.getByText('Tasks 1–2 of 2').waitFor();
+    // The agents are offered by name; both tasks ran as the first one.
+    await filters.getByLabel('Agent').selectOption({ label: `Night shift (#${second.id})` });
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await c.page.getByText('No tasks match.').waitFor();
+    await filters.getByLabel('Agent').selectOption(String(org.agentId));
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await c.page.getByText('Tasks 1–2 of 2').waitFor();
+    await filters.getByRole('button', { name: 'Clear' }).click();
   });
 
   it('shows a task\'s detail, cancels a scheduled task after asking, and deletes it', async () => {

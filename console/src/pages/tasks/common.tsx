@@ -2,8 +2,11 @@
 // inline confirmation (a question and two buttons, never a browser dialog), and the reading of
 // form inputs into the API's unix seconds.
 import { useId, useState, type ReactNode } from 'react';
+import { useQuery } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
-import { Badge, Button } from '../../ui/parts.tsx';
+import { api, ok } from '../../api.ts';
+import { useSession } from '../../session.tsx';
+import { Badge, Button, Field, Select } from '../../ui/parts.tsx';
 import './tasks.css';
 
 export type Task = paths['/api/v2/tasks/{taskId}']['get']['responses'][200]['content']['application/json']['task'];
@@ -61,4 +64,20 @@ export function localToSeconds(value: string): number | undefined {
 export function shiftDate(date: string, days: number): string {
   const [y, m, d] = date.split('-').map(Number);
   return new Date(Date.UTC(y, m - 1, d + days)).toISOString().slice(0, 10);
+}
+
+/** The organization's agents to choose from (listAccounts); a number field where they cannot be listed. */
+export function AgentChoice({ label, value, onChange, none, hint }: { label: string; value: string; onChange: (v: string) => void; none: string; hint?: string }) {
+  const { orgId } = useSession();
+  const agents = useQuery({
+    enabled: orgId !== undefined,
+    queryKey: ['org-agents', orgId],
+    queryFn: () => ok(api.GET('/api/v2/listAccounts', { params: { query: { targetOrganizationId: orgId! } } })),
+    staleTime: 60_000,
+  });
+  if (!agents.data) return <Field label={label} type="number" min={1} value={value} onChange={(e) => onChange(e.target.value)} hint={hint} />;
+  return (
+    <Select label={label} value={value} onChange={(e) => onChange(e.target.value)}
+      options={[{ value: '', label: none }, ...agents.data.accounts.map((a) => ({ value: String(a.id), label: `${a.name} (#${a.id})` }))]} />
+  );
 }

@@ -6,7 +6,7 @@ import { api, ok, when } from '../../api.ts';
 import { Link, navigate } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
-import { Checkbox, isLive, localToSeconds, StateBadge, TASK_STATES, TASK_TYPES, type Task } from './common.tsx';
+import { AgentChoice, Checkbox, isLive, localToSeconds, StateBadge, TASK_STATES, TASK_TYPES, type Task } from './common.tsx';
 
 const PAGE = 25;
 
@@ -75,7 +75,7 @@ function TaskList({ filters, offset, setOffset, onFilters }: { filters: Filters;
       <form className="inline-form cp-inline" onSubmit={apply} aria-label="Filter tasks">
         <Select label="State" value={draft.state} onChange={set('state')} options={[{ value: '', label: 'Any' }, ...TASK_STATES]} />
         <Select label="Type" value={draft.type} onChange={set('type')} options={[{ value: '', label: 'Any' }, ...TASK_TYPES]} />
-        <Field label="Agent id" type="number" min={1} value={draft.accountId} onChange={set('accountId')} />
+        <AgentChoice label="Agent" value={draft.accountId} onChange={(v) => setDraft({ ...draft, accountId: v })} none="Any" />
         <Field label="Updated since" type="datetime-local" value={draft.since} onChange={set('since')} />
         <Field label="Updated until" type="datetime-local" value={draft.until} onChange={set('until')} />
         <Select label="Sort by" value={draft.sort} onChange={set('sort')} options={[{ value: 'createdAt', label: 'Created' }, { value: 'updatedAt', label: 'Updated' }, { value: 'scheduledFor', label: 'Scheduled for' }]} />
@@ -168,7 +168,7 @@ function CreateTask() {
           {d.type === 'text' ? <TextArea label="Message" value={d.content} onChange={set('content')} maxLength={1600} hint="At most 1600 characters; without one, the greeting is sent." /> : null}
           <TextArea label="Context" value={d.context} onChange={set('context')} />
           <TextArea label="Task context" value={d.taskContext} onChange={set('taskContext')} />
-          <Field label="Agent id" type="number" min={1} value={d.accountId} onChange={set('accountId')} hint="Default: the organization's first agent." />
+          <AgentChoice label="Agent" value={d.accountId} onChange={(v) => setD({ ...d, accountId: v })} none="The organization's first agent" hint="Default: the organization's first agent." />
           <Field label="Scheduled for" type="datetime-local" value={d.scheduledFor} onChange={set('scheduledFor')} hint="Empty: as soon as possible (your browser's time zone)." />
           <Field label="External task id" value={d.externalTaskId} onChange={set('externalTaskId')} maxLength={255} />
           <TextArea label="Meta (JSON object)" value={d.meta} onChange={set('meta')} />
