@@ -3,7 +3,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
-import { Link, navigate } from '../../router.tsx';
+import { Link, navigate, useRoute } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
 import { AgentChoice, Checkbox, isLive, localToSeconds, StateBadge, TASK_STATES, TASK_TYPES, type Task } from './common.tsx';
@@ -14,11 +14,13 @@ interface Filters { state: string; type: string; accountId: string; since: strin
 const NO_FILTERS: Filters = { state: '', type: '', accountId: '', since: '', until: '', sort: 'createdAt', order: 'desc' };
 
 export function TaskNav() {
+  const { path } = useRoute();
+  const here = (to: string) => (path === to ? 'page' as const : undefined);
   return (
-    <nav aria-label="Tasks pages" className="actions">
-      <Link to="/tasks">List</Link>
-      <Link to="/tasks/import">CSV import</Link>
-      <Link to="/tasks/daily">Daily counts and limits</Link>
+    <nav aria-label="Tasks pages" className="actions cp-subnav">
+      <Link to="/tasks" aria-current={here('/tasks')}>List</Link>
+      <Link to="/tasks/import" aria-current={here('/tasks/import')}>CSV import</Link>
+      <Link to="/tasks/daily" aria-current={here('/tasks/daily')}>Daily counts and limits</Link>
     </nav>
   );
 }

@@ -6,7 +6,7 @@ import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
 import { api, ok, when } from '../../api.ts';
-import { Link } from '../../router.tsx';
+import { Link, useRoute } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../tasks/common.tsx';
@@ -18,10 +18,11 @@ const STATES = ['pending', 'running', 'finished', 'failed', 'canceled'] as const
 const PAGE = 25;
 
 export function WebhookNav() {
+  const { path } = useRoute();
   return (
-    <nav aria-label="Webhooks pages" className="actions">
-      <Link to="/webhooks">Subscriptions</Link>
-      <Link to="/webhooks/relays">Relays</Link>
+    <nav aria-label="Webhooks pages" className="actions cp-subnav">
+      <Link to="/webhooks" aria-current={path === '/webhooks' ? 'page' : undefined}>Subscriptions</Link>
+      <Link to="/webhooks/relays" aria-current={path === '/webhooks/relays' ? 'page' : undefined}>Relays</Link>
     </nav>
   );
 }
