@@ -148,6 +148,41 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
     for (const t of imported) await row(t.id).getByText('finished', { exact: true }).waitFor({ timeout: 20_000 });
   });
 
+  it('uploads a larger file as a dry run: the bar counts the request\'s bytes as they are sent, and nothing is queued', async () => {
+    await c.open('/tasks/import', 'Import tasks from CSV');
+    const before = (await tasksNow()).length;
+    const long = 'x'.repeat(9_000);
+    const lines = ['target,context'];
+    for (let i = 0; i < 300; i++) lines.push(`+1415555${String(3000 + i).padStart(4, '0')},${long}`);
+    const big = Buffer.from(lines.join('\n'));
+    await c.page.getByLabel('Dry run (check every row, queue nothing)').check();
+    // Every value the bar takes, frame by frame, while the upload runs.
+    // (A string: the test's compiler would wrap a named function in a helper the page does not have.)
+    await c.page.evaluate(`(() => {
+      const seen = window.seen = [];
+      const look = () => {
+        const bar = document.querySelector('progress');
+        if (bar && seen[seen.length - 1] !== bar.value) seen.push(bar.value);
+        requestAnimationFrame(look);
+      };
+      look();
+    })()`);
+    await c.page.getByLabel('CSV file', { exact: true }).setInputFiles({ name: 'big.csv', mimeType: 'text/csv', buffer: big });
+    await c.page.getByRole('button', { name: 'Upload' }).click();
+    await c.page.getByText('A dry run: nothing was queued.').waitFor({ timeout: 30_000 });
+    const seen = await c.page.evaluate(() => (window as unknown as { seen: number[] }).seen);
+    assert.equal(seen[seen.length - 1], 100, JSON.stringify(seen));
+    assert.ok(seen.every((v, i) => i === 0 || v >= seen[i - 1]), `the bar only moves forward: ${JSON.stringify(seen)}`);
+    const said = await c.page.getByRole('status').filter({ hasText: 'bytes' }).innerText();
+    // The request's bytes: the file and the form around it.
+    const m = /100 % \((\d+) of (\d+) bytes sent\)/.exec(said.replace(/[,.\u202f\u00a0 ](?=\d{3})/g, ''));
+    assert.ok(m, said);
+    assert.equal(m[1], m[2]);
+    assert.ok(Number(m[2]) > big.length && Number(m[2]) < big.length + 1000, said);
+    assert.match(await c.page.getByRole('status').filter({ hasText: 'rows' }).first().innerText(), /300 rows: 300 valid, 0 refused/);
+    assert.equal((await tasksNow()).length, before);
+  });
+
   it('charts the calls and texts started each day in the organization\'s time zone', async () => {
     await c.open('/tasks/daily', 'Daily counts and limits');
     const chart = c.page.locator('figure.chart');

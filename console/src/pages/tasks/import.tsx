@@ -92,7 +92,7 @@ export default function ImportTasks() {
             <div className="field">
               <label htmlFor={progressId}>Upload progress</label>
               <progress id={progressId} className="progress" max={100} value={percent} aria-valuetext={`${percent} %`}>{percent} %</progress>
-              <small className="muted" role="status">{percent} % ({progress.sent.toLocaleString()} of {progress.total.toLocaleString()} bytes){busy && percent === 100 ? '; checking rows…' : ''}</small>
+              <small className="muted" role="status">{percent} % ({progress.sent.toLocaleString()} of {progress.total.toLocaleString()} bytes sent){busy && percent === 100 ? '; checking rows…' : ''}</small>
             </div>
           ) : null}
           <ErrorNote error={error} />
