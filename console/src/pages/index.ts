@@ -25,6 +25,13 @@ const ORG_AND_ABOVE: AccountKind[] = ['partner', 'reseller', 'organization'];
 export const PAGES: PageDef[] = [
   // The first screen comes with the entry script rather than after it (docs/performance.md, bench/console).
   { path: '/', title: 'Overview', nav: true, component: Overview },
+  { path: '/tasks', title: 'Tasks', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./tasks/list.tsx')) },
+  { path: '/tasks/import', title: 'Import tasks from CSV', needsOrg: true, component: lazy(() => import('./tasks/import.tsx')) },
+  { path: '/tasks/daily', title: 'Daily counts and limits', needsOrg: true, component: lazy(() => import('./tasks/daily.tsx')) },
+  { path: '/tasks/:taskId', title: 'Task', needsOrg: true, component: lazy(() => import('./tasks/detail.tsx')) },
+  { path: '/webhooks', title: 'Webhooks', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./webhooks/subscriptions.tsx')) },
+  { path: '/webhooks/relays', title: 'Webhook relays', needsOrg: true, component: lazy(() => import('./webhooks/relays.tsx')) },
+  { path: '/webhooks/relays/:type', title: 'Webhook relay', needsOrg: true, component: lazy(() => import('./webhooks/relay.tsx')) },
   { path: '/sip', title: 'SIP', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./sip/sip.tsx')) },
   { path: '/numbers', title: 'Numbers', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./numbers/numbers.tsx')) },
   { path: '/billing', title: 'Billing', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./billing/billing.tsx')) },
