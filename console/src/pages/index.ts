@@ -23,6 +23,9 @@ const ORG_AND_ABOVE: AccountKind[] = ['partner', 'reseller', 'organization'];
 
 export const PAGES: PageDef[] = [
   { path: '/', title: 'Overview', nav: true, component: lazy(() => import('./overview.tsx')) },
+  { path: '/accounts', title: 'Accounts', nav: true, kinds: ORG_AND_ABOVE, component: lazy(() => import('./accounts/accounts.tsx')) },
+  { path: '/agents', title: 'Agents', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./agents/agents.tsx')) },
+  { path: '/agents/:agentId', title: 'Agent', needsOrg: true, component: lazy(() => import('./agents/agent.tsx')) },
 ];
 
 export { ORG_AND_ABOVE };
