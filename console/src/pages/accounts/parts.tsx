@@ -63,7 +63,7 @@ export function TokensPanel({ accountId, self }: { accountId: number; self: bool
       <ErrorNote error={create.error} />
       {created ? (
         <div className="note" role="status">
-          <p>The new token, shown this once (only its prefix is kept in view):</p>
+          <p>The new token. Copy it now: it is not shown again (the list shows only its prefix).</p>
           <p><code className="secret" data-testid="new-token">{created}</code></p>
           <CopyButton text={created} label="Copy token" />
         </div>
@@ -71,7 +71,7 @@ export function TokensPanel({ accountId, self }: { accountId: number; self: bool
       {tokens.isPending ? <Loading /> : tokens.error ? <ErrorNote error={tokens.error} /> : (
         <Table<TokenRow> caption={`Tokens of account ${accountId}`} rows={tokens.data.tokens as TokenRow[]} rowKey={(t) => t.token} empty="No tokens."
           columns={[
-            { key: 'prefix', label: 'Prefix', cell: (t) => <code>{t.token}…</code> },
+            { key: 'prefix', label: 'Prefix', cell: (t) => <code>{t.token}</code> },
             { key: 'description', label: 'Description', cell: (t) => t.description },
             { key: 'type', label: 'Type', cell: (t) => t.type },
             { key: 'created', label: 'Created', cell: (t) => when(t.timestamp) },
