@@ -134,6 +134,15 @@ describe('web console: accounts (Chromium)', { skip: toolsSkip('chromium') }, ()
     const listed = await h.call('GET', '/api/v2/listAccounts', { token: reseller.token, query: { targetOrganizationId: org.id } });
     assert.ok(listed.body.accounts.some((a: { name: string }) => a.name === 'Night line'));
     await c.shot('accounts-agents');
+    await c.page.setViewportSize({ width: 320, height: 800 });
+    try {
+      await c.page.waitForTimeout(200);
+      const wide = await c.page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(wide <= 320, `the page is ${wide} px wide`);
+      await c.shot('accounts-narrow');
+    } finally {
+      await c.page.setViewportSize({ width: 1280, height: 860 });
+    }
     assert.deepEqual(c.problems, []);
   });
 });

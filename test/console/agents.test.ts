@@ -137,6 +137,22 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     assert.match(said, /Staged hello, this is Ada\.[\s\S]*Can I book a cleaning\?[\s\S]*\[simulated reply/);
     assert.match(await c.page.locator('main').innerText(), /Answered by the simulated engine/);
     await c.shot('agents-chat');
+  });
+
+  it('folds to one column at 320 CSS px (400 % zoom) with no sideways scrolling of the page', async () => {
+    await c.page.setViewportSize({ width: 320, height: 800 });
+    try {
+      for (const tab of ['settings', 'versions', 'knowledge', 'chat']) {
+        await c.open(`/agents/${org.agentId}?tab=${tab}`);
+        await c.page.getByRole('heading', { level: 1, name: /^Agent / }).waitFor();
+        await c.page.waitForTimeout(200);
+        const wide = await c.page.evaluate(() => document.documentElement.scrollWidth);
+        assert.ok(wide <= 320, `${tab}: the page is ${wide} px wide`);
+      }
+      await c.shot('agents-narrow');
+    } finally {
+      await c.page.setViewportSize({ width: 1280, height: 860 });
+    }
     assert.deepEqual(c.problems, []);
   });
 });

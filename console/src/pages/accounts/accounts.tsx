@@ -79,8 +79,8 @@ function Resellers({ partnerId, here, chosen }: { partnerId: number; here: Here;
             { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
             { key: 'actions', label: 'Actions', cell: (r) => (
               <div className="actions">
-                <Link to={here({ reseller: r.id, org: undefined, link: undefined })}>Organizations<span className="sr-only"> of {r.name}</span></Link>
-                <Link to={here({ tokens: r.id })}>Tokens<span className="sr-only"> of {r.name}</span></Link>
+                <Link to={here({ reseller: r.id, org: undefined, link: undefined })} aria-label={`Organizations of ${r.name}`}>Organizations</Link>
+                <Link to={here({ tokens: r.id })} aria-label={`Tokens of ${r.name}`}>Tokens</Link>
               </div>
             ) },
           ]} />
@@ -131,11 +131,12 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
             { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
             { key: 'actions', label: 'Actions', cell: (r) => (
               <div className="actions">
-                <Link to={here({ org: r.id })}>Agents<span className="sr-only"> of {r.name}</span></Link>
-                <Link to={here({ tokens: r.id })}>Tokens<span className="sr-only"> of {r.name}</span></Link>
-                <Link to={here({ link: r.id })}>Sign-in link<span className="sr-only"> for {r.name}</span></Link>
-                <Button disabled={setActive.isPending} onClick={() => setActive.mutate({ id: r.id, active: r.active === false })}>
-                  {r.active === false ? 'Reactivate' : 'Suspend'}<span className="sr-only"> {r.name}</span>
+                <Link to={here({ org: r.id })} aria-label={`Agents of ${r.name}`}>Agents</Link>
+                <Link to={here({ tokens: r.id })} aria-label={`Tokens of ${r.name}`}>Tokens</Link>
+                <Link to={here({ link: r.id })} aria-label={`Sign-in link for ${r.name}`}>Sign-in link</Link>
+                <Button disabled={setActive.isPending} onClick={() => setActive.mutate({ id: r.id, active: r.active === false })}
+                  aria-label={`${r.active === false ? 'Reactivate' : 'Suspend'} ${r.name}`}>
+                  {r.active === false ? 'Reactivate' : 'Suspend'}
                 </Button>
                 <ConfirmDelete what={`organization ${r.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(r.id)} />
               </div>
@@ -181,11 +182,12 @@ function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSus
             { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
             { key: 'actions', label: 'Actions', cell: (r) => (
               <div className="actions">
-                <Link to={`/agents/${r.id}`}>Open<span className="sr-only"> agent {r.name}</span></Link>
-                <Link to={here({ tokens: r.id })}>Tokens<span className="sr-only"> of {r.name}</span></Link>
+                <Link to={`/agents/${r.id}`} aria-label={`Open agent ${r.name}`}>Open</Link>
+                <Link to={here({ tokens: r.id })} aria-label={`Tokens of ${r.name}`}>Tokens</Link>
                 {canSuspend ? (
-                  <Button disabled={setActive.isPending} onClick={() => setActive.mutate({ id: r.id, active: r.active === false })}>
-                    {r.active === false ? 'Reactivate' : 'Suspend'}<span className="sr-only"> {r.name}</span>
+                  <Button disabled={setActive.isPending} onClick={() => setActive.mutate({ id: r.id, active: r.active === false })}
+                    aria-label={`${r.active === false ? 'Reactivate' : 'Suspend'} ${r.name}`}>
+                    {r.active === false ? 'Reactivate' : 'Suspend'}
                   </Button>
                 ) : null}
                 <ConfirmDelete what={`agent ${r.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(r.id)} />

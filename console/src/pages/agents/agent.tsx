@@ -122,7 +122,7 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
   const modelIds = Object.keys((models.data ?? {}) as Record<string, unknown>).filter((k) => k !== 'success' && k !== 'message');
   const modelOptions = modelIds.includes(form.agentModel) || !form.agentModel ? modelIds : [form.agentModel, ...modelIds];
   return (
-    <div className="grid-2">
+    <div className="grid-2 agent-settings">
       <Section title="Staging settings">
         <form onSubmit={submit} aria-label="Staging settings">
           <Field label="Name (title)" value={form.title} onChange={set('title')} />
@@ -200,11 +200,12 @@ function Versions({ id, staging, live }: { id: number; staging: Config; live: Co
               { key: 'at', label: 'Stored', cell: (v) => when((v.createdAt as number | undefined) ?? Math.floor(v.versionId / 1000)) },
               { key: 'actions', label: 'Actions', cell: (v) => (
                 <div className="actions">
-                  <Button disabled={restore.isPending} onClick={() => restore.mutate({ versionId: v.versionId, target: 'staging' })}>
-                    Restore to staging<span className="sr-only"> version {v.title}</span>
+                  <Button disabled={restore.isPending} onClick={() => restore.mutate({ versionId: v.versionId, target: 'staging' })}
+                    aria-label={`Restore to staging version ${v.title}`}>
+                    Restore to staging
                   </Button>
-                  <Button onClick={() => { setLeft(String(v.versionId)); setRight('staging'); }}>
-                    Compare with staging<span className="sr-only"> version {v.title}</span>
+                  <Button onClick={() => { setLeft(String(v.versionId)); setRight('staging'); }} aria-label={`Compare with staging version ${v.title}`}>
+                    Compare with staging
                   </Button>
                 </div>
               ) },
@@ -235,7 +236,7 @@ function VersionTitle({ id, v }: { id: number; v: VersionRow }) {
     })),
     onSuccess: () => { setEditing(false); void client.invalidateQueries({ queryKey: ['versions', id] }); },
   });
-  if (!editing) return <>{v.title} <Button onClick={() => { setTitle(v.title); setEditing(true); }}>Rename<span className="sr-only"> {v.title}</span></Button></>;
+  if (!editing) return <>{v.title} <Button onClick={() => { setTitle(v.title); setEditing(true); }} aria-label={`Rename ${v.title}`}>Rename</Button></>;
   return (
     <form className="inline-form" onSubmit={(e) => { e.preventDefault(); rename.mutate(); }}>
       <Field label={`Title of version ${v.versionId}`} value={title} onChange={(e) => setTitle(e.target.value)} />

@@ -47,7 +47,7 @@ export default function Knowledge() {
               { key: 'created', label: 'Created', cell: (b) => when(b.createdAt) },
               { key: 'actions', label: 'Actions', cell: (b) => (
                 <div className="actions">
-                  <Button onClick={() => setOpen(b.id)} aria-pressed={open === b.id}>Documents<span className="sr-only"> of {b.name}</span></Button>
+                  <Button onClick={() => setOpen(b.id)} aria-pressed={open === b.id} aria-label={`Documents of ${b.name}`}>Documents</Button>
                   <ConfirmDelete what={`knowledge base ${b.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(b.id)} />
                 </div>
               ) },
