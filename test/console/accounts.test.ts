@@ -134,6 +134,20 @@ describe('web console: accounts (Chromium)', { skip: toolsSkip('chromium') }, ()
     const listed = await h.call('GET', '/api/v2/listAccounts', { token: reseller.token, query: { targetOrganizationId: org.id } });
     assert.ok(listed.body.accounts.some((a: { name: string }) => a.name === 'Night line'));
     await c.shot('accounts-agents');
+    // Opening an agent from here acts on its organization (the picker at the top follows).
+    await c.page.getByRole('link', { name: 'Open agent Night line' }).click();
+    await c.page.getByRole('heading', { level: 1, name: /^Agent Night line/ }).waitFor();
+    assert.equal(await c.page.getByLabel('Organization').inputValue(), String(org.id));
+  });
+
+  it('finds an account by name (searchAccounts) and opens it on the ladder', async () => {
+    const org = (await orgs()).find((o) => o.name === 'Bluebird Clinic')!;
+    await c.open('/accounts', 'Accounts');
+    await c.page.getByLabel('Name, email or external id').fill('bluebird');
+    await c.page.getByRole('button', { name: 'Find', exact: true }).click();
+    await c.page.getByRole('link', { name: 'Bluebird Clinic', exact: true }).click();
+    await c.page.getByRole('heading', { name: `Agents of organization #${org.id}` }).waitFor();
+    await c.shot('accounts-search');
     await c.page.setViewportSize({ width: 320, height: 800 });
     try {
       await c.page.waitForTimeout(200);

@@ -7,7 +7,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
-import { Button, ErrorNote, Field, Loading, Note, Page, Section, Table } from '../../ui/parts.tsx';
+import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { ActiveBadge, ConfirmDelete, CopyButton, TokensPanel } from './parts.tsx';
 import './accounts.css';
 
@@ -33,6 +33,7 @@ export default function Accounts({ query }: PageProps) {
   };
   return (
     <Page title="Accounts">
+      {account.kind !== 'organization' ? <Search here={here} /> : null}
       {account.kind === 'partner' ? <Resellers partnerId={account.id} here={here} chosen={resellerId} /> : null}
       {resellerId !== undefined && account.kind !== 'organization' ? <Organizations resellerId={resellerId} here={here} chosen={orgId} /> : null}
       {orgId !== undefined ? <Agents orgId={orgId} here={here} canSuspend={account.kind !== 'organization'} /> : null}
@@ -150,6 +151,9 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
 
 function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSuspend: boolean }) {
   const client = useQueryClient();
+  const session = useSession();
+  // Above organizations, the agent page acts on the organization chosen at the top: this one.
+  const actOnThis = () => { if (canSuspend && session.orgId !== orgId) session.setOrgId(orgId); };
   const key = ['agents', orgId];
   const list = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/listAccounts', { params: { query: { targetOrganizationId: orgId } } })) });
   const [name, setName] = useState('');
@@ -182,7 +186,7 @@ function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSus
             { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
             { key: 'actions', label: 'Actions', cell: (r) => (
               <div className="actions">
-                <Link to={`/agents/${r.id}`} aria-label={`Open agent ${r.name}`}>Open</Link>
+                <Link to={`/agents/${r.id}`} onClick={actOnThis} aria-label={`Open agent ${r.name}`}>Open</Link>
                 <Link to={here({ tokens: r.id })} aria-label={`Tokens of ${r.name}`}>Tokens</Link>
                 {canSuspend ? (
                   <Button disabled={setActive.isPending} onClick={() => setActive.mutate({ id: r.id, active: r.active === false })}
@@ -224,5 +228,45 @@ function SignInLink({ orgId }: { orgId: number }) {
         </div>
       ) : <Note>The link works once and expires within minutes; its token travels in the address's fragment, which never reaches a server.</Note>}
     </div>
+  );
+}
+
+const SEARCH_TYPES = [
+  { value: 'organization', label: 'Organizations' },
+  { value: 'reseller', label: 'Resellers' },
+  { value: 'account', label: 'Agents' },
+];
+
+/** searchAccounts over the signed-in account's subtree: by name, email or external id. */
+function Search({ here }: { here: Here }) {
+  const [type, setType] = useState('organization');
+  const [text, setText] = useState('');
+  const search = useMutation({
+    mutationFn: () => ok(api.GET('/api/v2/searchAccounts', { params: { query: { accountType: type, ...(text.trim() ? { queryText: text.trim() } : {}) } } })),
+  });
+  const submit = (e: FormEvent) => { e.preventDefault(); search.mutate(); };
+  const open = (r: Row & { resellerId?: unknown; organizationId?: unknown }) => {
+    if (r.accountType === 'reseller') return here({ reseller: r.id, org: undefined });
+    if (r.accountType === 'organization') return here({ reseller: Number(r.resellerId), org: r.id });
+    return here({ reseller: Number(r.resellerId), org: Number(r.organizationId) });
+  };
+  return (
+    <Section title="Find an account">
+      <form className="inline-form" onSubmit={submit} aria-label="Find an account">
+        <Select label="Kind" value={type} onChange={(e) => setType(e.target.value)} options={SEARCH_TYPES} />
+        <Field label="Name, email or external id" type="search" value={text} onChange={(e) => setText(e.target.value)} />
+        <Button type="submit" disabled={search.isPending}>Find</Button>
+      </form>
+      <ErrorNote error={search.error} />
+      {search.data ? (
+        <Table<Row> caption="Accounts found" rows={search.data.accounts as Row[]} rowKey={(r) => r.id} empty="No account matches."
+          columns={[
+            { key: 'name', label: 'Name', cell: (r) => <Link to={open(r)}>{r.name}</Link> },
+            { key: 'id', label: 'Id', cell: (r) => r.id },
+            { key: 'email', label: 'Email', cell: (r) => (typeof r.email === 'string' ? r.email : '—') },
+            { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
+          ]} />
+      ) : null}
+    </Section>
   );
 }
