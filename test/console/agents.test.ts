@@ -118,6 +118,9 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     await c.page.getByLabel('Search the documents').fill('parking');
     await c.page.getByRole('button', { name: 'Search', exact: true }).click();
     await c.page.getByRole('list', { name: 'Search results, best first' }).getByText(/Parking is free/).waitFor();
+    await c.page.getByRole('button', { name: 'Use Clinic FAQ in staging' }).click();
+    await c.page.getByRole('button', { name: 'Stop using Clinic FAQ in staging' }).waitFor();
+    assert.deepEqual((await staging()).knowledgeBases, [kbs[0].id]);
     await c.shot('agents-knowledge');
     await c.page.getByRole('button', { name: 'Delete document hours.txt' }).click();
     await c.page.getByRole('button', { name: 'Yes, delete document hours.txt' }).click();

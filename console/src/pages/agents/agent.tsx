@@ -40,7 +40,7 @@ export default function AgentPage({ params, query }: PageProps) {
           <Publishing id={id} staging={staging!} live={live!} />
           {tab === 'settings' ? <Settings id={id} staging={staging!} /> : null}
           {tab === 'versions' ? <Versions id={id} staging={staging!} live={live!} /> : null}
-          {tab === 'knowledge' ? <Knowledge /> : null}
+          {tab === 'knowledge' ? <Knowledge agentId={id} staging={staging!} /> : null}
           {tab === 'chat' ? <Chat id={id} /> : null}
         </>
       )}

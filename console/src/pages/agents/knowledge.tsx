@@ -4,16 +4,22 @@ import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { useSession } from '../../session.tsx';
-import { Button, ErrorNote, Field, Loading, Note, Section, Table } from '../../ui/parts.tsx';
+import { Badge, Button, ErrorNote, Field, Loading, Note, Section, Table } from '../../ui/parts.tsx';
 import { ConfirmDelete } from '../accounts/parts.tsx';
 
 interface Base { id: string; name: string; description: string; documents?: number; createdAt: number }
 interface Doc { id: string; name: string; format: string; bytes: number; chunks: number; createdAt: number }
 interface Hit { documentName: string; chunk: number; content: string; score: number }
 
-export default function Knowledge() {
+export default function Knowledge({ agentId, staging }: { agentId: number; staging: Record<string, unknown> }) {
   const { orgId, target } = useSession();
   const client = useQueryClient();
+  const used = Array.isArray(staging.knowledgeBases) ? (staging.knowledgeBases as string[]) : [];
+  // The agent's staging `knowledgeBases`: which of these bases it retrieves from once published.
+  const use = useMutation({
+    mutationFn: (next: string[]) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: agentId } }, body: { knowledgeBases: next } })),
+    onSuccess: () => void client.invalidateQueries({ queryKey: ['agent', agentId] }),
+  });
   const key = ['knowledge-bases', orgId];
   const bases = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/kb/knowledgebase', { params: { query: { ...target } } })) });
   const [name, setName] = useState('');
@@ -32,7 +38,7 @@ export default function Knowledge() {
   return (
     <>
       <Section title="Knowledge bases of the organization">
-        <p className="muted">An agent retrieves from the knowledge bases its <code>knowledgeBases</code> field names (set it in the staging JSON).</p>
+        <p className="muted">The agent retrieves from the knowledge bases its staging <code>knowledgeBases</code> names, once published.</p>
         <form className="inline-form" onSubmit={(e) => { e.preventDefault(); create.mutate(); }} aria-label="Create a knowledge base">
           <Field label="Knowledge base name" value={name} onChange={(e) => setName(e.target.value)} />
           <Field label="Knowledge base description" value={description} onChange={(e) => setDescription(e.target.value)} />
@@ -45,15 +51,20 @@ export default function Knowledge() {
               { key: 'name', label: 'Name', cell: (b) => <>{b.name}<br /><code className="muted">{b.id}</code></> },
               { key: 'docs', label: 'Documents', cell: (b) => b.documents ?? '—' },
               { key: 'created', label: 'Created', cell: (b) => when(b.createdAt) },
+              { key: 'used', label: 'This agent (staging)', cell: (b) => (used.includes(b.id) ? <Badge tone="good">Used</Badge> : <Badge>Not used</Badge>) },
               { key: 'actions', label: 'Actions', cell: (b) => (
                 <div className="actions">
+                  <Button disabled={use.isPending} aria-label={`${used.includes(b.id) ? 'Stop using' : 'Use'} ${b.name} in staging`}
+                    onClick={() => use.mutate(used.includes(b.id) ? used.filter((x) => x !== b.id) : [...used, b.id])}>
+                    {used.includes(b.id) ? 'Stop using' : 'Use in staging'}
+                  </Button>
                   <Button onClick={() => setOpen(b.id)} aria-pressed={open === b.id} aria-label={`Documents of ${b.name}`}>Documents</Button>
                   <ConfirmDelete what={`knowledge base ${b.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(b.id)} />
                 </div>
               ) },
             ]} />
         )}
-        <ErrorNote error={remove.error} />
+        <ErrorNote error={remove.error ?? use.error} />
       </Section>
       {chosen ? <Documents base={chosen} /> : null}
     </>
