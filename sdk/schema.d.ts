@@ -115,6 +115,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/agent/{agentId}/testMessage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * callplane extension: talk with the agent's staging configuration (the reply is answered at once)
+         * @description Runs one turn of the agent's STAGING configuration inline and answers the reply, so a change can be tried before it is published. The conversation is recorded (channel web, counterpart web:staging-<your account>-<session>); a new session starts afresh. Any token whose subtree holds the agent. 409 while the same session's last message is being answered, 502 when the model fails.
+         */
+        post: operations["testAgentMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/agent/{agentId}/versions": {
         parameters: {
             query?: never;
@@ -2977,6 +2997,104 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    testAgentMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Your test session (letters, digits, _ and -; default "default"): another one starts a new conversation */
+                    session?: string;
+                    /** @description 1–2000 characters after trimming */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        conversationUuid: string;
+                        /** @description The agent ended the conversation */
+                        ended: boolean;
+                        /** @description model, or simulated when no model provider is configured */
+                        engine: string;
+                        model: string;
+                        reply: string;
+                        simulated?: boolean;
+                        success: boolean;
+                        /** @description The staging welcome message, recorded first when this message opened the conversation */
+                        welcome?: string;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -25,6 +25,9 @@ const ORG_AND_ABOVE: AccountKind[] = ['partner', 'reseller', 'organization'];
 export const PAGES: PageDef[] = [
   // The first screen comes with the entry script rather than after it (docs/performance.md, bench/console).
   { path: '/', title: 'Overview', nav: true, component: Overview },
+  { path: '/accounts', title: 'Accounts', nav: true, kinds: ORG_AND_ABOVE, component: lazy(() => import('./accounts/accounts.tsx')) },
+  { path: '/agents', title: 'Agents', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./agents/agents.tsx')) },
+  { path: '/agents/:agentId', title: 'Agent', needsOrg: true, component: lazy(() => import('./agents/agent.tsx')) },
   { path: '/tasks', title: 'Tasks', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./tasks/list.tsx')) },
   { path: '/tasks/import', title: 'Import tasks from CSV', needsOrg: true, component: lazy(() => import('./tasks/import.tsx')) },
   { path: '/tasks/daily', title: 'Daily counts and limits', needsOrg: true, component: lazy(() => import('./tasks/daily.tsx')) },
