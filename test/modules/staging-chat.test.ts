@@ -57,6 +57,18 @@ for (const engine of ENGINES) {
       assert.doesNotMatch(JSON.stringify(llm.requests.at(-1)!.body.messages), /Can I book a cleaning/);
     });
 
+    it('a model failure is a 502 that keeps the provider\'s error to the server log', async () => {
+      const r = await h.reseller();
+      const o = await h.organization(r.id);
+      llm.script.push({ status: 500 });
+      const failed = await h.call('POST', `/api/v2/agent/${o.agentId}/testMessage`, { token: o.token, body: { text: 'Hello?' } });
+      assert.equal(failed.status, 502, JSON.stringify(failed.body));
+      assert.equal(failed.body.success, false);
+      assert.match(failed.body.message, /^The agent could not answer/);
+      assert.doesNotMatch(failed.body.message, /scripted failure/);
+      assert.ok(failed.body.requestId);
+    });
+
     it('refuses bad input naming the field, and agents outside the caller\'s subtree', async () => {
       const r = await h.reseller();
       const o = await h.organization(r.id);

@@ -67,7 +67,9 @@ export function stagingChatService(deps: StagingChatDeps) {
           result = await deps.turns.run({ conversation: o.conversation, room: o.room, config, inbound, allowAsync: false, replyStatus: 'success' });
         } catch (err) {
           deps.log?.warn({ conversation: o.conversation.id, err: err instanceof Error ? err.message : String(err) }, 'staging test turn failed');
-          throw new BadGateway(`The agent could not answer: ${err instanceof Error ? err.message : String(err)}`);
+          // The model's own error stays in the server's log (it may name a provider's address or
+          // echo what it was sent), as on every other channel.
+          throw new BadGateway('The agent could not answer: its model request failed (the server log has the reason, under this requestId)');
         }
         if (result.kind !== 'reply') throw new BadGateway('The agent could not answer: it waited on an asynchronous action');
         const ended = result.effects.some((e) => e.kind === 'end');

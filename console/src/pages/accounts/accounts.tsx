@@ -8,7 +8,8 @@ import { api, ok, when } from '../../api.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
-import { ActiveBadge, ConfirmDelete, CopyButton, TokensPanel } from './parts.tsx';
+import { Confirm } from '../../ui/confirm.tsx';
+import { ActiveBadge, CopyButton, TokensPanel } from './parts.tsx';
 import './accounts.css';
 
 /** What the shell hands a page (pages/index.ts's PageProps; not imported, to keep the page out of an import circle). */
@@ -139,7 +140,7 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
                   aria-label={`${r.active === false ? 'Reactivate' : 'Suspend'} ${r.name}`}>
                   {r.active === false ? 'Reactivate' : 'Suspend'}
                 </Button>
-                <ConfirmDelete what={`organization ${r.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(r.id)} />
+                <Confirm label="Delete" name={`Delete organization ${r.name}`} question={`Delete organization ${r.name}? This cannot be undone.`} confirm={`Yes, delete organization ${r.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(r.id)} />
               </div>
             ) },
           ]} />
@@ -194,7 +195,7 @@ function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSus
                     {r.active === false ? 'Reactivate' : 'Suspend'}
                   </Button>
                 ) : null}
-                <ConfirmDelete what={`agent ${r.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(r.id)} />
+                <Confirm label="Delete" name={`Delete agent ${r.name}`} question={`Delete agent ${r.name}? This cannot be undone.`} confirm={`Yes, delete agent ${r.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(r.id)} />
               </div>
             ) },
           ]} />

@@ -4,19 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { Badge, Button, ErrorNote, Field, Loading, Table } from '../../ui/parts.tsx';
-
-/** A delete button that asks for confirmation in the page (a second, explicit button) before acting. */
-export function ConfirmDelete({ what, onConfirm, busy }: { what: string; onConfirm: () => void; busy?: boolean }) {
-  const [asking, setAsking] = useState(false);
-  if (!asking) return <Button kind="danger" onClick={() => setAsking(true)} aria-label={`Delete ${what}`}>Delete</Button>;
-  return (
-    <span className="confirm" role="group" aria-label={`Confirm deleting ${what}`}>
-      <span>Delete {what}? This cannot be undone.</span>{' '}
-      <Button kind="danger" disabled={busy} onClick={() => { onConfirm(); setAsking(false); }}>Yes, delete {what}</Button>{' '}
-      <Button onClick={() => setAsking(false)}>Cancel</Button>
-    </span>
-  );
-}
+import { Confirm } from '../../ui/confirm.tsx';
 
 export function ActiveBadge({ active }: { active: unknown }) {
   return active === false ? <Badge tone="warn">Suspended</Badge> : <Badge tone="good">Active</Badge>;
@@ -75,7 +63,7 @@ export function TokensPanel({ accountId, self }: { accountId: number; self: bool
             { key: 'description', label: 'Description', cell: (t) => t.description },
             { key: 'type', label: 'Type', cell: (t) => t.type },
             { key: 'created', label: 'Created', cell: (t) => when(t.timestamp) },
-            { key: 'actions', label: 'Actions', cell: (t) => <ConfirmDelete what={`token ${t.token}`} busy={revoke.isPending} onConfirm={() => revoke.mutate(t.token)} /> },
+            { key: 'actions', label: 'Actions', cell: (t) => <Confirm label="Delete" name={`Delete token ${t.token}`} question={`Delete token ${t.token}? This cannot be undone.`} confirm={`Yes, delete token ${t.token}`} busy={revoke.isPending} onConfirm={() => revoke.mutate(t.token)} /> },
           ]} />
       )}
       <ErrorNote error={revoke.error} />

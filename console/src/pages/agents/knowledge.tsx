@@ -5,7 +5,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Section, Table } from '../../ui/parts.tsx';
-import { ConfirmDelete } from '../accounts/parts.tsx';
+import { Confirm } from '../../ui/confirm.tsx';
 
 interface Base { id: string; name: string; description: string; documents?: number; createdAt: number }
 interface Doc { id: string; name: string; format: string; bytes: number; chunks: number; createdAt: number }
@@ -59,7 +59,7 @@ export default function Knowledge({ agentId, staging }: { agentId: number; stagi
                     {used.includes(b.id) ? 'Stop using' : 'Use in staging'}
                   </Button>
                   <Button onClick={() => setOpen(b.id)} aria-pressed={open === b.id} aria-label={`Documents of ${b.name}`}>Documents</Button>
-                  <ConfirmDelete what={`knowledge base ${b.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(b.id)} />
+                  <Confirm label="Delete" name={`Delete knowledge base ${b.name}`} question={`Delete knowledge base ${b.name}? This cannot be undone.`} confirm={`Yes, delete knowledge base ${b.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(b.id)} />
                 </div>
               ) },
             ]} />
@@ -116,7 +116,7 @@ function Documents({ base }: { base: Base }) {
             { key: 'format', label: 'Format', cell: (d) => d.format },
             { key: 'size', label: 'Size', cell: (d) => `${Math.ceil(d.bytes / 1024)} KB, ${d.chunks} chunk${d.chunks === 1 ? '' : 's'}` },
             { key: 'created', label: 'Uploaded', cell: (d) => when(d.createdAt) },
-            { key: 'actions', label: 'Actions', cell: (d) => <ConfirmDelete what={`document ${d.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(d.id)} /> },
+            { key: 'actions', label: 'Actions', cell: (d) => <Confirm label="Delete" name={`Delete document ${d.name}`} question={`Delete document ${d.name}? This cannot be undone.`} confirm={`Yes, delete document ${d.name}`} busy={remove.isPending} onConfirm={() => remove.mutate(d.id)} /> },
           ]} />
       )}
       <ErrorNote error={remove.error} />

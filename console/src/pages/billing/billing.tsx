@@ -8,7 +8,7 @@ import { api, ok, when } from '../../api.ts';
 import { useSession } from '../../session.tsx';
 import { BarChart } from '../../ui/chart.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
-import { ConfirmButton } from '../sip/confirm.tsx';
+import { Confirm } from '../../ui/confirm.tsx';
 import './billing.css';
 
 const ITEMS = [
@@ -72,7 +72,7 @@ function CurrentPlan() {
     <Section
       title="Current plan"
       actions={s && s.state === 'active' ? (
-        <ConfirmButton label="Cancel subscription" question={`End the ${s.planName} subscription now? The organization falls back to its reseller's plan.`} yes="Yes, cancel it" onConfirm={() => cancel.mutate()} disabled={cancel.isPending} />
+        <Confirm label="Cancel subscription" question={`End the ${s.planName} subscription now? The organization falls back to its reseller's plan.`} confirm="Yes, cancel it" onConfirm={() => cancel.mutate()} disabled={cancel.isPending} />
       ) : undefined}
     >
       <ErrorNote error={cancel.error} />
@@ -274,7 +274,7 @@ function Addons() {
             { key: 'price', label: 'Price', cell: (a) => `${money(a.monthlyPrice, a.currency)} / month` },
             { key: 'state', label: 'State', cell: (a) => (inForce.has(a.addonId) ? <Badge tone="good">In force</Badge> : <Badge>Not added</Badge>) },
             { key: 'act', label: 'Change', cell: (a) => (inForce.has(a.addonId)
-              ? <ConfirmButton label={`Remove ${a.name}`} question={`Remove ${a.name}? Its amounts stop counting now.`} yes="Yes, remove it" disabled={remove.isPending} onConfirm={() => remove.mutate(a.addonId)} />
+              ? <Confirm label={`Remove ${a.name}`} question={`Remove ${a.name}? Its amounts stop counting now.`} confirm="Yes, remove it" disabled={remove.isPending} onConfirm={() => remove.mutate(a.addonId)} />
               : <Button kind="primary" disabled={add.isPending} onClick={() => add.mutate(a.addonId)}>Add {a.name}</Button>) },
           ]}
         />

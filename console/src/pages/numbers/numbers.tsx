@@ -6,7 +6,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
-import { ConfirmButton } from '../sip/confirm.tsx';
+import { Confirm } from '../../ui/confirm.tsx';
 import './numbers.css';
 
 type SearchKind = 'prefix' | 'locality' | 'phrase';
@@ -81,8 +81,8 @@ function Held({ nameOf }: { nameOf: (id: number | null) => string }) {
             { key: 'place', label: 'Place', cell: (n) => [n.locality, n.region, n.country].filter(Boolean).join(', ') || '—' },
             { key: 'since', label: 'Since', cell: (n) => when(n.createdAt) },
             { key: 'return', label: 'Return', cell: (n) => (
-              <ConfirmButton
-                label={`Return ${n.number}`} yes="Yes, return it" disabled={giveBack.isPending} onConfirm={() => giveBack.mutate(n.number)}
+              <Confirm
+                label={`Return ${n.number}`} confirm="Yes, return it" disabled={giveBack.isPending} onConfirm={() => giveBack.mutate(n.number)}
                 question={n.kind === 'byo' ? `Unbind ${n.number} from its agent?` : `Release ${n.number} at its provider? It may not be bought back.`}
               />
             ) },

@@ -6,7 +6,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, CallplaneError, ok, when } from '../../api.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
-import { ConfirmButton } from './confirm.tsx';
+import { Confirm } from '../../ui/confirm.tsx';
 import { Ladder, type CapturedMessage } from './ladder.tsx';
 import './sip.css';
 
@@ -63,7 +63,7 @@ function Registration() {
       actions={r && !editing ? (
         <>
           <Button onClick={() => setEditing(true)}>Change registration</Button>
-          <ConfirmButton label="Delete registration" question={`Un-REGISTER ${r.aor} and delete it?`} yes="Yes, delete it" onConfirm={() => remove.mutate()} disabled={remove.isPending} />
+          <Confirm label="Delete registration" question={`Un-REGISTER ${r.aor} and delete it?`} confirm="Yes, delete it" onConfirm={() => remove.mutate()} disabled={remove.isPending} />
         </>
       ) : undefined}
     >

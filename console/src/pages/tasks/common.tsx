@@ -1,12 +1,11 @@
-// The tasks area's own small parts: a task's state as a badge in words, a labelled checkbox, an
-// inline confirmation (a question and two buttons, never a browser dialog), and the reading of
-// form inputs into the API's unix seconds.
-import { useId, useState, type ReactNode } from 'react';
+// The tasks area's own small parts: a task's state as a badge in words, a labelled checkbox, and
+// the reading of form inputs into the API's unix seconds.
+import { useId } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
 import { api, ok } from '../../api.ts';
 import { useSession } from '../../session.tsx';
-import { Badge, Button, Field, Select } from '../../ui/parts.tsx';
+import { Badge, Field, Select } from '../../ui/parts.tsx';
 import './tasks.css';
 
 export type Task = paths['/api/v2/tasks/{taskId}']['get']['responses'][200]['content']['application/json']['task'];
@@ -35,21 +34,6 @@ export function Checkbox({ label, checked, onChange, hint }: { label: string; ch
       <label htmlFor={id}>{label}</label>
       {hint ? <small id={`${id}-hint`} className="muted">{hint}</small> : null}
     </div>
-  );
-}
-
-/** An action that asks first: the button opens a question with a confirming and a dismissing button. */
-export function Confirm({ label, question, confirm, onConfirm, disabled, kind = 'danger' }: {
-  label: string; question: ReactNode; confirm: string; onConfirm: () => void; disabled?: boolean; kind?: 'danger' | 'normal';
-}) {
-  const [asking, setAsking] = useState(false);
-  if (!asking) return <Button kind={kind} disabled={disabled} onClick={() => setAsking(true)}>{label}</Button>;
-  return (
-    <span className="confirm" role="group" aria-label={label}>
-      <span>{question}</span>
-      <Button kind="danger" onClick={() => { setAsking(false); onConfirm(); }}>{confirm}</Button>
-      <Button onClick={() => setAsking(false)} autoFocus>Keep it</Button>
-    </span>
   );
 }
 

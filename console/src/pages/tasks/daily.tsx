@@ -185,7 +185,7 @@ function LimitsForm({ limits }: { limits: Limits }) {
           <Field label="Running at once" type="number" min={1} max={1000} value={f.concurrency} onChange={set('concurrency')} hint="1–1000; empty: 5." />
         </div>
       ) : (
-        <dl className="facts">
+        <dl className="kv">
           <dt>Calls per day</dt><dd>{limits.daily.calls ?? 'no cap'}</dd>
           <dt>Texts per day</dt><dd>{limits.daily.texts ?? 'no cap'}</dd>
           <dt>Calls and texts per day</dt><dd>{limits.daily.tasks ?? 'no cap'}</dd>

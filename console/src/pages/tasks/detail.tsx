@@ -6,7 +6,8 @@ import { api, ok, when } from '../../api.ts';
 import { navigate } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { ErrorNote, Loading, Note, Page, Section } from '../../ui/parts.tsx';
-import { Confirm, isLive, StateBadge, type Task } from './common.tsx';
+import { Confirm } from '../../ui/confirm.tsx';
+import { isLive, StateBadge, type Task } from './common.tsx';
 import { TaskNav } from './list.tsx';
 
 export default function TaskDetail({ params }: { params: Record<string, string> }) {
@@ -51,7 +52,7 @@ export default function TaskDetail({ params }: { params: Record<string, string> 
             {t.result ? <pre className="json" aria-label="Result">{JSON.stringify(t.result, null, 2)}</pre> : <p className="muted">No result yet.</p>}
           </Section>
           <Section title="What it says">
-            <dl className="facts">
+            <dl className="kv">
               <dt>Greeting</dt><dd>{t.greeting ?? '—'}</dd>
               {t.type === 'text' ? <><dt>Message</dt><dd>{t.content ?? '—'}</dd></> : null}
               <dt>Context</dt><dd>{t.context ?? '—'}</dd>
@@ -70,7 +71,7 @@ export default function TaskDetail({ params }: { params: Record<string, string> 
 
 function Facts({ task: t }: { task: Task }) {
   return (
-    <dl className="facts">
+    <dl className="kv">
       <dt>Type</dt><dd>{t.type}</dd>
       <dt>Target</dt><dd>{t.target ?? '—'}</dd>
       <dt>Agent</dt><dd>#{t.accountId}</dd>

@@ -7,7 +7,7 @@ import { api, ok } from '../../api.ts';
 import { navigate } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Loading, Note, Page, Section } from '../../ui/parts.tsx';
-import { Confirm } from '../tasks/common.tsx';
+import { Confirm } from '../../ui/confirm.tsx';
 import { DeliveriesTable, type Delivery } from './deliveries.tsx';
 import { codeRanges, RelayForm, Verification } from './relays.tsx';
 import { WebhookNav } from './subscriptions.tsx';
@@ -33,7 +33,7 @@ export default function RelayPage({ params }: { params: Record<string, string> }
         <>
           <Section title="Configuration" actions={<Confirm label="Delete relay" question="Delete this relay? Its ingress URL stops answering and its log goes with it." confirm="Yes, delete it" onConfirm={() => remove.mutate()} disabled={remove.isPending} />}>
             <ErrorNote error={remove.error} />
-            <dl className="facts">
+            <dl className="kv">
               <dt>Ingress URL</dt><dd className="break"><code>{c.ingressUrl}</code></dd>
               <dt>Forwards to</dt><dd className="break">{c.url}</dd>
               <dt>Verification</dt><dd><Verification config={c} /></dd>

@@ -9,7 +9,7 @@ import { api, ok, when } from '../../api.ts';
 import { Link, useRoute } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
-import { Confirm } from '../tasks/common.tsx';
+import { Confirm } from '../../ui/confirm.tsx';
 import { DeliveriesTable, type Delivery } from './deliveries.tsx';
 
 type Webhook = paths['/api/v2/webhooks']['get']['responses'][200]['content']['application/json']['webhooks'][number];
