@@ -5,11 +5,12 @@
 // (channel `web`, counterpart `web:staging-<account>-<session>`), so the model sees the earlier
 // turns of the same session, and the history shows what was tried.
 import type { AccountRow, Db } from '../../db/types.ts';
-import { BadGateway, Conflict, Invalid } from '../../http/errors.ts';
+import { Conflict, Invalid } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import type { AgentService } from '../agents/service.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
+import { runInlineTurn } from './inline-turn.ts';
 
 /** A test message's length, in characters (code points), after trimming: as the web chat's. */
 export const STAGING_CHAT_TEXT_CHARS = 2000;
@@ -26,7 +27,7 @@ export interface StagingChatDeps {
 }
 
 export function stagingChatService(deps: StagingChatDeps) {
-  const { db, agents, conversations } = deps;
+  const { agents } = deps;
   const clock = deps.now ?? Date.now;
   /** Sessions whose message is being answered: one at a time each. */
   const answering = new Set<string>();
@@ -51,34 +52,17 @@ export function stagingChatService(deps: StagingChatDeps) {
       if (answering.has(key)) throw new Conflict('The agent is still answering your last message');
       answering.add(key);
       try {
-        const welcome = typeof config.welcomeMessage === 'string' ? config.welcomeMessage.trim() : '';
-        const now = clock();
-        const { o, inbound, welcomed, queued } = await db.transaction().execute(async (tx) => {
-          const o = await conversations.open(tx, { agent: account, channel: 'web', direction: 'inbound', counterpart, counterpartKind: 'web' }, now);
-          const welcomed = o.opened && welcome !== '';
-          if (welcomed) await conversations.recordOutbound(tx, o, welcome, now);
-          const at = welcomed ? now + 1 : now;
-          const r = await conversations.recordInbound(tx, o, { text: message }, at);
-          return { o, inbound: { id: r.id, text: message, at }, welcomed, queued: r.queued };
+        // The model's own error stays in the server's log (it may name a provider's address or
+        // echo what it was sent), as on every other channel.
+        const turn = await runInlineTurn(deps, {
+          account, config, counterpart, message, now: clock(), what: 'staging test turn',
+          failMessage: 'The agent could not answer: its model request failed (the server log has the reason, under this requestId)',
         });
-        if (queued) deps.wakeDeliveries();
-        let result;
-        try {
-          result = await deps.turns.run({ conversation: o.conversation, room: o.room, config, inbound, allowAsync: false, replyStatus: 'success' });
-        } catch (err) {
-          deps.log?.warn({ conversation: o.conversation.id, err: err instanceof Error ? err.message : String(err) }, 'staging test turn failed');
-          // The model's own error stays in the server's log (it may name a provider's address or
-          // echo what it was sent), as on every other channel.
-          throw new BadGateway('The agent could not answer: its model request failed (the server log has the reason, under this requestId)');
-        }
-        if (result.kind !== 'reply') throw new BadGateway('The agent could not answer: it waited on an asynchronous action');
-        const ended = result.effects.some((e) => e.kind === 'end');
-        if (ended) await conversations.end(o.conversation.id, 'ended_by_agent', null);
         return {
-          success: true as const, reply: result.text, ended, conversationUuid: o.conversation.id,
-          engine: result.simulated ? 'simulated' : 'model', model: result.model,
-          ...(welcomed ? { welcome } : {}),
-          ...(result.simulated ? { simulated: true as const } : {}),
+          success: true as const, reply: turn.reply, ended: turn.ended, conversationUuid: turn.conversation.id,
+          engine: turn.simulated ? 'simulated' : 'model', model: turn.model,
+          ...(turn.welcome !== undefined ? { welcome: turn.welcome } : {}),
+          ...(turn.simulated ? { simulated: true as const } : {}),
         };
       } finally {
         answering.delete(key);

@@ -6,7 +6,7 @@
 // in this process's memory.
 import crypto from 'node:crypto';
 import type { AccountRow, Db } from '../../db/types.ts';
-import { BadGateway, Conflict, Invalid, NotFound, TooManyRequests, Unauthorized } from '../../http/errors.ts';
+import { Conflict, Invalid, NotFound, TooManyRequests, Unauthorized } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { addressBucket, admitAll, FixedWindowLimiter } from '../../lib/rate-limit.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
@@ -14,6 +14,7 @@ import type { AgentService } from '../agents/service.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
+import { runInlineTurn } from './inline-turn.ts';
 
 export interface WebChatLimits {
   /** A message's length, in characters (code points), after trimming. */
@@ -73,7 +74,7 @@ const NOT_FOUND = 'This chat does not exist';
 const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
 
 export function webChatService(deps: WebChatServiceDeps) {
-  const { db, box, agents, conversations } = deps;
+  const { db, box, agents } = deps;
   const clock = deps.now ?? Date.now;
   const limits: WebChatLimits = { ...WEB_CHAT_LIMITS, ...deps.limits };
   const byVisitor = new FixedWindowLimiter(limits.visitorPerMinute, MINUTE, limits.trackedKeys);
@@ -185,32 +186,14 @@ export function webChatService(deps: WebChatServiceDeps) {
       answering.add(key);
       try {
         const config = await agents.liveConfig(account);
-        const welcome = text(config.welcomeMessage);
-        const now = clock();
-        const { o, inbound, welcomed, queued } = await db.transaction().execute(async (tx) => {
-          const o = await conversations.open(tx, { agent: account, channel: 'web', direction: 'inbound', counterpart: counterpartOf(visitor), counterpartKind: 'web' }, now);
-          const welcomed = o.opened && welcome !== '';
-          if (welcomed) await conversations.recordOutbound(tx, o, welcome, now);
-          // One millisecond after the welcome, so the two keep their order everywhere.
-          const at = welcomed ? now + 1 : now;
-          const r = await conversations.recordInbound(tx, o, { text: message }, at);
-          return { o, inbound: { id: r.id, text: message, at }, welcomed, queued: r.queued };
+        const turn = await runInlineTurn(deps, {
+          account, config, counterpart: counterpartOf(visitor), message, now: clock(),
+          what: 'web chat turn', failMessage: 'The agent could not answer just now. Please try again.',
         });
-        if (queued) deps.wakeDeliveries();
-        let result;
-        try {
-          result = await deps.turns.run({ conversation: o.conversation, room: o.room, config, inbound, allowAsync: false, replyStatus: 'success' });
-        } catch (err) {
-          deps.log?.warn({ conversation: o.conversation.id, err: err instanceof Error ? err.message : String(err) }, 'web chat turn failed');
-          throw new BadGateway('The agent could not answer just now. Please try again.');
-        }
-        if (result.kind !== 'reply') throw new BadGateway('The agent could not answer just now. Please try again.');
-        const ended = result.effects.some((e) => e.kind === 'end');
-        if (ended) await conversations.end(o.conversation.id, 'ended_by_agent', null);
         return {
-          success: true as const, reply: result.text, ended,
-          ...(welcomed ? { welcome } : {}),
-          ...(result.simulated ? { simulated: true as const } : {}),
+          success: true as const, reply: turn.reply, ended: turn.ended,
+          ...(turn.welcome !== undefined ? { welcome: turn.welcome } : {}),
+          ...(turn.simulated ? { simulated: true as const } : {}),
         };
       } finally {
         answering.delete(key);
