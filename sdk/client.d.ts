@@ -47,3 +47,95 @@ interface FetchResult<T> {
  * `const { task } = await ok(client.GET('/api/v2/tasks/{taskId}', { params: { path: { taskId } } }));`
  */
 export declare function ok<T>(call: Promise<FetchResult<T>>): Promise<T>;
+/** A line of a conversation, as GET /api/v2/conversation/{roomId}/{uuid} answers its lines. */
+export interface TranscriptLine {
+    uuid: string;
+    message: string;
+    /** Unix seconds. */
+    timestamp: number;
+    /** ISO 8601, to the millisecond. */
+    date: string;
+    /** inbound (the person), outbound (the agent) or tool (a tool the agent ran: see `tool`). */
+    direction: 'inbound' | 'outbound' | 'tool';
+    /** The channel: api, sms, voice, web or sip. */
+    source: string;
+    status: string;
+    attachments: {
+        'content-type': string;
+        filename: string;
+        'content-url': string;
+        attachmentType: string;
+    }[];
+    tool?: {
+        name: string;
+        arguments?: unknown;
+        result?: unknown;
+        refused: boolean;
+        requestId?: string;
+    };
+}
+/** A conversation on the live feed (docs/conversations.md, "Live feed"). */
+export interface LiveConversation {
+    uuid: string;
+    /** With `uuid`, names the conversation for GET /api/v2/conversation/{roomId}/{uuid}. */
+    roomId: string;
+    /** The agent account, and its agent id (camp…). */
+    accountId: number;
+    agentId: string;
+    orgId: number;
+    channel: 'api' | 'sms' | 'voice' | 'web' | 'sip';
+    direction: 'inbound' | 'outbound';
+    /** call (voice, sip) or message. */
+    eventType: 'call' | 'message';
+    counterpart: string;
+    counterpartName: string | null;
+    taskId: string | null;
+    /** open while it lasts. */
+    outcome: string;
+    outcomeDetail: string | null;
+    startedAt: number;
+    endedAt: number | null;
+    duration: number | null;
+    answeredBy: string | null;
+    answeredByAt: number | null;
+    messagesIn: number;
+    messagesOut: number;
+}
+/** The live feed's events, by name. */
+export type LiveEvent = {
+    event: 'snapshot';
+    id?: string;
+    data: {
+        calls: (LiveConversation & {
+            messages: TranscriptLine[];
+        })[];
+    };
+} | {
+    event: 'conversation';
+    id?: string;
+    data: LiveConversation;
+} | {
+    event: 'message';
+    id?: string;
+    data: {
+        conversationId: string;
+        roomId: string;
+        accountId: number;
+        message: TranscriptLine;
+    };
+} | {
+    event: 'closed';
+    id?: string;
+    data: {
+        message: string;
+    };
+};
+/**
+ * Follows the live feed (GET /api/v2/conversations/live, Server-Sent Events): yields its events as
+ * they come — `snapshot` first (and again whenever the server starts over), then `conversation`
+ * and `message`, and `closed` when the server ends it — until the stream ends or `signal` aborts.
+ * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event.
+ */
+export declare function liveEvents(client: CallplaneClient, query?: {
+    targetAccountId?: number;
+}, signal?: AbortSignal): AsyncGenerator<LiveEvent>;

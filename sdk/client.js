@@ -62,3 +62,53 @@ export async function ok(call) {
         throw new CallplaneError(response.status, errorBody(response, error));
     return data;
 }
+/**
+ * Follows the live feed (GET /api/v2/conversations/live, Server-Sent Events): yields its events as
+ * they come — `snapshot` first (and again whenever the server starts over), then `conversation`
+ * and `message`, and `closed` when the server ends it — until the stream ends or `signal` aborts.
+ * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event.
+ */
+export async function* liveEvents(client, query = {}, signal) {
+    const { response, error } = await client.GET('/api/v2/conversations/live', { params: { query }, parseAs: 'stream', signal, headers: { accept: 'text/event-stream' } });
+    if (!response.ok || !response.body)
+        throw new CallplaneError(response.status, errorBody(response, error));
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let name = 'message';
+    let id;
+    let data = [];
+    try {
+        for (;;) {
+            const { value, done } = await reader.read();
+            if (done)
+                return;
+            buffer += decoder.decode(value, { stream: true });
+            for (let nl = buffer.search(/\r\n|\r|\n/); nl >= 0; nl = buffer.search(/\r\n|\r|\n/)) {
+                const line = buffer.slice(0, nl);
+                buffer = buffer.slice(nl + (buffer.startsWith('\r\n', nl) ? 2 : 1));
+                if (line === '') {
+                    if (data.length > 0)
+                        yield { event: name, id, data: JSON.parse(data.join('\n')) };
+                    name = 'message';
+                    data = [];
+                    continue;
+                }
+                if (line.startsWith(':'))
+                    continue;
+                const colon = line.indexOf(':');
+                const field = colon < 0 ? line : line.slice(0, colon);
+                const text = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+                if (field === 'data')
+                    data.push(text);
+                else if (field === 'event')
+                    name = text;
+                else if (field === 'id')
+                    id = text;
+            }
+        }
+    }
+    finally {
+        await reader.cancel().catch(() => { });
+    }
+}

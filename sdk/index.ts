@@ -93,3 +93,98 @@ export async function ok<T>(call: Promise<FetchResult<T>>): Promise<T> {
   if (!response.ok) throw new CallplaneError(response.status, errorBody(response, error));
   return data as T;
 }
+
+/** A line of a conversation, as GET /api/v2/conversation/{roomId}/{uuid} answers its lines. */
+export interface TranscriptLine {
+  uuid: string;
+  message: string;
+  /** Unix seconds. */
+  timestamp: number;
+  /** ISO 8601, to the millisecond. */
+  date: string;
+  /** inbound (the person), outbound (the agent) or tool (a tool the agent ran: see `tool`). */
+  direction: 'inbound' | 'outbound' | 'tool';
+  /** The channel: api, sms, voice, web or sip. */
+  source: string;
+  status: string;
+  attachments: { 'content-type': string; filename: string; 'content-url': string; attachmentType: string }[];
+  tool?: { name: string; arguments?: unknown; result?: unknown; refused: boolean; requestId?: string };
+}
+
+/** A conversation on the live feed (docs/conversations.md, "Live feed"). */
+export interface LiveConversation {
+  uuid: string;
+  /** With `uuid`, names the conversation for GET /api/v2/conversation/{roomId}/{uuid}. */
+  roomId: string;
+  /** The agent account, and its agent id (camp…). */
+  accountId: number;
+  agentId: string;
+  orgId: number;
+  channel: 'api' | 'sms' | 'voice' | 'web' | 'sip';
+  direction: 'inbound' | 'outbound';
+  /** call (voice, sip) or message. */
+  eventType: 'call' | 'message';
+  counterpart: string;
+  counterpartName: string | null;
+  taskId: string | null;
+  /** open while it lasts. */
+  outcome: string;
+  outcomeDetail: string | null;
+  startedAt: number;
+  endedAt: number | null;
+  duration: number | null;
+  answeredBy: string | null;
+  answeredByAt: number | null;
+  messagesIn: number;
+  messagesOut: number;
+}
+
+/** The live feed's events, by name. */
+export type LiveEvent =
+  | { event: 'snapshot'; id?: string; data: { calls: (LiveConversation & { messages: TranscriptLine[] })[] } }
+  | { event: 'conversation'; id?: string; data: LiveConversation }
+  | { event: 'message'; id?: string; data: { conversationId: string; roomId: string; accountId: number; message: TranscriptLine } }
+  | { event: 'closed'; id?: string; data: { message: string } };
+
+/**
+ * Follows the live feed (GET /api/v2/conversations/live, Server-Sent Events): yields its events as
+ * they come — `snapshot` first (and again whenever the server starts over), then `conversation`
+ * and `message`, and `closed` when the server ends it — until the stream ends or `signal` aborts.
+ * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event.
+ */
+export async function* liveEvents(client: CallplaneClient, query: { targetAccountId?: number } = {}, signal?: AbortSignal): AsyncGenerator<LiveEvent> {
+  const { response, error } = await client.GET('/api/v2/conversations/live', { params: { query }, parseAs: 'stream', signal, headers: { accept: 'text/event-stream' } });
+  if (!response.ok || !response.body) throw new CallplaneError(response.status, errorBody(response, error));
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let name = 'message';
+  let id: string | undefined;
+  let data: string[] = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      for (let nl = buffer.search(/\r\n|\r|\n/); nl >= 0; nl = buffer.search(/\r\n|\r|\n/)) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + (buffer.startsWith('\r\n', nl) ? 2 : 1));
+        if (line === '') {
+          if (data.length > 0) yield { event: name, id, data: JSON.parse(data.join('\n')) as unknown } as LiveEvent;
+          name = 'message';
+          data = [];
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'data') data.push(text);
+        else if (field === 'event') name = text;
+        else if (field === 'id') id = text;
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}

@@ -637,6 +637,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/conversations/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow conversations in progress and their transcripts as they are spoken (callplane extension)
+         * @description A text/event-stream (Server-Sent Events). First `snapshot` {calls}: the conversations in progress below the account, newest first, at most 100, each with its last 50 lines (messages). Then `conversation` (one started or changed: who answered, its end; no messages) and `message` {conversationId, roomId, accountId, message} (one transcript line as it is stored, shaped as the lines of GET /api/v2/conversation/{roomId}/{uuid}; a uuid seen before replaces that line), a `: ping` comment every 15 s, and `closed` {message} when the server ends the stream (token deleted or expired, account suspended, shutdown). Another `snapshot` may come at any time: draw from it afresh. 429 past 5 open streams per token (CALLPLANE_LIVE_STREAMS_PER_TOKEN) or the server's cap (CALLPLANE_LIVE_STREAMS_MAX). docs/conversations.md, "Live feed".
+         */
+        get: operations["liveConversations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/createAccount": {
         parameters: {
             query?: never;
@@ -5947,6 +5967,74 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    liveConversations: {
+        parameters: {
+            query?: {
+                /** @description An organization or agent (or reseller) below the token's account to follow; default: everything below the token's account */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream: snapshot, conversation, message and closed events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

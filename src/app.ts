@@ -39,6 +39,7 @@ import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
 import { smsRoutes } from './modules/conversations/sms-routes.ts';
 import { voiceRoutes } from './modules/conversations/voice-routes.ts';
 import { historyRoutes } from './modules/conversations/history-routes.ts';
+import { liveRoutes } from './modules/conversations/live-routes.ts';
 import { latencyRoutes } from './modules/conversations/latency-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
@@ -235,6 +236,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(conversationRoutes, { conversations: services.conversations });
   await app.register(voiceRoutes, { twilioVoice: services.twilioVoice, mediaStreams: services.mediaStreams });
   await app.register(historyRoutes, { history: services.history });
+  await app.register(liveRoutes, { live: services.live });
   await app.register(latencyRoutes, { latency: services.latency });
   await app.register(billingRoutes, { billing: services.billing });
   await app.register(usageRoutes, { usage: services.usage });

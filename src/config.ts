@@ -132,6 +132,10 @@ export interface Config {
    * this deployment (wss:// of publicUrl) and runs the voice session here, on our speech engines.
    */
   readonly twilioVoice: 'stream' | 'gather';
+  /** Live feeds (GET /api/v2/conversations/live) one API process streams at once (CALLPLANE_LIVE_STREAMS_MAX). */
+  readonly liveStreamsMax: number;
+  /** Live feeds one token may have open at once in one API process (CALLPLANE_LIVE_STREAMS_PER_TOKEN). */
+  readonly liveStreamsPerToken: number;
   /** Requests the API takes per window from one token (CALLPLANE_RATE_LIMIT_PER_TOKEN; 0: no limit). */
   readonly rateLimitPerToken: number;
   /**
@@ -515,6 +519,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     recordingMaxSeconds: int(env, 'CALLPLANE_RECORDING_MAX_SECONDS', 14_400, 1, 86_400),
     speech: speechConfig(env),
     twilioVoice: oneOf(env, 'CALLPLANE_TWILIO_VOICE', ['gather', 'stream'] as const, 'gather'),
+    liveStreamsMax: int(env, 'CALLPLANE_LIVE_STREAMS_MAX', 1000, 1, 100_000),
+    liveStreamsPerToken: int(env, 'CALLPLANE_LIVE_STREAMS_PER_TOKEN', 5, 1, 1000),
     rateLimitPerToken: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_TOKEN', 1200),
     rateLimitPerAddress: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_ADDRESS', 3000),
     rateLimitWindowSeconds: int(env, 'CALLPLANE_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),

@@ -22,6 +22,7 @@ import { ANALYSES, conversationService, TURNS, type ConversationService } from '
 import { AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { historyService, type HistoryService } from './modules/conversations/history.ts';
+import { liveFeed, type LiveFeed, type LiveFeedDeps } from './modules/conversations/live.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
@@ -91,6 +92,8 @@ export interface PlatformDeps {
   voiceGrammar?: SpeechGrammar;
   /** The process's Prometheus registry (made here when not given); buildApp serves it at /metrics. */
   metrics?: Metrics;
+  /** Test settings of the live feed (a shorter heartbeat and token recheck, a smaller buffer). */
+  live?: Pick<LiveFeedDeps, 'heartbeatMs' | 'recheckMs' | 'maxBufferedBytes'>;
 }
 
 export interface Services {
@@ -122,6 +125,8 @@ export interface Services {
   /** Call recordings on disk (DATA_DIR/recordings), written by workers, served by the API, swept by maintenance. */
   recordings: RecordingStore;
   history: HistoryService;
+  /** The live feed of conversations in progress (GET /api/v2/conversations/live): one listener and loader per process. */
+  live: LiveFeed;
   billing: BillingService;
   /** Resellers' and partners' billing systems (Stripe, Chargebee). */
   billingSystems: BillingSystemService;
@@ -263,6 +268,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
     }),
     recordings,
     history: historyService({ db, agents: base.agents, recordings }),
+    live: liveFeed({
+      db, listen: (channel, o) => database.listen(channel, o), lookup: base.tokenLookup,
+      maxStreams: config.liveStreamsMax, perToken: config.liveStreamsPerToken, log: child('live'), ...deps.live,
+    }),
     latency: latencyService({ db }),
     vad: speech.vad,
   };
@@ -311,6 +320,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       await listener?.close();
       listener = undefined;
       await streams.close();
+      await services.live.close();
       await Promise.all([actionHttp.close().catch(() => {}), services.models.close(), speech.vad.close()]);
     },
   };

@@ -34,7 +34,9 @@ export interface Database {
   /**
    * Hears NOTIFYs on `channel` from every process sharing the database (PostgreSQL: a dedicated
    * LISTEN connection that reconnects and then calls `onReconnect`, since notifications sent while
-   * it was away are gone). SQLite: one process per DATA_DIR, so there is nobody else to hear.
+   * it was away are gone). SQLite: one process per DATA_DIR, so only this process's own
+   * notifications, heard at once (even before the writing transaction ends: a read made on hearing
+   * one waits for the one connection, so it finds what was committed).
    */
   listen(channel: string, opts: { onNotify(payload: string | undefined): void; onReconnect(): void; log?: { warn(obj: object, msg: string): void } }): Promise<Listener>;
   /**
@@ -108,9 +110,20 @@ export function openDatabase(opts: DatabaseOptions): Database {
   // follow the tables as they grow (refreshStatistics does the same after a bulk insert).
   sqlite.pragma('analysis_limit = 1000');
   sqlite.pragma('optimize = 0x10002');
-  // pg_notify tells other processes that a queue has work (src/queue/waker.ts). A DATA_DIR has one
-  // serving process, so on SQLite there is nobody to tell: the same statement runs and does nothing.
-  sqlite.function('pg_notify', { deterministic: false, varargs: true }, () => null);
+  // pg_notify tells other processes of a change (a queue's work, src/queue/waker.ts; a
+  // conversation's line, the live feed). A DATA_DIR has one serving process, so on SQLite the only
+  // listeners are this process's own (listen below): they hear it at once, from a microtask. What
+  // they read then waits for the one connection, which the writing transaction holds until it
+  // ends, so they find its rows committed (or, rolled back, not at all).
+  const heard = new Map<string, Set<(payload: string | undefined) => void>>();
+  sqlite.function('pg_notify', { deterministic: false, varargs: true }, (channel: unknown, payload: unknown) => {
+    const listeners = typeof channel === 'string' ? heard.get(channel) : undefined;
+    if (listeners?.size) {
+      const p = typeof payload === 'string' && payload !== '' ? payload : undefined;
+      queueMicrotask(() => { for (const fn of listeners) fn(p); });
+    }
+    return null;
+  });
   // Likewise pg_advisory_xact_lock: SQLite's one writer connection already runs write transactions
   // one at a time, so a transaction-scoped lock has nothing left to exclude.
   sqlite.function('pg_advisory_xact_lock', { deterministic: false, varargs: true }, () => null);
@@ -123,7 +136,13 @@ export function openDatabase(opts: DatabaseOptions): Database {
     description: `sqlite:${file}`,
     concurrentWriters: 1,
     serialWrites: true,
-    listen: async () => ({ close: async () => {} }),
+    listen: async (channel, o) => {
+      const fn = (payload: string | undefined) => o.onNotify(payload);
+      let listeners = heard.get(channel);
+      if (!listeners) heard.set(channel, (listeners = new Set()));
+      listeners.add(fn);
+      return { close: async () => void listeners.delete(fn) };
+    },
     refreshStatistics: async (tables) => {
       for (const t of tables) await sql`analyze ${sql.table(t)}`.execute(db);
     },

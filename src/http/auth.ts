@@ -165,6 +165,25 @@ export class AuthCache {
 }
 
 export async function authenticate(lookup: TokenLookup, token: string, now = Date.now(), cache?: AuthCache): Promise<Scope> {
+  const found = await admitted(lookup, token, now, cache);
+  const { token: row, account } = found;
+  if (row.type === 'one-time' && !(await lookup.consume(row.id, now))) {
+    throw new Unauthorized('Unauthorized: one-time token has already been used');
+  }
+  return new Scope(lookup, account, row);
+}
+
+/**
+ * Checks again a token a long-lived request was admitted with (the live feed's streams, every few
+ * seconds): refused, as authenticate refuses it, once it was deleted, has expired or its account
+ * (or one above it) is suspended. A one-time token is not used up again: it was, on admission.
+ */
+export async function reauthenticate(lookup: TokenLookup, token: string, now = Date.now(), cache?: AuthCache): Promise<void> {
+  await admitted(lookup, token, now, cache);
+}
+
+/** The token's row and account when it authenticates now (a one-time token not yet used up). */
+async function admitted(lookup: TokenLookup, token: string, now: number, cache: AuthCache | undefined): Promise<TokenWithAccount> {
   const hash = hashToken(token);
   const stamp = cache?.stamp();
   let found = cache ? cache.get(hash, stamp!) : undefined;
@@ -173,14 +192,11 @@ export async function authenticate(lookup: TokenLookup, token: string, now = Dat
     if (found && cache) cache.set(hash, found, stamp!);
   }
   if (!found) throw new Unauthorized('Unauthorized: unknown or deleted token');
-  const { token: row, account } = found;
+  const row = found.token;
   if (row.expires_at !== null && row.expires_at <= now) throw new Unauthorized('Unauthorized: token has expired');
   // Checked before a one-time token is used up: it stays usable once the account is reactivated.
   if (found.suspended) throw new Forbidden(`${suspendedMessage(found.suspended)}: its tokens, and those of every account below it, are refused until it is reactivated`);
-  if (row.type === 'one-time' && !(await lookup.consume(row.id, now))) {
-    throw new Unauthorized('Unauthorized: one-time token has already been used');
-  }
-  return new Scope(lookup, account, row);
+  return found;
 }
 
 export function registerAuth(app: FastifyInstance, db: Db, lookup: TokenLookup): void {

@@ -95,6 +95,8 @@ export interface HarnessOptions {
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
   voiceGrammar?: PlatformDeps['voiceGrammar'];
+  /** The live feed's test settings (a shorter heartbeat and token recheck, a smaller buffer). */
+  liveRuntime?: PlatformDeps['live'];
   /** The compilers of the app's route schemas (test/http/lazy-schemas.test.ts compiles them all). */
   schemas?: AppDeps['schemas'];
 }
@@ -131,6 +133,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     voiceTurnTimeoutMs: opts.voiceTurnTimeoutMs,
     voiceGrammar: opts.voiceGrammar,
     numberReleases: typeof opts.numberReleases === 'object' ? opts.numberReleases : undefined,
+    live: opts.liveRuntime,
   });
   const { tasks, deliveries, sip } = platform;
   if (opts.worker || opts.deliveries || opts.turns || opts.numberReleases || opts.analyses || sip) await platform.listen();

@@ -6,7 +6,7 @@ import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { agentIdOf } from '../agents/service.ts';
 import { missedCall, type AnalysisAnswer } from './analysis.ts';
-import type { AnalysisView, LogRow } from './repository.ts';
+import type { AnalysisView, LiveConversationRow, LogRow } from './repository.ts';
 
 /** The contract's roomId of a room row: `<account_id>:<id>`. */
 export const roomKey = (room: Pick<RoomRow, 'account_id' | 'id'>) => `${room.account_id}:${room.id}`;
@@ -215,6 +215,36 @@ export function presentTranscriptLine(m: MessageRow) {
     uuid: m.id,
     attachments: presentAttachments(m.attachments),
     ...(m.direction === 'tool' ? { tool: presentTool(m) } : {}),
+  };
+}
+
+/**
+ * A conversation on the live feed (GET /api/v2/conversations/live): the fields of a transcript's
+ * and a log entry's, without the analysis (which comes after the end) or the messages (the snapshot
+ * adds them; `message` events bring the rest).
+ */
+export function presentLiveConversation(c: LiveConversationRow) {
+  return {
+    uuid: c.id,
+    roomId: `${c.account_id}:${c.room_id}`,
+    accountId: c.account_id,
+    agentId: agentIdOf(c.account_id),
+    orgId: c.org_id,
+    channel: c.channel,
+    direction: c.direction,
+    eventType: eventTypeOf(c.channel),
+    counterpart: c.counterpart,
+    counterpartName: c.display_name,
+    taskId: c.task_id,
+    outcome: c.outcome ?? 'open',
+    outcomeDetail: c.outcome_detail,
+    startedAt: toUnixSeconds(c.started_at)!,
+    endedAt: toUnixSeconds(c.ended_at),
+    duration: c.duration_ms === null ? null : Math.round(c.duration_ms / 1000),
+    answeredBy: c.answered_by ?? null,
+    answeredByAt: c.answered_by_at != null ? c.answered_by_at / 1000 : null,
+    messagesIn: c.messages_in,
+    messagesOut: c.messages_out,
   };
 }
 

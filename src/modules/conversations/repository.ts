@@ -3,15 +3,25 @@
 // conversation_turns (the queue's own columns are src/queue/engine.ts's), automation_requests,
 // tool_effects and turn_latencies.
 import { sql } from 'kysely';
+import { notify } from '../../db/index.ts';
 import { ENDED_ROWS } from '../../queue/engine.ts';
 import type {
-  AnalysisRow, AnsweredBy, AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnLatencyRow, TurnRow,
+  AccountRow, AnalysisRow, AnsweredBy, AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnLatencyRow, TurnRow,
 } from '../../db/types.ts';
 
 type NewRoom = Pick<RoomRow, 'org_id' | 'account_id' | 'counterpart' | 'counterpart_kind' | 'display_name' | 'junk' | 'junk_reason'>;
 type NewConversation = Omit<ConversationRow, 'messages_in' | 'messages_out' | 'model_calls' | 'tokens_in' | 'tokens_out' | 'ended_at' | 'outcome' | 'outcome_detail' | 'duration_ms' | 'caller_verified'
   | 'answered_by' | 'answered_by_at' | 'voicemail_recording'>
   & Partial<Pick<ConversationRow, 'caller_verified'>>;
+
+/**
+ * The channel the live feed listens on (live.ts): `c:<conversation id>` when a conversation opened
+ * or changed (who answered, its end), `m:<message id>` when a line was stored or its status or
+ * text changed. Sent in the writing transaction: PostgreSQL delivers it, to every process, once
+ * the rows are visible; SQLite to this process's own listeners (src/db/index.ts).
+ */
+export const LIVE_CHANNEL = 'callplane_live';
+const liveChange = (ex: Executor, kind: 'c' | 'm', id: string) => notify(ex, LIVE_CHANNEL, `${kind}:${id}`);
 
 export const roomRepo = {
   async find(db: Executor, id: number): Promise<RoomRow | undefined> {
@@ -85,7 +95,9 @@ export const conversationRepo = {
       .where('carrier_ref', '=', carrierRef).where('org_id', '=', orgId).executeTakeFirst();
   },
   async insert(db: Executor, row: NewConversation): Promise<ConversationRow> {
-    return db.insertInto('conversations').values(row).returningAll().executeTakeFirstOrThrow();
+    const inserted = await db.insertInto('conversations').values(row).returningAll().executeTakeFirstOrThrow();
+    await liveChange(db, 'c', inserted.id);
+    return inserted;
   },
   /** Adds a message's or a model call's counts and moves the last activity. */
   async count(db: Executor, id: string, at: number, add: { in?: number; out?: number; calls?: number; tokensIn?: number; tokensOut?: number }): Promise<void> {
@@ -111,11 +123,14 @@ export const conversationRepo = {
   async setAnsweredBy(db: Executor, id: string, answeredBy: AnsweredBy, at: number): Promise<boolean> {
     const r = await db.updateTable('conversations').set({ answered_by: answeredBy, answered_by_at: at, updated_at: at })
       .where('id', '=', id).where('answered_by', 'is', null).executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
+    const changed = Number(r.numUpdatedRows) > 0;
+    if (changed) await liveChange(db, 'c', id);
+    return changed;
   },
   /** The recording holding the message left on a machine (its API path). */
   async setVoicemailRecording(db: Executor, id: string, path: string, now: number): Promise<void> {
     await db.updateTable('conversations').set({ voicemail_recording: path, updated_at: now }).where('id', '=', id).execute();
+    await liveChange(db, 'c', id);
   },
   /** Ends an open conversation; false when it had already ended (the first outcome stands). */
   async end(db: Executor, id: string, outcome: ConversationOutcome, detail: string | null, now: number): Promise<boolean> {
@@ -125,7 +140,9 @@ export const conversationRepo = {
         duration_ms: eb(sql<number>`${now}`, '-', eb.ref('started_at')),
       }))
       .where('id', '=', id).where('ended_at', 'is', null).executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
+    const ended = Number(r.numUpdatedRows) > 0;
+    if (ended) await liveChange(db, 'c', id);
+    return ended;
   },
   /** Open message sessions idle since before `before` (closed by maintenance), oldest first. */
   async idle(db: Executor, before: number, channels: readonly string[], limit: number): Promise<ConversationRow[]> {
@@ -139,6 +156,7 @@ export const conversationRepo = {
 export const messageRepo = {
   async insert(db: Executor, row: Omit<MessageRow, 'attachments'> & { attachments?: string }): Promise<void> {
     await db.insertInto('conversation_messages').values(row).execute();
+    await liveChange(db, 'm', row.id);
   },
   async find(db: Executor, id: string): Promise<MessageRow | undefined> {
     return db.selectFrom('conversation_messages').selectAll().where('id', '=', id).executeTakeFirst();
@@ -146,9 +164,11 @@ export const messageRepo = {
   /** An agent's reply cut short by the caller: only what was heard stays (status `interrupted`). */
   async interrupt(db: Executor, id: string, heard: string): Promise<void> {
     await db.updateTable('conversation_messages').set({ text: heard, status: 'interrupted' }).where('id', '=', id).execute();
+    await liveChange(db, 'm', id);
   },
   async setStatus(db: Executor, id: string, status: MessageRow['status']): Promise<void> {
     await db.updateTable('conversation_messages').set({ status }).where('id', '=', id).execute();
+    await liveChange(db, 'm', id);
   },
   /** A conversation's transcript, oldest first. */
   async ofConversation(db: Executor, conversationId: string): Promise<MessageRow[]> {
@@ -527,5 +547,58 @@ export const conversationRecordRepo = {
         .where((eb) => eb.or([eb('ended_at', '>', after.at), eb('id', '>', after.id)]));
     }
     return q.orderBy('ended_at').orderBy('id').limit(limit).execute();
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// The live feed's reads (live.ts): the conversations in progress with their last lines, and the
+// rows a notification names, each with the ladder of its agent (which streams may see it).
+
+/** The accounts a conversation lies below: its agent (`account_id`), organization (`org_id`), reseller and partner. */
+export type LiveLadder = Pick<ConversationRow, 'account_id' | 'org_id'> & Pick<AccountRow, 'partner_id' | 'reseller_id'>;
+export type LiveConversationRow = ConversationRow & LiveLadder & Pick<RoomRow, 'display_name'>;
+export type LiveMessageRow = MessageRow & LiveLadder;
+
+function liveConversations(db: Executor) {
+  return db.selectFrom('conversations as c').innerJoin('accounts as a', 'a.id', 'c.account_id')
+    .innerJoin('conversation_rooms as r', 'r.id', 'c.room_id')
+    .selectAll('c').select(['a.partner_id', 'a.reseller_id', 'r.display_name']);
+}
+
+export const liveRepo = {
+  /**
+   * The conversations in progress below `target` (an agent, organization, reseller or partner),
+   * newest first, at most `limit`: the open ones are few, and found through conversations_open.
+   */
+  async open(db: Executor, target: Pick<AccountRow, 'id' | 'kind'>, limit: number): Promise<LiveConversationRow[]> {
+    let q = liveConversations(db).where('c.ended_at', 'is', null);
+    if (target.kind === 'agent') q = q.where('c.account_id', '=', target.id);
+    else if (target.kind === 'organization') q = q.where('c.org_id', '=', target.id);
+    else if (target.kind === 'reseller') q = q.where('a.reseller_id', '=', target.id);
+    else q = q.where('a.partner_id', '=', target.id);
+    return q.orderBy('c.started_at', 'desc').orderBy('c.id', 'desc').limit(limit).execute();
+  },
+  /** Conversations by id, wherever they are (the feed filters them per stream). */
+  async conversations(db: Executor, ids: readonly string[]): Promise<LiveConversationRow[]> {
+    if (ids.length === 0) return [];
+    return liveConversations(db).where('c.id', 'in', [...ids]).execute();
+  },
+  /** Messages by id, with their conversation's ladder. */
+  async messages(db: Executor, ids: readonly string[]): Promise<LiveMessageRow[]> {
+    if (ids.length === 0) return [];
+    return db.selectFrom('conversation_messages as m').innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+      .innerJoin('accounts as a', 'a.id', 'c.account_id')
+      .selectAll('m').select(['c.account_id', 'a.partner_id', 'a.reseller_id'])
+      .where('m.id', 'in', [...ids]).execute();
+  },
+  /** The last `perConversation` lines of each conversation (tool calls included), oldest first. One statement. */
+  async lastLines(db: Executor, ids: readonly string[], perConversation: number): Promise<MessageRow[]> {
+    if (ids.length === 0) return [];
+    const numbered = db.selectFrom('conversation_messages').selectAll()
+      .select((eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('conversation_id').orderBy('at', 'desc').orderBy(SAID_ORDER, 'desc').orderBy('id', 'desc')).as('n'))
+      .where('conversation_id', 'in', [...ids]);
+    const rows = await db.selectFrom(numbered.as('t')).selectAll().where('t.n', '<=', perConversation)
+      .orderBy('t.conversation_id').orderBy('t.n', 'desc').execute();
+    return rows.map(({ n: _n, ...m }) => m);
   },
 };
