@@ -23,6 +23,11 @@ const ORG_AND_ABOVE: AccountKind[] = ['partner', 'reseller', 'organization'];
 
 export const PAGES: PageDef[] = [
   { path: '/', title: 'Overview', nav: true, component: lazy(() => import('./overview.tsx')) },
+  { path: '/live', title: 'Live', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./conversations/live.tsx')) },
+  { path: '/conversations', title: 'Conversations', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./conversations/inbox.tsx')) },
+  { path: '/conversations/:roomId', title: 'Room', needsOrg: true, component: lazy(() => import('./conversations/room.tsx')) },
+  { path: '/conversations/:roomId/:uuid', title: 'Conversation', needsOrg: true, component: lazy(() => import('./conversations/conversation.tsx')) },
+  { path: '/logs', title: 'Logs', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./conversations/logs.tsx')) },
 ];
 
 export { ORG_AND_ABOVE };
