@@ -66,7 +66,7 @@ export default function Conversations({ query }: PageProps) {
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   return (
     <Page title="Conversations">
-      <nav aria-label="Inboxes">
+      <nav aria-label="Conversation pages">
         <ul className="tabs">
           <li><Link to="/conversations" aria-current={junk ? undefined : 'page'} onClick={() => setPage(0)}>Inbox</Link></li>
           <li><Link to="/conversations?inbox=junk" aria-current={junk ? 'page' : undefined} onClick={() => setPage(0)}>Junk</Link></li>

@@ -32,7 +32,7 @@ export function Transcript({ lines, channel, live, label }: { lines: readonly Li
         <li key={l.uuid} className={l.direction} data-direction={l.direction}>
           <p className="who">{whoSaid(l.direction, channel)} · {clock(l.timestamp)}{l.status && l.status !== 'success' ? ` · ${l.status}` : ''}</p>
           {l.tool ? (
-            <p><strong>{l.tool.refused ? 'Refused tool' : 'Ran tool'} {l.tool.name}</strong>{l.message ? `: ${l.message}` : ''}</p>
+            <p><strong>{l.tool.refused ? 'Refused:' : 'Ran:'}</strong> {l.message || l.tool.name}</p>
           ) : <p className="said">{l.message}</p>}
         </li>
       ))}
