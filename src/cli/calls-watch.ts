@@ -1,11 +1,13 @@
-// `callplane calls watch`: the calls in progress and their latest transcript lines, polled from
-// the API (it has no push feed of its own yet): call tasks running on a carrier (GET
-// /api/v2/tasks?state=running&type=call) and open call conversations (GET /api/v2/logs with
-// outcome=open, eventType=call), joined by task id, each with its transcript's last lines (GET
-// /api/v2/conversation/{roomId}/{uuid}). A terminal is redrawn; anything else gets one line per
-// change. SIGINT (Ctrl-C) ends it with exit code 0.
+// `callplane calls watch`: the calls in progress and their latest transcript lines. Call tasks
+// running on a carrier (GET /api/v2/tasks?state=running&type=call) are polled; the open call
+// conversations and their lines come pushed from the live feed (GET /api/v2/conversations/live,
+// Server-Sent Events) when the server offers it, and are otherwise polled too (GET /api/v2/logs
+// with outcome=open, eventType=call, each with its transcript's last lines from GET
+// /api/v2/conversation/{roomId}/{uuid}). Conversations are joined to their tasks by task id. A
+// terminal is redrawn; anything else gets one line per change. SIGINT (Ctrl-C) ends it with exit
+// code 0.
 import { parseArgs } from 'node:util';
-import { CallplaneError, ok, type CallplaneClient } from '../../sdk/client.js';
+import { CallplaneError, liveEvents, ok, type CallplaneClient, type LiveConversation, type LiveEvent } from '../../sdk/client.js';
 import { accountId, API_OPTIONS, apiClient } from './api-client.ts';
 import { HELP, UsageError } from './usage.ts';
 
@@ -30,14 +32,24 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
 const who = (direction: string) => (direction === 'outbound' ? 'agent' : direction === 'inbound' ? 'caller' : direction);
 const clock = (unix: number | null) => (unix ? new Date(unix * 1000).toISOString().slice(11, 19) : '--:--:--');
 
-async function snapshot(client: CallplaneClient, target: number | undefined, lineCount: number): Promise<Map<string, LiveCall>> {
+/** An open call conversation and its last lines (from the live feed, or polled). */
+interface OpenCall {
+  uuid: string;
+  roomId: string;
+  taskId?: string;
+  party: string;
+  direction: string;
+  via: string;
+  startedAt: number | null;
+  lines: Line[];
+}
+
+const lineOf = (l: { uuid: string; direction: string; message: string }): Line => ({ uuid: l.uuid, direction: l.direction, message: l.message.replace(/\s+/g, ' ') });
+
+/** Call tasks running on a carrier. */
+async function runningTasks(client: CallplaneClient, target: number | undefined): Promise<Map<string, LiveCall>> {
   const calls = new Map<string, LiveCall>();
-  const [{ tasks }, logs] = await Promise.all([
-    ok(client.GET('/api/v2/tasks', { params: { query: { state: 'running', type: 'call', limit: 100, sort: 'createdAt', order: 'asc', targetAccountId: target } } })),
-    ok(client.GET('/api/v2/logs', {
-      params: { query: { outcome: 'open', eventType: 'call', pageSize: MAX_CONVERSATIONS, fields: 'uuid,roomId,channel,direction,counterpart,counterpartName,startedAt,taskId,provider', targetAccountId: target } },
-    })),
-  ]);
+  const { tasks } = await ok(client.GET('/api/v2/tasks', { params: { query: { state: 'running', type: 'call', limit: 100, sort: 'createdAt', order: 'asc', targetAccountId: target } } }));
   for (const t of tasks) {
     calls.set(`task:${t.id}`, {
       key: `task:${t.id}`, taskId: t.id, party: t.target ?? '', direction: 'outbound',
@@ -47,30 +59,116 @@ async function snapshot(client: CallplaneClient, target: number | undefined, lin
       state: t.state, startedAt: t.startedAt ?? null, lines: [],
     });
   }
-  await Promise.all(logs.logs.map(async (entry) => {
+  return calls;
+}
+
+/** The open call conversations, polled: the logs' open calls, each with its transcript's last lines. */
+async function polledConversations(client: CallplaneClient, target: number | undefined, lineCount: number): Promise<OpenCall[]> {
+  const logs = await ok(client.GET('/api/v2/logs', {
+    params: { query: { outcome: 'open', eventType: 'call', pageSize: MAX_CONVERSATIONS, fields: 'uuid,roomId,channel,direction,counterpart,counterpartName,startedAt,taskId,provider', targetAccountId: target } },
+  }));
+  const open = await Promise.all(logs.logs.map(async (entry): Promise<OpenCall | undefined> => {
     const uuid = str(entry.uuid);
     const roomId = str(entry.roomId);
-    if (!uuid || !roomId) return;
-    const taskId = str(entry.taskId);
-    const key = taskId && calls.has(`task:${taskId}`) ? `task:${taskId}` : `conversation:${uuid}`;
-    const call: LiveCall = calls.get(key) ?? {
-      key, taskId, party: str(entry.counterpartName) ?? str(entry.counterpart) ?? '', direction: str(entry.direction) ?? '',
+    if (!uuid || !roomId) return undefined;
+    const call: OpenCall = {
+      uuid, roomId, taskId: str(entry.taskId), party: str(entry.counterpartName) ?? str(entry.counterpart) ?? '', direction: str(entry.direction) ?? '',
       via: `${str(entry.channel) ?? 'call'}${str(entry.provider) ? ` ${str(entry.provider)}` : ''}`,
-      state: 'in progress', startedAt: typeof entry.startedAt === 'number' ? entry.startedAt : null, lines: [],
+      startedAt: typeof entry.startedAt === 'number' ? entry.startedAt : null, lines: [],
     };
-    call.uuid = uuid;
-    call.roomId = roomId;
     try {
       const [conversation] = await ok(client.GET('/api/v2/conversation/{roomId}/{uuid}', { params: { path: { roomId, uuid }, query: { targetAccountId: target } } }));
-      call.lines = (conversation?.conversation ?? []).filter((l) => l.direction !== 'tool').slice(-lineCount)
-        .map((l) => ({ uuid: l.uuid, direction: l.direction, message: l.message.replace(/\s+/g, ' ') }));
+      call.lines = (conversation?.conversation ?? []).filter((l) => l.direction !== 'tool').slice(-lineCount).map(lineOf);
     } catch (err) {
       // Ended (and so gone from the open ones) between the two reads: shown on the next poll.
       if (!(err instanceof CallplaneError && err.status === 404)) throw err;
     }
-    calls.set(key, call);
+    return call;
   }));
+  return open.filter((c) => c !== undefined);
+}
+
+/** The running tasks with the open conversations: a conversation placed by a task is shown under the task. */
+function joined(tasks: Map<string, LiveCall>, open: OpenCall[], lineCount: number): Map<string, LiveCall> {
+  const calls = new Map(tasks);
+  for (const c of open) {
+    const key = c.taskId && calls.has(`task:${c.taskId}`) ? `task:${c.taskId}` : `conversation:${c.uuid}`;
+    const call: LiveCall = calls.get(key) ?? {
+      key, taskId: c.taskId, party: c.party, direction: c.direction, via: c.via, state: 'in progress', startedAt: c.startedAt, lines: [],
+    };
+    calls.set(key, { ...call, uuid: c.uuid, roomId: c.roomId, lines: c.lines.slice(-lineCount) });
+  }
   return calls;
+}
+
+/**
+ * The open call conversations as the live feed says, kept up to date by its events; `calls` is
+ * undefined until the first snapshot, and again while the stream is away (the watch polls then).
+ */
+class LiveFeedState {
+  calls: Map<string, OpenCall> | undefined;
+  /** The server has no live feed (an older callplane): poll. */
+  offered = true;
+
+  constructor(private readonly lineCount: number) {}
+
+  #open(c: LiveConversation, lines: Line[]): OpenCall {
+    return {
+      uuid: c.uuid, roomId: c.roomId, taskId: c.taskId ?? undefined, party: c.counterpartName ?? c.counterpart, direction: c.direction,
+      via: c.channel, startedAt: c.startedAt, lines,
+    };
+  }
+
+  /** One event; true when what is shown may have changed. */
+  apply(e: LiveEvent): boolean {
+    if (e.event === 'snapshot') {
+      this.calls = new Map(e.data.calls.filter((c) => c.eventType === 'call')
+        .map((c) => [c.uuid, this.#open(c, c.messages.filter((l) => l.direction !== 'tool').slice(-this.lineCount).map(lineOf))]));
+      return true;
+    }
+    if (!this.calls) return false;
+    if (e.event === 'conversation') {
+      if (e.data.eventType !== 'call') return false;
+      if (e.data.outcome !== 'open') return this.calls.delete(e.data.uuid);
+      this.calls.set(e.data.uuid, this.#open(e.data, this.calls.get(e.data.uuid)?.lines ?? []));
+      return true;
+    }
+    if (e.event === 'message') {
+      const call = this.calls.get(e.data.conversationId);
+      if (!call || e.data.message.direction === 'tool') return false;
+      const line = lineOf(e.data.message);
+      const at = call.lines.findIndex((l) => l.uuid === line.uuid);
+      if (at >= 0) call.lines[at] = line;
+      else call.lines = [...call.lines, line].slice(-this.lineCount);
+      return true;
+    }
+    return false;
+  }
+}
+
+/** Follows the live feed until `signal` aborts, starting over after a lost stream; `changed` after each change. */
+async function follow(client: CallplaneClient, target: number | undefined, state: LiveFeedState, changed: () => void, signal: AbortSignal, retryMs: number): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      for await (const e of liveEvents(client, { targetAccountId: target }, signal)) if (state.apply(e)) changed();
+    } catch (err) {
+      if (signal.aborted) return;
+      // An older server without the route: the watch polls, as it always did.
+      if (err instanceof CallplaneError && err.status === 404 && /^Route GET /.test(err.message)) {
+        state.offered = false;
+        state.calls = undefined;
+        changed();
+        return;
+      }
+      // Refused (its token's feeds are all open: 429), or the server away: poll meanwhile, try again.
+    }
+    state.calls = undefined;
+    changed();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, retryMs);
+      signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
 }
 
 function describe(call: LiveCall): string {
@@ -118,13 +216,26 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
   const onSigint = () => stop();
   process.on('SIGINT', onSigint);
   err.write(`watching live calls every ${interval} s (Ctrl-C to stop)\n`);
+  // The feed's events wake the loop at once: a line is shown as it is stored, not at the next poll.
+  let wake: (() => void) | undefined;
+  const feed = new LiveFeedState(lineCount);
+  const abort = new AbortController();
+  let said = '';
+  const following = follow(client, target, feed, () => wake?.(), abort.signal, Math.max(interval * 1000, 3000));
+  let tasks: { at: number; calls: Map<string, LiveCall> } | undefined;
   let previous = new Map<string, LiveCall>();
   let problem = '';
   try {
     for (let running = true; running;) {
       let current: Map<string, LiveCall> | undefined;
       try {
-        current = await snapshot(client, target, lineCount);
+        // Tasks are polled every interval (a stream event in between redraws with those last read).
+        if (!tasks || Date.now() - tasks.at >= interval * 1000 * 0.9) tasks = { at: Date.now(), calls: await runningTasks(client, target) };
+        const pushed = feed.calls;
+        const mode = pushed ? 'following the live feed' : feed.offered ? '' : 'the server has no live feed: polling';
+        if (mode && mode !== said) err.write(`${mode}\n`);
+        said = mode;
+        current = joined(tasks.calls, pushed ? [...pushed.values()] : await polledConversations(client, target, lineCount), lineCount);
         if (problem) err.write('the API answers again\n');
         problem = '';
       } catch (e) {
@@ -161,12 +272,18 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
       let timer: NodeJS.Timeout | undefined;
       running = await Promise.race([
         stopped.then(() => false),
-        new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(true), interval * 1000); }),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), interval * 1000);
+          wake = () => resolve(true);
+        }),
       ]);
+      wake = undefined;
       clearTimeout(timer);
     }
   } finally {
     process.off('SIGINT', onSigint);
+    abort.abort();
+    await following;
   }
   err.write('stopped\n');
   return 0;

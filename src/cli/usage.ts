@@ -63,9 +63,10 @@ ${API}`,
   calls: `usage: callplane calls watch [--interval SECONDS] [--lines N] [--account ID]
 
 Shows the calls in progress — call tasks running on a carrier and open call conversations — with
-each call's state and its latest transcript lines (--lines, default 3), polling the API every
---interval seconds (default 2). On a terminal the screen is redrawn; otherwise each change is
-printed as a line. Ctrl-C (SIGINT) ends it with exit code 0.
+each call's state and its latest transcript lines (--lines, default 3). Conversations and their
+lines come pushed from the server's live feed as they are spoken (polled, on a server without
+one); running call tasks are polled every --interval seconds (default 2). On a terminal the screen
+is redrawn; otherwise each change is printed as a line. Ctrl-C (SIGINT) ends it with exit code 0.
 
 ${API}`,
   doctor: `usage: callplane doctor [--timeout SECONDS]

@@ -389,6 +389,9 @@ for (const engine of ENGINES) {
       assert.equal((await watch.exit(10_000)).code, 0);
       // Each line once: the transcript is printed as it grows, not again on every poll.
       assert.equal(watch.stdout().split('\n').filter((l) => l.endsWith('caller: I would like an appointment')).length, 1);
+      // The lines came pushed, from the live feed (GET /api/v2/conversations/live), not polled.
+      assert.match(watch.stderr(), /^following the live feed$/m);
+      assert.doesNotMatch(watch.stderr(), /polling/);
     });
   });
 }

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { authenticate } from '../../src/http/auth.ts';
 import { CallplaneError, createCallplaneClient, liveEvents, type LiveEvent } from '../../sdk/index.ts';
 import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { openLive, type LiveClient, type SseEvent } from '../helpers/live-feed.ts';
@@ -28,7 +29,7 @@ for (const engine of ENGINES) {
 
     before(async () => {
       h = await startHarness(engine, { CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, {
-        turns: true, deliveries: true, deliveryRuntime: FAST, liveRuntime: { heartbeatMs: 300, recheckMs: 300 },
+        turns: true, deliveries: true, deliveryRuntime: FAST, liveRuntime: { heartbeatMs: 300, recheckMs: 300, maxBufferedBytes: 64 * 1024 },
       });
       await h.app.listen({ port: 0, host: '127.0.0.1' });
       base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
@@ -181,6 +182,54 @@ for (const engine of ENGINES) {
       await after0(still, 'snapshot');
       await sleep(700);
       assert.equal(still.isEnded(), false);
+    });
+
+    it('suspending the organization closes its streams and a reseller\'s stream on it; the reseller\'s own goes on', async () => {
+      const { r, o } = await tenant();
+      const own = await open(o.token);
+      const onOrg = await open(r.token, { targetAccountId: o.id });
+      const whole = await open(r.token);
+      for (const c of [own, onOrg, whole]) await after0(c, 'snapshot');
+      const off = await h.call('POST', '/api/v2/updateOrganization', { token: r.token, query: { targetOrganizationId: o.id }, body: { active: false } });
+      assert.equal(off.status, 200, JSON.stringify(off.body));
+      const a = await own.next('closed', (e) => e.event === 'closed', 5000);
+      assert.match(a.data.message, new RegExp(`Organization ${o.id} is suspended`));
+      const b = await onOrg.next('closed', (e) => e.event === 'closed', 5000);
+      assert.match(b.data.message, new RegExp(`targetAccountId ${o.id}: Organization ${o.id} is suspended`));
+      await sleep(700);
+      assert.equal(whole.isEnded(), false);
+      assert.ok(!whole.events.some((e) => e.event === 'closed'));
+    });
+
+    it('a client that leaves more than the limit unread is dropped, not buffered for', async () => {
+      const { r, o } = await tenant();
+      const scope = await authenticate(h.services.tokenLookup, o.token);
+      // The response as the feed sees it: what was written, and how much of it the client has not taken.
+      let unread = 0;
+      const written: string[] = [];
+      let destroyed = false;
+      let ended = false;
+      const before = h.services.live.open;
+      await h.services.live.start(scope, o.token, undefined, () => ({
+        write: (text) => { written.push(text); unread += text.length; },
+        buffered: () => unread,
+        end: () => { ended = true; },
+        destroy: () => { destroyed = true; },
+      }));
+      assert.match(written[0]!, /^id: 1\nevent: snapshot\n/);
+      assert.equal(h.services.live.open, before + 1);
+      // The client reads the snapshot, then stops reading: lines pile up past the limit (64 KiB here).
+      unread = 0;
+      const text = 'x'.repeat(3000);
+      for (let i = 0; i < 30 && !destroyed; i++) await say(r, o.agentId, 'slow-reader', `${i} ${text}`);
+      await waitFor('the stream dropped', async () => destroyed, 10_000);
+      assert.equal(ended, false, 'dropped at once, not ended politely');
+      assert.ok(unread < 64 * 1024 + 20_000, `it stopped at the limit: ${unread} bytes unread`);
+      assert.equal(h.services.live.open, before);
+      const count = written.length;
+      await say(r, o.agentId, 'slow-reader', 'after the drop');
+      await sleep(300);
+      assert.equal(written.length, count, 'nothing more is written to a dropped stream');
     });
 
     it('at most 5 streams per token: the 6th is 429 until one closes', async () => {
