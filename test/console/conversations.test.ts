@@ -225,7 +225,7 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
   });
 
   it('moves a room to junk and back', async () => {
-    assert.ok(call);
+    assert.ok(call, 'the call of the first test');
     const { page } = c;
     await c.open('/conversations', 'Conversations');
     const rooms = page.locator('.table-wrap[aria-label="Rooms"]');
@@ -247,7 +247,7 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
   });
 
   it('searches the logs', async () => {
-    assert.ok(call);
+    assert.ok(call, 'the call of the first test');
     const { page } = c;
     await c.open('/logs', 'Logs');
     await page.getByLabel('Channel').selectOption('sip');

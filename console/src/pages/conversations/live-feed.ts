@@ -25,21 +25,29 @@ export function backoffSeconds(attempt: number): number {
   return Math.min(30, 2 ** Math.max(0, attempt - 1));
 }
 
+/** Ended conversations the page keeps showing (the newest first); older ones are in the inbox. */
+export const KEEP_ENDED = 20;
+
+function trim(calls: LiveCall[]): LiveCall[] {
+  let ended = 0;
+  return calls.filter((c) => c.endedAt === null && !c.gone ? true : ++ended <= KEEP_ENDED);
+}
+
 /** The page's calls after one event (a new array; the calls it changes are new objects). */
 export function applyEvent(calls: LiveCall[], e: LiveEvent): LiveCall[] {
   switch (e.event) {
     case 'snapshot': {
       const fresh = new Map(e.data.calls.map((c) => [c.uuid, c]));
       // What ended before (or while) the stream dropped stays on the page with its transcript.
-      const kept = calls.filter((c) => !fresh.has(c.uuid)).map((c) => c.endedAt !== null || c.gone ? c : { ...c, gone: true });
+      const kept = calls.filter((c) => !fresh.has(c.uuid)).map((c) => c.endedAt !== null || c.gone ? c : { ...c, gone: true }).slice(0, KEEP_ENDED);
       return [...e.data.calls.map((c) => ({ ...c, messages: [...c.messages] })), ...kept];
     }
     case 'conversation': {
       const i = calls.findIndex((c) => c.uuid === e.data.uuid);
-      if (i < 0) return [{ ...e.data, messages: [] }, ...calls];
+      if (i < 0) return trim([{ ...e.data, messages: [] }, ...calls]);
       const next = [...calls];
       next[i] = { ...calls[i]!, ...e.data, messages: calls[i]!.messages, gone: false };
-      return next;
+      return trim(next);
     }
     case 'message': {
       const { conversationId, message } = e.data;
