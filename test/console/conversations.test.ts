@@ -55,6 +55,7 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
   let c: ConsoleBrowser;
   let llm: FakeLlm;
   let relay: Awaited<ReturnType<typeof cuttableRelay>>;
+  let reseller: { id: number; token: string };
   let org: { id: number; agentId: number; token: string };
   let agent: { id: number; token: string };
   let call: { roomId: string; uuid: string } | undefined;
@@ -69,8 +70,8 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
     }, { worker: true, sip: { pollMs: 100 }, analyses: true });
     const port = Number(new URL(await listening(h)).port);
     relay = await cuttableRelay(port);
-    const r = await h.reseller('Northwind Reseller');
-    org = await h.organization(r.id, { orgName: 'Acme Dental' });
+    reseller = await h.reseller('Northwind Reseller');
+    org = await h.organization(reseller.id, { orgName: 'Acme Dental' });
     agent = await h.agent(org.id);
     await publishAgent(h, agent.token, { welcomeMessage: 'Hello there.', speakingTimeout: 700, callerResponseTimeout: 60, actions: ['hangup'] });
     assert.equal((await h.call('POST', '/api/v2/sip/ipWhitelist', { token: org.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
@@ -260,6 +261,29 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
     await page.getByLabel('Channel').selectOption('sms');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No conversation started in that window with those filters.').waitFor();
+  });
+
+  it('signed in as the reseller, follows the organization chosen at the top, and fits 320 CSS px', async () => {
+    assert.ok(call, 'the call of the first test');
+    const { page } = c;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API token').waitFor();
+    await c.signIn(reseller.token);
+    await page.getByLabel('Organization').selectOption(String(org.id));
+    await c.open('/conversations', 'Conversations');
+    // The room is the organization's: the page asked with targetAccountId.
+    await page.locator('.table-wrap[aria-label="Rooms"]').getByRole('link', { name: 'Jane Caller' }).waitFor();
+    await c.open('/live', 'Live');
+    await page.getByText('Connected: new lines appear as they are said.').waitFor();
+    await page.setViewportSize({ width: 320, height: 640 });
+    for (const [fragment, heading, shot] of [['/live', 'Live', 'live-320'], ['/conversations', 'Conversations', 'conversations-inbox-320'], ['/logs', 'Logs', 'conversations-logs-320']] as const) {
+      await c.open(fragment, heading);
+      if (fragment !== '/live') await page.locator('tbody tr').first().waitFor();
+      const { scroll, width } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, width: window.innerWidth }));
+      assert.ok(scroll <= width + 1, `${fragment} is ${scroll}px wide in a ${width}px window`);
+      await c.shot(shot);
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
     // The one error the page's console saw is the live stream the test cut in the first test.
     assert.deepEqual(c.problems, ['console: Failed to load resource: net::ERR_INCOMPLETE_CHUNKED_ENCODING']);
   });

@@ -134,7 +134,7 @@ export default function ConversationPage({ params }: PageProps) {
       </Section>
       {isCall ? (
         <Section title="Each turn's latency">
-          <Table caption="Latency of each spoken turn" rows={spoken} rowKey={(l) => l.uuid} empty="No spoken turn has its latency recorded."
+          <div className="conv-wide"><Table caption="Latency of each spoken turn" rows={spoken} rowKey={(l) => l.uuid} empty="No spoken turn has its latency recorded."
             columns={[
               { key: 'reply', label: 'Reply', cell: (l: ConvLine) => `${whoSaid(l.direction, c.channel)}: ${l.message.length > 60 ? `${l.message.slice(0, 60)}…` : l.message}` },
               { key: 'path', label: 'Path', cell: (l: ConvLine) => (l.latency as Latency).path },
@@ -144,7 +144,7 @@ export default function ConversationPage({ params }: PageProps) {
               { key: 'tts', label: 'First audio', cell: (l: ConvLine) => ms((l.latency as Latency).ttsFirstAudioMs) },
               { key: 'total', label: 'Total', cell: (l: ConvLine) => ms((l.latency as Latency).totalMs) },
               { key: 'engines', label: 'Engines', cell: (l: ConvLine) => { const e = (l.latency as Latency).engines; return [e.stt, e.llm, e.tts].map((x) => x ?? '—').join(' / '); } },
-            ]} />
+            ]} /></div>
         </Section>
       ) : null}
       {isCall && c.endedAt !== null && (c.channel === 'sip' || c.voicemailRecording) ? <Recording roomId={roomId} uuid={uuid} target={target} /> : null}

@@ -56,7 +56,7 @@ export default function Logs() {
         {logs.isPending ? <Loading /> : logs.error ? null : (
           <>
             <p className="muted">{logs.data.pagination.totalCount} found.</p>
-            <Table caption="Conversation logs" rows={rows} rowKey={(r) => String(r.uuid)} empty="No conversation started in that window with those filters."
+            <div className="conv-wide"><Table caption="Conversation logs" rows={rows} rowKey={(r) => String(r.uuid)} empty="No conversation started in that window with those filters."
               columns={[
                 { key: 'at', label: 'Started', cell: (r) => <Link to={conversationPath(String(r.roomId), String(r.uuid))}>{when(r.startedAt as number)}</Link> },
                 { key: 'who', label: 'Counterpart', cell: (r) => text(r.counterpartName ?? r.counterpart) },
@@ -64,7 +64,7 @@ export default function Logs() {
                 { key: 'out', label: 'Outcome', cell: (r) => <OutcomeBadge outcome={String(r.outcome)} /> },
                 { key: 'dur', label: 'Duration', cell: (r) => typeof r.duration === 'number' ? `${r.duration} s` : '—' },
                 { key: 'sum', label: 'Summary', cell: (r) => text(r.summary) },
-              ]} />
+              ]} /></div>
             {logs.data.pagination.totalPages > 1 ? (
               <div className="actions">
                 <Button disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous page</Button>
