@@ -115,6 +115,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/agent/{agentId}/testMessage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * callplane extension: talk with the agent's staging configuration (the reply is answered at once)
+         * @description Runs one turn of the agent's STAGING configuration inline and answers the reply, so a change can be tried before it is published. The conversation is recorded (channel web, counterpart web:staging-<your account>-<session>); a new session starts afresh. Any token whose subtree holds the agent. 409 while the same session's last message is being answered, 502 when the model fails.
+         */
+        post: operations["testAgentMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/agent/{agentId}/versions": {
         parameters: {
             query?: never;
@@ -1565,6 +1585,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/sip/captures/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the Call-IDs of the organization's SIP captures, the most recently active first (callplane extension)
+         * @description What GET /api/v2/sip/captures needs: the Call-IDs captured for the organization (its registration's, its calls', refused INVITEs naming it), each with its first and last message time, its count and its first message's start line.
+         */
+        get: operations["listSipCaptureCalls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/sip/ipWhitelist": {
         parameters: {
             query?: never;
@@ -2957,6 +2997,104 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    testAgentMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Your test session (letters, digits, _ and -; default "default"): another one starts a new conversation */
+                    session?: string;
+                    /** @description 1–2000 characters after trimming */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        conversationUuid: string;
+                        /** @description The agent ended the conversation */
+                        ended: boolean;
+                        /** @description model, or simulated when no model provider is configured */
+                        engine: string;
+                        model: string;
+                        reply: string;
+                        simulated?: boolean;
+                        success: boolean;
+                        /** @description The staging welcome message, recorded first when this message opened the conversation */
+                        welcome?: string;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5988,13 +6126,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description text/event-stream: snapshot, conversation, message and closed events */
+            /** @description Server-Sent Events: snapshot, conversation, message and closed (docs/conversations.md, "Live feed") */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    "text/event-stream": string;
                 };
             };
             /** @description Every error has this shape. */
@@ -11792,6 +11930,88 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     });
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listSipCaptureCalls: {
+        parameters: {
+            query?: {
+                /** @description At most this many Call-IDs (default 20) */
+                limit?: number;
+                /** @description Organization (or one of its agents) to act on, for resellers and partners; an organization token acts on itself */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        calls: ({
+                            /** @description Messages captured */
+                            count: number;
+                            /** @description Epoch millis of its first captured message */
+                            firstAt: number;
+                            /** @description The first message's start line */
+                            firstLine: string;
+                            /** @description Epoch millis of its last captured message */
+                            lastAt: number;
+                            /** @description The first message's method (REGISTER, INVITE, SUBSCRIBE …); null when the first captured message is a response */
+                            method: string | null;
+                            sipCallId: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        count: number;
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description Every error has this shape. */

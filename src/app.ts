@@ -34,7 +34,7 @@ import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
 import { contextRoutes } from './modules/context/routes.ts';
 import { numbersRoutes } from './modules/numbers/routes.ts';
-import { conversationRoutes } from './modules/conversations/routes.ts';
+import { conversationRoutes, stagingChatRoutes } from './modules/conversations/routes.ts';
 import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
 import { smsRoutes } from './modules/conversations/sms-routes.ts';
 import { voiceRoutes } from './modules/conversations/voice-routes.ts';
@@ -234,6 +234,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(knowledgeRoutes, { knowledge: services.knowledge });
   await app.register(agentRoutes, { agents: services.agents });
   await app.register(conversationRoutes, { conversations: services.conversations });
+  await app.register(stagingChatRoutes, { stagingChat: services.stagingChat });
   await app.register(voiceRoutes, { twilioVoice: services.twilioVoice, mediaStreams: services.mediaStreams });
   await app.register(historyRoutes, { history: services.history });
   await app.register(liveRoutes, { live: services.live });

@@ -26,6 +26,7 @@ import { liveFeed, type LiveFeed, type LiveFeedDeps } from './modules/conversati
 import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
+import { stagingChatService, type StagingChatService } from './modules/conversations/staging-chat.ts';
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
 import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
 import { placedCallVoicemail } from './modules/conversations/voicemail.ts';
@@ -116,6 +117,8 @@ export interface Services {
   models: ModelsService;
   conversations: ConversationService;
   webChat: WebChatService;
+  /** Test chats with agents' staging configurations (the console's agent page). */
+  stagingChat: StagingChatService;
   sms: SmsService;
   twilioVoice: TwilioVoice;
   /** The agent on calls whose audio we carry (SIP). */
@@ -247,6 +250,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     ...base,
     conversations,
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('web-chat') }),
+    stagingChat: stagingChatService({ db, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('staging-chat') }),
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
     twilioVoice: gather,
     mediaStreams: streams,

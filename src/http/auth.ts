@@ -109,6 +109,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Routes that need no token (health, docs, provider ingress). */
     public?: boolean;
+    /** A public route that takes a token in its body (the console's sign-in): limited per address like the API. */
+    limitByAddress?: boolean;
   }
 }
 

@@ -49,7 +49,8 @@ export interface RateLimitHooks {
 
 /** Whether a request is to a route that needs a token (everything else is left alone, see above). */
 function limited(req: FastifyRequest): boolean {
-  return req.routeOptions.url !== undefined && req.routeOptions.config?.public !== true;
+  const config = req.routeOptions.config;
+  return req.routeOptions.url !== undefined && (config?.public !== true || config.limitByAddress === true);
 }
 
 function windowWords(seconds: number): string {

@@ -122,6 +122,19 @@ for (const engine of ENGINES) {
   });
 }
 
+describe('the console sign-in is limited per address like the API', () => {
+  it('answers 429 once an address has sent its share, whatever the tokens', async () => {
+    const h = await startHarness('sqlite', { CALLPLANE_RATE_LIMIT_PER_ADDRESS: '3', CALLPLANE_RATE_LIMIT_WINDOW_SECONDS: '60' });
+    try {
+      const codes: number[] = [];
+      for (let i = 0; i < 4; i++) codes.push((await signIn(h, `cpl_guess-${i}`)).status);
+      assert.deepEqual(codes, [401, 401, 401, 429]);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe('the console\'s pages as served', () => {
   let h: Harness;
   before(async () => { h = await startHarness('sqlite'); });

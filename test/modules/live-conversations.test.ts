@@ -2,7 +2,8 @@
 // client reading the body as it arrives gets a snapshot, then a conversation driven through
 // receiveMessage (the SIMULATED model engine answers) as `conversation` and `message` events for
 // the person's line and the agent's; another organization's stream, and one on another agent,
-// see none of it; a deleted token's stream is closed; the per-token cap answers 429.
+// see none of it; a deleted token's stream and a suspended organization's are closed; a client that does
+// not read is dropped; the per-token and process-wide caps answer 429.
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -254,6 +255,39 @@ for (const engine of ENGINES) {
         assert.equal(c.status, 429);
         return false;
       }, 5000, 100);
+    });
+  });
+}
+
+for (const engine of ENGINES) {
+  describe(`the live feed's process-wide cap [${engine}]`, () => {
+    let h: Harness;
+    let base: string;
+    const clients: LiveClient[] = [];
+    before(async () => {
+      h = await startHarness(engine, { CALLPLANE_LIVE_STREAMS_MAX: '2' });
+      await h.app.listen({ port: 0, host: '127.0.0.1' });
+      base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+    });
+    after(async () => {
+      for (const c of clients) c.close();
+      await h.close();
+    });
+
+    it('past CALLPLANE_LIVE_STREAMS_MAX streams in the process, whatever the token: 429', async () => {
+      const r = await h.reseller();
+      const a = await h.organization(r.id);
+      const b = await h.organization(r.id);
+      for (const token of [a.token, b.token]) {
+        const c = await openLive(base, token);
+        clients.push(c);
+        assert.equal(c.status, 200);
+      }
+      const third = await openLive(base, r.token);
+      assert.equal(third.status, 429);
+      assert.equal(third.body.success, false);
+      assert.match(third.body.message, /at most 2 live feeds at once/);
+      assert.equal(third.headers.get('retry-after'), '5');
     });
   });
 }

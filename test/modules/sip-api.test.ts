@@ -284,6 +284,43 @@ forEachEngine('SIP API', (h) => {
     expectError(await call('GET', 'captures', a.o.token, { query: { sipCallId: callId, from: 'yesterday' } }), 400, 'from');
   });
 
+  it('lists the organization\'s captured Call-IDs, the most recently active first, its own only (extension)', async () => {
+    const a = await tenant();
+    const b = await tenant();
+    const t0 = Date.now() - 60_000;
+    const msg = (first: string, callId: string) => `${first}\r\nCall-ID: ${callId}\r\nCSeq: 1 REGISTER\r\n\r\n`;
+    const row = (org: number, callId: string, at: number, first: string, direction: 'in' | 'out' = 'out') => ({
+      id: newId('cap', at), org_id: org, call_id: callId, direction, transport: 'UDP', remote: '10.0.0.9:5060', local: '10.0.0.1:5060', message: msg(first, callId), created_at: at,
+    });
+    await h().database.db.insertInto('sip_captures').values([
+      row(a.o.id, 'reg-1@callplane', t0, 'REGISTER sip:pbx.example.com SIP/2.0'),
+      row(a.o.id, 'reg-1@callplane', t0 + 10, 'SIP/2.0 401 Unauthorized', 'in'),
+      row(a.o.id, 'reg-1@callplane', t0 + 20, 'REGISTER sip:pbx.example.com SIP/2.0'),
+      row(a.o.id, 'reg-1@callplane', t0 + 30_000, 'SIP/2.0 200 OK', 'in'),
+      row(a.o.id, 'late@pbx', t0 + 1000, 'SIP/2.0 200 OK', 'in'),
+      row(a.o.id, 'invite-9@pbx', t0 + 5000, 'INVITE sip:1001@10.0.0.1 SIP/2.0', 'in'),
+      row(b.o.id, 'theirs@pbx', t0 + 40_000, 'INVITE sip:2002@10.0.0.1 SIP/2.0', 'in'),
+    ]).execute();
+
+    const res = await call('GET', 'captures/calls', a.o.token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.count, 3);
+    assert.deepEqual(res.body.calls, [
+      { sipCallId: 'reg-1@callplane', firstAt: t0, lastAt: t0 + 30_000, count: 4, firstLine: 'REGISTER sip:pbx.example.com SIP/2.0', method: 'REGISTER' },
+      { sipCallId: 'invite-9@pbx', firstAt: t0 + 5000, lastAt: t0 + 5000, count: 1, firstLine: 'INVITE sip:1001@10.0.0.1 SIP/2.0', method: 'INVITE' },
+      { sipCallId: 'late@pbx', firstAt: t0 + 1000, lastAt: t0 + 1000, count: 1, firstLine: 'SIP/2.0 200 OK', method: null },
+    ]);
+    assert.deepEqual((await call('GET', 'captures/calls', a.o.token, { query: { limit: 1 } })).body.calls.map((c: any) => c.sipCallId), ['reg-1@callplane']);
+    // Its reseller reads them with targetAccountId; an agent reads its organization's; another reseller and strangers do not.
+    assert.equal((await call('GET', 'captures/calls', a.r.token, { query: { targetAccountId: a.o.id } })).body.count, 3);
+    assert.equal((await call('GET', 'captures/calls', a.agent.token)).body.count, 3);
+    expectError(await call('GET', 'captures/calls', b.r.token, { query: { targetAccountId: a.o.id } }), 404);
+    assert.deepEqual((await call('GET', 'captures/calls', b.o.token)).body.calls.map((c: any) => c.sipCallId), ['theirs@pbx']);
+    assert.deepEqual((await call('GET', 'captures/calls', (await tenant()).o.token)).body, { success: true, message: 'Success', count: 0, calls: [] });
+    expectError(await call('GET', 'captures/calls', a.o.token, { query: { limit: 0 } }), 400, 'limit');
+    expectError(await h().call('GET', '/api/v2/sip/captures/calls', { token: null }), 401);
+  });
+
   it('answers 502 and keeps nothing when no SIP worker takes a new registration; DELETE without a worker still removes', async () => {
     const { o } = await tenant();
     const started = Date.now();

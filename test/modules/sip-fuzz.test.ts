@@ -35,6 +35,7 @@ forEachEngine('SIP API with odd input', (h) => {
         await check('GET', 'captures', { query: { sipCallId: v } });
         await check('GET', 'captures', { query: { sipCallId: 'x', format: v } });
         await check('GET', 'captures', { query: { sipCallId: 'x', from: v } });
+        await check('GET', 'captures/calls', { query: { limit: v } });
       }
     }));
     await check('POST', 'registration', { payload: 'not json', headers: { 'content-type': 'application/json' } });

@@ -248,6 +248,12 @@ export function agentService(deps: AgentServiceDeps) {
       return (await slots(account, ex)).live;
     },
 
+    /** The agent a path's agentId names (in the caller's subtree) and its STAGING configuration: what a test chat talks with. */
+    async staged(scope: Scope, agentId: string): Promise<{ account: AccountRow; config: AgentConfig }> {
+      const account = await named(scope, agentId);
+      return { account, config: (await slots(account)).staging };
+    },
+
     /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */
     checkConfig: (body: unknown) => checkConfig(body),
 

@@ -47,7 +47,8 @@ export async function consoleRoutes(app: App, deps: ConsoleDeps): Promise<void> 
   }
 
   app.post('/console/session', {
-    config: { public: true },
+    // Guessing tokens here costs what it costs on the API: the per-address limit counts it.
+    config: { public: true, limitByAddress: true },
     schema: {
       ...hidden,
       body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200, description: 'An API token, or a one-time auth token' }) }),

@@ -28,7 +28,13 @@ export async function liveRoutes(app: App, { live }: { live: LiveFeed }): Promis
       querystring: Type.Object({
         targetAccountId: Type.Optional(AccountId('An organization or agent (or reseller) below the token\'s account to follow; default: everything below the token\'s account')),
       }),
-      response: { 200: Type.String({ description: 'text/event-stream: snapshot, conversation, message and closed events' }), ...errors(403, 404, 429, 503) },
+      response: {
+        200: {
+          description: 'Server-Sent Events: snapshot, conversation, message and closed (docs/conversations.md, "Live feed")',
+          content: { 'text/event-stream': { schema: Type.String() } },
+        },
+        ...errors(403, 404, 429, 503),
+      },
     },
   }, async (req, reply) => {
     // The route was authenticated with this token: the feed checks it again while the stream lasts.
@@ -48,6 +54,9 @@ export async function liveRoutes(app: App, { live }: { live: LiveFeed }): Promis
       // An EventSource that lost the stream connects again after 3 s (and gets a fresh snapshot).
       res.write('retry: 3000\n\n');
       res.on('close', gone);
+      res.on('error', gone);
+      // Gone already, while the stream was being admitted: no 'close' is coming.
+      if (res.destroyed || !res.socket || res.socket.destroyed) queueMicrotask(gone);
       return {
         write: (text) => void res.write(text),
         buffered: () => res.writableLength,

@@ -152,6 +152,23 @@ export const sipRepo = {
     return q.orderBy('created_at').orderBy('id').limit(limit).execute();
   },
 
+  /** The organization's captured Call-IDs, the most recently active first: first and last message, count. */
+  async captureCalls(db: Executor, orgId: number, limit: number) {
+    const calls = await db.selectFrom('sip_captures')
+      .select((eb) => ['call_id', eb.fn.min('created_at').as('first_at'), eb.fn.max('created_at').as('last_at'),
+        eb.fn.countAll().as('count'), eb.fn.min('id').as('first_id')])
+      .where('org_id', '=', orgId).groupBy('call_id')
+      .orderBy('last_at', 'desc').orderBy('call_id').limit(limit).execute();
+    const ids = calls.map((c) => String(c.first_id));
+    const firsts = ids.length === 0 ? [] : await db.selectFrom('sip_captures').select(['id', 'message'])
+      .where('org_id', '=', orgId).where('id', 'in', ids).execute();
+    const byId = new Map(firsts.map((f) => [f.id, f.message]));
+    return calls.map((c) => ({
+      callId: c.call_id, firstAt: Number(c.first_at), lastAt: Number(c.last_at), count: Number(c.count),
+      firstMessage: byId.get(String(c.first_id)) ?? '',
+    }));
+  },
+
   /** Deletes up to `batch` captures older than `before`; answers how many. */
   async pruneCaptures(db: Executor, before: number, batch = 1000): Promise<number> {
     const old = db.selectFrom('sip_captures').select('id').where('created_at', '<', before).limit(batch);

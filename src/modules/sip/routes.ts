@@ -69,6 +69,18 @@ const CapturesQuery = Type.Object({
       + 'pcap a libpcap file Wireshark opens (application/vnd.tcpdump.pcap); transaction the messages grouped by SIP transaction',
   })),
 });
+const CaptureCallsQuery = Type.Object({
+  ...Target,
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'At most this many Call-IDs (default 20)' })),
+});
+const CaptureCall = Obj({
+  sipCallId: Type.String(),
+  firstAt: Type.Number({ description: 'Epoch millis of its first captured message' }),
+  lastAt: Type.Number({ description: 'Epoch millis of its last captured message' }),
+  count: Type.Integer({ description: 'Messages captured' }),
+  firstLine: Type.String({ description: 'The first message\'s start line' }),
+  method: Type.Union([Type.String(), Type.Null()], { description: 'The first message\'s method (REGISTER, INVITE, SUBSCRIBE …); null when the first captured message is a response' }),
+});
 const Capture = Obj({
   timestamp: Type.Number({ description: 'Epoch millis' }), direction: Type.String({ description: 'in (received) or out (sent)' }),
   transport: Type.String(), source: Type.String(), destination: Type.String(), message: Type.String(),
@@ -167,6 +179,16 @@ export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise
       querystring: TargetQuery, body: RouteBody('Outbound route to remove'), response: { 200: Envelope({}), ...errors(400, 403, 404) },
     },
   }, async (req) => sip.removeRoute(req.scope, req.query.targetAccountId, req.body));
+
+  app.get('/api/v2/sip/captures/calls', {
+    schema: {
+      operationId: 'listSipCaptureCalls', tags, security: Security,
+      summary: 'List the Call-IDs of the organization\'s SIP captures, the most recently active first (callplane extension)',
+      description: 'What GET /api/v2/sip/captures needs: the Call-IDs captured for the organization (its registration\'s, its calls\', refused INVITEs naming it), each with its first and last message time, its count and its first message\'s start line.',
+      querystring: CaptureCallsQuery,
+      response: { 200: Envelope({ count: Type.Integer(), calls: Type.Array(CaptureCall) }), ...errors(400, 403, 404) },
+    },
+  }, async (req) => sip.captureCalls(req.scope, req.query));
 
   app.get('/api/v2/sip/captures', {
     schema: {

@@ -479,6 +479,18 @@ export function sipService(deps: SipServiceDeps) {
       return { success: true, message: 'Route removed successfully' };
     },
 
+    /** The organization's captured Call-IDs (registrations, calls, refused INVITEs), so a client can pick one to read. */
+    async captureCalls(scope: Scope, q: { targetAccountId?: number; limit?: number }) {
+      const org = await tenant(scope, q.targetAccountId, false);
+      const rows = await sipRepo.captureCalls(db, org.id, q.limit ?? 20);
+      const calls = rows.map((r) => {
+        const firstLine = r.firstMessage.slice(0, Math.max(0, r.firstMessage.indexOf('\r\n'))) || r.firstMessage.slice(0, 200);
+        const request = /^([A-Z]+) \S+ SIP\/2\.0$/.exec(firstLine);
+        return { sipCallId: r.callId, firstAt: r.firstAt, lastAt: r.lastAt, count: r.count, firstLine, method: request ? request[1] : null };
+      });
+      return { success: true, message: 'Success', count: calls.length, calls };
+    },
+
     async captures(scope: Scope, q: { targetAccountId?: number; sipCallId: string; from?: number; to?: number; format?: string }) {
       const org = await tenant(scope, q.targetAccountId, false);
       const format = (q.format ?? 'json').trim().toLowerCase();

@@ -1,0 +1,84 @@
+// Parts of the account pages: a delete that asks first, an account's state in words, and the
+// tokens of one account (prefixes listed; a new one shown once, with a copy button; revoke).
+import { useState, type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, ok, when } from '../../api.ts';
+import { Badge, Button, ErrorNote, Field, Loading, Table } from '../../ui/parts.tsx';
+
+/** A delete button that asks for confirmation in the page (a second, explicit button) before acting. */
+export function ConfirmDelete({ what, onConfirm, busy }: { what: string; onConfirm: () => void; busy?: boolean }) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) return <Button kind="danger" onClick={() => setAsking(true)} aria-label={`Delete ${what}`}>Delete</Button>;
+  return (
+    <span className="confirm" role="group" aria-label={`Confirm deleting ${what}`}>
+      <span>Delete {what}? This cannot be undone.</span>{' '}
+      <Button kind="danger" disabled={busy} onClick={() => { onConfirm(); setAsking(false); }}>Yes, delete {what}</Button>{' '}
+      <Button onClick={() => setAsking(false)}>Cancel</Button>
+    </span>
+  );
+}
+
+export function ActiveBadge({ active }: { active: unknown }) {
+  return active === false ? <Badge tone="warn">Suspended</Badge> : <Badge tone="good">Active</Badge>;
+}
+
+/** Copies text to the clipboard, saying in words that it did (or could not). */
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [said, setSaid] = useState('');
+  return (
+    <>
+      <Button onClick={() => {
+        navigator.clipboard.writeText(text).then(() => setSaid('Copied.'), () => setSaid('Could not copy: select the text and copy it.'));
+      }}>{label}</Button>
+      <span role="status" className="muted">{said}</span>
+    </>
+  );
+}
+
+interface TokenRow { token: string; description: string; type: string; timestamp: string; userId: number }
+
+/** An account's API tokens: GET/POST/DELETE /api/v2/tokens?targetAccountId=. */
+export function TokensPanel({ accountId, self }: { accountId: number; self: boolean }) {
+  const client = useQueryClient();
+  const target = self ? {} : { targetAccountId: accountId };
+  const key = ['tokens', accountId];
+  const tokens = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/tokens', { params: { query: target } })) });
+  const [description, setDescription] = useState('');
+  const [created, setCreated] = useState<string | null>(null);
+  const create = useMutation({
+    mutationFn: () => ok(api.POST('/api/v2/tokens', { params: { query: target }, body: { type: 'admin', description } })),
+    onSuccess: (r) => { setCreated(r.token.token); setDescription(''); void client.invalidateQueries({ queryKey: key }); },
+  });
+  const revoke = useMutation({
+    mutationFn: (prefix: string) => ok(api.DELETE('/api/v2/tokens', { params: { query: target }, body: { token: prefix } })),
+    onSuccess: () => void client.invalidateQueries({ queryKey: key }),
+  });
+  const submit = (e: FormEvent) => { e.preventDefault(); setCreated(null); create.mutate(); };
+  return (
+    <div className="stack">
+      <form className="inline-form" onSubmit={submit}>
+        <Field label="New token's description" value={description} onChange={(e) => setDescription(e.target.value)} maxLength={200} />
+        <Button kind="primary" type="submit" disabled={create.isPending}>Create token</Button>
+      </form>
+      <ErrorNote error={create.error} />
+      {created ? (
+        <div className="note" role="status">
+          <p>The new token. Copy it now: it is not shown again (the list shows only its prefix).</p>
+          <p><code className="secret" data-testid="new-token">{created}</code></p>
+          <CopyButton text={created} label="Copy token" />
+        </div>
+      ) : null}
+      {tokens.isPending ? <Loading /> : tokens.error ? <ErrorNote error={tokens.error} /> : (
+        <Table<TokenRow> caption={`Tokens of account ${accountId}`} rows={tokens.data.tokens as TokenRow[]} rowKey={(t) => t.token} empty="No tokens."
+          columns={[
+            { key: 'prefix', label: 'Prefix', cell: (t) => <code>{t.token}</code> },
+            { key: 'description', label: 'Description', cell: (t) => t.description },
+            { key: 'type', label: 'Type', cell: (t) => t.type },
+            { key: 'created', label: 'Created', cell: (t) => when(t.timestamp) },
+            { key: 'actions', label: 'Actions', cell: (t) => <ConfirmDelete what={`token ${t.token}`} busy={revoke.isPending} onConfirm={() => revoke.mutate(t.token)} /> },
+          ]} />
+      )}
+      <ErrorNote error={revoke.error} />
+    </div>
+  );
+}

@@ -1,0 +1,322 @@
+// One agent: its staging settings (a form for the common fields and a JSON editor for the rest),
+// publish and revert, its versions (rename, a side-by-side diff of any two, restore), the
+// organization's knowledge bases and their documents, and a test chat with the staging
+// configuration (POST /api/v2/agent/{agentId}/testMessage).
+import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, ok, when } from '../../api.ts';
+import { Link } from '../../router.tsx';
+import { useSession } from '../../session.tsx';
+import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
+import { lineDiff, pretty } from './diff.ts';
+import Knowledge from './knowledge.tsx';
+import './agents.css';
+
+/** What the shell hands a page (pages/index.ts's PageProps; not imported, to keep the page out of an import circle). */
+interface PageProps { params: Record<string, string>; query: URLSearchParams }
+
+type Config = Record<string, unknown>;
+const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['knowledge', 'Knowledge bases'], ['chat', 'Test chat']] as const;
+
+export default function AgentPage({ params, query }: PageProps) {
+  const id = Number(String(params.agentId).replace(/^camp/, ''));
+  const tab = query.get('tab') ?? 'settings';
+  const agent = useQuery({
+    queryKey: ['agent', id],
+    queryFn: () => ok(api.GET('/api/v2/agent/{agentId}', { params: { path: { agentId: `camp${id}` } } })),
+  });
+  const live = agent.data?.sponsorship as Config | undefined;
+  const staging = live?.staging as Config | undefined;
+  const title = typeof live?.title === 'string' ? live.title : `Agent camp${id}`;
+  return (
+    <Page title={`Agent ${title}`} actions={<Link to="/agents">All agents</Link>}>
+      <nav aria-label="Agent sections" className="tabs">
+        {TABS.map(([key, label]) => (
+          <Link key={key} to={`/agents/${id}?tab=${key}`} aria-current={tab === key ? 'page' : undefined}>{label}</Link>
+        ))}
+      </nav>
+      {agent.isPending ? <Loading /> : agent.error ? <ErrorNote error={agent.error} /> : (
+        <>
+          <Publishing id={id} staging={staging!} live={live!} />
+          {tab === 'settings' ? <Settings id={id} staging={staging!} /> : null}
+          {tab === 'versions' ? <Versions id={id} staging={staging!} live={live!} /> : null}
+          {tab === 'knowledge' ? <Knowledge agentId={id} staging={staging!} /> : null}
+          {tab === 'chat' ? <Chat id={id} /> : null}
+        </>
+      )}
+    </Page>
+  );
+}
+
+/** The live configuration as stored (the answer adds id and accountId and, on the live side, staging and publishedAt). */
+function liveOnly(live: Config): Config {
+  const { id: _id, accountId: _acc, staging: _s, publishedAt: _p, ...rest } = live;
+  return rest;
+}
+
+function Publishing({ id, staging, live }: { id: number; staging: Config; live: Config }) {
+  const client = useQueryClient();
+  const target = { targetAccountId: id };
+  const changed = () => { void client.invalidateQueries({ queryKey: ['agent', id] }); void client.invalidateQueries({ queryKey: ['versions', id] }); };
+  const publish = useMutation({ mutationFn: () => ok(api.POST('/api/v2/agent/publish', { params: { query: target } })), onSuccess: changed });
+  const revert = useMutation({ mutationFn: () => ok(api.POST('/api/v2/agent/revert', { params: { query: target } })), onSuccess: changed });
+  const differs = pretty(staging) !== pretty(liveOnly(live));
+  return (
+    <Section title="Staging and live">
+      <p>
+        {differs ? <Badge tone="warn">Staging has unpublished changes</Badge> : <Badge tone="good">Staging is live</Badge>}{' '}
+        <span className="muted">Last published: {when(live.publishedAt as number | null)}</span>
+      </p>
+      <div className="actions">
+        <Button kind="primary" disabled={publish.isPending} onClick={() => publish.mutate()}>Publish staging</Button>
+        <Button disabled={revert.isPending || !differs} onClick={() => revert.mutate()}>Revert staging to live</Button>
+      </div>
+      {publish.data ? <Note>Published. The live configuration it replaced is kept as version {publish.data.previousVersionId}.</Note> : null}
+      {revert.isSuccess ? <Note>Staging is the live configuration again.</Note> : null}
+      <ErrorNote error={publish.error ?? revert.error} />
+    </Section>
+  );
+}
+
+const FORM_FIELDS = ['title', 'description', 'agentVoice', 'agentLang', 'agentModel', 'welcomeMessage', 'agentInstructions'] as const;
+type FormField = typeof FORM_FIELDS[number];
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+function Settings({ id, staging }: { id: number; staging: Config }) {
+  const client = useQueryClient();
+  const { target } = useSession();
+  const initial = useMemo(() => Object.fromEntries(FORM_FIELDS.map((f) => [f, str(staging[f])])) as Record<FormField, string>, [staging]);
+  const [form, setForm] = useState(initial);
+  const [json, setJson] = useState(() => pretty(staging));
+  const [jsonError, setJsonError] = useState<string | null>(null);
+  useEffect(() => { setForm(initial); setJson(pretty(staging)); }, [initial, staging]);
+  const models = useQuery({
+    queryKey: ['models', id],
+    queryFn: () => ok(api.GET('/api/v2/models/supported', { params: { query: target.targetAccountId ? { targetAccountId: id } : {} } })),
+    staleTime: 60_000,
+  });
+  const saved = () => void client.invalidateQueries({ queryKey: ['agent', id] });
+  const save = useMutation({
+    mutationFn: (body: Config) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: id } }, body })),
+    onSuccess: saved,
+  });
+  const saveJson = useMutation({
+    mutationFn: (body: Config) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: id } }, body })),
+    onSuccess: saved,
+  });
+  const set = (f: FormField) => (e: { target: { value: string } }) => setForm({ ...form, [f]: e.target.value });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    // Only what changed: a partial update keeps the rest.
+    const body = Object.fromEntries(FORM_FIELDS.filter((f) => form[f] !== initial[f]).map((f) => [f, form[f]]));
+    save.mutate(body);
+  };
+  const submitJson = (e: FormEvent) => {
+    e.preventDefault();
+    setJsonError(null);
+    let body: unknown;
+    try { body = JSON.parse(json); } catch (err) { setJsonError(`The JSON does not parse: ${(err as Error).message}`); return; }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) { setJsonError('The configuration must be a JSON object'); return; }
+    saveJson.mutate(body as Config);
+  };
+  const modelIds = Object.keys((models.data ?? {}) as Record<string, unknown>).filter((k) => k !== 'success' && k !== 'message');
+  const modelOptions = modelIds.includes(form.agentModel) || !form.agentModel ? modelIds : [form.agentModel, ...modelIds];
+  return (
+    <div className="grid-2 agent-settings">
+      <Section title="Staging settings">
+        <form onSubmit={submit} aria-label="Staging settings">
+          <Field label="Name (title)" value={form.title} onChange={set('title')} />
+          <Field label="Description" value={form.description} onChange={set('description')} />
+          <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')} hint="A voice of the catalog, such as en-US Female" />
+          <Field label="Language" value={form.agentLang} onChange={set('agentLang')} hint="multi, or a BCP-47 tag such as en-US" />
+          {modelOptions.length > 0
+            ? <Select label="Model" value={form.agentModel} onChange={set('agentModel')} options={modelOptions} />
+            : <Field label="Model" value={form.agentModel} onChange={set('agentModel')} />}
+          <TextArea label="Greeting (welcome message)" value={form.welcomeMessage} onChange={set('welcomeMessage')} rows={2} />
+          <TextArea label="Prompt (instructions)" value={form.agentInstructions} onChange={set('agentInstructions')} rows={10} />
+          <div className="actions"><Button kind="primary" type="submit" disabled={save.isPending}>Save staging</Button></div>
+          {save.isSuccess && !save.isPending ? <Note>Staging saved.</Note> : null}
+          <ErrorNote error={save.error} />
+        </form>
+      </Section>
+      <Section title="Staging configuration as JSON">
+        <form onSubmit={submitJson} aria-label="Staging configuration as JSON">
+          <TextArea label="Configuration (JSON)" value={json} onChange={(e) => setJson(e.target.value)} rows={24} spellCheck={false}
+            hint="Every field of the agent (docs/agents.md); fields left out keep their value." />
+          <div className="actions">
+            <Button kind="primary" type="submit" disabled={saveJson.isPending}>Save JSON to staging</Button>
+            <Button onClick={() => { setJson(pretty(staging)); setJsonError(null); }}>Reset to staging</Button>
+          </div>
+          {saveJson.isSuccess && !saveJson.isPending ? <Note>Staging saved.</Note> : null}
+          <ErrorNote error={jsonError ?? saveJson.error} />
+        </form>
+      </Section>
+    </div>
+  );
+}
+
+interface VersionRow { title: string; versionId: number; createdAt?: unknown; snapshot?: Config }
+
+function Versions({ id, staging, live }: { id: number; staging: Config; live: Config }) {
+  const client = useQueryClient();
+  const versions = useQuery({
+    queryKey: ['versions', id],
+    queryFn: () => ok(api.GET('/api/v2/agent/{agentId}/versions', { params: { path: { agentId: `camp${id}` }, query: { includeData: true } } })),
+  });
+  const rows = (versions.data?.versions ?? []) as VersionRow[];
+  const changed = () => { void client.invalidateQueries({ queryKey: ['versions', id] }); void client.invalidateQueries({ queryKey: ['agent', id] }); };
+  const restore = useMutation({
+    mutationFn: (v: { versionId: number; target: 'staging' | 'default' }) => ok(api.POST('/api/v2/agent/{agentId}/versions/{versionId}/restore', {
+      params: { path: { agentId: `camp${id}`, versionId: String(v.versionId) } }, body: { target: v.target },
+    })),
+    onSuccess: changed,
+  });
+  const store = useMutation({
+    mutationFn: (title: string) => ok(api.POST('/api/v2/agent/{agentId}/versions', { params: { path: { agentId: `camp${id}` } }, body: { title, source: 'staging' } })),
+    onSuccess: changed,
+  });
+  const [newTitle, setNewTitle] = useState('');
+  const sources: { value: string; label: string; config: Config }[] = [
+    { value: 'staging', label: 'Staging', config: staging },
+    { value: 'live', label: 'Live', config: liveOnly(live) },
+    ...rows.map((v) => ({ value: String(v.versionId), label: `${v.title} (${v.versionId})`, config: v.snapshot ?? {} })),
+  ];
+  const [left, setLeft] = useState('');
+  const [right, setRight] = useState('staging');
+  const leftValue = left || (rows[0] ? String(rows[0].versionId) : 'live');
+  return (
+    <>
+      <Section title="Versions">
+        <form className="inline-form" onSubmit={(e) => { e.preventDefault(); store.mutate(newTitle); }} aria-label="Store staging as a version">
+          <Field label="New version's title" value={newTitle} onChange={(e) => setNewTitle(e.target.value)} />
+          <Button type="submit" disabled={store.isPending}>Store staging as a version</Button>
+        </form>
+        <ErrorNote error={store.error} />
+        {versions.isPending ? <Loading /> : versions.error ? <ErrorNote error={versions.error} /> : (
+          <Table<VersionRow> caption="Versions, newest first" rows={rows} rowKey={(v) => v.versionId} empty="No versions yet: publishing stores the replaced live configuration as one."
+            columns={[
+              { key: 'title', label: 'Title', cell: (v) => <VersionTitle id={id} v={v} /> },
+              { key: 'id', label: 'Version', cell: (v) => v.versionId },
+              { key: 'at', label: 'Stored', cell: (v) => when((v.createdAt as number | undefined) ?? Math.floor(v.versionId / 1000)) },
+              { key: 'actions', label: 'Actions', cell: (v) => (
+                <div className="actions">
+                  <Button disabled={restore.isPending} onClick={() => restore.mutate({ versionId: v.versionId, target: 'staging' })}
+                    aria-label={`Restore to staging version ${v.title}`}>
+                    Restore to staging
+                  </Button>
+                  <Button onClick={() => { setLeft(String(v.versionId)); setRight('staging'); }} aria-label={`Compare with staging version ${v.title}`}>
+                    Compare with staging
+                  </Button>
+                </div>
+              ) },
+            ]} />
+        )}
+        {restore.isSuccess ? <Note>Restored to staging. Publish to make it live.</Note> : null}
+        <ErrorNote error={restore.error} />
+      </Section>
+      <Section title="Compare">
+        <div className="inline-form">
+          <Select label="Left" value={leftValue} onChange={(e) => setLeft(e.target.value)} options={sources} />
+          <Select label="Right" value={right} onChange={(e) => setRight(e.target.value)} options={sources} />
+        </div>
+        <Diff left={sources.find((s) => s.value === leftValue)?.config ?? {}} right={sources.find((s) => s.value === right)?.config ?? {}}
+          leftLabel={sources.find((s) => s.value === leftValue)?.label ?? ''} rightLabel={sources.find((s) => s.value === right)?.label ?? ''} />
+      </Section>
+    </>
+  );
+}
+
+function VersionTitle({ id, v }: { id: number; v: VersionRow }) {
+  const client = useQueryClient();
+  const [editing, setEditing] = useState(false);
+  const [title, setTitle] = useState(v.title);
+  const rename = useMutation({
+    mutationFn: () => ok(api.PUT('/api/v2/agent/{agentId}/versions/{versionId}/title', {
+      params: { path: { agentId: `camp${id}`, versionId: String(v.versionId) } }, body: { title },
+    })),
+    onSuccess: () => { setEditing(false); void client.invalidateQueries({ queryKey: ['versions', id] }); },
+  });
+  if (!editing) return <>{v.title} <Button onClick={() => { setTitle(v.title); setEditing(true); }} aria-label={`Rename ${v.title}`}>Rename</Button></>;
+  return (
+    <form className="inline-form" onSubmit={(e) => { e.preventDefault(); rename.mutate(); }}>
+      <Field label={`Title of version ${v.versionId}`} value={title} onChange={(e) => setTitle(e.target.value)} />
+      <Button kind="primary" type="submit" disabled={rename.isPending}>Save title</Button>
+      <Button onClick={() => setEditing(false)}>Cancel</Button>
+      <ErrorNote error={rename.error} />
+    </form>
+  );
+}
+
+function Diff({ left, right, leftLabel, rightLabel }: { left: Config; right: Config; leftLabel: string; rightLabel: string }) {
+  const rows = useMemo(() => lineDiff(pretty(left), pretty(right)), [left, right]);
+  const changes = rows.filter((r) => r.left?.kind !== 'same').length;
+  const mark = (k: string) => (k === 'del' ? '− ' : k === 'ins' ? '+ ' : '  ');
+  return (
+    <figure className="diff-view" aria-label={`Differences between ${leftLabel} and ${rightLabel}`}>
+      <figcaption>{changes === 0 ? 'No differences.' : `${changes} changed line${changes === 1 ? '' : 's'}: removed lines are marked −, added lines +.`}</figcaption>
+      <div className="diff" role="table" aria-label={`${leftLabel} beside ${rightLabel}`}>
+        <div role="rowgroup" className="diff-head">
+          <div role="row" className="diff-row"><span role="columnheader">{leftLabel}</span><span role="columnheader">{rightLabel}</span></div>
+        </div>
+        <div role="rowgroup">
+          {rows.map((r, i) => (
+            <div role="row" className="diff-row" key={i}>
+              <pre role="cell" className={r.left?.kind ?? 'gap'}>{r.left ? mark(r.left.kind) + r.left.text : ''}</pre>
+              <pre role="cell" className={r.right?.kind ?? 'gap'}>{r.right ? mark(r.right.kind) + r.right.text : ''}</pre>
+            </div>
+          ))}
+        </div>
+      </div>
+    </figure>
+  );
+}
+
+interface Line { from: 'you' | 'agent'; text: string }
+
+function Chat({ id }: { id: number }) {
+  const newSession = () => `console-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  const [session, setSession] = useState(newSession);
+  const [lines, setLines] = useState<Line[]>([]);
+  const [text, setText] = useState('');
+  const [ended, setEnded] = useState(false);
+  const [engine, setEngine] = useState('');
+  const form = useRef<HTMLFormElement>(null);
+  const send = useMutation({
+    mutationFn: (t: string) => ok(api.POST('/api/v2/agent/{agentId}/testMessage', { params: { path: { agentId: `camp${id}` } }, body: { text: t, session } })),
+    onSuccess: (r) => {
+      setLines((ls) => [...ls.slice(0, -1), ...(r.welcome ? [{ from: 'agent' as const, text: r.welcome }] : []), ls[ls.length - 1]!, { from: 'agent', text: r.reply }]);
+      setEnded(r.ended);
+      setEngine(r.simulated ? 'the simulated engine (no model provider is configured)' : `${r.engine} ${r.model}`);
+      form.current?.querySelector('input')?.focus();
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    const t = text.trim();
+    if (!t) return;
+    setLines((ls) => [...ls, { from: 'you', text: t }]);
+    setText('');
+    send.mutate(t);
+  };
+  return (
+    <Section title="Test chat with staging" actions={<Button onClick={() => { setSession(newSession()); setLines([]); setEnded(false); send.reset(); }}>New conversation</Button>}>
+      <p className="muted">Messages go to the staging configuration, unpublished changes included. The conversation is recorded like any other.</p>
+      <ol className="transcript" aria-label="Test conversation" aria-live="polite">
+        {lines.map((l, i) => (
+          <li key={i} className={l.from === 'agent' ? 'outbound' : 'inbound'}>
+            <p className="who">{l.from === 'agent' ? 'Agent' : 'You'}</p>
+            <p className="said">{l.text}</p>
+          </li>
+        ))}
+      </ol>
+      {send.isPending ? <Loading what="The agent is answering" /> : null}
+      {ended ? <Note>The agent ended the conversation. Start a new one to go on.</Note> : null}
+      {engine ? <p className="muted">Answered by {engine}.</p> : null}
+      <form ref={form} className="inline-form" onSubmit={submit} aria-label="Send a test message">
+        <Field label="Message" value={text} onChange={(e) => setText(e.target.value)} maxLength={2000} disabled={ended} />
+        <Button kind="primary" type="submit" disabled={send.isPending || ended}>Send</Button>
+      </form>
+      <ErrorNote error={send.error} />
+    </Section>
+  );
+}

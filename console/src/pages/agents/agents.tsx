@@ -1,0 +1,31 @@
+// Agents: the agents of the organization acted on, each a link to its page.
+import { useQuery } from '@tanstack/react-query';
+import { api, ok } from '../../api.ts';
+import { Link } from '../../router.tsx';
+import { useSession } from '../../session.tsx';
+import { ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
+import { ActiveBadge } from '../accounts/parts.tsx';
+
+interface Row { id: number; name: string; active?: unknown }
+
+export default function Agents() {
+  const { orgId } = useSession();
+  const list = useQuery({
+    queryKey: ['agents', orgId],
+    queryFn: () => ok(api.GET('/api/v2/listAccounts', { params: { query: { targetOrganizationId: orgId! } } })),
+  });
+  return (
+    <Page title="Agents">
+      <Section title={`Agents of organization #${orgId}`}>
+        {list.isPending ? <Loading /> : list.error ? <ErrorNote error={list.error} /> : (
+          <Table<Row> caption="Agents" rows={list.data.accounts as Row[]} rowKey={(r) => r.id} empty="No agents."
+            columns={[
+              { key: 'name', label: 'Name', cell: (r) => <Link to={`/agents/${r.id}`}>{r.name}</Link> },
+              { key: 'id', label: 'Agent id', cell: (r) => `camp${r.id}` },
+              { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
+            ]} />
+        )}
+      </Section>
+    </Page>
+  );
+}

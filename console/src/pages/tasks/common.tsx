@@ -1,0 +1,83 @@
+// The tasks area's own small parts: a task's state as a badge in words, a labelled checkbox, an
+// inline confirmation (a question and two buttons, never a browser dialog), and the reading of
+// form inputs into the API's unix seconds.
+import { useId, useState, type ReactNode } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import type { paths } from '../../../../sdk/schema.d.ts';
+import { api, ok } from '../../api.ts';
+import { useSession } from '../../session.tsx';
+import { Badge, Button, Field, Select } from '../../ui/parts.tsx';
+import './tasks.css';
+
+export type Task = paths['/api/v2/tasks/{taskId}']['get']['responses'][200]['content']['application/json']['task'];
+
+export const TASK_STATES = ['pending', 'running', 'finished', 'failed', 'canceled'] as const;
+export const TASK_TYPES = ['call', 'text', 'ping'] as const;
+
+const TONE: Record<string, 'neutral' | 'good' | 'warn' | 'bad' | 'live'> = {
+  pending: 'neutral', running: 'live', finished: 'good', failed: 'bad', canceled: 'warn',
+};
+
+export function StateBadge({ state }: { state: string }) {
+  return <Badge tone={TONE[state] ?? 'neutral'}>{state}</Badge>;
+}
+
+/** A task that may still change (the list and the detail refresh while one is shown). */
+export function isLive(state: string): boolean {
+  return state === 'pending' || state === 'running';
+}
+
+export function Checkbox({ label, checked, onChange, hint }: { label: string; checked: boolean; onChange: (v: boolean) => void; hint?: string }) {
+  const id = useId();
+  return (
+    <div className="field check">
+      <input id={id} type="checkbox" checked={checked} onChange={(e) => onChange(e.target.checked)} aria-describedby={hint ? `${id}-hint` : undefined} />
+      <label htmlFor={id}>{label}</label>
+      {hint ? <small id={`${id}-hint`} className="muted">{hint}</small> : null}
+    </div>
+  );
+}
+
+/** An action that asks first: the button opens a question with a confirming and a dismissing button. */
+export function Confirm({ label, question, confirm, onConfirm, disabled, kind = 'danger' }: {
+  label: string; question: ReactNode; confirm: string; onConfirm: () => void; disabled?: boolean; kind?: 'danger' | 'normal';
+}) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) return <Button kind={kind} disabled={disabled} onClick={() => setAsking(true)}>{label}</Button>;
+  return (
+    <span className="confirm" role="group" aria-label={label}>
+      <span>{question}</span>
+      <Button kind="danger" onClick={() => { setAsking(false); onConfirm(); }}>{confirm}</Button>
+      <Button onClick={() => setAsking(false)} autoFocus>Keep it</Button>
+    </span>
+  );
+}
+
+/** A `datetime-local` value (the browser's zone) as unix seconds; undefined when empty. */
+export function localToSeconds(value: string): number | undefined {
+  if (!value) return undefined;
+  const ms = new Date(value).getTime();
+  return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
+}
+
+/** `YYYY-MM-DD` moved by `days` (calendar arithmetic, no time zone involved). */
+export function shiftDate(date: string, days: number): string {
+  const [y, m, d] = date.split('-').map(Number);
+  return new Date(Date.UTC(y, m - 1, d + days)).toISOString().slice(0, 10);
+}
+
+/** The organization's agents to choose from (listAccounts); a number field where they cannot be listed. */
+export function AgentChoice({ label, value, onChange, none, hint }: { label: string; value: string; onChange: (v: string) => void; none: string; hint?: string }) {
+  const { orgId } = useSession();
+  const agents = useQuery({
+    enabled: orgId !== undefined,
+    queryKey: ['org-agents', orgId],
+    queryFn: () => ok(api.GET('/api/v2/listAccounts', { params: { query: { targetOrganizationId: orgId! } } })),
+    staleTime: 60_000,
+  });
+  if (!agents.data) return <Field label={label} type="number" min={1} value={value} onChange={(e) => onChange(e.target.value)} hint={hint} />;
+  return (
+    <Select label={label} value={value} onChange={(e) => onChange(e.target.value)}
+      options={[{ value: '', label: none }, ...agents.data.accounts.map((a) => ({ value: String(a.id), label: `${a.name} (#${a.id})` }))]} />
+  );
+}

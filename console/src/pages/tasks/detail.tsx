@@ -1,0 +1,89 @@
+// One task: every field getTask answers (state, attempts, times, the result and error), refreshed
+// every 2 s while it is pending or running; cancel (updateTask state "canceled") and delete
+// (deleteTask), each asked first.
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, ok, when } from '../../api.ts';
+import { navigate } from '../../router.tsx';
+import { useSession } from '../../session.tsx';
+import { ErrorNote, Loading, Note, Page, Section } from '../../ui/parts.tsx';
+import { Confirm, isLive, StateBadge, type Task } from './common.tsx';
+import { TaskNav } from './list.tsx';
+
+export default function TaskDetail({ params }: { params: Record<string, string> }) {
+  const { orgId, target } = useSession();
+  const client = useQueryClient();
+  const id = params.taskId;
+  const task = useQuery({
+    queryKey: ['tasks', orgId, 'one', id],
+    queryFn: () => ok(api.GET('/api/v2/tasks/{taskId}', { params: { path: { taskId: id }, query: { ...target } } })),
+    refetchInterval: (q) => (q.state.data && isLive(q.state.data.task.state) ? 2_000 : false),
+  });
+  const cancel = useMutation({
+    mutationFn: () => ok(api.POST('/api/v2/tasks/{taskId}', { params: { path: { taskId: id }, query: { ...target } }, body: { state: 'canceled' } })),
+    onSuccess: () => void client.invalidateQueries({ queryKey: ['tasks', orgId] }),
+  });
+  const remove = useMutation({
+    mutationFn: () => ok(api.DELETE('/api/v2/tasks/{taskId}', { params: { path: { taskId: id }, query: { ...target } } })),
+    onSuccess: () => { void client.invalidateQueries({ queryKey: ['tasks', orgId] }); navigate('/tasks'); },
+  });
+  const t = task.data?.task;
+  return (
+    <Page title={`Task ${id}`} actions={<TaskNav />}>
+      {task.isPending ? <Loading what="Loading the task" /> : task.error ? <ErrorNote error={task.error} /> : t ? (
+        <>
+          <Section title="State" actions={
+            <>
+              {t.state === 'pending' || t.state === 'running'
+                ? <Confirm label="Cancel task" question="Cancel this task?" confirm="Yes, cancel it" onConfirm={() => cancel.mutate()} disabled={cancel.isPending || !!t.cancelRequestedAt} />
+                : null}
+              {t.state !== 'running'
+                ? <Confirm label="Delete task" question="Delete this task and its record?" confirm="Yes, delete it" onConfirm={() => remove.mutate()} disabled={remove.isPending} />
+                : null}
+            </>
+          }>
+            <p><StateBadge state={t.state} /> {t.state === 'running' && t.cancelRequestedAt ? 'Asked to stop; it ends as soon as the carrier has hung up.' : null}</p>
+            <ErrorNote error={cancel.error ?? remove.error} />
+            {cancel.isSuccess && cancel.data.task.state === 'canceled' ? <Note>Canceled.</Note> : null}
+            <Facts task={t} />
+          </Section>
+          <Section title="Outcome">
+            {t.error ? <p role="alert" className="error">{t.error}</p> : null}
+            {t.result ? <pre className="json" aria-label="Result">{JSON.stringify(t.result, null, 2)}</pre> : <p className="muted">No result yet.</p>}
+          </Section>
+          <Section title="What it says">
+            <dl className="facts">
+              <dt>Greeting</dt><dd>{t.greeting ?? '—'}</dd>
+              {t.type === 'text' ? <><dt>Message</dt><dd>{t.content ?? '—'}</dd></> : null}
+              <dt>Context</dt><dd>{t.context ?? '—'}</dd>
+              <dt>Task context</dt><dd>{t.taskContext ?? '—'}</dd>
+              <dt>Wait to greet</dt><dd>{t.waitToGreet ? 'yes' : 'no'}</dd>
+              {t.type === 'call' ? <><dt>Voicemail</dt><dd>{t.voicemail ? `${t.voicemail.action}${t.voicemail.message ? `: ${t.voicemail.message}` : ''}` : "the agent's setting"}</dd></> : null}
+              <dt>External task id</dt><dd>{t.externalTaskId ?? '—'}</dd>
+              <dt>Meta</dt><dd>{t.meta ? <code>{JSON.stringify(t.meta)}</code> : '—'}</dd>
+            </dl>
+          </Section>
+        </>
+      ) : null}
+    </Page>
+  );
+}
+
+function Facts({ task: t }: { task: Task }) {
+  return (
+    <dl className="facts">
+      <dt>Type</dt><dd>{t.type}</dd>
+      <dt>Target</dt><dd>{t.target ?? '—'}</dd>
+      <dt>Agent</dt><dd>#{t.accountId}</dd>
+      <dt>Attempts</dt><dd>{t.attempts} of {t.maxAttempts}</dd>
+      <dt>Provider</dt><dd>{t.provider ?? '—'}{t.providerRef ? ` (${t.providerRef})` : ''}</dd>
+      <dt>Created</dt><dd>{when(t.createdAt)}</dd>
+      <dt>Scheduled for</dt><dd>{t.scheduledFor ? when(t.scheduledFor) : 'as soon as possible'}</dd>
+      {t.state === 'pending' ? <><dt>Next considered</dt><dd>{when(t.runAt)}</dd></> : null}
+      {t.heldReason ? <><dt>Held back by</dt><dd>{t.heldReason}</dd></> : null}
+      <dt>Started</dt><dd>{when(t.startedAt)}</dd>
+      <dt>Finished</dt><dd>{when(t.finishedAt)}</dd>
+      <dt>Updated</dt><dd>{when(t.updatedAt)}</dd>
+      {t.cancelRequestedAt ? <><dt>Cancel asked</dt><dd>{when(t.cancelRequestedAt)}</dd></> : null}
+    </dl>
+  );
+}

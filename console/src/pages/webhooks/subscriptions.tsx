@@ -1,0 +1,129 @@
+// Webhooks: the organization's event subscriptions (listWebhooks, addWebhook, removeWebhook), the
+// log of what was sent to them (listWebhookDeliveries, refreshed every 3 s) with replay
+// (replayWebhookDelivery). Secrets are shown masked, as the API answers them; a new subscription's
+// secret is shown the one time the API answers it in full.
+import { useState, type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { paths } from '../../../../sdk/schema.d.ts';
+import { api, ok, when } from '../../api.ts';
+import { Link, useRoute } from '../../router.tsx';
+import { useSession } from '../../session.tsx';
+import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
+import { Confirm } from '../tasks/common.tsx';
+import { DeliveriesTable, type Delivery } from './deliveries.tsx';
+
+type Webhook = paths['/api/v2/webhooks']['get']['responses'][200]['content']['application/json']['webhooks'][number];
+const TYPES = ['task', 'conversation', 'incoming', 'agent', 'registration', 'contact', 'onboarding'] as const;
+const STATES = ['pending', 'running', 'finished', 'failed', 'canceled'] as const;
+const PAGE = 25;
+
+export function WebhookNav() {
+  const { path } = useRoute();
+  return (
+    <nav aria-label="Webhooks pages" className="actions cp-subnav">
+      <Link to="/webhooks" aria-current={path === '/webhooks' ? 'page' : undefined}>Subscriptions</Link>
+      <Link to="/webhooks/relays" aria-current={path === '/webhooks/relays' ? 'page' : undefined}>Relays</Link>
+    </nav>
+  );
+}
+
+export default function WebhooksPage() {
+  return (
+    <Page title="Webhooks" actions={<WebhookNav />}>
+      <Subscriptions />
+      <Deliveries />
+    </Page>
+  );
+}
+
+function Subscriptions() {
+  const { orgId, target } = useSession();
+  const client = useQueryClient();
+  const list = useQuery({
+    queryKey: ['webhooks', orgId],
+    queryFn: () => ok(api.GET('/api/v2/webhooks', { params: { query: { ...target } } })),
+  });
+  const [form, setForm] = useState({ url: '', label: '', type: 'task' });
+  const add = useMutation({
+    mutationFn: () => ok(api.POST('/api/v2/webhooks', { params: { query: { ...target } }, body: form })),
+    onSuccess: () => { setForm({ url: '', label: '', type: form.type }); void client.invalidateQueries({ queryKey: ['webhooks', orgId] }); },
+  });
+  const remove = useMutation({
+    mutationFn: (w: Webhook) => ok(api.DELETE('/api/v2/webhooks', { params: { query: { ...target } }, body: { url: w.url, type: w.type } })),
+    onSuccess: () => { add.reset(); void client.invalidateQueries({ queryKey: ['webhooks', orgId] }); void client.invalidateQueries({ queryKey: ['webhook-deliveries', orgId] }); },
+  });
+  const submit = (e: FormEvent) => { e.preventDefault(); add.mutate(); };
+  const created = add.data as (typeof add.data & { signingSecret?: string }) | undefined;
+  return (
+    <Section title="Subscriptions">
+      <p className="muted">Where the organization's events are sent, signed with each subscription's own secret (Standard Webhooks).</p>
+      {list.isPending ? <Loading what="Loading subscriptions" /> : list.error ? <ErrorNote error={list.error} /> : (
+        <Table<Webhook>
+          caption="Subscriptions"
+          rows={list.data.webhooks}
+          rowKey={(w) => w.id}
+          empty="No subscriptions yet."
+          columns={[
+            { key: 'label', label: 'Label', cell: (w) => w.label || '—' },
+            { key: 'url', label: 'URL', cell: (w) => <span className="break">{w.url}</span> },
+            { key: 'type', label: 'Events', cell: (w) => w.type },
+            { key: 'secret', label: 'Signing secret', cell: (w) => <code>{w.signingSecret}</code> },
+            { key: 'created', label: 'Created', cell: (w) => when(w.timestamp) },
+            { key: 'remove', label: 'Remove', cell: (w) => <Confirm label={`Remove ${w.type} subscription`} question={`Stop sending ${w.type} events to ${w.url}?`} confirm="Yes, remove it" onConfirm={() => remove.mutate(w)} disabled={remove.isPending} /> },
+          ]}
+        />
+      )}
+      <ErrorNote error={remove.error} />
+      <form onSubmit={submit} aria-label="Add a subscription">
+        <h3>Add a subscription</h3>
+        <div className="inline-form cp-inline">
+          <Field label="URL" type="url" required value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} placeholder="https://hooks.example.com/callplane" />
+          <Field label="Label" value={form.label} onChange={(e) => setForm({ ...form, label: e.target.value })} maxLength={200} />
+          <Select label="Events" value={form.type} onChange={(e) => setForm({ ...form, type: e.target.value })} options={TYPES} />
+          <Button kind="primary" type="submit" disabled={add.isPending}>Add subscription</Button>
+        </div>
+        <ErrorNote error={add.error} />
+        {created?.signingSecret ? (
+          <Note>Subscription added. Its signing secret is shown this once (copy it now; afterwards only its last four characters are shown): <code>{created.signingSecret}</code></Note>
+        ) : add.isSuccess ? <Note>That subscription already exists.</Note> : null}
+      </form>
+    </Section>
+  );
+}
+
+function Deliveries() {
+  const { orgId, target } = useSession();
+  const client = useQueryClient();
+  const [state, setState] = useState('');
+  const [offset, setOffset] = useState(0);
+  const query = { ...target, limit: PAGE, offset, ...(state ? { state } : {}) };
+  const list = useQuery({
+    queryKey: ['webhook-deliveries', orgId, query],
+    queryFn: () => ok(api.GET('/api/v2/webhooks/deliveries', { params: { query } })),
+    refetchInterval: 3_000,
+  });
+  const replay = useMutation({
+    mutationFn: (d: Delivery) => ok(api.POST('/api/v2/webhooks/deliveries/{id}/replay', { params: { path: { id: d.id }, query: { ...target } } })),
+    onSuccess: () => void client.invalidateQueries({ queryKey: ['webhook-deliveries', orgId] }),
+  });
+  const total = list.data?.total ?? 0;
+  return (
+    <Section title="Deliveries">
+      <div className="inline-form cp-inline">
+        <Select label="Delivery state" value={state} onChange={(e) => { setState(e.target.value); setOffset(0); }} options={[{ value: '', label: 'Any' }, ...STATES.map((s) => ({ value: s, label: s === 'finished' ? 'delivered' : s }))]} />
+      </div>
+      {list.isPending ? <Loading what="Loading deliveries" /> : list.error ? <ErrorNote error={list.error} /> : (
+        <>
+          <DeliveriesTable caption="Deliveries to subscriptions" rows={list.data.deliveries} withTarget onReplay={(d) => replay.mutate(d)} replaying={replay.isPending ? replay.variables?.id : undefined} />
+          <div className="pager">
+            <span>{total === 0 ? 'No deliveries' : `Deliveries ${offset + 1}–${Math.min(offset + PAGE, total)} of ${total}`}</span>
+            <Button disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>Previous page</Button>
+            <Button disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>Next page</Button>
+          </div>
+        </>
+      )}
+      <ErrorNote error={replay.error} />
+      {replay.isSuccess ? <Note>Sent again as a new delivery of the same event ({replay.data.delivery.eventId}).</Note> : null}
+    </Section>
+  );
+}

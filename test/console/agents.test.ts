@@ -1,0 +1,161 @@
+// The agent pages in Chromium, signed in as an organization: the staging prompt edited (a 400 from
+// the API shown next to the form), published (a new version), two versions diffed side by side, a
+// version restored, a knowledge base with an uploaded document searched, and a test chat with the
+// STAGING configuration (the SIMULATED model engine answers; the unpublished greeting proves it is
+// staging). Each step is checked through the API as well as on the page.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, type Harness } from '../helpers/harness.ts';
+import { openConsole, type ConsoleBrowser } from '../helpers/console-browser.ts';
+import { toolsSkip } from '../helpers/system-tools.ts';
+
+describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () => {
+  let h: Harness;
+  let c: ConsoleBrowser;
+  let org: { id: number; agentId: number; token: string };
+  before(async () => {
+    h = await startHarness('sqlite');
+    const reseller = await h.reseller('Northwind Reseller');
+    org = await h.organization(reseller.id, { orgName: 'Acme Dental' });
+    c = await openConsole(h);
+    await c.signIn(org.token);
+  });
+  after(async () => {
+    await c?.close();
+    await h?.close();
+  });
+
+  const staging = async () => (await h.call('GET', '/api/v2/agentEventRules/staging', { token: org.token })).body.agent as Record<string, unknown>;
+  const versions = async () => (await h.call('GET', `/api/v2/agent/camp${org.agentId}/versions`, { token: org.token })).body.versions as { title: string; versionId: number }[];
+  const PROMPT = 'You are Ada, the front desk of Acme Dental. Book cleanings.';
+
+  it('lists the organization\'s agents and opens one', async () => {
+    await c.open('/agents', 'Agents');
+    await c.shot('agents-list');
+    await c.page.getByRole('link', { name: 'Acme Dental Agent' }).click();
+    await c.page.getByRole('heading', { level: 1, name: /^Agent / }).waitFor();
+  });
+
+  it('edits the staging prompt, and shows the API\'s 400 next to the form for an invalid value', async () => {
+    await c.open(`/agents/${org.agentId}?tab=settings`);
+    const form = c.page.getByRole('form', { name: 'Staging settings' });
+    await form.getByLabel('Language').fill('not a language!');
+    await form.getByRole('button', { name: 'Save staging' }).click();
+    const alert = form.getByRole('alert');
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /agentLang/);
+    assert.equal((await staging()).agentLang, 'en-US', 'nothing was stored');
+    await c.shot('agents-settings-error');
+    await form.getByLabel('Language').fill('en-US');
+    await form.getByLabel('Prompt (instructions)').fill(PROMPT);
+    await form.getByRole('button', { name: 'Save staging' }).click();
+    await form.getByText('Staging saved.').waitFor();
+    assert.equal((await staging()).agentInstructions, PROMPT);
+    await c.page.getByText('Staging has unpublished changes').waitFor();
+    await c.shot('agents-settings');
+  });
+
+  it('publishes staging: a new version holds the live configuration it replaced', async () => {
+    const before = (await versions()).length;
+    await c.page.getByRole('button', { name: 'Publish staging' }).click();
+    await c.page.getByText(/Published\. The live configuration it replaced is kept as version \d+/).waitFor();
+    await c.page.getByText('Staging is live').waitFor();
+    const after = await versions();
+    assert.equal(after.length, before + 1);
+    const live = (await h.call('GET', '/api/v2/agentEventRules/default', { token: org.token })).body.agent;
+    assert.equal(live.agentInstructions, PROMPT);
+    await c.open(`/agents/${org.agentId}?tab=versions`);
+    await c.page.getByRole('cell', { name: String(after[0]!.versionId), exact: true }).waitFor();
+  });
+
+  it('diffs two versions side by side, renames one, and restores one to staging', async () => {
+    // A second version: staging stored under a title, after another change.
+    assert.equal((await h.call('POST', '/api/v2/agent', { token: org.token, body: { welcomeMessage: 'Hello from staging!' } })).status, 200);
+    assert.equal((await h.call('POST', `/api/v2/agent/camp${org.agentId}/versions`, { token: org.token, body: { title: 'With greeting', source: 'staging' } })).status, 201);
+    // Reloaded, so the page reads what the API calls above changed.
+    await c.open(`/agents/${org.agentId}?tab=versions`);
+    await c.page.reload();
+    await c.page.getByRole('cell', { name: /^With greeting/ }).waitFor();
+    const [withGreeting, auto] = await versions();
+    await c.page.getByLabel('Left').selectOption(String(auto!.versionId));
+    await c.page.getByLabel('Right').selectOption(String(withGreeting!.versionId));
+    const diff = c.page.locator('.diff');
+    await diff.locator('pre.ins', { hasText: 'Hello from staging!' }).waitFor();
+    // The automatic version is the defaults (empty prompt); the named one has the prompt and greeting.
+    assert.match(await diff.locator('pre.ins').allInnerTexts().then((t) => t.join('\n')), /agentInstructions": "You are Ada/);
+    assert.match(await diff.locator('pre.del').allInnerTexts().then((t) => t.join('\n')), /agentInstructions": ""/);
+    assert.match(await c.page.locator('.diff-view figcaption').innerText(), /changed line/);
+    await c.page.locator('.diff-view').scrollIntoViewIfNeeded();
+    await c.shot('agents-versions-diff');
+
+    await c.page.getByRole('button', { name: `Rename ${auto!.title}` }).click();
+    await c.page.getByLabel(`Title of version ${auto!.versionId}`).fill('Factory defaults');
+    await c.page.getByRole('button', { name: 'Save title' }).click();
+    await c.page.getByRole('cell', { name: /^Factory defaults/ }).waitFor();
+    assert.equal((await versions()).find((v) => v.versionId === auto!.versionId)!.title, 'Factory defaults');
+
+    await c.page.getByRole('button', { name: 'Restore to staging version Factory defaults' }).click();
+    await c.page.getByText('Restored to staging. Publish to make it live.').waitFor();
+    const s = await staging();
+    assert.equal(s.agentInstructions, '');
+    assert.equal(s.welcomeMessage, '');
+  });
+
+  it('keeps knowledge bases: creates one, uploads a document, searches it and deletes the document', async () => {
+    await c.open(`/agents/${org.agentId}?tab=knowledge`);
+    await c.page.getByLabel('Knowledge base name').fill('Clinic FAQ');
+    await c.page.getByRole('button', { name: 'Create knowledge base' }).click();
+    await c.page.getByRole('heading', { name: 'Documents of Clinic FAQ' }).waitFor();
+    await c.page.getByLabel('Document (.txt, .md, .html or .pdf)').setInputFiles({
+      name: 'hours.txt', mimeType: 'text/plain', buffer: Buffer.from('The clinic opens at eight on weekdays. Parking is free behind the building.\n'),
+    });
+    await c.page.getByRole('button', { name: 'Upload document' }).click();
+    await c.page.getByRole('cell', { name: 'hours.txt', exact: true }).waitFor();
+    const kbs = (await h.call('GET', '/api/v2/kb/knowledgebase', { token: org.token })).body.knowledgeBases;
+    assert.equal(kbs.length, 1);
+    const docs = (await h.call('GET', `/api/v2/kb/knowledgebase/${kbs[0].id}/documents/list`, { token: org.token })).body.documents;
+    assert.deepEqual(docs.map((d: { name: string }) => d.name), ['hours.txt']);
+    await c.page.getByLabel('Search the documents').fill('parking');
+    await c.page.getByRole('button', { name: 'Search', exact: true }).click();
+    await c.page.getByRole('list', { name: 'Search results, best first' }).getByText(/Parking is free/).waitFor();
+    await c.page.getByRole('button', { name: 'Use Clinic FAQ in staging' }).click();
+    await c.page.getByRole('button', { name: 'Stop using Clinic FAQ in staging' }).waitFor();
+    assert.deepEqual((await staging()).knowledgeBases, [kbs[0].id]);
+    await c.shot('agents-knowledge');
+    await c.page.getByRole('button', { name: 'Delete document hours.txt' }).click();
+    await c.page.getByRole('button', { name: 'Yes, delete document hours.txt' }).click();
+    await c.page.getByRole('cell', { name: 'hours.txt', exact: true }).waitFor({ state: 'detached' });
+    assert.equal((await h.call('GET', `/api/v2/kb/knowledgebase/${kbs[0].id}/documents/list`, { token: org.token })).body.documents.length, 0);
+  });
+
+  it('chats with the staging configuration (the SIMULATED engine answers)', async () => {
+    // A greeting only staging has: the chat's first answer shows it.
+    assert.equal((await h.call('POST', '/api/v2/agent', { token: org.token, body: { welcomeMessage: 'Staged hello, this is Ada.' } })).status, 200);
+    await c.open(`/agents/${org.agentId}?tab=chat`);
+    await c.page.getByRole('textbox', { name: 'Message' }).fill('Can I book a cleaning?');
+    await c.page.getByRole('button', { name: 'Send', exact: true }).click();
+    const transcript = c.page.getByRole('list', { name: 'Test conversation' });
+    await transcript.getByText('You said: "Can I book a cleaning?"', { exact: false }).waitFor();
+    const said = await transcript.innerText();
+    assert.match(said, /Staged hello, this is Ada\.[\s\S]*Can I book a cleaning\?[\s\S]*\[simulated reply/);
+    assert.match(await c.page.locator('main').innerText(), /Answered by the simulated engine/);
+    await c.shot('agents-chat');
+  });
+
+  it('folds to one column at 320 CSS px (400 % zoom) with no sideways scrolling of the page', async () => {
+    await c.page.setViewportSize({ width: 320, height: 800 });
+    try {
+      for (const tab of ['settings', 'versions', 'knowledge', 'chat']) {
+        await c.open(`/agents/${org.agentId}?tab=${tab}`);
+        await c.page.getByRole('heading', { level: 1, name: /^Agent / }).waitFor();
+        await c.page.waitForTimeout(200);
+        const wide = await c.page.evaluate(() => document.documentElement.scrollWidth);
+        assert.ok(wide <= 320, `${tab}: the page is ${wide} px wide`);
+      }
+      await c.shot('agents-narrow');
+    } finally {
+      await c.page.setViewportSize({ width: 1280, height: 860 });
+    }
+    assert.deepEqual(c.problems, []);
+  });
+});
