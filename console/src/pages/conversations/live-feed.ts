@@ -1,10 +1,9 @@
 // The live feed (GET /api/v2/conversations/live, Server-Sent Events) followed for a page: fetch with
-// the console's header (an EventSource could not send it), the events read by the typed client's
-// parser (liveEvents), and a new connection with growing waits whenever the stream drops or the
+// the console's header (an EventSource could not send it), the events read by sse.ts, and a new connection with growing waits whenever the stream drops or the
 // server ends it. Each connection starts with a snapshot, which replaces what the page held.
-import { CallplaneError } from '../../api.ts';
-import { api } from '../../api.ts';
-import { liveEvents, type LiveConversation, type LiveEvent, type TranscriptLine } from '../../../../sdk/index.ts';
+import { api, CallplaneError } from '../../api.ts';
+import type { ErrorBody, LiveConversation, LiveEvent, TranscriptLine } from '../../../../sdk/index.ts';
+import { readSse } from './sse.ts';
 
 export type { LiveConversation, TranscriptLine };
 
@@ -65,6 +64,21 @@ export function applyEvent(calls: LiveCall[], e: LiveEvent): LiveCall[] {
   }
 }
 
+/** One connection to the feed: its events, parsed; a refusal is thrown as a CallplaneError with the API's message. */
+async function* liveFeedEvents(target: { targetAccountId?: number }, signal: AbortSignal): AsyncGenerator<LiveEvent> {
+  const { response, error } = await api.GET('/api/v2/conversations/live', {
+    params: { query: target }, parseAs: 'stream', signal, headers: { accept: 'text/event-stream' },
+  });
+  if (!response.ok || !response.body) {
+    const message = (error as { message?: unknown } | undefined)?.message;
+    const body: ErrorBody = { success: false, message: typeof message === 'string' ? message : `${response.status} ${response.statusText}` };
+    throw new CallplaneError(response.status, body);
+  }
+  for await (const e of readSse(response.body)) {
+    yield { event: e.event, id: e.id, data: JSON.parse(e.data) as unknown } as LiveEvent;
+  }
+}
+
 /**
  * Follows the feed until `signal` aborts: `onEvent` for each event, `onStatus` when the connection
  * changes. A refusal that waiting will not cure (401, 403, 404) stops it; anything else retries.
@@ -84,7 +98,7 @@ export async function followLive(opts: {
   while (!signal.aborted) {
     let reason = 'the connection dropped';
     try {
-      for await (const e of liveEvents(api, opts.target, signal)) {
+      for await (const e of liveFeedEvents(opts.target, signal)) {
         if (e.event === 'snapshot') {
           attempt = 0;
           opts.onStatus({ state: 'connected', since: Date.now() });
