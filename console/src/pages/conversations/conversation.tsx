@@ -1,0 +1,154 @@
+// One conversation (GET /api/v2/conversation/{roomId}/{uuid}): what it was, the analysis after it,
+// the voicemail facts, the transcript, each spoken turn's latency, the call's recording played in
+// the page (GET …/recording, fetched with the console's header as a Blob), and the agent's answer
+// times over the last day (GET /api/v2/agent/{agentId}/latency).
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useState, type ReactNode } from 'react';
+import { api, CallplaneError, ok, when } from '../../api.ts';
+import { Link } from '../../router.tsx';
+import { useSession } from '../../session.tsx';
+import { ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
+import { OutcomeBadge, Transcript, roomPath, whoSaid, type PageProps } from './parts.tsx';
+
+type Conv = Awaited<ReturnType<typeof readConversation>>;
+type ConvLine = Conv['conversation'][number];
+type Latency = NonNullable<ConvLine['latency']>;
+
+async function readConversation(roomId: string, uuid: string, target: { targetAccountId?: number }) {
+  const [c] = await ok(api.GET('/api/v2/conversation/{roomId}/{uuid}', { params: { path: { roomId, uuid }, query: { ...target } } }));
+  if (!c) throw new Error('The service answered no conversation.');
+  return c;
+}
+
+const ms = (v: number | null | undefined) => v === null || v === undefined ? 'not seen' : `${v} ms`;
+
+function Facts({ rows }: { rows: [string, ReactNode][] }) {
+  return <dl className="conv-facts">{rows.map(([k, v]) => <div key={k} style={{ display: 'contents' }}><dt>{k}</dt><dd>{v}</dd></div>)}</dl>;
+}
+
+/** The call's recording, fetched with the console's header and played from a blob: URL. */
+function Recording({ roomId, uuid, target }: { roomId: string; uuid: string; target: { targetAccountId?: number } }) {
+  const [url, setUrl] = useState<string>();
+  const rec = useQuery({
+    queryKey: ['recording', roomId, uuid, target.targetAccountId],
+    queryFn: async () => {
+      const { data, error, response } = await api.GET('/api/v2/conversation/{roomId}/{uuid}/recording', {
+        params: { path: { roomId, uuid }, query: { ...target } }, parseAs: 'blob',
+      });
+      if (response.status === 404) return null;
+      if (!response.ok || !data) throw new CallplaneError(response.status, { success: false, message: (error as { message?: string } | undefined)?.message ?? `${response.status} ${response.statusText}` });
+      return data;
+    },
+    staleTime: Infinity,
+  });
+  useEffect(() => {
+    if (!rec.data) return;
+    const u = URL.createObjectURL(rec.data);
+    setUrl(u);
+    return () => URL.revokeObjectURL(u);
+  }, [rec.data]);
+  return (
+    <Section title="Recording">
+      {rec.isPending ? <Loading what="Loading the recording" /> : rec.error ? <ErrorNote error={rec.error} />
+        : rec.data === null ? <p className="muted">This call was not recorded, or its recording is past the retention.</p> : url ? (
+          <>
+            <audio className="conv-audio" controls preload="metadata" src={url} aria-label="Call recording">
+              Your browser cannot play WAV audio.
+            </audio>
+            <p className="muted">Stereo: the caller on the left, the agent on the right ({Math.round(rec.data.size / 1024)} KB).</p>
+          </>
+        ) : null}
+    </Section>
+  );
+}
+
+function AgentLatency({ agentId }: { agentId: string }) {
+  const summary = useQuery({
+    queryKey: ['agent-latency', agentId],
+    queryFn: () => ok(api.GET('/api/v2/agent/{agentId}/latency', { params: { path: { agentId }, query: { windowHours: 24 } } })),
+  });
+  const steps: [string, string][] = [['endpointMs', 'End of speech to end of turn'], ['sttMs', 'Speech to text'], ['llmFirstTokenMs', 'Model\'s first token'], ['ttsFirstAudioMs', 'First audio out'], ['totalMs', 'Total']];
+  return (
+    <Section title={`Agent ${agentId}: answer times, last 24 hours`}>
+      {summary.isPending ? <Loading /> : summary.error ? <ErrorNote error={summary.error} /> : (
+        <>
+          <p className="muted">{summary.data.turns} spoken {summary.data.turns === 1 ? 'turn' : 'turns'}{summary.data.truncated ? ' (the newest 50,000 read)' : ''}.</p>
+          <Table caption="Agent answer times" rowKey={(r) => r[0]} rows={summary.data.turns > 0 ? steps : []} empty="No spoken turn in the last 24 hours."
+            columns={[
+              { key: 'step', label: 'Step', cell: (r) => r[1] },
+              { key: 'p50', label: 'Median (p50)', cell: (r) => ms(summary.data.steps[r[0] as keyof typeof summary.data.steps].p50) },
+              { key: 'p95', label: '95th percentile', cell: (r) => ms(summary.data.steps[r[0] as keyof typeof summary.data.steps].p95) },
+              { key: 'n', label: 'Turns', cell: (r) => summary.data.steps[r[0] as keyof typeof summary.data.steps].count },
+            ]} />
+        </>
+      )}
+    </Section>
+  );
+}
+
+export default function ConversationPage({ params }: PageProps) {
+  const roomId = params.roomId!;
+  const uuid = params.uuid!;
+  const { orgId, target } = useSession();
+  const conv = useQuery({
+    queryKey: ['conversation', orgId, roomId, uuid],
+    queryFn: () => readConversation(roomId, uuid, target),
+    // Until it has ended and its analysis is done, it changes.
+    refetchInterval: (q) => q.state.data && q.state.data.outcome !== 'open' && q.state.data.analysisStatus !== 'pending' ? false : 5_000,
+  });
+  const agentId = `camp${roomId.split(':')[0]}`;
+  if (conv.isPending) return <Page title="Conversation"><Loading /></Page>;
+  if (conv.error) return <Page title="Conversation"><ErrorNote error={conv.error} /></Page>;
+  const c = conv.data;
+  const spoken = c.conversation.filter((l) => l.latency);
+  const isCall = c.eventType === 'call';
+  const analysisRows: [string, ReactNode][] = [];
+  if (c.summary) analysisRows.push(['Summary', c.summary]);
+  if (c.agentOutcome) analysisRows.push(['Outcome', c.agentOutcome]);
+  if (c.aiLeadRating !== undefined) analysisRows.push(['Lead rating', `${c.aiLeadRating} of 5${c.aiLeadRatingReason ? `: ${c.aiLeadRatingReason}` : ''}`]);
+  for (const [k, v] of Object.entries(c.extracted ?? {})) analysisRows.push([k, v === null ? 'not said' : typeof v === 'string' ? v : JSON.stringify(v)]);
+  return (
+    <Page title={`${isCall ? 'Call' : 'Conversation'} of ${when(c.startedAt)}`} actions={<><Link to={roomPath(roomId)}>The room</Link><Link to="/conversations">The inbox</Link></>}>
+      <Section title="About" actions={<OutcomeBadge outcome={c.outcome} />}>
+        <Facts rows={[
+          ['Channel', `${c.channel} (${c.direction})`],
+          ['Started', when(c.startedAt)],
+          ['Ended', c.endedAt === null ? 'still in progress' : when(c.endedAt)],
+          ...(c.duration !== undefined ? [['Duration', `${c.duration} s`] as [string, ReactNode]] : []),
+          ...(c.missedCall ? [['Missed', 'nobody said a word'] as [string, ReactNode]] : []),
+          ...(c.answeredBy ? [['Answered by', `${c.answeredBy}${c.answeredByAt ? ` (decided ${when(c.answeredByAt)})` : ''}`] as [string, ReactNode]] : []),
+          ...(c.voicemailRecording ? [['Voicemail', 'the agent left a message (in the recording below)'] as [string, ReactNode]] : []),
+        ]} />
+      </Section>
+      <Section title="Analysis">
+        {c.analysisStatus === undefined ? <p className="muted">The analysis runs once the conversation has ended.</p>
+          : c.analysisStatus === 'pending' ? <p role="status" className="muted">The analysis is running…</p>
+          : c.analysisStatus === 'failed' ? <p className="error">The analysis failed: {c.analysisError ?? 'no reason given'}</p>
+          : <>
+            <Facts rows={analysisRows} />
+            <p className="muted">Answered by {c.analysisEngine === 'model' ? 'the agent\'s model' : c.analysisEngine === 'simulated' ? 'the SIMULATED engine (no language model configured)' : 'the facts alone (nobody spoke)'}.</p>
+          </>}
+      </Section>
+      <Section title={`Transcript (${c.conversation.length} lines${c.truncated ? ', cut' : ''})`}>
+        <Transcript lines={c.conversation} channel={c.channel} label="Transcript" />
+      </Section>
+      {isCall ? (
+        <Section title="Each turn's latency">
+          <div className="conv-wide"><Table caption="Latency of each spoken turn" rows={spoken} rowKey={(l) => l.uuid} empty="No spoken turn has its latency recorded."
+            columns={[
+              { key: 'reply', label: 'Reply', cell: (l: ConvLine) => `${whoSaid(l.direction, c.channel)}: ${l.message.length > 60 ? `${l.message.slice(0, 60)}…` : l.message}` },
+              { key: 'path', label: 'Path', cell: (l: ConvLine) => (l.latency as Latency).path },
+              { key: 'endpoint', label: 'End of turn', cell: (l: ConvLine) => ms((l.latency as Latency).endpointMs) },
+              { key: 'stt', label: 'Speech to text', cell: (l: ConvLine) => ms((l.latency as Latency).sttMs) },
+              { key: 'llm', label: 'First token', cell: (l: ConvLine) => ms((l.latency as Latency).llmFirstTokenMs) },
+              { key: 'tts', label: 'First audio', cell: (l: ConvLine) => ms((l.latency as Latency).ttsFirstAudioMs) },
+              { key: 'total', label: 'Total', cell: (l: ConvLine) => ms((l.latency as Latency).totalMs) },
+              { key: 'engines', label: 'Engines', cell: (l: ConvLine) => { const e = (l.latency as Latency).engines; return [e.stt, e.llm, e.tts].map((x) => x ?? '—').join(' / '); } },
+            ]} /></div>
+        </Section>
+      ) : null}
+      {isCall && c.endedAt !== null && (c.channel === 'sip' || c.voicemailRecording) ? <Recording roomId={roomId} uuid={uuid} target={target} /> : null}
+      {isCall ? <AgentLatency agentId={agentId} /> : null}
+    </Page>
+  );
+}

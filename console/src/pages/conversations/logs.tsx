@@ -1,0 +1,80 @@
+// Logs: one entry per conversation that started in a window (GET /api/v2/logs), filtered by
+// channel, outcome and counterpart, each linked to its conversation.
+import { useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { api, ok, when } from '../../api.ts';
+import { Link } from '../../router.tsx';
+import { useSession } from '../../session.tsx';
+import { Button, ErrorNote, Field, Loading, Page, Section, Select, Table } from '../../ui/parts.tsx';
+import { OutcomeBadge, conversationPath } from './parts.tsx';
+
+interface Filters { days: string; channel: string; outcome: string; counterpart: string }
+type Entry = Record<string, unknown>;
+
+const CHANNELS = [{ value: '', label: 'any' }, ...['voice', 'sip', 'sms', 'api', 'web'].map((v) => ({ value: v, label: v }))];
+const OUTCOMES = [{ value: '', label: 'any' }, ...['open', 'completed', 'ended_by_agent', 'transferred', 'no_response', 'hung_up', 'failed', 'voicemail'].map((v) => ({ value: v, label: v.replace(/_/g, ' ') }))];
+const text = (v: unknown) => typeof v === 'string' || typeof v === 'number' ? String(v) : '—';
+
+export default function Logs() {
+  const { orgId, target } = useSession();
+  const [form, setForm] = useState<Filters>({ days: '7', channel: '', outcome: '', counterpart: '' });
+  const [applied, setApplied] = useState<Filters>(form);
+  const [page, setPage] = useState(1);
+  const logs = useQuery({
+    queryKey: ['logs', orgId, applied, page],
+    queryFn: () => {
+      const end = Math.floor(Date.now() / 1000);
+      const start = end - Math.max(1, Number(applied.days) || 7) * 86_400;
+      return ok(api.GET('/api/v2/logs', {
+        params: {
+          query: {
+            ...target, start, end, page, pageSize: 25,
+            ...(applied.channel ? { channel: applied.channel } : {}),
+            ...(applied.outcome ? { outcome: applied.outcome } : {}),
+            ...(applied.counterpart.trim() ? { counterpart: applied.counterpart.trim() } : {}),
+          },
+        },
+      }));
+    },
+  });
+  const submit = (e: FormEvent) => { e.preventDefault(); setPage(1); setApplied(form); };
+  const set = (k: keyof Filters) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
+  const rows = (logs.data?.logs ?? []) as Entry[];
+  return (
+    <Page title="Logs" actions={<Link to="/conversations">The inbox</Link>}>
+      <Section title="Search">
+        <form className="inline-form" onSubmit={submit} aria-label="Search the logs">
+          <Field label="Last days" type="number" min={1} max={365} value={form.days} onChange={set('days')} />
+          <Select label="Channel" options={CHANNELS} value={form.channel} onChange={set('channel')} />
+          <Select label="Outcome" options={OUTCOMES} value={form.outcome} onChange={set('outcome')} />
+          <Field label="Counterpart" placeholder="+14155550100" value={form.counterpart} onChange={set('counterpart')} />
+          <Button type="submit" kind="primary">Search</Button>
+        </form>
+        <ErrorNote error={logs.error} />
+      </Section>
+      <Section title="Conversations">
+        {logs.isPending ? <Loading /> : logs.error ? null : (
+          <>
+            <p className="muted">{logs.data.pagination.totalCount} found.</p>
+            <div className="conv-wide"><Table caption="Conversation logs" rows={rows} rowKey={(r) => String(r.uuid)} empty="No conversation started in that window with those filters."
+              columns={[
+                { key: 'at', label: 'Started', cell: (r) => <Link to={conversationPath(String(r.roomId), String(r.uuid))}>{when(r.startedAt as number)}</Link> },
+                { key: 'who', label: 'Counterpart', cell: (r) => text(r.counterpartName ?? r.counterpart) },
+                { key: 'ch', label: 'Channel', cell: (r) => `${text(r.channel)} (${text(r.direction)})` },
+                { key: 'out', label: 'Outcome', cell: (r) => <OutcomeBadge outcome={String(r.outcome)} /> },
+                { key: 'dur', label: 'Duration', cell: (r) => typeof r.duration === 'number' ? `${r.duration} s` : '—' },
+                { key: 'sum', label: 'Summary', cell: (r) => text(r.summary) },
+              ]} /></div>
+            {logs.data.pagination.totalPages > 1 ? (
+              <div className="actions">
+                <Button disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous page</Button>
+                <span>Page {page} of {logs.data.pagination.totalPages}</span>
+                <Button disabled={!logs.data.pagination.hasMore} onClick={() => setPage(page + 1)}>Next page</Button>
+              </div>
+            ) : null}
+          </>
+        )}
+      </Section>
+    </Page>
+  );
+}
