@@ -23,7 +23,7 @@ async function readConversation(roomId: string, uuid: string, target: { targetAc
 const ms = (v: number | null | undefined) => v === null || v === undefined ? 'not seen' : `${v} ms`;
 
 function Facts({ rows }: { rows: [string, ReactNode][] }) {
-  return <dl className="conv-facts">{rows.map(([k, v]) => <div key={k} style={{ display: 'contents' }}><dt>{k}</dt><dd>{v}</dd></div>)}</dl>;
+  return <dl className="kv">{rows.map(([k, v]) => <div key={k} style={{ display: 'contents' }}><dt>{k}</dt><dd>{v}</dd></div>)}</dl>;
 }
 
 /** The call's recording, fetched with the console's header and played from a blob: URL. */

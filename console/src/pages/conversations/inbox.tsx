@@ -67,7 +67,7 @@ export default function Conversations({ query }: PageProps) {
   return (
     <Page title="Conversations">
       <nav aria-label="Conversation pages">
-        <ul className="tabs">
+        <ul className="conv-tabs">
           <li><Link to="/conversations" aria-current={junk ? undefined : 'page'} onClick={() => setPage(0)}>Inbox</Link></li>
           <li><Link to="/conversations?inbox=junk" aria-current={junk ? 'page' : undefined} onClick={() => setPage(0)}>Junk</Link></li>
           <li><Link to="/live">Live</Link></li>
