@@ -62,7 +62,9 @@ export class Wakeups {
 /**
  * Tells other processes that `queue` has due work. Call it inside the transaction that inserted
  * or rescheduled the rows: PostgreSQL delivers NOTIFY only on commit, so listeners never wake
- * before the rows are visible. On SQLite the statement does nothing (src/db/index.ts).
+ * before the rows are visible. On SQLite (one process) it reaches only this process's own listener,
+ * which wakes runners the in-process signal has already woken: a spare wake-up, never a lost one
+ * (src/db/index.ts).
  */
 export async function notifyQueue(ex: Executor, queue: string): Promise<void> {
   await notify(ex, QUEUE_CHANNEL, queue);
