@@ -30,13 +30,18 @@ export async function voicePeer(pool: PortPool, host = '127.0.0.1') {
   let lastFrameAt = Date.now();
   rtp.on('audio', (f) => { heard.push(f); lastFrameAt = Date.now(); });
   rtp.on('dtmf', (k) => keys.push(k));
-  /** Waits for the agent to speak from frame `from` on and fall silent (half a second, or no audio any more: the call ended). */
-  async function agentSpoke(from: number): Promise<Int16Array> {
+  /**
+   * Waits for the agent to speak from frame `from` on and fall silent (`quietMs`, default half a
+   * second, or no audio any more: the call ended). A test whose two sentences have a signalling
+   * round trip between them (a REFER and its NOTIFY) waits longer, so that gap is not taken for the end.
+   */
+  async function agentSpoke(from: number, quietMs = 500): Promise<Int16Array> {
+    const quietFrames = Math.round(quietMs / 20);
     await waitFor('the agent to speak', () => heard.slice(from).filter(loud).length >= 15, 20_000, 20);
     await waitFor('the agent to finish speaking', () => {
       const part = heard.slice(from);
       const last = part.map(loud).lastIndexOf(true);
-      return last > 0 && (part.length - last > 25 || Date.now() - lastFrameAt > 500);
+      return last > 0 && (part.length - last > quietFrames || Date.now() - lastFrameAt > quietMs);
     }, 20_000, 20);
     const part = heard.slice(from);
     const pcm = new Int16Array(part.length * 160);
@@ -50,8 +55,8 @@ export async function voicePeer(pool: PortPool, host = '127.0.0.1') {
       rtp.send(resample(s.pcm16, s.sampleRate, 8000));
     },
     /** What the agent said from frame `from` on, recognised among `phrases`. */
-    async recognise(from: number, phrases: string[]): Promise<string> {
-      const pcm = await agentSpoke(from);
+    async recognise(from: number, phrases: string[], quietMs?: number): Promise<string> {
+      const pcm = await agentSpoke(from, quietMs);
       return (await stt.transcribe(pcm, 8000, { language: 'en-US', grammar: { kind: 'phrases', phrases } })).text;
     },
   };
