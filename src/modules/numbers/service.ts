@@ -18,7 +18,7 @@ import {
 import { accountRepo } from '../accounts/repository.ts';
 import { TWILIO_SMS_PATH } from '../conversations/sms.ts';
 import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH } from '../conversations/twilio-voice.ts';
-import { chooseNumberProvider } from '../numbering/carriers.ts';
+import { chooseNumberProvider, numberTakenElsewhere } from '../numbering/carriers.ts';
 import { presentNumber } from './present.ts';
 import { phoneNumberRepo } from './repository.ts';
 
@@ -197,6 +197,8 @@ export function numbersService(deps: NumbersServiceDeps) {
       const number = checkNumber(body.number, country);
       const agentId = await agentOf(t);
       const p = await provider(t.org.id);
+      // Another organization's provider sending from it makes it theirs, as a row would (docs/numbers.md, Whose a number is).
+      if (await numberTakenElsewhere(db, t.org.id, number, { providers: true })) throw new Conflict(`number ${number} is not available`);
       const existing = await phoneNumberRepo.findInOrg(db, t.org.id, number);
       let row: PhoneNumberRow;
       if (existing) {
@@ -233,6 +235,7 @@ export function numbersService(deps: NumbersServiceDeps) {
       const number = checkNumber(body.number);
       const agentId = await agentOf(t);
       const parsed = normalizePhone(number);
+      if (await numberTakenElsewhere(db, t.org.id, number, { providers: true })) throw new Conflict(`number ${number} is already held`);
       const now = nowMs();
       let row: PhoneNumberRow;
       try {
