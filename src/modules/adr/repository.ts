@@ -1,7 +1,7 @@
 // Queries on adr_configs (an account's activity-record export), adr_windows (its rotation windows;
 // the queue columns are src/queue/engine.ts's) and adr_shipments (the log of every attempt).
-import type { Insertable, Updateable } from 'kysely';
-import type { AdrConfigRow, AdrConfigsTable, AdrShipmentRow, AdrShipmentsTable, AdrWindowRow, AdrWindowsTable, Executor } from '../../db/types.ts';
+import { sql, type Insertable, type Updateable } from 'kysely';
+import type { AdrConfigRow, AdrConfigsTable, AdrShipmentRow, AdrShipmentsTable, AdrWindowRow, AdrWindowsTable, Db, Executor } from '../../db/types.ts';
 
 export const adrConfigRepo = {
   /** `lock`: the row is held until the transaction ends (a change of settings against the window maker's advance). */
@@ -41,6 +41,24 @@ export const adrWindowRepo = {
 
   async find(db: Executor, id: string): Promise<AdrWindowRow | undefined> {
     return db.selectFrom('adr_windows').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  /**
+   * Deletes up to `batch` windows that ended (shipped, failed or canceled) before `before`, with
+   * their shipment log; answers how many windows went. The states are literals, as the partial
+   * index adr_windows_ended names them. The window maker never goes back, so none is made again.
+   */
+  async pruneEnded(db: Db, before: number, batch = 1000): Promise<number> {
+    return db.transaction().execute(async (tx) => {
+      const rows = await tx.selectFrom('adr_windows').select('id')
+        .where(sql.ref('state'), 'in', [sql.lit('finished'), sql.lit('failed'), sql.lit('canceled')]).where('finished_at', '<', before)
+        .orderBy('finished_at').limit(batch).execute();
+      if (rows.length === 0) return 0;
+      const ids = rows.map((r) => r.id);
+      await tx.deleteFrom('adr_shipments').where('window_id', 'in', ids).execute();
+      await tx.deleteFrom('adr_windows').where('id', 'in', ids).execute();
+      return rows.length;
+    });
   },
 
   /** The account's windows, newest first, before a window start (a page). */
