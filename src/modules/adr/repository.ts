@@ -1,9 +1,31 @@
 // Queries on adr_configs (an account's activity-record export), adr_windows (its rotation windows;
 // the queue columns are src/queue/engine.ts's) and adr_shipments (the log of every attempt).
 import { sql, type Insertable, type Updateable } from 'kysely';
+import { TRUST_ON_FIRST_USE } from './transfer.ts';
 import type { AdrConfigRow, AdrConfigsTable, AdrShipmentRow, AdrShipmentsTable, AdrWindowRow, AdrWindowsTable, Db, Executor } from '../../db/types.ts';
 
+/** The server an export's password and host key belong to: protocol, login, host and port. */
+export const destinationKey = (c: { protocol: string; host: string; port: number; username: string }) =>
+  `${c.protocol}://${c.username}@${c.host.toLowerCase()}:${c.port}`;
+
 export const adrConfigRepo = {
+  /**
+   * Records the SFTP host key seen on first use, only while the export still asks for that and
+   * still names the server `destination` (destinationKey) it was seen at; answers the fingerprint
+   * the export is pinned to now (null: none).
+   */
+  async recordHostKey(db: Db, accountId: number, destination: string, fingerprint: string): Promise<string | null> {
+    return db.transaction().execute(async (tx) => {
+      const row = await adrConfigRepo.find(tx, accountId, { lock: true });
+      if (!row || destinationKey(row) !== destination) return null;
+      if (row.host_key_fingerprint === TRUST_ON_FIRST_USE) {
+        await tx.updateTable('adr_configs').set({ host_key_fingerprint: fingerprint }).where('account_id', '=', accountId).execute();
+        return fingerprint;
+      }
+      return row.host_key_fingerprint;
+    });
+  },
+
   /** `lock`: the row is held until the transaction ends (a change of settings against the window maker's advance). */
   async find(db: Executor, accountId: number, opts: { lock?: boolean } = {}): Promise<AdrConfigRow | undefined> {
     const q = db.selectFrom('adr_configs').selectAll().where('account_id', '=', accountId);
