@@ -70,6 +70,9 @@ for (const engine of ENGINES) {
       const other = await twilioOrg();
       expectError(await n.byo(other.r.token, { number }, { targetAccountId: other.o.id }), 409, number, 'already held');
       fake.inventory.push({ phoneNumber: number, isoCountry: 'US', locality: 'Chicago', region: 'IL' });
+      // Nor is it offered: a search leaves it out, as it leaves out held numbers.
+      const offered = await n.locality(other.o.token, { city: 'Chicago', region: 'IL', country: 'US' });
+      assert.ok(!(offered.body.numbers ?? []).some((x: any) => x.number === number), JSON.stringify(offered.body));
       const from = fake.requests.length;
       expectError(await n.assign(other.o.token, { number, country: 'US' }), 409, number, 'not available');
       assert.equal(fake.requests.slice(from).filter((r) => r.method === 'POST').length, 0, 'nothing was bought');
