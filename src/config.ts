@@ -70,6 +70,8 @@ export interface Config {
   readonly adrDelaySeconds: number;
   /** PEM file of extra certificate authorities FTPS export servers may be signed by (CALLPLANE_ADR_TLS_CA_FILE). */
   readonly adrTlsCaFile: string | undefined;
+  /** Longest one activity-record shipment may take in all, a slow but live server included (CALLPLANE_ADR_TRANSFER_MAX_SECONDS). */
+  readonly adrTransferMaxSeconds: number;
   /**
    * How long a worker holds a SIP registration without renewing its lease (CALLPLANE_SIP_LEASE_MS);
    * after a crash another worker takes its registrations over this long after its last renewal.
@@ -496,6 +498,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryRetentionDays: int(env, 'CALLPLANE_DELIVERY_RETENTION_DAYS', 30, 1, 36_500),
     adrDelaySeconds: int(env, 'CALLPLANE_ADR_DELAY_SECONDS', 60, 0, 3600),
     adrTlsCaFile: env.CALLPLANE_ADR_TLS_CA_FILE?.trim() || undefined,
+    adrTransferMaxSeconds: int(env, 'CALLPLANE_ADR_TRANSFER_MAX_SECONDS', 1800, 10, 86_400),
     sipLeaseMs: int(env, 'CALLPLANE_SIP_LEASE_MS', 30_000, 3000, 3_600_000),
     sipEnabled: boolOn(env, 'CALLPLANE_SIP_ENABLED'),
     sipHost,

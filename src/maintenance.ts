@@ -1,11 +1,15 @@
 // Background work of a worker process: periodic jobs that keep the tables bounded (expired
 // one-time tokens, finished tasks and old daily counters, ended webhook deliveries and relayed
-// events, ended conversation turns, call recordings, rate-limit counters of ended windows) and end message conversations that have gone quiet. Each
+// events, ended conversation turns, call recordings, rate-limit counters of ended windows,
+// finished releases of numbers, ended activity-record export windows with their shipment log) and
+// end message conversations that have gone quiet. Each
 // deletes in small batches, so no run holds a long transaction.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
 import { pruneEndedWindows } from './db/rate-limit-counters.ts';
+import { adrWindowRepo } from './modules/adr/repository.ts';
 import { turnRepo } from './modules/conversations/repository.ts';
+import { releaseRepo } from './modules/numbers/repository.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
 import { deliveryRepo, relayEventRepo } from './modules/webhooks/repository.ts';
@@ -66,6 +70,18 @@ export function maintenanceJobs(database: Database, opts: {
       // A turn is only the queue's record of work done; the conversation and its messages stay.
       name: 'prune-ended-turns', everyMs: 600_000,
       run: () => drain(() => turnRepo.pruneEnded(database.db, Date.now() - retentionMs, 1000), 1000),
+    },
+    {
+      // A deleted holder's number released at its provider (or found gone there): the row is only
+      // the job's record. Failed releases stay for an operator (docs/numbers.md).
+      name: 'prune-number-releases', everyMs: 600_000,
+      run: () => drain(() => releaseRepo.pruneEnded(database.db, Date.now() - retentionMs, 1000), 1000),
+    },
+    {
+      // An export window shipped (or given up) long ago, and the log of its attempts: the file is
+      // on the customer's server (docs/billing.md, Activity records).
+      name: 'prune-adr-windows', everyMs: 600_000,
+      run: () => drain(() => adrWindowRepo.pruneEnded(database.db, Date.now() - retentionMs, 1000), 1000),
     },
     ...(opts.sweepRecordings ? [{ name: 'prune-call-recordings', everyMs: 600_000, run: opts.sweepRecordings }] : []),
     {

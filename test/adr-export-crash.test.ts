@@ -82,6 +82,7 @@ describe('adr export: a worker killed mid-upload', { skip }, () => {
       }
       const saved = await request(proc, 'POST', `/api/v2/billing/adrExportConfig?targetAccountId=${orgId}`, {
         deliveryProtocol: 'sftp', rotationMinutes: '1', host: '127.0.0.1', port: link.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir,
+        hostKeyFingerprint: sftp.hostKeyFingerprint,
       });
       assert.equal(saved.status, 200, JSON.stringify(saved.body));
       const exports = async (p: ServeProcess) => {

@@ -971,6 +971,11 @@ export interface AdrConfigsTable {
   password: string;
   /** The folder files go to; null: the account's home directory on the server. */
   path: string | null;
+  /**
+   * SFTP: the server's host key as OpenSSH prints it (`SHA256:<base64>`), or `trust-on-first-use`
+   * until the first connection records it; null for FTP and FTPS (migration 0033-numbers-adr).
+   */
+  host_key_fingerprint: ColumnType<string | null, string | null | undefined, string | null>;
   rotation_minutes: number;
   enabled: Flag;
   /** The start of the next window to make (unix ms). */

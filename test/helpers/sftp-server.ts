@@ -15,6 +15,8 @@ export const SSHD = '/usr/sbin/sshd';
 export interface SftpServer {
   port: number;
   dir: string;
+  /** Its host key's fingerprint as OpenSSH prints it (`ssh-keygen -lf`): `SHA256:…`. */
+  hostKeyFingerprint: string;
   /** What sshd wrote (its log goes to stderr). */
   output(): string;
   /** The listening sshd's process id (its sessions are its descendants), while it runs. */
@@ -37,9 +39,10 @@ export async function startSftpServer(): Promise<SftpServer> {
     'Subsystem sftp internal-sftp', 'ForceCommand internal-sftp', 'AllowTcpForwarding no', 'X11Forwarding no',
     'LogLevel INFO', '',
   ].join('\n'));
+  const hostKeyFingerprint = execFileSync('ssh-keygen', ['-l', '-f', path.join(dir, 'host_ed25519.pub')], { encoding: 'utf8' }).split(' ')[1]!;
   const daemon = loopbackDaemon('sshd', SSHD, ['-D', '-e', '-f', path.join(dir, 'sshd_config')], port);
   const server: SftpServer = {
-    port, dir,
+    port, dir, hostKeyFingerprint,
     output: daemon.output,
     pid: daemon.pid,
     start: daemon.start,

@@ -67,7 +67,10 @@ it('an attempt that finds the window\'s file under its final name (an earlier at
   const opts = { policy: { allowPrivate: false, allowCidrs: ['127.0.0.1/32'] }, timeoutMs: 5000, tlsCa: fs.readFileSync(ca(), 'utf8') };
   for (const [server, protocol] of [[sftp, 'sftp'], [ftp, 'ftp'], [ftps, 'ftps']] as const) {
     const dir = transferDir(server.dir, `found-${protocol}`);
-    const dest: Destination = { protocol, host: '127.0.0.1', port: server.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir };
+    const dest: Destination = {
+      protocol, host: '127.0.0.1', port: server.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir,
+      hostKeyFingerprint: protocol === 'sftp' ? sftp.hostKeyFingerprint : null,
+    };
     const first = await shipFile(dest, local, bytes, 'adr-1-20260101T0000Z-60.csv', opts);
     assert.deepEqual(first, { outcome: 'shipped', remoteBytes: bytes });
     const mtime = fs.statSync(path.join(dir, 'adr-1-20260101T0000Z-60.csv')).mtimeMs;
@@ -95,7 +98,9 @@ it('an SFTP server that stops answering mid-upload fails the attempt instead of 
   const local = path.join(fs.mkdtempSync('/tmp/callplane-adr-stall-'), 'w.csv');
   const bytes = 30_000_000;
   fs.writeFileSync(local, Buffer.alloc(bytes, 120));
-  const dest: Destination = { protocol: 'sftp', host: '127.0.0.1', port: sftp.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir };
+  const dest: Destination = {
+    protocol: 'sftp', host: '127.0.0.1', port: sftp.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir, hostKeyFingerprint: sftp.hostKeyFingerprint,
+  };
   const shipping = shipFile(dest, local, bytes, 'adr-1-20260101T0000Z-60.csv', { policy: { allowPrivate: true }, timeoutMs: 1500 }).then(() => null, (e: Error) => e);
   await waitFor('the upload to start', async () => fs.readdirSync(dir).some((f) => f.endsWith('.part')), 10_000, 1);
   // The server's session processes stop: the connection stays open, nothing answers.
@@ -153,7 +158,8 @@ forEachEngine('adr export', (h) => {
   }
 
   const destination = (server: { port: number }, protocol: string, dir: string, extra: Record<string, unknown> = {}) => ({
-    deliveryProtocol: protocol, rotationMinutes: '60', host: '127.0.0.1', port: server.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir, ...extra,
+    deliveryProtocol: protocol, rotationMinutes: '60', host: '127.0.0.1', port: server.port, username: TRANSFER_USER, password: TRANSFER_PASSWORD, path: dir,
+    ...(protocol === 'sftp' ? { hostKeyFingerprint: sftp.hostKeyFingerprint } : {}), ...extra,
   });
 
   /**

@@ -11,6 +11,7 @@ import type { Scope } from '../../http/auth.ts';
 import { pageInfo, pageOf, type PageQuery } from '../../http/pagination.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { canonicalTimeZone, isEmail } from '../../lib/checks.ts';
+import { normalizePhone } from '../../lib/phone.ts';
 import { flag } from '../../db/flags.ts';
 import { nowMs } from '../../lib/time.ts';
 import { accountRepo, type SearchFilter } from './repository.ts';
@@ -261,6 +262,13 @@ export function accountService(deps: AccountServiceDeps) {
       const timezone = input.timezone === undefined ? undefined : canonicalTimeZone(input.timezone);
       if (input.timezone !== undefined && !timezone) throw new Invalid(`timezone '${input.timezone}' is not an IANA time zone`);
       const providers = validateProviders(input.numberingProviders);
+      // A provider's phoneNumber another organization holds is refused (docs/numbers.md, Whose a number is).
+      for (const [i, p] of providers.entries()) {
+        const phone = p.config.phoneNumber === undefined ? undefined : normalizePhone(p.config.phoneNumber);
+        if (phone?.ok && await phoneNumberRepo.findByNumber(db, phone.e164)) {
+          throw new Conflict(`numberingProviders[${i}].config.phoneNumber ${p.config.phoneNumber} is held by another organization`);
+        }
+      }
       const integrations = validateIntegrations(input.integrations);
       // The plan names a plan of the reseller's catalog: the one asked for, else the reseller's sell
       // plan, else the service's default; its limits are the new organization's task limits.

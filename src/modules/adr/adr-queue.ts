@@ -27,7 +27,7 @@ function stamp({ to, now }: { from: QueueState; to: QueueState; now: number }) {
 }
 
 export interface AdrQueueDeps extends QueueProcessDeps {
-  config: Pick<Config, 'dataDir' | 'deliveryLeaseMs' | 'adrDelaySeconds' | 'adrTlsCaFile' | 'allowPrivateTargets' | 'privateTargetCidrs'>;
+  config: Pick<Config, 'dataDir' | 'deliveryLeaseMs' | 'adrDelaySeconds' | 'adrTlsCaFile' | 'adrTransferMaxSeconds' | 'allowPrivateTargets' | 'privateTargetCidrs'>;
   box: SecretBox;
   /** The retry schedule; tests pass a fast one. Default adrRetryDelayMs. */
   retryDelay?: AdrRetryDelay;
@@ -35,6 +35,8 @@ export interface AdrQueueDeps extends QueueProcessDeps {
   makeEveryMs?: number;
   /** Longest wait for a server's connection and answers. Default 30 s. */
   transferTimeoutMs?: number;
+  /** Longest one shipment may take in all. Default CALLPLANE_ADR_TRANSFER_MAX_SECONDS. */
+  transferMaxMs?: number;
 }
 
 export class AdrQueue {
@@ -104,7 +106,10 @@ export class AdrQueue {
         db: database.db, box, now: this.engine.now, log,
         spoolDir: path.join(config.dataDir, 'adr-spool'),
         retryDelay: this.deps.retryDelay ?? adrRetryDelayMs,
-        transfer: { policy: policyFromConfig(config), tlsCa, timeoutMs: this.deps.transferTimeoutMs ?? 30_000, log },
+        transfer: {
+          policy: policyFromConfig(config), tlsCa, timeoutMs: this.deps.transferTimeoutMs ?? 30_000,
+          maxMs: this.deps.transferMaxMs ?? config.adrTransferMaxSeconds * 1000, log,
+        },
       }),
       concurrency: 4,
       wakeups: this.wakeups,

@@ -1,9 +1,31 @@
 // Queries on adr_configs (an account's activity-record export), adr_windows (its rotation windows;
 // the queue columns are src/queue/engine.ts's) and adr_shipments (the log of every attempt).
-import type { Insertable, Updateable } from 'kysely';
-import type { AdrConfigRow, AdrConfigsTable, AdrShipmentRow, AdrShipmentsTable, AdrWindowRow, AdrWindowsTable, Executor } from '../../db/types.ts';
+import { sql, type Insertable, type Updateable } from 'kysely';
+import { TRUST_ON_FIRST_USE } from './transfer.ts';
+import type { AdrConfigRow, AdrConfigsTable, AdrShipmentRow, AdrShipmentsTable, AdrWindowRow, AdrWindowsTable, Db, Executor } from '../../db/types.ts';
+
+/** The server an export's password and host key belong to: protocol, login, host and port. */
+export const destinationKey = (c: { protocol: string; host: string; port: number; username: string }) =>
+  `${c.protocol}://${c.username}@${c.host.toLowerCase()}:${c.port}`;
 
 export const adrConfigRepo = {
+  /**
+   * Records the SFTP host key seen on first use, only while the export still asks for that and
+   * still names the server `destination` (destinationKey) it was seen at; answers the fingerprint
+   * the export is pinned to now (null: none).
+   */
+  async recordHostKey(db: Db, accountId: number, destination: string, fingerprint: string): Promise<string | null> {
+    return db.transaction().execute(async (tx) => {
+      const row = await adrConfigRepo.find(tx, accountId, { lock: true });
+      if (!row || destinationKey(row) !== destination) return null;
+      if (row.host_key_fingerprint === TRUST_ON_FIRST_USE) {
+        await tx.updateTable('adr_configs').set({ host_key_fingerprint: fingerprint }).where('account_id', '=', accountId).execute();
+        return fingerprint;
+      }
+      return row.host_key_fingerprint;
+    });
+  },
+
   /** `lock`: the row is held until the transaction ends (a change of settings against the window maker's advance). */
   async find(db: Executor, accountId: number, opts: { lock?: boolean } = {}): Promise<AdrConfigRow | undefined> {
     const q = db.selectFrom('adr_configs').selectAll().where('account_id', '=', accountId);
@@ -41,6 +63,24 @@ export const adrWindowRepo = {
 
   async find(db: Executor, id: string): Promise<AdrWindowRow | undefined> {
     return db.selectFrom('adr_windows').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  /**
+   * Deletes up to `batch` windows that ended (shipped, failed or canceled) before `before`, with
+   * their shipment log; answers how many windows went. The states are literals, as the partial
+   * index adr_windows_ended names them. The window maker never goes back, so none is made again.
+   */
+  async pruneEnded(db: Db, before: number, batch = 1000): Promise<number> {
+    return db.transaction().execute(async (tx) => {
+      const rows = await tx.selectFrom('adr_windows').select('id')
+        .where(sql.ref('state'), 'in', [sql.lit('finished'), sql.lit('failed'), sql.lit('canceled')]).where('finished_at', '<', before)
+        .orderBy('finished_at').limit(batch).execute();
+      if (rows.length === 0) return 0;
+      const ids = rows.map((r) => r.id);
+      await tx.deleteFrom('adr_shipments').where('window_id', 'in', ids).execute();
+      await tx.deleteFrom('adr_windows').where('id', 'in', ids).execute();
+      return rows.length;
+    });
   },
 
   /** The account's windows, newest first, before a window start (a page). */

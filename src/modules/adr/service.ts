@@ -9,7 +9,8 @@ import type { Scope } from '../../http/auth.ts';
 import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
 import { secretTargetRefusal } from '../../lib/secret-target.ts';
 import { hostRefusal, type TargetPolicy } from '../../webhooks/ssrf.ts';
-import { adrConfigRepo, adrShipmentRepo, adrWindowRepo } from './repository.ts';
+import { adrConfigRepo, adrShipmentRepo, adrWindowRepo, destinationKey } from './repository.ts';
+import { TRUST_ON_FIRST_USE } from './transfer.ts';
 import { ROTATIONS, windowFrom, windowOf } from './windows.ts';
 
 export interface AdrConfigInput {
@@ -20,6 +21,7 @@ export interface AdrConfigInput {
   username: string;
   password?: string;
   path?: string;
+  hostKeyFingerprint?: string;
 }
 
 const PROTOCOLS: readonly AdrProtocol[] = ['sftp', 'ftps', 'ftp'];
@@ -31,9 +33,10 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 const secs = (ms: number | null) => (ms === null ? null : Math.floor(Number(ms) / 1000));
 
-/** Where the password is sent: protocol, host, port and login; changing any of them needs the password again. */
-const destinationOf = (c: { protocol: string; host: string; port: number; username: string }) =>
-  `${c.protocol}://${c.username}@${c.host.toLowerCase()}:${c.port}`;
+/** Where the password is sent: protocol, host, port and login; changing any of them needs the password (and an SFTP host key) again. */
+const destinationOf = destinationKey;
+/** An SFTP host key as OpenSSH prints it: SHA256 and the unpadded base64 of its 32 bytes. */
+const FINGERPRINT = /^SHA256:[A-Za-z0-9+/]{43}$/;
 
 export function presentAdrConfig(row: AdrConfigRow, box: SecretBox) {
   return {
@@ -45,6 +48,7 @@ export function presentAdrConfig(row: AdrConfigRow, box: SecretBox) {
     username: row.username,
     password: maskSecret(box.open(row.password)),
     path: row.path,
+    hostKeyFingerprint: row.host_key_fingerprint,
     enabled: row.enabled === 1,
     nextWindowStart: secs(row.next_window_at)!,
     createdAt: secs(row.created_at)!,
@@ -114,7 +118,34 @@ export function adrService(deps: AdrServiceDeps) {
       });
       if (refused) throw new Invalid(refused);
     }
-    return { protocol, rotation, host, port, username, password, path };
+    const hostKey = checkHostKey(body.hostKeyFingerprint, protocol, existing, destinationOf({ protocol, host, port, username }));
+    return { protocol, rotation, host, port, username, password, path, hostKey };
+  }
+
+  /**
+   * The SFTP server's host key the export is pinned to (docs/billing.md, "Activity records"): given
+   * as OpenSSH prints it, or `trust-on-first-use`; required for SFTP, and again whenever the server
+   * changes (as the password is); kept on an update that keeps the server. Not for FTP and FTPS.
+   */
+  function checkHostKey(raw: string | undefined, protocol: AdrProtocol, existing: AdrConfigRow | undefined, destination: string): string | null {
+    if (protocol !== 'sftp') {
+      if (raw !== undefined) throw new Invalid('hostKeyFingerprint applies to deliveryProtocol sftp only (FTPS checks the server\'s certificate)');
+      return null;
+    }
+    if (raw === undefined) {
+      const kept = existing && destinationOf(existing) === destination ? existing.host_key_fingerprint : null;
+      if (kept) return kept;
+      throw new Invalid(existing && destinationOf(existing) !== destination
+        ? 'hostKeyFingerprint is required again when deliveryProtocol, host, port or username changes: the pinned key was the old server\'s'
+        : `hostKeyFingerprint is required for sftp: the server's host key as ssh-keygen -lf prints it (SHA256:…), or "${TRUST_ON_FIRST_USE}" to record the key the first connection sees`);
+    }
+    const value = raw.trim();
+    if (value === TRUST_ON_FIRST_USE) return value;
+    const fingerprint = value.replace(/=+$/, '');
+    if (!FINGERPRINT.test(fingerprint)) {
+      throw new Invalid(`hostKeyFingerprint must be a SHA256 fingerprint as ssh-keygen -lf prints it (SHA256: and 43 base64 characters), or "${TRUST_ON_FIRST_USE}"`);
+    }
+    return fingerprint;
   }
 
   return {
@@ -128,7 +159,7 @@ export function adrService(deps: AdrServiceDeps) {
         const before = await adrConfigRepo.find(tx, account.id, { lock: true });
         const fields = {
           protocol: c.protocol, host: c.host, port: c.port, username: c.username, path: c.path, rotation_minutes: c.rotation,
-          enabled: 1, updated_at: t,
+          host_key_fingerprint: c.hostKey, enabled: 1, updated_at: t,
         };
         if (!before) {
           await adrConfigRepo.insert(tx, {

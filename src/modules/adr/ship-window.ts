@@ -10,7 +10,7 @@ import type { HandlerContext, Outcome } from '../../queue/runner.ts';
 import type { QueueRow } from '../../queue/engine.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { buildWindowFile } from './build-file.ts';
-import { adrConfigRepo, adrShipmentRepo } from './repository.ts';
+import { adrConfigRepo, adrShipmentRepo, destinationKey } from './repository.ts';
 import { scrub, shipFile, type TransferOptions } from './transfer.ts';
 import type { Insertable } from 'kysely';
 
@@ -70,7 +70,12 @@ export function createShipWindowHandler(deps: ShipWindowDeps) {
       bytes = built.bytes;
       const shipped = await shipFile({
         protocol: config.protocol, host: config.host, port: config.port, username: config.username, password, path: config.path,
-      }, file, built.bytes, row.file_name, deps.transfer, ctx.signal);
+        hostKeyFingerprint: config.host_key_fingerprint,
+      }, file, built.bytes, row.file_name, {
+        ...deps.transfer,
+        // Trust on first use: the key is recorded only for the server these settings still name.
+        recordHostKey: (fingerprint) => adrConfigRepo.recordHostKey(db, config.account_id, destinationKey(config), fingerprint),
+      }, ctx.signal);
       const message = shipped.outcome === 'shipped'
         ? `${row.file_name} shipped (${built.bytes} bytes, ${built.records} records)`
         : `${row.file_name} was already on the server (${shipped.remoteBytes} bytes, shipped by an earlier attempt): not sent again`;

@@ -3,7 +3,7 @@
 // its stored versions. The agent id is `camp<accountId>` (docs/agents.md); either form is accepted.
 import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
-import { orgsOwningNumber } from '../numbering/carriers.ts';
+import { numberHolders } from '../numbering/carriers.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
@@ -200,14 +200,15 @@ export function agentService(deps: AgentServiceDeps) {
   return {
     /**
      * The agent a message names (receiveMessage's targetAgent): its account id, agent id
-     * (`camp…`), username, or a phone number one of the caller's organizations owns (that
-     * organization's default agent). Outside the caller's subtree: 404 naming `field`.
+     * (`camp…`), username, or a phone number one of the caller's organizations owns (the agent
+     * holding it; a number configured as its provider's phoneNumber: the organization's first
+     * agent), as numberHolders finds it. Outside the caller's subtree: 404 naming `field`.
      */
     async named(scope: Scope, name: string, field: string): Promise<AccountRow> {
       const text = name.trim();
       if (/^\+?[\d\s().-]{7,20}$/.test(text) && text.replace(/\D/g, '').length >= 7 && !/^[1-9]\d{0,9}$/.test(text)) {
-        for (const orgId of await orgsOwningNumber(db, text)) {
-          const agentId = await accountRepo.firstAgentId(db, orgId);
+        for (const holder of await numberHolders(db, text)) {
+          const agentId = holder.agentId ?? await accountRepo.firstAgentId(db, holder.orgId);
           if (agentId === null) continue;
           try {
             return await scope.account(agentId, ['agent'], field);

@@ -1,7 +1,7 @@
 // Numbering providers of an organization: the carriers its calls and texts go through.
 import type { Db } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { Invalid, NotFound } from '../../http/errors.ts';
+import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { secretTargetRefusal, urlOrigin } from '../../lib/secret-target.ts';
@@ -9,7 +9,7 @@ import { DEFAULT_TWILIO_API_BASE_URL } from '../../providers/index.ts';
 import { flag } from '../../db/flags.ts';
 import { nowMs } from '../../lib/time.ts';
 import { presentProvider } from '../accounts/present.ts';
-import { openProviderSettings } from './carriers.ts';
+import { numberTakenElsewhere, openProviderSettings } from './carriers.ts';
 import { normalizeProviderConfig, PROVIDERS, providerSpec, type ProviderSpec } from './catalog.ts';
 import { numberingRepo } from './repository.ts';
 
@@ -39,6 +39,17 @@ function checkSecretTargets(spec: ProviderSpec, current: { config: Record<string
   }
 }
 
+/**
+ * A provider's `phoneNumber` is the number its carrier sends from and receives on: one another
+ * organization holds (bought or brought, docs/numbers.md) is refused like a held number is.
+ */
+async function checkPhoneNumber(db: Db, orgId: number, config: Record<string, string>): Promise<void> {
+  const phone = config.phoneNumber;
+  if (phone !== undefined && await numberTakenElsewhere(db, orgId, phone, { providers: false })) {
+    throw new Conflict(`config.phoneNumber ${phone} is held by another organization`);
+  }
+}
+
 export function numberingService(deps: { db: Db; box: SecretBox }) {
   const { db, box } = deps;
   const ancestors = ['partner', 'reseller'] as const;
@@ -58,6 +69,7 @@ export function numberingService(deps: { db: Db; box: SecretBox }) {
       const spec = providerSpec(body.providerId, 'providerId');
       if (!body.config) throw new Invalid('config is required');
       const p = normalizeProviderConfig(spec, body.config, 'config');
+      await checkPhoneNumber(db, org.id, p.config);
       const now = nowMs();
       try {
         const row = await db.transaction().execute(async (tx) => {
@@ -86,6 +98,7 @@ export function numberingService(deps: { db: Db; box: SecretBox }) {
         throw new Invalid('nothing to update: send default, enabled or config');
       }
       const patch = body.config ? normalizeProviderConfig(spec, body.config, 'config', true) : undefined;
+      if (patch) await checkPhoneNumber(db, org.id, patch.config);
       // Read and write in one transaction, the row locked (on PostgreSQL), so two concurrent
       // updates merge their settings instead of one overwriting the other.
       const updated = await db.transaction().execute(async (tx) => {

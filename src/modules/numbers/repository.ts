@@ -1,5 +1,6 @@
 // Queries on phone_numbers: the numbers organizations hold.
-import type { Executor, NumberReleaseRow, NumberReleasesTable, PhoneNumberRow, PhoneNumbersTable } from '../../db/types.ts';
+import { sql } from 'kysely';
+import type { Db, Executor, NumberReleaseRow, NumberReleasesTable, PhoneNumberRow, PhoneNumbersTable } from '../../db/types.ts';
 import type { Insertable, Updateable } from 'kysely';
 
 export const phoneNumberRepo = {
@@ -50,6 +51,21 @@ export const releaseRepo = {
   /** Records the provider's reference found by looking the number up, so a retry releases that one without looking again. */
   async setRef(db: Executor, id: string, providerRef: string, now: number): Promise<void> {
     await db.updateTable('number_releases').set({ provider_ref: providerRef, updated_at: now }).where('id', '=', id).execute();
+  },
+  /**
+   * Deletes up to `batch` releases that ended (released, or nothing left to release) before
+   * `before`; failed ones stay for an operator (the number may still be rented). The states are
+   * literals, as the partial index number_releases_ended names them. Answers how many went.
+   */
+  async pruneEnded(db: Db, before: number, batch = 1000): Promise<number> {
+    return db.transaction().execute(async (tx) => {
+      const rows = await tx.selectFrom('number_releases').select('id')
+        .where(sql.ref('state'), 'in', [sql.lit('finished'), sql.lit('canceled')]).where('finished_at', '<', before)
+        .orderBy('finished_at').limit(batch).execute();
+      if (rows.length === 0) return 0;
+      await tx.deleteFrom('number_releases').where('id', 'in', rows.map((r) => r.id)).execute();
+      return rows.length;
+    });
   },
   /** The releases of an organization's numbers, oldest first (what an operator and the tests read). */
   async listForOrg(db: Executor, orgId: number): Promise<NumberReleaseRow[]> {

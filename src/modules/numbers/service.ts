@@ -18,7 +18,7 @@ import {
 import { accountRepo } from '../accounts/repository.ts';
 import { TWILIO_SMS_PATH } from '../conversations/sms.ts';
 import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH } from '../conversations/twilio-voice.ts';
-import { chooseNumberProvider } from '../numbering/carriers.ts';
+import { chooseNumberProvider, numberTakenElsewhere } from '../numbering/carriers.ts';
 import { presentNumber } from './present.ts';
 import { phoneNumberRepo } from './repository.ts';
 
@@ -99,7 +99,8 @@ export function numbersService(deps: NumbersServiceDeps) {
     };
   }
 
-  async function runSearch(p: NumberProvider, q: NumberSearch): Promise<AvailableNumber[]> {
+  /** What the provider offers, less what assign would refuse: numbers held here, or another organization's provider's phoneNumber. */
+  async function runSearch(orgId: number, p: NumberProvider, q: NumberSearch): Promise<AvailableNumber[]> {
     let found: AvailableNumber[];
     try {
       found = await p.search(q);
@@ -107,7 +108,11 @@ export function numbersService(deps: NumbersServiceDeps) {
       providerFailure(err, p.name);
     }
     const held = await phoneNumberRepo.heldAmong(db, found.map((n) => n.number));
-    return found.filter((n) => !held.has(n.number));
+    const free: AvailableNumber[] = [];
+    for (const n of found) {
+      if (!held.has(n.number) && !(await numberTakenElsewhere(db, orgId, n.number, { providers: true }))) free.push(n);
+    }
+    return free;
   }
 
   async function search(scope: Scope, targetAccountId: number | undefined, kind: 'locality' | 'prefix' | 'phrase', body: SearchBody) {
@@ -134,11 +139,11 @@ export function numbersService(deps: NumbersServiceDeps) {
       if (!q.prefix) throw new Invalid(`prefix '${body.prefix}' names no digits of the national number`);
     }
     const p = await provider(t.org.id);
-    let numbers = await runSearch(p, q);
+    let numbers = await runSearch(t.org.id, p, q);
     let widenedTo: string | undefined;
     if (kind === 'prefix' && numbers.length === 0 && body.strict === false && q.prefix!.length > areaLength(country)) {
       widenedTo = q.prefix!.slice(0, areaLength(country));
-      numbers = await runSearch(p, { ...q, prefix: widenedTo });
+      numbers = await runSearch(t.org.id, p, { ...q, prefix: widenedTo });
     }
     if (numbers.length === 0) {
       throw new NotFound(`No phone numbers available for this search at ${p.name}${p.simulated ? ' (simulated inventory)' : ''}. Please try a different area.`);
@@ -197,6 +202,8 @@ export function numbersService(deps: NumbersServiceDeps) {
       const number = checkNumber(body.number, country);
       const agentId = await agentOf(t);
       const p = await provider(t.org.id);
+      // Another organization's provider sending from it makes it theirs, as a row would (docs/numbers.md, Whose a number is).
+      if (await numberTakenElsewhere(db, t.org.id, number, { providers: true })) throw new Conflict(`number ${number} is not available`);
       const existing = await phoneNumberRepo.findInOrg(db, t.org.id, number);
       let row: PhoneNumberRow;
       if (existing) {
@@ -233,6 +240,7 @@ export function numbersService(deps: NumbersServiceDeps) {
       const number = checkNumber(body.number);
       const agentId = await agentOf(t);
       const parsed = normalizePhone(number);
+      if (await numberTakenElsewhere(db, t.org.id, number, { providers: true })) throw new Conflict(`number ${number} is already held`);
       const now = nowMs();
       let row: PhoneNumberRow;
       try {

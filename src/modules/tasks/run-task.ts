@@ -10,7 +10,7 @@ import { bool } from '../../db/flags.ts';
 import { CarrierError, TransientCarrierError, type Carrier, type CarrierOptions, type PlaceCallRequest, type TaskOutcome } from '../../providers/index.ts';
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
-import { chooseCarrier } from '../numbering/carriers.ts';
+import { agentCallerId, chooseCarrier } from '../numbering/carriers.ts';
 import { outcomeRetryDelayMs } from './limits.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 
@@ -128,8 +128,11 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const carrier = await chooseCarrier({ db, box, config, carrierOptions: deps.carrierOptions }, row.org_id, row.type as 'call' | 'text');
     const who = { provider: carrier.name };
     const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
+    // The agent's own number at this carrier, when it holds one; else the provider's default sender.
+    const from = await agentCallerId(db, row.org_id, row.account_id, carrier);
+    const sender = from ? { from } : {};
     if (row.type === 'text') {
-      const sent = await carrier.sendText({ taskId: row.id, to: row.target!, body: row.content ?? '', statusCallbackUrl }, signal);
+      const sent = await carrier.sendText({ taskId: row.id, to: row.target!, ...sender, body: row.content ?? '', statusCallbackUrl }, signal);
       await deps.textSent?.({
         taskId: row.id, orgId: row.org_id, accountId: row.account_id, to: row.target!, body: row.content ?? '', provider: sent.provider,
         simulated: sent.simulated, providerRef: sent.providerRef, failed: sent.final !== null && sent.final.state !== 'finished',
@@ -142,7 +145,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const twimlUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_TWIML_PATH}?taskId=${encodeURIComponent(row.id)}`;
     const voicemail = await deps.voicemailPlan?.(row, carrier.name);
     const call = await carrier.placeCall({
-      taskId: row.id, agentId: row.account_id, orgId: row.org_id, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
+      taskId: row.id, agentId: row.account_id, orgId: row.org_id, ...sender, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
       statusCallbackUrl, twimlUrl, voicemail, amdCallbackUrl: carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_AMD_PATH}`,
     }, signal);
     const ref = { ...who, provider_ref: call.providerRef };
