@@ -38,6 +38,8 @@ export interface TokenLookup {
   token(hash: string): Promise<TokenWithAccount | undefined>;
   /** Marks a one-time token used; false when another request used it first. */
   consume(tokenId: number, now: number): Promise<boolean>;
+  /** Records that a console session was used now (for its listing; written at most once a minute). */
+  touchSession(tokenId: number, now: number): Promise<void>;
   /** An account and whether it is out of service (itself or an ancestor suspended). */
   account(id: number): Promise<{ account: AccountRow; suspended: Suspended | null } | undefined>;
 }
@@ -123,14 +125,37 @@ export const CONSOLE_COOKIE = 'callplane_console';
  */
 export const CONSOLE_HEADER = 'x-callplane-console';
 
-export function readToken(req: FastifyRequest): string | undefined {
+/** Where a request's token came from: a console session counts only from `cookie` (docs/console.md). */
+export type CredentialSource = 'query' | 'bearer' | 'cookie' | 'body';
+
+export function readCredential(req: FastifyRequest): { token: string; via: CredentialSource } | undefined {
   const q = req.query as Record<string, unknown> | undefined;
   const fromQuery = q && typeof q.token === 'string' ? q.token : undefined;
-  if (fromQuery) return fromQuery;
+  if (fromQuery) return { token: fromQuery, via: 'query' };
   const header = req.headers.authorization;
-  if (header && /^Bearer\s+/i.test(header)) return header.replace(/^Bearer\s+/i, '').trim();
-  if (req.headers[CONSOLE_HEADER] !== undefined) return req.cookies?.[CONSOLE_COOKIE] || undefined;
+  if (header && /^Bearer\s+/i.test(header)) return { token: header.replace(/^Bearer\s+/i, '').trim(), via: 'bearer' };
+  if (req.headers[CONSOLE_HEADER] !== undefined) {
+    const cookie = req.cookies?.[CONSOLE_COOKIE];
+    if (cookie) return { token: cookie, via: 'cookie' };
+  }
   return undefined;
+}
+
+export function readToken(req: FastifyRequest): string | undefined {
+  return readCredential(req)?.token;
+}
+
+/**
+ * A console session token is accepted only as the console's cookie with its header: never as
+ * `?token=` or a bearer (where a leaked cookie value would become an API token that carries no
+ * CSRF guard), and never traded at POST /console/session for a new session (which would renew
+ * it past its origin token).
+ */
+function refuseConsoleOutsideCookie(type: TokenRow['type'], via: CredentialSource): void {
+  if (type !== 'console' || via === 'cookie') return;
+  throw new Unauthorized(via === 'body'
+    ? 'Unauthorized: token is a web console session, which cannot be traded for another; sign in with an API token or a one-time token'
+    : 'Unauthorized: a web console session is accepted only as the console\'s cookie with its x-callplane-console header, not as the token parameter or a bearer token');
 }
 
 /**
@@ -166,9 +191,11 @@ export class AuthCache {
   }
 }
 
-export async function authenticate(lookup: TokenLookup, token: string, now = Date.now(), cache?: AuthCache): Promise<Scope> {
+/** `via`: where the token came from (a console session counts only from its cookie; the default refuses it). */
+export async function authenticate(lookup: TokenLookup, token: string, now = Date.now(), cache?: AuthCache, via: CredentialSource = 'bearer'): Promise<Scope> {
   const found = await admitted(lookup, token, now, cache);
   const { token: row, account } = found;
+  refuseConsoleOutsideCookie(row.type, via);
   if (row.type === 'one-time' && !(await lookup.consume(row.id, now))) {
     throw new Unauthorized('Unauthorized: one-time token has already been used');
   }
@@ -206,8 +233,10 @@ export function registerAuth(app: FastifyInstance, db: Db, lookup: TokenLookup):
   app.decorateRequest('scope', null as unknown as Scope);
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.config?.public || !req.routeOptions.url) return;
-    const token = readToken(req);
-    if (!token) throw new Unauthorized('Unauthorized: the token query parameter is required');
-    req.scope = await authenticate(lookup, token, Date.now(), cache);
+    const credential = readCredential(req);
+    if (!credential) throw new Unauthorized('Unauthorized: the token query parameter is required');
+    const now = Date.now();
+    req.scope = await authenticate(lookup, credential.token, now, cache, credential.via);
+    if (req.scope.token.type === 'console') await lookup.touchSession(req.scope.token.id, now);
   });
 }

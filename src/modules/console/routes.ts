@@ -56,9 +56,9 @@ export async function consoleRoutes(app: App, deps: ConsoleDeps): Promise<void> 
     },
   }, async (req, reply) => {
     // A one-time token is spent here, like on any other request that presents it.
-    const scope = await authenticate(lookup, req.body.token.trim());
+    const scope = await authenticate(lookup, req.body.token.trim(), Date.now(), undefined, 'body');
     const session = await tokens.openConsoleSession(scope, sessionSeconds);
-    setSession(reply, session.token, sessionSeconds);
+    setSession(reply, session.token, session.maxAgeSeconds);
     void reply.header('cache-control', 'no-store');
     return { success: true, message: 'Signed in', account: who(scope.actor), expiresAt: session.expiresAt };
   });
