@@ -203,6 +203,18 @@ export async function authenticate(lookup: TokenLookup, token: string, now = Dat
 }
 
 /**
+ * Whose token this is, without using it: a one-time token is not spent (the console asks "sign in
+ * as Y instead?" before trading a link while someone else is signed in). Refused as authenticate
+ * refuses it, and a one-time token already used is refused too.
+ */
+export async function identify(lookup: TokenLookup, token: string, via: CredentialSource, now = Date.now()): Promise<AccountRow> {
+  const found = await admitted(lookup, token, now, undefined);
+  refuseConsoleOutsideCookie(found.token.type, via);
+  if (found.token.type === 'one-time' && found.token.used_at !== null) throw new Unauthorized('Unauthorized: one-time token has already been used');
+  return found.account;
+}
+
+/**
  * Checks again a token a long-lived request was admitted with (the live feed's streams, every few
  * seconds): refused, as authenticate refuses it, once it was deleted, has expired or its account
  * (or one above it) is suspended. A one-time token is not used up again: it was, on admission.

@@ -154,5 +154,27 @@ for (const engine of ENGINES) {
       assert.ok(listed.body.sessions.some((x: { origin: string; originType: string }) => x.origin === `${oneRow!.prefix}…` && x.originType === 'one-time'),
         JSON.stringify(listed.body.sessions));
     });
+    it('peeks at a token without spending it or signing in, and ends the browser\'s previous session when it signs in', async () => {
+      const invited = await h.call('POST', '/api/v2/member', { token: other.token, body: { email: 'peek@example.com' } });
+      assert.ok(invited.status < 300, JSON.stringify(invited.body));
+      const one = await h.call('GET', '/api/v2/auth/account/oneTimeAuthToken', { token: reseller.token, query: { email: 'peek@example.com', customerId: other.id } });
+      const peek = await h.app.inject({ method: 'POST', url: '/console/session', payload: { token: one.body.authToken, peek: true } });
+      assert.equal(peek.statusCode, 200, peek.body);
+      assert.equal(peek.json().account.id, other.id);
+      assert.equal(peek.headers['set-cookie'], undefined);
+      assert.equal((await tokenRepo.findByHash(h.database.db, hashToken(one.body.authToken)))?.used_at, null, 'peeking does not spend the link');
+      const mine = await signIn(h, org.token);
+      const asConsole = await h.app.inject({ method: 'POST', url: '/console/session', payload: { token: mine.cookie, peek: true } });
+      assert.equal(asConsole.statusCode, 401, 'a console session is not looked at either');
+      // Signing in from a browser that has a session replaces it: the old one ends.
+      const swapped = await h.app.inject({ method: 'POST', url: '/console/session', payload: { token: one.body.authToken },
+        headers: { ...HEADER, cookie: `callplane_console=${mine.cookie!}` } });
+      assert.equal(swapped.statusCode, 200, swapped.body);
+      assert.equal(swapped.json().account.id, other.id);
+      assert.equal((await withCookie(h, mine.cookie!, 'GET', '/console/session')).statusCode, 401);
+      const spent = await h.app.inject({ method: 'POST', url: '/console/session', payload: { token: one.body.authToken, peek: true } });
+      assert.equal(spent.statusCode, 401);
+      assert.match(spent.json().message, /already been used/);
+    });
   });
 }

@@ -7,7 +7,7 @@ import fastifyStatic from '@fastify/static';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { App } from '../../http/types.ts';
-import { authenticate, CONSOLE_COOKIE, KIND_LABEL, type TokenLookup } from '../../http/auth.ts';
+import { authenticate, CONSOLE_COOKIE, CONSOLE_HEADER, identify, KIND_LABEL, type TokenLookup } from '../../http/auth.ts';
 import { Envelope, errors } from '../../http/schemas.ts';
 import type { TokenService } from '../tokens/service.ts';
 
@@ -51,15 +51,26 @@ export async function consoleRoutes(app: App, deps: ConsoleDeps): Promise<void> 
     config: { public: true, limitByAddress: true },
     schema: {
       ...hidden,
-      body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200, description: 'An API token, or a one-time auth token' }) }),
-      response: { 200: Envelope({ account: Who, expiresAt: Type.Integer() }), ...errors(400, 401, 403) },
+      body: Type.Object({
+        token: Type.String({ minLength: 1, maxLength: 200, description: 'An API token, or a one-time auth token' }),
+        peek: Type.Optional(Type.Boolean({ description: 'Only say whose token it is: nothing is spent, no session is made' })),
+      }),
+      response: { 200: Envelope({ account: Who, expiresAt: Type.Optional(Type.Integer()) }), ...errors(400, 401, 403) },
     },
   }, async (req, reply) => {
+    void reply.header('cache-control', 'no-store');
+    if (req.body.peek) {
+      // The console asks before a sign-in link replaces whoever is signed in (docs/console.md).
+      const account = await identify(lookup, req.body.token.trim(), 'body');
+      return { success: true, message: 'Not signed in: the token was only looked at', account: who(account) };
+    }
     // A one-time token is spent here, like on any other request that presents it.
     const scope = await authenticate(lookup, req.body.token.trim(), Date.now(), undefined, 'body');
     const session = await tokens.openConsoleSession(scope, sessionSeconds);
+    // The session this browser had until now ends: its cookie is replaced, and nothing could end it later.
+    const previous = req.headers[CONSOLE_HEADER] !== undefined ? req.cookies?.[CONSOLE_COOKIE] : undefined;
+    if (previous) await tokens.closeConsoleSessionByValue(previous);
     setSession(reply, session.token, session.maxAgeSeconds);
-    void reply.header('cache-control', 'no-store');
     return { success: true, message: 'Signed in', account: who(scope.actor), expiresAt: session.expiresAt };
   });
 

@@ -155,6 +155,12 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
       if (scope.token.type === 'console') await tokenRepo.deleteById(db, scope.token.id);
     },
 
+    /** Ends the console session with this token value, if it is one (the browser's previous sign-in, replaced). */
+    async closeConsoleSessionByValue(value: string) {
+      const row = await tokenRepo.findByHash(db, hashToken(value));
+      if (row?.type === 'console') await tokenRepo.deleteById(db, row.id);
+    },
+
     /** The console sessions of the account (or of a descendant), newest first (docs/console.md, "Sessions"). */
     async sessions(scope: Scope, targetAccountId?: number) {
       const account = await scope.target(targetAccountId, undefined, { suspended: 'allow' });
