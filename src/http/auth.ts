@@ -107,6 +107,8 @@ function articleFor(word: string): string {
 declare module 'fastify' {
   interface FastifyRequest {
     scope: Scope;
+    /** What the request authenticated with (null on public routes). */
+    credential: Credential | null;
   }
   interface FastifyContextConfig {
     /** Routes that need no token (health, docs, provider ingress). */
@@ -119,6 +121,14 @@ declare module 'fastify' {
 /** The web console's sign-in: an HttpOnly, SameSite=Strict cookie holding a console session token (docs/console.md). */
 export const CONSOLE_COOKIE = 'callplane_console';
 /**
+ * The cookie's name where the service is served over https: a `__Host-` cookie is accepted by a
+ * browser only when Secure, Path=/ and without a Domain, so no other host (a sibling subdomain, or
+ * the same name over plain http) can set or overwrite it. Only this name is read then.
+ */
+export function consoleCookieName(secure: boolean): string {
+  return secure ? `__Host-${CONSOLE_COOKIE}` : CONSOLE_COOKIE;
+}
+/**
  * The console sends this header with every request. The session cookie counts only on requests
  * that carry it: a page on another site can make a browser send the cookie (were it not
  * SameSite=Strict) but cannot add a header without a CORS preflight we never grant.
@@ -128,21 +138,24 @@ export const CONSOLE_HEADER = 'x-callplane-console';
 /** Where a request's token came from: a console session counts only from `cookie` (docs/console.md). */
 export type CredentialSource = 'query' | 'bearer' | 'cookie' | 'body';
 
-export function readCredential(req: FastifyRequest): { token: string; via: CredentialSource } | undefined {
+export interface Credential { token: string; via: CredentialSource }
+
+export function readCredential(req: FastifyRequest, cookieName = CONSOLE_COOKIE): Credential | undefined {
   const q = req.query as Record<string, unknown> | undefined;
   const fromQuery = q && typeof q.token === 'string' ? q.token : undefined;
   if (fromQuery) return { token: fromQuery, via: 'query' };
   const header = req.headers.authorization;
   if (header && /^Bearer\s+/i.test(header)) return { token: header.replace(/^Bearer\s+/i, '').trim(), via: 'bearer' };
   if (req.headers[CONSOLE_HEADER] !== undefined) {
-    const cookie = req.cookies?.[CONSOLE_COOKIE];
+    const cookie = req.cookies?.[cookieName];
     if (cookie) return { token: cookie, via: 'cookie' };
   }
   return undefined;
 }
 
+/** The token the request authenticated with (as the auth hook read it), else as read now. */
 export function readToken(req: FastifyRequest): string | undefined {
-  return readCredential(req)?.token;
+  return req.credential?.token ?? readCredential(req)?.token;
 }
 
 /**
@@ -240,13 +253,16 @@ async function admitted(lookup: TokenLookup, token: string, now: number, cache: 
   return found;
 }
 
-export function registerAuth(app: FastifyInstance, db: Db, lookup: TokenLookup): void {
+/** `consoleCookie`: the console session cookie's name (consoleCookieName: `__Host-` over https). */
+export function registerAuth(app: FastifyInstance, db: Db, lookup: TokenLookup, consoleCookie = CONSOLE_COOKIE): void {
   const cache = AuthCache.for(db);
   app.decorateRequest('scope', null as unknown as Scope);
+  app.decorateRequest('credential', null);
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.config?.public || !req.routeOptions.url) return;
-    const credential = readCredential(req);
+    const credential = readCredential(req, consoleCookie);
     if (!credential) throw new Unauthorized('Unauthorized: the token query parameter is required');
+    req.credential = credential;
     const now = Date.now();
     req.scope = await authenticate(lookup, credential.token, now, cache, credential.via);
     if (req.scope.token.type === 'console') await lookup.touchSession(req.scope.token.id, now);
