@@ -81,4 +81,22 @@ describe('a sign-in link opened while signed in as someone else (Chromium)', { s
     assert.equal((await c.page.getByRole('alertdialog').count()), 0);
     assert.equal((await tokenRepo.findByHash(h.database.db, hashToken(one.body.authToken as string)))?.used_at, null);
   });
+  it('lists the account\'s console sessions on the Accounts page, and ends another one', async () => {
+    // A second sign-in of the same organization, elsewhere.
+    const elsewhere = await h.app.inject({ method: 'POST', url: '/console/session', payload: { token: second.token } });
+    const value = /callplane_console=([^;]+)/.exec(String(elsewhere.headers['set-cookie']))![1];
+    const listed = await h.call('GET', '/api/v2/tokens/sessions', { token: second.token });
+    const other = listed.body.sessions.find((x: { current: boolean; sessionId: number }) => !x.current && x.sessionId === Math.max(...listed.body.sessions.map((y: { sessionId: number }) => y.sessionId)));
+    await c.open(`/accounts?tokens=${second.id}`, 'Accounts');
+    const table = c.page.getByRole('table', { name: `Console sessions of account ${second.id}` });
+    await table.waitFor();
+    assert.match(await table.innerText(), /This session/);
+    await c.shot('accounts-console-sessions');
+    await c.page.getByRole('button', { name: `End session ${other.sessionId}` }).click();
+    await c.page.getByRole('button', { name: `Yes, end session ${other.sessionId}` }).click();
+    await c.page.getByRole('button', { name: `End session ${other.sessionId}` }).waitFor({ state: 'detached' });
+    assert.equal((await who(value)).statusCode, 401, 'the ended session is refused');
+    assert.equal((await who((await cookie())!)).statusCode, 200, 'this one goes on');
+    assert.deepEqual(c.problems, []);
+  });
 });
