@@ -1836,6 +1836,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/tokens/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the web console sessions of an account (extension)
+         * @description Sessions end with the token they were made from (deleted or expired), when signed out, or with DELETE /api/v2/tokens/sessions/{sessionId}.
+         */
+        get: operations["listConsoleSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/tokens/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End a web console session of an account or of one below it (extension); it stops working at once */
+        delete: operations["deleteConsoleSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/updateAccount": {
         parameters: {
             query?: never;
@@ -14373,6 +14410,135 @@ export interface operations {
                 };
             };
         };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listConsoleSessions: {
+        parameters: {
+            query?: {
+                /** @description Act on this descendant account instead of your own */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        sessions: ({
+                            accountId: number;
+                            createdAt: number;
+                            /** @description The session this request is made with */
+                            current: boolean;
+                            expiresAt: number;
+                            /** @description Unix seconds, to the minute */
+                            lastUsedAt: number;
+                            /** @description The prefix of the token the session was made from (an API token's, or a one-time token's) */
+                            origin: string;
+                            /** @description `admin` (an API token) or `one-time` (a sign-in link) */
+                            originType: string;
+                            sessionId: number;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteConsoleSession: {
+        parameters: {
+            query?: {
+                /** @description Act on this descendant account instead of your own */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The sessionId GET /api/v2/tokens/sessions lists */
+                sessionId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
         responses: {
             /** @description Default Response */
             200: {

@@ -12,7 +12,7 @@ import type { Database } from './db/index.ts';
 import { isDatabaseUnavailable } from './db/errors.ts';
 import type { Services } from './platform.ts';
 import type { App } from './http/types.ts';
-import { registerAuth } from './http/auth.ts';
+import { consoleCookieName, registerAuth } from './http/auth.ts';
 import { registerRateLimits } from './http/rate-limits.ts';
 import { sharedRateLimitCounter } from './db/rate-limit-counters.ts';
 import { HttpError, Invalid, TooManyRequests } from './http/errors.ts';
@@ -47,7 +47,7 @@ import { billingRoutes } from './modules/billing/routes.ts';
 import { usageRoutes } from './modules/billing/usage-routes.ts';
 import { billingSystemRoutes } from './modules/billing/billing-system-routes.ts';
 import { adrRoutes } from './modules/adr/routes.ts';
-import { consoleRoutes } from './modules/console/routes.ts';
+import { CONSOLE_CSP, consoleRoutes } from './modules/console/routes.ts';
 import { lazySchemas, type LazySchemas } from './http/lazy-schemas.ts';
 import { stopWorkerTasks } from './lib/worker-task.ts';
 
@@ -87,6 +87,15 @@ export function redactUrl(url: string): string {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The reference page's content policy: the console's (its scripts only from here, no inline script
+ * or eval, never framed), with one exception Swagger UI needs: the one inline style it applies,
+ * allowed by its hash. A Swagger UI upgrade that changes it shows as a CSP error in the console of
+ * the browser (test/console/docs-page.test.ts), with the new hash to put here.
+ */
+const DOCS_STYLE_HASHES = ["'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='"];
+const DOCS_CSP = CONSOLE_CSP.replace("style-src 'self'", `style-src 'self' 'unsafe-hashes' ${DOCS_STYLE_HASHES.join(' ')}`);
 
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, database } = deps;
@@ -139,7 +148,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) route.config = { ...(route.config ?? {}), public: true };
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  // The reference page shares the console's origin and cookie, so it gets the console's framing and
+  // script rules (its page loads only its own scripts: no inline script, no eval). "Try it out"
+  // calls the page's own origin: the document it renders names the server relatively ("/"),
+  // whatever host name the page was opened on; GET /api/v2/openapi.json keeps CALLPLANE_PUBLIC_URL.
+  await app.register(async (docs) => {
+    docs.addHook('onSend', async (_req, reply) => {
+      void reply.header('content-security-policy', DOCS_CSP);
+      void reply.header('x-content-type-options', 'nosniff');
+      void reply.header('referrer-policy', 'no-referrer');
+      void reply.header('x-frame-options', 'DENY');
+      void reply.header('cross-origin-opener-policy', 'same-origin');
+    });
+    await docs.register(swaggerUi, {
+      routePrefix: '/docs',
+      uiConfig: { docExpansion: 'list' },
+      transformSpecification: (spec) => ({ ...spec, servers: [{ url: '/', description: 'This server (the origin this page was opened on)' }] }),
+    });
+  });
 
   // Closing, the server drops the connections idle at that moment; a keep-alive connection whose
   // request was still being answered (an upload being read) turned idle afterwards and held the
@@ -200,7 +226,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   if (limits.byAddress) app.addHook('onRequest', limits.byAddress);
   // Cookies are read by the web chat (its visitor) and the web console (its sign-in).
   await app.register(cookie);
-  registerAuth(app, database.db, deps.services.tokenLookup);
+  registerAuth(app, database.db, deps.services.tokenLookup, consoleCookieName(config.publicUrl.startsWith('https:')));
   if (limits.byToken) app.addHook('onRequest', limits.byToken);
   // Before schema validation, so no route ever sees a body nested deeper than MAX_JSON_DEPTH
   // (anything recursive, such as JSON.stringify, would overflow the stack on it) or a NUL

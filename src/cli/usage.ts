@@ -8,7 +8,10 @@ export class UsageError extends Error {
 }
 
 const API = `  --url URL         the service, e.g. http://localhost:8080 (or CALLPLANE_URL)
-  --token TOKEN     an API token of the account to act as (or CALLPLANE_TOKEN)`;
+  --token-file FILE a file holding the API token to act as (or CALLPLANE_TOKEN_FILE; or the token
+                    itself in CALLPLANE_TOKEN)
+  --token TOKEN     the token on the command line: warned against, since other users of the
+                    machine can read it in the process list`;
 
 export const HELP: Record<string, string> = {
   main: `usage: callplane <command> [options]
@@ -19,7 +22,7 @@ Service:
   token                           say where the bootstrap admin token is (creates the partner on a new database)
   doctor                          check configuration, database, carriers, SIP, speech engines and model
 
-Through the API (--url and --token, or CALLPLANE_URL and CALLPLANE_TOKEN):
+Through the API (--url or CALLPLANE_URL; the token in CALLPLANE_TOKEN or a file, --token-file):
   tokens create|list|revoke       an account's API tokens
   tasks import FILE.csv           queue tasks from a CSV file, with progress and the per-row report
   agents publish AGENT_ID         publish an agent's staging configuration to live

@@ -35,6 +35,7 @@ import { voicemail } from './migrations/0030-voicemail.ts';
 import { turnLatencies } from './migrations/0031-turn-latencies.ts';
 import { numberReleases } from './migrations/0032-number-releases.ts';
 import { numbersAdr } from './migrations/0033-numbers-adr.ts';
+import { consoleSessions } from './migrations/0034-console-sessions.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -71,6 +72,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0031-turn-latencies': turnLatencies(),
     '0032-number-releases': numberReleases(),
     '0033-numbers-adr': numbersAdr(),
+    '0034-console-sessions': consoleSessions(),
   };
 }
 

@@ -60,6 +60,17 @@ export interface TokensTable {
   created_at: number;
   expires_at: number | null;
   used_at: number | null;
+  /** A console session's origin: the token it was traded for (migration 0033; null otherwise). */
+  origin_token_id: ColumnType<number | null, number | null | undefined, number | null>;
+}
+
+/** Issue 33 (0033-console-sessions): what only a console session has. */
+export interface ConsoleSessionsTable {
+  token_id: number;
+  account_id: number;
+  origin_prefix: string;
+  origin_type: string;
+  last_used_at: number;
 }
 
 export interface UsersTable {
@@ -235,6 +246,7 @@ export interface DB {
   agent_urls: AgentUrlsTable;
   accounts: AccountsTable;
   tokens: TokensTable;
+  console_sessions: ConsoleSessionsTable;
   users: UsersTable;
   numbering_providers: NumberingProvidersTable;
   integrations: IntegrationsTable;

@@ -38,6 +38,8 @@ export interface TokenLookup {
   token(hash: string): Promise<TokenWithAccount | undefined>;
   /** Marks a one-time token used; false when another request used it first. */
   consume(tokenId: number, now: number): Promise<boolean>;
+  /** Records that a console session was used now (for its listing; written at most once a minute). */
+  touchSession(tokenId: number, now: number): Promise<void>;
   /** An account and whether it is out of service (itself or an ancestor suspended). */
   account(id: number): Promise<{ account: AccountRow; suspended: Suspended | null } | undefined>;
 }
@@ -105,6 +107,8 @@ function articleFor(word: string): string {
 declare module 'fastify' {
   interface FastifyRequest {
     scope: Scope;
+    /** What the request authenticated with (null on public routes). */
+    credential: Credential | null;
   }
   interface FastifyContextConfig {
     /** Routes that need no token (health, docs, provider ingress). */
@@ -117,20 +121,54 @@ declare module 'fastify' {
 /** The web console's sign-in: an HttpOnly, SameSite=Strict cookie holding a console session token (docs/console.md). */
 export const CONSOLE_COOKIE = 'callplane_console';
 /**
+ * The cookie's name where the service is served over https: a `__Host-` cookie is accepted by a
+ * browser only when Secure, Path=/ and without a Domain, so no other host (a sibling subdomain, or
+ * the same name over plain http) can set or overwrite it. Only this name is read then.
+ */
+export function consoleCookieName(secure: boolean): string {
+  return secure ? `__Host-${CONSOLE_COOKIE}` : CONSOLE_COOKIE;
+}
+/**
  * The console sends this header with every request. The session cookie counts only on requests
  * that carry it: a page on another site can make a browser send the cookie (were it not
  * SameSite=Strict) but cannot add a header without a CORS preflight we never grant.
  */
 export const CONSOLE_HEADER = 'x-callplane-console';
 
-export function readToken(req: FastifyRequest): string | undefined {
+/** Where a request's token came from: a console session counts only from `cookie` (docs/console.md). */
+export type CredentialSource = 'query' | 'bearer' | 'cookie' | 'body';
+
+export interface Credential { token: string; via: CredentialSource }
+
+export function readCredential(req: FastifyRequest, cookieName = CONSOLE_COOKIE): Credential | undefined {
   const q = req.query as Record<string, unknown> | undefined;
   const fromQuery = q && typeof q.token === 'string' ? q.token : undefined;
-  if (fromQuery) return fromQuery;
+  if (fromQuery) return { token: fromQuery, via: 'query' };
   const header = req.headers.authorization;
-  if (header && /^Bearer\s+/i.test(header)) return header.replace(/^Bearer\s+/i, '').trim();
-  if (req.headers[CONSOLE_HEADER] !== undefined) return req.cookies?.[CONSOLE_COOKIE] || undefined;
+  if (header && /^Bearer\s+/i.test(header)) return { token: header.replace(/^Bearer\s+/i, '').trim(), via: 'bearer' };
+  if (req.headers[CONSOLE_HEADER] !== undefined) {
+    const cookie = req.cookies?.[cookieName];
+    if (cookie) return { token: cookie, via: 'cookie' };
+  }
   return undefined;
+}
+
+/** The token the request authenticated with (as the auth hook read it), else as read now. */
+export function readToken(req: FastifyRequest): string | undefined {
+  return req.credential?.token ?? readCredential(req)?.token;
+}
+
+/**
+ * A console session token is accepted only as the console's cookie with its header: never as
+ * `?token=` or a bearer (where a leaked cookie value would become an API token that carries no
+ * CSRF guard), and never traded at POST /console/session for a new session (which would renew
+ * it past its origin token).
+ */
+function refuseConsoleOutsideCookie(type: TokenRow['type'], via: CredentialSource): void {
+  if (type !== 'console' || via === 'cookie') return;
+  throw new Unauthorized(via === 'body'
+    ? 'Unauthorized: token is a web console session, which cannot be traded for another; sign in with an API token or a one-time token'
+    : 'Unauthorized: a web console session is accepted only as the console\'s cookie with its x-callplane-console header, not as the token parameter or a bearer token');
 }
 
 /**
@@ -166,13 +204,27 @@ export class AuthCache {
   }
 }
 
-export async function authenticate(lookup: TokenLookup, token: string, now = Date.now(), cache?: AuthCache): Promise<Scope> {
+/** `via`: where the token came from (a console session counts only from its cookie; the default refuses it). */
+export async function authenticate(lookup: TokenLookup, token: string, now = Date.now(), cache?: AuthCache, via: CredentialSource = 'bearer'): Promise<Scope> {
   const found = await admitted(lookup, token, now, cache);
   const { token: row, account } = found;
+  refuseConsoleOutsideCookie(row.type, via);
   if (row.type === 'one-time' && !(await lookup.consume(row.id, now))) {
     throw new Unauthorized('Unauthorized: one-time token has already been used');
   }
   return new Scope(lookup, account, row);
+}
+
+/**
+ * Whose token this is, without using it: a one-time token is not spent (the console asks "sign in
+ * as Y instead?" before trading a link while someone else is signed in). Refused as authenticate
+ * refuses it, and a one-time token already used is refused too.
+ */
+export async function identify(lookup: TokenLookup, token: string, via: CredentialSource, now = Date.now()): Promise<AccountRow> {
+  const found = await admitted(lookup, token, now, undefined);
+  refuseConsoleOutsideCookie(found.token.type, via);
+  if (found.token.type === 'one-time' && found.token.used_at !== null) throw new Unauthorized('Unauthorized: one-time token has already been used');
+  return found.account;
 }
 
 /**
@@ -201,13 +253,18 @@ async function admitted(lookup: TokenLookup, token: string, now: number, cache: 
   return found;
 }
 
-export function registerAuth(app: FastifyInstance, db: Db, lookup: TokenLookup): void {
+/** `consoleCookie`: the console session cookie's name (consoleCookieName: `__Host-` over https). */
+export function registerAuth(app: FastifyInstance, db: Db, lookup: TokenLookup, consoleCookie = CONSOLE_COOKIE): void {
   const cache = AuthCache.for(db);
   app.decorateRequest('scope', null as unknown as Scope);
+  app.decorateRequest('credential', null);
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.config?.public || !req.routeOptions.url) return;
-    const token = readToken(req);
-    if (!token) throw new Unauthorized('Unauthorized: the token query parameter is required');
-    req.scope = await authenticate(lookup, token, Date.now(), cache);
+    const credential = readCredential(req, consoleCookie);
+    if (!credential) throw new Unauthorized('Unauthorized: the token query parameter is required');
+    req.credential = credential;
+    const now = Date.now();
+    req.scope = await authenticate(lookup, credential.token, now, cache, credential.via);
+    if (req.scope.token.type === 'console') await lookup.touchSession(req.scope.token.id, now);
   });
 }

@@ -211,6 +211,40 @@ for (const engine of ENGINES) {
       assert.match(refused.stderr, /^callplane: the API answered 401: /m);
     });
 
+    it('warns when --token is on the command line, and takes the token from a file or the environment without a warning', async () => {
+      const warning = /warning: --token on the command line can be read by anyone on this machine .*CALLPLANE_TOKEN.*--token-file/;
+      const flagged = await run(['tokens', 'list', '--url', url, '--token', orgToken], {});
+      assert.equal(flagged.code, 0, flagged.stderr);
+      assert.match(flagged.stderr, warning);
+      assert.ok(!flagged.stderr.includes(orgToken), 'the warning does not repeat the token');
+
+      const fromEnv = await run(['tokens', 'list'], api());
+      assert.equal(fromEnv.code, 0, fromEnv.stderr);
+      assert.doesNotMatch(fromEnv.stderr, /warning/);
+
+      const file = path.join(tempDir(), 'token');
+      fs.writeFileSync(file, `${orgToken}\n`, { mode: 0o600 });
+      for (const [args, env] of [[['--token-file', file], {}], [[], { CALLPLANE_TOKEN_FILE: file }]] as const) {
+        const r = await run(['tokens', 'list', '--url', url, ...args], { ...env });
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, /^PREFIX\s+TYPE/m);
+        assert.doesNotMatch(r.stderr, /warning/);
+      }
+      // A file others can read works, with a warning that says how to fix it.
+      fs.chmodSync(file, 0o644);
+      const open = await run(['tokens', 'list', '--url', url, '--token-file', file], {});
+      assert.equal(open.code, 0, open.stderr);
+      assert.match(open.stderr, /can be read by other users \(mode 644\): chmod 600/);
+      const both = await run(['tokens', 'list', '--url', url, '--token-file', file, '--token', orgToken], {});
+      assert.equal(both.code, 2);
+      assert.match(both.stderr, /--token or --token-file, not both/);
+      const missing = await run(['tokens', 'list', '--url', url, '--token-file', path.join(tempDir(), 'none')], {});
+      assert.equal(missing.code, 2);
+      assert.match(missing.stderr, /--token-file: cannot read .*ENOENT/);
+      const help = await run(['tokens', '--help'], {});
+      assert.match(help.stdout, /--token-file FILE/);
+    });
+
     it('tasks import uploads a CSV with progress, prints the per-row report and queues the good rows', async () => {
       const dir = tempDir();
       const file = path.join(dir, 'leads.csv');

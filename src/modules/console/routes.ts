@@ -7,7 +7,7 @@ import fastifyStatic from '@fastify/static';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { App } from '../../http/types.ts';
-import { authenticate, CONSOLE_COOKIE, KIND_LABEL, type TokenLookup } from '../../http/auth.ts';
+import { authenticate, CONSOLE_HEADER, consoleCookieName, identify, KIND_LABEL, type TokenLookup } from '../../http/auth.ts';
 import { Envelope, errors } from '../../http/schemas.ts';
 import type { TokenService } from '../tokens/service.ts';
 
@@ -37,13 +37,15 @@ export interface ConsoleDeps {
 
 export async function consoleRoutes(app: App, deps: ConsoleDeps): Promise<void> {
   const { tokens, lookup, sessionSeconds, secureCookies } = deps;
+  // `__Host-callplane_console` over https (Secure, Path=/, no Domain), else `callplane_console`.
+  const cookieName = consoleCookieName(secureCookies);
   const hidden = { hide: true };
 
   const who = (actor: { id: number; kind: keyof typeof KIND_LABEL; name: string }) =>
     ({ id: actor.id, kind: actor.kind, label: KIND_LABEL[actor.kind], name: actor.name });
 
   function setSession(reply: FastifyReply, value: string, maxAge: number): void {
-    void reply.setCookie(CONSOLE_COOKIE, value, { path: '/', httpOnly: true, sameSite: 'strict', secure: secureCookies, maxAge });
+    void reply.setCookie(cookieName, value, { path: '/', httpOnly: true, sameSite: 'strict', secure: secureCookies, maxAge });
   }
 
   app.post('/console/session', {
@@ -51,15 +53,26 @@ export async function consoleRoutes(app: App, deps: ConsoleDeps): Promise<void> 
     config: { public: true, limitByAddress: true },
     schema: {
       ...hidden,
-      body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200, description: 'An API token, or a one-time auth token' }) }),
-      response: { 200: Envelope({ account: Who, expiresAt: Type.Integer() }), ...errors(400, 401, 403) },
+      body: Type.Object({
+        token: Type.String({ minLength: 1, maxLength: 200, description: 'An API token, or a one-time auth token' }),
+        peek: Type.Optional(Type.Boolean({ description: 'Only say whose token it is: nothing is spent, no session is made' })),
+      }),
+      response: { 200: Envelope({ account: Who, expiresAt: Type.Optional(Type.Integer()) }), ...errors(400, 401, 403) },
     },
   }, async (req, reply) => {
-    // A one-time token is spent here, like on any other request that presents it.
-    const scope = await authenticate(lookup, req.body.token.trim());
-    const session = await tokens.openConsoleSession(scope, sessionSeconds);
-    setSession(reply, session.token, sessionSeconds);
     void reply.header('cache-control', 'no-store');
+    if (req.body.peek) {
+      // The console asks before a sign-in link replaces whoever is signed in (docs/console.md).
+      const account = await identify(lookup, req.body.token.trim(), 'body');
+      return { success: true, message: 'Not signed in: the token was only looked at', account: who(account) };
+    }
+    // A one-time token is spent here, like on any other request that presents it.
+    const scope = await authenticate(lookup, req.body.token.trim(), Date.now(), undefined, 'body');
+    const session = await tokens.openConsoleSession(scope, sessionSeconds);
+    // The session this browser had until now ends: its cookie is replaced, and nothing could end it later.
+    const previous = req.headers[CONSOLE_HEADER] !== undefined ? req.cookies?.[cookieName] : undefined;
+    if (previous) await tokens.closeConsoleSessionByValue(previous);
+    setSession(reply, session.token, session.maxAgeSeconds);
     return { success: true, message: 'Signed in', account: who(scope.actor), expiresAt: session.expiresAt };
   });
 
@@ -74,7 +87,7 @@ export async function consoleRoutes(app: App, deps: ConsoleDeps): Promise<void> 
     schema: { ...hidden, response: { 200: Envelope({}), ...errors(401, 403) } },
   }, async (req, reply) => {
     await tokens.closeConsoleSession(req.scope);
-    void reply.clearCookie(CONSOLE_COOKIE, { path: '/', httpOnly: true, sameSite: 'strict', secure: secureCookies });
+    void reply.clearCookie(cookieName, { path: '/', httpOnly: true, sameSite: 'strict', secure: secureCookies });
     return { success: true, message: 'Signed out' };
   });
 

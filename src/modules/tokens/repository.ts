@@ -1,5 +1,6 @@
 // Queries on the tokens table. Only hashes are stored; the prefix is what listings show.
-import type { Executor, TokenRow, TokenWithAccount } from '../../db/types.ts';
+import type { Insertable } from 'kysely';
+import type { ConsoleSessionsTable, Executor, TokenRow, TokensTable, TokenWithAccount } from '../../db/types.ts';
 import { suspensionOf } from '../accounts/repository.ts';
 
 export const tokenRepo = {
@@ -30,12 +31,16 @@ export const tokenRepo = {
     };
   },
 
+  async findById(db: Executor, id: number): Promise<TokenRow | undefined> {
+    return db.selectFrom('tokens').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
   /** Whether a token shows this prefix already (prefixes are unique). */
   async prefixInUse(db: Executor, prefix: string): Promise<boolean> {
     return (await db.selectFrom('tokens').select('id').where('prefix', '=', prefix).executeTakeFirst()) !== undefined;
   },
 
-  async insert(db: Executor, row: Omit<TokenRow, 'id'>): Promise<TokenRow> {
+  async insert(db: Executor, row: Insertable<TokensTable>): Promise<TokenRow> {
     return db.insertInto('tokens').values(row).returningAll().executeTakeFirstOrThrow();
   },
 
@@ -63,6 +68,30 @@ export const tokenRepo = {
   async deleteById(db: Executor, id: number): Promise<number> {
     const r = await db.deleteFrom('tokens').where('id', '=', id).executeTakeFirst();
     return Number(r.numDeletedRows);
+  },
+
+  /** A console session's own fields (its row in `tokens` is inserted first, in the same transaction). */
+  async insertSession(db: Executor, row: ConsoleSessionsTable): Promise<void> {
+    await db.insertInto('console_sessions').values(row).execute();
+  },
+
+  /** The console sessions of an account, newest first, with their token rows. */
+  async listSessions(db: Executor, accountId: number): Promise<(TokenRow & { origin_prefix: string; origin_type: string; last_used_at: number })[]> {
+    return db.selectFrom('tokens').innerJoin('console_sessions', 'console_sessions.token_id', 'tokens.id')
+      .selectAll('tokens').select(['console_sessions.origin_prefix', 'console_sessions.origin_type', 'console_sessions.last_used_at'])
+      .where('tokens.account_id', '=', accountId).where('tokens.type', '=', 'console')
+      .orderBy('tokens.id', 'desc').execute();
+  },
+
+  /** A console session's token row by its id (undefined for any other kind of token). */
+  async findSession(db: Executor, id: number): Promise<TokenRow | undefined> {
+    return db.selectFrom('tokens').selectAll().where('id', '=', id).where('type', '=', 'console').executeTakeFirst();
+  },
+
+  /** Records a console session's use (at most once per `everyMs`: a no-op when written more recently). */
+  async touchSession(db: Executor, tokenId: number, now: number, everyMs: number): Promise<void> {
+    await db.updateTable('console_sessions').set({ last_used_at: now })
+      .where('token_id', '=', tokenId).where('last_used_at', '<', now - everyMs).execute();
   },
 
   async pruneExpired(db: Executor, now: number): Promise<number> {

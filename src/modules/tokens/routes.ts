@@ -35,6 +35,29 @@ export async function tokenRoutes(app: App, { tokens }: { tokens: TokenService }
       response: { 200: Envelope({}), ...errors(400, 404) } },
   }, async (req) => tokens.remove(req.scope, req.body.token, req.query.targetAccountId));
 
+  // Extensions (docs/console.md, "Sessions"): the web console's sign-ins, which GET /api/v2/tokens
+  // does not list, with the token each was made from, and a way to end one.
+  const Session = Obj({
+    sessionId: Type.Integer(), accountId: Type.Integer(),
+    origin: Type.String({ description: "The prefix of the token the session was made from (an API token's, or a one-time token's)" }),
+    originType: Type.String({ description: '`admin` (an API token) or `one-time` (a sign-in link)' }),
+    createdAt: Type.Integer(), lastUsedAt: Type.Integer({ description: 'Unix seconds, to the minute' }), expiresAt: Type.Integer(),
+    current: Type.Boolean({ description: 'The session this request is made with' }),
+  });
+  app.get('/api/v2/tokens/sessions', {
+    schema: { operationId: 'listConsoleSessions', tags, security: Security,
+      summary: 'List the web console sessions of an account (extension)',
+      description: 'Sessions end with the token they were made from (deleted or expired), when signed out, or with DELETE /api/v2/tokens/sessions/{sessionId}.',
+      querystring: TargetAccount, response: { 200: Envelope({ sessions: Type.Array(Session) }), ...errors(400, 404) } },
+  }, async (req) => tokens.sessions(req.scope, req.query.targetAccountId));
+
+  app.delete('/api/v2/tokens/sessions/:sessionId', {
+    schema: { operationId: 'deleteConsoleSession', tags, security: Security,
+      summary: 'End a web console session of an account or of one below it (extension); it stops working at once',
+      params: Type.Object({ sessionId: Type.Integer({ minimum: 1, description: 'The sessionId GET /api/v2/tokens/sessions lists' }) }),
+      querystring: TargetAccount, response: { 200: Envelope({}), ...errors(400, 404) } },
+  }, async (req) => tokens.endSession(req.scope, req.params.sessionId, req.query.targetAccountId));
+
   app.get('/api/v2/auth/account/oneTimeAuthToken', {
     schema: { operationId: 'oneTimeAuthToken', tags, security: Security,
       summary: 'Generate a single-use token for an account (reseller or partner token); it expires within minutes',

@@ -1,7 +1,8 @@
 // API tokens: random, shown once, stored as SHA-256 hashes, listed by prefix, deleted at once.
 // One-time tokens are single-use and expire within minutes.
-import type { AccountRow, Db, Executor, TokenRow } from '../../db/types.ts';
-import { Invalid, NotFound } from '../../http/errors.ts';
+import type { Insertable } from 'kysely';
+import type { AccountRow, Db, Executor, TokenRow, TokensTable } from '../../db/types.ts';
+import { Invalid, NotFound, Unauthorized } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { isEmail } from '../../lib/checks.ts';
 import { hashToken, newToken, tokenPrefix, VISIBLE_PREFIX_LENGTH } from '../../lib/crypto.ts';
@@ -23,7 +24,7 @@ export function presentToken(row: TokenRow, full?: string) {
 }
 
 /** Inserts a new token, retrying in the (astronomically unlikely) case of a prefix collision. */
-async function issue(db: Db, account: AccountRow, fields: Pick<TokenRow, 'type' | 'description' | 'created_by' | 'expires_at'>, value?: string) {
+async function issue(db: Executor, account: AccountRow, fields: Pick<Insertable<TokensTable>, 'type' | 'description' | 'created_by' | 'expires_at' | 'origin_token_id'>, value?: string) {
   for (let attempt = 0; ; attempt++) {
     const token = value ?? newToken();
     try {
@@ -115,21 +116,81 @@ export function tokenService(deps: { db: Db; oneTimeTokenTtlSeconds: number }) {
 
     /**
      * A web console sign-in (docs/console.md): a token of type `console` for the scope's account,
-     * expiring after `ttlSeconds`, which the console route puts in an HttpOnly cookie. The token it
-     * was made with (an API token, or a one-time token, which authentication has just spent) is
-     * never kept by the browser. Console tokens are not listed by GET /api/v2/tokens.
+     * expiring after `ttlSeconds` or with the token it was made from, whichever comes first, which
+     * the console route puts in an HttpOnly cookie. The token it was made with (an API token, or a
+     * one-time token, which authentication has just spent) is never kept by the browser. The
+     * session's row names that token (`origin_token_id`, ON DELETE CASCADE): deleting it deletes the
+     * session. A one-time token is spent, and pruned minutes later, so a session made from one
+     * keeps only its prefix. A console session is not traded for another (it would renew itself).
+     * Console tokens are not listed by GET /api/v2/tokens, but by GET /api/v2/tokens/sessions.
      */
     async openConsoleSession(scope: Scope, ttlSeconds: number) {
-      const { row, token } = await issue(db, scope.actor, {
-        type: 'console', description: 'web console sign-in', created_by: scope.actor.id,
-        expires_at: nowMs() + ttlSeconds * 1000,
-      });
-      return { token, expiresAt: toUnixSeconds(row.expires_at) };
+      const origin = await tokenRepo.findById(db, scope.token.id);
+      if (!origin) throw new Unauthorized('Unauthorized: unknown or deleted token');
+      if (origin.type === 'console') throw new Invalid('token must be an API token or a one-time token: a console session cannot be traded for another');
+      const now = nowMs();
+      const linked = origin.type !== 'one-time';
+      const expiresAt = Math.min(now + ttlSeconds * 1000, linked && origin.expires_at !== null ? origin.expires_at : Infinity);
+      try {
+        const { row, token } = await db.transaction().execute(async (tx) => {
+          const issued = await issue(tx, scope.actor, {
+            type: 'console', description: 'web console sign-in', created_by: scope.actor.id,
+            expires_at: expiresAt, origin_token_id: linked ? origin.id : null,
+          });
+          await tokenRepo.insertSession(tx, {
+            token_id: issued.row.id, account_id: scope.actor.id, origin_prefix: origin.prefix, origin_type: origin.type, last_used_at: now,
+          });
+          return issued;
+        });
+        return { token, expiresAt: toUnixSeconds(row.expires_at), maxAgeSeconds: Math.max(0, Math.floor((expiresAt - now) / 1000)) };
+      } catch (err) {
+        // Deleted while it was being traded: the session's reference to it failed.
+        if (linked && !(await tokenRepo.findById(db, origin.id))) throw new Unauthorized('Unauthorized: unknown or deleted token');
+        throw err;
+      }
     },
 
     /** Signs the console out: its session token stops working at once (any other kind is left alone). */
     async closeConsoleSession(scope: Scope) {
       if (scope.token.type === 'console') await tokenRepo.deleteById(db, scope.token.id);
+    },
+
+    /** Ends the console session with this token value, if it is one (the browser's previous sign-in, replaced). */
+    async closeConsoleSessionByValue(value: string) {
+      const row = await tokenRepo.findByHash(db, hashToken(value));
+      if (row?.type === 'console') await tokenRepo.deleteById(db, row.id);
+    },
+
+    /** The console sessions of the account (or of a descendant), newest first (docs/console.md, "Sessions"). */
+    async sessions(scope: Scope, targetAccountId?: number) {
+      const account = await scope.target(targetAccountId, undefined, { suspended: 'allow' });
+      const rows = await tokenRepo.listSessions(db, account.id);
+      const now = nowMs();
+      return {
+        success: true, message: 'Success',
+        sessions: rows.filter((r) => r.expires_at === null || r.expires_at > now).map((r) => ({
+          sessionId: r.id,
+          accountId: r.account_id,
+          origin: `${r.origin_prefix}…`,
+          originType: r.origin_type,
+          createdAt: toUnixSeconds(r.created_at),
+          lastUsedAt: toUnixSeconds(r.last_used_at),
+          expiresAt: toUnixSeconds(r.expires_at),
+          current: r.id === scope.token.id,
+        })),
+      };
+    },
+
+    /** Ends a console session of the account or of an account below it: it stops working at once. */
+    async endSession(scope: Scope, sessionId: number, targetAccountId?: number) {
+      const missing = new NotFound(`sessionId ${sessionId} was not found`);
+      const row = Number.isSafeInteger(sessionId) ? await tokenRepo.findSession(db, sessionId) : undefined;
+      if (!row) throw missing;
+      const owner = await scope.account(row.account_id, undefined, 'sessionId', { suspended: 'allow' })
+        .catch((err) => { if (err instanceof NotFound) return undefined; throw err; });
+      if (!owner || (targetAccountId !== undefined && owner.id !== targetAccountId)) throw missing;
+      if ((await tokenRepo.deleteById(db, row.id)) === 0) throw missing;
+      return { success: true, message: 'Session ended' };
     },
   };
 }

@@ -1,5 +1,6 @@
 // Parts of the account pages: a delete that asks first, an account's state in words, and the
-// tokens of one account (prefixes listed; a new one shown once, with a copy button; revoke).
+// tokens of one account (prefixes listed; a new one shown once, with a copy button; revoke) and its
+// console sessions (each with the token it was made from; end one).
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
@@ -24,6 +25,7 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
 }
 
 interface TokenRow { token: string; description: string; type: string; timestamp: string; userId: number }
+interface SessionRow { sessionId: number; origin: string; originType: string; createdAt: number; lastUsedAt: number; expiresAt: number; current: boolean }
 
 /** An account's API tokens: GET/POST/DELETE /api/v2/tokens?targetAccountId=. */
 export function TokensPanel({ accountId, self }: { accountId: number; self: boolean }) {
@@ -39,7 +41,14 @@ export function TokensPanel({ accountId, self }: { accountId: number; self: bool
   });
   const revoke = useMutation({
     mutationFn: (prefix: string) => ok(api.DELETE('/api/v2/tokens', { params: { query: target }, body: { token: prefix } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: key }),
+    // Deleting a token ends the sessions made from it.
+    onSuccess: () => { void client.invalidateQueries({ queryKey: key }); void client.invalidateQueries({ queryKey: sessionsKey }); },
+  });
+  const sessionsKey = ['console-sessions', accountId];
+  const sessions = useQuery({ queryKey: sessionsKey, queryFn: () => ok(api.GET('/api/v2/tokens/sessions', { params: { query: target } })) });
+  const end = useMutation({
+    mutationFn: (sessionId: number) => ok(api.DELETE('/api/v2/tokens/sessions/{sessionId}', { params: { path: { sessionId }, query: target } })),
+    onSuccess: () => void client.invalidateQueries({ queryKey: sessionsKey }),
   });
   const submit = (e: FormEvent) => { e.preventDefault(); setCreated(null); create.mutate(); };
   return (
@@ -67,6 +76,17 @@ export function TokensPanel({ accountId, self }: { accountId: number; self: bool
           ]} />
       )}
       <ErrorNote error={revoke.error} />
+      {sessions.isPending ? <Loading /> : sessions.error ? <ErrorNote error={sessions.error} /> : (
+        <Table<SessionRow> caption={`Console sessions of account ${accountId}`} rows={sessions.data.sessions as SessionRow[]} rowKey={(s) => String(s.sessionId)} empty="No console sessions."
+          columns={[
+            { key: 'origin', label: 'Made from', cell: (s) => <><code>{s.origin}</code> {s.originType === 'one-time' ? '(sign-in link)' : '(token)'}</> },
+            { key: 'created', label: 'Signed in', cell: (s) => when(s.createdAt) },
+            { key: 'used', label: 'Last used', cell: (s) => when(s.lastUsedAt) },
+            { key: 'expires', label: 'Expires', cell: (s) => when(s.expiresAt) },
+            { key: 'actions', label: 'Actions', cell: (s) => s.current ? <span className="muted">This session</span> : <Confirm label="End session" name={`End session ${s.sessionId}`} question={`End the console session made from ${s.origin}? It is signed out at once.`} confirm={`Yes, end session ${s.sessionId}`} busy={end.isPending} onConfirm={() => end.mutate(s.sessionId)} /> },
+          ]} />
+      )}
+      <ErrorNote error={end.error} />
     </div>
   );
 }
