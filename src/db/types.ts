@@ -64,7 +64,7 @@ export interface TokensTable {
   origin_token_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
-/** Issue 33 (0033-console-sessions): what only a console session has. */
+/** Issue 33 (0034-console-sessions): what only a console session has. */
 export interface ConsoleSessionsTable {
   token_id: number;
   account_id: number;
