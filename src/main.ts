@@ -152,7 +152,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   // Where to go next, for whoever started it (the README's first steps).
   const lines = [
     ...(consoleUrl ? [`web console: ${consoleUrl}   (API: ${startedUrl(config, port!)}/api/v2, reference: ${startedUrl(config, port!)}/docs)`] : []),
-    ...(sip ? [`SIP: listening on ${config.sipHost}:${config.sipPort} (UDP and TCP); CALLPLANE_SIP_PORT moves it, CALLPLANE_SIP_ENABLED=false turns it off`] : []),
+    ...(sip ? [`SIP: listening on ${config.sipHost}:${sip.endpoint?.port ?? config.sipPort} (UDP and TCP); CALLPLANE_SIP_PORT moves it, CALLPLANE_SIP_ENABLED=false turns it off`] : []),
   ];
   if (lines.length) process.stdout.write(`\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
 }
