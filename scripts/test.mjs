@@ -16,7 +16,19 @@ function collect(dir) {
     return e.isDirectory() ? collect(p) : e.name.endsWith('.test.ts') ? [p] : [];
   });
 }
-const files = (only.length ? only.map((f) => path.resolve(f)) : collect(path.join(root, 'test'))).sort();
+// `npm test -- test/modules/tokens.test.ts test/sip`: those files, and the test files under those
+// folders. A path that is neither is refused with the usage, instead of a run of nothing.
+const missing = only.filter((f) => !fs.existsSync(path.resolve(f)));
+if (missing.length > 0) {
+  console.error(`no such test file or folder: ${missing.join(', ')}\n`
+    + 'usage: npm test                                    every test file under test/\n'
+    + '       npm test -- test/modules/tokens.test.ts     one file (or several, or a folder)\n'
+    + '       TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm test -- <file>   on PostgreSQL too');
+  process.exit(2);
+}
+const files = (only.length
+  ? only.flatMap((f) => (fs.statSync(path.resolve(f)).isDirectory() ? collect(path.resolve(f)) : [path.resolve(f)]))
+  : collect(path.join(root, 'test'))).sort();
 if (!process.env.TEST_DATABASE_URL) {
   console.log('note: TEST_DATABASE_URL is not set; PostgreSQL suites are skipped (.ci/run sets it).');
 }

@@ -58,6 +58,11 @@ async function prepare(config: Config, database: Database, log: pino.Logger): Pr
   }
 }
 
+/** The URL the service answers on: CALLPLANE_PUBLIC_URL when set, else localhost on the port it listens on (CALLPLANE_PORT=0 picks one). */
+function startedUrl(config: Config, port: number): string {
+  return config.publicUrl === `http://localhost:${config.port}` ? `http://localhost:${port}` : config.publicUrl;
+}
+
 async function serve(config: Config, role: Role, log: pino.Logger): Promise<void> {
   if (!config.databaseUrl) {
     try {
@@ -142,7 +147,14 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
   // One line an operator (or a test) can wait for: everything this role runs has started.
-  log.info({ role, ...(port === undefined ? {} : { port }) }, 'ready');
+  const consoleUrl = port === undefined ? undefined : `${startedUrl(config, port)}/console/`;
+  log.info({ role, ...(port === undefined ? {} : { port, console: consoleUrl }) }, 'ready');
+  // Where to go next, for whoever started it (the README's first steps).
+  const lines = [
+    ...(consoleUrl ? [`web console: ${consoleUrl}   (API: ${startedUrl(config, port!)}/api/v2, reference: ${startedUrl(config, port!)}/docs)`] : []),
+    ...(sip ? [`SIP: listening on ${config.sipHost}:${sip.endpoint?.port ?? config.sipPort} (UDP and TCP); CALLPLANE_SIP_PORT moves it, CALLPLANE_SIP_ENABLED=false turns it off`] : []),
+  ];
+  if (lines.length) process.stdout.write(`\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
 }
 
 async function main(): Promise<void> {

@@ -23,6 +23,7 @@ import { AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/a
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { historyService, type HistoryService } from './modules/conversations/history.ts';
 import { liveFeed, type LiveFeed, type LiveFeedDeps } from './modules/conversations/live.ts';
+import { textTaskWriter } from './modules/conversations/text-task.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
@@ -228,6 +229,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, models: base.models, knowledge: base.knowledge, context: base.context, tasks: base.tasks,
     http: actionHttp, messageSecret: (orgId) => messageSecret(db, box, orgId), now: Date.now,
   });
+  // The text of a text task without content, written by its agent's model.
+  const textTasks = textTaskWriter({ db, models: base.models, context: base.context, conversations, now: Date.now });
   // The process's speech engines (offline by default: pocketsphinx and espeak-ng), for every call whose audio we carry.
   const speech = speechEngines(config.speech, child('vad'));
   // Every spoken turn's latency: stored with its reply, observed at /metrics, logged past the budget.
@@ -287,6 +290,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     carrierOptions: sip ? { ...carrierOptions, sip } : carrierOptions,
     // A text task's text goes into the person's text conversation.
     textSent: (text) => services.sms.recordTextTask(text),
+    // A text task without content: its agent writes the text (docs/tasks.md, "Text tasks").
+    composeText: (row, signal) => textTasks.compose(row, signal),
     // What a call does when a voicemail answers (the call policy's plan for the task and its
     // agent), and who decides it on the path the call will take: a Twilio call streams or gathers
     // as its organization does; any other carrier's call is one whose audio we carry (SIP).

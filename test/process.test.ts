@@ -3,7 +3,7 @@
 // on a temp DATA_DIR and a free port, spoken to over real HTTP and stopped with real signals. Every
 // test sets up what it needs (its own DATA_DIR, its own first start), so any one runs alone.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -145,6 +145,27 @@ describe('callplane serve (SQLite)', () => {
       assert.equal(signal, null);
       assert.equal(code, 0);
     }
+  });
+
+  it('once ready it prints where the web console, the API and the reference are, and the SIP port (README, "Run it")', async () => {
+    const { p } = await firstStart(tempDir());
+    try {
+      await p.waitFor(/SIP: listening/);
+      assert.match(p.stdout(), new RegExp(`web console: http://localhost:${p.port}/console/ +\\(API: http://localhost:${p.port}/api/v2, reference: http://localhost:${p.port}/docs\\)`));
+      const sip = /SIP: listening on 0\.0\.0\.0:(\d+) \(UDP and TCP\)/.exec(p.stdout());
+      assert.ok(sip && Number(sip[1]) > 0, `the SIP port it took (CALLPLANE_SIP_PORT=0):\n${p.stdout()}`);
+      assert.match(p.output(), /"msg":"ready"/);
+      assert.match(p.output(), new RegExp(`"console":"http://localhost:${p.port}/console/"`));
+    } finally {
+      assert.equal((await p.stop()).code, 0);
+    }
+  });
+
+  it('npm test -- <a path that does not exist> prints the usage and fails instead of running nothing', async () => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'test.mjs'), 'test/no-such.test.ts'], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stdout + r.stderr);
+    assert.match(r.stderr, /no such test file or folder: test\/no-such\.test\.ts/);
+    assert.match(r.stderr, /npm test -- test\/modules\/tokens\.test\.ts/);
   });
 
   it('a second start on the same DATA_DIR prints no token, keeps the file, and the first token still works', async () => {

@@ -320,6 +320,77 @@ for (const engine of ENGINES) {
       assert.equal(inbound!.conversation_id, conversation!.id);
     });
 
+    it('a text task as the contract writes it (context, no content): the agent\'s model writes the text, it is sent and recorded, and the answer continues it', async () => {
+      const org = await t.twilioOrg(fake);
+      const to = person();
+      const written = 'Hi Dana, this is Riverside Dental: your cleaning is due. Reply with a day that suits you.';
+      llm.script.push({ text: `  ${written}  ` });
+      const before = llm.requests.length;
+      const res = await h().call('POST', '/api/v2/tasks', { token: org.token, body: { type: 'text', target: to, context: 'Dana is due for her six-month cleaning.' } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      const taskId = res.body.task.id as string;
+      const [sent] = await t.repliesTo(fake, to, 1);
+      assert.equal(sent!.body, written);
+      assert.equal(sent!.from, org.number);
+      // The model was asked once, with the agent's instructions, the task's context and that it writes first.
+      assert.equal(llm.requests.length, before + 1);
+      const system = llm.requests[before]!.body.messages[0]!.content!;
+      assert.match(system, /Dana is due for her six-month cleaning/);
+      assert.match(system, /You are writing first/);
+      // Kept on the task before it was sent (every attempt sends these words); the carrier's status callback settles it later.
+      const task = (await h().call('GET', `/api/v2/tasks/${taskId}`, { token: org.token })).body.task;
+      assert.equal(task.content, written);
+      assert.notEqual(task.state, 'failed', JSON.stringify(task));
+      const recorded = await waitFor('the task\'s text recorded', async () => (await t.messages(org.id)).find((m) => m.direction === 'outbound'));
+      assert.equal(recorded.text, written);
+      const [conversation] = await t.conversations(org.id);
+      assert.equal(conversation!.task_id, taskId);
+      // Its tokens count as the organization's model usage.
+      const usage = await t.db().selectFrom('usage_daily').selectAll().where('org_id', '=', org.id).where('metric', '=', 'modelTokens').execute();
+      assert.ok(usage.some((u) => Number(u.n) > 0), JSON.stringify(usage));
+
+      llm.script.push({ text: 'Thursday works, see you then!' });
+      await t.text(org, to, 'Thursday please');
+      const replies = await t.repliesTo(fake, to, 2);
+      assert.equal(replies[1]!.body, 'Thursday works, see you then!');
+      assert.deepEqual(asked(llm), [`assistant:${written}`, 'user:Thursday please']);
+      assert.match(llm.requests.at(-1)!.body.messages[0]!.content!, /Dana is due for her six-month cleaning/);
+      assert.equal((await t.conversations(org.id)).length, 1);
+    });
+
+    it('a text task whose model fails is tried again and sends the text once; one whose model keeps failing or writes nothing fails with the reason and sends nothing', async () => {
+      const org = await t.twilioOrg(fake);
+      const flaky = person();
+      llm.script.push({ status: 400 }, { text: 'Second try wording.' });
+      const res = await h().call('POST', '/api/v2/tasks', { token: org.token, body: { type: 'text', target: flaky, context: 'Remind them of the invoice.' } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      const [sent] = await t.repliesTo(fake, flaky, 1);
+      assert.equal(sent!.body, 'Second try wording.');
+      const settle = (id: string) => waitFor(`task ${id} settled`, async () => {
+        const r = await h().call('GET', `/api/v2/tasks/${id}`, { token: org.token });
+        return ['finished', 'failed'].includes(r.body.task.state as string) && r.body.task;
+      });
+      const retried = (await h().call('GET', `/api/v2/tasks/${res.body.task.id as string}`, { token: org.token })).body.task;
+      assert.equal(retried.content, 'Second try wording.');
+      assert.equal(retried.attempts, 2);
+
+      const broken = person();
+      llm.script.push({ status: 400 }, { status: 400 }, { status: 400 });
+      const failing = await h().call('POST', '/api/v2/tasks', { token: org.token, body: { type: 'text', target: broken, context: 'Remind them of the invoice.' } });
+      const failed = await settle(failing.body.task.id as string);
+      assert.equal(failed.state, 'failed');
+      assert.match(failed.error as string, /model could not write the text .*nothing was sent/);
+      assert.equal(failed.content, null);
+
+      const silent = person();
+      llm.script.push({ text: '   ' });
+      const empty = await h().call('POST', '/api/v2/tasks', { token: org.token, body: { type: 'text', target: silent, context: 'Say nothing.' } });
+      const emptied = await settle(empty.body.task.id as string);
+      assert.equal(emptied.state, 'failed');
+      assert.match(emptied.error as string, /empty text; nothing was sent/);
+      assert.equal([...fake.messages.values()].filter((m) => m.to === broken || m.to === silent).length, 0);
+    });
+
     it('the answer to a text task of another agent goes to that agent while the conversation is open', async () => {
       const org = await t.twilioOrg(fake);
       const second = await h().agent(org.id);

@@ -136,11 +136,14 @@ forEachEngine('tasks API', (h) => {
     assert.equal((await made(o.token, { type: 'call', target: '  +1.415.555.0100  ' })).target, PHONE2);
   });
 
-  it('a text needs content; message is its alias; an empty content falls back to the greeting with a warning', async () => {
+  it('a text as the contract writes it (target, context, no content) is accepted: the agent writes it; message is content\'s alias; an empty content falls back to the greeting with a warning', async () => {
     const { o } = await tenant();
-    expectError(await create(o.token, { type: 'text', target: PHONE }), 400, 'content', 'required');
-    expectError(await create(o.token, { type: 'text', target: PHONE, content: '' }), 400, 'content');
-    assert.equal((await rowsOf(o.id)).length, 0);
+    const contract = await create(o.token, { type: 'text', target: PHONE, context: 'Remind them of Tuesday' });
+    assert.equal(contract.status, 201, JSON.stringify(contract.body));
+    assert.equal(contract.body.task.content, null);
+    assert.equal(contract.body.task.context, 'Remind them of Tuesday');
+    assert.equal(contract.body.warnings, undefined);
+    assert.equal((await made(o.token, { type: 'text', target: PHONE, content: '' })).content, null);
 
     const plain = await create(o.token, { type: 'text', target: PHONE, content: 'Your table is ready' });
     assert.equal(plain.status, 201, JSON.stringify(plain.body));
@@ -580,7 +583,6 @@ forEachEngine('tasks API', (h) => {
     expectError(await update(o.token, t.id, { context: 'x'.repeat(10_001) }), 400, 'context');
     expectError(await update(o.token, t.id, { waitToGreet: 'perhaps' }), 400, 'waitToGreet');
     expectError(await update(o.token, t.id, { content: 'x'.repeat(1601) }), 400, 'content');
-    expectError(await update(o.token, t.id, { content: null }), 400, 'content');
     expectError(await update(o.token, t.id, { state: 'running' }), 400, 'state', 'canceled');
     expectError(await update(o.token, t.id, { state: 'finished' }), 400, 'state');
     expectError(await update(o.token, t.id, { state: 'pending', context: 'sneaky' }), 400, 'state');
@@ -591,6 +593,25 @@ forEachEngine('tasks API', (h) => {
     const ok = await update(o.token, t.id, { content: 'changed' });
     assert.equal(ok.status, 200);
     assert.equal(ok.body.task.content, 'changed');
+  });
+
+  it('a call\'s voicemail choice is changed by update and cleared with null (the agent\'s choice again); it is checked like a new task\'s', async () => {
+    const { o } = await tenant();
+    const t = await made(o.token, { type: 'call', target: PHONE });
+    assert.equal(t.voicemail, null);
+    const set = await update(o.token, t.id, { voicemail: { action: 'leave-message', message: 'Please call us back.' } });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    assert.deepEqual(set.body.task.voicemail, { action: 'leave-message', message: 'Please call us back.' });
+    assert.deepEqual((await get(o.token, t.id)).body.task.voicemail, { action: 'leave-message', message: 'Please call us back.' });
+    // Other fields leave it alone.
+    assert.deepEqual((await update(o.token, t.id, { context: 'new' })).body.task.voicemail, { action: 'leave-message', message: 'Please call us back.' });
+    expectError(await update(o.token, t.id, { voicemail: { action: 'shout' } }), 400, 'voicemail.action');
+    expectError(await update(o.token, t.id, { voicemail: { action: 'hangup', beep: true } }), 400, 'voicemail.beep');
+    const cleared = await update(o.token, t.id, { voicemail: null });
+    assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+    assert.equal(cleared.body.task.voicemail, null);
+    const text = await made(o.token, { type: 'text', target: PHONE, content: 'hi' });
+    expectError(await update(o.token, text.id, { voicemail: { action: 'hangup' } }), 400, 'voicemail', 'call tasks');
   });
 
   it('canceling a pending task: canceled with finishedAt and a task.canceled event; again is harmless; then nothing can change', async () => {

@@ -245,12 +245,8 @@ forEachEngine('agent outboundCall and outboundSms', (h) => {
     assert.equal(t3.content, 'Fallback reminder', 'the shared content for an item without its own');
   });
 
-  it('outboundSms requires content (per item or shared), at most 1600 characters', async () => {
+  it('outboundSms items without content are the agent\'s to write (the contract\'s text task); content is at most 1600 characters', async () => {
     const { o } = await tenant();
-    expectError(await outboundSms(o.token, { target: N1 }), 400, 'content', 'required');
-    expectError(await outboundSms(o.token, { target: N1, content: '' }), 400, 'content');
-    expectError(await outboundSms(o.token, { targets: [N1, N2] }), 400, 'targets[0].content');
-    expectError(await outboundSms(o.token, { targets: [{ target: N1, content: 'ok' }, { target: N2 }] }), 400, 'targets[1].content');
     expectError(await outboundSms(o.token, { targets: [{ target: N1, content: 'x'.repeat(1601) }] }), 400, 'targets[0].content', '1600');
     expectError(await outboundSms(o.token, { target: N1, content: 'x'.repeat(1601) }), 400, 'content', '1600');
     assert.equal((await rowsOf(o.id)).length, 0);
@@ -258,6 +254,9 @@ forEachEngine('agent outboundCall and outboundSms', (h) => {
     const g = await accepted(await outboundSms(o.token, { target: N1, greeting: 'Hello there' }), o.token, 'Outbound SMS initiated.', 1,
       ['content was empty: the greeting is sent as the message']);
     assert.equal(g[0].content, 'Hello there');
+    // No content and no greeting: accepted, the agent writes each text from the context when it runs.
+    const written = await accepted(await outboundSms(o.token, { targets: [N1, { target: N2, context: 'Own context' }], context: 'Shared context' }), o.token, 'Outbound SMS initiated.', 2);
+    assert.deepEqual(written.map((t) => [t.content, t.context]), [[null, 'Shared context'], [null, 'Own context']]);
   });
 
   // ── who may queue ───────────────────────────────────────────────────────────

@@ -136,6 +136,30 @@ forEachEngine('tasks csv upload', (h) => {
       assert.deepEqual([t.type, t.target, t.greeting, t.waitToGreet], ['call', '+14155552671', 'Hello', true]);
     });
 
+    it('a voicemail column sets a call\'s voicemail (an action, "leave-message: <message>" or the JSON object); a text row without content or greeting is the agent\'s to write', async () => {
+      const o = await h().organization(reseller.id);
+      const res = await upload(o.token, [file([
+        'type,target,context,voicemail',
+        'call,+14155552671,,hangup',
+        'call,+14155552672,,"leave-message: Hi, it is Riverside Dental, please call back."',
+        'call,+14155552673,,"{""action"":""continue""}"',
+        'call,+14155552674,,',
+        'call,+14155552675,,shout',
+        'text,+14155552676,Remind them of Tuesday,',
+        'text,+14155552677,,hangup',
+      ].join('\n') + '\n')]);
+      ok(res);
+      assert.deepEqual({ valid: res.body.valid, invalid: res.body.invalid }, { valid: 5, invalid: 2 }, JSON.stringify(res.body));
+      assert.deepEqual(res.body.errors.map((e: { line: number }) => e.line), [6, 8]);
+      assert.match(res.body.errors[0].message, /^voicemail\.action must be one of/);
+      assert.match(res.body.errors[1].message, /voicemail applies to call tasks only/);
+      const tasks = (await h().call('GET', '/api/v2/tasks', { token: o.token, query: { sort: 'createdAt', order: 'asc' } })).body.tasks;
+      assert.deepEqual(tasks.map((t: { voicemail: unknown }) => t.voicemail), [
+        { action: 'hangup' }, { action: 'leave-message', message: 'Hi, it is Riverside Dental, please call back.' }, { action: 'continue' }, null, null,
+      ]);
+      assert.deepEqual([tasks[4].type, tasks[4].content, tasks[4].context], ['text', null, 'Remind them of Tuesday']);
+    });
+
     it('an agent token may name only itself in accountId; a reseller acts with targetAccountId', async () => {
       const second = await h().agent(org.id);
       const third = await org2Agent();

@@ -110,6 +110,16 @@ export const taskRepo = {
   },
 
   /** Changes columns of a task while it is running (and, given `attempt`, still on that attempt). */
+  /**
+   * Keeps `text` as a running text task's content unless it has one already, and answers the
+   * content it has: the first text written for the task is the one every attempt sends.
+   */
+  async keepContent(db: Executor, id: string, text: string, now: number): Promise<string | null> {
+    await db.updateTable('tasks').set({ content: text, updated_at: now }).where('id', '=', id).where('content', 'is', null).execute();
+    const row = await db.selectFrom('tasks').select('content').where('id', '=', id).executeTakeFirst();
+    return row?.content ?? null;
+  },
+
   async updateRunning(db: Executor, id: string, set: Partial<TaskRow>, opts: { attempt?: number } = {}): Promise<void> {
     let q = db.updateTable('tasks').set(set as never).where('id', '=', id).where('state', '=', 'running');
     if (opts.attempt !== undefined) q = q.where('attempt', '=', opts.attempt);

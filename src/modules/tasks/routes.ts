@@ -99,6 +99,7 @@ const UpdateBody = Type.Object({
   greeting: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   content: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   waitToGreet: Type.Optional(Type.Boolean()),
+  voicemail: Type.Optional(Type.Unknown({ description: 'Call tasks: {action: hangup|leave-message|continue, message} when a voicemail answers; null: the agent\'s voicemailAction (extension; docs/tasks.md)' })),
   scheduledFor: Type.Optional(Type.Union([Type.Integer(), Type.String(), Type.Null()])),
 }, { additionalProperties: true });
 

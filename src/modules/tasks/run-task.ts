@@ -13,6 +13,7 @@ import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/
 import { agentCallerId, chooseCarrier } from '../numbering/carriers.ts';
 import { outcomeRetryDelayMs } from './limits.ts';
 import { limitRepo, taskRepo } from './repository.ts';
+import { MAX_CONTENT } from './validation.ts';
 
 type Row = QueueRow<'tasks'>;
 
@@ -48,6 +49,12 @@ export interface TaskHandlerDeps {
    * through `carrier` (the call policy's, for the task and its agent: src/modules/conversations/voicemail.ts).
    */
   voicemailPlan?: (row: Row, carrier: string) => Promise<PlaceCallRequest['voicemail']>;
+  /**
+   * Writes the text of a text task that came without `content` (the contract's task): the agent's
+   * model, from its instructions and the task's context (src/modules/conversations/text-task.ts).
+   * Throws when the model fails; the answer may be empty (then nothing is sent).
+   */
+  composeText?: (row: Row, signal: AbortSignal) => Promise<string>;
   log?: { warn(obj: object, msg: string): void };
 }
 
@@ -132,9 +139,11 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const from = await agentCallerId(db, row.org_id, row.account_id, carrier);
     const sender = from ? { from } : {};
     if (row.type === 'text') {
-      const sent = await carrier.sendText({ taskId: row.id, to: row.target!, ...sender, body: row.content ?? '', statusCallbackUrl }, signal);
+      const body = row.content ?? await composed(row, signal);
+      if (typeof body !== 'string') return body;
+      const sent = await carrier.sendText({ taskId: row.id, to: row.target!, ...sender, body, statusCallbackUrl }, signal);
       await deps.textSent?.({
-        taskId: row.id, orgId: row.org_id, accountId: row.account_id, to: row.target!, body: row.content ?? '', provider: sent.provider,
+        taskId: row.id, orgId: row.org_id, accountId: row.account_id, to: row.target!, body, provider: sent.provider,
         simulated: sent.simulated, providerRef: sent.providerRef, failed: sent.final !== null && sent.final.state !== 'finished',
       }).catch((err: unknown) => deps.log?.warn({ err, taskId: row.id }, 'recording the text in its conversation failed'));
       const ref = { ...who, provider_ref: sent.providerRef };
@@ -152,6 +161,31 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     if (call.final) return settleCall(row, call.final, ref, signal);
     await note(row, signal, { ...ref, result: JSON.stringify({ provider: call.provider, providerRef: call.providerRef, status: call.status }) });
     return awaitFinal(row, carrier, call.providerRef, signal, ref);
+  }
+
+  /**
+   * The text of a text task without content, written by the agent's model and recorded on the task
+   * (its `content`) before anything is sent: an attempt after this one (the worker died, the
+   * carrier was busy) sends that very text under the same task id, and never asks the model again.
+   * A model failure is tried again on the task's attempt schedule; an empty answer fails the task.
+   * Either way nothing is sent.
+   */
+  async function composed(row: Row, signal: AbortSignal): Promise<string | Outcome<Row>> {
+    if (!deps.composeText) return failed('content is required: this worker cannot write a text task\'s text');
+    let text: string;
+    try {
+      text = (await deps.composeText(row, signal)).trim();
+    } catch (err) {
+      if (err instanceof QueueAbortError || signal.aborted) throw err;
+      if (isDatabaseUnavailable(err)) throw err;
+      const reason = `the agent's model could not write the text (${err instanceof Error ? err.message : String(err)}); nothing was sent`;
+      if (row.attempt >= row.max_attempts) return failed(`${reason} (after ${row.attempt} attempts)`);
+      return { kind: 'retry', runAt: Date.now() + exponentialBackoff(row.attempt), set: { error: `${reason}; trying again` } };
+    }
+    if (text === '') return failed('the agent\'s model wrote an empty text; nothing was sent');
+    const kept = await taskRepo.keepContent(db, row.id, text.slice(0, MAX_CONTENT), Date.now());
+    if (kept === null) return failed('the task is gone; nothing was sent');
+    return kept;
   }
 
   /**

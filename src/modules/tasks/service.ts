@@ -67,6 +67,8 @@ export interface UpdateBody {
   content?: unknown;
   waitToGreet?: unknown;
   scheduledFor?: unknown;
+  /** A call's own voicemail choice `{action, message}`; null goes back to the agent's (docs/tasks.md). */
+  voicemail?: unknown;
 }
 
 export interface BatchBody extends RawTask {
@@ -75,7 +77,7 @@ export interface BatchBody extends RawTask {
   scheduleSpacingSec?: unknown;
 }
 
-const UPDATABLE = ['context', 'taskContext', 'greeting', 'content', 'waitToGreet', 'scheduledFor'] as const;
+const UPDATABLE = ['context', 'taskContext', 'greeting', 'content', 'waitToGreet', 'voicemail', 'scheduledFor'] as const;
 const FINAL: readonly QueueState[] = ['finished', 'failed', 'canceled'];
 
 /** A YYYY-MM-DD string naming a day that exists (2026-02-30 does not). */
@@ -413,7 +415,7 @@ export function taskService(deps: TaskServiceDeps) {
       // (otherwise `{state: "canceled", reason: "…"}` would be refused for a running task).
       const given = UPDATABLE.filter((k) => fields[k] !== undefined);
       if (given.length === 0 && state === undefined) {
-        throw new Invalid('nothing to update: send state "canceled", or context, taskContext, greeting, content, waitToGreet or scheduledFor');
+        throw new Invalid('nothing to update: send state "canceled", or context, taskContext, greeting, content, waitToGreet, voicemail or scheduledFor');
       }
       let message = 'Task updated successfully.';
       if (given.length > 0) {
@@ -427,12 +429,13 @@ export function taskService(deps: TaskServiceDeps) {
           greeting: fields.greeting !== undefined ? fields.greeting : row.greeting,
           content: fields.content !== undefined ? fields.content : row.content,
           waitToGreet: fields.waitToGreet !== undefined ? fields.waitToGreet : row.wait_to_greet === 1,
+          voicemail: fields.voicemail !== undefined ? fields.voicemail : row.voicemail,
         };
         const checked = checkTask(merged, { orgId: t.org.id, defaultAccountId: row.account_id, allowedAccount: (a) => a === row.account_id, now });
         if (!checked.ok) throw new Invalid(checked.message);
         const set: Partial<TaskRow> = {
           context: checked.task.context, task_context: checked.task.task_context, greeting: checked.task.greeting,
-          content: checked.task.content, wait_to_greet: checked.task.wait_to_greet, updated_at: now,
+          content: checked.task.content, wait_to_greet: checked.task.wait_to_greet, voicemail: checked.task.voicemail, updated_at: now,
         };
         if (fields.scheduledFor !== undefined) {
           const sched = normalizeScheduledFor(fields.scheduledFor, now);

@@ -96,6 +96,8 @@ export interface TaskQueueDeps {
   textSent?: TaskHandlerDeps['textSent'];
   /** What a call task does when a voicemail answers. */
   voicemailPlan?: TaskHandlerDeps['voicemailPlan'];
+  /** Writes a text task's text when it has no content (the agent's model). */
+  composeText?: TaskHandlerDeps['composeText'];
 }
 
 export class TaskQueue {
@@ -113,7 +115,7 @@ export class TaskQueue {
   async startWorker(): Promise<void> {
     const { database, config, log } = this.core.deps;
     this.core.start(createTaskHandler({
-      db: database.db, box: this.deps.box, config, carrierOptions: this.deps.carrierOptions, textSent: this.deps.textSent, voicemailPlan: this.deps.voicemailPlan, log,
+      db: database.db, box: this.deps.box, config, carrierOptions: this.deps.carrierOptions, textSent: this.deps.textSent, voicemailPlan: this.deps.voicemailPlan, composeText: this.deps.composeText, log,
     }));
   }
 

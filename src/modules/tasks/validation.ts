@@ -41,7 +41,12 @@ export const MAX_VOICEMAIL_MESSAGE = 1000;
 export function readTaskVoicemail(v: unknown, field: string): { ok: true; value: string | null } | { ok: false; message: string } {
   if (v === undefined || v === null || v === '') return { ok: true, value: null };
   let value: unknown = v;
-  if (typeof value === 'string') {
+  if (typeof value === 'string' && !value.trim().startsWith('{')) {
+    // A CSV cell's short form: `hangup`, `continue`, or `leave-message: <the message>`.
+    const [, action, message] = /^\s*([a-z-]+)\s*(?::([\s\S]*))?$/i.exec(value) ?? [];
+    if (action === undefined) return { ok: false, message: `${field} must be an object {action, message}, or an action (${TASK_VOICEMAIL_ACTIONS.join(', ')}) optionally followed by ': <message>'` };
+    value = { action: action.toLowerCase(), ...(message !== undefined ? { message } : {}) };
+  } else if (typeof value === 'string') {
     try { value = JSON.parse(value) as unknown; } catch { return { ok: false, message: `${field} must be an object {action, message}` }; }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, message: `${field} must be an object {action, message}` };
@@ -159,8 +164,11 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
   const content = optionalString(raw.content ?? raw.message, `${f}${contentField}`, MAX_CONTENT);
   if (!content.ok) return content;
   let body = content.value;
-  if (type === 'text' && body === null) {
-    if (greeting.value === null) return fail(`${f}content is required for text tasks (the message to send; 'message' is accepted too)`);
+  // A text task as the contract writes it has no content: the agent writes the text with its model
+  // when the task runs (run-task.ts, composeText), from its instructions and the task's context.
+  // `content` (or `message`) is the extension for a fixed text; a task's `greeting` is sent as
+  // written when there is no content (docs/tasks.md, "Text tasks").
+  if (type === 'text' && body === null && greeting.value !== null) {
     body = greeting.value;
     notes.push(`${f}content was empty: the greeting is sent as the message`);
   }
