@@ -34,6 +34,7 @@ import { conversationAnalyses } from './migrations/0029-conversation-analyses.ts
 import { voicemail } from './migrations/0030-voicemail.ts';
 import { turnLatencies } from './migrations/0031-turn-latencies.ts';
 import { numberReleases } from './migrations/0032-number-releases.ts';
+import { sipRouteCredentials } from './migrations/0033-sip-route-credentials.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -69,6 +70,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0030-voicemail': voicemail(),
     '0031-turn-latencies': turnLatencies(),
     '0032-number-releases': numberReleases(),
+    '0033-sip-route-credentials': sipRouteCredentials(),
   };
 }
 

@@ -138,6 +138,11 @@ export const sipRepo = {
     return r !== undefined;
   },
 
+  /** Replaces a route's own credentials (username, sealed password). */
+  setRouteCredentials: (db: Executor, orgId: number, routeKey: string, set: { username?: string; password?: string }) =>
+    db.updateTable('sip_outbound_routes').set({ username: set.username ?? null, password: set.password ?? null })
+      .where('org_id', '=', orgId).where('route_key', '=', routeKey).execute(),
+
   deleteRoute: (db: Executor, orgId: number, routeKey: string) =>
     db.deleteFrom('sip_outbound_routes').where('org_id', '=', orgId).where('route_key', '=', routeKey).executeTakeFirst()
       .then((r) => Number(r.numDeletedRows) > 0),
