@@ -354,6 +354,39 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
         }
       });
 
+      it('answers a call that arrives through a registration for its organization, though another registers the same user and whitelists the same trunk', async () => {
+        const a = await org();
+        const b = await org();
+        const user = `shared-${h().engine}`;
+        // a registers through its PBX (the caller's address); b registers the same user elsewhere…
+        const now = Date.now();
+        for (const [orgId, aor, proxy] of [[a.o.id, `sip:${user}@pbx-a.callplane.test`, CALLER], [b.o.id, `sip:${user}@pbx-b.callplane.test`, null]] as const) {
+          await h().database.db.insertInto('sip_registrations').values({
+            org_id: orgId, aor, aor_key: aor, username: user, password: h().box.seal('x'), proxy,
+            transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now,
+          }).execute();
+        }
+        // …and both whitelist a's trunk address.
+        for (const t of [a.o.token, b.o.token]) {
+          assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: t, body: { ip: CALLER, label: 'PBX' } })).status, 201);
+        }
+        const answered = await dial('uac-call.xml', ourUri(user));
+        let callId: string;
+        try {
+          assert.equal(await exitOf(answered), 0, answered.output());
+          assert.deepEqual(sippFlow(answered), ['< INVITE', '> 100', '> 200', '< ACK', '< BYE', '> 200']);
+          const invite = parseMessage(Buffer.from(answered.messages().split(/-{47} [^\n]*\n/).find((p) => /message sent/.test(p))!.replace(/^[^\n]*\n\n/, '')));
+          callId = invite.headers.get('call-id')!;
+        } finally {
+          await answered.stop();
+        }
+        await waitFor('the call captured for a', async () => {
+          const c = await captures(a.o.token, callId);
+          return c.status === 200 && c.body.captures.length >= 3 ? c : undefined;
+        });
+        assert.equal((await captures(b.o.token, callId)).status, 404);
+      });
+
       it('ends an answered inbound call after CALLPLANE_CALL_MAX_SECONDS with our BYE', async () => {
         const a = await org();
         await registration(a.o.id, `long-${h().engine}`);
