@@ -124,8 +124,9 @@ export class InboundCalls {
       // A call that arrives through a registration — from its registrar, to the Contact we
       // registered — belongs to that registration's organization: no whitelist of another one
       // (which may hold the same trunk address and register the same user) can make it ambiguous.
-      const through = new Set<number>();
-      for (const r of regs) if (await comesFromRegistrar(r, source)) through.add(r.org_id);
+      // Looked up together: one INVITE waits 2 s at most for the registrars' names, however many.
+      const from = await Promise.all(regs.map((r) => comesFromRegistrar(r, source)));
+      const through = new Set(regs.filter((_, i) => from[i]).map((r) => r.org_id));
       if (through.size === 1) return { orgId: [...through][0], identified: true };
       for (const r of regs) candidates.add(r.org_id);
     }
