@@ -36,6 +36,7 @@ import { turnLatencies } from './migrations/0031-turn-latencies.ts';
 import { numberReleases } from './migrations/0032-number-releases.ts';
 import { numbersAdr } from './migrations/0033-numbers-adr.ts';
 import { consoleSessions } from './migrations/0034-console-sessions.ts';
+import { sipRouteCredentials } from './migrations/0035-sip-route-credentials.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -73,6 +74,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0032-number-releases': numberReleases(),
     '0033-numbers-adr': numbersAdr(),
     '0034-console-sessions': consoleSessions(),
+    '0035-sip-route-credentials': sipRouteCredentials(),
   };
 }
 

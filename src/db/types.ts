@@ -138,6 +138,8 @@ export interface SipRegistrationsTable {
   /** Sealed. */
   password: string;
   realm: string | null;
+  /** The realm the registrar challenged with when it last accepted us (0033): a call's challenge must name it. */
+  challenge_realm: ColumnType<string | null, string | null | undefined, string | null>;
   proxy: string | null;
   port: number | null;
   transport: SipTransportName;
@@ -184,6 +186,9 @@ export interface SipOutboundRoutesTable {
   transport: SipTransportName;
   proxy_host: string | null;
   proxy_port: number | null;
+  /** The route's own digest credentials (0035-sip-route-credentials): user, and the password sealed. */
+  username: ColumnType<string | null, string | null | undefined, string | null>;
+  password: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
 }
 

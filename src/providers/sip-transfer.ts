@@ -76,7 +76,7 @@ export async function attendedTransfer(i: AttendedTransferInput): Promise<Attend
       });
     };
     void placeSipCall(i.endpoint, {
-      target, from: i.plan.from, route, credentials: i.plan.credentials, callId,
+      target, from: i.plan.from, route, credentials: route.credentials, callId,
       ringTimeoutMs: i.ringTimeoutMs, maxDurationMs: i.maxDurationMs, signal: abort.signal,
       sdp: buildOffer({ address: i.endpoint.advertised.host, port: rtp.port }), onAnswered,
     }).then((r) => {

@@ -76,7 +76,7 @@ export class SipCarrier implements Carrier {
       const media = agent ? await this.#media(endpoint, agent, callId, route) : undefined;
       try {
         result = await placeSipCall(endpoint, {
-          target: req.to, from: this.plan.from, route, credentials: this.plan.credentials,
+          target: req.to, from: this.plan.from, route, credentials: route.credentials,
           ringTimeoutMs: this.options.ringTimeoutMs, maxDurationMs: this.options.maxDurationMs, signal, callId,
           ...(media ? { sdp: media.offer, onAnswered: media.answered } : {}),
         });

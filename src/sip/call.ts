@@ -24,6 +24,22 @@ export interface SipRoute {
   proxy?: { host: string; port?: number };
 }
 
+/** Digest credentials and where they may be used (PlaceCallOptions.credentials). */
+export interface SipCredentials {
+  username: string;
+  password: string;
+  authUsername?: string;
+  realm?: string;
+  host?: string;
+}
+
+/** Whether credentials bound to `c.host` may answer a challenge to a request sent to `host`. */
+export function credentialsFor(c: SipCredentials | undefined, host: string): SipCredentials | undefined {
+  if (!c) return undefined;
+  const unbracket = (h: string) => h.replace(/^\[|\]$/g, '').toLowerCase();
+  return c.host === undefined || unbracket(c.host) === unbracket(host) ? c : undefined;
+}
+
 export interface PlaceCallOptions {
   /** A phone number or user (becomes sip:target@route.host[:port]) or a full SIP URI. */
   target: string;
@@ -31,8 +47,13 @@ export interface PlaceCallOptions {
   from: string;
   fromDisplay?: string;
   route: SipRoute;
-  /** For 401/407 challenges from the far end or a proxy. */
-  credentials?: { username: string; password: string; authUsername?: string; realm?: string };
+  /**
+   * For 401/407 challenges from the far end or a proxy. A secret answers only its own host: with
+   * `host`, a challenge is answered only when the request went to that host (the route's next hop:
+   * its proxy, else its host; compared case-insensitively), and in the dialog only while its
+   * requests go there too; with `realm`, only a challenge of that realm.
+   */
+  credentials?: SipCredentials;
   /** How long it may ring before we CANCEL (outcome no-answer). */
   ringTimeoutMs: number;
   /** How long to wait for any response to the INVITE before giving up (Timer B; default 32 s). */
@@ -131,12 +152,14 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
   }, (notify) => dialog?.onNotify(notify)));
 
   let cseq = 0;
+  // The credentials answer only the host they are for: the INVITE's next hop must be it.
+  const credentials = credentialsFor(o.credentials, next.host);
   const auth = new Map<Challenge['kind'], { challenge: Challenge; nc: number }>();
   const authHeaders = (method: string, uri: string): Array<[string, string]> => {
-    if (!o.credentials) return [];
-    const user = o.credentials.authUsername || o.credentials.username;
+    if (!credentials) return [];
+    const user = credentials.authUsername || credentials.username;
     return [...auth.values()].map((e) => {
-      const a = authorize(e.challenge, { username: user, password: o.credentials!.password }, method, uri, ++e.nc);
+      const a = authorize(e.challenge, { username: user, password: credentials.password }, method, uri, ++e.nc);
       return [a.name, a.value];
     });
   };
@@ -237,9 +260,9 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
         o.signal?.removeEventListener('abort', onAbort);
       }
 
-      if ((final.status === 401 || final.status === 407) && o.credentials && !cancelledFor) {
+      if ((final.status === 401 || final.status === 407) && credentials && !cancelledFor) {
         const kind = final.status === 407 ? 'proxy' : 'www';
-        const realm = o.credentials.realm?.toLowerCase();
+        const realm = credentials.realm?.toLowerCase();
         const c = challengesOf(final.headers, final.status).find((x) => !realm || x.realm.toLowerCase() === realm);
         if (c && (!auth.has(kind) || c.stale)) {
           auth.set(kind, { challenge: c, nc: 0 });
@@ -275,7 +298,8 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
     resendAck = () => void sendAck();
     dialog = new SipDialog(endpoint, {
       callId, local: fromValue, remote: final.headers.get('to')!, target: route.target, routes: route.routes, dest: route.dest, cseq: inviteCSeq,
-    }, authHeaders);
+    // In the dialog the credentials answer only while its requests go to their host as well.
+    }, credentialsFor(o.credentials, route.dest.host) ? authHeaders : undefined);
     progress('answered', final.status);
 
     if (cancelledFor) {

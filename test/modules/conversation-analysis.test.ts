@@ -320,6 +320,51 @@ for (const engine of ENGINES) {
       assert.equal(turn.body.model, 'fake-model');
     });
 
+    it('postCallAnalysis false: the model is never asked, the conversation says its analysis was skipped (reads and the conversation event)', async () => {
+      const t = await analysedTenant();
+      await configure(h, t.agentToken, { postCallAnalysis: false });
+      const asked = analysisRequests(llm).length;
+      const c = await end(t, 'no analysis for me, bye');
+      const ev = (await events(t.o.id, 1)).find((e) => e.type === 'conversation' && e.data.uuid === c.uuid);
+      assert.equal(ev.data.analysisStatus, 'skipped');
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(analysisRequests(llm).length, asked, 'no analysis request reached the model');
+      const a = await analysisRepo.find(h.database.db, c.uuid);
+      assert.deepEqual([a?.state, a?.model_calls, a?.engine], ['canceled', 0, null]);
+      const one = await h.call('GET', `/api/v2/conversation/${c.roomId}/${c.uuid}`, { token: t.o.token });
+      assert.deepEqual([one.body[0].analysisStatus, one.body[0].summary, one.body[0].analysisError], ['skipped', undefined, undefined]);
+      const logs = await h.call('GET', '/api/v2/logs', { token: t.o.token, query: { fields: 'uuid,analysisStatus,analysisError' } });
+      assert.deepEqual(logs.body.logs.find((l: any) => l.uuid === c.uuid), { uuid: c.uuid, analysisStatus: 'skipped', analysisError: null });
+    });
+
+    it('postCallAnalysis as a share (percent): a conversation is analysed exactly when its id\'s SHA-256 (first four bytes, big-endian) modulo 100 is below it', async () => {
+      const t = await analysedTenant();
+      await configure(h, t.agentToken, { postCallAnalysis: 50 });
+      const crypto = await import('node:crypto');
+      const seen = new Set<boolean>();
+      for (let i = 0; i < 6 && seen.size < 2; i++) {
+        const asked = analysisRequests(llm).length;
+        const c = await end(t, `share ${i}, bye`, { text: JSON.stringify(VALID) });
+        const wanted = crypto.createHash('sha256').update(c.uuid, 'utf8').digest().readUInt32BE(0) % 100 < 50;
+        seen.add(wanted);
+        if (wanted) {
+          assert.equal((await settled(h, c.uuid)).state, 'finished');
+          assert.equal(analysisRequests(llm).length, asked + 1);
+        } else {
+          await new Promise((r) => setTimeout(r, 300));
+          assert.equal((await analysisRepo.find(h.database.db, c.uuid))?.state, 'canceled');
+          assert.equal(analysisRequests(llm).length, asked);
+          llm.script.length = 0; // the analysis answer nobody asked for
+        }
+      }
+      for (const [value, why] of [[101, /postCallAnalysis must be true, false or a whole percentage/], ['half', /postCallAnalysis/], [12.5, /postCallAnalysis/]] as const) {
+        const bad = await h.call('POST', '/api/v2/agent', { token: t.agentToken, body: { postCallAnalysis: value } });
+        assert.equal(bad.status, 400, JSON.stringify(bad.body));
+        assert.equal(bad.body.success, false);
+        assert.match(bad.body.message, why);
+      }
+    });
+
     it('reads keep their tenancy: another organization sees none of it', async () => {
       const t = await analysedTenant();
       const other = await tenant(h);

@@ -131,16 +131,28 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
       }
     });
 
-    it('answers a proxy\'s 407 with the registration\'s credentials, sending through proxyAddress', async () => {
+    /** A registration owned by another (live) worker: only its credentials matter here. */
+    const registration = async (orgId: number, extra: { proxy?: string; challenge_realm?: string } = {}) => {
+      const now = Date.now();
+      await h().database.db.insertInto('sip_registrations').values({
+        org_id: orgId, aor: 'sip:bob@pbx.callplane.test', aor_key: `sip:bob-${orgId}-${h().engine}@pbx.callplane.test`, username: 'bob', password: h().box.seal('b0bpw'),
+        transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now, ...extra,
+      }).execute();
+    };
+    const invitesOf = async (token: string, callId: string, n: number) => {
+      const caps = await waitFor('captures', async () => {
+        const c = await captures(token, callId);
+        return c.status === 200 && c.body.captures.filter((m: any) => m.message.startsWith('INVITE')).length >= n ? c : undefined;
+      });
+      return caps.body.captures.filter((m: any) => m.message.startsWith('INVITE')).map((m: any) => parseMessage(Buffer.from(m.message)));
+    };
+
+    it('answers a proxy\'s 407 with the registration\'s credentials when the route\'s proxy is the registrar, sending through proxyAddress', async () => {
       const { o } = await org();
       const sipp = await startSipp({ host: FAR_END, scenario: 'uas-proxy-auth.xml' });
       try {
-        // A registration owned by another (live) worker: only its credentials matter here.
-        const now = Date.now();
-        await h().database.db.insertInto('sip_registrations').values({
-          org_id: o.id, aor: 'sip:bob@pbx.callplane.test', aor_key: `sip:bob-${h().engine}@pbx.callplane.test`, username: 'bob', password: h().box.seal('b0bpw'),
-          transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now,
-        }).execute();
+        // The registration REGISTERs through the proxy the route sends to: that host may have its password.
+        await registration(o.id, { proxy: `${FAR_END}:${sipp.port}` });
         await addRoute(o.token, `pbx.callplane.test;proxyAddress=${FAR_END}:${sipp.port}`);
         const task = await runTask(o.token);
         assert.deepEqual([task.state, task.result.outcome], ['finished', 'completed'], JSON.stringify(task));
@@ -153,6 +165,72 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
         assert.equal(verifyAuthorization(invites[1].headers.get('proxy-authorization'), { username: 'bob', password: 'b0bpw' }, 'INVITE'), true);
         assert.equal(invites[1].headers.get('route'), `<sip:${FAR_END}:${sipp.port};lr>`);
         assert.match(invites[1].headers.get('from'), /<sip:bob@pbx\.callplane\.test>/);
+      } finally {
+        await sipp.stop();
+      }
+    });
+
+    it('never answers a challenge from a route\'s next hop that is not the registrar with the registration\'s password', async () => {
+      const { o } = await org();
+      const sipp = await startSipp({ host: FAR_END, scenario: 'uas-proxy-auth.xml' });
+      try {
+        // The registrar is pbx.callplane.test; the route goes to another host, which challenges with a realm of its choosing.
+        await registration(o.id);
+        await addRoute(o.token, `${FAR_END}:${sipp.port}`);
+        const task = await runTask(o.token);
+        assert.deepEqual([task.state, task.result.sipStatus], ['failed', 407], JSON.stringify(task));
+        const invites = await invitesOf(o.token, task.providerRef, 1);
+        await new Promise((r) => setTimeout(r, 500));
+        const all = await invitesOf(o.token, task.providerRef, 1);
+        assert.equal(all.length, 1, 'one INVITE: the challenge was not answered');
+        assert.equal(invites[0].headers.has('proxy-authorization'), false);
+        assert.equal(invites[0].headers.has('authorization'), false);
+      } finally {
+        await sipp.stop();
+      }
+    });
+
+    it('answers the registrar\'s challenge of another realm than the one it registered us in with nothing', async () => {
+      const { o } = await org();
+      const sipp = await startSipp({ host: FAR_END, scenario: 'uas-proxy-auth.xml' });
+      try {
+        // The registrar's host, but it challenged the REGISTER in realm pbx.realm: sipp.test is not it.
+        await registration(o.id, { proxy: `${FAR_END}:${sipp.port}`, challenge_realm: 'pbx.realm' });
+        await addRoute(o.token, `${FAR_END}:${sipp.port}`);
+        const task = await runTask(o.token);
+        assert.deepEqual([task.state, task.result.sipStatus], ['failed', 407], JSON.stringify(task));
+        const invites = await invitesOf(o.token, task.providerRef, 1);
+        assert.equal(invites.length, 1);
+        assert.equal(invites[0].headers.has('proxy-authorization'), false);
+      } finally {
+        await sipp.stop();
+      }
+    });
+
+    it('answers a route\'s challenge with the route\'s own credentials (sealed, shown masked), never the registration\'s', async () => {
+      const { o } = await org();
+      const sipp = await startSipp({ host: FAR_END, scenario: 'uas-proxy-auth.xml' });
+      try {
+        await registration(o.id);
+        const route = `${FAR_END}:${sipp.port}`;
+        const bad = await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route, username: 'trunk' } });
+        assert.equal(bad.status, 400);
+        assert.deepEqual([bad.body.success, /password/.test(bad.body.message)], [false, true], bad.body.message);
+        const added = await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route, username: 'trunk', password: 'tr0nk-secret-pw' } });
+        assert.equal(added.status, 201, JSON.stringify(added.body));
+        assert.deepEqual(added.body.routeCredentials, [{ route, username: 'trunk', password: '****t-pw' }]);
+        assert.doesNotMatch(JSON.stringify((await h().call('GET', '/api/v2/sip/outboundRoutes', { token: o.token })).body), /tr0nk-secret/);
+        const stored = await h().database.db.selectFrom('sip_outbound_routes').select('password').where('org_id', '=', o.id).executeTakeFirstOrThrow();
+        assert.doesNotMatch(stored.password!, /tr0nk/, 'sealed at rest');
+        const task = await runTask(o.token);
+        assert.deepEqual([task.state, task.result.outcome], ['finished', 'completed'], JSON.stringify(task));
+        const invites = await invitesOf(o.token, task.providerRef, 2);
+        const answer = invites[1].headers.get('proxy-authorization');
+        assert.equal(verifyAuthorization(answer, { username: 'trunk', password: 'tr0nk-secret-pw' }, 'INVITE'), true);
+        assert.equal(verifyAuthorization(answer.replace('"trunk"', '"bob"'), { username: 'bob', password: 'b0bpw' }, 'INVITE'), false);
+        // Sent again for the same route, credentials replace its own (200).
+        const replaced = await h().call('POST', '/api/v2/sip/outboundRoutes', { token: o.token, body: { route, username: 'trunk2', password: 'another-secret-pw' } });
+        assert.deepEqual([replaced.status, replaced.body.message, replaced.body.routeCredentials[0].username], [200, 'Route credentials updated', 'trunk2']);
       } finally {
         await sipp.stop();
       }
@@ -274,6 +352,39 @@ describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
         } finally {
           await again.stop();
         }
+      });
+
+      it('answers a call that arrives through a registration for its organization, though another registers the same user and whitelists the same trunk', async () => {
+        const a = await org();
+        const b = await org();
+        const user = `shared-${h().engine}`;
+        // a registers through its PBX (the caller's address); b registers the same user elsewhere…
+        const now = Date.now();
+        for (const [orgId, aor, proxy] of [[a.o.id, `sip:${user}@pbx-a.callplane.test`, CALLER], [b.o.id, `sip:${user}@pbx-b.callplane.test`, null]] as const) {
+          await h().database.db.insertInto('sip_registrations').values({
+            org_id: orgId, aor, aor_key: aor, username: user, password: h().box.seal('x'), proxy,
+            transport: 'UDP', lease_owner: 'another-worker', lease_expires_at: now + 3600_000, created_at: now, updated_at: now,
+          }).execute();
+        }
+        // …and both whitelist a's trunk address.
+        for (const t of [a.o.token, b.o.token]) {
+          assert.equal((await h().call('POST', '/api/v2/sip/ipWhitelist', { token: t, body: { ip: CALLER, label: 'PBX' } })).status, 201);
+        }
+        const answered = await dial('uac-call.xml', ourUri(user));
+        let callId: string;
+        try {
+          assert.equal(await exitOf(answered), 0, answered.output());
+          assert.deepEqual(sippFlow(answered), ['< INVITE', '> 100', '> 200', '< ACK', '< BYE', '> 200']);
+          const invite = parseMessage(Buffer.from(answered.messages().split(/-{47} [^\n]*\n/).find((p) => /message sent/.test(p))!.replace(/^[^\n]*\n\n/, '')));
+          callId = invite.headers.get('call-id')!;
+        } finally {
+          await answered.stop();
+        }
+        await waitFor('the call captured for a', async () => {
+          const c = await captures(a.o.token, callId);
+          return c.status === 200 && c.body.captures.length >= 3 ? c : undefined;
+        });
+        assert.equal((await captures(b.o.token, callId)).status, 404);
       });
 
       it('ends an answered inbound call after CALLPLANE_CALL_MAX_SECONDS with our BYE', async () => {

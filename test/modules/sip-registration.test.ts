@@ -73,6 +73,8 @@ describe('SIP registration with Kamailio', { skip: peersSkip(['kamailio']) }, ()
       const row = await h().database.db.selectFrom('sip_registrations').selectAll().where('org_id', '=', o.id).executeTakeFirstOrThrow();
       assert.ok(!row.password.includes(kam.password) && h().box.open(row.password) === kam.password, 'sealed at rest');
       assert.equal(row.lease_owner, h().sip!.ownerId);
+      // The realm Kamailio challenged with (its To domain) is kept: calls answer only that realm with this password (docs/sip.md, "Credentials").
+      assert.equal(row.challenge_realm, kam.domain);
 
       // Every message of the registration is captured for the organization.
       const cap = await waitFor('captures', () => h().database.db.selectFrom('sip_captures').select('call_id').where('org_id', '=', o.id).executeTakeFirst());

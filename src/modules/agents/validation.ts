@@ -332,6 +332,12 @@ export const FIELDS = {
     type: Type.String({ enum: [...ANALYSIS_FIELD_TYPES] }), description: Type.Optional(Type.String({ maxLength: 300 })), values: Type.Optional(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 20 })),
   })]), { description: `Fields the analysis after each conversation extracts (at most ${MAX_ANALYSIS_FIELDS}; string, number, boolean or enum; extension; docs/agents.md)` }),
   check: analysisFields },
+  postCallAnalysis: {
+    schema: Type.Union([Type.Boolean(), Type.Integer({ minimum: 0, maximum: 100 })], {
+      description: 'The analysis after each conversation: true (default: every one), false (none), or the share of conversations analysed in percent, 0–100, chosen by the conversation id (extension; docs/agents.md)',
+    }),
+    check: (v, field) => (typeof v === 'boolean' ? v : typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 100 ? v : fail(field, 'must be true, false or a whole percentage from 0 to 100')),
+  },
   requireVerifiedCallerForTexts: { schema: B('Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md)'), check: bool },
   autoRecordingNotification: { schema: S('true, false or always', { enum: ['true', 'false', 'always'] }), check: str({ max: 6, enum: ['true', 'false', 'always'] }) },
   recordingNotificationPhrase: { schema: S('Phrase announcing the recording', { minLength: 1, maxLength: 500 }), check: str({ min: 1, max: 500 }) },

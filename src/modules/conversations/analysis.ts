@@ -4,6 +4,7 @@
 // (with the agent's own extraction fields), the bounded transcript the model reads as data, the
 // check of its answer, and the rules-based analysis that answers on the SIMULATED engine.
 // The job that runs it is run-analysis.ts.
+import crypto from 'node:crypto';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { ConversationRow, MessageRow } from '../../db/types.ts';
@@ -61,6 +62,22 @@ export interface ConversationFacts {
    * of issue 27 fills it, and this rule then makes the outcome `voicemail`.
    */
   machineAnswered?: boolean;
+}
+
+/** Why an analysis was not run, as its row (state canceled) and the reads say: the agent's postCallAnalysis. */
+export const SKIPPED_ANALYSIS = 'skipped by the agent\'s postCallAnalysis setting';
+
+/**
+ * Whether a conversation of an agent is analysed (its `postCallAnalysis`): true or absent every one,
+ * false none, a percentage p those whose id's SHA-256, its first four bytes read as an unsigned
+ * big-endian integer, modulo 100, is below p — the same conversation always decides the same way.
+ */
+export function analysisWanted(config: AgentConfig, conversationId: string): boolean {
+  const v = config.postCallAnalysis;
+  if (v === undefined || v === null || v === true) return true;
+  if (v === false) return false;
+  if (typeof v !== 'number') return true;
+  return crypto.createHash('sha256').update(conversationId, 'utf8').digest().readUInt32BE(0) % 100 < v;
 }
 
 export const isCall = (channel: ConversationRow['channel']) => channel === 'voice' || channel === 'sip';

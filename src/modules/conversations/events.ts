@@ -38,13 +38,13 @@ export async function recordIncomingEvent(tx: Executor, c: ConversationRow, firs
   return queueSubscriptionEvent(tx, { orgId: c.org_id, subscriptionType: 'incoming', eventId: newId('cev', now), eventType: 'incoming', payload, now });
 }
 
-export async function recordConversationEvent(tx: Executor, c: ConversationRow, transcript: readonly MessageRow[], now: number): Promise<boolean> {
+export async function recordConversationEvent(tx: Executor, c: ConversationRow, transcript: readonly MessageRow[], now: number, analysis: 'pending' | 'skipped' = 'pending'): Promise<boolean> {
   const payload = JSON.stringify({
     type: 'conversation', timestamp: new Date(now).toISOString(),
     data: {
       ...summary(c), ...ended(c),
-      // Its analysis follows in a `conversation.analyzed` event.
-      analysisStatus: 'pending',
+      // Its analysis follows in a `conversation.analyzed` event, unless the agent's postCallAnalysis skipped it.
+      analysisStatus: analysis,
       transcript: transcript.filter((m) => m.direction !== 'tool').slice(0, EVENT_TRANSCRIPT_MESSAGES)
         .map((m) => ({ uuid: m.id, direction: m.direction, message: m.text, timestamp: toUnixSeconds(m.at) })),
     },

@@ -5,7 +5,7 @@ import type { ConversationRow, MessageRow, RoomRow } from '../../db/types.ts';
 import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { agentIdOf } from '../agents/service.ts';
-import { missedCall, type AnalysisAnswer } from './analysis.ts';
+import { missedCall, SKIPPED_ANALYSIS, type AnalysisAnswer } from './analysis.ts';
 import type { AnalysisView, LiveConversationRow, LogRow } from './repository.ts';
 
 /** The contract's roomId of a room row: `<account_id>:<id>`. */
@@ -113,10 +113,14 @@ export function presentRoomMessage(m: MessageRow, room: RoomSide, agentName: str
   };
 }
 
-/** The analysis's status: pending (queued or running), done, failed; undefined when there is none (open, or ended before analyses existed). */
-export function analysisStatus(state: AnalysisView['analysis_state']): 'pending' | 'done' | 'failed' | undefined {
+/**
+ * The analysis's status: pending (queued or running), done, failed, skipped (the agent's
+ * postCallAnalysis); undefined when there is none (open, or ended before analyses existed).
+ */
+export function analysisStatus(state: AnalysisView['analysis_state'], error?: string | null): 'pending' | 'done' | 'failed' | 'skipped' | undefined {
   if (state === null) return undefined;
   if (state === 'finished') return 'done';
+  if (state === 'canceled' && error === SKIPPED_ANALYSIS) return 'skipped';
   return state === 'failed' || state === 'canceled' ? 'failed' : 'pending';
 }
 
@@ -133,7 +137,7 @@ function answerOf(a: AnalysisView): AnalysisAnswer | undefined {
  * out rather than null when there is no value (the analysis is pending or failed; nobody to rate).
  */
 export function presentAnalysis(a: AnalysisView, c: Pick<ConversationRow, 'channel' | 'ended_at' | 'messages_in'>) {
-  const status = analysisStatus(a.analysis_state);
+  const status = analysisStatus(a.analysis_state, a.analysis_error);
   const answer = answerOf(a);
   return {
     ...(answer ? {
@@ -320,9 +324,9 @@ export function presentLog(c: LogRow): Record<Exclude<LogField, 'transcript'>, L
     taskId: c.task_id,
     duration: c.duration_ms === null ? null : Math.round(c.duration_ms / 1000),
     missedCall: missedCall(c),
-    analysisStatus: analysisStatus(c.analysis_state) ?? null,
+    analysisStatus: analysisStatus(c.analysis_state, c.analysis_error) ?? null,
     analysisEngine: answer ? c.analysis_engine : null,
-    analysisError: analysisStatus(c.analysis_state) === 'failed' ? c.analysis_error ?? 'the analysis failed' : null,
+    analysisError: analysisStatus(c.analysis_state, c.analysis_error) === 'failed' ? c.analysis_error ?? 'the analysis failed' : null,
     summary: answer?.summary ?? null,
     agentOutcome: answer?.outcome ?? null,
     aiLeadRating: answer?.leadRating ?? null,

@@ -238,9 +238,11 @@ export interface AnalysisView {
 
 export const analysisRepo = {
   /** Queues the analysis of a conversation that just ended (once: the conversation's id is the key). */
-  async queue(db: Executor, conversationId: string, orgId: number, now: number): Promise<boolean> {
+  async queue(db: Executor, conversationId: string, orgId: number, now: number, skipped?: string): Promise<boolean> {
+    // Skipped (the agent's postCallAnalysis): recorded as settled, never claimed, the reason kept.
     const r = await db.insertInto('conversation_analyses')
-      .values({ id: conversationId, org_id: orgId, run_at: now, created_at: now, updated_at: now })
+      .values({ id: conversationId, org_id: orgId, run_at: now, created_at: now, updated_at: now,
+        ...(skipped ? { state: 'canceled' as const, last_error: skipped, finished_at: now } : {}) })
       .onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
     return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
   },

@@ -17,6 +17,7 @@ import { accountRepo } from '../accounts/repository.ts';
 import type { AgentService } from '../agents/service.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { recordConversationEvent, recordIncomingEvent, roomIdOf } from './events.ts';
+import { analysisWanted, SKIPPED_ANALYSIS } from './analysis.ts';
 import { decideJunk } from './junk.ts';
 import { analysisRepo, automationRepo, conversationRepo, messageRepo, roomRepo, turnRepo } from './repository.ts';
 
@@ -178,8 +179,11 @@ export function conversationService(deps: ConversationServiceDeps) {
       if (!c) return null;
       // Counted once, when it ends (docs/billing.md, "Usage"), on the local day of its end.
       await usageRepo.add(tx, c.org_id, now, { conversations: 1 });
-      if (await analysisRepo.queue(tx, c.id, c.org_id, now)) await notifyQueue(tx, ANALYSES);
-      return recordConversationEvent(tx, c, await messageRepo.ofConversation(tx, c.id), now);
+      // The agent's postCallAnalysis decides whether the analysis (a model's cost) runs at all.
+      const agent = await accountRepo.findById(tx, c.account_id);
+      const wanted = !agent || analysisWanted(await agents.liveConfig(agent, tx), c.id);
+      if (await analysisRepo.queue(tx, c.id, c.org_id, now, wanted ? undefined : SKIPPED_ANALYSIS) && wanted) await notifyQueue(tx, ANALYSES);
+      return recordConversationEvent(tx, c, await messageRepo.ofConversation(tx, c.id), now, wanted ? 'pending' : 'skipped');
     });
     if (queued !== null) deps.wakeAnalyses?.();
     if (queued) deps.wakeDeliveries();

@@ -3,6 +3,9 @@
 // (refusals captured at a bounded rate), an admitted INVITE answered by the agent it is addressed
 // to, which talks over RTP until either side hangs up or callMaxSeconds pass; BYE and NOTIFY for
 // nothing of ours 481, anything else 405.
+import { lookup } from 'node:dns/promises';
+import net from 'node:net';
+import type { SipRegistrationRow } from '../../db/types.ts';
 import { RtpSession } from '../../media/rtp-session.ts';
 import { RtpTransport } from '../../media/rtp-transport.ts';
 import type { PreparedVoiceCall } from '../../media/voice-transport.ts';
@@ -18,6 +21,7 @@ import type { SipCaptures } from './captures.ts';
 import { formatHost, whitelisted, whitelistMatcher } from './parse.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { sipCallPlan } from './calls.ts';
+import { registrarOf } from './registrations.ts';
 import { sipRepo } from './repository.ts';
 import type { SipWorkerDeps, WorkerState } from './worker-deps.ts';
 
@@ -82,8 +86,9 @@ export class InboundCalls {
 
   /**
    * The organization an INVITE is for, by what names the callee: the registration whose AOR is its
-   * To (or Request-URI); else the organizations whose registration user is the Request-URI's user
-   * (calls to our Contact), whose agent the Request-URI's user names (`camp<id>`), or whose
+   * To (or Request-URI); else the registration whose user is the Request-URI's user (a call to our
+   * Contact) and whose registrar the INVITE comes from — the call arrived through that registration;
+   * else the organizations whose registration user is the Request-URI's user, whose agent the Request-URI's user names (`camp<id>`), or whose
    * numbering provider owns the number called (Request-URI or To user, or a tel: URI). Several of those are told apart by their own whitelists: the one whose
    * whitelist holds the source. Which whitelist holds the source never makes an INVITE anyone's
    * by itself. `identified` is false when nothing in the INVITE names any organization.
@@ -114,7 +119,17 @@ export class InboundCalls {
       if (org !== undefined) return { orgId: org, identified: true };
     }
     const candidates = new Set<number>();
-    if (ruriUser) for (const r of await sipRepo.orgsOfUser(db, ruriUser)) candidates.add(r.org_id);
+    if (ruriUser) {
+      const regs = await sipRepo.registrationsOfUser(db, ruriUser);
+      // A call that arrives through a registration — from its registrar, to the Contact we
+      // registered — belongs to that registration's organization: no whitelist of another one
+      // (which may hold the same trunk address and register the same user) can make it ambiguous.
+      // Looked up together: one INVITE waits 2 s at most for the registrars' names, however many.
+      const from = await Promise.all(regs.map((r) => comesFromRegistrar(r, source)));
+      const through = new Set(regs.filter((_, i) => from[i]).map((r) => r.org_id));
+      if (through.size === 1) return { orgId: [...through][0], identified: true };
+      for (const r of regs) candidates.add(r.org_id);
+    }
     // An agent called by its id (camp<id>, as the API names agents): its organization.
     const agentId = ruriUser ? /^camp(\d{1,10})$/i.exec(ruriUser)?.[1] : undefined;
     if (agentId) {
@@ -343,6 +358,21 @@ export class InboundCalls {
     endpoint.respond(req, ctx, status, reason);
     this.captures.untrack(callId);
   }
+}
+
+/**
+ * Whether `source` is the registration's registrar (where its REGISTERs go: `proxy`, else the AOR's
+ * host), by address: a name is resolved (all its addresses; one that does not resolve in 2 s is no
+ * match). IPv4-mapped IPv6 sources are read as IPv4.
+ */
+async function comesFromRegistrar(row: Pick<SipRegistrationRow, 'aor' | 'proxy' | 'port' | 'transport'>, source: string): Promise<boolean> {
+  let host: string;
+  try { host = registrarOf(row).host; } catch { return false; }
+  const src = source.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '').toLowerCase();
+  if (net.isIP(host)) return host.toLowerCase() === src;
+  const timeout = new Promise<[]>((resolve) => setTimeout(() => resolve([]), 2000).unref());
+  const addresses = await Promise.race([lookup(host, { all: true }).catch(() => []), timeout]);
+  return addresses.some((a) => a.address.toLowerCase() === src);
 }
 
 /** Who a call is for and from: the Request-URI's user (else To's, else a tel: number), and From. */

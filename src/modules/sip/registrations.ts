@@ -271,8 +271,12 @@ export class RegistrationOwner {
     const eventKey = `${registered}:${s.code ?? ''}`;
     const type: RegistrationEventType | undefined = running?.lastEvent === eventKey ? undefined
       : registered ? 'registration.registered' : 'registration.failed';
+    // The realm the registrar challenged with when it accepted us: calls answer only that realm with
+    // the registration's password (calls.ts, routeCredentials).
+    const realm = s.ok ? [...(running?.reg.session.challenges.values() ?? [])][0]?.challenge.realm : undefined;
     const queued = await database.db.transaction().execute(async (tx) => {
       const wrote = await sipRepo.writeStatus(tx, o.id, this.deps.ownerId, version, {
+        ...(realm !== undefined ? { challenge_realm: realm } : {}),
         attempted_version: version, registered: registered ? 1 : 0, last_code: s.code ?? null, last_reason: s.reason ?? null,
         last_error: s.ok ? null : (s.error ?? (s.code ? null : 'no response')), expires_at: s.expiresAt?.getTime() ?? null,
         last_attempt_at: s.lastAttemptAt?.getTime() ?? now, next_attempt_at: s.nextAttemptAt?.getTime() ?? null, updated_at: now,

@@ -89,9 +89,9 @@ export const sipRepo = {
   orgOfAor: (db: Executor, aorKey: string) =>
     db.selectFrom('sip_registrations').select(['org_id']).where('aor_key', '=', aorKey).executeTakeFirst().then((r) => r?.org_id),
 
-  /** Organizations whose registration uses this SIP user (the Request-URI of calls to our Contact). */
-  orgsOfUser: (db: Executor, username: string) =>
-    db.selectFrom('sip_registrations').select(['org_id']).where('username', '=', username).limit(100).execute(),
+  /** The registrations using this SIP user, with where they REGISTER (a call through one comes from its registrar). */
+  registrationsOfUser: (db: Executor, username: string) =>
+    db.selectFrom('sip_registrations').select(['org_id', 'aor', 'proxy', 'port', 'transport']).where('username', '=', username).limit(100).execute(),
 
   whitelist: (db: Executor, orgId: number) =>
     db.selectFrom('sip_ip_whitelist').selectAll().where('org_id', '=', orgId).orderBy('id').execute(),
@@ -137,6 +137,11 @@ export const sipRepo = {
       .onConflict((oc) => oc.columns(['org_id', 'route_key']).doNothing()).returning('id').executeTakeFirst();
     return r !== undefined;
   },
+
+  /** Replaces a route's own credentials (username, sealed password). */
+  setRouteCredentials: (db: Executor, orgId: number, routeKey: string, set: { username?: string; password?: string }) =>
+    db.updateTable('sip_outbound_routes').set({ username: set.username ?? null, password: set.password ?? null })
+      .where('org_id', '=', orgId).where('route_key', '=', routeKey).execute(),
 
   deleteRoute: (db: Executor, orgId: number, routeKey: string) =>
     db.deleteFrom('sip_outbound_routes').where('org_id', '=', orgId).where('route_key', '=', routeKey).executeTakeFirst()

@@ -57,6 +57,15 @@ const IpBody = Type.Object({ ip: Type.String({ description: 'The whitelisted add
 const RouteBody = (what: string) => Type.Object({
   route: Type.String({ description: `${what}: host[:port][;transport=tcp|udp][;proxyAddress=host[:port]]`, maxLength: 500 }),
 }, { additionalProperties: true });
+const AddRouteBody = Type.Object({
+  route: Type.String({ description: 'Outbound route to add: host[:port][;transport=tcp|udp][;proxyAddress=host[:port]]', maxLength: 500 }),
+  username: Type.Optional(Type.String({ maxLength: 128, description: 'Extension: the digest user this route\'s next hop (its proxyAddress, else its host) challenges for; with password. Without them the registration\'s credentials answer only a route whose next hop is the registrar (docs/sip.md)' })),
+  password: Type.Optional(Type.String({ maxLength: 256, description: 'Extension: the route\'s digest password (sealed, never returned; answers only the route\'s next hop). Sent for an existing route, it replaces that route\'s credentials' })),
+}, { additionalProperties: true });
+const RouteCredential = Obj({
+  route: Type.String(), username: Type.String(), password: Type.String({ description: 'Masked' }),
+}, 'An outbound route\'s own digest credentials (extension)');
+const RoutesAnswer = { routes: Type.Array(Type.String()), routeCredentials: Type.Optional(Type.Array(RouteCredential)) };
 
 const CapturesQuery = Type.Object({
   ...Target,
@@ -158,15 +167,15 @@ export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise
   app.get('/api/v2/sip/outboundRoutes', {
     schema: {
       operationId: 'listSipOutboundRoutes', tags, security: Security, summary: 'List SIP Outbound Routes',
-      querystring: TargetQuery, response: { 200: Envelope({ routes: Type.Array(Type.String()) }), ...errors(403, 404) },
+      querystring: TargetQuery, response: { 200: Envelope(RoutesAnswer), ...errors(403, 404) },
     },
   }, async (req) => sip.listRoutes(req.scope, req.query.targetAccountId));
 
   app.post('/api/v2/sip/outboundRoutes', {
     schema: {
       operationId: 'addSipOutboundRoute', tags, security: Security, summary: 'Add SIP Outbound Route (201; 200 when an equivalent route exists)',
-      querystring: TargetQuery, body: RouteBody('Outbound route to add'),
-      response: { 200: Envelope({ routes: Type.Array(Type.String()) }), 201: Envelope({ routes: Type.Array(Type.String()) }), ...errors(400, 403, 404) },
+      querystring: TargetQuery, body: AddRouteBody,
+      response: { 200: Envelope(RoutesAnswer), 201: Envelope(RoutesAnswer), ...errors(400, 403, 404) },
     },
   }, async (req, reply) => {
     const r = await sip.addRoute(req.scope, req.query.targetAccountId, req.body);

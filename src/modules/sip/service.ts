@@ -7,7 +7,7 @@ import type { AccountRow, Db, SipRegistrationRow } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/errors.ts';
-import type { SecretBox } from '../../lib/crypto.ts';
+import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
 import { secretTargetRefusal, sipOrigin } from '../../lib/secret-target.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { notifyQueue } from '../../queue/waker.ts';
@@ -107,6 +107,21 @@ export function presenceOf(row: Pick<SipRegistrationRow, 'subscribe' | 'presence
 
 // eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
 const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * A route's own digest credentials from a POST body: `username` and `password` together, or
+ * neither (400 naming the field). They answer only the route's next hop (docs/sip.md, "Credentials").
+ */
+function routeCredentialsOf(body: { username?: unknown; password?: unknown }): { username: string; password: string } | undefined {
+  const given = (v: unknown) => v !== undefined && v !== null && v !== '';
+  if (!given(body.username) && !given(body.password)) return undefined;
+  if (typeof body.username !== 'string' || !given(body.username)) throw new Invalid('username is required with password (the digest user of the route\'s next hop)');
+  if (typeof body.password !== 'string' || !given(body.password)) throw new Invalid('password is required with username');
+  if (!isSipUser(body.username)) throw new Invalid(`username '${body.username.slice(0, 40)}' has characters a SIP user cannot have`);
+  if (body.password.length > 256) throw new Invalid('password must be at most 256 characters long');
+  if (CONTROL.test(body.password)) throw new Invalid('password must not contain control characters');
+  return { username: body.username, password: body.password };
+}
 
 function text(value: string | undefined, field: string, max: number): string | undefined {
   if (value === undefined) return undefined;
@@ -293,7 +308,8 @@ export function sipService(deps: SipServiceDeps) {
     const { password, ...rest } = cfg;
     const changed = await db.transaction().execute(async (tx) => {
       const out = await sipRepo.updateRegistrationAt(tx, existing.id, existing.version, {
-        ...rest, ...(password !== undefined ? { password: box.seal(password) } : {}), version, updated_at: now,
+        // The realm the registrar challenges with is learnt again from the new configuration's REGISTER.
+        ...rest, ...(password !== undefined ? { password: box.seal(password) } : {}), challenge_realm: null, version, updated_at: now,
       });
       if (out) await notifyQueue(tx, SIP_REGISTRATIONS);
       return out;
@@ -312,7 +328,7 @@ export function sipService(deps: SipServiceDeps) {
     const restored = await db.transaction().execute(async (tx) => {
       const out = await sipRepo.updateRegistrationAt(tx, existing.id, version, {
         aor: existing.aor, aor_key: existing.aor_key, username: existing.username, auth_username: existing.auth_username,
-        password: existing.password, realm: existing.realm, proxy: existing.proxy, port: existing.port,
+        password: existing.password, realm: existing.realm, challenge_realm: existing.challenge_realm, proxy: existing.proxy, port: existing.port,
         transport: existing.transport, subscribe: existing.subscribe, version: version + 1, updated_at: Date.now(),
       });
       if (out) await notifyQueue(tx, SIP_REGISTRATIONS);
@@ -446,29 +462,32 @@ export function sipService(deps: SipServiceDeps) {
 
     async listRoutes(scope: Scope, targetAccountId: number | undefined) {
       const org = await tenant(scope, targetAccountId, false);
-      return { success: true, message: 'Success', routes: await routesOf(org.id) };
+      return { success: true, message: 'Success', ...await routesOf(org.id) };
     },
 
-    async addRoute(scope: Scope, targetAccountId: number | undefined, body: { route: string }) {
+    async addRoute(scope: Scope, targetAccountId: number | undefined, body: { route: string; username?: unknown; password?: unknown }) {
       const org = await tenant(scope, targetAccountId, true);
       const r = parseOutboundRoute(body.route);
       if (!r.ok) throw new Invalid(r.message);
+      const creds = routeCredentialsOf(body);
       // The INVITE goes to the proxy when there is one, else to the host.
       if (r.value.proxy) await checkTarget(r.value.proxy.host, 'route proxyAddress');
       else await checkTarget(r.value.host, 'route');
       const key = routeKey(r.value);
       const created = await db.transaction().execute(async (tx) => {
         if ((await sipRepo.countRoutes(tx, org.id)) >= MAX_ROUTES) throw new Invalid(`an organization may have at most ${MAX_ROUTES} outbound routes`);
-        return sipRepo.insertRoute(tx, {
+        const sealed = creds ? { username: creds.username, password: box.seal(creds.password) } : {};
+        const inserted = await sipRepo.insertRoute(tx, {
           org_id: org.id, route: body.route.trim(), route_key: key, host: r.value.host, port: r.value.port ?? null,
           transport: r.value.transport, proxy_host: r.value.proxy?.host ?? null, proxy_port: r.value.proxy?.port ?? null,
-          created_at: Date.now(),
+          ...sealed, created_at: Date.now(),
         });
+        // The route (so its host) is the key: credentials sent again for it replace its own.
+        if (!inserted && creds) await sipRepo.setRouteCredentials(tx, org.id, key, sealed);
+        return inserted;
       });
-      return {
-        status: created ? 201 as const : 200 as const,
-        body: { success: true, message: created ? 'Route added successfully' : 'Route already exists', routes: await routesOf(org.id) },
-      };
+      const message = created ? 'Route added successfully' : creds ? 'Route credentials updated' : 'Route already exists';
+      return { status: created ? 201 as const : 200 as const, body: { success: true, message, ...await routesOf(org.id) } };
     },
 
     async removeRoute(scope: Scope, targetAccountId: number | undefined, body: { route: string }) {
@@ -530,8 +549,12 @@ export function sipService(deps: SipServiceDeps) {
     return (await sipRepo.whitelist(db, orgId)).map((w) => ({ id: w.id, userId: w.org_id, label: w.label, timestamp: toUnixSeconds(w.created_at), ip: w.ip }));
   }
 
+  /** The routes as the contract lists them, and (an extension) the credentials of those that have their own, masked. */
   async function routesOf(orgId: number) {
-    return (await sipRepo.routes(db, orgId)).map((r) => r.route);
+    const rows = await sipRepo.routes(db, orgId);
+    const routeCredentials = rows.filter((r) => r.username !== null && r.password !== null)
+      .map((r) => ({ route: r.route, username: r.username!, password: maskSecret(box.open(r.password!)) }));
+    return { routes: rows.map((r) => r.route), ...(routeCredentials.length ? { routeCredentials } : {}) };
   }
 }
 
