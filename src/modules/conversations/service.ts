@@ -3,7 +3,7 @@
 // `incoming` and `conversation` events), the API channel (POST /api/v2/agent/receiveMessage) and
 // answers to asynchronous automation actions (POST /api/v2/agent/zapier/response).
 import crypto from 'node:crypto';
-import { usageRepo } from '../billing/repository.ts';
+import { usageRepo, type UsageMetric } from '../billing/repository.ts';
 import type { Config } from '../../config.ts';
 import type {
   AccountRow, ConversationChannel, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow,
@@ -117,6 +117,21 @@ export async function recordAgentLine(tx: Executor, c: Pick<ConversationRow, 'id
   return id;
 }
 
+/**
+ * What a conversation's end adds to the usage rollups (docs/billing.md, "Usage"): a conversation;
+ * a voice call (Twilio or SIP) that is not a call task's (those are counted when their task ends)
+ * is also a call, with its seconds from answer to end, rounded up to the whole minute.
+ */
+export function endUsage(c: Pick<ConversationRow, 'channel' | 'task_id' | 'duration_ms'>): Partial<Record<UsageMetric, number>> {
+  const u: Partial<Record<UsageMetric, number>> = { conversations: 1 };
+  if ((c.channel === 'voice' || c.channel === 'sip') && c.task_id === null) {
+    u.calls = 1;
+    const seconds = Math.ceil(Math.max(0, Number(c.duration_ms ?? 0)) / 1000);
+    if (seconds > 0) { u.callSeconds = seconds; u.callMinutes = Math.ceil(seconds / 60); }
+  }
+  return u;
+}
+
 export function conversationService(deps: ConversationServiceDeps) {
   const { db, agents } = deps;
   const clock = deps.now ?? Date.now;
@@ -177,7 +192,7 @@ export function conversationService(deps: ConversationServiceDeps) {
       const c = await conversationRepo.find(tx, conversationId);
       if (!c) return null;
       // Counted once, when it ends (docs/billing.md, "Usage"), on the local day of its end.
-      await usageRepo.add(tx, c.org_id, now, { conversations: 1 });
+      await usageRepo.add(tx, c.org_id, now, endUsage(c));
       if (await analysisRepo.queue(tx, c.id, c.org_id, now)) await notifyQueue(tx, ANALYSES);
       return recordConversationEvent(tx, c, await messageRepo.ofConversation(tx, c.id), now);
     });
