@@ -1,10 +1,11 @@
 // Background work of a worker process: periodic jobs that keep the tables bounded (expired
-// one-time tokens, finished tasks and old daily counters, ended webhook deliveries and relayed
+// one-time tokens, finished tasks and old daily counters, subscriptions to renew, ended webhook deliveries and relayed
 // events, ended conversation turns, call recordings, rate-limit counters of ended windows) and end message conversations that have gone quiet. Each
 // deletes in small batches, so no run holds a long transaction.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
 import { pruneEndedWindows } from './db/rate-limit-counters.ts';
+import { renewSubscriptions } from './modules/billing/renewals.ts';
 import { turnRepo } from './modules/conversations/repository.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
@@ -74,6 +75,8 @@ export function maintenanceJobs(database: Database, opts: {
       name: 'prune-rate-limit-counters', everyMs: 60_000,
       run: () => drain(() => pruneEndedWindows(database.db, Date.now() - 2 * rateLimitWindowMs, 1000), 1000),
     },
+    // Subscriptions without a payment processor start their next term when a period ends.
+    { name: 'renew-subscriptions', everyMs: 60_000, run: () => renewSubscriptions(database.db, Date.now()) },
     ...(opts.closeIdleConversations ? [{ name: 'close-idle-conversations', everyMs: 60_000, run: opts.closeIdleConversations }] : []),
   ];
 }
