@@ -15,8 +15,8 @@ import { addonRepo, periodRepo, subscriptionRepo, usageRepo, type UsageMetric } 
 
 /** The billed items, in answer order: what a plan includes and sells past its included amounts. */
 export const BILLED = ['callMinutes', 'texts', 'tasks', 'conversations', 'modelTokens'] as const;
-/** Counted but not billed on their own: shown with allItems. */
-export const EXTRA = ['calls', 'callSeconds'] as const;
+/** Counted but not billed on their own: shown with allItems (test*: the staging test chat's sessions and tokens, never billed). */
+export const EXTRA = ['calls', 'callSeconds', 'testConversations', 'testTokens'] as const;
 type Billed = (typeof BILLED)[number];
 
 const RATE_OF: Record<Billed, keyof Plan['overage']> = {

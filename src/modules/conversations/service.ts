@@ -3,7 +3,8 @@
 // `incoming` and `conversation` events), the API channel (POST /api/v2/agent/receiveMessage) and
 // answers to asynchronous automation actions (POST /api/v2/agent/zapier/response).
 import crypto from 'node:crypto';
-import { usageRepo, type UsageMetric } from '../billing/repository.ts';
+import { usageRepo } from '../billing/repository.ts';
+import { endUsage } from '../billing/usage-rules.ts';
 import type { Config } from '../../config.ts';
 import type {
   AccountRow, ConversationChannel, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow,
@@ -30,6 +31,8 @@ export const MAX_ATTACHMENTS = 10;
 export const MAX_CONTEXT_JSON = 8 * 1024;
 /** Message channels: a session continues until it has been idle for CALLPLANE_CONVERSATION_IDLE_MINUTES. */
 export const MESSAGE_CHANNELS: readonly ConversationChannel[] = ['api', 'sms', 'web'];
+/** A staging test chat session (channel `test`) ends once idle this long: it is not shown in progress for the whole idle window. */
+export const STAGING_IDLE_MINUTES = 5;
 
 /** Where a queued turn's reply goes. */
 export type ReplyTarget =
@@ -117,21 +120,6 @@ export async function recordAgentLine(tx: Executor, c: Pick<ConversationRow, 'id
   return id;
 }
 
-/**
- * What a conversation's end adds to the usage rollups (docs/billing.md, "Usage"): a conversation;
- * a voice call (Twilio or SIP) that is not a call task's (those are counted when their task ends)
- * is also a call, with its seconds from answer to end, rounded up to the whole minute.
- */
-export function endUsage(c: Pick<ConversationRow, 'channel' | 'task_id' | 'duration_ms'>): Partial<Record<UsageMetric, number>> {
-  const u: Partial<Record<UsageMetric, number>> = { conversations: 1 };
-  if ((c.channel === 'voice' || c.channel === 'sip') && c.task_id === null) {
-    u.calls = 1;
-    const seconds = Math.ceil(Math.max(0, Number(c.duration_ms ?? 0)) / 1000);
-    if (seconds > 0) { u.callSeconds = seconds; u.callMinutes = Math.ceil(seconds / 60); }
-  }
-  return u;
-}
-
 export function conversationService(deps: ConversationServiceDeps) {
   const { db, agents } = deps;
   const clock = deps.now ?? Date.now;
@@ -144,7 +132,7 @@ export function conversationService(deps: ConversationServiceDeps) {
       display_name: r.displayName ?? null, junk: 0, junk_reason: null,
     }, now);
     if (!r.fresh) {
-      const current = await conversationRepo.openInRoom(tx, room.id, r.channel, now - idleMs);
+      const current = await conversationRepo.openInRoom(tx, room.id, r.channel, now - (r.channel === 'test' ? STAGING_IDLE_MINUTES * 60_000 : idleMs));
       if (current) return { room, conversation: current, opened: false };
     }
     const conversation = await conversationRepo.insert(tx, {
@@ -172,7 +160,7 @@ export function conversationService(deps: ConversationServiceDeps) {
       const decided = decideJunk({ counterpart: o.room.counterpart, displayName: o.room.display_name, channel: o.conversation.channel, override: o.room.junk_override }, await agents.liveConfig(agent, tx));
       if (decided.junk !== o.room.junk || decided.reason !== o.room.junk_reason) await roomRepo.setJunk(tx, o.room.id, decided.junk, decided.reason, now);
     }
-    const queued = o.opened && o.conversation.direction === 'inbound' ? await recordIncomingEvent(tx, o.conversation, m.text, now) : false;
+    const queued = o.opened && o.conversation.direction === 'inbound' && o.conversation.channel !== 'test' ? await recordIncomingEvent(tx, o.conversation, m.text, now) : false;
     return { id, queued };
   }
 
@@ -193,6 +181,8 @@ export function conversationService(deps: ConversationServiceDeps) {
       if (!c) return null;
       // Counted once, when it ends (docs/billing.md, "Usage"), on the local day of its end.
       await usageRepo.add(tx, c.org_id, now, endUsage(c));
+      // A staging test chat session is the agent's editor trying it: no analysis (a model cost) and no webhook.
+      if (c.channel === 'test') return false;
       if (await analysisRepo.queue(tx, c.id, c.org_id, now)) await notifyQueue(tx, ANALYSES);
       return recordConversationEvent(tx, c, await messageRepo.ofConversation(tx, c.id), now);
     });
@@ -299,7 +289,10 @@ export function conversationService(deps: ConversationServiceDeps) {
 
     /** Ends message sessions idle longer than the idle window (maintenance); how many ended. */
     async closeIdle(limit = 500): Promise<number> {
-      const idle = await conversationRepo.idle(db, clock() - idleMs, MESSAGE_CHANNELS, limit);
+      const idle = [
+        ...await conversationRepo.idle(db, clock() - idleMs, MESSAGE_CHANNELS, limit),
+        ...await conversationRepo.idle(db, clock() - STAGING_IDLE_MINUTES * 60_000, ['test'], limit),
+      ];
       let n = 0;
       for (const c of idle) if (await end(c.id, 'completed', 'idle')) n++;
       return n;
