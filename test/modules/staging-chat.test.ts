@@ -157,3 +157,56 @@ describe('staging test chat without a model provider [sqlite]', () => {
     assert.match(res.body.reply, /You said: "Is anyone there\?"/);
   });
 });
+
+// Inline model turns are limited per organization (issue 33): concurrency and rate, 429 with
+// Retry-After and a message, another organization unaffected (the web chat page's turns share the
+// same limiter: src/platform.ts).
+for (const engine of ENGINES) {
+  describe(`inline model turns are limited per organization [${engine}]`, () => {
+    let h: Harness;
+    let llm: FakeLlm;
+    before(async () => {
+      llm = await startFakeLlm({ models: ['fake-model'] });
+      h = await startHarness(engine, {
+        CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_API_KEY: 'sk-fake', CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0',
+        CALLPLANE_INLINE_TURNS_CONCURRENT: '1', CALLPLANE_INLINE_TURNS_PER_MINUTE: '3',
+      });
+    });
+    after(async () => { await h?.close(); await llm?.close(); });
+
+    const send = (o: { agentId: number; token: string }, session: string) =>
+      h.call('POST', `/api/v2/agent/${o.agentId}/testMessage`, { token: o.token, body: { text: 'Hello?', session } });
+
+    it('one at a time and 3 a minute per organization; another organization still answered', async () => {
+      const r = await h.reseller();
+      const a = await h.organization(r.id);
+      const b = await h.organization(r.id);
+      // A slow answer holds organization a's only slot.
+      llm.script.push({ text: 'Slow answer.', delayMs: 800 });
+      const slow = send(a, 's1');
+      await new Promise((res) => setTimeout(res, 200));
+      const busy = await send(a, 's2');
+      assert.equal(busy.status, 429, JSON.stringify(busy.body));
+      assert.equal(busy.body.success, false);
+      assert.match(busy.body.message, /at most 1 at once/);
+      assert.ok(Number(busy.headers['retry-after']) >= 1);
+      // Nothing was recorded for the refused message.
+      assert.equal((await h.database.db.selectFrom('conversations').select('id').where('org_id', '=', a.id).execute()).length, 1);
+      // Organization b is not held up by a.
+      llm.script.push({ text: 'B answered.' });
+      const other = await send(b, 's1');
+      assert.equal(other.status, 200, JSON.stringify(other.body));
+      assert.equal((await slow).status, 200);
+
+      // Rate: a's refused turn did not count; two more start (3 in the minute), the next is refused.
+      for (const session of ['s3', 's4']) {
+        llm.script.push({ text: 'ok' });
+        assert.equal((await send(a, session)).status, 200);
+      }
+      const limited = await send(a, 's5');
+      assert.equal(limited.status, 429, JSON.stringify(limited.body));
+      assert.match(limited.body.message, /at most 3 a minute/);
+      assert.ok(Number(limited.headers['retry-after']) >= 1 && Number(limited.headers['retry-after']) <= 60);
+    });
+  });
+}

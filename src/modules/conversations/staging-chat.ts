@@ -12,6 +12,7 @@ import type { Scope } from '../../http/auth.ts';
 import type { AgentService } from '../agents/service.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
+import type { InlineTurnLimits } from './inline-limits.ts';
 import { runInlineTurn } from './inline-turn.ts';
 
 /** A test message's length, in characters (code points), after trimming: as the web chat's. */
@@ -25,6 +26,8 @@ export interface StagingChatDeps {
   turns: Pick<TurnRunner, 'run'>;
   wakeDeliveries: () => void;
   log?: { warn(obj: object, msg: string): void };
+  /** The organization's limits on inline model turns, shared with the web chat. */
+  inlineLimits?: InlineTurnLimits;
   now?: () => number;
 }
 
