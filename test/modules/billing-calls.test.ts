@@ -91,6 +91,9 @@ for (const engine of ENGINES) {
       assert.equal(both.callSeconds, inbound.callSeconds! + 12, JSON.stringify(both));
       assert.equal(both.callMinutes, 2);
       assert.equal(both.tasks, 1);
+      // Carried by Twilio and answered by a model provider: nothing labelled simulated.
+      assert.equal(both.simulatedCallMinutes, 0);
+      assert.equal(both.simulatedTokens, 0);
     });
   });
 }

@@ -152,7 +152,8 @@ function monthStart(month: string, n = 0): string {
 }
 
 /** A metric usage_daily counts (docs/billing.md, "Usage"). */
-export type UsageMetric = 'calls' | 'callSeconds' | 'callMinutes' | 'texts' | 'tasks' | 'conversations' | 'modelTokens' | 'testConversations' | 'testTokens';
+export type UsageMetric = 'calls' | 'callSeconds' | 'callMinutes' | 'texts' | 'tasks' | 'conversations' | 'modelTokens' | 'testConversations' | 'testTokens'
+  | 'simulatedCallMinutes' | 'simulatedTexts' | 'simulatedTokens';
 
 export const usageRepo = {
   /**
