@@ -5934,6 +5934,8 @@ export interface operations {
     listPriorityInbox: {
         parameters: {
             query?: {
+                /** @description true: also the rooms of the staging test chat (left out by default) */
+                includeTest?: boolean;
                 /** @description Page number (0-based, default 0) */
                 page?: number;
                 /** @description Rooms per page (default 20) */
@@ -7071,6 +7073,8 @@ export interface operations {
     listJunkInbox: {
         parameters: {
             query?: {
+                /** @description true: also the rooms of the staging test chat (left out by default) */
+                includeTest?: boolean;
                 /** @description Page number (0-based, default 0) */
                 page?: number;
                 /** @description Rooms per page (default 20) */
@@ -8502,7 +8506,7 @@ export interface operations {
             query?: {
                 /** @description Only this agent (camp<accountId> or the account id) */
                 agentId?: string;
-                /** @description api, sms, voice, web, sip (comma list) */
+                /** @description api, sms, voice, web, sip, test (comma list; test: the staging test chat, left out unless named or includeTest) */
                 channel?: string;
                 /** @description One counterpart: a phone number (any format) or an address */
                 counterpart?: string;
@@ -8520,6 +8524,8 @@ export interface operations {
                 format?: "json" | "csv";
                 /** @description true or 1: answer the list of fields as schema */
                 includeFields?: string;
+                /** @description true or 1: also the staging test chat's conversations (channel test), left out by default */
+                includeTest?: string;
                 /** @description The model */
                 model?: string;
                 /** @description open, completed, ended_by_agent, transferred, no_response, hung_up, failed (comma list) */
@@ -13051,7 +13057,7 @@ export interface operations {
                         })[] | null;
                         /** @description The zone the days are in */
                         timezone: string;
-                        /** @description Totals over the range: callMinutes, texts, tasks, conversations, modelTokens (with allItems also calls, callSeconds); with giveCosts or combineCosts the cost:<item>, cost:plan and cost:total keys in the currency's major unit */
+                        /** @description Totals over the range: callMinutes, texts, tasks, conversations, modelTokens (with allItems also calls, callSeconds, the staging test chat's testConversations, testTokens (never billed), and simulatedCallMinutes, simulatedTexts, simulatedTokens (of the figures above, made by the SIMULATED carrier and model engine)); with giveCosts or combineCosts the cost:<item>, cost:plan and cost:total keys in the currency's major unit */
                         usage: {
                             [key: string]: unknown;
                         };

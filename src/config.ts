@@ -120,6 +120,10 @@ export interface Config {
   readonly turnConcurrency: number;
   /** Minutes of silence after which a message conversation ends; the next message opens a new one. */
   readonly conversationIdleMinutes: number;
+  /** Inline model turns (staging test chat, web chat) one organization may run at once (CALLPLANE_INLINE_TURNS_CONCURRENT). */
+  readonly inlineTurnsConcurrent: number;
+  /** Inline model turns one organization may start per minute (CALLPLANE_INLINE_TURNS_PER_MINUTE). */
+  readonly inlineTurnsPerMinute: number;
   /** Records SIP calls as stereo WAV files under dataDir/recordings (CALLPLANE_CALL_RECORDING=on; docs/voice.md, "Recording"). */
   readonly callRecording: boolean;
   /** Days a call recording is kept (CALLPLANE_RECORDING_RETENTION_DAYS). */
@@ -517,6 +521,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     llmMaxRetries: int(env, 'CALLPLANE_LLM_MAX_RETRIES', 2, 0, 10),
     turnConcurrency: int(env, 'CALLPLANE_TURN_CONCURRENCY', 50, 1, 1000),
     conversationIdleMinutes: int(env, 'CALLPLANE_CONVERSATION_IDLE_MINUTES', 30, 1, 10_080),
+    inlineTurnsConcurrent: int(env, 'CALLPLANE_INLINE_TURNS_CONCURRENT', 4, 1, 1000),
+    inlineTurnsPerMinute: int(env, 'CALLPLANE_INLINE_TURNS_PER_MINUTE', 60, 1, 100_000),
     callRecording: oneOf(env, 'CALLPLANE_CALL_RECORDING', ['off', 'on'] as const, 'off') === 'on',
     recordingRetentionDays: int(env, 'CALLPLANE_RECORDING_RETENTION_DAYS', 30, 1, 36_500),
     recordingMaxSeconds: int(env, 'CALLPLANE_RECORDING_MAX_SECONDS', 14_400, 1, 86_400),

@@ -1,5 +1,5 @@
 // Background work of a worker process: periodic jobs that keep the tables bounded (expired
-// one-time tokens, finished tasks and old daily counters, ended webhook deliveries and relayed
+// one-time tokens, finished tasks and old daily counters, subscriptions to renew, ended webhook deliveries and relayed
 // events, ended conversation turns, call recordings, rate-limit counters of ended windows,
 // finished releases of numbers, ended activity-record export windows with their shipment log) and
 // end message conversations that have gone quiet. Each
@@ -8,6 +8,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
 import { pruneEndedWindows } from './db/rate-limit-counters.ts';
 import { adrWindowRepo } from './modules/adr/repository.ts';
+import { renewSubscriptions } from './modules/billing/renewals.ts';
 import { turnRepo } from './modules/conversations/repository.ts';
 import { releaseRepo } from './modules/numbers/repository.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
@@ -90,6 +91,8 @@ export function maintenanceJobs(database: Database, opts: {
       name: 'prune-rate-limit-counters', everyMs: 60_000,
       run: () => drain(() => pruneEndedWindows(database.db, Date.now() - 2 * rateLimitWindowMs, 1000), 1000),
     },
+    // Subscriptions without a payment processor start their next term when a period ends.
+    { name: 'renew-subscriptions', everyMs: 60_000, run: () => renewSubscriptions(database.db, Date.now()) },
     ...(opts.closeIdleConversations ? [{ name: 'close-idle-conversations', everyMs: 60_000, run: opts.closeIdleConversations }] : []),
   ];
 }

@@ -28,6 +28,7 @@ import { turnRunner } from './modules/conversations/turn.ts';
 import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { stagingChatService, type StagingChatService } from './modules/conversations/staging-chat.ts';
+import { InlineTurnLimits } from './modules/conversations/inline-limits.ts';
 import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
 import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
 import { placedCallVoicemail } from './modules/conversations/voicemail.ts';
@@ -249,11 +250,13 @@ export function createPlatform(deps: PlatformDeps): Platform {
     streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid), defaultVoice: config.twilioVoice,
   });
   const amd = twilioAmd({ db, box, config, carrierOptions, conversations, now: Date.now });
+  // One organization's inline model turns (the staging test chat and the web chat page together).
+  const inlineLimits = new InlineTurnLimits({ concurrent: config.inlineTurnsConcurrent, perMinute: config.inlineTurnsPerMinute });
   const services: Services = {
     ...base,
     conversations,
-    webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('web-chat') }),
-    stagingChat: stagingChatService({ db, agents: base.agents, conversations, turns: runner, wakeDeliveries, log: child('staging-chat') }),
+    webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, inlineLimits, log: child('web-chat') }),
+    stagingChat: stagingChatService({ db, agents: base.agents, conversations, turns: runner, wakeDeliveries, inlineLimits, log: child('staging-chat') }),
     sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
     twilioVoice: gather,
     mediaStreams: streams,

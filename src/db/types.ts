@@ -615,7 +615,8 @@ export type KnowledgeBaseRow = Selectable<KnowledgeBasesTable>;
 export type KbDocumentRow = Selectable<KbDocumentsTable>;
 
 // Conversations (migration 0013).
-export type ConversationChannel = 'api' | 'sms' | 'voice' | 'web' | 'sip';
+/** `test`: the staging test chat's sessions (docs/conversations.md), kept out of customer views and billed usage. */
+export type ConversationChannel = 'api' | 'sms' | 'voice' | 'web' | 'sip' | 'test';
 export type ConversationOutcome = 'completed' | 'ended_by_agent' | 'transferred' | 'no_response' | 'hung_up' | 'failed' | 'voicemail';
 /** Who answered an outbound call (docs/voice.md, Voicemail). */
 export type AnsweredBy = 'human' | 'machine' | 'unknown';
@@ -628,7 +629,8 @@ export interface ConversationRoomsTable {
   account_id: number;
   /** E.164, `web:<visitor>` or an API sourceAddress. */
   counterpart: string;
-  counterpart_kind: 'phone' | 'web' | 'address';
+  /** `test`: a staging test chat's room (kept out of the inbox by default). */
+  counterpart_kind: 'phone' | 'web' | 'address' | 'test';
   display_name: string | null;
   last_message: string | null;
   last_message_at: number;

@@ -292,6 +292,29 @@ forEachEngine('billing processors', (h) => {
       assertStatus(await postStripe(r.id, stripe.event('customer.created', { id: 'cus_1', object: 'customer' }, keys.webhookSigningKey)), 200);
     });
 
+    it('a priced add-on is not granted for free under the processor (issue 33): the organization is refused and nothing is recorded; its reseller may grant it', async () => {
+      const { r, o, keys } = await stripeReseller();
+      const res = await subscribe(o.token, { productPlanId: 'pplan-business', term: 'month', successUrl: 'https://app.example.com/ok' });
+      const subId = res.body.subscription.subscriptionId as string;
+      const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === subId)!;
+      const { session: completed } = stripe.complete(session.id);
+      assertStatus(await postStripe(r.id, stripe.event('checkout.session.completed', completed, keys.webhookSigningKey)), 200);
+      assert.equal((await current(o.token)).subscribed, true);
+      const sessionsBefore = stripe.sessions.size;
+
+      const bought = await call('POST', '/api/v2/addon/addon-minutes-1000', { token: o.token });
+      assertStatus(bought, 409);
+      assert.match(bought.body.message, /addon-minutes-1000/);
+      assert.match(bought.body.message, /checkout/);
+      const rows = await h().database.db.selectFrom('org_addons').select('id').where('org_id', '=', o.id).execute();
+      assert.equal(rows.length, 0, 'nothing granted');
+      assert.equal(stripe.sessions.size, sessionsBefore);
+      const usage = await call('GET', '/api/v2/stats/usage', { token: o.token });
+      assert.deepEqual(usage.body.addons, []);
+      // Its reseller, who runs the billing system, may grant it.
+      assertStatus(await call('POST', '/api/v2/addon/addon-minutes-1000', { token: r.token, query: { targetAccountId: o.id } }), 200);
+    });
+
     it('a failed payment makes it past_due (limits kept); a replayed event changes nothing; unpaid falls back like cancel', async () => {
       const { r, o, keys } = await stripeReseller();
       const res = await subscribe(o.token, { productPlanId: 'pplan-business', term: 'month', successUrl: 'https://app.example.com/ok' });

@@ -88,7 +88,11 @@ forEachEngine('billing usage', (h) => {
     const u = ok(await call('GET', '/api/v2/stats/usage', { token: o.token, query: { allItems: true } }));
     assert.equal(u.accountId, o.id);
     assert.equal(u.productPlanId, 'pplan-tight');
-    assert.deepEqual(u.usage, { callMinutes: 3, texts: 2, tasks: 5, conversations: 1, modelTokens: conv.tokens, calls: 3, callSeconds: 3 });
+    // Every call and text ran on the SIMULATED carrier and the turn on the SIMULATED model engine: labelled so (issue 33).
+    assert.deepEqual(u.usage, {
+      callMinutes: 3, texts: 2, tasks: 5, conversations: 1, modelTokens: conv.tokens, calls: 3, callSeconds: 3, testConversations: 0, testTokens: 0,
+      simulatedCallMinutes: 3, simulatedTexts: 2, simulatedTokens: conv.tokens,
+    });
 
     const c = ok(await call('GET', '/api/v2/stats/usage', { token: o.token, query: { giveCosts: true } }));
     assert.equal(c.currency, 'USD');

@@ -5,6 +5,7 @@
 // back through GET /api/v2/tasks/limits).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { maintenanceJobs } from '../../src/maintenance.ts';
 import { createTaskEngine } from '../../src/modules/tasks/queue-hooks.ts';
 import { uncachedSubscribers } from '../../src/modules/tasks/subscribers.ts';
 import { forEachEngine } from '../helpers/engines.ts';
@@ -290,6 +291,47 @@ forEachEngine('billing', (h) => {
       const old = await h().database.db.selectFrom('subscriptions').selectAll().where('id', '=', s.subscriptionId).executeTakeFirstOrThrow();
       assert.equal(old.state, 'replaced');
       assert.ok(old.ended_at !== null);
+    });
+
+    it('renews at the end of its period (issue 33): the period rolls over by whole terms, the plan continues, usage counts afresh; a cancelled one does not', async () => {
+      const r = await h().reseller();
+      assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-renewing', { token: r.token, body: planBody('Renewing', 2, { calls: 40 }) }), 200);
+      const o = await h().organization(r.id);
+      const sub = await call('POST', '/api/v2/product/subscribe', { token: o.token, body: { productPlanId: 'pplan-renewing', term: 'month' } });
+      assertStatus(sub, 200);
+      const id = sub.body.subscription.subscriptionId as string;
+      // Its month began 40 days ago and ended 10 days ago (the test does not wait a month).
+      const day = 86_400_000;
+      const ended = Date.now() - 10 * day;
+      const db = h().database.db;
+      await db.updateTable('subscriptions').set({ period_start: ended - 30 * day, period_end: ended }).where('id', '=', id).execute();
+      // A cancelled subscription of another organization, also past its end, stays ended.
+      const o2 = await h().organization(r.id);
+      const sub2 = await call('POST', '/api/v2/product/subscribe', { token: o2.token, body: { productPlanId: 'pplan-renewing', term: 'month' } });
+      assertStatus(sub2, 200);
+      assertStatus(await call('DELETE', '/api/v2/product/cancel', { token: o2.token }), 200);
+      await db.updateTable('subscriptions').set({ period_end: ended }).where('id', '=', sub2.body.subscription.subscriptionId).execute();
+
+      const job = maintenanceJobs(h().database, { taskRetentionDays: 30 }).find((j) => j.name === 'renew-subscriptions');
+      assert.ok(job, 'a maintenance job renews subscriptions');
+      assert.equal(await job.run(), 1);
+      assert.equal(await job.run(), 0, 'renewed once');
+
+      const cur = await call('GET', '/api/v2/product/currentPlan', { token: o.token });
+      const s = cur.body.subscription;
+      assert.equal(s.subscriptionId, id, 'the same subscription continues');
+      assert.equal(s.state, 'active');
+      assert.equal(cur.body.productPlanId, 'pplan-renewing');
+      assert.equal(s.periodStart, Math.floor(ended / 1000), 'the next term starts where the last one ended');
+      assert.ok(s.periodEnd * 1000 > Date.now() && s.periodEnd - s.periodStart >= 27 * 86400 && s.periodEnd - s.periodStart <= 31 * 86400, JSON.stringify(s));
+      // The usage query's current period (where included amounts are counted) is the new term.
+      const usage = await call('GET', '/api/v2/stats/usage', { token: o.token });
+      assertStatus(usage, 200);
+      assert.equal(usage.body.billingPeriod.startDateTimestamp, s.periodStart);
+      assert.equal(usage.body.billingPeriod.endDateTimestamp, s.periodEnd);
+      const other = await db.selectFrom('subscriptions').selectAll().where('id', '=', sub2.body.subscription.subscriptionId).executeTakeFirstOrThrow();
+      assert.equal(other.state, 'canceled');
+      assert.equal(Number(other.period_end), ended);
     });
 
     it('cancel ends the subscription and falls back to the reseller\'s sell plan and its limits; a second cancel is a 400', async () => {

@@ -95,6 +95,13 @@ describe('the agent on SIP calls', { skip: toolsSkip('sipp', 'espeak-ng', 'pocke
         const transcript = await messageRepo.ofConversation(db, c.id);
         assert.deepEqual(transcript.map((m) => `${m.direction}:${m.text.replace(/^what are your opening.*/, 'what are your opening …')}`).slice(0, 4),
           ['outbound:Hello there.', 'inbound:what are your opening …', 'outbound:We open at nine.', 'inbound:[DTMF 5]']);
+        // The inbound call is billed (issue 33): a call, its seconds, its minutes rounded up.
+        const usage = await h().call('GET', '/api/v2/stats/usage', { token: o.token, query: { allItems: true } });
+        assert.equal(usage.status, 200, JSON.stringify(usage.body));
+        const seconds = Math.ceil(Number(c.duration_ms) / 1000);
+        assert.ok(seconds > 0);
+        assert.deepEqual([usage.body.usage.calls, usage.body.usage.callSeconds, usage.body.usage.callMinutes, usage.body.usage.conversations],
+          [1, seconds, Math.ceil(seconds / 60), 1]);
       } finally {
         await sipp.stop();
         await end.rtp.close();

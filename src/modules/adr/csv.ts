@@ -4,6 +4,7 @@
 import type { ConversationRow, TaskRow } from '../../db/types.ts';
 import { csvRow, type CsvValue } from '../../lib/csv-cell.ts';
 import type { Plan } from '../billing/catalog.ts';
+import { endUsage } from '../billing/usage-rules.ts';
 
 export const ADR_COLUMNS = [
   'recordType', 'recordId', 'organizationId', 'agentId', 'channel', 'direction', 'counterpart', 'taskId', 'externalTaskId',
@@ -77,11 +78,16 @@ export function taskRecord(t: TaskRow, plan: Plan | null): string {
   return csvRow(values);
 }
 
-/** One conversation's record: its channel, parties, outcome and the model tokens it used. */
+/**
+ * One conversation's record: its channel, parties, outcome and the model tokens it used; an
+ * inbound call's (no task) its call seconds and minutes too, as the rollups count them (a call
+ * task's are on the task's record). A staging test chat's (channel test) uses nothing billed.
+ */
 export function conversationRecord(c: ConversationRow, plan: Plan | null): string {
+  const e = endUsage(c);
   const u: Usage = {
-    callSeconds: 0, callMinutes: 0, texts: 0, tasks: 0, conversations: 1,
-    modelTokens: Number(c.tokens_in) + Number(c.tokens_out),
+    callSeconds: e.callSeconds ?? 0, callMinutes: e.callMinutes ?? 0, texts: 0, tasks: 0, conversations: e.conversations ?? 0,
+    modelTokens: c.channel === 'test' ? 0 : Number(c.tokens_in) + Number(c.tokens_out),
   };
   const { currency, cost } = recordCost(u, plan);
   const values: CsvValue[] = [

@@ -24,8 +24,9 @@ const USES: Record<'call' | 'text', readonly EnforcedItem[]> = { call: ['tasks',
 const NOUN: Record<EnforcedItem, string> = { tasks: 'tasks', callMinutes: 'call minutes', texts: 'texts' };
 
 /**
- * A period that ended with no next one set (subscriptions do not renew on their own yet) stays the
- * current one; tasks it holds are looked at again this often, and at once when a period is set.
+ * A period that ended with no next one set (a set period, or a subscription the maintenance job has
+ * not renewed yet: renewals.ts) stays the current one; tasks it holds are looked at again this
+ * often, and at once when a period is set or renewed.
  */
 export const STALE_PERIOD_RECHECK_MS = 5 * 60_000;
 

@@ -68,6 +68,12 @@ export const subscriptionRepo = {
     return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
   },
 
+  /** Subscriptions without a processor whose period ended by `now` (renewals.ts), the longest due first. */
+  async dueForRenewal(db: Executor, now: number, limit: number): Promise<SubscriptionRow[]> {
+    return db.selectFrom('subscriptions').selectAll().where('processor', 'is', null).where('state', '=', 'active')
+      .where('period_end', '<=', now).orderBy('period_end').orderBy('id').limit(limit).execute();
+  },
+
   /** The subscription in force of each of these organizations (as current), in one query. */
   async currentOf(db: Executor, orgIds: readonly number[]): Promise<Map<number, SubscriptionRow>> {
     const out = new Map<number, SubscriptionRow>();
@@ -146,7 +152,8 @@ function monthStart(month: string, n = 0): string {
 }
 
 /** A metric usage_daily counts (docs/billing.md, "Usage"). */
-export type UsageMetric = 'calls' | 'callSeconds' | 'callMinutes' | 'texts' | 'tasks' | 'conversations' | 'modelTokens';
+export type UsageMetric = 'calls' | 'callSeconds' | 'callMinutes' | 'texts' | 'tasks' | 'conversations' | 'modelTokens' | 'testConversations' | 'testTokens'
+  | 'simulatedCallMinutes' | 'simulatedTexts' | 'simulatedTokens';
 
 export const usageRepo = {
   /**

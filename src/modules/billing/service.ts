@@ -198,6 +198,13 @@ export function billingService(deps: BillingServiceDeps) {
       if (!found) throw new NotFound(`addonId '${addonId}' was not found in this organization's catalog (see GET /api/v2/addon/available)`);
       const addon = found.item;
       if (!addon.available) throw new Invalid(`addonId '${addonId}' is no longer offered`);
+      // Under a payment processor a priced add-on is paid for there: the organization may not grant
+      // it to itself for free. There is no add-on checkout yet (docs/billing.md), so it is refused;
+      // its reseller or partner, who runs the billing system, may still grant it (a deliberate gift).
+      const priced = addon.monthlyPrice > 0 || addon.yearlyPrice > 0;
+      if (priced && (scope.actor.kind === 'organization' || scope.actor.kind === 'agent') && await deps.systems.forOrganization(org)) {
+        throw new Conflict(`addonId '${addonId}' is priced and this organization is billed through a payment processor: a priced add-on is bought through the processor's checkout, which is not offered for add-ons yet; ask your reseller to add it`);
+      }
       const now = nowMs();
       const row = await db.transaction().execute(async (tx) => {
         await accountRepo.lock(tx, org.id);

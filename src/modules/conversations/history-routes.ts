@@ -46,6 +46,7 @@ const InboxQuery = Type.Object({
   page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'Page number (0-based, default 0)' })),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: INBOX_MAX_PAGE_SIZE, description: 'Rooms per page (default 20)' })),
   unread: Type.Optional(Type.Boolean({ description: 'true: only rooms with unread messages (false, or absent: every room)' })),
+  includeTest: Type.Optional(Type.Boolean({ description: 'true: also the rooms of the staging test chat (left out by default)' })),
 });
 const Inbox = Envelope({
   pageSize: Type.Integer(), pageNumber: Type.Integer(), totalRooms: Type.Integer(), rooms: Type.Array(Room),
@@ -180,7 +181,8 @@ const LogsQuery = Type.Object({
   includeFields: Type.Optional(Type.String({ maxLength: 10, description: 'true or 1: answer the list of fields as schema' })),
   agentId: Filter('Only this agent (camp<accountId> or the account id)'),
   direction: Filter('inbound or outbound'),
-  channel: Filter('api, sms, voice, web, sip (comma list)'),
+  channel: Filter('api, sms, voice, web, sip, test (comma list; test: the staging test chat, left out unless named or includeTest)'),
+  includeTest: Type.Optional(Type.String({ maxLength: 10, description: 'true or 1: also the staging test chat\'s conversations (channel test), left out by default' })),
   eventType: Filter('call or message (comma list)'),
   outcome: Filter('open, completed, ended_by_agent, transferred, no_response, hung_up, failed (comma list)'),
   roomId: Filter('One room: <accountId>:<roomId>'),

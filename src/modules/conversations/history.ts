@@ -64,6 +64,8 @@ export interface InboxQuery {
   page?: number;
   pageSize?: number;
   unread?: boolean;
+  /** Also the staging test chat's rooms (left out by default). */
+  includeTest?: boolean;
 }
 
 export interface BatchItem { roomId: string; uuid: string }
@@ -131,7 +133,7 @@ export function historyService(deps: HistoryServiceDeps) {
 
   async function inbox(scope: Scope, q: InboxQuery, junk: boolean) {
     const t = await tenant(scope, q.targetAccountId);
-    const filter = { junk: junk ? 1 as const : 0 as const, unread: q.unread };
+    const filter = { junk: junk ? 1 as const : 0 as const, unread: q.unread, includeTest: q.includeTest };
     const total = await inboxRepo.count(db, t.rooms, filter);
     let pageSize = q.pageSize ?? INBOX_DEFAULT_PAGE_SIZE;
     let page = q.page ?? 0;

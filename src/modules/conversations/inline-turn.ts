@@ -1,12 +1,14 @@
 // One typed turn answered inline, in the request that brought it: the web chat page's visitors and
 // the staging test chat (docs/conversations.md). The conversation is opened (or continued) on the
-// `web` channel, a new one's welcome message recorded first, the line recorded, the agent's turn
-// run, and the conversation ended when the agent ended it. A model failure is logged here and
-// answered as `failMessage` (a 502): the provider's own error never reaches the caller.
+// `web` channel (the staging test chat's on `test`), a new one's welcome message recorded first,
+// the line recorded, the agent's turn run, and the conversation ended when the agent ended it. A model failure is logged here and
+// answered as `failMessage` (a 502): the provider's own error never reaches the caller. Each
+// organization's inline turns are limited in concurrency and rate (inline-limits.ts): 429 past them.
 import type { AccountRow, Db } from '../../db/types.ts';
 import { BadGateway } from '../../http/errors.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import type { ConversationService } from './service.ts';
+import type { InlineTurnLimits } from './inline-limits.ts';
 import type { TurnRunner } from './turn.ts';
 
 export interface InlineTurnDeps {
@@ -15,18 +17,35 @@ export interface InlineTurnDeps {
   turns: Pick<TurnRunner, 'run'>;
   wakeDeliveries: () => void;
   log?: { warn(obj: object, msg: string): void };
+  /** The organization's limits on inline turns (inline-limits.ts); none: unlimited. */
+  inlineLimits?: InlineTurnLimits;
 }
 
-export async function runInlineTurn(deps: InlineTurnDeps, a: {
+export interface InlineTurnInput {
   account: AccountRow; config: AgentConfig; counterpart: string; message: string; now: number;
+  /** `web` (the web chat page, the default) or `test` (the staging test chat: kept apart from customer views and billed usage). */
+  channel?: 'web' | 'test';
   /** What the log calls this turn when it fails (`web chat turn failed`). */
   what: string;
   failMessage: string;
-}) {
+}
+
+export async function runInlineTurn(deps: InlineTurnDeps, a: InlineTurnInput) {
+  // Admitted before anything is recorded: a refused turn (429) leaves no trace and costs no model call.
+  const release = deps.inlineLimits?.admit(a.account.org_id!, a.now);
+  try {
+    return await inlineTurn(deps, a);
+  } finally {
+    release?.();
+  }
+}
+
+async function inlineTurn(deps: InlineTurnDeps, a: InlineTurnInput) {
   const { conversations } = deps;
   const welcome = typeof a.config.welcomeMessage === 'string' ? a.config.welcomeMessage.trim() : '';
   const { o, inbound, welcomed, queued } = await deps.db.transaction().execute(async (tx) => {
-    const o = await conversations.open(tx, { agent: a.account, channel: 'web', direction: 'inbound', counterpart: a.counterpart, counterpartKind: 'web' }, a.now);
+    const channel = a.channel ?? 'web';
+    const o = await conversations.open(tx, { agent: a.account, channel, direction: 'inbound', counterpart: a.counterpart, counterpartKind: channel }, a.now);
     const welcomed = o.opened && welcome !== '';
     if (welcomed) await conversations.recordOutbound(tx, o, welcome, a.now);
     // One millisecond after the welcome, so the two keep their order everywhere.

@@ -16,7 +16,7 @@ export const LOG_FILTERS = [
 ] as const;
 /** Every query parameter GET /api/v2/logs takes (`token` is the API token, as on every operation). */
 export const LOG_PARAMETERS: readonly string[] = [
-  'token', 'targetAccountId', 'start', 'end', 'fields', 'format', 'page', 'pageSize', 'includeFields', ...LOG_FILTERS,
+  'token', 'targetAccountId', 'start', 'end', 'fields', 'format', 'page', 'pageSize', 'includeFields', 'includeTest', ...LOG_FILTERS,
 ];
 
 export const LOG_MAX_PAGE_SIZE = 10_000;
@@ -27,7 +27,7 @@ export const LOG_DEFAULT_WINDOW_S = 7 * 86_400;
 export const MAX_UNIX_SECONDS = 253_402_300_799;
 
 const DIRECTIONS: readonly ConversationRow['direction'][] = ['inbound', 'outbound'];
-const CHANNELS: readonly ConversationRow['channel'][] = ['api', 'sms', 'voice', 'web', 'sip'];
+const CHANNELS: readonly ConversationRow['channel'][] = ['api', 'sms', 'voice', 'web', 'sip', 'test'];
 const ENGINES: readonly ConversationRow['engine'][] = ['model', 'simulated'];
 const OUTCOMES: readonly (ConversationOutcome | 'open')[] = ['open', 'completed', 'ended_by_agent', 'transferred', 'no_response', 'hung_up', 'failed', 'voicemail'];
 const EVENT_TYPES = ['call', 'message'] as const;
@@ -52,6 +52,8 @@ export interface LogsQuery {
   provider?: string;
   model?: string;
   taskId?: string;
+  /** true or 1: also the staging test chat's conversations (channel test), left out unless named. */
+  includeTest?: string;
 }
 
 export interface ParsedLogs {
@@ -157,6 +159,8 @@ export function parseLogsQuery(q: LogsQuery, keys: readonly string[], nowMs: num
   const counterpart = text(q.counterpart, 'counterpart', 256);
   const eventTypes = oneOf(q.eventType, 'eventType', EVENT_TYPES);
   let channels = oneOf(q.channel, 'channel', CHANNELS);
+  // The staging test chat's sessions are left out unless asked for (channel=test or includeTest).
+  if (channels === undefined && !truthy(q.includeTest, 'includeTest')) channels = CHANNELS.filter((c) => c !== 'test');
   if (eventTypes) {
     // eventType is the channel's kind: call (voice, sip) or message (api, sms, web).
     const ofType = CHANNELS.filter((c) => eventTypes.includes(eventTypeOf(c)));

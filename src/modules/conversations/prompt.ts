@@ -25,6 +25,8 @@ const CHANNEL_WORDS: Record<ConversationChannel, string> = {
   sip: 'a phone call (your replies are spoken aloud: short sentences, no lists, no markdown, no emoji)',
   sms: 'text messages (SMS: keep replies short, plain text)',
   web: 'a chat on the agent\'s web page',
+  // The staging test chat stands in for the web chat: the agent answers as it would there.
+  test: 'a chat on the agent\'s web page',
   api: 'messages relayed from another platform',
 };
 

@@ -337,6 +337,8 @@ export interface InboxFilter {
   junk: 0 | 1;
   /** Only rooms with unread messages. */
   unread?: boolean;
+  /** Also the staging test chat's rooms (counterpart kind `test`), left out by default. */
+  includeTest?: boolean;
 }
 
 /** A message with the room it was said in (GET /api/v2/messages/recent). */
@@ -347,6 +349,7 @@ function inboxQuery(db: Executor, s: RoomScope, f: InboxFilter) {
   let q = db.selectFrom('conversation_rooms').where('org_id', '=', s.orgId).where('junk', '=', f.junk);
   if (s.accountId !== undefined) q = q.where('account_id', '=', s.accountId);
   if (f.unread) q = q.where('unread', '>', 0);
+  if (!f.includeTest) q = q.where('counterpart_kind', '!=', 'test');
   return q;
 }
 
@@ -573,7 +576,8 @@ export const liveRepo = {
    * newest first, at most `limit`: the open ones are few, and found through conversations_open.
    */
   async open(db: Executor, target: Pick<AccountRow, 'id' | 'kind'>, limit: number): Promise<LiveConversationRow[]> {
-    let q = liveConversations(db).where('c.ended_at', 'is', null);
+    // The staging test chat's sessions are not customer conversations: never in the live feed.
+    let q = liveConversations(db).where('c.ended_at', 'is', null).where('c.channel', '!=', 'test');
     if (target.kind === 'agent') q = q.where('c.account_id', '=', target.id);
     else if (target.kind === 'organization') q = q.where('c.org_id', '=', target.id);
     else if (target.kind === 'reseller') q = q.where('a.reseller_id', '=', target.id);
@@ -583,7 +587,7 @@ export const liveRepo = {
   /** Conversations by id, wherever they are (the feed filters them per stream). */
   async conversations(db: Executor, ids: readonly string[]): Promise<LiveConversationRow[]> {
     if (ids.length === 0) return [];
-    return liveConversations(db).where('c.id', 'in', [...ids]).execute();
+    return liveConversations(db).where('c.id', 'in', [...ids]).where('c.channel', '!=', 'test').execute();
   },
   /** Messages by id, with their conversation's ladder. */
   async messages(db: Executor, ids: readonly string[]): Promise<LiveMessageRow[]> {
@@ -591,7 +595,7 @@ export const liveRepo = {
     return db.selectFrom('conversation_messages as m').innerJoin('conversations as c', 'c.id', 'm.conversation_id')
       .innerJoin('accounts as a', 'a.id', 'c.account_id')
       .selectAll('m').select(['c.account_id', 'a.partner_id', 'a.reseller_id'])
-      .where('m.id', 'in', [...ids]).execute();
+      .where('m.id', 'in', [...ids]).where('c.channel', '!=', 'test').execute();
   },
   /** The last `perConversation` lines of each conversation (tool calls included), oldest first. One statement. */
   async lastLines(db: Executor, ids: readonly string[], perConversation: number): Promise<MessageRow[]> {

@@ -4,6 +4,7 @@
 // answers to asynchronous automation actions (POST /api/v2/agent/zapier/response).
 import crypto from 'node:crypto';
 import { usageRepo } from '../billing/repository.ts';
+import { endUsage } from '../billing/usage-rules.ts';
 import type { Config } from '../../config.ts';
 import type {
   AccountRow, ConversationChannel, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow,
@@ -31,6 +32,8 @@ export const MAX_ATTACHMENTS = 10;
 export const MAX_CONTEXT_JSON = 8 * 1024;
 /** Message channels: a session continues until it has been idle for CALLPLANE_CONVERSATION_IDLE_MINUTES. */
 export const MESSAGE_CHANNELS: readonly ConversationChannel[] = ['api', 'sms', 'web'];
+/** A staging test chat session (channel `test`) ends once idle this long: it is not shown in progress for the whole idle window. */
+export const STAGING_IDLE_MINUTES = 5;
 
 /** Where a queued turn's reply goes. */
 export type ReplyTarget =
@@ -130,7 +133,7 @@ export function conversationService(deps: ConversationServiceDeps) {
       display_name: r.displayName ?? null, junk: 0, junk_reason: null,
     }, now);
     if (!r.fresh) {
-      const current = await conversationRepo.openInRoom(tx, room.id, r.channel, now - idleMs);
+      const current = await conversationRepo.openInRoom(tx, room.id, r.channel, now - (r.channel === 'test' ? STAGING_IDLE_MINUTES * 60_000 : idleMs));
       if (current) return { room, conversation: current, opened: false };
     }
     const conversation = await conversationRepo.insert(tx, {
@@ -158,7 +161,7 @@ export function conversationService(deps: ConversationServiceDeps) {
       const decided = decideJunk({ counterpart: o.room.counterpart, displayName: o.room.display_name, channel: o.conversation.channel, override: o.room.junk_override }, await agents.liveConfig(agent, tx));
       if (decided.junk !== o.room.junk || decided.reason !== o.room.junk_reason) await roomRepo.setJunk(tx, o.room.id, decided.junk, decided.reason, now);
     }
-    const queued = o.opened && o.conversation.direction === 'inbound' ? await recordIncomingEvent(tx, o.conversation, m.text, now) : false;
+    const queued = o.opened && o.conversation.direction === 'inbound' && o.conversation.channel !== 'test' ? await recordIncomingEvent(tx, o.conversation, m.text, now) : false;
     return { id, queued };
   }
 
@@ -178,7 +181,9 @@ export function conversationService(deps: ConversationServiceDeps) {
       const c = await conversationRepo.find(tx, conversationId);
       if (!c) return null;
       // Counted once, when it ends (docs/billing.md, "Usage"), on the local day of its end.
-      await usageRepo.add(tx, c.org_id, now, { conversations: 1 });
+      await usageRepo.add(tx, c.org_id, now, endUsage(c));
+      // A staging test chat session is the agent's editor trying it: no analysis (a model cost) and no webhook.
+      if (c.channel === 'test') return false;
       // The agent's postCallAnalysis decides whether the analysis (a model's cost) runs at all.
       const agent = await accountRepo.findById(tx, c.account_id);
       const wanted = !agent || analysisWanted(await agents.liveConfig(agent, tx), c.id);
@@ -288,7 +293,10 @@ export function conversationService(deps: ConversationServiceDeps) {
 
     /** Ends message sessions idle longer than the idle window (maintenance); how many ended. */
     async closeIdle(limit = 500): Promise<number> {
-      const idle = await conversationRepo.idle(db, clock() - idleMs, MESSAGE_CHANNELS, limit);
+      const idle = [
+        ...await conversationRepo.idle(db, clock() - idleMs, MESSAGE_CHANNELS, limit),
+        ...await conversationRepo.idle(db, clock() - STAGING_IDLE_MINUTES * 60_000, ['test'], limit),
+      ];
       let n = 0;
       for (const c of idle) if (await end(c.id, 'completed', 'idle')) n++;
       return n;

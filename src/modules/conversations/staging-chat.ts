@@ -1,15 +1,18 @@
 // The staging test chat (docs/conversations.md, Testing the staging configuration): someone who
 // may edit an agent talks with its STAGING configuration before publishing it, as the console's
 // agent page does. Each message runs the agent's turn inline (the same turn runner as the web
-// chat and queued turns) and the answer is the reply. The conversation is recorded like any other
-// (channel `web`, counterpart `web:staging-<account>-<session>`), so the model sees the earlier
-// turns of the same session, and the history shows what was tried.
+// chat and queued turns) and the answer is the reply. The conversation is recorded on its own
+// channel `test` (counterpart `web:staging-<account>-<session>`), so the model sees the earlier
+// turns of the same session; it is kept out of the inbox, logs and live feed unless asked for
+// (includeTest), emits no webhooks, is not analysed, and its usage is test usage (testConversations,
+// testTokens), not billed. A session idle for STAGING_IDLE_MINUTES ends.
 import type { AccountRow, Db } from '../../db/types.ts';
 import { Conflict, Invalid } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import type { AgentService } from '../agents/service.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
+import type { InlineTurnLimits } from './inline-limits.ts';
 import { runInlineTurn } from './inline-turn.ts';
 
 /** A test message's length, in characters (code points), after trimming: as the web chat's. */
@@ -23,6 +26,8 @@ export interface StagingChatDeps {
   turns: Pick<TurnRunner, 'run'>;
   wakeDeliveries: () => void;
   log?: { warn(obj: object, msg: string): void };
+  /** The organization's limits on inline model turns, shared with the web chat. */
+  inlineLimits?: InlineTurnLimits;
   now?: () => number;
 }
 
@@ -55,7 +60,7 @@ export function stagingChatService(deps: StagingChatDeps) {
         // The model's own error stays in the server's log (it may name a provider's address or
         // echo what it was sent), as on every other channel.
         const turn = await runInlineTurn(deps, {
-          account, config, counterpart, message, now: clock(), what: 'staging test turn',
+          account, config, counterpart, message, now: clock(), what: 'staging test turn', channel: 'test',
           failMessage: 'The agent could not answer: its model request failed (the server log has the reason, under this requestId)',
         });
         return {

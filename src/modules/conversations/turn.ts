@@ -344,7 +344,13 @@ export function turnRunner(deps: TurnDeps) {
         // The conversation's counts and the organization's usage (docs/billing.md) in one transaction.
         await db.transaction().execute(async (tx) => {
           await conversationRepo.count(tx, conversation.id, at, { calls: 1, tokensIn: result.usage.input, tokensOut: result.usage.output });
-          await usageRepo.add(tx, conversation.org_id, at, { modelTokens: result.usage.input + result.usage.output });
+          // A staging test chat's tokens are test usage (docs/billing.md, "Usage"), not billed.
+          const tokens = result.usage.input + result.usage.output;
+          await usageRepo.add(tx, conversation.org_id, at, {
+            [conversation.channel === 'test' ? 'testTokens' : 'modelTokens']: tokens,
+            // The SIMULATED engine's (no model provider): labelled, of the tokens above.
+            ...(choice.engine.simulated && conversation.channel !== 'test' ? { simulatedTokens: tokens } : {}),
+          });
         });
         text = result.text.trim();
         if (result.toolCalls.length === 0) break;

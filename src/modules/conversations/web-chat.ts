@@ -14,6 +14,7 @@ import type { AgentService } from '../agents/service.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
+import type { InlineTurnLimits } from './inline-limits.ts';
 import { runInlineTurn } from './inline-turn.ts';
 
 export interface WebChatLimits {
@@ -55,6 +56,8 @@ export interface WebChatServiceDeps {
   turns: Pick<TurnRunner, 'run'>;
   wakeDeliveries: () => void;
   limits?: Partial<WebChatLimits>;
+  /** The organization's limits on inline model turns, shared with the staging test chat. */
+  inlineLimits?: InlineTurnLimits;
   log?: { warn(obj: object, msg: string): void };
   now?: () => number;
 }

@@ -12,6 +12,7 @@ import { usageRepo, type UsageMetric } from '../billing/repository.ts';
 import { admission, dayTimeZone, localDay } from './limits.ts';
 import { firstStartedAt, limitRepo, taskRepo, type TaskEventType } from './repository.ts';
 import type { TaskSubscribers } from './subscribers.ts';
+import { SIMULATED } from '../../providers/simulated.ts';
 
 export const TASKS = 'tasks';
 /** A claim holds a task this long without a heartbeat; the runner beats every third of it. */
@@ -134,11 +135,16 @@ async function countUsage(tx: Transaction<DB>, rows: TaskRow[], to: QueueState, 
     const u = perOrg.get(row.org_id) ?? {};
     const add = (m: UsageMetric, n: number) => { u[m] = (u[m] ?? 0) + n; };
     add('tasks', 1);
-    if (row.type === 'text' && to === 'finished') add('texts', 1);
+    // On the SIMULATED carrier nothing was carried: labelled as such (shown apart, of the totals).
+    const simulated = row.provider === SIMULATED;
+    if (row.type === 'text' && to === 'finished') { add('texts', 1); if (simulated) add('simulatedTexts', 1); }
     if (row.type === 'call') {
       if (to === 'finished') add('calls', 1);
       const seconds = callSeconds(row.result);
-      if (seconds > 0) { add('callSeconds', seconds); add('callMinutes', Math.ceil(seconds / 60)); }
+      if (seconds > 0) {
+        add('callSeconds', seconds); add('callMinutes', Math.ceil(seconds / 60));
+        if (simulated) add('simulatedCallMinutes', Math.ceil(seconds / 60));
+      }
     }
     perOrg.set(row.org_id, u);
   }
