@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { authenticate } from '../../src/http/auth.ts';
+import { createCallplaneClient, liveEvents, type LiveEvent } from '../../sdk/index.ts';
 import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { openLive, type LiveClient, type SseEvent } from '../helpers/live-feed.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -239,6 +240,32 @@ for (const engine of ENGINES) {
       assert.equal(snap.event, 'snapshot');
       assert.match(snap.data.resumeFailed, /names no event of this server/);
       await closeAll(clients);
+    });
+
+    it('the typed client resumes: liveEvents with lastEventId yields `resumed` and what was missed', { timeout: 20_000 }, async () => {
+      const r = await h.reseller();
+      const o = await h.organization(r.id);
+      const client = createCallplaneClient({ baseUrl: base, token: o.token });
+      const abort = new AbortController();
+      let lastId: string | undefined;
+      for await (const e of liveEvents(client, {}, abort.signal)) {
+        lastId = e.id;
+        if (e.event === 'snapshot') break;
+      }
+      abort.abort();
+      await say(r.token, o.agentId, 'sdk-resumer', 'said while away');
+      await lines(o.id, 2);
+      await sleep(300);
+      const again = new AbortController();
+      const seen: LiveEvent[] = [];
+      for await (const e of liveEvents(client, {}, again.signal, lastId)) {
+        seen.push(e);
+        if (e.event === 'message' && e.data.message.direction === 'outbound') break;
+      }
+      again.abort();
+      assert.equal(seen[0]!.event, 'resumed', JSON.stringify(seen));
+      assert.ok(!seen.some((e) => e.event === 'snapshot'));
+      assert.ok(seen.some((e) => e.event === 'message' && e.data.message.message === 'said while away'));
     });
 
     it('a deleted token, a signed-out console session and a suspended organization end their streams within a second', async () => {
