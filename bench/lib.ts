@@ -50,6 +50,8 @@ export interface Server {
   store: Store;
   /** CPU seconds (user + system) the server process has used so far (Linux; NaN elsewhere). */
   cpuSeconds(): number;
+  /** The server process's id (its memory in /proc/<pid>/status). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -185,6 +187,7 @@ export async function startServer(engine: Engine, role = 'api', extraEnv: Record
   return {
     url, token: s.token, engine: s.engine, store: s,
     cpuSeconds: () => cpuSecondsOf(child.pid),
+    pid: child.pid,
     async stop() {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');

@@ -102,13 +102,26 @@ export interface LiveConversation {
     messagesOut: number;
 }
 /** The live feed's events, by name. */
-export type LiveEvent = {
+export type LiveEvent = 
+/** `truncated`: what the snapshot's limits cut; `resumeFailed`: why a Last-Event-ID could not be resumed from. */
+{
     event: 'snapshot';
     id?: string;
     data: {
         calls: (LiveConversation & {
             messages: TranscriptLine[];
         })[];
+        truncated?: string;
+        resumeFailed?: string;
+    };
+}
+/** A reconnect with Last-Event-ID resumed: the `replayed` events missed since come next (no snapshot). */
+ | {
+    event: 'resumed';
+    id?: string;
+    data: {
+        lastEventId: string;
+        replayed: number;
     };
 } | {
     event: 'conversation';
@@ -134,8 +147,10 @@ export type LiveEvent = {
  * Follows the live feed (GET /api/v2/conversations/live, Server-Sent Events): yields its events as
  * they come — `snapshot` first (and again whenever the server starts over), then `conversation`
  * and `message`, and `closed` when the server ends it — until the stream ends or `signal` aborts.
- * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event.
+ * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event. To
+ * reconnect, call it again with `lastEventId` (the `id` of the last event received): the server
+ * resumes with `resumed` and the events missed when it still holds them, else sends a snapshot.
  */
 export declare function liveEvents(client: CallplaneClient, query?: {
     targetAccountId?: number;
-}, signal?: AbortSignal): AsyncGenerator<LiveEvent>;
+}, signal?: AbortSignal, lastEventId?: string): AsyncGenerator<LiveEvent>;

@@ -66,10 +66,13 @@ export async function ok(call) {
  * Follows the live feed (GET /api/v2/conversations/live, Server-Sent Events): yields its events as
  * they come — `snapshot` first (and again whenever the server starts over), then `conversation`
  * and `message`, and `closed` when the server ends it — until the stream ends or `signal` aborts.
- * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event.
+ * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event. To
+ * reconnect, call it again with `lastEventId` (the `id` of the last event received): the server
+ * resumes with `resumed` and the events missed when it still holds them, else sends a snapshot.
  */
-export async function* liveEvents(client, query = {}, signal) {
-    const { response, error } = await client.GET('/api/v2/conversations/live', { params: { query }, parseAs: 'stream', signal, headers: { accept: 'text/event-stream' } });
+export async function* liveEvents(client, query = {}, signal, lastEventId) {
+    const headers = { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) };
+    const { response, error } = await client.GET('/api/v2/conversations/live', { params: { query }, parseAs: 'stream', signal, headers });
     if (!response.ok || !response.body)
         throw new CallplaneError(response.status, errorBody(response, error));
     const reader = response.body.getReader();

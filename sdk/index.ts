@@ -141,7 +141,10 @@ export interface LiveConversation {
 
 /** The live feed's events, by name. */
 export type LiveEvent =
-  | { event: 'snapshot'; id?: string; data: { calls: (LiveConversation & { messages: TranscriptLine[] })[] } }
+  /** `truncated`: what the snapshot's limits cut; `resumeFailed`: why a Last-Event-ID could not be resumed from. */
+  | { event: 'snapshot'; id?: string; data: { calls: (LiveConversation & { messages: TranscriptLine[] })[]; truncated?: string; resumeFailed?: string } }
+  /** A reconnect with Last-Event-ID resumed: the `replayed` events missed since come next (no snapshot). */
+  | { event: 'resumed'; id?: string; data: { lastEventId: string; replayed: number } }
   | { event: 'conversation'; id?: string; data: LiveConversation }
   | { event: 'message'; id?: string; data: { conversationId: string; roomId: string; accountId: number; message: TranscriptLine } }
   | { event: 'closed'; id?: string; data: { message: string } };
@@ -150,10 +153,13 @@ export type LiveEvent =
  * Follows the live feed (GET /api/v2/conversations/live, Server-Sent Events): yields its events as
  * they come — `snapshot` first (and again whenever the server starts over), then `conversation`
  * and `message`, and `closed` when the server ends it — until the stream ends or `signal` aborts.
- * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event.
+ * A refusal (401, 403, 404, 429) is thrown as a CallplaneError before the first event. To
+ * reconnect, call it again with `lastEventId` (the `id` of the last event received): the server
+ * resumes with `resumed` and the events missed when it still holds them, else sends a snapshot.
  */
-export async function* liveEvents(client: CallplaneClient, query: { targetAccountId?: number } = {}, signal?: AbortSignal): AsyncGenerator<LiveEvent> {
-  const { response, error } = await client.GET('/api/v2/conversations/live', { params: { query }, parseAs: 'stream', signal, headers: { accept: 'text/event-stream' } });
+export async function* liveEvents(client: CallplaneClient, query: { targetAccountId?: number } = {}, signal?: AbortSignal, lastEventId?: string): AsyncGenerator<LiveEvent> {
+  const headers: Record<string, string> = { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) };
+  const { response, error } = await client.GET('/api/v2/conversations/live', { params: { query }, parseAs: 'stream', signal, headers });
   if (!response.ok || !response.body) throw new CallplaneError(response.status, errorBody(response, error));
   const reader = response.body.getReader();
   const decoder = new TextDecoder();

@@ -142,6 +142,14 @@ export interface Config {
   readonly liveStreamsMax: number;
   /** Live feeds one token may have open at once in one API process (CALLPLANE_LIVE_STREAMS_PER_TOKEN). */
   readonly liveStreamsPerToken: number;
+  /** Live feeds the tokens of one account may have open at once in one API process (CALLPLANE_LIVE_STREAMS_PER_ACCOUNT). */
+  readonly liveStreamsPerAccount: number;
+  /** ...of one organization and its agents (CALLPLANE_LIVE_STREAMS_PER_ORGANIZATION). */
+  readonly liveStreamsPerOrganization: number;
+  /** ...of one reseller and every account below it (CALLPLANE_LIVE_STREAMS_PER_RESELLER). */
+  readonly liveStreamsPerReseller: number;
+  /** Live feeds the tokens of one account may start per minute in one API process (CALLPLANE_LIVE_STARTS_PER_MINUTE). */
+  readonly liveStartsPerMinute: number;
   /** Requests the API takes per window from one token (CALLPLANE_RATE_LIMIT_PER_TOKEN; 0: no limit). */
   readonly rateLimitPerToken: number;
   /**
@@ -530,6 +538,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     twilioVoice: oneOf(env, 'CALLPLANE_TWILIO_VOICE', ['gather', 'stream'] as const, 'gather'),
     liveStreamsMax: int(env, 'CALLPLANE_LIVE_STREAMS_MAX', 1000, 1, 100_000),
     liveStreamsPerToken: int(env, 'CALLPLANE_LIVE_STREAMS_PER_TOKEN', 5, 1, 1000),
+    liveStreamsPerAccount: int(env, 'CALLPLANE_LIVE_STREAMS_PER_ACCOUNT', 20, 1, 100_000),
+    liveStreamsPerOrganization: int(env, 'CALLPLANE_LIVE_STREAMS_PER_ORGANIZATION', 50, 1, 100_000),
+    liveStreamsPerReseller: int(env, 'CALLPLANE_LIVE_STREAMS_PER_RESELLER', 200, 1, 100_000),
+    liveStartsPerMinute: int(env, 'CALLPLANE_LIVE_STARTS_PER_MINUTE', 30, 1, 100_000),
     rateLimitPerToken: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_TOKEN', 1200),
     rateLimitPerAddress: rateLimit(env, 'CALLPLANE_RATE_LIMIT_PER_ADDRESS', 3000),
     rateLimitWindowSeconds: int(env, 'CALLPLANE_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),

@@ -96,7 +96,7 @@ export interface PlatformDeps {
   /** The process's Prometheus registry (made here when not given); buildApp serves it at /metrics. */
   metrics?: Metrics;
   /** Test settings of the live feed (a shorter heartbeat and token recheck, a smaller buffer). */
-  live?: Pick<LiveFeedDeps, 'heartbeatMs' | 'recheckMs' | 'maxBufferedBytes'>;
+  live?: Pick<LiveFeedDeps, 'heartbeatMs' | 'recheckMs' | 'watchMs' | 'maxBufferedBytes' | 'snapshotLines' | 'snapshotBytes' | 'now'>;
 }
 
 export interface Services {
@@ -280,7 +280,9 @@ export function createPlatform(deps: PlatformDeps): Platform {
     history: historyService({ db, agents: base.agents, recordings }),
     live: liveFeed({
       db, listen: (channel, o) => database.listen(channel, o), lookup: base.tokenLookup,
-      maxStreams: config.liveStreamsMax, perToken: config.liveStreamsPerToken, log: child('live'), ...deps.live,
+      maxStreams: config.liveStreamsMax, perToken: config.liveStreamsPerToken, perAccount: config.liveStreamsPerAccount,
+      perOrganization: config.liveStreamsPerOrganization, perReseller: config.liveStreamsPerReseller, startsPerMinute: config.liveStartsPerMinute,
+      log: child('live'), ...deps.live,
     }),
     latency: latencyService({ db }),
     vad: speech.vad,

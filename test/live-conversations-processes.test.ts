@@ -2,7 +2,9 @@
 // tsx): a `--role api` process streams GET /api/v2/conversations/live; the agent's reply is
 // written by a `--role worker` process (the turn queue runs only there), and reaches the API
 // process's stream through NOTIFY within about a second of being stored. SIGTERM to the API
-// process ends the open stream with a `closed` event and the process stops promptly. SQLite has
+// process ends the open stream with a `closed` event and the process stops promptly. A token
+// deleted, or a console session signed out, through one API process ends the streams it opened on
+// another within a second (the tokens table's change trigger, not the 15 s recheck). SQLite has
 // one process per DATA_DIR, so there is nothing to test there (the in-process path is
 // test/modules/live-conversations.test.ts).
 import assert from 'node:assert/strict';
@@ -77,5 +79,53 @@ describe('the live feed across processes [postgres]', { skip: PG_URL ? false : '
     await stream.ended;
     worker.child.kill('SIGTERM');
     await worker.exited;
+  });
+
+  it('deleting a token or signing out through one API process ends its streams on another within a second', async () => {
+    const scratch = await createScratchPgDatabase(PG_URL!, 'callplane_live');
+    closers.push(() => scratch.drop());
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-live-'));
+    closers.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const env = {
+      DATA_DIR: dataDir, DATABASE_URL: scratch.url, CALLPLANE_ADMIN_TOKEN: ADMIN,
+      CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('base64'), CALLPLANE_SIP_HOST: '127.0.0.1', CALLPLANE_SIP_PORT: '0',
+    };
+    const one = await startServe('api', env);
+    const two = await startServe('api', env);
+    const request = (method: string, url: string, body?: unknown, token = ADMIN) => serveRequest(one.port, token, method, url, body);
+    const me = await request('GET', '/api/v2/account');
+    const reseller = await request('POST', `/api/v2/createReseller?targetPartnerId=${me.body.id}`, { resellerName: 'Live reseller' });
+    const org = await request('POST', `/api/v2/createOrganization?targetResellerId=${reseller.body.reseller.id}`, { orgName: 'Live org' });
+    assert.equal(org.status, 201, JSON.stringify(org.body));
+    const mint = async () => (await request('POST', `/api/v2/tokens?targetAccountId=${org.body.organization.id}`, { type: 'admin', description: 'live' })).body.token.token as string;
+
+    // A token deleted through process one; its stream is on process two.
+    const token = await mint();
+    const stream = await openLive(`http://127.0.0.1:${two.port}`, token);
+    assert.equal(stream.status, 200);
+    await stream.next('snapshot', (e) => e.event === 'snapshot');
+    let t0 = Date.now();
+    const del = await request('DELETE', '/api/v2/tokens', { token });
+    assert.equal(del.status, 200, JSON.stringify(del.body));
+    const closed = await stream.next('closed', (e) => e.event === 'closed', 5000);
+    assert.ok(closed.at - t0 < 1000, `closed ${closed.at - t0} ms after the deletion on the other process`);
+    assert.match(closed.data.message, /deleted token/);
+
+    // A console session opened and signed out on process one; its stream is on process two.
+    const signIn = await fetch(`http://127.0.0.1:${one.port}/console/session`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: await mint() }),
+    });
+    assert.equal(signIn.status, 200);
+    const headers = { cookie: signIn.headers.getSetCookie()[0]!.split(';')[0]!, 'x-callplane-console': '1' };
+    const session = await openLive(`http://127.0.0.1:${two.port}`, '', {}, false, headers);
+    assert.equal(session.status, 200, JSON.stringify(session.body));
+    await session.next('snapshot', (e) => e.event === 'snapshot');
+    t0 = Date.now();
+    const out = await fetch(`http://127.0.0.1:${one.port}/console/session`, { method: 'DELETE', headers });
+    assert.equal(out.status, 200);
+    const ended = await session.next('closed', (e) => e.event === 'closed', 5000);
+    assert.ok(ended.at - t0 < 1000, `closed ${ended.at - t0} ms after signing out on the other process`);
+    for (const p of [one, two]) p.child.kill('SIGTERM');
+    await Promise.all([one.exited, two.exited]);
   });
 });

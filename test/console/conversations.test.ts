@@ -87,6 +87,9 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
   it('Live: a call\'s lines appear as they are said, survive a dropped stream, and the end links to the conversation', async () => {
     const { page } = c;
     await c.signIn(org.token);
+    // The feed's requests, with the Last-Event-ID each sent (the page reconnects by itself).
+    const feedRequests: Array<string | undefined> = [];
+    page.on('request', (r) => { if (r.url().includes('/api/v2/conversations/live')) feedRequests.push(r.headers()['last-event-id']); });
     // Through the relay (the session cookie is the host's, whatever the port), so the test can cut the stream.
     await page.goto(`${relay.base}/console/#/live`);
     await page.getByRole('heading', { level: 1, name: 'Live' }).waitFor();
@@ -113,12 +116,15 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
       await transcript.locator('li[data-direction="outbound"]', { hasText: 'Hello there.' }).waitFor({ timeout: 20_000 });
       await end.agentSpoke(0);
 
-      // The stream drops: the page says it is reconnecting, then takes the new snapshot (the greeting is still there).
+      // The stream drops: the page says it is reconnecting, then resumes from the last event it had (Last-Event-ID; the greeting is still there).
       assert.ok(relay.cut() > 0, 'the live stream went through the relay');
       await page.getByText(/^Reconnecting \(attempt 1, in 1 s\)/).waitFor({ timeout: 5_000 });
       await c.shot('live-reconnecting');
       await page.getByText('Connected: new lines appear as they are said.').waitFor({ timeout: 10_000 });
       await transcript.locator('li[data-direction="outbound"]', { hasText: 'Hello there.' }).waitFor();
+      assert.ok(feedRequests.length >= 2, JSON.stringify(feedRequests));
+      assert.equal(feedRequests[0], undefined, 'the first connection takes a snapshot');
+      assert.match(feedRequests.at(-1) ?? '', /^[0-9a-f]{8}-\d+$/, 'the reconnection sends the last event\'s id');
 
       // The caller asks; the question and the answer appear while the call goes on.
       llm.script.push({ text: 'We open at nine.' });

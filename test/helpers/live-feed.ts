@@ -22,13 +22,17 @@ export interface LiveClient {
   close(): void;
 }
 
-/** Opens the feed at `baseUrl` with `token` (query parameter, or `Authorization: Bearer` with `bearer`). */
-export async function openLive(baseUrl: string, token: string, query: Record<string, string | number> = {}, bearer = false): Promise<LiveClient> {
+/**
+ * Opens the feed at `baseUrl` with `token` (query parameter, or `Authorization: Bearer` with
+ * `bearer`; none when `token` is empty, for `headers` that carry it, like a console cookie), with
+ * any other request `headers` (Last-Event-ID).
+ */
+export async function openLive(baseUrl: string, token: string, query: Record<string, string | number> = {}, bearer = false, headers: Record<string, string> = {}): Promise<LiveClient> {
   const url = new URL('/api/v2/conversations/live', baseUrl);
   for (const [k, v] of Object.entries(query)) url.searchParams.set(k, String(v));
-  if (!bearer) url.searchParams.set('token', token);
+  if (!bearer && token) url.searchParams.set('token', token);
   const abort = new AbortController();
-  const res = await fetch(url, { headers: { accept: 'text/event-stream', ...(bearer ? { authorization: `Bearer ${token}` } : {}) }, signal: abort.signal });
+  const res = await fetch(url, { headers: { accept: 'text/event-stream', ...(bearer ? { authorization: `Bearer ${token}` } : {}), ...headers }, signal: abort.signal });
   const events: SseEvent[] = [];
   const comments: string[] = [];
   let done = false;

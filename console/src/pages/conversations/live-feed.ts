@@ -1,6 +1,8 @@
 // The live feed (GET /api/v2/conversations/live, Server-Sent Events) followed for a page: fetch with
 // the console's header (an EventSource could not send it), the events read by sse.ts, and a new connection with growing waits whenever the stream drops or the
-// server ends it. Each connection starts with a snapshot, which replaces what the page held.
+// server ends it. The first connection starts with a snapshot, which replaces what the page held; a
+// new one sends the last event's id (Last-Event-ID) and resumes (`resumed`, then what was missed)
+// when the server still holds what came since, else starts with a snapshot again.
 import { api, CallplaneError } from '../../api.ts';
 import type { ErrorBody, LiveConversation, LiveEvent, TranscriptLine } from '../../../../sdk/index.ts';
 import { readSse } from './sse.ts';
@@ -65,9 +67,10 @@ export function applyEvent(calls: LiveCall[], e: LiveEvent): LiveCall[] {
 }
 
 /** One connection to the feed: its events, parsed; a refusal is thrown as a CallplaneError with the API's message. */
-async function* liveFeedEvents(target: { targetAccountId?: number }, signal: AbortSignal): AsyncGenerator<LiveEvent> {
+async function* liveFeedEvents(target: { targetAccountId?: number }, signal: AbortSignal, lastEventId: string | undefined): AsyncGenerator<LiveEvent> {
   const { response, error } = await api.GET('/api/v2/conversations/live', {
-    params: { query: target }, parseAs: 'stream', signal, headers: { accept: 'text/event-stream' },
+    params: { query: target }, parseAs: 'stream', signal,
+    headers: { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
   });
   if (!response.ok || !response.body) {
     const message = (error as { message?: unknown } | undefined)?.message;
@@ -94,12 +97,15 @@ export async function followLive(opts: {
   const { signal } = opts;
   const wait = opts.backoff ?? backoffSeconds;
   let attempt = 0;
+  /** The id of the last event received: a reconnect resumes from it. */
+  let lastEventId: string | undefined;
   opts.onStatus({ state: 'connecting' });
   while (!signal.aborted) {
     let reason = 'the connection dropped';
     try {
-      for await (const e of liveFeedEvents(opts.target, signal)) {
-        if (e.event === 'snapshot') {
+      for await (const e of liveFeedEvents(opts.target, signal, lastEventId)) {
+        if (e.id) lastEventId = e.id;
+        if (e.event === 'snapshot' || e.event === 'resumed') {
           attempt = 0;
           opts.onStatus({ state: 'connected', since: Date.now() });
         }
