@@ -2658,6 +2658,8 @@ export interface operations {
                     noConvoHistory?: boolean;
                     /** @description DTMF sent on answer: 0-9 * # A-D, w or , for a pause */
                     postAnswerDtmf?: string;
+                    /** @description The analysis after each conversation: true (default: every one), false (none), or the share of conversations analysed in percent, 0–100, chosen by the conversation id (extension; docs/agents.md) */
+                    postCallAnalysis?: boolean | number;
                     /** @description Force a thinking model for post-conversation work */
                     postConvoForceThinking?: boolean;
                     /** @description Seconds of ringing before the agent answers */
@@ -4650,6 +4652,8 @@ export interface operations {
                     deliveryProtocol: string;
                     /** @description hostname or IP address where to ship the ADR files to */
                     host: string;
+                    /** @description callplane extension, sftp only: the server's host key as ssh-keygen -lf prints it (SHA256:…), checked on every connection, or trust-on-first-use to record the key the first connection sees. Required for sftp, and again when deliveryProtocol, host, port or username changes */
+                    hostKeyFingerprint?: string;
                     /** @description password for the sftp or ftp account; required when creating, or when deliveryProtocol, host, port or username changes */
                     password?: string;
                     /** @description Folder path to deposit the files to. Defaults to the users home directory */
@@ -4680,6 +4684,8 @@ export interface operations {
                             deliveryProtocol: string;
                             enabled: boolean;
                             host: string;
+                            /** @description callplane extension: the SFTP server's pinned host key (SHA256:…), or trust-on-first-use until the first connection records it; null for FTP and FTPS */
+                            hostKeyFingerprint: string | null;
                             /** @description Unix seconds: the start of the next window to ship */
                             nextWindowStart: number;
                             /** @description Masked */
@@ -4858,6 +4864,8 @@ export interface operations {
                             deliveryProtocol: string;
                             enabled: boolean;
                             host: string;
+                            /** @description callplane extension: the SFTP server's pinned host key (SHA256:…), or trust-on-first-use until the first connection records it; null for FTP and FTPS */
+                            hostKeyFingerprint: string | null;
                             /** @description Unix seconds: the start of the next window to ship */
                             nextWindowStart: number;
                             /** @description Masked */
@@ -4936,6 +4944,8 @@ export interface operations {
                             deliveryProtocol: string;
                             enabled: boolean;
                             host: string;
+                            /** @description callplane extension: the SFTP server's pinned host key (SHA256:…), or trust-on-first-use until the first connection records it; null for FTP and FTPS */
+                            hostKeyFingerprint: string | null;
                             /** @description Unix seconds: the start of the next window to ship */
                             nextWindowStart: number;
                             /** @description Masked */
@@ -12356,6 +12366,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         message?: string;
+                        routeCredentials?: ({
+                            /** @description Masked */
+                            password: string;
+                            route: string;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         routes: string[];
                         success: boolean;
                     } & {
@@ -12405,8 +12423,12 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Extension: the route's digest password (sealed, never returned; answers only the route's next hop). Sent for an existing route, it replaces that route's credentials */
+                    password?: string;
                     /** @description Outbound route to add: host[:port][;transport=tcp|udp][;proxyAddress=host[:port]] */
                     route: string;
+                    /** @description Extension: the digest user this route's next hop (its proxyAddress, else its host) challenges for; with password. Without them the registration's credentials answer only a route whose next hop is the registrar (docs/sip.md) */
+                    username?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -12421,6 +12443,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         message?: string;
+                        routeCredentials?: ({
+                            /** @description Masked */
+                            password: string;
+                            route: string;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         routes: string[];
                         success: boolean;
                     } & {
@@ -12436,6 +12466,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         message?: string;
+                        routeCredentials?: ({
+                            /** @description Masked */
+                            password: string;
+                            route: string;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         routes: string[];
                         success: boolean;
                     } & {
@@ -13579,6 +13617,8 @@ export interface operations {
                     /** @description "canceled" cancels the task */
                     state?: string;
                     taskContext?: string | null;
+                    /** @description Call tasks: {action: hangup|leave-message|continue, message} when a voicemail answers; null: the agent's voicemailAction (extension; docs/tasks.md) */
+                    voicemail?: unknown;
                     waitToGreet?: boolean;
                 } & {
                     [key: string]: unknown;
