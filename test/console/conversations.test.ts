@@ -213,7 +213,15 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
     const played = await audio.evaluate(async (a: HTMLAudioElement) => {
       a.muted = true; // autoplay without a click is allowed muted
       await a.play();
-      await new Promise((r) => setTimeout(r, 700));
+      // Waits for playback to pass 0.3 s (bounded), not for a fixed time: a busy machine's
+      // Chromium may start playing late.
+      await new Promise<void>((resolve) => {
+        const done = () => { a.removeEventListener('timeupdate', check); clearTimeout(limit); resolve(); };
+        const check = () => { if (a.currentTime > 0.3 || a.error) done(); };
+        const limit = setTimeout(done, 10_000);
+        a.addEventListener('timeupdate', check);
+        check();
+      });
       const state = { duration: a.duration, time: a.currentTime, error: a.error?.code ?? null };
       a.pause();
       return state;
