@@ -31,12 +31,12 @@ export interface paths {
         put?: never;
         /**
          * Add an add-on to the organization (callplane extension)
-         * @description The organization, or an ancestor with targetAccountId. An available add-on of the organization's catalog that fits its current plan (GET /api/v2/addon/available), one of each at a time (409 otherwise). Recorded with the subscription and billing period in force; its adds raise the included amounts at once (usage costs and the tasks held back for them).
+         * @description The organization, or an ancestor with targetAccountId. An available add-on of the organization's catalog that fits its current plan (GET /api/v2/addon/available), one of each at a time (409 otherwise). Recorded with the subscription and billing period in force; its adds raise the included amounts at once (usage costs and the tasks held back for them). When the organization buys a priced add-on itself and its reseller bills through a payment processor, it is bought through the processor's checkout like a plan: the answer is the add-on in state pending with checkoutUrl (redirect) or clientSecret (embedded), and it takes effect only when the processor's webhook confirms the payment. An ancestor's grant (targetAccountId) is in force at once.
          */
         post: operations["addAddon"];
         /**
          * Remove an add-on from the organization (callplane extension)
-         * @description Ends the add-on in force; ranges it was in force in keep counting it.
+         * @description Ends the add-on in force; ranges it was in force in keep counting it. One paid through a payment processor is cancelled there first (a refusal there is a 400/502 and it stays in force).
          */
         delete: operations["removeAddon"];
         options?: never;
@@ -2282,7 +2282,18 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description With a billing system: where the checkout returns when payment is canceled */
+                    cancelUrl?: string;
+                    /** @description embedded or redirect (with a billing system); default redirect */
+                    checkoutType?: string;
+                    /** @description With a billing system (a priced add-on the organization buys): where the checkout returns when payment succeeded; required then */
+                    successUrl?: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -2316,12 +2327,18 @@ export interface operations {
                             /** @description Plans it fits; empty = every plan */
                             plans: string[];
                             removedAt: number | null;
+                            /** @description active (counts while removedAt is null); pending (bought through a payment processor's checkout, adds nothing until the processor confirms the payment); abandoned (the checkout ended unpaid, it never counted) */
+                            state: string;
                             /** @description The subscription in force when it was bought */
                             subscriptionId: string | null;
                             yearlyPrice: number;
                         } & {
                             [key: string]: unknown;
                         };
+                        /** @description Redirect checkout: the processor's hosted page; null when granted at once */
+                        checkoutUrl: string | null;
+                        /** @description Embedded checkout: the processor's client secret; null otherwise */
+                        clientSecret: string | null;
                         message?: string;
                         success: boolean;
                     } & {
@@ -2423,6 +2440,8 @@ export interface operations {
                             /** @description Plans it fits; empty = every plan */
                             plans: string[];
                             removedAt: number | null;
+                            /** @description active (counts while removedAt is null); pending (bought through a payment processor's checkout, adds nothing until the processor confirms the payment); abandoned (the checkout ended unpaid, it never counted) */
+                            state: string;
                             /** @description The subscription in force when it was bought */
                             subscriptionId: string | null;
                             yearlyPrice: number;
@@ -2434,6 +2453,15 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Every error has this shape. */
@@ -2456,6 +2484,15 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2658,6 +2695,8 @@ export interface operations {
                     noConvoHistory?: boolean;
                     /** @description DTMF sent on answer: 0-9 * # A-D, w or , for a pause */
                     postAnswerDtmf?: string;
+                    /** @description The analysis after each conversation: true (default: every one), false (none), or the share of conversations analysed in percent, 0–100, chosen by the conversation id (extension; docs/agents.md) */
+                    postCallAnalysis?: boolean | number;
                     /** @description Force a thinking model for post-conversation work */
                     postConvoForceThinking?: boolean;
                     /** @description Seconds of ringing before the agent answers */
@@ -4650,6 +4689,8 @@ export interface operations {
                     deliveryProtocol: string;
                     /** @description hostname or IP address where to ship the ADR files to */
                     host: string;
+                    /** @description callplane extension, sftp only: the server's host key as ssh-keygen -lf prints it (SHA256:…), checked on every connection, or trust-on-first-use to record the key the first connection sees. Required for sftp, and again when deliveryProtocol, host, port or username changes */
+                    hostKeyFingerprint?: string;
                     /** @description password for the sftp or ftp account; required when creating, or when deliveryProtocol, host, port or username changes */
                     password?: string;
                     /** @description Folder path to deposit the files to. Defaults to the users home directory */
@@ -4680,6 +4721,8 @@ export interface operations {
                             deliveryProtocol: string;
                             enabled: boolean;
                             host: string;
+                            /** @description callplane extension: the SFTP server's pinned host key (SHA256:…), or trust-on-first-use until the first connection records it; null for FTP and FTPS */
+                            hostKeyFingerprint: string | null;
                             /** @description Unix seconds: the start of the next window to ship */
                             nextWindowStart: number;
                             /** @description Masked */
@@ -4858,6 +4901,8 @@ export interface operations {
                             deliveryProtocol: string;
                             enabled: boolean;
                             host: string;
+                            /** @description callplane extension: the SFTP server's pinned host key (SHA256:…), or trust-on-first-use until the first connection records it; null for FTP and FTPS */
+                            hostKeyFingerprint: string | null;
                             /** @description Unix seconds: the start of the next window to ship */
                             nextWindowStart: number;
                             /** @description Masked */
@@ -4936,6 +4981,8 @@ export interface operations {
                             deliveryProtocol: string;
                             enabled: boolean;
                             host: string;
+                            /** @description callplane extension: the SFTP server's pinned host key (SHA256:…), or trust-on-first-use until the first connection records it; null for FTP and FTPS */
+                            hostKeyFingerprint: string | null;
                             /** @description Unix seconds: the start of the next window to ship */
                             nextWindowStart: number;
                             /** @description Masked */
@@ -11162,6 +11209,8 @@ export interface operations {
                             /** @description Plans it fits; empty = every plan */
                             plans: string[];
                             removedAt: number | null;
+                            /** @description active (counts while removedAt is null); pending (bought through a payment processor's checkout, adds nothing until the processor confirms the payment); abandoned (the checkout ended unpaid, it never counted) */
+                            state: string;
                             /** @description The subscription in force when it was bought */
                             subscriptionId: string | null;
                             yearlyPrice: number;
@@ -12356,6 +12405,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         message?: string;
+                        routeCredentials?: ({
+                            /** @description Masked */
+                            password: string;
+                            route: string;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         routes: string[];
                         success: boolean;
                     } & {
@@ -12405,8 +12462,12 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Extension: the route's digest password (sealed, never returned; answers only the route's next hop). Sent for an existing route, it replaces that route's credentials */
+                    password?: string;
                     /** @description Outbound route to add: host[:port][;transport=tcp|udp][;proxyAddress=host[:port]] */
                     route: string;
+                    /** @description Extension: the digest user this route's next hop (its proxyAddress, else its host) challenges for; with password. Without them the registration's credentials answer only a route whose next hop is the registrar (docs/sip.md) */
+                    username?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -12421,6 +12482,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         message?: string;
+                        routeCredentials?: ({
+                            /** @description Masked */
+                            password: string;
+                            route: string;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         routes: string[];
                         success: boolean;
                     } & {
@@ -12436,6 +12505,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         message?: string;
+                        routeCredentials?: ({
+                            /** @description Masked */
+                            password: string;
+                            route: string;
+                            username: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         routes: string[];
                         success: boolean;
                     } & {
@@ -13579,6 +13656,8 @@ export interface operations {
                     /** @description "canceled" cancels the task */
                     state?: string;
                     taskContext?: string | null;
+                    /** @description Call tasks: {action: hangup|leave-message|continue, message} when a voicemail answers; null: the agent's voicemailAction (extension; docs/tasks.md) */
+                    voicemail?: unknown;
                     waitToGreet?: boolean;
                 } & {
                     [key: string]: unknown;
