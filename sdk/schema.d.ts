@@ -31,12 +31,12 @@ export interface paths {
         put?: never;
         /**
          * Add an add-on to the organization (callplane extension)
-         * @description The organization, or an ancestor with targetAccountId. An available add-on of the organization's catalog that fits its current plan (GET /api/v2/addon/available), one of each at a time (409 otherwise). Recorded with the subscription and billing period in force; its adds raise the included amounts at once (usage costs and the tasks held back for them).
+         * @description The organization, or an ancestor with targetAccountId. An available add-on of the organization's catalog that fits its current plan (GET /api/v2/addon/available), one of each at a time (409 otherwise). Recorded with the subscription and billing period in force; its adds raise the included amounts at once (usage costs and the tasks held back for them). When the organization buys a priced add-on itself and its reseller bills through a payment processor, it is bought through the processor's checkout like a plan: the answer is the add-on in state pending with checkoutUrl (redirect) or clientSecret (embedded), and it takes effect only when the processor's webhook confirms the payment. An ancestor's grant (targetAccountId) is in force at once.
          */
         post: operations["addAddon"];
         /**
          * Remove an add-on from the organization (callplane extension)
-         * @description Ends the add-on in force; ranges it was in force in keep counting it.
+         * @description Ends the add-on in force; ranges it was in force in keep counting it. One paid through a payment processor is cancelled there first (a refusal there is a 400/502 and it stays in force).
          */
         delete: operations["removeAddon"];
         options?: never;
@@ -2282,7 +2282,18 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description With a billing system: where the checkout returns when payment is canceled */
+                    cancelUrl?: string;
+                    /** @description embedded or redirect (with a billing system); default redirect */
+                    checkoutType?: string;
+                    /** @description With a billing system (a priced add-on the organization buys): where the checkout returns when payment succeeded; required then */
+                    successUrl?: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -2316,12 +2327,18 @@ export interface operations {
                             /** @description Plans it fits; empty = every plan */
                             plans: string[];
                             removedAt: number | null;
+                            /** @description active (counts while removedAt is null); pending (bought through a payment processor's checkout, adds nothing until the processor confirms the payment); abandoned (the checkout ended unpaid, it never counted) */
+                            state: string;
                             /** @description The subscription in force when it was bought */
                             subscriptionId: string | null;
                             yearlyPrice: number;
                         } & {
                             [key: string]: unknown;
                         };
+                        /** @description Redirect checkout: the processor's hosted page; null when granted at once */
+                        checkoutUrl: string | null;
+                        /** @description Embedded checkout: the processor's client secret; null otherwise */
+                        clientSecret: string | null;
                         message?: string;
                         success: boolean;
                     } & {
@@ -2423,6 +2440,8 @@ export interface operations {
                             /** @description Plans it fits; empty = every plan */
                             plans: string[];
                             removedAt: number | null;
+                            /** @description active (counts while removedAt is null); pending (bought through a payment processor's checkout, adds nothing until the processor confirms the payment); abandoned (the checkout ended unpaid, it never counted) */
+                            state: string;
                             /** @description The subscription in force when it was bought */
                             subscriptionId: string | null;
                             yearlyPrice: number;
@@ -2434,6 +2453,15 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Every error has this shape. */
@@ -2456,6 +2484,15 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11172,6 +11209,8 @@ export interface operations {
                             /** @description Plans it fits; empty = every plan */
                             plans: string[];
                             removedAt: number | null;
+                            /** @description active (counts while removedAt is null); pending (bought through a payment processor's checkout, adds nothing until the processor confirms the payment); abandoned (the checkout ended unpaid, it never counted) */
+                            state: string;
                             /** @description The subscription in force when it was bought */
                             subscriptionId: string | null;
                             yearlyPrice: number;

@@ -37,6 +37,7 @@ import { numberReleases } from './migrations/0032-number-releases.ts';
 import { numbersAdr } from './migrations/0033-numbers-adr.ts';
 import { consoleSessions } from './migrations/0034-console-sessions.ts';
 import { sipRouteCredentials } from './migrations/0035-sip-route-credentials.ts';
+import { billingAddonCheckout } from './migrations/0036-billing-addon-checkout.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -75,6 +76,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0033-numbers-adr': numbersAdr(),
     '0034-console-sessions': consoleSessions(),
     '0035-sip-route-credentials': sipRouteCredentials(),
+    '0036-billing-addon-checkout': billingAddonCheckout(),
   };
 }
 

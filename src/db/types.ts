@@ -415,6 +415,16 @@ export interface OrgAddonsTable {
   added_by: number | null;
   removed_at: number | null;
   removed_by: number | null;
+  /** Migration 0036: 'active' (counts while not removed), 'pending' (its processor checkout is not paid yet), 'abandoned' (the checkout ended unpaid; never counted). */
+  state: Generated<string>;
+  /** The processor it is paid through (null: granted without a checkout). */
+  processor: string | null;
+  billing_account_id: number | null;
+  processor_subscription_id: string | null;
+  checkout_session_id: string | null;
+  term: string | null;
+  success_url: string | null;
+  cancel_url: string | null;
 }
 
 /** Billing periods an ancestor set for an organization (migration 0025), in ms. */

@@ -43,7 +43,15 @@ for (const engine of ENGINES) {
 
     it('an inbound Twilio call of 26 s adds a call, 26 call seconds and 1 call minute; an outbound call task is counted once', async () => {
       const r = await h.reseller();
-      const o = await h.organization(r.id);
+      // A plan that includes no call minutes and sells them at 0.05: real minutes are costed.
+      const plan = await h.call('PUT', '/api/v2/product/catalog/plan/pplan-metered', { token: r.token, body: {
+        name: 'Metered', monthlyPrice: 10, yearlyPrice: 100, currency: 'USD',
+        included: { callMinutes: 0, texts: null, tasks: null, conversations: null, modelTokens: null },
+        overage: { callMinute: 0.05, text: null, task: null, conversation: null, modelTokensPer1k: null },
+        limits: { concurrencyPerRun: 5 },
+      } });
+      assert.equal(plan.status, 200, JSON.stringify(plan.body));
+      const o = await h.organization(r.id, { productPlanId: 'pplan-metered' });
       const number = '+14155561234';
       const provider = await h.call('POST', '/api/v2/numberingProvider', {
         token: r.token, query: { targetOrganizationId: o.id },
@@ -94,6 +102,10 @@ for (const engine of ENGINES) {
       // Carried by Twilio and answered by a model provider: nothing labelled simulated.
       assert.equal(both.simulatedCallMinutes, 0);
       assert.equal(both.simulatedTokens, 0);
+      // Real minutes past the included amount are costed (simulated ones are not: billing-usage.test.ts).
+      const cost = await h.call('GET', '/api/v2/stats/usage', { token: o.token, query: { giveCosts: true } });
+      assert.equal(cost.status, 200, JSON.stringify(cost.body));
+      assert.equal(cost.body.usage['cost:callMinutes'], 0.1, JSON.stringify(cost.body.usage));
     });
   });
 }

@@ -292,7 +292,7 @@ forEachEngine('billing processors', (h) => {
       assertStatus(await postStripe(r.id, stripe.event('customer.created', { id: 'cus_1', object: 'customer' }, keys.webhookSigningKey)), 200);
     });
 
-    it('a priced add-on is not granted for free under the processor (issue 33): the organization is refused and nothing is recorded; its reseller may grant it', async () => {
+    it('a priced add-on is bought through Stripe Checkout (issue 33): pending until the signed webhook confirms payment, once; removing it cancels it at Stripe; an expired checkout grants nothing; its reseller may still grant it', async () => {
       const { r, o, keys } = await stripeReseller();
       const res = await subscribe(o.token, { productPlanId: 'pplan-business', term: 'month', successUrl: 'https://app.example.com/ok' });
       const subId = res.body.subscription.subscriptionId as string;
@@ -300,19 +300,72 @@ forEachEngine('billing processors', (h) => {
       const { session: completed } = stripe.complete(session.id);
       assertStatus(await postStripe(r.id, stripe.event('checkout.session.completed', completed, keys.webhookSigningKey)), 200);
       assert.equal((await current(o.token)).subscribed, true);
-      const sessionsBefore = stripe.sessions.size;
+      const inForce = async () => ((await call('GET', '/api/v2/product/currentPlan', { token: o.token })).body.addons as { addonId: string }[]).map((a) => a.addonId);
+      const rowsOf = () => h().database.db.selectFrom('org_addons').selectAll().where('org_id', '=', o.id).orderBy('added_at').execute();
 
-      const bought = await call('POST', '/api/v2/addon/addon-minutes-1000', { token: o.token });
-      assertStatus(bought, 409);
-      assert.match(bought.body.message, /addon-minutes-1000/);
-      assert.match(bought.body.message, /checkout/);
-      const rows = await h().database.db.selectFrom('org_addons').select('id').where('org_id', '=', o.id).execute();
-      assert.equal(rows.length, 0, 'nothing granted');
-      assert.equal(stripe.sessions.size, sessionsBefore);
-      const usage = await call('GET', '/api/v2/stats/usage', { token: o.token });
-      assert.deepEqual(usage.body.addons, []);
-      // Its reseller, who runs the billing system, may grant it.
-      assertStatus(await call('POST', '/api/v2/addon/addon-minutes-1000', { token: r.token, query: { targetAccountId: o.id } }), 200);
+      // The checkout returns to successUrl: required, named.
+      assertBad(await call('POST', '/api/v2/addon/addon-minutes-1000', { token: o.token }), 'successUrl');
+      const bought = await call('POST', '/api/v2/addon/addon-minutes-1000', { token: o.token, body: { successUrl: 'https://app.example.com/ok', cancelUrl: 'https://app.example.com/no' } });
+      assertStatus(bought, 200);
+      assert.equal(bought.body.addon.state, 'pending');
+      assert.match(bought.body.checkoutUrl, /^https:\/\/checkout\.stripe\.com\/c\/pay\/cs_test_/);
+      assert.equal(bought.body.clientSecret, null);
+      const [row] = await rowsOf();
+      assert.equal(row!.state, 'pending');
+      const checkout = stripe.calls('POST /v1/checkout/sessions').at(-1)!;
+      assert.equal(checkout.form.get('client_reference_id'), row!.id);
+      assert.equal(checkout.form.get('line_items[0][price_data][unit_amount]'), '4000', 'the add-on\'s monthly price (the plan is by the month)');
+      assert.equal(checkout.form.get('subscription_data[metadata][addonId]'), 'addon-minutes-1000');
+      assert.deepEqual(await inForce(), [], 'nothing granted before the payment');
+      assert.deepEqual((await call('GET', '/api/v2/stats/usage', { token: o.token })).body.addons, []);
+      // Buying it again while the checkout is open answers the same checkout (same idempotency key), no second row.
+      const again = await call('POST', '/api/v2/addon/addon-minutes-1000', { token: o.token, body: { successUrl: 'https://app.example.com/ok' } });
+      assertStatus(again, 200);
+      assert.equal(again.body.checkoutUrl, bought.body.checkoutUrl);
+      assert.equal((await rowsOf()).length, 1);
+
+      const addonSession = [...stripe.sessions.values()].find((s) => s.client_reference_id === row!.id)!;
+      const paid = stripe.complete(addonSession.id);
+      const event = stripe.event('checkout.session.completed', paid.session, keys.webhookSigningKey);
+      // Not signed by the billing system's key: refused, nothing granted.
+      assertStatus(await postStripe(r.id, { body: event.body, signature: FakeStripe.sign(event.body, 'whsec_forged') }), 403);
+      assert.deepEqual(await inForce(), []);
+      const ok = await postStripe(r.id, event);
+      assertStatus(ok, 200);
+      assert.deepEqual(await inForce(), ['addon-minutes-1000']);
+      assert.deepEqual((await call('GET', '/api/v2/stats/usage', { token: o.token })).body.addons, ['addon-minutes-1000']);
+      // Stripe delivers it again: answered, nothing more.
+      const replay = await postStripe(r.id, { body: event.body, signature: FakeStripe.sign(event.body, keys.webhookSigningKey) });
+      assertStatus(replay, 200);
+      assert.equal(replay.body.duplicate, true);
+      assert.equal((await rowsOf()).filter((a) => a.state === 'active').length, 1);
+      assertStatus(await call('POST', '/api/v2/addon/addon-minutes-1000', { token: o.token, body: { successUrl: 'https://app.example.com/ok' } }), 409);
+
+      // Removing it cancels its subscription at Stripe (once), then here.
+      const cancels = stripe.calls('DELETE /v1/subscriptions/').length;
+      assertStatus(await call('DELETE', '/api/v2/addon/addon-minutes-1000', { token: o.token }), 200);
+      assert.equal(stripe.calls('DELETE /v1/subscriptions/').length, cancels + 1);
+      assert.equal(stripe.subscriptions.get(paid.subscription.id)!.status, 'canceled');
+      assert.deepEqual(await inForce(), []);
+      // Stripe's own deletion event afterwards changes nothing more.
+      assertStatus(await postStripe(r.id, stripe.event('customer.subscription.deleted', { ...paid.subscription, object: 'subscription', status: 'canceled' }, keys.webhookSigningKey)), 200);
+
+      // A checkout that expires unpaid grants nothing and ends the purchase.
+      const second = await call('POST', '/api/v2/addon/addon-minutes-1000', { token: o.token, body: { successUrl: 'https://app.example.com/ok' } });
+      assertStatus(second, 200);
+      const secondRow = (await rowsOf()).find((a) => a.state === 'pending')!;
+      const secondSession = [...stripe.sessions.values()].find((s) => s.client_reference_id === secondRow.id)!;
+      const expired = await postStripe(r.id, stripe.event('checkout.session.expired', { id: secondSession.id, object: 'checkout.session', mode: 'subscription', status: 'expired', client_reference_id: secondRow.id }, keys.webhookSigningKey));
+      assertStatus(expired, 200);
+      assert.equal((await h().database.db.selectFrom('org_addons').select('state').where('id', '=', secondRow.id).executeTakeFirstOrThrow()).state, 'abandoned');
+      assert.deepEqual(await inForce(), []);
+
+      // Its reseller, who runs the billing system, may grant it at once (a deliberate gift).
+      const granted = await call('POST', '/api/v2/addon/addon-minutes-1000', { token: r.token, query: { targetAccountId: o.id } });
+      assertStatus(granted, 200);
+      assert.equal(granted.body.addon.state, 'active');
+      assert.equal(granted.body.checkoutUrl, null);
+      assert.deepEqual(await inForce(), ['addon-minutes-1000']);
     });
 
     it('a failed payment makes it past_due (limits kept); a replayed event changes nothing; unpaid falls back like cancel', async () => {
@@ -431,6 +484,58 @@ forEachEngine('billing processors', (h) => {
   });
 
   describe('Chargebee', () => {
+    it('a priced add-on is bought through a Chargebee hosted page (issue 33): pending until the basic-auth webhook confirms it, once; removing it cancels it there', async () => {
+      const r = await h().reseller();
+      const cb = chargebeeSite();
+      assertStatus(await configure(r.token, { billingSystemType: 'chargebee', ...cb }), 200);
+      const o = await h().organization(r.id);
+      chargebee.itemPrices.add('pplan-business-USD-Monthly');
+      const res = await subscribe(o.token, { productPlanId: 'pplan-business', term: 'month', successUrl: 'https://app.example.com/ok' });
+      const subId = res.body.subscription.subscriptionId as string;
+      const planSub = chargebee.complete([...chargebee.pages.values()].find((p) => p.subscriptionId === subId)!.id);
+      assertStatus(await postChargebee(r.id, FakeChargebee.event('subscription_created', { subscription: { ...planSub, object: 'subscription' } }, cb.webhookUsername, cb.webhookPassword)), 200);
+      assert.equal((await current(o.token)).subscribed, true);
+      const inForce = async () => ((await call('GET', '/api/v2/product/currentPlan', { token: o.token })).body.addons as { addonId: string }[]).map((a) => a.addonId);
+
+      // No item price for the add-on at Chargebee: a 400 naming it, nothing granted.
+      chargebee.itemPrices.delete('addon-texts-5000-USD-Monthly');
+      assertBad(await call('POST', '/api/v2/addon/addon-texts-5000', { token: o.token, body: { successUrl: 'https://app.example.com/ok' } }), 'addon-texts-5000-USD-Monthly');
+      assert.deepEqual(await inForce(), []);
+      chargebee.itemPrices.add('addon-texts-5000-USD-Monthly');
+      const bought = await call('POST', '/api/v2/addon/addon-texts-5000', { token: o.token, body: { successUrl: 'https://app.example.com/ok' } });
+      assertStatus(bought, 200);
+      assert.equal(bought.body.addon.state, 'pending');
+      assert.match(bought.body.checkoutUrl, new RegExp(`^https://${cb.site}\\.chargebee\\.com/pages/v4/hp_`));
+      const req = chargebee.calls('POST', '/hosted_pages/checkout_new_for_items', cb.site).at(-1)!;
+      assert.equal(req.form.get('subscription_items[item_price_id][0]'), 'addon-texts-5000-USD-Monthly');
+      const purchaseId = req.form.get('subscription[id]')!;
+      assert.match(purchaseId, /^oad_/);
+      assert.deepEqual(await inForce(), [], 'nothing granted before the payment');
+
+      const sub = chargebee.complete([...chargebee.pages.values()].find((p) => p.subscriptionId === purchaseId)!.id);
+      const created = FakeChargebee.event('subscription_created', { subscription: { ...sub, object: 'subscription' } }, cb.webhookUsername, cb.webhookPassword);
+      assertStatus(await postChargebee(r.id, { body: created.body, authorization: `Basic ${Buffer.from(`${cb.webhookUsername}:nope`).toString('base64')}` }), 401);
+      assert.deepEqual(await inForce(), []);
+      assertStatus(await postChargebee(r.id, created), 200);
+      assert.deepEqual(await inForce(), ['addon-texts-5000']);
+      const replay = await postChargebee(r.id, created);
+      assertStatus(replay, 200);
+      assert.equal(replay.body.duplicate, true);
+      const rows = await h().database.db.selectFrom('org_addons').selectAll().where('org_id', '=', o.id).execute();
+      // The refused checkout's purchase ended abandoned; the paid one is the one active row.
+      assert.deepEqual(rows.map((a) => a.state).sort(), ['abandoned', 'active']);
+
+      assertStatus(await call('DELETE', '/api/v2/addon/addon-texts-5000', { token: o.token }), 200);
+      assert.equal(chargebee.calls('POST', `/subscriptions/${purchaseId}/cancel_for_items`, cb.site).length, 1);
+      assert.equal(chargebee.subscriptions.get(purchaseId)!.status, 'cancelled');
+      assert.deepEqual(await inForce(), []);
+      // Chargebee's cancellation event afterwards changes nothing more.
+      const cancelled = await postChargebee(r.id, FakeChargebee.event('subscription_cancelled', { subscription: { ...sub, status: 'cancelled' } }, cb.webhookUsername, cb.webhookPassword));
+      assertStatus(cancelled, 200);
+      const outcomes = await h().database.db.selectFrom('billing_events').select('outcome').where('owner_id', '=', r.id).where('type', '=', 'subscription_cancelled').execute();
+      assert.match(outcomes.at(-1)!.outcome, /no change: add-on/);
+    });
+
     it('subscribe opens a hosted page for the plan\'s item price; basic-auth webhooks activate and end it; cancel cancels there once', async () => {
       const r = await h().reseller();
       const cb = chargebeeSite();

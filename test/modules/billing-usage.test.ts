@@ -63,7 +63,7 @@ forEachEngine('billing usage', (h) => {
     }, 15_000);
     const deps = {
       db: db(), config: h().config, policy: policyFromConfig(h().config),
-      agents: { named: () => { throw new Error('unused'); }, liveConfig: () => { throw new Error('unused'); } },
+      agents: h().services.agents,
       wakeTurns: () => {}, wakeDeliveries: () => {}, ...(endAt === undefined ? {} : { now: () => endAt }),
     };
     assert.equal(await conversationService(deps as never).end(msg.id, 'completed', null), true);
@@ -96,15 +96,17 @@ forEachEngine('billing usage', (h) => {
 
     const c = ok(await call('GET', '/api/v2/stats/usage', { token: o.token, query: { giveCosts: true } }));
     assert.equal(c.currency, 'USD');
-    // Past the included amounts: 2 minutes × 0.05, 1 text × 0.02, 3 tasks × 0.01, 1 conversation × 0.02, every token at 1.5 per 1,000.
-    const tokenCents = Math.floor((conv.tokens * 15 + 50) / 100); // tokens × 0.15 cents, half up
-    const expected = { 'cost:callMinutes': 0.1, 'cost:texts': 0.02, 'cost:tasks': 0.03, 'cost:conversations': 0.02, 'cost:modelTokens': tokenCents / 100, 'cost:plan': 10, 'cost:addons': 0 };
-    const totalCents = 10 + 2 + 3 + 2 + tokenCents + 1000;
+    // Past the included amounts: 3 tasks × 0.01, 1 conversation × 0.02. The minutes, texts and tokens
+    // are past theirs too (overIncluded) but all simulated: labelled, not costed as real (issue 33).
+    const expected = { 'cost:callMinutes': 0, 'cost:texts': 0, 'cost:tasks': 0.03, 'cost:conversations': 0.02, 'cost:modelTokens': 0, 'cost:plan': 10, 'cost:addons': 0 };
+    const totalCents = 3 + 2 + 1000;
+    assert.equal(c.overIncluded.callMinutes, 2, 'simulated minutes still use up the included amounts (enforcement)');
+    assert.equal(c.overIncluded.texts, 1);
     assert.deepEqual(c.usage, { ...expected, 'cost:total': totalCents / 100 });
     assert.equal(c.usage.callMinutes, undefined, 'giveCosts alone answers the cost: keys only');
     const both = ok(await call('GET', '/api/v2/stats/usage', { token: o.token, query: { giveCosts: true, combineCosts: true } }));
     assert.equal(both.usage.texts, 2);
-    assert.equal(both.usage['cost:texts'], 0.02);
+    assert.equal(both.usage['cost:texts'], 0);
 
     // The previous billing period (the calendar month before, without a subscription) has none of it.
     const prev = ok(await call('GET', '/api/v2/stats/usage', { token: o.token, query: { billingPeriod: 'previous' } }));

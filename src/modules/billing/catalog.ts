@@ -146,7 +146,7 @@ export function limitsOf(plan: Plan): LimitsPatch {
 }
 
 /** The price of a term. */
-export function priceOf(plan: Plan, term: 'month' | 'year'): number {
+export function priceOf(plan: Pick<Plan, 'monthlyPrice' | 'yearlyPrice'>, term: 'month' | 'year'): number {
   return term === 'year' ? plan.yearlyPrice : plan.monthlyPrice;
 }
 

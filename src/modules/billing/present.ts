@@ -50,5 +50,6 @@ export function presentOrgAddon(row: OrgAddonRow, appliesToPlan: boolean) {
     periodEnd: toUnixSeconds(row.period_end),
     addedAt: toUnixSeconds(row.added_at)!,
     removedAt: toUnixSeconds(row.removed_at),
+    state: row.state,
   };
 }

@@ -5,19 +5,20 @@
 // processor event is handled once (its id is recorded in the same transaction as its effect).
 // docs/billing.md, "Payment processors".
 import type Stripe from 'stripe';
-import type { AccountRow, Db, Executor, SubscriptionRow } from '../../db/types.ts';
+import type { AccountRow, Db, Executor, OrgAddonRow, SubscriptionRow } from '../../db/types.ts';
 import { Conflict, Forbidden, Invalid, Unauthorized } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { nowMs } from '../../lib/time.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { verifyBasicAuth } from '../webhooks/relays/providers.ts';
 import type { TaskLimits } from '../tasks/limits.ts';
-import { periodEnd, type Plan } from './catalog.ts';
+import { periodEnd, type Addon, type Plan } from './catalog.ts';
 import type { BillingSystem, BillingSystemService } from './billing-systems.ts';
 import { fallbackPlan } from './fallback-plan.ts';
-import { applyPlanLimits } from './plans.ts';
+import { periodOf } from './periods.ts';
+import { applyPlanLimits, releaseHeldTasks } from './plans.ts';
 import { idempotencyKey, processorAnswered, stripeLib, type Checkout, type ProcessorType } from './processors.ts';
-import { billingEventRepo, subscriptionRepo } from './repository.ts';
+import { addonRepo, billingEventRepo, periodRepo, subscriptionRepo } from './repository.ts';
 
 /** Largest webhook body read (a processor's event is a few kilobytes). */
 export const MAX_WEBHOOK_BYTES = 1024 * 1024;
@@ -42,12 +43,28 @@ export interface ProcessorCheckoutInput {
   cancelUrl: string | null;
 }
 
+export interface AddonCheckoutInput {
+  org: AccountRow;
+  addon: Addon;
+  /** The plan in force (the add-on fits it) and its term: the add-on is billed by the same term. */
+  plan: Plan;
+  term: 'month' | 'year';
+  /** The subscription in force, if any: the add-on is recorded with it. */
+  subscriptionId: string | null;
+  actorId: number;
+  checkoutType: 'embedded' | 'redirect';
+  successUrl: string | null;
+  cancelUrl: string | null;
+}
+
 /** What an event asks of a subscription, processor-independent. */
 type Effect =
   | { kind: 'activate'; ref: Ref; customerId: string | null; processorSubscriptionId: string | null }
   | { kind: 'past_due'; ref: Ref }
   | { kind: 'recovered'; ref: Ref }
   | { kind: 'end'; ref: Ref; state: 'canceled' | 'unpaid' }
+  /** A checkout that ended unpaid (expired): ends what it was for only while that is still pending. */
+  | { kind: 'abandon'; ref: Ref }
   | { kind: 'ignore'; why: string };
 interface Ref { id?: string; processorSubscriptionId?: string }
 
@@ -75,6 +92,9 @@ function stripeEffect(event: Stripe.Event): Effect {
       const customer = typeof o.customer === 'string' ? o.customer : str(obj(o.customer).id);
       return { kind: 'activate', ref: { id: str(o.client_reference_id) }, customerId: customer ?? null, processorSubscriptionId: sub ?? null };
     }
+    case 'checkout.session.expired':
+      // The customer never paid: the subscription (or add-on) it was for ends unpaid, if still pending.
+      return { kind: 'abandon', ref: { id: str(o.client_reference_id) } };
     case 'customer.subscription.created':
     case 'customer.subscription.updated':
     case 'customer.subscription.resumed': {
@@ -180,6 +200,41 @@ export function processorSubscriptions(deps: ProcessorSubscriptionDeps) {
     }
   }
 
+  /**
+   * A processor's event about an add-on bought through its checkout: paid, it is in force from now
+   * (recorded with the billing period in force; tasks an included amount held back are looked at
+   * again); ended there, it ends here; an abandoned or expired checkout leaves it `abandoned`.
+   */
+  async function applyToAddon(tx: Executor, target: OrgAddonRow, effect: Exclude<Effect, { kind: 'ignore' }>, now: number): Promise<{ changed: boolean; outcome: string }> {
+    await accountRepo.lock(tx, target.org_id);
+    const row = (await addonRepo.find(tx, target.id))!;
+    const state = row.removed_at !== null ? 'removed' : row.state;
+    if (effect.kind === 'activate') {
+      if (row.state !== 'pending') return { changed: false, outcome: `no change: add-on ${row.id} is ${state}` };
+      const org = (await accountRepo.findById(tx, row.org_id))!;
+      const current = await subscriptionRepo.current(tx, row.org_id);
+      const period = periodOf('current', await periodRepo.lastTwo(tx, row.org_id, now), current, now, org.timezone || 'UTC');
+      await addonRepo.update(tx, row.id, {
+        state: 'active', added_at: now, period_start: period.start, period_end: period.end, subscription_id: current?.id ?? row.subscription_id,
+        processor_subscription_id: effect.processorSubscriptionId ?? row.processor_subscription_id,
+      });
+      await releaseHeldTasks(tx, row.org_id, now);
+      return { changed: true, outcome: `activated add-on ${row.id}` };
+    }
+    if (effect.kind === 'end' || effect.kind === 'abandon') {
+      if (row.state === 'pending') {
+        await addonRepo.update(tx, row.id, { state: 'abandoned', removed_at: now });
+        return { changed: false, outcome: `checkout abandoned add-on ${row.id}` };
+      }
+      if (effect.kind === 'end' && row.state === 'active' && row.removed_at === null) {
+        await addonRepo.update(tx, row.id, { removed_at: now });
+        return { changed: false, outcome: `${effect.state} add-on ${row.id}` };
+      }
+    }
+    // A failed or recovered renewal payment changes nothing here: the processor's dunning ends it if it gives up.
+    return { changed: false, outcome: `no change: add-on ${row.id} is ${state}` };
+  }
+
   /** Verifies the request as the processor signs it and reads its event; null when it fails (no hint why). */
   async function readEvent(system: BillingSystem, req: WebhookRequest): Promise<{ id: string; type: string; effect: Effect } | null> {
     if (req.type === 'stripe') {
@@ -263,6 +318,60 @@ export function processorSubscriptions(deps: ProcessorSubscriptionDeps) {
       return { row: (await subscriptionRepo.find(db, row.id))!, checkout };
     },
 
+    /**
+     * Buys a priced add-on through the processor: a `pending` purchase (or the one a retry left
+     * pending: its checkout is asked again under the same idempotency key) and the processor's
+     * checkout for it. It adds nothing until the processor's webhook confirms the payment.
+     */
+    async checkoutAddon(system: BillingSystem, input: AddonCheckoutInput) {
+      const { org, addon, term, checkoutType } = input;
+      if (!input.successUrl) throw new Invalid(`successUrl is required with a billing system (${system.row.type}): the checkout returns there`);
+      const now = nowMs();
+      const row = await db.transaction().execute(async (tx) => {
+        await accountRepo.lock(tx, org.id);
+        if ((await addonRepo.inForce(tx, org.id)).some((a) => a.addon_id === addon.addonId)) {
+          throw new Conflict(`The organization already has add-on '${addon.addonId}'; remove it first to buy it again`);
+        }
+        const waiting = await addonRepo.pending(tx, org.id, addon.addonId);
+        if (waiting && waiting.processor === system.row.type && waiting.billing_account_id === system.row.owner_id && waiting.term === term) {
+          await addonRepo.update(tx, waiting.id, { success_url: input.successUrl, cancel_url: input.cancelUrl });
+          return (await addonRepo.find(tx, waiting.id))!;
+        }
+        if (waiting) await addonRepo.update(tx, waiting.id, { state: 'abandoned', removed_at: now });
+        const id = newId('oad', now);
+        await addonRepo.insert(tx, {
+          id, org_id: org.id, addon_id: addon.addonId, addon: JSON.stringify(addon), subscription_id: input.subscriptionId,
+          period_start: null, period_end: null, added_at: now, added_by: input.actorId, removed_at: null, removed_by: null,
+          state: 'pending', processor: system.row.type, billing_account_id: system.row.owner_id, processor_subscription_id: null,
+          checkout_session_id: null, term, success_url: input.successUrl, cancel_url: input.cancelUrl,
+        });
+        return (await addonRepo.find(tx, id))!;
+      });
+      let checkout: Checkout;
+      try {
+        checkout = await system.processor.checkout({
+          subscriptionId: row.id, organizationId: org.id, plan: input.plan, addon: JSON.parse(row.addon) as Addon, term, checkoutType,
+          successUrl: input.successUrl, cancelUrl: input.cancelUrl,
+        });
+      } catch (err) {
+        // Refused: the next attempt is a new purchase (and idempotency key). No answer: it stays pending and is reused.
+        if (processorAnswered(err)) await db.transaction().execute((tx) => addonRepo.update(tx, row.id, { state: 'abandoned', removed_at: nowMs() }));
+        throw err;
+      }
+      await db.transaction().execute((tx) => addonRepo.update(tx, row.id, { checkout_session_id: checkout.sessionId }));
+      return { row: (await addonRepo.find(db, row.id))!, checkout };
+    },
+
+    /** Cancels a paid add-on's subscription at its processor (idempotent; already gone counts as done). Nothing to do for one granted without a checkout. */
+    async cancelAddonAtProcessor(row: OrgAddonRow): Promise<void> {
+      if (!row.processor || !row.processor_subscription_id || row.billing_account_id === null) return;
+      const system = await systems.ofAccount(row.billing_account_id);
+      if (!system || system.row.type !== row.processor) {
+        throw new Invalid(`The add-on is paid through a ${row.processor} billing system that is no longer configured; cancel it at the processor`);
+      }
+      await system.processor.cancel(row.processor_subscription_id, idempotencyKey('cancel', row.id));
+    },
+
     /** Cancels a processor's subscription there (idempotent: the same key on a retry; already gone counts as done). */
     async cancelAtProcessor(sub: SubscriptionRow): Promise<void> {
       if (!sub.processor || !sub.processor_subscription_id || sub.billing_account_id === null) return;
@@ -291,17 +400,25 @@ export function processorSubscriptions(deps: ProcessorSubscriptionDeps) {
       // The subscription and its organization (for the fallback plan) are read first; the
       // transaction locks the organization and reads the subscription again.
       const target = effect.kind === 'ignore' ? undefined : await subscriptionRepo.findOnProcessor(db, ownerId, req.type, effect.ref);
+      // Not a subscription: an add-on bought through this processor's checkout (its own subscription there).
+      const addonTarget = effect.kind === 'ignore' || target ? undefined : await addonRepo.findOnProcessor(db, ownerId, req.type, effect.ref);
       const org = target ? await accountRepo.findById(db, target.org_id) : undefined;
       const fallback = org && effect.kind === 'end' ? await fallbackPlan(db, org, deps.defaultPlanId) : undefined;
       let replaced: SubscriptionRow | undefined;
       let changed = false;
       const result = await db.transaction().execute(async (tx) => {
         const record = (outcome: string) => billingEventRepo.record(tx, { owner_id: ownerId, processor: req.type, event_id: event.id.slice(0, 255), type: event.type.slice(0, 100), outcome, received_at: now });
-        if (effect.kind === 'ignore' || !target) {
+        if (effect.kind === 'ignore' || (!target && !addonTarget)) {
           const outcome = effect.kind === 'ignore' ? `ignored: ${effect.why}` : 'ignored: no subscription of this billing account';
           return { duplicate: !(await record(outcome)), outcome };
         }
         if (!(await record('received'))) return { duplicate: true, outcome: 'duplicate' };
+        if (!target) {
+          const done = await applyToAddon(tx, addonTarget!, effect, now);
+          changed = done.changed;
+          await billingEventRepo.setOutcome(tx, ownerId, req.type, event.id.slice(0, 255), done.outcome);
+          return { duplicate: false, outcome: done.outcome };
+        }
         await accountRepo.lock(tx, target.org_id);
         const sub = (await subscriptionRepo.find(tx, target.id))!;
         let outcome: string;
@@ -324,6 +441,11 @@ export function processorSubscriptions(deps: ProcessorSubscriptionDeps) {
           if (sub.state === 'past_due') {
             await subscriptionRepo.update(tx, sub.id, { state: 'active', updated_at: now });
             outcome = `active again ${sub.id}`;
+          } else outcome = `no change: ${sub.id} is ${sub.state}`;
+        } else if (effect.kind === 'abandon') {
+          if (sub.state === 'pending') {
+            await subscriptionRepo.update(tx, sub.id, { state: 'canceled', ended_at: now, cancel_reason: 'checkout expired', updated_at: now });
+            outcome = `checkout abandoned ${sub.id}`;
           } else outcome = `no change: ${sub.id} is ${sub.state}`;
         } else if (sub.state === 'active' || sub.state === 'past_due') {
           await endInForce(tx, sub, effect.state, fallback!, now, effect.state === 'unpaid' ? { reason: 'unpaid' } : {});

@@ -8,7 +8,7 @@
 import type ChargebeeClient from 'chargebee';
 import type StripeClient from 'stripe';
 import { BadGateway, Invalid } from '../../http/errors.ts';
-import { priceOf, type Plan } from './catalog.ts';
+import { priceOf, type Addon, type Plan } from './catalog.ts';
 
 let stripeModule: Promise<typeof StripeClient> | undefined;
 let chargebeeModule: Promise<typeof ChargebeeClient> | undefined;
@@ -39,10 +39,12 @@ export interface ProcessorKeys {
 }
 
 export interface CheckoutRequest {
-  /** Our subscription id: the checkout's reference, and the key of its idempotency key. */
+  /** Our subscription id (or add-on purchase id): the checkout's reference, and the key of its idempotency key. */
   subscriptionId: string;
   organizationId: number;
   plan: Plan;
+  /** Set when the checkout sells this add-on (a subscription of its own at the processor) rather than the plan. */
+  addon?: Addon;
   term: 'month' | 'year';
   checkoutType: 'embedded' | 'redirect';
   successUrl: string;
@@ -131,9 +133,12 @@ export function stripeProcessor(apiUrl: string, keys: ProcessorKeys): Processor 
     },
     async checkout(req) {
       const { stripe, fail } = await client();
-      const { plan } = req;
+      const { plan, addon } = req;
       const embedded = req.checkoutType === 'embedded';
-      const reference = { callplaneSubscriptionId: req.subscriptionId, organizationId: String(req.organizationId), productPlanId: plan.productPlanId };
+      const reference: Record<string, string> = { callplaneSubscriptionId: req.subscriptionId, organizationId: String(req.organizationId), productPlanId: plan.productPlanId };
+      if (addon) reference.addonId = addon.addonId;
+      const sold = addon ?? plan;
+      const productMeta: Record<string, string> = addon ? { addonId: addon.addonId } : { productPlanId: plan.productPlanId };
       try {
         const session = await stripe.checkout.sessions.create({
           mode: 'subscription',
@@ -144,10 +149,10 @@ export function stripeProcessor(apiUrl: string, keys: ProcessorKeys): Processor 
           line_items: [{
             quantity: 1,
             price_data: {
-              currency: plan.currency.toLowerCase(),
-              unit_amount: minorUnits(priceOf(plan, req.term), plan.currency),
+              currency: sold.currency.toLowerCase(),
+              unit_amount: minorUnits(priceOf(sold, req.term), sold.currency),
               recurring: { interval: req.term },
-              product_data: { name: plan.name, metadata: { productPlanId: plan.productPlanId } },
+              product_data: { name: sold.name, metadata: productMeta },
             },
           }],
           ...(embedded
@@ -177,8 +182,9 @@ export function stripeProcessor(apiUrl: string, keys: ProcessorKeys): Processor 
 interface ChargebeeFailure { http_status_code?: number; api_error_code?: string; message?: string }
 
 /** The item price a plan and term are sold under at Chargebee (docs/billing.md, "Chargebee"). */
-export function chargebeeItemPriceId(plan: Plan, term: 'month' | 'year'): string {
-  return `${plan.productPlanId}-${plan.currency.toUpperCase()}-${term === 'month' ? 'Monthly' : 'Yearly'}`;
+export function chargebeeItemPriceId(plan: Plan, term: 'month' | 'year', addon?: Addon): string {
+  const id = addon ? addon.addonId : plan.productPlanId;
+  return `${id}-${(addon ?? plan).currency.toUpperCase()}-${term === 'month' ? 'Monthly' : 'Yearly'}`;
 }
 
 export function chargebeeProcessor(apiUrl: string, site: string, keys: ProcessorKeys): Processor {
@@ -206,7 +212,7 @@ export function chargebeeProcessor(apiUrl: string, site: string, keys: Processor
     },
     async checkout(req) {
       const chargebee = await client();
-      const itemPriceId = chargebeeItemPriceId(req.plan, req.term);
+      const itemPriceId = chargebeeItemPriceId(req.plan, req.term, req.addon);
       try {
         const { hosted_page: page } = await chargebee.hostedPage.checkoutNewForItems({
           // The Chargebee subscription takes our id: its webhooks name it.
@@ -222,7 +228,8 @@ export function chargebeeProcessor(apiUrl: string, site: string, keys: Processor
         if (err instanceof BadGateway) throw err;
         const e = (err ?? {}) as ChargebeeFailure;
         if (e.http_status_code === 404 || e.api_error_code === 'resource_not_found') {
-          const missing = new Invalid(`Chargebee has no item price '${itemPriceId}' for plan '${req.plan.productPlanId}' by the ${req.term}: create it at Chargebee (docs/billing.md, "Chargebee")`);
+          const what = req.addon ? `add-on '${req.addon.addonId}'` : `plan '${req.plan.productPlanId}'`;
+          const missing = new Invalid(`Chargebee has no item price '${itemPriceId}' for ${what} by the ${req.term}: create it at Chargebee (docs/billing.md, "Chargebee")`);
           ANSWERED.add(missing);
           throw missing;
         }

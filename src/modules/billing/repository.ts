@@ -120,7 +120,7 @@ export const addonRepo = {
   /** The add-ons of these organizations in force at some time in [fromMs, toMs) (all of them when no range), oldest first. */
   async of(db: Executor, orgIds: readonly number[], range?: { fromMs: number; toMs: number }): Promise<OrgAddonRow[]> {
     if (orgIds.length === 0) return [];
-    let q = db.selectFrom('org_addons').selectAll().where('org_id', 'in', orgIds);
+    let q = db.selectFrom('org_addons').selectAll().where('org_id', 'in', orgIds).where('state', '=', 'active');
     if (range) {
       q = q.where('added_at', '<', range.toMs)
         .where((eb) => eb.or([eb('removed_at', 'is', null), eb('removed_at', '>', range.fromMs)]));
@@ -130,7 +130,7 @@ export const addonRepo = {
 
   /** The organization's add-ons in force now, oldest first. */
   async inForce(db: Executor, orgId: number): Promise<OrgAddonRow[]> {
-    return db.selectFrom('org_addons').selectAll().where('org_id', '=', orgId).where('removed_at', 'is', null)
+    return db.selectFrom('org_addons').selectAll().where('org_id', '=', orgId).where('state', '=', 'active').where('removed_at', 'is', null)
       .orderBy('added_at').orderBy('id').execute();
   },
 
@@ -141,7 +141,29 @@ export const addonRepo = {
   /** Ends the organization's add-on in force; the row as it is now, or undefined when none was in force. */
   async remove(tx: Executor, orgId: number, addonId: string, by: number, now: number): Promise<OrgAddonRow | undefined> {
     return tx.updateTable('org_addons').set({ removed_at: now, removed_by: by }).where('org_id', '=', orgId)
-      .where('addon_id', '=', addonId).where('removed_at', 'is', null).returningAll().executeTakeFirst();
+      .where('addon_id', '=', addonId).where('state', '=', 'active').where('removed_at', 'is', null).returningAll().executeTakeFirst();
+  },
+
+  /** The organization's purchase of `addonId` waiting for its processor checkout, if any. */
+  async pending(db: Executor, orgId: number, addonId: string): Promise<OrgAddonRow | undefined> {
+    return db.selectFrom('org_addons').selectAll().where('org_id', '=', orgId).where('addon_id', '=', addonId)
+      .where('state', '=', 'pending').orderBy('added_at', 'desc').executeTakeFirst();
+  },
+
+  async find(db: Executor, id: string): Promise<OrgAddonRow | undefined> {
+    return db.selectFrom('org_addons').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  /** A purchase paid through this billing account's processor, by our id or the processor's subscription id. */
+  async findOnProcessor(db: Executor, billingAccountId: number, processor: string, ref: { id?: string; processorSubscriptionId?: string }): Promise<OrgAddonRow | undefined> {
+    if (!ref.id && !ref.processorSubscriptionId) return undefined;
+    let q = db.selectFrom('org_addons').selectAll().where('billing_account_id', '=', billingAccountId).where('processor', '=', processor);
+    q = ref.id ? q.where('id', '=', ref.id) : q.where('processor_subscription_id', '=', ref.processorSubscriptionId!);
+    return q.executeTakeFirst();
+  },
+
+  async update(tx: Executor, id: string, patch: Updateable<OrgAddonsTable>): Promise<void> {
+    await tx.updateTable('org_addons').set(patch).where('id', '=', id).execute();
   },
 };
 

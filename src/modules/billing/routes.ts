@@ -85,7 +85,13 @@ const OrgAddon = Obj({
   periodStart: Nullable(Type.Number({ description: 'The billing period it was bought in (unix seconds); null for a calendar month' })),
   periodEnd: Nullable(Type.Number()),
   addedAt: Type.Number(), removedAt: Nullable(Type.Number()),
+  state: Type.String({ description: 'active (counts while removedAt is null); pending (bought through a payment processor\'s checkout, adds nothing until the processor confirms the payment); abandoned (the checkout ended unpaid, it never counted)' }),
 }, 'An add-on the organization bought (callplane extension)');
+const AddonPurchaseBody = Type.Object({
+  successUrl: Type.Optional(Type.String({ description: 'With a billing system (a priced add-on the organization buys): where the checkout returns when payment succeeded; required then' })),
+  cancelUrl: Type.Optional(Type.String({ description: 'With a billing system: where the checkout returns when payment is canceled' })),
+  checkoutType: Type.Optional(Type.String({ description: 'embedded or redirect (with a billing system); default redirect' })),
+});
 
 const PlanBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -192,18 +198,27 @@ export async function billingRoutes(app: App, deps: { billing: BillingService })
   app.post('/api/v2/addon/:addonId', {
     schema: {
       operationId: 'addAddon', tags, security: Security, summary: 'Add an add-on to the organization (callplane extension)',
-      description: 'The organization, or an ancestor with targetAccountId. An available add-on of the organization\'s catalog that fits its current plan (GET /api/v2/addon/available), one of each at a time (409 otherwise). Recorded with the subscription and billing period in force; its adds raise the included amounts at once (usage costs and the tasks held back for them).',
-      params: AddonParam, querystring: TargetQuery,
-      response: { 200: Envelope({ addon: OrgAddon }), ...errors(400, 403, 404, 409) },
+      description: 'The organization, or an ancestor with targetAccountId. An available add-on of the organization\'s catalog that fits its current plan (GET /api/v2/addon/available), one of each at a time (409 otherwise). Recorded with the subscription and billing period in force; its adds raise the included amounts at once (usage costs and the tasks held back for them). When the organization buys a priced add-on itself and its reseller bills through a payment processor, it is bought through the processor\'s checkout like a plan: the answer is the add-on in state pending with checkoutUrl (redirect) or clientSecret (embedded), and it takes effect only when the processor\'s webhook confirms the payment. An ancestor\'s grant (targetAccountId) is in force at once.',
+      params: AddonParam, querystring: TargetQuery, body: Type.Optional(AddonPurchaseBody),
+      response: {
+        200: Envelope({
+          addon: OrgAddon,
+          checkoutUrl: Nullable(Type.String({ description: 'Redirect checkout: the processor\'s hosted page; null when granted at once' })),
+          clientSecret: Nullable(Type.String({ description: 'Embedded checkout: the processor\'s client secret; null otherwise' })),
+        }),
+        ...errors(400, 403, 404, 409),
+      },
     },
-  }, async (req) => billing.addAddon(req.scope, req.query.targetAccountId, req.params.addonId));
+    // The body is optional (a grant needs none): an absent one is an empty one.
+    preValidation: async (req) => { req.body ??= {}; },
+  }, async (req) => billing.addAddon(req.scope, req.query.targetAccountId, req.params.addonId, req.body ?? {}));
 
   app.delete('/api/v2/addon/:addonId', {
     schema: {
       operationId: 'removeAddon', tags, security: Security, summary: 'Remove an add-on from the organization (callplane extension)',
-      description: 'Ends the add-on in force; ranges it was in force in keep counting it.',
+      description: 'Ends the add-on in force; ranges it was in force in keep counting it. One paid through a payment processor is cancelled there first (a refusal there is a 400/502 and it stays in force).',
       params: AddonParam, querystring: TargetQuery,
-      response: { 200: Envelope({ addon: OrgAddon }), ...errors(403, 404) },
+      response: { 200: Envelope({ addon: OrgAddon }), ...errors(400, 403, 404, 502) },
     },
   }, async (req) => billing.removeAddon(req.scope, req.query.targetAccountId, req.params.addonId));
 

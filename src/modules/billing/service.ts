@@ -4,7 +4,7 @@
 // transaction); with one (billing-systems.ts) subscribing starts the processor's checkout and its
 // webhooks decide (processor-subscriptions.ts). docs/billing.md describes the rules.
 import type { Config } from '../../config.ts';
-import type { AccountRow, Db } from '../../db/types.ts';
+import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { newId } from '../../lib/ids.ts';
@@ -31,6 +31,7 @@ export type AddonInput = Omit<Addon, 'addonId' | 'description' | 'currency' | 'a
 
 export interface SubscribeInput { productPlanId: string; term: string; checkoutType?: string; successUrl?: string; cancelUrl?: string }
 export interface CancelInput { reason?: string; details?: string }
+export interface AddonPurchaseInput { checkoutType?: string; successUrl?: string; cancelUrl?: string }
 
 export interface BillingServiceDeps {
   db: Db;
@@ -190,24 +191,22 @@ export function billingService(deps: BillingServiceDeps) {
      * with the subscription and billing period in force; its amounts are added to what the plan
      * includes at once, so tasks an included amount held back are looked at again.
      */
-    async addAddon(scope: Scope, targetAccountId: number | undefined, addonId: string) {
+    async addAddon(scope: Scope, targetAccountId: number | undefined, addonId: string, input: AddonPurchaseInput = {}) {
       const org = await scope.target(targetAccountId, ['organization']);
       if (!ADDON_ID.test(addonId)) throw new Invalid('addonId must look like addon-<lowercase letters, digits and dashes> (see GET /api/v2/addon/available)');
+      const checkoutType = input.checkoutType === undefined || input.checkoutType === '' ? null : input.checkoutType.trim().toLowerCase();
+      if (checkoutType !== null && !(CHECKOUT_TYPES as readonly string[]).includes(checkoutType)) {
+        throw new Invalid(`checkoutType must be one of: ${CHECKOUT_TYPES.join(', ')}`);
+      }
+      const successUrl = checkUrl(input.successUrl, 'successUrl');
+      const cancelUrl = checkUrl(input.cancelUrl, 'cancelUrl');
       const owners = catalogOwners(org);
       const found = (await catalogOf(db, owners)).addons.find((a) => a.item.addonId === addonId);
       if (!found) throw new NotFound(`addonId '${addonId}' was not found in this organization's catalog (see GET /api/v2/addon/available)`);
       const addon = found.item;
       if (!addon.available) throw new Invalid(`addonId '${addonId}' is no longer offered`);
-      // Under a payment processor a priced add-on is paid for there: the organization may not grant
-      // it to itself for free. There is no add-on checkout yet (docs/billing.md), so it is refused;
-      // its reseller or partner, who runs the billing system, may still grant it (a deliberate gift).
-      const priced = addon.monthlyPrice > 0 || addon.yearlyPrice > 0;
-      if (priced && (scope.actor.kind === 'organization' || scope.actor.kind === 'agent') && await deps.systems.forOrganization(org)) {
-        throw new Conflict(`addonId '${addonId}' is priced and this organization is billed through a payment processor: a priced add-on is bought through the processor's checkout, which is not offered for add-ons yet; ask your reseller to add it`);
-      }
-      const now = nowMs();
-      const row = await db.transaction().execute(async (tx) => {
-        await accountRepo.lock(tx, org.id);
+      /** The plan the add-on must fit (the subscription's in force, else the account's plan). */
+      const planFor = async (tx: Executor) => {
         const current = await subscriptionRepo.current(tx, org.id);
         const fresh = (await accountRepo.findById(tx, org.id))!;
         const planId = current?.plan_id ?? fresh.product_plan_id;
@@ -217,6 +216,29 @@ export function billingService(deps: BillingServiceDeps) {
           throw new Invalid(`addonId '${addonId}' does not fit the organization's plan '${plan.productPlanId}' (it fits: ${addon.plans.join(', ')})`);
         }
         if (addon.currency !== plan.currency) throw new Invalid(`addonId '${addonId}' is priced in ${addon.currency}, the plan '${plan.productPlanId}' in ${plan.currency}`);
+        return { current, fresh, plan };
+      };
+      // Under a payment processor the organization buys a priced add-on through the processor's
+      // checkout, as it subscribes to a plan: pending until the processor's webhook confirms the
+      // payment. Its reseller or partner, who runs the billing system, may still grant it at once.
+      const priced = addon.monthlyPrice > 0 || addon.yearlyPrice > 0;
+      const system = priced && (scope.actor.kind === 'organization' || scope.actor.kind === 'agent') ? await deps.systems.forOrganization(org) : null;
+      if (system) {
+        const { current, plan } = await planFor(db);
+        const term = (current?.term === 'year' ? 'year' : 'month') as 'month' | 'year';
+        const { row, checkout } = await deps.processors.checkoutAddon(system, {
+          org, addon, plan, term, subscriptionId: current?.id ?? null, actorId: scope.actor.id,
+          checkoutType: (checkoutType ?? 'redirect') as 'embedded' | 'redirect', successUrl, cancelUrl,
+        });
+        return {
+          success: true, message: 'Checkout started: the add-on takes effect when the payment is confirmed',
+          addon: presentOrgAddon(row, true), checkoutUrl: checkout.checkoutUrl, clientSecret: checkout.clientSecret,
+        };
+      }
+      const now = nowMs();
+      const row = await db.transaction().execute(async (tx) => {
+        await accountRepo.lock(tx, org.id);
+        const { current, fresh } = await planFor(tx);
         const inForce = await addonRepo.inForce(tx, org.id);
         if (inForce.some((a) => a.addon_id === addonId)) throw new Conflict(`The organization already has add-on '${addonId}'; remove it first to buy it again`);
         const period = periodOf('current', await periodRepo.lastTwo(tx, org.id, now), current, now, fresh.timezone || 'UTC');
@@ -229,12 +251,15 @@ export function billingService(deps: BillingServiceDeps) {
         return (await addonRepo.inForce(tx, org.id)).find((a) => a.id === id)!;
       });
       deps.wakeTasks();
-      return { success: true, message: 'Add-on added', addon: presentOrgAddon(row, true) };
+      return { success: true, message: 'Add-on added', addon: presentOrgAddon(row, true), checkoutUrl: null, clientSecret: null };
     },
 
     /** Ends an add-on the organization has: its amounts no longer count from now on (a range it was in force in still counts them). */
     async removeAddon(scope: Scope, targetAccountId: number | undefined, addonId: string) {
       const org = await scope.target(targetAccountId, ['organization']);
+      // One paid through a processor is cancelled there first, so it is never ended here while still charged there.
+      const paid = (await addonRepo.inForce(db, org.id)).find((a) => a.addon_id === addonId);
+      if (paid) await deps.processors.cancelAddonAtProcessor(paid);
       const row = await db.transaction().execute(async (tx) => {
         await accountRepo.lock(tx, org.id);
         return addonRepo.remove(tx, org.id, addonId, scope.actor.id, nowMs());

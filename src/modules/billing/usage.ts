@@ -65,13 +65,22 @@ export function includedOver(plan: Plan, months: number, addons: readonly Addon[
   return out;
 }
 
-/** What one organization's usage costs past its included amounts, per billed item, in nano-units. */
+/** The part of a billed item the SIMULATED carrier or model engine made: labelled, never costed. */
+const SIMULATED_PART: Partial<Record<Billed, UsageMetric>> = { callMinutes: 'simulatedCallMinutes', texts: 'simulatedTexts', modelTokens: 'simulatedTokens' };
+
+/**
+ * What one organization's usage costs past its included amounts, per billed item, in nano-units.
+ * Only what a provider carried or generated is costed: the simulated part is left out (issue 33;
+ * it still uses up included amounts in enforcement, docs/billing.md "Usage").
+ */
 function overageNano(plan: Plan, included: Included, used: Totals): Record<Billed, bigint> {
   const out = {} as Record<Billed, bigint>;
   for (const m of BILLED) {
     const inc = included[m];
     const rate = plan.overage[RATE_OF[m]];
-    const over = inc === null ? 0 : Math.max(0, (used[m] ?? 0) - inc);
+    const sim = SIMULATED_PART[m];
+    const real = Math.max(0, (used[m] ?? 0) - (sim ? used[sim] ?? 0 : 0));
+    const over = inc === null ? 0 : Math.max(0, real - inc);
     // A rate is per unit, or per 1,000 tokens: micro-units × 1,000 per unit = nano-units, or micro-units per token.
     out[m] = rate === null || over === 0 ? 0n : BigInt(over) * toMicro(rate) * (m === 'modelTokens' ? 1n : 1000n);
   }

@@ -253,7 +253,11 @@ function Addons() {
   const available = useQuery({ queryKey: ['billing-addons', orgId], queryFn: () => ok(api.GET('/api/v2/addon/available', { params: { query: { ...target } } })) });
   const refresh = () => client.invalidateQueries({ predicate: (q) => String(q.queryKey[0]).startsWith('billing-') });
   const add = useMutation({
-    mutationFn: (addonId: string) => ok(api.POST('/api/v2/addon/{addonId}', { params: { path: { addonId }, query: { ...target } } })),
+    mutationFn: (addonId: string) => {
+      // Under a payment processor a priced add-on is paid at its checkout, which returns here.
+      const back = `${window.location.origin}${window.location.pathname}#/billing`;
+      return ok(api.POST('/api/v2/addon/{addonId}', { params: { path: { addonId }, query: { ...target } }, body: { checkoutType: 'redirect', successUrl: back, cancelUrl: back } }));
+    },
     onSuccess: refresh,
   });
   const remove = useMutation({
@@ -265,6 +269,9 @@ function Addons() {
   return (
     <Section title="Add-ons">
       <ErrorNote error={add.error ?? remove.error} />
+      {add.data?.checkoutUrl
+        ? <p className="note" role="status">Pay for {add.data.addon.name} at the processor: <a href={add.data.checkoutUrl} rel="noopener noreferrer">open the checkout page</a>. The add-on takes effect when the payment is confirmed.</p>
+        : null}
       {available.isPending ? <Loading /> : available.error ? <ErrorNote error={available.error} /> : (
         <Table
           caption="Add-ons for the current plan" rows={available.data.addons} rowKey={(a) => a.addonId} empty="No add-ons fit the current plan."
