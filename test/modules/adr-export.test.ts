@@ -150,7 +150,7 @@ forEachEngine('adr export', (h) => {
     }, 15_000);
     const deps = {
       db: db(), config: h().config, policy: policyFromConfig(h().config),
-      agents: { named: () => { throw new Error('unused'); }, liveConfig: () => { throw new Error('unused'); } },
+      agents: h().services.agents,
       wakeTurns: () => {}, wakeDeliveries: () => {},
     };
     assert.equal(await conversationService(deps as never).end(id, 'completed', null), true);
