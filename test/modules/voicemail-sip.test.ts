@@ -170,7 +170,8 @@ describe('voicemail on SIP calls', { skip: toolsSkip('sipp', 'espeak-ng', 'pocke
         const task = await finished(o, taskId);
         assert.deepEqual([task.state, task.result.outcome, task.result.answeredBy], ['finished', 'completed', 'human'], JSON.stringify(task));
         const c = (await conversationRepo.byCarrierRef(h().database.db, o.id, task.providerRef))!;
-        assert.deepEqual([c.answered_by, c.outcome], ['human', 'ended_by_agent']);
+        assert.equal(c.answered_by, 'human');
+        assert.notEqual(c.outcome, 'voicemail');
         assert.ok(c.answered_by_at !== null && c.answered_by_at >= sentAt);
       } finally {
         await sipp.stop();
