@@ -64,6 +64,11 @@ async function main(): Promise<void> {
   const audioS = results.reduce((s, r) => s + r.clip.pcm.length / 8000, 0);
   const cpu = results.reduce((s, r) => s + r.cpuMs, 0);
   console.log(`CPU: ${(cpu / audioS).toFixed(2)} ms per second of audio (${((cpu / audioS) / 50 * 1000).toFixed(1)} µs per 20 ms frame)`);
+  // The same greetings with no beep after them (some machines have none): only the audio decides
+  // here; the voice session's cue transcription ("leave a message"…) is not in this bench.
+  const bare = (await voicemailSet({ noBeep: true })).filter((c) => c.truth === 'machine').map(runClip);
+  const bareRight = bare.filter(right);
+  console.log(`machines with no beep, from the audio alone: ${bareRight.length}/${bare.length} machine; ${line('decided after answer:', bareRight.map((r) => r.verdict!.atMs))}`);
 }
 
 if (process.argv[1]?.endsWith('voicemail.ts')) await main();

@@ -5,8 +5,13 @@
 //
 // Three signals, each cheap per 20 ms frame:
 // - how long the answering side speaks without a pause before anyone else does: a person says
-//   "hello?" (well under `machineSpeechMs`) and waits (`humanSilenceMs`); a machine reads a greeting
-//   of several seconds;
+//   "hello?" (well under `machineSpeechMs`) and waits (`humanSilenceMs`). A long first utterance
+//   alone decides nothing: a person at a front desk says a whole sentence ("Hello, this is Maria
+//   from the front desk at Riverside Dental, how can I help you today?", 5–7 s) and then waits, as
+//   a machine's greeting is followed by its beep. So after a long utterance the detector waits for
+//   what follows: a beep (or a cue phrase) is a machine; silence with neither, `longHumanSilenceMs`
+//   of it, is a person waiting for an answer. Speech that goes on to `maxSpeechMs` with no pause of
+//   `humanSilenceMs` is a machine reading a message (bounded time, beep or not);
 // - the tone that ends a greeting: Goertzel filters on 400–2100 Hz every 25 Hz; a frame is tonal
 //   when one bin (or two bins far apart, a two-tone beep) holds most of its energy, and a beep is
 //   `beepMinMs` of tonal frames on the same bins;
@@ -21,10 +26,17 @@ export type AnsweredBy = 'human' | 'machine' | 'unknown';
 export interface AmdOptions {
   /** Hz of the frames (default 8000). */
   sampleRate?: number;
-  /** Speech without a pause this long, or longer, is a machine's greeting (default 2600 ms). */
+  /**
+   * Speech without a pause this long, or longer, is a long greeting (default 2600 ms): a person
+   * then needs `longHumanSilenceMs` of silence with no beep to be decided, not `humanSilenceMs`.
+   */
   machineSpeechMs?: number;
   /** Silence after a shorter speech that makes it a person waiting for an answer (default 1000 ms). */
   humanSilenceMs?: number;
+  /** Silence after a long greeting, with no beep in it, that makes it a person waiting (default 1500 ms). */
+  longHumanSilenceMs?: number;
+  /** Speech without a pause of `humanSilenceMs` this long is a machine, decided then (default 8000 ms). */
+  maxSpeechMs?: number;
   /** Nothing heard this long after answer: `unknown` (default 5000 ms). */
   noSpeechMs?: number;
   /** After a machine's greeting, silence this long ends it when no beep came (default 1500 ms). */
@@ -37,7 +49,7 @@ export interface AmdOptions {
 
 export type AmdEvent =
   /** Who answered, once. `atMs` is from the first sample pushed. */
-  | { type: 'verdict'; answeredBy: AnsweredBy; reason: 'greeting-length' | 'beep' | 'cue' | 'short-greeting' | 'silence'; atMs: number }
+  | { type: 'verdict'; answeredBy: AnsweredBy; reason: 'greeting-length' | 'beep' | 'cue' | 'short-greeting' | 'long-greeting' | 'silence'; atMs: number }
   /** A machine's greeting is over (the beep has stopped, or silence followed it): a message can be left now. */
   | { type: 'greetingEnd'; reason: 'beep' | 'silence' | 'timeout'; atMs: number };
 
@@ -58,6 +70,8 @@ export class AnsweringMachineDetector {
   readonly #frame: number;
   readonly #machineSpeech: number;
   readonly #humanSilence: number;
+  readonly #longHumanSilence: number;
+  readonly #maxSpeech: number;
   readonly #noSpeech: number;
   readonly #endSilence: number;
   readonly #maxGreeting: number;
@@ -86,6 +100,8 @@ export class AnsweringMachineDetector {
     const s = (ms: number) => Math.round((ms / 1000) * this.#rate);
     this.#machineSpeech = s(opts.machineSpeechMs ?? 2600);
     this.#humanSilence = s(opts.humanSilenceMs ?? 1000);
+    this.#longHumanSilence = s(opts.longHumanSilenceMs ?? 1500);
+    this.#maxSpeech = s(opts.maxSpeechMs ?? 8000);
     this.#noSpeech = s(opts.noSpeechMs ?? 5000);
     this.#endSilence = s(opts.endSilenceMs ?? 1500);
     this.#maxGreeting = s(opts.maxGreetingMs ?? 30_000);
@@ -174,8 +190,11 @@ export class AnsweringMachineDetector {
       }
       const spoken = this.#lastVoiced! - this.#speechStart;
       const quiet = end - this.#lastVoiced!;
-      if (spoken >= this.#machineSpeech) this.#decide('machine', 'greeting-length', out);
-      else if (quiet >= this.#humanSilence) this.#decide('human', 'short-greeting', out);
+      // A long utterance waits for what follows it (a beep, above; a cue, from outside); only speech
+      // that never pauses is decided by its length, at the hard maximum.
+      if (spoken >= this.#maxSpeech) this.#decide('machine', 'greeting-length', out);
+      else if (spoken < this.#machineSpeech && quiet >= this.#humanSilence) this.#decide('human', 'short-greeting', out);
+      else if (spoken >= this.#machineSpeech && quiet >= this.#longHumanSilence) this.#decide('human', 'long-greeting', out);
       return;
     }
     // A machine: its greeting ends with a beep (above), a long silence, or at the limit.

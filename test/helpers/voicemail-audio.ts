@@ -95,6 +95,10 @@ export const PEOPLE: { words: string[]; pauseMs?: number }[] = [
   { words: ['Sam speaking.'] },
   { words: ['Hello, Sam speaking, who is this?'] },
   { words: ['Good morning, Acme Dental.'] },
+  // People at a front desk answer with a whole sentence (3–7 s without a pause) and then wait.
+  { words: ['Hello, this is Maria from the front desk at Riverside Dental, how can I help you today?'] },
+  { words: ['Good afternoon, thank you for calling Northside Auto Repair, this is Dave speaking, how can I help you?'] },
+  { words: ['Hi there, you are speaking with Priya at the Greenfield Library information desk, what can I do for you?'] },
 ];
 
 export const VOICES: { voice: string; pitch: number; speed: number }[] = [
@@ -111,7 +115,7 @@ export const BEEPS: number[][] = [[1000], [440], [850], [1400], [440, 850]];
  * gap of 200–700 ms) then silence; every person's answer in every voice, then the silence of
  * someone waiting for an answer (and, for the long hello, a second phrase after the pause).
  */
-export async function voicemailSet(opts: { limit?: number } = {}): Promise<Clip[]> {
+export async function voicemailSet(opts: { limit?: number; /** Machines whose greeting has no beep after it (silence instead). */ noBeep?: boolean } = {}): Promise<Clip[]> {
   const clips: Clip[] = [];
   let k = 0;
   for (const [g, text] of GREETINGS.entries()) {
@@ -120,8 +124,8 @@ export async function voicemailSet(opts: { limit?: number } = {}): Promise<Clip[
       const tone = beep(BEEPS[k % BEEPS.length]!, 250 + (k % 4) * 120);
       const gap = 200 + ((k * 7) % 6) * 100;
       const lead = 300 + (k % 3) * 200;
-      const pcm = join([silence(lead), speech, silence(gap), tone, silence(4000)], k % 3 === 2 ? -48 : -62, k + 1);
-      clips.push({ name: `greeting ${g + 1} ${voice.voice} p${voice.pitch} s${voice.speed}`, truth: 'machine', pcm, speechEndMs: lead + ms(speech), beepEndMs: lead + ms(speech) + gap + ms(tone) });
+      const pcm = join([silence(lead), speech, silence(gap), opts.noBeep ? silence(ms(tone)) : tone, silence(4000)], k % 3 === 2 ? -48 : -62, k + 1);
+      clips.push({ name: `greeting ${g + 1} ${voice.voice} p${voice.pitch} s${voice.speed}`, truth: 'machine', pcm, speechEndMs: lead + ms(speech), ...opts.noBeep ? {} : { beepEndMs: lead + ms(speech) + gap + ms(tone) } });
       k++;
     }
   }

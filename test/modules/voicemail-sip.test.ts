@@ -1,6 +1,7 @@
 // Voicemail on SIP calls, end to end and offline (docs/voice.md, Voicemail): a call task's callee
 // (sipp for the signalling, the test's own RTP end for the audio) answers with generated audio — a
-// machine's greeting spoken by espeak-ng followed by a 1000 Hz beep, or a person saying "Hello?" —
+// machine's greeting spoken by espeak-ng followed by a 1000 Hz beep, or a person saying "Hello?" or a
+// long front-desk sentence —
 // and the agent's side (the SIP worker, the voice session and its voicemail screen) decides from
 // the call's own frames: after the beep the task's message is left, recorded and linked, and the
 // task's outcome is voicemail; a person is greeted and the conversation goes on.
@@ -100,10 +101,13 @@ describe('voicemail on SIP calls', { skip: toolsSkip('sipp', 'espeak-ng', 'pocke
       }
     });
 
-    it('hangup (the agent\'s): a long greeting is hung up on while it still speaks; nothing is said to it; outcome voicemail', async () => {
+    it('hangup (the agent\'s): a greeting past the 8 s maximum is hung up on while it still speaks; nothing is said to it; outcome voicemail', async () => {
       const { o, end, sipp, taskId } = await placed({ welcomeMessage: 'Hello, this is Acme calling.', voicemailAction: 'hangup' }, {});
       try {
-        const greeting = await espeak('Thank you for calling Acme Dental. Our office is currently closed. Please leave a message and we will return your call on the next business day.', 'en-us+f3', { pitch: 65, speed: 175 });
+        // A greeting with no beep is decided by its length only at the detector's hard maximum (8 s of
+        // speech with no 1 s pause; a shorter one waits for what follows, as a person's long answer
+        // does): this one goes on past it, and is hung up on there, while it still speaks.
+        const greeting = await espeak('Thank you for calling Acme Dental. Our office is currently closed. Please leave a message and we will return your call on the next business day. If this is an emergency, please hang up and call the clinic on call. You can also book an appointment on our website at any time.', 'en-us+f3', { pitch: 65, speed: 175 });
         const sentAt = Date.now();
         end.rtp.send(join([silence(300), greeting]));
         const task = await finished(o, taskId);
@@ -142,6 +146,32 @@ describe('voicemail on SIP calls', { skip: toolsSkip('sipp', 'espeak-ng', 'pocke
         assert.equal(c.answered_by, 'human');
         assert.equal(c.outcome, 'ended_by_agent', 'the conversation went on to the agent\'s own end');
         assert.equal(c.voicemail_recording, null);
+        assert.ok(c.answered_by_at !== null && c.answered_by_at >= sentAt);
+      } finally {
+        await sipp.stop();
+        await end.rtp.close();
+      }
+    });
+
+    it('a person answers with a long sentence and waits (hangup chosen): decided human, not hung up on, greeted about 1.5 s after the sentence', async () => {
+      const { o, end, sipp, taskId } = await placed({ welcomeMessage: 'Hello, this is Acme calling.', voicemailAction: 'hangup', actions: ['hangup'] }, {});
+      try {
+        llm.script.push({ text: 'Goodbye.', toolCalls: [{ name: 'end_conversation', arguments: { reason: 'done' } }], delayMs: 2500 });
+        const desk = await espeak('Hello, this is Maria from the front desk at Riverside Dental, how can I help you today?', 'en-us', { pitch: 50, speed: 165 });
+        const sentAt = Date.now();
+        const from = end.heard.length;
+        end.rtp.send(join([silence(200), desk]));
+        const firstLoud = await waitFor('the agent to greet', () => { const i = end.heard.slice(from).findIndex(loud); return i >= 0 ? i + 1 : undefined; }, 20_000, 20) - 1;
+        const sentenceEnd = 200 + (desk.length / 8000) * 1000;
+        assert.ok(sentenceEnd > 4000, 'a long sentence');
+        const greetedAfter = firstLoud * 20 - sentenceEnd;
+        assert.ok(greetedAfter >= 0 && greetedAfter <= 2500, `greeted ${greetedAfter} ms after the sentence ended`);
+
+        const task = await finished(o, taskId);
+        assert.deepEqual([task.state, task.result.outcome, task.result.answeredBy], ['finished', 'completed', 'human'], JSON.stringify(task));
+        const c = (await conversationRepo.byCarrierRef(h().database.db, o.id, task.providerRef))!;
+        assert.equal(c.answered_by, 'human');
+        assert.notEqual(c.outcome, 'voicemail');
         assert.ok(c.answered_by_at !== null && c.answered_by_at >= sentAt);
       } finally {
         await sipp.stop();

@@ -1,7 +1,8 @@
 // The answering-machine detector (src/speech/answering-machine.ts) on generated audio through
 // μ-law, as a SIP call carries it: machine greetings spoken by espeak-ng end with a beep (one or two
 // tones) and are decided machine by the end of the beep; people answering are decided human
-// within about 1.5 s of their last word; the same audio gives the same events however it is cut;
+// within about 1.5 s of their last word — a long front-desk greeting too, which waits for what
+// follows it; speech that never pauses is a machine at the hard maximum; the same audio gives the same events however it is cut;
 // a cue phrase decides machine; nothing said is unknown.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
@@ -32,15 +33,15 @@ describe('answering-machine detection on generated audio', { skip: toolsSkip('es
     hello = await espeak('Hello?', 'en-us+f3', { pitch: 65 });
   });
 
-  it('a long greeting is a machine before it ends; its beep (each usual tone) ends it, after the beep and within 3 s of the greeting', () => {
+  it('a long greeting is a machine by its beep (each usual tone), which ends it, after the beep and within 3 s of the greeting', () => {
     for (const tone of [[1000], [440], [850], [1400], [440, 850]]) {
       const b = beep(tone, 400);
       const audio = line(join([silence(400), greeting, silence(400), b, silence(3000)]));
       const evs = run(audio);
       const v = verdict(evs)!;
       assert.equal(v.answeredBy, 'machine', `tone ${tone.join('+')}`);
-      assert.equal(v.reason, 'greeting-length');
-      assert.ok(v.atMs < 400 + ms(greeting), 'decided while the greeting still spoke');
+      assert.equal(v.reason, 'beep');
+      assert.ok(v.atMs <= 400 + ms(greeting) + 400 + 400, 'decided by the end of the beep');
       const end = ending(evs)!;
       assert.equal(end.reason, 'beep', `tone ${tone.join('+')}`);
       const beepEnd = 400 + ms(greeting) + 400 + 400;
@@ -67,6 +68,24 @@ describe('answering-machine detection on generated audio', { skip: toolsSkip('es
     assert.equal(v.answeredBy, 'human');
     assert.ok(v.atMs - (500 + ms(hello)) <= 1100, `decided ${v.atMs - (500 + ms(hello))} ms after the word`);
     assert.equal(ending(evs), undefined);
+  });
+
+  it('a person answering with a long sentence and waiting is human within about 1.5 s of its end; speech with no pause is a machine by 8 s', async () => {
+    for (const voice of [{ voice: 'en-us', pitch: 50, speed: 165 }, { voice: 'en-gb+m3', pitch: 30, speed: 140 }]) {
+      const desk = await espeak('Hello, this is Maria from the front desk at Riverside Dental, how can I help you today?', voice.voice, voice);
+      const speechEnd = 500 + ms(desk);
+      const evs = run(line(join([silence(500), desk, silence(4000)])));
+      const v = verdict(evs)!;
+      assert.ok(ms(desk) > 4000, `a long greeting (${ms(desk)} ms)`);
+      assert.deepEqual([v.answeredBy, v.reason], ['human', 'long-greeting'], `${voice.voice}: decided ${v.answeredBy} (${v.reason}) at ${v.atMs} ms, speech ended ${speechEnd} ms`);
+      assert.ok(v.atMs >= speechEnd && v.atMs - speechEnd <= 1700, `${voice.voice}: decided ${v.atMs - speechEnd} ms after the sentence`);
+      assert.equal(ending(evs), undefined);
+    }
+    // A machine reading on and on with no pause of a second and no beep: a machine, at the maximum.
+    const message = join([silence(300), greeting, silence(300), greeting, silence(300), greeting, silence(3000)]);
+    const v = verdict(run(line(message)))!;
+    assert.deepEqual([v.answeredBy, v.reason], ['machine', 'greeting-length']);
+    assert.ok(v.atMs >= 8000 && v.atMs <= 8400, `decided at ${v.atMs} ms`);
   });
 
   it('the same events however the audio is cut; nothing said is unknown after 5 s', () => {
