@@ -4,36 +4,25 @@
 // counted a second time. Real HTTP on loopback, the fake Twilio and the fake model server.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
-import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
-import { freePort, waitFor } from '../helpers/wait.ts';
+import type { FakeTwilio } from '../helpers/fake-twilio.ts';
+import { ENGINES, type Harness } from '../helpers/harness.ts';
+import { startTwilioApp, type TwilioApp } from '../helpers/twilio-app.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const RUNTIME = { leaseMs: 3000, heartbeatMs: 50, rescueEveryMs: 0, carrierOptions: { twilio: { timeoutMs: 1500 } } };
 
 for (const engine of ENGINES) {
   describe(`billing: every call counts [${engine}]`, () => {
+    let app: TwilioApp;
     let h: Harness;
-    let llm: FakeLlm;
     let fake: FakeTwilio;
     let publicUrl: string;
 
     before(async () => {
-      llm = await startFakeLlm({ models: ['fake-model'] });
-      fake = await startFakeTwilio();
-      const port = await freePort();
-      publicUrl = `http://127.0.0.1:${port}`;
-      h = await startHarness(engine, {
-        CALLPLANE_PUBLIC_URL: publicUrl, CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
-        CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_API_KEY: 'sk-fake', CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0',
-      }, { worker: true, runtime: RUNTIME });
-      await h.app.listen({ port, host: '127.0.0.1' });
+      app = await startTwilioApp(engine, { worker: true, runtime: RUNTIME });
+      ({ h, fake, publicUrl } = app);
     });
-    after(async () => {
-      await h?.close();
-      await fake?.close();
-      await llm?.close();
-    });
+    after(async () => { await app?.close(); });
 
     async function usage(token: string) {
       const res = await h.call('GET', '/api/v2/stats/usage', { token, query: { allItems: true } });

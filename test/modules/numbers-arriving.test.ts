@@ -7,10 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo } from '../../src/modules/conversations/repository.ts';
-import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
-import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
-import { freePort, waitFor } from '../helpers/wait.ts';
+import type { FakeLlm } from '../helpers/fake-llm.ts';
+import type { FakeTwilio } from '../helpers/fake-twilio.ts';
+import { ENGINES, SKIPPED_ENGINES, type Harness } from '../helpers/harness.ts';
+import { startTwilioApp, type TwilioApp } from '../helpers/twilio-app.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { numberCalls } from '../helpers/numbers.ts';
 
 const RUNTIME = { leaseMs: 3000, heartbeatMs: 50, rescueEveryMs: 0, carrierOptions: { twilio: { timeoutMs: 1500 } } };
@@ -24,6 +25,7 @@ const callSid = () => `CA${'7'.repeat(28)}${String(++seq).padStart(4, '0')}`;
 
 for (const engine of ENGINES) {
   describe(`calls and texts arriving on a held number [${engine}]`, () => {
+    let app: TwilioApp;
     let h: Harness;
     let llm: FakeLlm;
     let fake: FakeTwilio;
@@ -31,21 +33,10 @@ for (const engine of ENGINES) {
     const n = numberCalls(() => h);
 
     before(async () => {
-      llm = await startFakeLlm({ models: ['fake-model'] });
-      fake = await startFakeTwilio();
-      const port = await freePort();
-      publicUrl = `http://127.0.0.1:${port}`;
-      h = await startHarness(engine, {
-        CALLPLANE_PUBLIC_URL: publicUrl, CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
-        CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_API_KEY: 'sk-fake', CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0',
-      }, { worker: true, turns: true, runtime: RUNTIME, voiceTurnTimeoutMs: 1500 });
-      await h.app.listen({ port, host: '127.0.0.1' });
+      app = await startTwilioApp(engine, { worker: true, turns: true, runtime: RUNTIME, voiceTurnTimeoutMs: 1500 });
+      ({ h, llm, fake, publicUrl } = app);
     });
-    after(async () => {
-      await h?.close();
-      await fake?.close();
-      await llm?.close();
-    });
+    after(async () => { await app?.close(); });
 
     /**
      * An organization whose twilio provider (the fake, no phoneNumber of its own) bought `number`

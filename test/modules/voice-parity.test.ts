@@ -22,11 +22,12 @@ import { turnRunner } from '../../src/modules/conversations/turn.ts';
 import { startVoiceSession } from '../../src/modules/conversations/voice-session.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
 import { FakeMediaStream } from '../helpers/fake-media-stream.ts';
-import { startFakeLlm, type FakeLlm, type ScriptedReply } from '../helpers/fake-llm.ts';
-import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
+import type { FakeLlm, ScriptedReply } from '../helpers/fake-llm.ts';
+import type { FakeTwilio } from '../helpers/fake-twilio.ts';
 import { FakeVoiceTransport, ScriptedStt, ShortTts } from '../helpers/fake-voice-transport.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
-import { freePort, waitFor } from '../helpers/wait.ts';
+import { ENGINES, SKIPPED_ENGINES, type Harness } from '../helpers/harness.ts';
+import { startTwilioApp, type TwilioApp } from '../helpers/twilio-app.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const FROM = '+15005550006';
 const RUNTIME = { leaseMs: 3000, heartbeatMs: 50, rescueEveryMs: 0, carrierOptions: { twilio: { timeoutMs: 1500 }, simulated: { callSeconds: 0.05 } } };
@@ -89,27 +90,18 @@ const unescapeXml = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, 
 
 for (const engine of ENGINES) {
   describe(`one call policy on every path [${engine}]`, () => {
+    let app: TwilioApp;
     let h: Harness;
     let llm: FakeLlm;
     let fake: FakeTwilio;
-    let publicUrl: string;
 
     before(async () => {
-      llm = await startFakeLlm({ models: ['fake-model'] });
-      fake = await startFakeTwilio();
-      const port = await freePort();
-      publicUrl = `http://127.0.0.1:${port}`;
-      h = await startHarness(engine, {
-        CALLPLANE_PUBLIC_URL: publicUrl, CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
-        CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_API_KEY: 'sk-fake', CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0',
-      }, { worker: true, runtime: RUNTIME });
-      await h.app.listen({ port, host: '127.0.0.1' });
+      app = await startTwilioApp(engine, { worker: true, runtime: RUNTIME });
+      ({ h, llm, fake } = app);
     });
     after(async () => {
-      for (const [sid, call] of fake.calls) if (!['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(call.status)) await fake.progressCall(sid, 'completed');
-      await h?.close();
-      await fake?.close();
-      await llm?.close();
+      if (fake) for (const [sid, call] of fake.calls) if (!['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(call.status)) await fake.progressCall(sid, 'completed');
+      await app?.close();
     });
 
     /** An organization on the fake Twilio (gathering or streaming), its agent configured and published. */
