@@ -13,20 +13,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { startFakeLlm } from '../test/helpers/fake-llm.ts';
-import { ENGINES, median, percentile, startServer, type Server } from './lib.ts';
+import { api, ENGINES, median, percentile, startServer } from './lib.ts';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const WARMUP = 20;
 
-async function api(server: Server, method: string, url: string, query: Record<string, unknown>, body?: unknown) {
-  const qs = new URLSearchParams({ token: server.token, ...Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])) });
-  const res = await fetch(`${server.url}${url}?${qs}`, {
-    method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json() as any;
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 /** Resolves arrivals at the receiver by the reply's inReplyTo (or the baseline's n). */
 function receiver() {

@@ -224,3 +224,14 @@ export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
+
+/** One API call with a JSON body, as the bench's setup makes them; a non-2xx answer throws, naming it. */
+export async function api(server: Server, method: string, url: string, query: Record<string, unknown>, body?: unknown, token = server.token) {
+  const qs = new URLSearchParams({ token, ...Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])) });
+  const res = await fetch(`${server.url}${url}?${qs}`, {
+    method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json() as any;
+  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}

@@ -10,22 +10,13 @@
 // Usage: npm run bench:live
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { ENGINES, fmt, median, percentile, startServer, type Server } from './lib.ts';
+import { api, ENGINES, fmt, median, percentile, startServer, type Server } from './lib.ts';
 
 const CONVERSATIONS = Number(process.env.BENCH_LIVE_CONVERSATIONS ?? 100);
 const LINES = Number(process.env.BENCH_LIVE_LINES ?? 100);
 const CLIENTS = Number(process.env.BENCH_LIVE_CLIENTS ?? 20);
 const SECONDS = Number(process.env.BENCH_LIVE_SECONDS ?? 15);
 
-async function api(server: Server, token: string, method: string, url: string, query: Record<string, unknown> = {}, body?: unknown) {
-  const qs = new URLSearchParams({ token, ...Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])) });
-  const res = await fetch(`${server.url}${url}?${qs}`, {
-    method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json() as any;
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 function rssMb(pid: number | undefined): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -84,11 +75,11 @@ for (const engine of ENGINES) {
     CALLPLANE_LIVE_STREAMS_PER_TOKEN: '1000', CALLPLANE_LIVE_STREAMS_MAX: '10000', LOG_LEVEL: 'warn',
   });
   try {
-    const me = await api(server, server.token, 'GET', '/api/v2/account');
-    const reseller = await api(server, server.token, 'POST', '/api/v2/createReseller', { targetPartnerId: me.id }, { resellerName: 'Bench reseller' });
+    const me = await api(server, 'GET', '/api/v2/account', {});
+    const reseller = await api(server, 'POST', '/api/v2/createReseller', { targetPartnerId: me.id }, { resellerName: 'Bench reseller' });
     const org = async (name: string) => {
-      const o = await api(server, server.token, 'POST', '/api/v2/createOrganization', { targetResellerId: reseller.reseller.id }, { orgName: name });
-      const t = await api(server, server.token, 'POST', '/api/v2/tokens', { targetAccountId: o.organization.id }, { type: 'admin', description: 'bench' });
+      const o = await api(server, 'POST', '/api/v2/createOrganization', { targetResellerId: reseller.reseller.id }, { orgName: name });
+      const t = await api(server, 'POST', '/api/v2/tokens', { targetAccountId: o.organization.id }, { type: 'admin', description: 'bench' });
       return { id: o.organization.id as number, agentId: o.organization.defaultAccountId as number, token: t.token.token as string };
     };
     const a = await org('Tenant A');
@@ -98,7 +89,7 @@ for (const engine of ENGINES) {
     for (let c = 0; c < CONVERSATIONS; c++) {
       const jobs: Array<Promise<unknown>> = [];
       for (let n = 0; n < LINES; n++) {
-        jobs.push(api(server, server.token, 'POST', '/api/v2/agent/receiveMessage', {}, {
+        jobs.push(api(server, 'POST', '/api/v2/agent/receiveMessage', {}, {
           targetAgent: String(a.agentId), sourceAddress: `visitor-${c}`, message: `${n} ${line}`, outboundMessageWebhookUrl: 'http://127.0.0.1:9/none',
         }));
         if (jobs.length === 16) await Promise.all(jobs.splice(0));
@@ -108,7 +99,7 @@ for (const engine of ENGINES) {
     const seeded = (performance.now() - t0) / 1000;
     const tokens: string[] = [];
     for (let i = 0; i < CLIENTS; i++) {
-      tokens.push((await api(server, server.token, 'POST', '/api/v2/tokens', { targetAccountId: a.id }, { type: 'admin', description: `bench ${i}` })).token.token);
+      tokens.push((await api(server, 'POST', '/api/v2/tokens', { targetAccountId: a.id }, { type: 'admin', description: `bench ${i}` })).token.token);
     }
 
     const quietRss = rssMb(server.pid);

@@ -23,7 +23,7 @@ import { Agent, request } from 'undici';
 import { openDatabase } from '../src/db/index.ts';
 import { newId } from '../src/lib/ids.ts';
 import { MAX_DELIVERY_ATTEMPTS } from '../src/webhooks/deliver.ts';
-import { createStore, ENGINES, fmt, median, percentile, startServer, startWorker, type Engine, type Proc, type Server } from './lib.ts';
+import { api, createStore, ENGINES, fmt, median, percentile, startServer, startWorker, type Engine, type Proc, type Server } from './lib.ts';
 
 const EVENTS = Number(process.env.BENCH_RELAY_EVENTS ?? 5000);
 const LATENCY_EVENTS = Number(process.env.BENCH_RELAY_LATENCY_EVENTS ?? 300);
@@ -82,15 +82,6 @@ class Receiver {
   }
 }
 
-async function api(server: Server, method: string, url: string, query: Record<string, unknown>, body?: unknown, token = server.token) {
-  const qs = new URLSearchParams({ token, ...Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])) });
-  const res = await fetch(`${server.url}${url}?${qs}`, {
-    method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json() as any;
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 /** A premium organization with a generic relay to the receiver; answers the ingress path. */
 async function relayTo(server: Server, receiverUrl: string): Promise<string> {

@@ -26,7 +26,7 @@ import { uncachedSubscribers } from '../src/modules/tasks/subscribers.ts';
 import { BULK_ROWS } from '../src/modules/tasks/service.ts';
 import { notifyQueue } from '../src/queue/waker.ts';
 import { createScratchPgDatabase } from '../test/helpers/scratch-pg.ts';
-import { createStore, ENGINES, fmt, measure, median, percentile, PG_URL, postgresCpuSeconds, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
+import { api, createStore, ENGINES, fmt, measure, median, percentile, PG_URL, postgresCpuSeconds, startServer, startWorker, type Engine, type Server, type Store } from './lib.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -38,15 +38,6 @@ const LATE_SPREAD_S = 10;
 const parts = process.argv.slice(2).filter((a) => a !== '--');
 const run = (part: string) => parts.length === 0 || parts.includes(part);
 
-async function api(server: Server, method: string, url: string, query: Record<string, unknown>, body?: unknown, token = server.token) {
-  const qs = new URLSearchParams({ token, ...Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])) });
-  const res = await fetch(`${server.url}${url}?${qs}`, {
-    method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json() as any;
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 /** A reseller, an organization (with its default agent) and a token of the organization. */
 async function organization(server: Server): Promise<{ orgId: number; agentId: number; token: string }> {
