@@ -21,8 +21,13 @@ const FLUSH_MS = 250;
 const LAG_MS = 300;
 /** Samples per channel held before they are written (a frame far ahead of the clock past this is dropped). */
 const WINDOW_SAMPLES = RATE * 3;
-/** A channel this far ahead of the wall clock (a burst) is pulled back to it. */
-const MAX_AHEAD_SAMPLES = FRAME_SAMPLES * 3;
+/**
+ * A channel this far ahead of the wall clock (a burst) is pulled back to it. As long as a frame may
+ * arrive late (LAG_MS): a sender that was held up (a busy event loop, a socket that queued packets)
+ * catches up with its frames back to back, and those follow each other; pulling them back sooner
+ * wrote the burst's later frames over its first ones.
+ */
+const MAX_AHEAD_SAMPLES = Math.round((LAG_MS * RATE) / 1000);
 /** The longest recording the format allows with room to spare (RIFF sizes are 32-bit). */
 export const RECORDING_MAX_SECONDS = 86_400;
 

@@ -70,6 +70,25 @@ describe('CallRecorder', () => {
     assert.equal(await rec.stop(), r, 'stop is idempotent');
   });
 
+  it('keeps a burst of frames that arrive together after a stall in order, none written over another', async () => {
+    const t = fakeTransport();
+    let now = 1000;
+    const file = path.join(dir, 'org', 'burst.wav');
+    const rec = new CallRecorder(t, { file, maxMs: 60_000, clock: () => now });
+    // Two frames on time, then 120 ms with nothing (the sender held up), then the 8 frames it owed
+    // at once, as a paced sender catching up sends them.
+    for (let k = 0; k < 2; k++) { now += 20; t.emit('sent', frame(100 + k)); }
+    now += 120;
+    for (let k = 2; k < 10; k++) t.emit('sent', frame(100 + k));
+    now += 400;
+    const r = await rec.stop();
+    assert.ok(r);
+    const { right } = readStereo(file);
+    const heard: number[] = [];
+    for (let i = 0; i + 160 <= right.length; i += 160) if (right[i] !== 0) heard.push(right[i]!);
+    assert.deepEqual(heard, [100, 101, 102, 103, 104, 105, 106, 107, 108, 109], 'every frame once, in order');
+  });
+
   it('stops at the maximum duration, and what comes after is not recorded', async () => {
     const t = fakeTransport();
     let now = 0;
