@@ -56,7 +56,10 @@ export async function voicePeer(pool: PortPool, host = '127.0.0.1') {
     },
     /** What the agent said from frame `from` on, recognised among `phrases`. */
     async recognise(from: number, phrases: string[], quietMs?: number): Promise<string> {
-      const pcm = await agentSpoke(from, quietMs);
+      return this.recognisePcm(await agentSpoke(from, quietMs), phrases);
+    },
+    /** Audio (what agentSpoke gave) recognised among `phrases`. */
+    async recognisePcm(pcm: Int16Array, phrases: string[]): Promise<string> {
       return (await stt.transcribe(pcm, 8000, { language: 'en-US', grammar: { kind: 'phrases', phrases } })).text;
     },
   };
