@@ -5,9 +5,10 @@
 // Without espeak-ng, pocketsphinx or pocketsphinx-en-us they skip locally (saying which package to
 // install) and fail under CI=true: test/helpers/system-tools.ts.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import { before, describe, it } from 'node:test';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
 import alawmulaw from 'alawmulaw';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
 import { parseOutput, phrasesToJsgf, PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
@@ -27,6 +28,11 @@ function telephone(pcm: Int16Array, rate: number): Int16Array {
   return alawmulaw.mulaw.decode(alawmulaw.mulaw.encode(resample(pcm, rate, 8000)));
 }
 
+// This process's own temporary folder (os.tmpdir() reads TMPDIR): the files other test files'
+// recognitions have in flight at the same time are not this engine's leftovers.
+const ownTemp = mkdtempSync(path.join(os.tmpdir(), 'callplane-sphinx-test-'));
+process.env.TMPDIR = ownTemp;
+after(() => rmSync(ownTemp, { recursive: true, force: true }));
 const tempDirs = () => readdirSync(os.tmpdir()).filter((d) => d.startsWith('callplane-sphinx-'));
 
 describe('pocketsphinx', { skip: toolsSkip('espeak-ng', 'pocketsphinx') }, () => {
