@@ -8,8 +8,8 @@ import { secretTargetRefusal, urlOrigin } from '../../lib/secret-target.ts';
 import { DEFAULT_TWILIO_API_BASE_URL } from '../../providers/index.ts';
 import { flag } from '../../db/flags.ts';
 import { nowMs } from '../../lib/time.ts';
-import { presentProvider } from '../accounts/present.ts';
 import { numberTakenElsewhere, openProviderSettings } from './carriers.ts';
+import { presentProvider } from './present.ts';
 import { normalizeProviderConfig, PROVIDERS, providerSpec, type ProviderSpec } from './catalog.ts';
 import { numberingRepo } from './repository.ts';
 
