@@ -14,6 +14,7 @@ import { billingService, type BillingService } from './modules/billing/service.t
 import { billingSystemService, type BillingSystemService } from './modules/billing/billing-systems.ts';
 import { processorSubscriptions, type ProcessorSubscriptions } from './modules/billing/processor-subscriptions.ts';
 import { usageService, type UsageService } from './modules/billing/usage.ts';
+import { cachedEntitlements, planAllowance } from './modules/billing/entitlements.ts';
 import { adrService, type AdrService } from './modules/adr/service.ts';
 import { AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
@@ -188,7 +189,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // The task queue's core comes first: the task service (and through it the agent's tools) adds
   // tasks to it, the Twilio callbacks settle them. What runs a claimed task, its carrier, comes
   // last (TaskQueue, below): a SIP call talks through the agent, which is built on the task service.
-  const taskQueue = new TaskQueueCore({ database, config, wakeups, log: child('tasks'), ...taskSettings });
+  const taskQueue = new TaskQueueCore({ database, config, wakeups, allowance: planAllowance(cachedEntitlements(db)), log: child('tasks'), ...taskSettings });
   const deliveries = new DeliveryQueue({ database, config, box, wakeups, outbox: taskRepo, log: child('deliveries'), ...deps.deliveries });
   const adr = new AdrQueue({ database, config, box, wakeups, log: child('adr'), ...deps.adr });
   const models = modelsService({ config, db, box, policy, log: child('models') });

@@ -13,7 +13,7 @@ import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/
 import { chooseCarrier } from '../numbering/carriers.ts';
 import { agentCallerId } from '../numbers/holders.ts';
 import { sipCallPlan } from '../sip/calls.ts';
-import { outcomeRetryDelayMs } from './limits.ts';
+import { outcomeRetryDelayMs } from '../limits/task-limits.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 import { MAX_CONTENT } from './validation.ts';
 
