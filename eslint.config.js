@@ -77,6 +77,43 @@ const layering = {
   ],
 };
 
+/**
+ * The order of the modules under src/modules/, from the bottom up (docs/architecture.md, "The order
+ * of modules"): each may import only the modules before it in this list. A new module takes its
+ * place here; so does one split out of another.
+ */
+const MODULE_ORDER = [
+  'members', 'accounts', 'tokens', 'context', 'knowledge', 'models', 'limits', 'numbering', 'integrations', 'numbers',
+  'webhooks', 'sip', 'agents', 'tasks', 'billing', 'conversations', 'adr', 'ladder', 'console', 'ops',
+];
+
+// Every module folder has its place in the order, and every name in it is a folder.
+const moduleFolders = fs.readdirSync(path.join(import.meta.dirname, 'src/modules'), { withFileTypes: true })
+  .filter((e) => e.isDirectory()).map((e) => e.name);
+const unplaced = moduleFolders.filter((m) => !MODULE_ORDER.includes(m));
+const gone = MODULE_ORDER.filter((m) => !moduleFolders.includes(m));
+if (unplaced.length > 0 || gone.length > 0) {
+  throw new Error(`eslint.config.js: MODULE_ORDER must name every folder of src/modules once (not in it: ${unplaced.join(', ') || 'none'}; no such folder: ${gone.join(', ') || 'none'})`);
+}
+
+const moduleDir = (name) => `./src/modules/${name}`;
+const moduleOrder = {
+  zones: MODULE_ORDER.flatMap((name, i) => MODULE_ORDER.slice(i + 1).map((above) => ({
+    target: moduleDir(name),
+    from: moduleDir(above),
+    message: `modules/${name} imports only the modules below it (MODULE_ORDER in eslint.config.js; docs/architecture.md, "The order of modules").`,
+  }))),
+};
+
+/** The web console is a browser app apart: of this repository it imports only the typed client (sdk/). */
+const consoleApart = {
+  zones: [{
+    target: './console',
+    from: ['./src', './test', './bench', './scripts', './bin'],
+    message: 'The console imports nothing of the service: only the typed client of sdk/ (docs/architecture.md, docs/console.md).',
+  }],
+};
+
 /** SQL is written only in repositories, migrations, src/db and the generic queue engine. */
 const SQL_HOMES = ['src/**/repository.ts', 'src/db/**', 'src/queue/engine.ts'];
 
@@ -114,7 +151,7 @@ export default tseslint.config(
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
       'callplane/no-import-circle': 'error',
       // Imports of types count too (import-x/no-cycle does not follow them).
-      'import-x/no-restricted-paths': ['error', layering],
+      'import-x/no-restricted-paths': ['error', { zones: [...layering.zones, ...moduleOrder.zones, ...consoleApart.zones] }],
       // node:test's describe/it/test return promises the runner itself awaits.
       '@typescript-eslint/no-floating-promises': ['error', {
         allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],

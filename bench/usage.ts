@@ -15,7 +15,7 @@
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { TaskRow } from '../src/db/types.ts';
-import { cachedEntitlements } from '../src/modules/billing/entitlements.ts';
+import { cachedEntitlements, planAllowance } from '../src/modules/billing/entitlements.ts';
 import { usageRepo } from '../src/modules/billing/repository.ts';
 import { createTaskEngine } from '../src/modules/tasks/queue-hooks.ts';
 import { taskRepo } from '../src/modules/tasks/repository.ts';
@@ -51,7 +51,7 @@ async function admission(h: Harness, resellerId: number, planId: string): Promis
     rows.push(checked.task);
   }
   await db.transaction().execute((tx) => taskRepo.insert(tx, rows, now, uncachedSubscribers));
-  const engine = createTaskEngine({ workerId: `bench-${planId}`, subscribers: uncachedSubscribers, entitlements: cachedEntitlements(db), serialWrites: h.database.serialWrites });
+  const engine = createTaskEngine({ workerId: `bench-${planId}`, subscribers: uncachedSubscribers, allowance: planAllowance(cachedEntitlements(db)), serialWrites: h.database.serialWrites });
   const result = JSON.stringify({ durationSeconds: 30 });
   const t0 = performance.now();
   let done = 0;

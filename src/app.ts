@@ -21,7 +21,7 @@ import { ErrorBody } from './http/schemas.ts';
 import { describeValidationError, findNonFiniteNumber, findNulCharacter, findTooDeep, tooDeepMessage } from './http/validation.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { opsRoutes } from './modules/ops/routes.ts';
-import { accountRoutes } from './modules/accounts/routes.ts';
+import { accountRoutes } from './modules/ladder/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
 import { agentRoutes, agentUrlRoutes } from './modules/agents/routes.ts';
 import { memberRoutes } from './modules/members/routes.ts';

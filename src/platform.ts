@@ -9,18 +9,19 @@ import { createMetrics, type Metrics } from './http/metrics.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
-import { accountService, type AccountService } from './modules/accounts/service.ts';
+import { accountService, type AccountService } from './modules/ladder/service.ts';
 import { billingService, type BillingService } from './modules/billing/service.ts';
 import { billingSystemService, type BillingSystemService } from './modules/billing/billing-systems.ts';
 import { processorSubscriptions, type ProcessorSubscriptions } from './modules/billing/processor-subscriptions.ts';
 import { usageService, type UsageService } from './modules/billing/usage.ts';
+import { cachedEntitlements, planAllowance } from './modules/billing/entitlements.ts';
 import { adrService, type AdrService } from './modules/adr/service.ts';
 import { AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { ANALYSES, conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
 import { AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
-import { smsService, type SmsService } from './modules/conversations/sms.ts';
+import { smsService, TWILIO_SMS_PATH, type SmsService } from './modules/conversations/sms.ts';
 import { historyService, type HistoryService } from './modules/conversations/history.ts';
 import { liveFeed, type LiveFeed, type LiveFeedDeps } from './modules/conversations/live.ts';
 import { textTaskWriter } from './modules/conversations/text-task.ts';
@@ -29,7 +30,7 @@ import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queu
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { stagingChatService, type StagingChatService } from './modules/conversations/staging-chat.ts';
 import { InlineTurnLimits } from './modules/conversations/inline-limits.ts';
-import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
+import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
 import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
 import { placedCallVoicemail } from './modules/conversations/voicemail.ts';
 import { twilioAmd } from './modules/conversations/twilio-amd.ts';
@@ -51,8 +52,11 @@ import { numberingService, type NumberingService } from './modules/numbering/ser
 import { numbersService, type NumbersService } from './modules/numbers/service.ts';
 import { NumberReleaseQueue, type NumberReleaseQueueDeps } from './modules/numbers/release-queue.ts';
 import { NUMBER_RELEASES } from './modules/numbers/releases.ts';
+import { numberTakenElsewhere } from './modules/numbers/holders.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
 import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
+import { sipCallPlan } from './modules/sip/calls.ts';
+import { taskRepo } from './modules/tasks/repository.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
 import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from './modules/tasks/task-queue.ts';
 import { twilioCallbacks, type TwilioCallbacks } from './modules/tasks/twilio-callbacks.ts';
@@ -185,8 +189,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // The task queue's core comes first: the task service (and through it the agent's tools) adds
   // tasks to it, the Twilio callbacks settle them. What runs a claimed task, its carrier, comes
   // last (TaskQueue, below): a SIP call talks through the agent, which is built on the task service.
-  const taskQueue = new TaskQueueCore({ database, config, wakeups, log: child('tasks'), ...taskSettings });
-  const deliveries = new DeliveryQueue({ database, config, box, wakeups, log: child('deliveries'), ...deps.deliveries });
+  const taskQueue = new TaskQueueCore({ database, config, wakeups, allowance: planAllowance(cachedEntitlements(db)), log: child('tasks'), ...taskSettings });
+  const deliveries = new DeliveryQueue({ database, config, box, wakeups, outbox: taskRepo, log: child('deliveries'), ...deps.deliveries });
   const adr = new AdrQueue({ database, config, box, wakeups, log: child('adr'), ...deps.adr });
   const models = modelsService({ config, db, box, policy, log: child('models') });
   const billingSystems = billingSystemService({ db, box, config });
@@ -199,8 +203,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
     tokens: tokenService({ db, oneTimeTokenTtlSeconds: config.oneTimeTokenTtlSeconds }),
     tokenLookup: tokenLookup(db),
     members: memberService({ db }),
-    numbering: numberingService({ db, box }),
-    numbers: numbersService({ db, box, config, carrierOptions }),
+    numbering: numberingService({ db, box, heldElsewhere: (orgId, number) => numberTakenElsewhere(db, orgId, number, { providers: false }) }),
+    numbers: numbersService({ db, box, config, carrierOptions, webhooks: {
+      voiceUrl: config.publicUrl + TWILIO_INCOMING_PATH,
+      voiceStatusUrl: config.publicUrl + TWILIO_INCOMING_STATUS_PATH,
+      smsUrl: config.publicUrl + TWILIO_SMS_PATH,
+    } }),
     tasks: taskService({ db, queue: taskQueue, refreshStatistics: (tables) => database.refreshStatistics(tables), log: child('tasks') }),
     relays: relayService({ db, box, config, policy, notify: wakeDeliveries }),
     subscriptions: subscriptionService({ db, box, policy, notify: wakeDeliveries }),
@@ -308,7 +316,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       db,
       conversations,
       turns: runner,
-      textCarrier: (orgId) => chooseCarrier({ db, box, config, carrierOptions }, orgId, 'text'),
+      textCarrier: (orgId) => chooseCarrier({ db, box, config, carrierOptions, sipCallPlan: (id) => sipCallPlan(db, box, id) }, orgId, 'text'),
       wakeDeliveries,
       log: child('turns'),
     },

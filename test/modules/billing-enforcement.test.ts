@@ -12,6 +12,7 @@ import type { TaskRow } from '../../src/db/types.ts';
 import { nextMonthStart } from '../../src/modules/billing/periods.ts';
 import { usageRepo } from '../../src/modules/billing/repository.ts';
 import { createTaskEngine } from '../../src/modules/tasks/queue-hooks.ts';
+import { planAllowance, uncachedEntitlements } from '../../src/modules/billing/entitlements.ts';
 import { uncachedSubscribers } from '../../src/modules/tasks/subscribers.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness, Reply } from '../helpers/harness.ts';
@@ -91,7 +92,7 @@ forEachEngine('included amounts, periods and add-ons', (h) => {
 
   /** A task engine claiming at `clock.t` (no worker runs in this harness). */
   function engineAt(clock: { t: number }) {
-    return createTaskEngine({ workerId: 'enforce-test', subscribers: uncachedSubscribers, now: () => clock.t });
+    return createTaskEngine({ workerId: 'enforce-test', subscribers: uncachedSubscribers, allowance: planAllowance(uncachedEntitlements), now: () => clock.t });
   }
   async function submit(token: string, body: Record<string, unknown>): Promise<string> {
     const res = await call('POST', '/api/v2/tasks', { token, body });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { maintenanceJobs } from '../../src/maintenance.ts';
 import { createTaskEngine } from '../../src/modules/tasks/queue-hooks.ts';
+import { planAllowance, uncachedEntitlements } from '../../src/modules/billing/entitlements.ts';
 import { uncachedSubscribers } from '../../src/modules/tasks/subscribers.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness, Reply } from '../helpers/harness.ts';
@@ -389,7 +390,7 @@ forEachEngine('billing', (h) => {
 
     it("a plan's concurrency holds a queued call back at once, and a bigger plan lets it start", async () => {
       // The task engine itself claims (no worker runs here): what it admits is what a worker would start.
-      const engine = createTaskEngine({ workerId: 'billing-test', subscribers: uncachedSubscribers });
+      const engine = createTaskEngine({ workerId: 'billing-test', subscribers: uncachedSubscribers, allowance: planAllowance(uncachedEntitlements) });
       const db = h().database.db;
       const r = await h().reseller();
       assertStatus(await call('PUT', '/api/v2/product/catalog/plan/pplan-single', { token: r.token, body: planBody('Single', 1) }), 200);

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { LlmProviderConfig } from '../../src/config.ts';
-import { MODELS } from '../../src/modules/agents/catalog.ts';
+import { MODELS } from '../../src/modules/models/catalog.ts';
 import { configFindings, DEFAULT_GREETING, textFindings } from '../../src/modules/agents/review.ts';
 import { contextTokensOf, DEFAULT_CONTEXT_TOKENS, LIST_FAILURE_TTL_MS, LIST_TTL_MS, ModelListCache } from '../../src/modules/models/catalog.ts';
 import { llmProviderRepo } from '../../src/modules/models/repository.ts';

@@ -4,8 +4,9 @@
 // real database of each engine, with another tenant's pings claimed meanwhile.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { DEFAULT_LIMITS } from '../../src/modules/tasks/limits.ts';
+import { DEFAULT_LIMITS } from '../../src/modules/limits/task-limits.ts';
 import { createTaskEngine, PARK_MS } from '../../src/modules/tasks/queue-hooks.ts';
+import { planAllowance, uncachedEntitlements } from '../../src/modules/billing/entitlements.ts';
 import { limitRepo, taskRepo } from '../../src/modules/tasks/repository.ts';
 import { uncachedSubscribers } from '../../src/modules/tasks/subscribers.ts';
 import { forEachEngine } from '../helpers/engines.ts';
@@ -16,7 +17,7 @@ forEachEngine('tasks parked for concurrency', (h) => {
     const db = h().database.db;
     const now = Date.now();
     const clock = manualClock(now);
-    const engine = createTaskEngine({ workerId: 'park', subscribers: uncachedSubscribers, now: clock.now });
+    const engine = createTaskEngine({ workerId: 'park', subscribers: uncachedSubscribers, allowance: planAllowance(uncachedEntitlements), now: clock.now });
     const a = await tenant(h());
     const b = await tenant(h());
     await db.transaction().execute((tx) => limitRepo.save(tx, a.orgId, { ...DEFAULT_LIMITS, concurrencyPerRun: 1 }, now));

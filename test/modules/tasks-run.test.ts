@@ -9,6 +9,7 @@ import { it } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import type { TaskRow } from '../../src/db/types.ts';
 import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from '../../src/modules/tasks/task-queue.ts';
+import { cachedEntitlements, planAllowance } from '../../src/modules/billing/entitlements.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness } from '../helpers/harness.ts';
 import { attemptIntervals, eventsByTask, historyProblems, keepTaskHistory } from '../helpers/task-events.ts';
@@ -87,7 +88,7 @@ function extraWorkers(h: Harness) {
       // Another process: its own wake-up bus, fed by its own LISTEN connection (PostgreSQL).
       const wakeups = new Wakeups();
       const listener = await listenForWakeups(database, wakeups);
-      const runtime = new TaskQueue(new TaskQueueCore({ database, config: h.config, wakeups, ...overrides }), { box: h.box });
+      const runtime = new TaskQueue(new TaskQueueCore({ database, config: h.config, wakeups, allowance: planAllowance(cachedEntitlements(database.db)), ...overrides }), { box: h.box });
       started.push({ runtime, database, listener });
       await runtime.startWorker();
       return runtime;

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { newId } from '../../src/lib/ids.ts';
 import { dispatchTaskEvents, taskEventPayload } from '../../src/modules/webhooks/dispatcher.ts';
+import { taskRepo } from '../../src/modules/tasks/repository.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { insertTasks, secondDatabase, tenant } from '../queue/fixtures.ts';
 
@@ -48,7 +49,7 @@ forEachEngine('webhook outbox dispatcher', (h) => {
     await events(quiet, 250);
     let total = 0;
     for (let round = 0; round < 10; round++) {
-      const r = await dispatchTaskEvents(h().database.db, { batch: 100, maxAttempts: 8 });
+      const r = await dispatchTaskEvents(h().database.db, taskRepo, { batch: 100, maxAttempts: 8 });
       total += r.events;
       if (r.events === 0) break;
     }
@@ -70,7 +71,7 @@ forEachEngine('webhook outbox dispatcher', (h) => {
     assert.equal(payload.data.state, 'running');
     assert.equal((await deliveriesOf(quiet.orgId)).length, 0);
     // Nothing left: a further pass makes nothing.
-    assert.deepEqual(await dispatchTaskEvents(h().database.db, { maxAttempts: 8 }), { events: 0, deliveries: 0 });
+    assert.deepEqual(await dispatchTaskEvents(h().database.db, taskRepo, { maxAttempts: 8 }), { events: 0, deliveries: 0 });
   });
 
   it('a batch after a cursor starts past it, and the next look from the oldest finds an event that committed late with an older id', async () => {
@@ -78,7 +79,7 @@ forEachEngine('webhook outbox dispatcher', (h) => {
     await subscribe(t.orgId, 'task', 'https://cursor.example.com/');
     const ids = await events(t, 6);
     const db = h().database.db;
-    const first = await dispatchTaskEvents(db, { batch: 2, maxAttempts: 8 });
+    const first = await dispatchTaskEvents(db, taskRepo, { batch: 2, maxAttempts: 8 });
     assert.equal(first.last, ids[1]);
     // Committed now, but with an id older than the cursor (its id was taken before the others committed).
     const late = newId('evt', Date.now() - 60_000);
@@ -86,13 +87,13 @@ forEachEngine('webhook outbox dispatcher', (h) => {
     await db.insertInto('task_events').values({ id: late, org_id: t.orgId, task_id: taskId, type: 'task.running', payload: '{}', created_at: Date.now() }).execute();
     const seen: string[] = [];
     for (let after: string | undefined = first.last; ;) {
-      const r = await dispatchTaskEvents(db, { batch: 2, maxAttempts: 8, after });
+      const r = await dispatchTaskEvents(db, taskRepo, { batch: 2, maxAttempts: 8, after });
       if (r.events === 0) break;
       after = r.last;
       seen.push(...(await deliveriesOf(t.orgId)).map((d) => d.event_id).filter((id) => !seen.includes(id) && id !== ids[0] && id !== ids[1]));
     }
     assert.deepEqual(seen.sort(), ids.slice(2).sort(), 'after the cursor: only the newer events');
-    const fromOldest = await dispatchTaskEvents(db, { batch: 2, maxAttempts: 8 });
+    const fromOldest = await dispatchTaskEvents(db, taskRepo, { batch: 2, maxAttempts: 8 });
     assert.equal(fromOldest.events, 1);
     assert.equal(fromOldest.last, late);
     assert.equal(await undispatched(), 0);
@@ -113,7 +114,7 @@ forEachEngine('webhook outbox dispatcher', (h) => {
       const runOne = async (database: typeof pools[number]) => {
         let n = 0;
         for (;;) {
-          const r = await dispatchTaskEvents(database.db, { batch: 25, maxAttempts: 8 });
+          const r = await dispatchTaskEvents(database.db, taskRepo, { batch: 25, maxAttempts: 8 });
           n += r.events;
           if (r.events === 0) return n;
         }

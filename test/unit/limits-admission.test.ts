@@ -1,8 +1,8 @@
 // admission: whether the queue may start a call or text now and, if not, when to look again.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { admission, CONCURRENCY_RECHECK_MS, DEFAULT_LIMITS, dayTimeZone, mergeLimits } from '../../src/modules/tasks/limits.ts';
-import type { AdmissionCounters, LimitsPatch } from '../../src/modules/tasks/limits.ts';
+import { admission, CONCURRENCY_RECHECK_MS, DEFAULT_LIMITS, dayTimeZone, mergeLimits } from '../../src/modules/limits/task-limits.ts';
+import type { AdmissionCounters, LimitsPatch } from '../../src/modules/limits/task-limits.ts';
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -2,8 +2,8 @@
 // weekends and DST changes (America/New_York, Europe/Berlin, and zones with odd transitions).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isOpen, localDay, nextLocalMidnight, nextOpening } from '../../src/modules/tasks/limits.ts';
-import type { BusinessHours } from '../../src/modules/tasks/limits.ts';
+import { isOpen, localDay, nextLocalMidnight, nextOpening } from '../../src/modules/limits/task-limits.ts';
+import type { BusinessHours } from '../../src/modules/limits/task-limits.ts';
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -1,8 +1,8 @@
 // validateLimits and mergeLimits: every refusal names its field; updates merge as documented.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_LIMITS, mergeLimits, outcomeRetryDelayMs, validateLimits, validTimeZone } from '../../src/modules/tasks/limits.ts';
-import type { LimitsPatch } from '../../src/modules/tasks/limits.ts';
+import { DEFAULT_LIMITS, mergeLimits, outcomeRetryDelayMs, validateLimits, validTimeZone } from '../../src/modules/limits/task-limits.ts';
+import type { LimitsPatch } from '../../src/modules/limits/task-limits.ts';
 
 const HOURS = { timezone: 'America/Chicago', days: [1, 2, 3, 4, 5], start: '09:00', end: '17:00' };
 

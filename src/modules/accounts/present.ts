@@ -1,10 +1,9 @@
-// How accounts, providers and integrations look on the wire (contract field names, unix seconds,
+// How accounts and integrations look on the wire (contract field names, unix seconds,
 // secrets masked).
-import type { AccountRow, IntegrationRow, NumberingProviderRow } from '../../db/types.ts';
+import type { AccountRow, IntegrationRow } from '../../db/types.ts';
 import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
 import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
-import { openProviderSettings } from '../numbering/carriers.ts';
 
 export const ACCOUNT_TYPE = { partner: 'partner', reseller: 'reseller', organization: 'organization', agent: 'account' } as const;
 
@@ -25,18 +24,6 @@ export function maskAppData(value: unknown, secret = false): unknown {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskAppData(v, secret || SECRET_KEY.test(k))]));
   }
   return value;
-}
-
-export function presentProvider(row: NumberingProviderRow, box: SecretBox) {
-  const { config, secrets = {} } = openProviderSettings(row, box);
-  return {
-    providerId: row.provider_id,
-    default: bool(row.is_default),
-    enabled: bool(row.enabled),
-    config: { ...config, ...maskRecord(secrets, () => true) },
-    createdAt: toUnixSeconds(row.created_at),
-    updatedAt: toUnixSeconds(row.updated_at),
-  };
 }
 
 export function presentIntegration(row: IntegrationRow, box: SecretBox) {

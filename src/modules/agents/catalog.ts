@@ -1,28 +1,5 @@
-// The hosted platform's models (with their nominal providers) and the voices an agent may name.
-// These models are always in GET /api/v2/models/supported, with the deployment's and the
-// organization's own providers' models (src/modules/models/catalog.ts); POST /api/v2/agent refuses
-// a voice not listed here and a model not in that catalog.
-export interface ModelEntry {
-  id: string;
-  provider: string;
-  /** Whether it reasons before answering (agentThinking, agentThinkingModel). */
-  thinking: boolean;
-}
-
-export const MODELS: readonly ModelEntry[] = [
-  { id: 'gpt-4o-2024-08-06', provider: 'openai', thinking: false },
-  { id: 'gpt-4o-mini', provider: 'openai', thinking: false },
-  { id: 'gpt-4.1', provider: 'openai', thinking: false },
-  { id: 'gpt-4.1-mini', provider: 'openai', thinking: false },
-  { id: 'gpt-5', provider: 'openai', thinking: true },
-  { id: 'gpt-5-mini', provider: 'openai', thinking: true },
-  { id: 'gpt-5.2', provider: 'openai', thinking: true },
-  { id: 'claude-sonnet-4-5', provider: 'anthropic', thinking: true },
-  { id: 'claude-haiku-4-5', provider: 'anthropic', thinking: true },
-  { id: 'gemini-2.5-flash', provider: 'google', thinking: true },
-  { id: 'gemini-2.5-pro', provider: 'google', thinking: true },
-];
-
+// The voices an agent may name: POST /api/v2/agent refuses a voice not listed here (and a model
+// not in the model catalog, src/modules/models/catalog.ts, whose hosted models are MODELS there).
 export interface VoiceEntry {
   id: string;
   /** The language the voice speaks (BCP-47). */

@@ -3,7 +3,7 @@
 // its stored versions. The agent id is `camp<accountId>` (docs/agents.md); either form is accepted.
 import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
-import { numberHolders } from '../numbering/carriers.ts';
+import { numberHolders } from '../numbers/holders.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';

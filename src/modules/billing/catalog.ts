@@ -7,7 +7,7 @@
 // that documents it (docs/billing.md), and nobody can edit or delete it. A partner or reseller
 // changes what it sells by putting its own item under the same id (an override, which may also
 // withdraw the plan with `available: false`) or a new id.
-import type { LimitsPatch } from '../tasks/limits.ts';
+import type { LimitsPatch } from '../limits/task-limits.ts';
 
 export interface Included {
   /** Call minutes, texts, tasks, conversations and model tokens included per month; null = unlimited. */

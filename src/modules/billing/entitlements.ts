@@ -11,6 +11,7 @@
 import type { Db, Executor, OrgAddonRow } from '../../db/types.ts';
 import { StampedCache } from '../../db/stamped-cache.ts';
 import { accountRepo } from '../accounts/repository.ts';
+import type { PlanAllowance } from '../tasks/queue-hooks.ts';
 import type { Addon, Plan } from './catalog.ts';
 import { catalogOwners, findPlan } from './catalogs.ts';
 import { nextMonthStart, periodOf } from './periods.ts';
@@ -134,4 +135,15 @@ export async function includedHold(tx: Executor, entitlements: Entitlements, org
     }
   }
   return parked;
+}
+
+/**
+ * The task queue's PlanAllowance (src/modules/tasks/queue-hooks.ts): a call or text waits for an
+ * included amount as includedHold says, and what ended tasks used is added to usage_daily.
+ */
+export function planAllowance(entitlements: Entitlements): PlanAllowance {
+  return {
+    hold: (tx, orgId, kind, running, at) => includedHold(tx, entitlements, orgId, kind, running, at),
+    addUsage: (tx, orgId, at, used) => usageRepo.add(tx, orgId, at, used),
+  };
 }

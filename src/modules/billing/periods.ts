@@ -2,7 +2,7 @@
 // amounts both read it (docs/billing.md, "Usage"): the last period an ancestor set (previous: the
 // one before), else the subscription's in force (previous: the term before it), else the calendar
 // month in the account's time zone. Pure: the rows are read by the callers.
-import { localDay, nextLocalMidnight } from '../tasks/limits.ts';
+import { localDay, nextLocalMidnight } from '../limits/task-limits.ts';
 
 export interface PeriodRow { start_at: number; end_at: number }
 

@@ -5,7 +5,7 @@
 import type { Executor } from '../../db/types.ts';
 import { Invalid } from '../../http/errors.ts';
 import { notifyQueue } from '../../queue/waker.ts';
-import { mergeLimits, type TaskLimits } from '../tasks/limits.ts';
+import { mergeLimits, type TaskLimits } from '../limits/task-limits.ts';
 import { TASKS } from '../tasks/queue-hooks.ts';
 import { limitRepo, taskRepo } from '../tasks/repository.ts';
 import { limitsOf, type Plan, type Source } from './catalog.ts';

@@ -11,7 +11,7 @@ import { newId } from '../../lib/ids.ts';
 import { nowMs } from '../../lib/time.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { verifyBasicAuth } from '../webhooks/relays/providers.ts';
-import type { TaskLimits } from '../tasks/limits.ts';
+import type { TaskLimits } from '../limits/task-limits.ts';
 import { periodEnd, type Addon, type Plan } from './catalog.ts';
 import type { BillingSystem, BillingSystemService } from './billing-systems.ts';
 import { fallbackPlan } from './fallback-plan.ts';

@@ -5,7 +5,7 @@
 import type { BillingSystemRow, BillingSystemsTable, CatalogItemRow, Executor, OrgAddonRow, OrgAddonsTable, SubscriptionRow, SubscriptionsTable } from '../../db/types.ts';
 import { sql, type Insertable, type Updateable } from 'kysely';
 import { accountRepo } from '../accounts/repository.ts';
-import { localDay } from '../tasks/limits.ts';
+import { localDay } from '../limits/task-limits.ts';
 
 export const catalogRepo = {
   /** The items of these owners (a partner and, when given, its reseller), oldest first. */

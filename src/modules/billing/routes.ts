@@ -3,7 +3,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
-import { MAX_CONCURRENCY, MAX_DAILY_CAP } from '../tasks/limits.ts';
+import { MAX_CONCURRENCY, MAX_DAILY_CAP } from '../limits/task-limits.ts';
 import type { BillingService } from './service.ts';
 
 const tags = ['Billing'];

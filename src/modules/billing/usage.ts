@@ -6,7 +6,7 @@ import { Invalid, NotFound } from '../../http/errors.ts';
 import type { Scope } from '../../http/auth.ts';
 import { nowMs } from '../../lib/time.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { localDay } from '../tasks/limits.ts';
+import { localDay } from '../limits/task-limits.ts';
 import type { Addon, Plan } from './catalog.ts';
 import { addonsFitting } from './entitlements.ts';
 import { catalogOwners, findPlan, releaseHeldTasks } from './plans.ts';

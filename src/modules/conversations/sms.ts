@@ -13,7 +13,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { SIMULATED_NUMBERS, TWILIO } from '../../providers/index.ts';
 import { first } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { twilioNumberHolder } from '../numbering/carriers.ts';
+import { twilioNumberHolder } from '../numbers/holders.ts';
 import type { TextSent } from '../tasks/run-task.ts';
 import type { RelayService } from '../webhooks/relays/service.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';

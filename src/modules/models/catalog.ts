@@ -2,7 +2,28 @@
 // hosted platform's model names with their nominal providers, the deployment's providers' declared
 // and listed models, and an organization's own providers' models. Also what we know of each
 // model's context size (the agent review's "too long for the model" rule).
-import { MODELS } from '../agents/catalog.ts';
+
+/** One of the hosted platform's models, with its nominal provider: always in the catalog. */
+export interface ModelEntry {
+  id: string;
+  provider: string;
+  /** Whether it reasons before answering (agentThinking, agentThinkingModel). */
+  thinking: boolean;
+}
+
+export const MODELS: readonly ModelEntry[] = [
+  { id: 'gpt-4o-2024-08-06', provider: 'openai', thinking: false },
+  { id: 'gpt-4o-mini', provider: 'openai', thinking: false },
+  { id: 'gpt-4.1', provider: 'openai', thinking: false },
+  { id: 'gpt-4.1-mini', provider: 'openai', thinking: false },
+  { id: 'gpt-5', provider: 'openai', thinking: true },
+  { id: 'gpt-5-mini', provider: 'openai', thinking: true },
+  { id: 'gpt-5.2', provider: 'openai', thinking: true },
+  { id: 'claude-sonnet-4-5', provider: 'anthropic', thinking: true },
+  { id: 'claude-haiku-4-5', provider: 'anthropic', thinking: true },
+  { id: 'gemini-2.5-flash', provider: 'google', thinking: true },
+  { id: 'gemini-2.5-pro', provider: 'google', thinking: true },
+];
 
 /** One model of GET /api/v2/models/supported. */
 export interface CatalogEntry {

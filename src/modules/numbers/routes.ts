@@ -5,8 +5,17 @@ import { Conflict } from '../../http/errors.ts';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
 import { Caps, Held } from './schemas.ts';
-import type { SmsService } from '../conversations/sms.ts';
 import type { NumbersService } from './service.ts';
+
+/**
+ * Where a simulated text to one of a SIMULATED provider's numbers goes: the SMS channel's
+ * receiveSimulated (src/modules/conversations/sms.ts), handed in by buildApp because conversations
+ * sits above numbers (docs/architecture.md, "The order of modules").
+ */
+export interface SimulatedTexts {
+  receiveSimulated(orgId: number, holder: number | null, text: { from: string; to: string; body: string }, log: { warn(obj: object, msg: string): void }):
+    Promise<{ kind: 'queued'; messageId: string; conversationId: string } | { kind: 'duplicate' | 'no-agent' }>;
+}
 
 const tags = ['Phone Numbers'];
 const Country = Type.String({ minLength: 1, maxLength: 10, description: 'ISO 3166 alpha-2 country code (US, GB)' });
@@ -32,7 +41,7 @@ const SearchAnswer = Envelope({
 });
 const searchErrors = errors(400, 403, 404, 502, 504);
 
-export async function numbersRoutes(app: App, { numbers, sms }: { numbers: NumbersService; sms: SmsService }): Promise<void> {
+export async function numbersRoutes(app: App, { numbers, sms }: { numbers: NumbersService; sms: SimulatedTexts }): Promise<void> {
   app.post('/api/v2/phoneNumber/search/local/locality', {
     schema: { operationId: 'searchNumbersByLocality', tags, security: Security,
       summary: `Search local numbers by city, region and country (docs/numbers.md)`, querystring: Target,

@@ -16,9 +16,8 @@ import {
   type AvailableNumber, type CarrierOptions, type NumberProvider, type NumberSearch, type NumberWebhooks,
 } from '../../providers/index.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { TWILIO_SMS_PATH } from '../conversations/sms.ts';
-import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH } from '../conversations/twilio-voice.ts';
-import { chooseNumberProvider, numberTakenElsewhere } from '../numbering/carriers.ts';
+import { chooseNumberProvider } from '../numbering/carriers.ts';
+import { numberTakenElsewhere } from './holders.ts';
 import { presentNumber } from './present.ts';
 import { phoneNumberRepo } from './repository.ts';
 
@@ -32,6 +31,12 @@ export interface NumbersServiceDeps {
   box: SecretBox;
   config: Pick<Config, 'publicUrl' | 'allowPrivateTargets'>;
   carrierOptions?: CarrierOptions;
+  /**
+   * Where a bought number's calls and texts go: our Twilio webhooks (whose paths the Twilio
+   * paths' own module declares), as whole URLs; handed in by src/platform.ts because that module
+   * sits above numbers (docs/architecture.md, "The order of modules").
+   */
+  webhooks: NumberWebhooks;
 }
 
 /** A provider's failure as the HTTP answer, naming the provider. */
@@ -92,11 +97,7 @@ export function numbersService(deps: NumbersServiceDeps) {
 
   /** Where a number's calls and texts go: our Twilio webhooks, which check Twilio's signature. */
   function webhooks(): NumberWebhooks {
-    return {
-      voiceUrl: deps.config.publicUrl + TWILIO_INCOMING_PATH,
-      voiceStatusUrl: deps.config.publicUrl + TWILIO_INCOMING_STATUS_PATH,
-      smsUrl: deps.config.publicUrl + TWILIO_SMS_PATH,
-    };
+    return { ...deps.webhooks };
   }
 
   /** What the provider offers, less what assign would refuse: numbers held here, or another organization's provider's phoneNumber. */

@@ -2,7 +2,7 @@
 import type { TaskRow } from '../../db/types.ts';
 import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
-import type { TaskLimits } from './limits.ts';
+import type { TaskLimits } from '../limits/task-limits.ts';
 
 function json(text: string | null): unknown {
   if (text === null) return null;

@@ -3,13 +3,11 @@
 // business hours, cooldowns) and its plan's included amounts. On every state change: the semaphore release, the per-state counts
 // and the outbox event, all in the transaction of the change itself.
 import type { ExpressionBuilder, Transaction } from 'kysely';
-import type { DB, QueueState, TaskRow } from '../../db/types.ts';
+import type { DB, Executor, QueueState, TaskRow } from '../../db/types.ts';
 import { ADMIT, deferUntil, QueueEngine, type Admission, type Cause } from '../../queue/engine.ts';
 import { notifyQueue } from '../../queue/waker.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { includedHold, uncachedEntitlements, type Entitlements } from '../billing/entitlements.ts';
-import { usageRepo, type UsageMetric } from '../billing/repository.ts';
-import { admission, dayTimeZone, localDay } from './limits.ts';
+import { admission, dayTimeZone, localDay } from '../limits/task-limits.ts';
 import { firstStartedAt, limitRepo, taskRepo, type TaskEventType } from './repository.ts';
 import type { TaskSubscribers } from './subscribers.ts';
 import { SIMULATED } from '../../providers/simulated.ts';
@@ -19,6 +17,21 @@ export const TASKS = 'tasks';
 export const TASK_LEASE_MS = 30_000;
 
 const PLURAL = { call: 'calls', text: 'texts' } as const;
+
+/** What tasks that ended used, by metric (docs/billing.md, "Usage"). */
+export type TaskUsage = Partial<Record<'tasks' | 'calls' | 'texts' | 'callSeconds' | 'callMinutes' | 'simulatedTexts' | 'simulatedCallMinutes', number>>;
+
+/**
+ * What an organization's plan lets its calls and texts use, asked in the claim's transaction
+ * (docs/billing.md, "Included amounts"), and where what ended tasks used is added up, in the
+ * transaction of their end: the billing module's (planAllowance, src/modules/billing/entitlements.ts),
+ * handed in because billing sits above tasks (docs/architecture.md, "The order of modules").
+ */
+export interface PlanAllowance {
+  /** Why a call or text must wait for an included amount (until: null, parked until a running task ends), or null: it may start. */
+  hold(tx: Executor, orgId: number, kind: 'call' | 'text', running: number, at: number): Promise<{ until: number | null; reason: string } | null>;
+  addUsage(tx: Executor, orgId: number, at: number, used: TaskUsage): Promise<void>;
+}
 
 /** What admission reads of a due task: the claim selects only these (QueueHooks.candidateColumns). */
 const CANDIDATE_COLUMNS = ['org_id', 'type', 'target'] as const;
@@ -43,7 +56,7 @@ const park = (now: number, reason: string) => deferUntil(now + PARK_MS, { parked
  * row is locked first, so every check below sees the counts as they are and no other claim (on
  * any process) can change them before this transaction commits.
  */
-async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number, entitlements: Entitlements): Promise<Admission> {
+async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number, allowance: PlanAllowance): Promise<Admission> {
   // Tasks of a suspended agent, organization or ancestor never get here: the claim filter
   // (limitRepo.mayStart) leaves them out of the claim's own SELECT until reactivation wakes the runners.
   if (row.type === 'ping') return ADMIT;
@@ -73,7 +86,7 @@ async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number, entit
   // What the plan includes (docs/billing.md, "Included amounts"): read under the semaphore's lock,
   // so two claims never both take the last of an amount. Past it: until the period ends; reached
   // only with tasks running: parked, as for concurrency, until one of them ends.
-  const hold = await includedHold(tx, entitlements, row.org_id, kind, sem.running, now);
+  const hold = await allowance.hold(tx, row.org_id, kind, sem.running, now);
   if (hold) return hold.until === null ? park(now, hold.reason) : deferUntil(hold.until, { held_reason: hold.reason });
 
   await limitRepo.takeSlot(tx, row.org_id);
@@ -87,8 +100,8 @@ const EVENT_FOR: Record<QueueState, TaskEventType> = {
   pending: 'task.retrying', running: 'task.running', finished: 'task.finished', failed: 'task.failed', canceled: 'task.canceled',
 };
 
-async function onTransition(tx: Transaction<DB>, row: TaskRow, from: QueueState, to: QueueState, now: number, subscribers: TaskSubscribers): Promise<void> {
-  await onTransitions(tx, [row], from, to, now, subscribers);
+async function onTransition(tx: Transaction<DB>, row: TaskRow, from: QueueState, to: QueueState, now: number, subscribers: TaskSubscribers, allowance: PlanAllowance): Promise<void> {
+  await onTransitions(tx, [row], from, to, now, subscribers, allowance);
 }
 
 /**
@@ -98,7 +111,7 @@ async function onTransition(tx: Transaction<DB>, row: TaskRow, from: QueueState,
  * is then held only until the commit), once per organization, in organization order (as the
  * semaphores are locked by admission, so two transactions never wait on each other in a cycle).
  */
-async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueState, to: QueueState, now: number, subscribers: TaskSubscribers): Promise<void> {
+async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueState, to: QueueState, now: number, subscribers: TaskSubscribers, allowance: PlanAllowance): Promise<void> {
   const perOrg = new Map<number, { n: number; slots: number }>();
   for (const row of rows) {
     const o = perOrg.get(row.org_id) ?? { n: 0, slots: 0 };
@@ -118,7 +131,7 @@ async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueSt
   // A slot is free: runners in other processes need not wait for their next poll.
   if (released) await notifyQueue(tx, TASKS);
   await taskRepo.writeEvents(tx, rows, EVENT_FOR[to], now, subscribers);
-  if (from === 'running' && to !== 'pending' && to !== 'running') await countUsage(tx, rows, to, now);
+  if (from === 'running' && to !== 'pending' && to !== 'running') await countUsage(tx, rows, to, now, allowance);
   for (const orgId of orgs) await taskRepo.moveStateCounts(tx, orgId, from, to, perOrg.get(orgId)!.n);
 }
 
@@ -128,12 +141,12 @@ async function onTransitions(tx: Transaction<DB>, rows: TaskRow[], from: QueueSt
  * finished call is a call; a call's seconds (from its outcome's durationSeconds, whatever its end)
  * count as seconds and as minutes, each call rounded up to the whole minute. Pings are not counted.
  */
-async function countUsage(tx: Transaction<DB>, rows: TaskRow[], to: QueueState, now: number): Promise<void> {
-  const perOrg = new Map<number, Partial<Record<UsageMetric, number>>>();
+async function countUsage(tx: Transaction<DB>, rows: TaskRow[], to: QueueState, now: number, allowance: PlanAllowance): Promise<void> {
+  const perOrg = new Map<number, TaskUsage>();
   for (const row of rows) {
     if (row.type === 'ping') continue;
     const u = perOrg.get(row.org_id) ?? {};
-    const add = (m: UsageMetric, n: number) => { u[m] = (u[m] ?? 0) + n; };
+    const add = (m: keyof TaskUsage, n: number) => { u[m] = (u[m] ?? 0) + n; };
     add('tasks', 1);
     // On the SIMULATED carrier nothing was carried: labelled as such (shown apart, of the totals).
     const simulated = row.provider === SIMULATED;
@@ -148,7 +161,7 @@ async function countUsage(tx: Transaction<DB>, rows: TaskRow[], to: QueueState, 
     }
     perOrg.set(row.org_id, u);
   }
-  for (const orgId of [...perOrg.keys()].sort((a, b) => a - b)) await usageRepo.add(tx, orgId, now, perOrg.get(orgId)!);
+  for (const orgId of [...perOrg.keys()].sort((a, b) => a - b)) await allowance.addUsage(tx, orgId, now, perOrg.get(orgId)!);
 }
 
 /** A call's whole seconds from its outcome (durationSeconds), 0 when it has none. */
@@ -177,14 +190,13 @@ export interface TaskEngineOptions {
   now?: () => number;
   /** QueueOptions.serialWrites: the database runs write transactions one at a time. */
   serialWrites?: boolean;
-  /** What organizations' plans include (billing/entitlements.ts); default: read at every admission. */
-  entitlements?: Entitlements;
+  /** What organizations' plans let them use, and where usage is added up (billing's planAllowance). */
+  allowance: PlanAllowance;
 }
 
 /** The queue engine over the tasks table with the task hooks. */
 export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> {
   const now = opts.now ?? Date.now;
-  const entitlements = opts.entitlements ?? uncachedEntitlements;
   return new QueueEngine({
     table: 'tasks',
     workerId: opts.workerId,
@@ -193,12 +205,12 @@ export function createTaskEngine(opts: TaskEngineOptions): QueueEngine<'tasks'> 
     serialWrites: opts.serialWrites,
     // Candidates carry CANDIDATE_COLUMNS (and id, run_at), which is what TaskCandidate names.
     candidateColumns: CANDIDATE_COLUMNS,
-    admit: (tx, row, at) => admit(tx, row as TaskCandidate, at, entitlements),
+    admit: (tx, row, at) => admit(tx, row as TaskCandidate, at, opts.allowance),
     // Semaphore locks are taken in organization order, so two claims never wait on each other in a cycle.
     admitOrder: (a, b) => (a as TaskCandidate).org_id - (b as TaskCandidate).org_id || (a.run_at - b.run_at) || (a.id < b.id ? -1 : 1),
     claimFilter: (eb) => limitRepo.mayStart(eb as ExpressionBuilder<DB, 'tasks'>),
-    onTransition: (tx, row, from, to) => onTransition(tx, row, from, to, now(), opts.subscribers),
-    onTransitions: (tx, rows, from, to) => onTransitions(tx, rows, from, to, now(), opts.subscribers),
+    onTransition: (tx, row, from, to) => onTransition(tx, row, from, to, now(), opts.subscribers, opts.allowance),
+    onTransitions: (tx, rows, from, to) => onTransitions(tx, rows, from, to, now(), opts.subscribers, opts.allowance),
     stamp,
   });
 }

@@ -6,7 +6,7 @@ import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kyse
 import type { DB, Db, Executor, QueueState, TaskEventRow, TaskRow, TaskType } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { ENDED_ROWS } from '../../queue/engine.ts';
-import { DEFAULT_LIMITS, type TaskLimits } from './limits.ts';
+import { DEFAULT_LIMITS, type TaskLimits } from '../limits/task-limits.ts';
 import { presentTask } from './present.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { TaskSubscribers } from './subscribers.ts';

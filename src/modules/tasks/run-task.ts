@@ -10,8 +10,10 @@ import { bool } from '../../db/flags.ts';
 import { CarrierError, TransientCarrierError, type Carrier, type CarrierOptions, type PlaceCallRequest, type TaskOutcome } from '../../providers/index.ts';
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
-import { agentCallerId, chooseCarrier } from '../numbering/carriers.ts';
-import { outcomeRetryDelayMs } from './limits.ts';
+import { chooseCarrier } from '../numbering/carriers.ts';
+import { agentCallerId } from '../numbers/holders.ts';
+import { sipCallPlan } from '../sip/calls.ts';
+import { outcomeRetryDelayMs } from '../limits/task-limits.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 import { MAX_CONTENT } from './validation.ts';
 
@@ -132,7 +134,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   }
 
   async function carrierTask(row: Row, signal: AbortSignal): Promise<Outcome<Row>> {
-    const carrier = await chooseCarrier({ db, box, config, carrierOptions: deps.carrierOptions }, row.org_id, row.type as 'call' | 'text');
+    const carrier = await chooseCarrier({ db, box, config, carrierOptions: deps.carrierOptions, sipCallPlan: (orgId) => sipCallPlan(db, box, orgId) }, row.org_id, row.type as 'call' | 'text');
     const who = { provider: carrier.name };
     const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
     // The agent's own number at this carrier, when it holds one; else the provider's default sender.

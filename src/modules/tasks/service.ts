@@ -14,7 +14,7 @@ import { notifyQueue } from '../../queue/waker.ts';
 import { username } from '../accounts/present.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { checkTask, isUsernameTarget, type ItemContext, type RawTask } from './validation.ts';
-import { dayTimeZone, localDay, mergeLimits, RESTRICTED_LIMIT_FIELDS, validateLimits } from './limits.ts';
+import { dayTimeZone, localDay, mergeLimits, RESTRICTED_LIMIT_FIELDS, validateLimits } from '../limits/task-limits.ts';
 import { presentLimits, presentTask } from './present.ts';
 import { TASKS } from './queue-hooks.ts';
 import { limitRepo, taskRepo } from './repository.ts';

@@ -14,13 +14,14 @@ import type { CarrierOptions } from '../../providers/index.ts';
 import type { QueueEngine } from '../../queue/engine.ts';
 import { errorText, newWorkerId, QueueRunner, type QueueProcessDeps, type RunnerOptions } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
-import { cachedEntitlements } from '../billing/entitlements.ts';
 import { createTaskHandler, type TaskHandlerDeps } from './run-task.ts';
-import { createTaskEngine, TASKS } from './queue-hooks.ts';
+import { createTaskEngine, TASKS, type PlanAllowance } from './queue-hooks.ts';
 import { taskSubscribers, type TaskSubscribers } from './subscribers.ts';
 
 export interface TaskQueueCoreDeps extends QueueProcessDeps {
   config: Config;
+  /** What organizations' plans let their tasks use, read in every claim (billing's planAllowance over its cached entitlements). */
+  allowance: PlanAllowance;
   /** Longest the runner sleeps without a wakeup (default 1 s); tests lengthen it to prove wakeups work. */
   pollMs?: number;
 }
@@ -39,7 +40,7 @@ export class TaskQueueCore {
     this.subscribers = taskSubscribers(deps.database.db);
     this.engine = createTaskEngine({
       workerId: this.workerId, subscribers: this.subscribers, leaseMs: deps.leaseMs ?? deps.config.taskLeaseMs, now: deps.now,
-      serialWrites: deps.database.serialWrites, entitlements: cachedEntitlements(deps.database.db),
+      serialWrites: deps.database.serialWrites, allowance: deps.allowance,
     });
   }
 

@@ -12,7 +12,7 @@ import type { Wakeups } from '../../queue/waker.ts';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../../webhooks/deliver.ts';
 import { guardedDispatcher, policyFromConfig } from '../../webhooks/ssrf.ts';
 import { createDeliveryHandler, type RetryDelay } from './send-delivery.ts';
-import { DELIVERIES, OutboxDispatcher } from './dispatcher.ts';
+import { DELIVERIES, OutboxDispatcher, type TaskEventOutbox } from './dispatcher.ts';
 
 /** The queue name task transitions are announced on (src/modules/tasks/queue-hooks.ts). */
 const TASKS = 'tasks';
@@ -43,6 +43,8 @@ export function createDeliveryEngine(opts: { workerId: string; leaseMs?: number;
 export interface DeliveryQueueDeps extends QueueProcessDeps {
   config: Config;
   box: SecretBox;
+  /** The task events the outbox dispatcher turns into deliveries (the tasks module's repository). */
+  outbox: TaskEventOutbox;
   /** The retry schedule; tests pass a fast one. Default DESIGN §7's (retryDelayMs). */
   retryDelay?: RetryDelay;
   /** Longest the outbox dispatcher sleeps without a wakeup. Default 250 ms. */
@@ -96,7 +98,7 @@ export class DeliveryQueue {
       log,
     });
     this.#dispatcher = new OutboxDispatcher({
-      db: database.db, maxAttempts: this.maxAttempts,
+      db: database.db, outbox: this.deps.outbox, maxAttempts: this.maxAttempts,
       everyMs: this.deps.dispatchEveryMs ?? 250, now, onDeliveries: () => this.notify(), log,
     });
     const wakeDispatcher = () => this.#dispatcher?.notify();

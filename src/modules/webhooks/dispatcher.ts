@@ -2,10 +2,9 @@
 // matching `task` subscription of the event's organization, and marks the events dispatched, in
 // one transaction (so an event is delivered once per subscription, even across a crash).
 import type { Insertable } from 'kysely';
-import type { Db, TaskEventRow, WebhookDeliveriesTable } from '../../db/types.ts';
+import type { Db, Executor, TaskEventRow, WebhookDeliveriesTable } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { notifyQueue, Waker } from '../../queue/waker.ts';
-import { taskRepo } from '../tasks/repository.ts';
 import { deliveryRepo } from './repository.ts';
 import { subscriptionRepo } from './subscriptions/repository.ts';
 
@@ -20,6 +19,19 @@ export const DISPATCH_BATCH = 500;
 export function taskEventPayload(event: Pick<TaskEventRow, 'type' | 'payload' | 'created_at'>): string {
   const stored = JSON.parse(event.payload) as { task?: unknown };
   return JSON.stringify({ type: event.type, timestamp: new Date(event.created_at).toISOString(), data: stored.task ?? null });
+}
+
+/**
+ * The outbox the dispatcher reads: task events, kept in the tasks module's task_events table and
+ * written in the transaction of each task's change (taskRepo implements this). Declared here and
+ * handed in by src/platform.ts because tasks sits above webhooks (docs/architecture.md, "The order
+ * of modules").
+ */
+export interface TaskEventOutbox {
+  hasUndispatchedEvents(db: Executor, after?: string): Promise<boolean>;
+  /** Oldest first, after `after`; `lock`: FOR UPDATE SKIP LOCKED (on PostgreSQL). */
+  undispatchedEvents(tx: Executor, limit: number, opts: { lock?: boolean; after?: string }): Promise<Pick<TaskEventRow, 'id' | 'org_id' | 'type' | 'payload' | 'created_at'>[]>;
+  markEventsDispatched(tx: Executor, ids: readonly string[]): Promise<void>;
 }
 
 export interface DispatchResult {
@@ -46,12 +58,12 @@ export const WAKE_GAP_MS = 20;
  * One batch: up to `batch` undispatched events, oldest first, locked with SKIP LOCKED (on
  * PostgreSQL), so dispatchers of several workers take disjoint batches.
  */
-export async function dispatchTaskEvents(db: Db, opts: { batch?: number; now?: number; maxAttempts: number; after?: string }): Promise<DispatchResult> {
+export async function dispatchTaskEvents(db: Db, outbox: TaskEventOutbox, opts: { batch?: number; now?: number; maxAttempts: number; after?: string }): Promise<DispatchResult> {
   const batch = opts.batch ?? DISPATCH_BATCH;
   // Most polls find nothing: look without a transaction first.
-  if (!(await taskRepo.hasUndispatchedEvents(db, opts.after))) return { events: 0, deliveries: 0 };
+  if (!(await outbox.hasUndispatchedEvents(db, opts.after))) return { events: 0, deliveries: 0 };
   return db.transaction().execute(async (tx) => {
-    const events = await taskRepo.undispatchedEvents(tx, batch, { lock: true, after: opts.after });
+    const events = await outbox.undispatchedEvents(tx, batch, { lock: true, after: opts.after });
     if (events.length === 0) return { events: 0, deliveries: 0 };
 
     const orgIds = [...new Set(events.map((e) => e.org_id))];
@@ -77,7 +89,7 @@ export async function dispatchTaskEvents(db: Db, opts: { batch?: number; now?: n
     }
     await deliveryRepo.insertMany(tx, rows);
     // Events of organizations without a subscription are marked too, so they never pile up.
-    await taskRepo.markEventsDispatched(tx, events.map((e) => e.id));
+    await outbox.markEventsDispatched(tx, events.map((e) => e.id));
     if (rows.length > 0) await notifyQueue(tx, DELIVERIES);
     return { events: events.length, deliveries: rows.length, last: events[events.length - 1].id };
   });
@@ -94,6 +106,7 @@ export class OutboxDispatcher {
 
   constructor(private readonly o: {
     db: Db;
+    outbox: TaskEventOutbox;
     maxAttempts: number;
     everyMs: number;
     batch?: number;
@@ -133,7 +146,7 @@ export class OutboxDispatcher {
       const cursor = after;
       const polledAt = Date.now();
       try {
-        const r = await dispatchTaskEvents(this.o.db, { batch, now: this.o.now?.(), maxAttempts: this.o.maxAttempts, after: cursor });
+        const r = await dispatchTaskEvents(this.o.db, this.o.outbox, { batch, now: this.o.now?.(), maxAttempts: this.o.maxAttempts, after: cursor });
         if (r.deliveries > 0) this.o.onDeliveries?.();
         full = r.events === batch;
         if (full && r.last && ++cursorBatches < CURSOR_BATCHES) {
