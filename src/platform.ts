@@ -29,13 +29,13 @@ import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queu
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { stagingChatService, type StagingChatService } from './modules/conversations/staging-chat.ts';
 import { InlineTurnLimits } from './modules/conversations/inline-limits.ts';
-import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
+import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/twilio/calls.ts';
 import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
 import { placedCallVoicemail } from './modules/conversations/voicemail.ts';
-import { twilioAmd } from './modules/conversations/twilio-amd.ts';
+import { twilioAmd } from './modules/twilio/amd.ts';
 import { voiceCalls } from './modules/conversations/voice-calls.ts';
 import { backgroundAudio } from './modules/conversations/background-audio.ts';
-import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
+import { mediaStreams, type MediaStreams } from './modules/twilio/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
 import { TWILIO, type CarrierOptions } from './providers/index.ts';
 import { speechEngines, type SpeechEngines } from './speech/registry.ts';
@@ -55,7 +55,7 @@ import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/se
 import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
 import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from './modules/tasks/task-queue.ts';
-import { twilioCallbacks, type TwilioCallbacks } from './modules/tasks/twilio-callbacks.ts';
+import { twilioCallbacks, type TwilioCallbacks } from './modules/twilio/task-callbacks.ts';
 import { tokenLookup } from './modules/tokens/lookup.ts';
 import { tokenService, type TokenService } from './modules/tokens/service.ts';
 import { DeliveryQueue, type DeliveryQueueDeps } from './modules/webhooks/delivery-queue.ts';

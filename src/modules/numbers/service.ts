@@ -17,7 +17,7 @@ import {
 } from '../../providers/index.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { TWILIO_SMS_PATH } from '../conversations/sms.ts';
-import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH } from '../conversations/twilio-voice.ts';
+import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH } from '../twilio/calls.ts';
 import { chooseNumberProvider, numberTakenElsewhere } from '../numbering/carriers.ts';
 import { presentNumber } from './present.ts';
 import { phoneNumberRepo } from './repository.ts';

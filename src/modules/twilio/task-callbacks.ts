@@ -13,8 +13,8 @@ import { callOutcome, parseStatusCallback, TWILIO, type TwilioParams } from '../
 import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { signedByTwilio } from '../../providers/twilio/signature.ts';
 import { providerSettings, refuseTwilioRequest, TWILIO_REFUSED } from '../numbering/carriers.ts';
-import { taskRepo } from './repository.ts';
-import type { TaskQueueCore } from './task-queue.ts';
+import { taskRepo } from '../tasks/repository.ts';
+import type { TaskQueueCore } from '../tasks/task-queue.ts';
 
 const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
 

@@ -17,13 +17,13 @@ import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { providerSettings, refuseTwilioRequest, twilioNumberHolder } from '../numbering/carriers.ts';
-import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
+import { verifyTwilioRequest, type CallConversations } from './task-callbacks.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
-import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
-import { conversationRepo, roomRepo } from './repository.ts';
-import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
-import type { TurnLatencies, TurnStamps } from './latency.ts';
-import type { TurnResult, TurnRunner } from './turn.ts';
+import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from '../conversations/call-policy.ts';
+import { conversationRepo, roomRepo } from '../conversations/repository.ts';
+import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from '../conversations/service.ts';
+import type { TurnLatencies, TurnStamps } from '../conversations/latency.ts';
+import type { TurnResult, TurnRunner } from '../conversations/turn.ts';
 import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
 
 /** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */

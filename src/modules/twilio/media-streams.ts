@@ -18,19 +18,19 @@ import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media
 import type { CarrierOptions } from '../../providers/index.ts';
 import { connectStream, dial, playDigits, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { SpeechEngines } from '../../speech/registry.ts';
-import type { TurnLatencies } from './latency.ts';
+import type { TurnLatencies } from '../conversations/latency.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { twilioCarrierOf } from '../numbering/carriers.ts';
 import { taskRepo } from '../tasks/repository.ts';
-import { CAPABILITIES, callOpening, type CallOpening } from './call-policy.ts';
+import { CAPABILITIES, callOpening, type CallOpening } from '../conversations/call-policy.ts';
 import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stream-token.ts';
-import { conversationRepo, roomRepo } from './repository.ts';
-import type { ConversationService } from './service.ts';
-import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, voiceState, type VoiceSession } from './voice-session.ts';
-import { voicemailPlanFor, screenCall } from './voicemail.ts';
+import { conversationRepo, roomRepo } from '../conversations/repository.ts';
+import type { ConversationService } from '../conversations/service.ts';
+import type { TurnRunner } from '../conversations/turn.ts';
+import { startVoiceSession, voiceState, type VoiceSession } from '../conversations/voice-session.ts';
+import { voicemailPlanFor, screenCall } from '../conversations/voicemail.ts';
 import { whisperUrl } from './voice-twiml.ts';
 
 /** The WebSocket route Twilio opens a call's Media Stream on. */

@@ -11,7 +11,7 @@ import { signatureHeader } from '../../providers/twilio/signature.ts';
 import type { App } from '../../http/types.ts';
 import { TWILIO_STREAM_PATH, type MediaStreams } from './media-streams.ts';
 import { TWILIO_WHISPER_PATH } from './voice-twiml.ts';
-import { TWILIO_GATHER_PATH, TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, type NumberWebhookRequest, type TwilioVoice } from './twilio-voice.ts';
+import { TWILIO_GATHER_PATH, TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, type NumberWebhookRequest, type TwilioVoice } from './calls.ts';
 
 export async function voiceRoutes(app: App, { twilioVoice, mediaStreams }: { twilioVoice: TwilioVoice; mediaStreams: MediaStreams }): Promise<void> {
   // Scoped to this plugin: the rest of the API stays JSON-only.

@@ -2,7 +2,7 @@
 // Twilio sends no token: the route is public, and every request is checked by X-Twilio-Signature.
 import type { App } from '../../http/types.ts';
 import { EMPTY_TWIML } from '../../providers/index.ts';
-import { TWILIO_SMS_PATH, type SmsService } from './sms.ts';
+import { TWILIO_SMS_PATH, type SmsService } from '../conversations/sms.ts';
 
 export async function smsRoutes(app: App, opts: { sms: SmsService; bodyLimitBytes: number }): Promise<void> {
   const { sms } = opts;

@@ -4,7 +4,7 @@
 // (src/providers/twilio/twiml.ts). It decides nothing: what to say and do is the policy's.
 import { dial, gather, HANGUP, pause, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
-import type { AgentLine, CallAdmission, CallDecision, CallOpening } from './call-policy.ts';
+import type { AgentLine, CallAdmission, CallDecision, CallOpening } from '../conversations/call-policy.ts';
 
 /**
  * agentVoice (the catalog, src/modules/agents/catalog.ts) → the Amazon Polly neural voice Twilio

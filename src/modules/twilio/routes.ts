@@ -6,8 +6,8 @@ import type { App } from '../../http/types.ts';
 import type { TwilioParams } from '../../providers/index.ts';
 import { formOf, type TwilioForm } from '../../providers/twilio/form.ts';
 import { signatureHeader } from '../../providers/twilio/signature.ts';
-import { TWILIO_AMD_PATH, TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from './run-task.ts';
-import type { TwilioCallbacks, TwilioRequest } from './twilio-callbacks.ts';
+import { TWILIO_AMD_PATH, TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from '../tasks/run-task.ts';
+import type { TwilioCallbacks, TwilioRequest } from './task-callbacks.ts';
 
 function twilioRequest(req: FastifyRequest, params: TwilioForm, signed: TwilioParams): TwilioRequest {
   return {
