@@ -56,6 +56,7 @@ import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
 import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from './modules/tasks/task-queue.ts';
 import { twilioCallbacks, type TwilioCallbacks } from './modules/twilio/task-callbacks.ts';
+import { twilioTexts, type TwilioTexts } from './modules/twilio/texts.ts';
 import { tokenLookup } from './modules/tokens/lookup.ts';
 import { tokenService, type TokenService } from './modules/tokens/service.ts';
 import { DeliveryQueue, type DeliveryQueueDeps } from './modules/webhooks/delivery-queue.ts';
@@ -122,6 +123,8 @@ export interface Services {
   /** Test chats with agents' staging configurations (the console's agent page). */
   stagingChat: StagingChatService;
   sms: SmsService;
+  /** Twilio's messaging webhook: checked, then handed to `sms`. */
+  twilioTexts: TwilioTexts;
   twilioVoice: TwilioVoice;
   /** The agent on calls whose audio we carry (SIP). */
   voiceCalls: VoiceCalls;
@@ -250,6 +253,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid), defaultVoice: config.twilioVoice,
   });
   const amd = twilioAmd({ db, box, config, carrierOptions, conversations, now: Date.now });
+  // The text channel: texts to our numbers (checked by the twilio module) and text tasks' texts.
+  const sms = smsService({ db, config, conversations, wakeTurns, wakeDeliveries });
   // One organization's inline model turns (the staging test chat and the web chat page together).
   const inlineLimits = new InlineTurnLimits({ concurrent: config.inlineTurnsConcurrent, perMinute: config.inlineTurnsPerMinute });
   const services: Services = {
@@ -257,7 +262,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     conversations,
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, inlineLimits, log: child('web-chat') }),
     stagingChat: stagingChatService({ db, agents: base.agents, conversations, turns: runner, wakeDeliveries, inlineLimits, log: child('staging-chat') }),
-    sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
+    sms,
+    twilioTexts: twilioTexts({ db, box, config, sms, relays: base.relays }),
     twilioVoice: gather,
     mediaStreams: streams,
     // Calls' conversations: the gather path's, and Twilio's answering-machine verdicts rendered on the call.

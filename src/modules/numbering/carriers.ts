@@ -1,16 +1,15 @@
 // The one place where an organization's numbering provider settings are opened (plain `config`
 // merged with the sealed `secrets`) and where its carrier is chosen. Tasks (placing calls and
-// texts), the Twilio callbacks (checking signatures) and relays (verifying Twilio ingress) all ask
-// here; a new provider plugs in here too.
-import crypto from 'node:crypto';
+// texts), the twilio module (checking Twilio's requests: src/modules/twilio/verify.ts) and relays
+// (verifying Twilio ingress) all ask here; a new provider plugs in here too.
 import type { Config } from '../../config.ts';
 import type { Db, NumberingProviderRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { Conflict, Forbidden } from '../../http/errors.ts';
+import { Conflict } from '../../http/errors.ts';
 import { normalizePhone } from '../../lib/phone.ts';
 import {
-  createCarrier, createNumberProvider, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO, verifyTwilioSignature,
-  type Carrier, type CarrierOptions, type NumberProvider, type ProviderSettings, type TwilioCarrier, type TwilioParams,
+  createCarrier, createNumberProvider, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO,
+  type Carrier, type CarrierOptions, type NumberProvider, type ProviderSettings, type TwilioCarrier,
 } from '../../providers/index.ts';
 import { sipCallPlan } from '../sip/calls.ts';
 import { phoneNumberRepo } from '../numbers/repository.ts';
@@ -196,101 +195,3 @@ export async function twilioCarrierOf(deps: Pick<CarrierChoiceDeps, 'db' | 'box'
   }, deps.carrierOptions?.twilio);
 }
 
-/** What a request Twilio sent to one of our numbers says about whose it is, and its signature. */
-export interface TwilioNumberRequest {
-  /** The number called or texted (To). */
-  to: string | undefined;
-  accountSid: string | undefined;
-  /** The URL Twilio was given (config.publicUrl + the path and query). */
-  url: string;
-  /** What the signature covers: the raw form, or its parameters. */
-  signed: TwilioParams | string;
-  signature: string | undefined;
-}
-
-/** What every refused request of Twilio's answers (403), whatever the reason: the log has the reason. */
-export const TWILIO_REFUSED = 'X-Twilio-Signature is missing or does not match this request';
-/** An auth token nobody has: what a request for something unknown is checked against. */
-const NOBODYS_AUTH_TOKEN = crypto.randomBytes(16).toString('hex');
-
-/**
- * Refuses a request of Twilio's for something we do not have (a number no organization has, a
- * task or conversation that does not exist) exactly as one whose signature does not match: the
- * same 403 and body, after checking its signature against a token nobody has (so it costs about
- * what a real check does). Otherwise anyone could list what this deployment serves (its numbers)
- * by telling 404 from 403. The reason is logged.
- */
-export function refuseTwilioRequest(
-  r: { url: string; signed: TwilioParams | string; signature: string | undefined },
-  log: { warn(obj: object, msg: string): void }, what: string, reason: string, about: Record<string, unknown> = {},
-): never {
-  verifyTwilioSignature(NOBODYS_AUTH_TOKEN, r.url, r.signed, r.signature);
-  log.warn({ ...about, hasSignature: Boolean(r.signature) }, `${what} refused: ${reason}`);
-  throw new Forbidden(TWILIO_REFUSED);
-}
-
-/**
- * The organization a Twilio webhook for one of our numbers belongs to (inbound texts and calls):
- * the one whose twilio provider's phoneNumber is `To`; of several, those whose accountSid is the
- * posted AccountSid. Each candidate is checked with its own auth token, so another
- * organization's token never helps. An unknown number and a signature that does not match are
- * the same 403 (refuseTwilioRequest).
- */
-export async function twilioNumberOwner(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<number> {
-  return (await twilioNumberHolder(db, box, r, log, what)).orgId;
-}
-
-/** Who a Twilio webhook's number reaches: its organization, and the agent holding it (null: the organization's first agent). */
-export interface TwilioNumberHolder { orgId: number; agentId: number | null }
-
-/**
- * Who a Twilio webhook for one of our numbers is for. A number in phone_numbers (bought or BYO,
- * docs/numbers.md) is its organization's and its agent's, once `active`: checked with that
- * organization's twilio auth token; `reserved` or `attention` is refused like a bad signature.
- * A number nobody holds there falls back to the twilio provider whose phoneNumber it is
- * (twilioNumberOwner's rule, numbers configured by hand), answered by the first agent.
- */
-export async function twilioNumberHolder(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<TwilioNumberHolder> {
-  const to = r.to ? normalizePhone(r.to) : undefined;
-  const held = to?.ok ? await phoneNumberRepo.findByNumber(db, to.e164) : undefined;
-  if (!held) return { orgId: await providerNumberOwner(db, box, r, log, what), agentId: null };
-  if (held.state !== 'active') refuseTwilioRequest(r, log, what, `the number is ${held.state}`, { to: r.to, orgId: held.org_id });
-  const s = await providerSettings(db, box, held.org_id, TWILIO);
-  const token = s?.authToken ?? '';
-  if (token === '') refuseTwilioRequest(r, log, what, 'the organization holding the number has no twilio provider', { to: r.to, orgId: held.org_id });
-  if (!verifyTwilioSignature(token, r.url, r.signed, r.signature)) {
-    log.warn({ to: r.to, hasSignature: Boolean(r.signature) }, `${what} refused: signature missing or invalid`);
-    throw new Forbidden(TWILIO_REFUSED);
-  }
-  if (r.accountSid !== undefined && r.accountSid !== (s?.accountSid ?? '')) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
-  return { orgId: held.org_id, agentId: held.agent_id };
-}
-
-/** The organization whose twilio provider's phoneNumber is `To` (see twilioNumberOwner). */
-async function providerNumberOwner(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<number> {
-  const owners: Array<{ orgId: number; accountSid: string; authToken: string }> = [];
-  for (const orgId of r.to ? await orgsOwningNumber(db, r.to) : []) {
-    const s = await providerSettings(db, box, orgId, TWILIO);
-    if (s?.phoneNumber && sameNumber(s.phoneNumber, r.to!)) owners.push({ orgId, accountSid: s.accountSid ?? '', authToken: s.authToken ?? '' });
-  }
-  if (owners.length === 0) refuseTwilioRequest(r, log, what, 'no organization has this number', { to: r.to });
-  const candidates = owners.length > 1 ? owners.filter((o) => o.accountSid === r.accountSid) : owners;
-  const verified = candidates.filter((o) => o.authToken !== '' && verifyTwilioSignature(o.authToken, r.url, r.signed, r.signature));
-  if (verified.length === 0) {
-    log.warn({ to: r.to, hasSignature: Boolean(r.signature) }, `${what} refused: signature missing or invalid`);
-    throw new Forbidden(TWILIO_REFUSED);
-  }
-  if (verified.length > 1) {
-    log.warn({ to: r.to, orgs: verified.map((o) => o.orgId) }, `${what} refused: the number belongs to several organizations with the same twilio account`);
-    throw new Conflict('This number is configured in more than one organization with the same Twilio account');
-  }
-  const org = verified[0]!;
-  if (r.accountSid !== undefined && r.accountSid !== org.accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
-  return org.orgId;
-}
-
-function sameNumber(a: string, b: string): boolean {
-  const x = normalizePhone(a);
-  const y = normalizePhone(b);
-  return x.ok && y.ok && x.e164 === y.e164;
-}

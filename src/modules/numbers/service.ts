@@ -16,8 +16,7 @@ import {
   type AvailableNumber, type CarrierOptions, type NumberProvider, type NumberSearch, type NumberWebhooks,
 } from '../../providers/index.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { TWILIO_SMS_PATH } from '../conversations/sms.ts';
-import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH } from '../twilio/calls.ts';
+import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, TWILIO_SMS_PATH } from '../twilio/paths.ts';
 import { chooseNumberProvider, numberTakenElsewhere } from '../numbering/carriers.ts';
 import { presentNumber } from './present.ts';
 import { phoneNumberRepo } from './repository.ts';

@@ -52,14 +52,6 @@ export function voiceStyle(settings: VoiceSettings): VoiceStyle {
   };
 }
 
-/** What an attended transfer's destination hears (<Number url>); ?conversation and ?name. */
-export const TWILIO_WHISPER_PATH = '/api/v2/providers/twilio/voice/whisper';
-
-/** Where Twilio fetches what an attended transfer's destination hears before it is joined. */
-export function whisperUrl(publicUrl: string, conversationId: string, name: string | undefined): string {
-  return `${publicUrl}${TWILIO_WHISPER_PATH}?conversation=${encodeURIComponent(conversationId)}&name=${encodeURIComponent((name ?? '').slice(0, 100))}`;
-}
-
 /** Where the gather posts, and where an attended transfer's whisper is fetched. */
 export interface GatherTargets {
   action: string;
