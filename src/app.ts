@@ -29,15 +29,13 @@ import { modelsRoutes } from './modules/models/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
-import { twilioRoutes } from './modules/tasks/twilio-routes.ts';
+import { twilioRoutes } from './modules/twilio/routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
 import { contextRoutes } from './modules/context/routes.ts';
 import { numbersRoutes } from './modules/numbers/routes.ts';
 import { conversationRoutes, stagingChatRoutes } from './modules/conversations/routes.ts';
 import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
-import { smsRoutes } from './modules/conversations/sms-routes.ts';
-import { voiceRoutes } from './modules/conversations/voice-routes.ts';
 import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { liveRoutes } from './modules/conversations/live-routes.ts';
 import { latencyRoutes } from './modules/conversations/latency-routes.ts';
@@ -249,8 +247,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(memberRoutes, { members: services.members });
   await app.register(numberingRoutes, { numbering: services.numbering });
   await app.register(taskRoutes, { tasks: services.tasks, csvMaxBytes: config.csvMaxBytes });
-  await app.register(twilioRoutes, { twilioCallbacks: services.twilioCallbacks });
-  await app.register(smsRoutes, { sms: services.sms, bodyLimitBytes: config.bodyLimitBytes });
+  // Every path Twilio calls us on (src/modules/twilio/): one plugin, its form parser and WebSocket scoped to it.
+  await app.register(twilioRoutes, {
+    twilioCallbacks: services.twilioCallbacks, twilioVoice: services.twilioVoice, mediaStreams: services.mediaStreams, twilioTexts: services.twilioTexts,
+  });
   await app.register(relayRoutes, { relays: services.relays, config });
   await app.register(sipRoutes, { sip: services.sip });
   await app.register(subscriptionRoutes, { subscriptions: services.subscriptions });
@@ -261,7 +261,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(agentRoutes, { agents: services.agents });
   await app.register(conversationRoutes, { conversations: services.conversations });
   await app.register(stagingChatRoutes, { stagingChat: services.stagingChat });
-  await app.register(voiceRoutes, { twilioVoice: services.twilioVoice, mediaStreams: services.mediaStreams });
   await app.register(historyRoutes, { history: services.history });
   await app.register(liveRoutes, { live: services.live });
   await app.register(latencyRoutes, { latency: services.latency });

@@ -21,7 +21,7 @@ import { contextService, type ContextService } from './modules/context/service.t
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { ANALYSES, conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
 import { AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
-import { smsService, TWILIO_SMS_PATH, type SmsService } from './modules/conversations/sms.ts';
+import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { historyService, type HistoryService } from './modules/conversations/history.ts';
 import { liveFeed, type LiveFeed, type LiveFeedDeps } from './modules/conversations/live.ts';
 import { textTaskWriter } from './modules/conversations/text-task.ts';
@@ -30,13 +30,14 @@ import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queu
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { stagingChatService, type StagingChatService } from './modules/conversations/staging-chat.ts';
 import { InlineTurnLimits } from './modules/conversations/inline-limits.ts';
-import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/conversations/twilio-voice.ts';
+import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/twilio/calls.ts';
+import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, TWILIO_SMS_PATH } from './providers/twilio/paths.ts';
 import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
 import { placedCallVoicemail } from './modules/conversations/voicemail.ts';
-import { twilioAmd } from './modules/conversations/twilio-amd.ts';
+import { twilioAmd } from './modules/twilio/amd.ts';
 import { voiceCalls } from './modules/conversations/voice-calls.ts';
 import { backgroundAudio } from './modules/conversations/background-audio.ts';
-import { mediaStreams, type MediaStreams } from './modules/conversations/media-streams.ts';
+import { mediaStreams, type MediaStreams } from './modules/twilio/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
 import { TWILIO, type CarrierOptions } from './providers/index.ts';
 import { speechEngines, type SpeechEngines } from './speech/registry.ts';
@@ -59,7 +60,8 @@ import { sipCallPlan } from './modules/sip/calls.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
 import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from './modules/tasks/task-queue.ts';
-import { twilioCallbacks, type TwilioCallbacks } from './modules/tasks/twilio-callbacks.ts';
+import { twilioCallbacks, type TwilioCallbacks } from './modules/twilio/task-callbacks.ts';
+import { twilioTexts, type TwilioTexts } from './modules/twilio/texts.ts';
 import { tokenLookup } from './modules/tokens/lookup.ts';
 import { tokenService, type TokenService } from './modules/tokens/service.ts';
 import { DeliveryQueue, type DeliveryQueueDeps } from './modules/webhooks/delivery-queue.ts';
@@ -126,6 +128,8 @@ export interface Services {
   /** Test chats with agents' staging configurations (the console's agent page). */
   stagingChat: StagingChatService;
   sms: SmsService;
+  /** Twilio's messaging webhook: checked, then handed to `sms`. */
+  twilioTexts: TwilioTexts;
   twilioVoice: TwilioVoice;
   /** The agent on calls whose audio we carry (SIP). */
   voiceCalls: VoiceCalls;
@@ -258,6 +262,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid), defaultVoice: config.twilioVoice,
   });
   const amd = twilioAmd({ db, box, config, carrierOptions, conversations, now: Date.now });
+  // The text channel: texts to our numbers (checked by the twilio module) and text tasks' texts.
+  const sms = smsService({ db, config, conversations, wakeTurns, wakeDeliveries });
   // One organization's inline model turns (the staging test chat and the web chat page together).
   const inlineLimits = new InlineTurnLimits({ concurrent: config.inlineTurnsConcurrent, perMinute: config.inlineTurnsPerMinute });
   const services: Services = {
@@ -265,7 +271,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     conversations,
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, inlineLimits, log: child('web-chat') }),
     stagingChat: stagingChatService({ db, agents: base.agents, conversations, turns: runner, wakeDeliveries, inlineLimits, log: child('staging-chat') }),
-    sms: smsService({ db, box, config, conversations, relays: base.relays, wakeTurns, wakeDeliveries }),
+    sms,
+    twilioTexts: twilioTexts({ db, box, config, sms, relays: base.relays }),
     twilioVoice: gather,
     mediaStreams: streams,
     // Calls' conversations: the gather path's, and Twilio's answering-machine verdicts rendered on the call.

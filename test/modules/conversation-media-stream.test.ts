@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
-import { streamToken } from '../../src/modules/conversations/media-stream-token.ts';
+import { streamToken } from '../../src/modules/twilio/media-stream-token.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
 import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
 import { resample } from '../../src/speech/resample.ts';

@@ -9,6 +9,8 @@ import {
   PermanentCarrierError, TransientCarrierError, TwilioCarrier, createCarrier, greetingTwiml, parseRetryAfter,
   parseStatusCallback, verifyTwilioSignature, type StatusCallbackEvent,
 } from '../../src/providers/index.ts';
+import { first, parseForm } from '../../src/providers/twilio/form.ts';
+import { twilioDials } from '../../src/providers/twilio/twiml.ts';
 import { startFakeTwilio, twilioSignature, type FakeTwilio } from '../helpers/fake-twilio.ts';
 
 const FROM = '+15005550006';
@@ -402,6 +404,25 @@ describe('Twilio signature verification', () => {
       await new Promise<void>((r) => server.close(() => r()));
       await fake.close();
     }
+  });
+});
+
+describe('a webhook\'s form, and whom a Twilio call can be handed to', () => {
+  it('parseForm reads a form as Twilio encodes it: + and %20 as spaces, repeated keys as a list, a signature over it checks', () => {
+    const raw = 'Body=hello+there%20you&To=%2B14155550199&MediaUrl0=a&MediaUrl0=b&Empty=';
+    const form = parseForm(raw);
+    assert.deepEqual(form, { Body: 'hello there you', To: '+14155550199', MediaUrl0: ['a', 'b'], Empty: '' });
+    assert.equal(first(form, 'MediaUrl0'), 'a');
+    assert.equal(first(form, 'Empty'), undefined);
+    const url = 'https://example.com/api/v2/providers/twilio/sms';
+    const sig = twilioSignature('tok', url, { Body: 'hello there you', To: '+14155550199', MediaUrl0: ['a', 'b'], Empty: '' });
+    assert.equal(verifyTwilioSignature('tok', url, form, sig), true);
+    assert.equal(verifyTwilioSignature('tok', url, raw, sig), true, 'the raw bytes and the parsed form are the same signed parameters');
+  });
+
+  it('twilioDials: E.164 numbers only, never a PBX extension or a SIP URI', () => {
+    assert.equal(twilioDials('+14155550199'), true);
+    for (const d of ['ext:101', 'pbx:200', 'sip:front@pbx.example.com', '4155550199', '']) assert.equal(twilioDials(d), false, d);
   });
 });
 

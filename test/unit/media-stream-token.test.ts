@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import { it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { SecretBox } from '../../src/lib/crypto.ts';
-import { streamToken, verifyStreamToken, STREAM_TOKEN_TTL_SECONDS } from '../../src/modules/conversations/media-stream-token.ts';
+import { streamToken, verifyStreamToken, STREAM_TOKEN_TTL_SECONDS } from '../../src/modules/twilio/media-stream-token.ts';
 import { connectStream, playDigits } from '../../src/providers/twilio/twiml.ts';
 
 const box = new SecretBox(crypto.randomBytes(32));

@@ -4,10 +4,10 @@
 // finished with its effects; a transfer failed — it decides what the agent says (in the agent's
 // language) and what the call does next, with the same limits on every path. Pure: no I/O, no
 // timers, no clock. The paths only render its decisions: TwiML on Twilio <Gather>
-// (twilio-voice.ts), audio and signalling in the voice session (voice-session.ts) over Media
+// (twilio/calls.ts), audio and signalling in the voice session (voice-session.ts) over Media
 // Streams and SIP. What a path cannot do is said once, in CAPABILITIES below.
 import type { ConversationOutcome } from '../../db/types.ts';
-import { isE164 } from '../../lib/phone.ts';
+import { twilioDials } from '../../providers/twilio/twiml.ts';
 import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
 import type { AdmissionSettings, VoiceSettings } from '../agents/voice-settings.ts';
 import type { ToolEffect } from './tools.ts';
@@ -125,12 +125,12 @@ export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabil
   // Twilio speaks and listens for us: <Gather input="speech"> hears speech only, plays one <Say>
   // at a time (the caller can talk over it, but that is Twilio's and nothing is cut from the
   // transcript), and <Dial> takes phone numbers.
-  gather: { path: 'gather', bargeIn: false, backgroundAudio: false, keys: false, streamsReply: false, recording: false, canTransferTo: isE164, voicemailDetection: 'carrier' },
+  gather: { path: 'gather', bargeIn: false, backgroundAudio: false, keys: false, streamsReply: false, recording: false, canTransferTo: twilioDials, voicemailDetection: 'carrier' },
   // Our voice session over Twilio's Media Stream: a Twilio call dials phone numbers only. Whether
   // an organization's Twilio calls stream is known when a call is placed (its twilio provider's
   // `voice`, else CALLPLANE_TWILIO_VOICE), so the call's own audio decides voicemail, as on SIP, and
   // Twilio is not asked for its detection (one decider per call; no AMD fee).
-  'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164, voicemailDetection: 'audio' },
+  'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: twilioDials, voicemailDetection: 'audio' },
   // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions. An
   // admission transfer (cnamAutoTransferRegex) cannot happen before answering here: the call is
   // answered and REFERred at once (voice-calls.ts).

@@ -1,5 +1,5 @@
 // Text messages (SMS): what a person texts to an organization's Twilio number (Twilio's messaging
-// webhook, POST /api/v2/providers/twilio/sms, routes in sms-routes.ts) is recorded in their text
+// webhook, checked by the twilio module: src/modules/twilio/texts.ts) is recorded in their text
 // conversation with the organization's agent and answered by a queued turn (run-turn.ts sends the
 // reply through the organization's carrier); the texts of `text` tasks are recorded in the same
 // conversation, so the person's answer continues it and the model sees what was sent.
@@ -9,18 +9,13 @@ import type { Config } from '../../config.ts';
 import type { AccountRow, Db } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid } from '../../http/errors.ts';
-import type { SecretBox } from '../../lib/crypto.ts';
 import { SIMULATED_NUMBERS, TWILIO } from '../../providers/index.ts';
-import { first } from '../../providers/twilio/form.ts';
+import { first, type TwilioParams } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { twilioNumberHolder } from '../numbers/holders.ts';
 import type { TextSent } from '../tasks/run-task.ts';
-import type { RelayService } from '../webhooks/relays/service.ts';
 import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
 import { normaliseAddress, type ConversationService } from './service.ts';
 
-/** Where Twilio posts a number's incoming messages ("A message comes in"). */
-export const TWILIO_SMS_PATH = '/api/v2/providers/twilio/sms';
 /** Twilio's own limit on a message body; a longer one is cut here. */
 export const MAX_SMS_CHARS = 1600;
 /** Twilio sends at most 10 media items with a message. */
@@ -28,16 +23,6 @@ export const MAX_SMS_MEDIA = 10;
 const MAX_MEDIA_URL = 2000;
 
 type Log = { warn(obj: object, msg: string): void };
-
-/** One POST of Twilio's messaging webhook, as received. */
-export interface InboundSmsRequest {
-  /** The path and query Twilio called (appended to config.publicUrl for the signature). */
-  url: string;
-  headers: Record<string, string | undefined>;
-  contentType: string | undefined;
-  /** The form exactly as posted: the signature covers it, and a relay forwards these bytes. */
-  rawBody: Buffer;
-}
 
 export type InboundSmsResult =
   | { kind: 'queued'; orgId: number; messageId: string; conversationId: string }
@@ -47,10 +32,8 @@ export type InboundSmsResult =
 
 export interface SmsServiceDeps {
   db: Db;
-  box: SecretBox;
-  config: Pick<Config, 'publicUrl' | 'conversationIdleMinutes'>;
+  config: Pick<Config, 'conversationIdleMinutes'>;
   conversations: Pick<ConversationService, 'open' | 'recordInbound' | 'queueTurn'>;
-  relays: Pick<RelayService, 'forwardVerified'>;
   wakeTurns: () => void;
   wakeDeliveries: () => void;
   now?: () => number;
@@ -69,8 +52,8 @@ export function stableUuid(name: string): string {
 }
 
 /** The media Twilio lists with a message (MediaUrl0…, MediaContentType0…), http(s) only, at most MAX_SMS_MEDIA. */
-function mediaOf(form: URLSearchParams): Array<{ type: string; url: string }> {
-  const n = Math.min(Math.max(Number.parseInt(form.get('NumMedia') ?? '0', 10) || 0, 0), MAX_SMS_MEDIA);
+function mediaOf(form: TwilioParams): Array<{ type: string; url: string }> {
+  const n = Math.min(Math.max(Number.parseInt(first(form, 'NumMedia') ?? '0', 10) || 0, 0), MAX_SMS_MEDIA);
   const out: Array<{ type: string; url: string }> = [];
   for (let i = 0; i < n; i++) {
     const url = first(form, `MediaUrl${i}`);
@@ -82,7 +65,7 @@ function mediaOf(form: URLSearchParams): Array<{ type: string; url: string }> {
 }
 
 export function smsService(deps: SmsServiceDeps) {
-  const { db, box, config, conversations } = deps;
+  const { db, config, conversations } = deps;
   const clock = deps.now ?? Date.now;
   const idleMs = config.conversationIdleMinutes * 60_000;
 
@@ -104,13 +87,13 @@ export function smsService(deps: SmsServiceDeps) {
     return agent && agent.org_id === orgId && agent.kind === 'agent' ? agent : undefined;
   }
 
-  async function record(orgId: number, holder: number | null, form: URLSearchParams, log: Log, provider: string = TWILIO): Promise<InboundSmsResult> {
+  async function record(orgId: number, holder: number | null, form: TwilioParams, log: Log, provider: string = TWILIO): Promise<InboundSmsResult> {
     const from = first(form, 'From');
     const to = first(form, 'To')!;
     const sid = first(form, 'MessageSid') ?? first(form, 'SmsSid');
     if (!from || from.length > 256) throw new Invalid('From is required (at most 256 characters)');
     if (!sid || sid.length > 64) throw new Invalid('MessageSid is required');
-    const body = form.get('Body') ?? '';
+    const body = first(form, 'Body') ?? '';
     const attachments = mediaOf(form);
     const text = body !== '' || attachments.length === 0 ? body.slice(0, MAX_SMS_CHARS)
       : `(sent ${attachments.length} attachment${attachments.length > 1 ? 's' : ''}: ${attachments.map((a) => a.type).join(', ')})`;
@@ -151,25 +134,13 @@ export function smsService(deps: SmsServiceDeps) {
 
   return {
     /**
-     * Twilio's messaging webhook: the organization found by `To` and checked by its signature, the
-     * message recorded in the sender's text conversation and the agent's turn queued, in one
-     * transaction. The same MessageSid again (Twilio retries a webhook that timed out) records and
-     * queues nothing. Afterwards the raw webhook goes to the organization's twilioSMS relay, if it
-     * has one.
+     * A text Twilio posted to a number of organization `orgId` (its signature checked by the twilio
+     * module; `holder` is the number's agent, null for the organization's default): recorded in
+     * the sender's text conversation and the agent's turn queued, in one transaction. The same
+     * MessageSid again (Twilio retries a webhook that timed out) records and queues nothing.
      */
-    async receive(req: InboundSmsRequest, log: Log): Promise<InboundSmsResult> {
-      const rawBody = req.rawBody.toString('utf8');
-      const form = new URLSearchParams(rawBody);
-      const { orgId, agentId } = await twilioNumberHolder(db, box, {
-        to: first(form, 'To'), accountSid: first(form, 'AccountSid'), url: `${config.publicUrl}${req.url}`, signed: rawBody, signature: req.headers['x-twilio-signature'],
-      }, log, 'twilio sms');
-      const result = await record(orgId, agentId, form, log);
-      try {
-        await deps.relays.forwardVerified(orgId, 'twilioSMS', { headers: req.headers, contentType: req.contentType, rawBody: req.rawBody });
-      } catch (err) {
-        log.warn({ err, orgId }, 'handing the text message to the twilioSMS relay failed');
-      }
-      return result;
+    async receive(orgId: number, holder: number | null, form: TwilioParams, log: Log): Promise<InboundSmsResult> {
+      return record(orgId, holder, form, log);
     },
 
     /**

@@ -4,6 +4,7 @@
 import type { ConversationChannel } from '../../db/types.ts';
 import type { ToolCall, ToolSpec } from '../../llm/types.ts';
 import { isE164 } from '../../lib/phone.ts';
+import { twilioDials } from '../../providers/twilio/twiml.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 
 export interface WebhookAction {
@@ -63,9 +64,9 @@ export function grantedTools(ctx: ToolSetContext): ToolSpec[] {
       parameters: { type: 'object', properties: { reason: { type: 'string', description: 'Why the conversation ends' } }, additionalProperties: false },
     });
   }
-  // A `voice` call is carried by Twilio, whose <Dial> reaches E.164 numbers only: ext:/pbx:
+  // A `voice` call is carried by Twilio, which dials phone numbers only (twilioDials): ext:/pbx:
   // destinations (a PBX behind SIP) are not offered there, so the model cannot pick one.
-  const destinations = transferDestinations(ctx.config).filter((d) => ctx.channel !== 'voice' || isE164(d.destination));
+  const destinations = transferDestinations(ctx.config).filter((d) => ctx.channel !== 'voice' || twilioDials(d.destination));
   if (has('transfer_call') && VOICE.includes(ctx.channel) && destinations.length > 0) {
     tools.push({
       name: 'transfer_call', description: 'Transfer the call to a person or department.',

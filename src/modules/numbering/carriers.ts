@@ -1,16 +1,15 @@
 // The one place where an organization's numbering provider settings are opened (plain `config`
 // merged with the sealed `secrets`) and where its carrier is chosen. Tasks (placing calls and
-// texts), the Twilio callbacks (checking signatures) and relays (verifying Twilio ingress) all ask
-// here; a new provider plugs in here too. Whose a number is, which also reads phone_numbers, is
-// the numbers module's (src/modules/numbers/holders.ts).
-import crypto from 'node:crypto';
+// texts), the twilio module (checking Twilio's requests: src/modules/twilio/verify.ts) and relays
+// (verifying Twilio ingress) all ask here; a new provider plugs in here too. Whose a number is,
+// which also reads phone_numbers, is the numbers module's (src/modules/numbers/holders.ts).
 import type { Config } from '../../config.ts';
 import type { Db, NumberingProviderRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { Conflict, Forbidden } from '../../http/errors.ts';
+import { Conflict } from '../../http/errors.ts';
 import {
-  createCarrier, createNumberProvider, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO, verifyTwilioSignature,
-  type Carrier, type CarrierOptions, type NumberProvider, type ProviderSettings, type TwilioCarrier, type TwilioParams,
+  createCarrier, createNumberProvider, createTwilioCarrier, PermanentCarrierError, SipCarrier, TWILIO,
+  type Carrier, type CarrierOptions, type NumberProvider, type ProviderSettings, type TwilioCarrier,
 } from '../../providers/index.ts';
 import type { SipCallPlan } from '../../providers/sip-call-plan.ts';
 import { numberingRepo } from './repository.ts';
@@ -144,35 +143,3 @@ export async function twilioCarrierOf(deps: Pick<CarrierChoiceDeps, 'db' | 'box'
   }, deps.carrierOptions?.twilio);
 }
 
-/** What a request Twilio sent to one of our numbers says about whose it is, and its signature. */
-export interface TwilioNumberRequest {
-  /** The number called or texted (To). */
-  to: string | undefined;
-  accountSid: string | undefined;
-  /** The URL Twilio was given (config.publicUrl + the path and query). */
-  url: string;
-  /** What the signature covers: the raw form, or its parameters. */
-  signed: TwilioParams | string;
-  signature: string | undefined;
-}
-
-/** What every refused request of Twilio's answers (403), whatever the reason: the log has the reason. */
-export const TWILIO_REFUSED = 'X-Twilio-Signature is missing or does not match this request';
-/** An auth token nobody has: what a request for something unknown is checked against. */
-const NOBODYS_AUTH_TOKEN = crypto.randomBytes(16).toString('hex');
-
-/**
- * Refuses a request of Twilio's for something we do not have (a number no organization has, a
- * task or conversation that does not exist) exactly as one whose signature does not match: the
- * same 403 and body, after checking its signature against a token nobody has (so it costs about
- * what a real check does). Otherwise anyone could list what this deployment serves (its numbers)
- * by telling 404 from 403. The reason is logged.
- */
-export function refuseTwilioRequest(
-  r: { url: string; signed: TwilioParams | string; signature: string | undefined },
-  log: { warn(obj: object, msg: string): void }, what: string, reason: string, about: Record<string, unknown> = {},
-): never {
-  verifyTwilioSignature(NOBODYS_AUTH_TOKEN, r.url, r.signed, r.signature);
-  log.warn({ ...about, hasSignature: Boolean(r.signature) }, `${what} refused: ${reason}`);
-  throw new Forbidden(TWILIO_REFUSED);
-}

@@ -3,11 +3,9 @@
 // orgsOwningNumber); and the agent's own number to call and text from. Here, above numbering,
 // because it reads both.
 import type { Db } from '../../db/types.ts';
-import type { SecretBox } from '../../lib/crypto.ts';
-import { Conflict, Forbidden } from '../../http/errors.ts';
 import { normalizePhone } from '../../lib/phone.ts';
-import { TWILIO, verifyTwilioSignature, type Carrier } from '../../providers/index.ts';
-import { digitsOf, orgsOwningNumber, providerSettings, refuseTwilioRequest, TWILIO_REFUSED, type TwilioNumberRequest } from '../numbering/carriers.ts';
+import type { Carrier } from '../../providers/index.ts';
+import { digitsOf, orgsOwningNumber } from '../numbering/carriers.ts';
 import { phoneNumberRepo } from './repository.ts';
 
 /**
@@ -65,70 +63,4 @@ export async function numberTakenElsewhere(db: Db, orgId: number, number: string
 export async function agentCallerId(db: Db, orgId: number, agentId: number, carrier: Pick<Carrier, 'name'>): Promise<string | undefined> {
   const rows = await phoneNumberRepo.listForOrg(db, orgId, agentId);
   return rows.find((r) => r.state === 'active' && r.kind === 'bought' && r.provider === carrier.name)?.number;
-}
-
-/**
- * The organization a Twilio webhook for one of our numbers belongs to (inbound texts and calls):
- * the one whose twilio provider's phoneNumber is `To`; of several, those whose accountSid is the
- * posted AccountSid. Each candidate is checked with its own auth token, so another
- * organization's token never helps. An unknown number and a signature that does not match are
- * the same 403 (refuseTwilioRequest).
- */
-export async function twilioNumberOwner(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<number> {
-  return (await twilioNumberHolder(db, box, r, log, what)).orgId;
-}
-
-/** Who a Twilio webhook's number reaches: its organization, and the agent holding it (null: the organization's first agent). */
-export interface TwilioNumberHolder { orgId: number; agentId: number | null }
-
-/**
- * Who a Twilio webhook for one of our numbers is for. A number in phone_numbers (bought or BYO,
- * docs/numbers.md) is its organization's and its agent's, once `active`: checked with that
- * organization's twilio auth token; `reserved` or `attention` is refused like a bad signature.
- * A number nobody holds there falls back to the twilio provider whose phoneNumber it is
- * (twilioNumberOwner's rule, numbers configured by hand), answered by the first agent.
- */
-export async function twilioNumberHolder(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<TwilioNumberHolder> {
-  const to = r.to ? normalizePhone(r.to) : undefined;
-  const held = to?.ok ? await phoneNumberRepo.findByNumber(db, to.e164) : undefined;
-  if (!held) return { orgId: await providerNumberOwner(db, box, r, log, what), agentId: null };
-  if (held.state !== 'active') refuseTwilioRequest(r, log, what, `the number is ${held.state}`, { to: r.to, orgId: held.org_id });
-  const s = await providerSettings(db, box, held.org_id, TWILIO);
-  const token = s?.authToken ?? '';
-  if (token === '') refuseTwilioRequest(r, log, what, 'the organization holding the number has no twilio provider', { to: r.to, orgId: held.org_id });
-  if (!verifyTwilioSignature(token, r.url, r.signed, r.signature)) {
-    log.warn({ to: r.to, hasSignature: Boolean(r.signature) }, `${what} refused: signature missing or invalid`);
-    throw new Forbidden(TWILIO_REFUSED);
-  }
-  if (r.accountSid !== undefined && r.accountSid !== (s?.accountSid ?? '')) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
-  return { orgId: held.org_id, agentId: held.agent_id };
-}
-
-/** The organization whose twilio provider's phoneNumber is `To` (see twilioNumberOwner). */
-async function providerNumberOwner(db: Db, box: SecretBox, r: TwilioNumberRequest, log: { warn(obj: object, msg: string): void }, what: string): Promise<number> {
-  const owners: Array<{ orgId: number; accountSid: string; authToken: string }> = [];
-  for (const orgId of r.to ? await orgsOwningNumber(db, r.to) : []) {
-    const s = await providerSettings(db, box, orgId, TWILIO);
-    if (s?.phoneNumber && sameNumber(s.phoneNumber, r.to!)) owners.push({ orgId, accountSid: s.accountSid ?? '', authToken: s.authToken ?? '' });
-  }
-  if (owners.length === 0) refuseTwilioRequest(r, log, what, 'no organization has this number', { to: r.to });
-  const candidates = owners.length > 1 ? owners.filter((o) => o.accountSid === r.accountSid) : owners;
-  const verified = candidates.filter((o) => o.authToken !== '' && verifyTwilioSignature(o.authToken, r.url, r.signed, r.signature));
-  if (verified.length === 0) {
-    log.warn({ to: r.to, hasSignature: Boolean(r.signature) }, `${what} refused: signature missing or invalid`);
-    throw new Forbidden(TWILIO_REFUSED);
-  }
-  if (verified.length > 1) {
-    log.warn({ to: r.to, orgs: verified.map((o) => o.orgId) }, `${what} refused: the number belongs to several organizations with the same twilio account`);
-    throw new Conflict('This number is configured in more than one organization with the same Twilio account');
-  }
-  const org = verified[0]!;
-  if (r.accountSid !== undefined && r.accountSid !== org.accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
-  return org.orgId;
-}
-
-function sameNumber(a: string, b: string): boolean {
-  const x = normalizePhone(a);
-  const y = normalizePhone(b);
-  return x.ok && y.ok && x.e164 === y.e164;
 }

@@ -130,7 +130,7 @@ export const taskRepo = {
    * Keeps who answered a running call task's call in its result (`answeredBy`, the first word
    * stands), so that the call's final status says `voicemail` when a machine answered
    * (callOutcome in src/providers/carrier.ts). Twilio's answering-machine detection
-   * (twilio-callbacks.ts) and the audio screen of a streamed Twilio call (media-streams.ts) both
+   * (twilio/task-callbacks.ts) and the audio screen of a streamed Twilio call (twilio/media-streams.ts) both
    * note it here. False when the task is not running or already had a verdict.
    */
   async noteAnsweredBy(db: Db, id: string, answeredBy: string, now: number): Promise<boolean> {

@@ -14,15 +14,11 @@ import { chooseCarrier } from '../numbering/carriers.ts';
 import { agentCallerId } from '../numbers/holders.ts';
 import { sipCallPlan } from '../sip/calls.ts';
 import { outcomeRetryDelayMs } from '../limits/task-limits.ts';
+import { TWILIO_AMD_PATH, TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from '../../providers/twilio/paths.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 import { MAX_CONTENT } from './validation.ts';
 
 type Row = QueueRow<'tasks'>;
-
-export const TWILIO_STATUS_PATH = '/api/v2/providers/twilio/status';
-export const TWILIO_TWIML_PATH = '/api/v2/providers/twilio/twiml';
-/** Where Twilio posts its answering-machine detection of a task's call (AsyncAmdStatusCallback; ?taskId names the task). */
-export const TWILIO_AMD_PATH = '/api/v2/providers/twilio/amd';
 
 /** A text task's text that its carrier accepted (or settled at once), for the person's conversation history. */
 export interface TextSent {

@@ -1,7 +1,8 @@
-// Twilio's form parameters as our routes receive them: the form @fastify/formbody parsed (or a
-// GET's query), or the raw form a signature covers, and the one way to read a parameter of it.
+// Twilio's form parameters: the one way a form Twilio posts (or a GET's query string) is read into
+// parameters (parseForm, which the twilio module's routes parse every body with), and the one way
+// to read a parameter of it (first).
 
-/** A form as @fastify/formbody parses it: strings, or arrays for repeated keys. */
+/** A form's parameters: strings, or arrays for repeated keys. */
 export type TwilioForm = Record<string, string | string[]>;
 
 /** Parameters Twilio sent: a parsed form, or the form as URLSearchParams. */
@@ -29,12 +30,7 @@ export function first(params: TwilioParams, key: string): string | undefined {
   return typeof s === 'string' && s !== '' ? s : undefined;
 }
 
-/** The form as parsed by @fastify/formbody (strings, or arrays for repeated keys); anything else is no form. */
-export function formOf(body: unknown): TwilioForm {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) return {};
-  const out: TwilioForm = {};
-  for (const [k, v] of Object.entries(body)) {
-    if (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string'))) out[k] = v as string | string[];
-  }
-  return out;
+/** An application/x-www-form-urlencoded body, or a query string, read into its parameters. */
+export function parseForm(raw: string): TwilioForm {
+  return toRecord(new URLSearchParams(raw));
 }

@@ -1,6 +1,6 @@
 // X-Twilio-Signature (twilio.com/docs/usage/security): the check of every request Twilio makes to
 // us, on node:crypto. Which organization's auth token a request is checked with is the caller's
-// decision (src/modules/tasks/twilio-callbacks.ts, src/modules/numbering/carriers.ts, the relays).
+// decision (src/modules/twilio/verify.ts for every route Twilio calls, and the relays).
 import crypto from 'node:crypto';
 import { toRecord, type TwilioParams } from './form.ts';
 

@@ -1,7 +1,8 @@
 // TwiML verbs (Twilio's protocol): pure builders over plain strings — voices, languages, URLs and
 // text — that know nothing of agents or conversations. Every text is escaped (xmlText): nothing a
-// caller or a model says can add or close a verb. The conversations module's gather renderer
-// (src/modules/conversations/voice-twiml.ts) turns the call policy's decisions into these.
+// caller or a model says can add or close a verb. The twilio module's gather renderer
+// (src/modules/twilio/voice-twiml.ts) turns the call policy's decisions into these.
+import { isE164 } from '../../lib/phone.ts';
 import { xmlText } from '../index.ts';
 
 /** Characters one <Say> speaks at most (a spoken reply is meant to be a few sentences). */
@@ -45,7 +46,17 @@ export function gather(o: GatherOptions, inner = ''): string {
   return `<Gather ${attrs.join(' ')}>${inner}</Gather>`;
 }
 
-/** <Dial> of an E.164 number; with `whisperUrl`, Twilio runs that URL's TwiML on the destination's side before joining. */
+/**
+ * Whether a Twilio call can be handed to `destination`: <Dial> reaches phone numbers (E.164) only,
+ * never a PBX extension (`ext:`/`pbx:`). The one rule for every Twilio path: the call policy's
+ * capabilities of gathered and streamed calls, the tools a Twilio call's model is offered, and a
+ * streamed call's transfer.
+ */
+export function twilioDials(destination: string): boolean {
+  return isE164(destination);
+}
+
+/** <Dial> of an E.164 number (twilioDials); with `whisperUrl`, Twilio runs that URL's TwiML on the destination's side before joining. */
 export function dial(number: string, whisperUrl?: string): string {
   if (whisperUrl) return `<Dial><Number url="${xmlText(whisperUrl)}" method="POST">${xmlText(number)}</Number></Dial>`;
   return `<Dial>${xmlText(number)}</Dial>`;

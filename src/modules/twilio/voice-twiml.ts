@@ -4,7 +4,7 @@
 // (src/providers/twilio/twiml.ts). It decides nothing: what to say and do is the policy's.
 import { dial, gather, HANGUP, pause, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
-import type { AgentLine, CallAdmission, CallDecision, CallOpening } from './call-policy.ts';
+import type { AgentLine, CallAdmission, CallDecision, CallOpening } from '../conversations/call-policy.ts';
 
 /**
  * agentVoice (the catalog, src/modules/agents/catalog.ts) → the Amazon Polly neural voice Twilio
@@ -50,14 +50,6 @@ export function voiceStyle(settings: VoiceSettings): VoiceStyle {
     speechTimeout: Math.max(1, Math.round(settings.speakingTimeoutMs / 1000)),
     timeout: Math.round(settings.callerResponseTimeoutMs / 1000),
   };
-}
-
-/** What an attended transfer's destination hears (<Number url>); ?conversation and ?name. */
-export const TWILIO_WHISPER_PATH = '/api/v2/providers/twilio/voice/whisper';
-
-/** Where Twilio fetches what an attended transfer's destination hears before it is joined. */
-export function whisperUrl(publicUrl: string, conversationId: string, name: string | undefined): string {
-  return `${publicUrl}${TWILIO_WHISPER_PATH}?conversation=${encodeURIComponent(conversationId)}&name=${encodeURIComponent((name ?? '').slice(0, 100))}`;
 }
 
 /** Where the gather posts, and where an attended transfer's whisper is fetched. */

@@ -1,7 +1,7 @@
 // Spoken conversations over Twilio (docs/conversations.md, Voice over Twilio). When a task's call
-// is answered, Twilio fetches its TwiML (src/modules/tasks/twilio-callbacks.ts hands it here): the
+// is answered, Twilio fetches its TwiML (task-callbacks.ts hands it here): the
 // call's conversation opens and the agent greets and listens (<Gather input="speech">). Each time
-// the caller has spoken — or stayed silent — Twilio posts the gather action (voice-routes.ts): what
+// the caller has spoken — or stayed silent — Twilio posts the gather action (routes.ts): what
 // was said is recorded, the agent's turn runs inline on its live configuration, and the answer is
 // TwiML that says the reply and listens again, hangs up, or dials a transfer. The call's final
 // status callback ends the conversation if nothing else did. With CALLPLANE_TWILIO_VOICE=stream the
@@ -10,29 +10,24 @@
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
 import type { AccountRow, ConversationOutcome, ConversationRow, Db, RoomRow, TaskRow } from '../../db/types.ts';
-import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
+import { Conflict, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { TWILIO, type TwilioParams } from '../../providers/index.ts';
-import { first, type TwilioForm } from '../../providers/twilio/form.ts';
+import { TWILIO } from '../../providers/index.ts';
+import { first } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
-import { providerSettings, refuseTwilioRequest } from '../numbering/carriers.ts';
-import { twilioNumberHolder } from '../numbers/holders.ts';
-import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
+import { providerSettings } from '../numbering/carriers.ts';
+import { gatherUrl as gatherUrlOf, whisperUrl } from '../../providers/twilio/paths.ts';
+import type { CallConversations } from './task-callbacks.ts';
+import { refuseTwilioRequest, twilioNumberHolder, verifyTwilioRequest, type TwilioRequest } from './verify.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
-import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
-import { conversationRepo, roomRepo } from './repository.ts';
-import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
-import type { TurnLatencies, TurnStamps } from './latency.ts';
-import type { TurnResult, TurnRunner } from './turn.ts';
-import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
+import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from '../conversations/call-policy.ts';
+import { conversationRepo, roomRepo } from '../conversations/repository.ts';
+import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from '../conversations/service.ts';
+import type { TurnLatencies, TurnStamps } from '../conversations/latency.ts';
+import type { TurnResult, TurnRunner } from '../conversations/turn.ts';
+import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceStyle, type GatherTargets } from './voice-twiml.ts';
 
-/** Where Twilio posts what the caller said (the <Gather action>); ?conversation names the call's conversation. */
-export const TWILIO_GATHER_PATH = '/api/v2/providers/twilio/voice/gather';
-/** Where a Twilio number's voice webhook points ("A call comes in"): calls to our numbers. */
-export const TWILIO_INCOMING_PATH = '/api/v2/providers/twilio/voice';
-/** Where a Twilio number's call status callback points: the end of calls to our numbers. */
-export const TWILIO_INCOMING_STATUS_PATH = '/api/v2/providers/twilio/voice/status';
 /** Call statuses after which nothing more happens on the call. */
 const FINAL_CALL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 /** Twilio's StirVerstat for a caller ID the originating carrier fully attested (SHAKEN level A). */
@@ -42,25 +37,9 @@ export { VOICE_TURN_TIMEOUT_MS };
 
 type Log = { warn(obj: object, msg: string): void };
 
-/** A post of a Twilio number's voice webhook (a call comes in, or its status changed). */
-export interface NumberWebhookRequest {
-  /** The path and query Twilio called (appended to config.publicUrl for the signature). */
-  url: string;
-  signature: string | undefined;
-  params: TwilioForm;
-  signed: TwilioParams;
-}
-
-/** One post of the gather action as Twilio sent it. */
-export interface GatherRequest {
-  /** The path and query Twilio called (appended to config.publicUrl for the signature). */
-  url: string;
-  /** ?conversation: the call's conversation. */
+/** One post of the gather action (or an attended transfer's whisper): ?conversation names the call's conversation. */
+export interface GatherRequest extends TwilioRequest {
   conversation: unknown;
-  signature: string | undefined;
-  params: TwilioForm;
-  /** What the signature covers besides the URL: the form. */
-  signed: TwilioParams;
 }
 
 /** The call policy's counters, kept in conversations.state between gathers. */
@@ -107,7 +86,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
   const { db } = deps;
   const clock = deps.now;
 
-  const gatherUrl = (conversationId: string) => `${deps.config.publicUrl}${TWILIO_GATHER_PATH}?conversation=${encodeURIComponent(conversationId)}`;
+  const gatherUrl = (conversationId: string) => gatherUrlOf(deps.config.publicUrl, conversationId);
   const targets = (conversationId: string): GatherTargets => ({
     action: gatherUrl(conversationId), whisper: (name) => whisperUrl(deps.config.publicUrl, conversationId, name),
   });
@@ -123,10 +102,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
   }
 
   /** The organization (and agent) a number's webhook is for: by To, checked with that organization's own auth token. */
-  const numberHolder = (req: NumberWebhookRequest, log: Log, what: string) => twilioNumberHolder(db, deps.box, {
-    to: first(req.params, 'To'), accountSid: first(req.params, 'AccountSid'), url: `${deps.config.publicUrl}${req.url}`,
-    signed: req.signed, signature: req.signature,
-  }, log, what);
+  const numberHolder = (req: TwilioRequest, log: Log, what: string) => twilioNumberHolder(deps, req, log, what);
 
   /** Records what the call says now and its counters, and (with `end`) ends the conversation after. */
   async function settle(c: ConversationRow, state: VoiceState, said: AgentLine | undefined, end?: { outcome: ConversationOutcome; detail: string | null }): Promise<void> {
@@ -241,7 +217,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
      * agent, rejects the call (busy). A retry of the webhook for the same CallSid answers the
      * same conversation.
      */
-    async incoming(req: NumberWebhookRequest, log: Log): Promise<string> {
+    async incoming(req: TwilioRequest, log: Log): Promise<string> {
       const { orgId, agentId: holder } = await numberHolder(req, log, 'twilio incoming call');
       const callSid = first(req.params, 'CallSid');
       if (!callSid || callSid.length > 64) throw new Invalid('CallSid is required');
@@ -288,7 +264,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     },
 
     /** A Twilio number's call status callback: a final status ends the call's conversation `hung_up`. */
-    async incomingStatus(req: NumberWebhookRequest, log: Log): Promise<void> {
+    async incomingStatus(req: TwilioRequest, log: Log): Promise<void> {
       const { orgId } = await numberHolder(req, log, 'twilio call status');
       const callSid = first(req.params, 'CallSid');
       const status = first(req.params, 'CallStatus') ?? '';
@@ -305,8 +281,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     async whisper(req: GatherRequest & { name: unknown }, log: Log): Promise<string> {
       const id = req.conversation;
       const c = typeof id === 'string' && UUID.test(id) ? await conversationRepo.find(db, id) : undefined;
-      if (!c || c.channel !== 'voice') refuseTwilioRequest({ ...req, url: `${deps.config.publicUrl}${req.url}` }, log, 'twilio whisper', 'no such voice conversation');
-      await verifyTwilioRequest(deps, c.org_id, req, log, { conversation: c.id });
+      if (!c || c.channel !== 'voice') refuseTwilioRequest(deps, req, log, 'twilio whisper', 'no such voice conversation');
+      await verifyTwilioRequest(deps, c.org_id, req, log, 'twilio whisper', { conversation: c.id });
       const agent = await accountRepo.findById(db, c.account_id);
       const settings = voiceSettings(agent ? await deps.conversations.liveConfig(agent) : {});
       return twimlDocument(say(voiceStyle(settings).say, transferAnnouncement(settings.language, typeof req.name === 'string' ? req.name.slice(0, 100) : undefined)));
@@ -330,10 +306,8 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       const id = req.conversation;
       if (typeof id !== 'string' || id === '') throw new Invalid('conversation query parameter is required');
       const c = UUID.test(id) ? await conversationRepo.find(db, id) : undefined;
-      if (!c || c.channel !== 'voice') refuseTwilioRequest({ ...req, url: `${deps.config.publicUrl}${req.url}` }, log, 'twilio gather', 'no such voice conversation', { conversation: id.slice(0, 64) });
-      const twilio = await verifyTwilioRequest(deps, c.org_id, req, log, { conversation: c.id });
-      const accountSid = first(req.params, 'AccountSid');
-      if (accountSid !== undefined && accountSid !== twilio.accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
+      if (!c || c.channel !== 'voice') refuseTwilioRequest(deps, req, log, 'twilio gather', 'no such voice conversation', { conversation: id.slice(0, 64) });
+      await verifyTwilioRequest(deps, c.org_id, req, log, 'twilio gather', { conversation: c.id });
       const callSid = first(req.params, 'CallSid');
       if (!callSid) throw new Invalid('CallSid is required');
       if (callSid !== c.carrier_ref) throw new Conflict(`CallSid ${callSid.slice(0, 64)} is not the call of conversation ${c.id}`);

@@ -1,6 +1,6 @@
 // Spoken conversations over Twilio Media Streams (docs/voice.md, "Twilio Media Streams"). With
 // CALLPLANE_TWILIO_VOICE=stream an answered task call is told to <Connect><Stream> to us
-// (twilio-voice.ts asks twiml() here); Twilio then opens a WebSocket (voice-routes.ts hands it to
+// (calls.ts asks twiml() here); Twilio then opens a WebSocket (routes.ts hands it to
 // accept()). The stream's `start` must carry a token this deployment minted for that conversation
 // and that CallSid (media-stream-token.ts), else the socket is closed (1008) and nothing is touched.
 // Then the call's voice session (voice-session.ts) runs here over a TwilioMediaStream, on the
@@ -13,28 +13,25 @@ import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
 import type { Db, TaskRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { isE164 } from '../../lib/phone.ts';
 import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media-stream.ts';
 import type { CarrierOptions } from '../../providers/index.ts';
-import { connectStream, dial, playDigits, twimlDocument } from '../../providers/twilio/twiml.ts';
+import { connectStream, dial, playDigits, twilioDials, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { SpeechEngines } from '../../speech/registry.ts';
-import type { TurnLatencies } from './latency.ts';
+import type { TurnLatencies } from '../conversations/latency.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { twilioCarrierOf } from '../numbering/carriers.ts';
 import { taskRepo } from '../tasks/repository.ts';
-import { CAPABILITIES, callOpening, type CallOpening } from './call-policy.ts';
+import { CAPABILITIES, callOpening, type CallOpening } from '../conversations/call-policy.ts';
 import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stream-token.ts';
-import { conversationRepo, roomRepo } from './repository.ts';
-import type { ConversationService } from './service.ts';
-import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, voiceState, type VoiceSession } from './voice-session.ts';
-import { voicemailPlanFor, screenCall } from './voicemail.ts';
-import { whisperUrl } from './voice-twiml.ts';
+import { conversationRepo, roomRepo } from '../conversations/repository.ts';
+import type { ConversationService } from '../conversations/service.ts';
+import type { TurnRunner } from '../conversations/turn.ts';
+import { startVoiceSession, voiceState, type VoiceSession } from '../conversations/voice-session.ts';
+import { voicemailPlanFor, screenCall } from '../conversations/voicemail.ts';
+import { TWILIO_STREAM_PATH, whisperUrl } from '../../providers/twilio/paths.ts';
 
-/** The WebSocket route Twilio opens a call's Media Stream on. */
-export const TWILIO_STREAM_PATH = '/api/v2/providers/twilio/voice/stream';
 /** How long a new stream may take to send its `start`. */
 export const STREAM_START_TIMEOUT_MS = 5000;
 /** WebSocket close code for a stream we refuse (RFC 6455: policy violation). */
@@ -143,8 +140,8 @@ export function mediaStreams(deps: MediaStreamDeps) {
         const transport = new TwilioMediaStream(socket, start, {
           hangup: async () => { await (await carrier(c.org_id)).endCall(callSid); },
           transfer: async (destination, opts) => {
-            // A Twilio call dials phone numbers only (the session passes only the agent's destinations).
-            if (!isE164(destination)) throw new Error('a Twilio call can be transferred to an E.164 number only');
+            // A Twilio call dials phone numbers only (the policy's capabilities refuse the others first).
+            if (!twilioDials(destination)) throw new Error('a Twilio call can be transferred to an E.164 number only');
             // Attended: Twilio says the announcement to the destination once it answers, then joins the calls.
             const whisper = opts.announce ? whisperUrl(deps.config.publicUrl, c.id, opts.name) : undefined;
             await (await carrier(c.org_id)).redirectCall(callSid, twimlDocument(dial(destination, whisper)));

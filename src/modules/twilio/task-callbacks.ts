@@ -2,39 +2,31 @@
 // ends the task) and the TwiML URL (what to say when the call is answered). Twilio sends no token:
 // each request is checked against X-Twilio-Signature, computed with the auth token of the task's
 // organization's twilio provider over the public URL Twilio called and the form it posted.
-// A request that fails the check changes nothing. The routes are in twilio-routes.ts. What an
-// answered call says, and what its end means to its conversation, is the conversation module's
-// (src/modules/conversations/twilio-voice.ts), handed in as `calls`.
+// A request that fails the check (verify.ts) changes nothing. The routes are in routes.ts. What an
+// answered call says, and what its end means to its conversation, is calls.ts's (and amd.ts's),
+// handed in as `calls`.
 import type { Config } from '../../config.ts';
 import type { Db, TaskRow } from '../../db/types.ts';
-import { Conflict, Forbidden, Invalid } from '../../http/errors.ts';
+import { Conflict, Invalid } from '../../http/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { callOutcome, parseStatusCallback, TWILIO, type TwilioParams } from '../../providers/index.ts';
-import { first, type TwilioForm } from '../../providers/twilio/form.ts';
-import { signedByTwilio } from '../../providers/twilio/signature.ts';
-import { providerSettings, refuseTwilioRequest, TWILIO_REFUSED } from '../numbering/carriers.ts';
-import { taskRepo } from './repository.ts';
-import type { TaskQueueCore } from './task-queue.ts';
+import { callOutcome, parseStatusCallback, TWILIO } from '../../providers/index.ts';
+import { first, type TwilioParams } from '../../providers/twilio/form.ts';
+import { taskRepo } from '../tasks/repository.ts';
+import type { TaskQueueCore } from '../tasks/task-queue.ts';
+import { refuseTwilioRequest, verifyTwilioRequest, type TwilioRequest } from './verify.ts';
 
 const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
 
-/** One request as Twilio sent it: the path and query it called, its signature header, and what it signed. */
-export interface TwilioRequest {
-  /** The path and query string Twilio called (appended to config.publicUrl for the signature). */
-  url: string;
+/** A request Twilio made for a task's call or text: ?taskId names the task. */
+export interface TaskCallbackRequest extends TwilioRequest {
   taskId: unknown;
-  signature: string | undefined;
-  /** The parameters Twilio sent (the form, or the query of a GET). */
-  params: TwilioForm;
-  /** What the signature covers besides the URL: the form of a POST, nothing for a GET. */
-  signed: TwilioParams;
 }
 
 type Log = { warn(obj: object, msg: string): void };
 
 /**
- * A call's conversation (src/modules/conversations/twilio-voice.ts, built in src/platform.ts):
- * handed in so that tasks never import the conversation module.
+ * A call's conversation (calls.ts and amd.ts, built in src/platform.ts): handed in, so this file
+ * needs neither.
  */
 export interface CallConversations {
   /** The TwiML of a running task's call, answered: its CallSid is `callSid`. */
@@ -54,50 +46,25 @@ export interface TwilioCallbackDeps {
   log?: Log;
 }
 
-/** The organization's twilio settings a signed request was checked with. */
-export interface VerifiedTwilio {
-  accountSid: string;
-}
-
-/**
- * Checks X-Twilio-Signature of a request Twilio made for one of the organization's calls or texts,
- * with the auth token of the organization's twilio provider, over config.publicUrl + the path and
- * query Twilio called and what it signed. 403 when the signature is missing or does not match (or
- * the organization has no twilio provider). Every route Twilio calls checks here.
- */
-export async function verifyTwilioRequest(
-  deps: Pick<TwilioCallbackDeps, 'db' | 'box' | 'config'>, orgId: number,
-  req: Pick<TwilioRequest, 'url' | 'signature' | 'signed'>, log: Log, about: Record<string, unknown>,
-): Promise<VerifiedTwilio> {
-  const settings = (await providerSettings(deps.db, deps.box, orgId, TWILIO)) ?? {};
-  if (!signedByTwilio(settings.authToken, deps.config.publicUrl, req)) {
-    log.warn({ ...about, hasSignature: Boolean(req.signature) }, 'twilio request refused: signature missing or invalid');
-    throw new Forbidden(TWILIO_REFUSED);
-  }
-  return { accountSid: settings.accountSid ?? '' };
-}
-
 export function twilioCallbacks(deps: TwilioCallbackDeps) {
   const { db, queue } = deps;
 
   /**
-   * The task named by ?taskId and the account sid of its organization's twilio provider, once the
-   * signature over the URL Twilio called and what it signed is valid.
+   * The task named by ?taskId, once the request is checked with its organization's twilio
+   * provider (verify.ts: the signature, the AccountSid).
    */
-  async function verified(req: TwilioRequest, log: Log): Promise<{ task: TaskRow; accountSid: string }> {
+  async function verified(req: TaskCallbackRequest, log: Log): Promise<TaskRow> {
     const { taskId } = req;
     if (typeof taskId !== 'string' || taskId === '') throw new Invalid('taskId query parameter is required');
     const task = taskId.length <= 64 ? await taskRepo.findAnyOrg(db, taskId) : undefined;
     // An unknown task is refused like a bad signature: nobody learns which tasks exist.
-    if (!task) refuseTwilioRequest({ ...req, url: `${deps.config.publicUrl}${req.url}` }, log, 'twilio callback', 'no such task', { taskId: taskId.slice(0, 64) });
-    const { accountSid } = await verifyTwilioRequest(deps, task.org_id, req, log, { taskId });
-    return { task, accountSid };
+    if (!task) refuseTwilioRequest(deps, req, log, 'twilio callback', 'no such task', { taskId: taskId.slice(0, 64) });
+    await verifyTwilioRequest(deps, task.org_id, req, log, 'twilio callback', { taskId });
+    return task;
   }
 
-  /** The callback names our Twilio account and the task's own call or message (once we know its sid). */
-  function checkIdentity(task: TaskRow, accountSid: string, params: TwilioForm, sidKeys: string[]): string | undefined {
-    const given = first(params, 'AccountSid');
-    if (given !== undefined && given !== accountSid) throw new Forbidden('AccountSid does not match the organization\'s twilio account');
+  /** The callback names the task's own call or message (once we know its sid). */
+  function checkIdentity(task: TaskRow, params: TwilioParams, sidKeys: string[]): string | undefined {
     const sid = sidKeys.map((k) => first(params, k)).find((s) => s !== undefined);
     if (sid !== undefined && task.provider_ref && sid !== task.provider_ref) {
       throw new Conflict(`${sidKeys[0]} ${sid} is not the ${task.type} of task ${task.id}`);
@@ -143,10 +110,10 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
      * checked like the status callback (an unknown task is the same 403); the verdict is kept on
      * the task and handed to the call's conversation, which renders the call policy's decision.
      */
-    async amd(req: TwilioRequest, log: Log): Promise<void> {
-      const { task, accountSid } = await verified(req, log);
+    async amd(req: TaskCallbackRequest, log: Log): Promise<void> {
+      const task = await verified(req, log);
       if (task.type !== 'call') throw new Invalid(`task ${task.id} is a ${task.type}, not a call`);
-      const callSid = checkIdentity(task, accountSid, req.params, ['CallSid']);
+      const callSid = checkIdentity(task, req.params, ['CallSid']);
       if (!callSid) throw new Invalid('CallSid is required');
       const answeredBy = first(req.params, 'AnsweredBy');
       if (!answeredBy || answeredBy.length > 40) throw new Invalid('AnsweredBy is required');
@@ -157,8 +124,8 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
     },
 
     /** A status callback: progress is noted; a final status ends the running task. */
-    async status(req: TwilioRequest, log: Log): Promise<void> {
-      const { task, accountSid } = await verified(req, log);
+    async status(req: TaskCallbackRequest, log: Log): Promise<void> {
+      const task = await verified(req, log);
       const cancelRequested = task.cancel_requested_at !== null;
       const event = parseStatusCallback(req.params, { cancelRequested });
       // Asynchronous AMD said who answered before the call ended: a machine makes the outcome `voicemail`.
@@ -170,7 +137,7 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
       if ((event.kind === 'call') !== (task.type === 'call') || task.type === 'ping') {
         throw new Invalid(`a ${event.kind} status callback for task ${task.id}, which is a ${task.type}`);
       }
-      checkIdentity(task, accountSid, req.params, event.kind === 'call' ? ['CallSid'] : ['MessageSid', 'SmsSid']);
+      checkIdentity(task, req.params, event.kind === 'call' ? ['CallSid'] : ['MessageSid', 'SmsSid']);
 
       if (!event.final) return noteProgress(task.id, event.providerRef, event.status, event.sequenceNumber);
       // After a cancel request the call was ended by us (Twilio reports that hang-up as
@@ -199,10 +166,10 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
      * The call's instructions: while the task runs, its conversation's (the greeting, then
      * listening: `calls.answer`); a hang-up once it has ended.
      */
-    async twiml(req: TwilioRequest, log: Log): Promise<string> {
-      const { task, accountSid } = await verified(req, log);
+    async twiml(req: TaskCallbackRequest, log: Log): Promise<string> {
+      const task = await verified(req, log);
       if (task.type !== 'call') throw new Invalid(`task ${task.id} is a ${task.type}, not a call`);
-      const sid = checkIdentity(task, accountSid, req.params, ['CallSid']) ?? task.provider_ref;
+      const sid = checkIdentity(task, req.params, ['CallSid']) ?? task.provider_ref;
       if (task.state !== 'running') return HANGUP_TWIML;
       if (!sid) throw new Invalid('CallSid is required');
       return deps.calls.answer(task, sid);

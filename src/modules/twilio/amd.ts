@@ -1,7 +1,7 @@
 // Voicemail on gathered Twilio calls (docs/voice.md, "Voicemail"; a streamed call is screened from
 // its own audio in media-streams.ts instead): Twilio's answering-machine detection, asked for when
 // a task's call is placed (src/providers/twilio/carrier.ts: MachineDetection with AsyncAmd),
-// posts AnsweredBy to our signed callback (src/modules/tasks/twilio-callbacks.ts checks it, keeps
+// posts AnsweredBy to our signed callback (task-callbacks.ts checks it, keeps
 // it on the task and hands it here). Who answered is recorded on the call's conversation once, and the call
 // policy's decision is rendered on the call in progress through Twilio's Calls API: hang up, or
 // say the message (after the greeting's end, which DetectMessageEnd waits for) and hang up, or go on.
@@ -14,11 +14,11 @@ import { HANGUP, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings } from '../agents/voice-settings.ts';
 import { twilioCarrierOf } from '../numbering/carriers.ts';
-import { twilioAnsweredBy, voicemailDecision } from './call-policy.ts';
-import { conversationRepo } from './repository.ts';
-import { recordAgentLine, type ConversationService } from './service.ts';
+import { twilioAnsweredBy, voicemailDecision } from '../conversations/call-policy.ts';
+import { conversationRepo } from '../conversations/repository.ts';
+import { recordAgentLine, type ConversationService } from '../conversations/service.ts';
 import { voiceStyle } from './voice-twiml.ts';
-import { recordAnsweredBy, voicemailPlanFor } from './voicemail.ts';
+import { recordAnsweredBy, voicemailPlanFor } from '../conversations/voicemail.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 
