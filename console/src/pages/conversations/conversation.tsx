@@ -4,21 +4,17 @@
 // times over the last day (GET /api/v2/agent/{agentId}/latency).
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useState, type ReactNode } from 'react';
-import { api, CallplaneError, ok, when } from '../../api.ts';
+import { when } from '../../api.ts';
+import { agentQueries } from '../../queries/agents.ts';
+import { conversationQueries, type Conversation } from '../../queries/conversations.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
 import { OutcomeBadge, Transcript, roomPath, whoSaid, type PageProps } from './parts.tsx';
 
-type Conv = Awaited<ReturnType<typeof readConversation>>;
+type Conv = Conversation;
 type ConvLine = Conv['conversation'][number];
 type Latency = NonNullable<ConvLine['latency']>;
-
-async function readConversation(roomId: string, uuid: string, target: { targetAccountId?: number }) {
-  const [c] = await ok(api.GET('/api/v2/conversation/{roomId}/{uuid}', { params: { path: { roomId, uuid }, query: { ...target } } }));
-  if (!c) throw new Error('The service answered no conversation.');
-  return c;
-}
 
 const ms = (v: number | null | undefined) => v === null || v === undefined ? 'not seen' : `${v} ms`;
 
@@ -27,20 +23,10 @@ function Facts({ rows }: { rows: [string, ReactNode][] }) {
 }
 
 /** The call's recording, fetched with the console's header and played from a blob: URL. */
-function Recording({ roomId, uuid, target }: { roomId: string; uuid: string; target: { targetAccountId?: number } }) {
+function Recording({ roomId, uuid }: { roomId: string; uuid: string }) {
+  const acting = useSession();
   const [url, setUrl] = useState<string>();
-  const rec = useQuery({
-    queryKey: ['recording', roomId, uuid, target.targetAccountId],
-    queryFn: async () => {
-      const { data, error, response } = await api.GET('/api/v2/conversation/{roomId}/{uuid}/recording', {
-        params: { path: { roomId, uuid }, query: { ...target } }, parseAs: 'blob',
-      });
-      if (response.status === 404) return null;
-      if (!response.ok || !data) throw new CallplaneError(response.status, { success: false, message: (error as { message?: string } | undefined)?.message ?? `${response.status} ${response.statusText}` });
-      return data;
-    },
-    staleTime: Infinity,
-  });
+  const rec = useQuery(conversationQueries.recording(acting, roomId, uuid));
   useEffect(() => {
     if (!rec.data) return;
     const u = URL.createObjectURL(rec.data);
@@ -62,14 +48,11 @@ function Recording({ roomId, uuid, target }: { roomId: string; uuid: string; tar
   );
 }
 
-function AgentLatency({ agentId }: { agentId: string }) {
-  const summary = useQuery({
-    queryKey: ['agent-latency', agentId],
-    queryFn: () => ok(api.GET('/api/v2/agent/{agentId}/latency', { params: { path: { agentId }, query: { windowHours: 24 } } })),
-  });
+function AgentLatency({ agentId }: { agentId: number }) {
+  const summary = useQuery(agentQueries.latency(agentId));
   const steps: [string, string][] = [['endpointMs', 'End of speech to end of turn'], ['sttMs', 'Speech to text'], ['llmFirstTokenMs', 'Model\'s first token'], ['ttsFirstAudioMs', 'First audio out'], ['totalMs', 'Total']];
   return (
-    <Section title={`Agent ${agentId}: answer times, last 24 hours`}>
+    <Section title={`Agent camp${agentId}: answer times, last 24 hours`}>
       {summary.isPending ? <Loading /> : summary.error ? <ErrorNote error={summary.error} /> : (
         <>
           <p className="muted">{summary.data.turns} spoken {summary.data.turns === 1 ? 'turn' : 'turns'}{summary.data.truncated ? ' (the newest 50,000 read)' : ''}.</p>
@@ -89,14 +72,9 @@ function AgentLatency({ agentId }: { agentId: string }) {
 export default function ConversationPage({ params }: PageProps) {
   const roomId = params.roomId!;
   const uuid = params.uuid!;
-  const { orgId, target } = useSession();
-  const conv = useQuery({
-    queryKey: ['conversation', orgId, roomId, uuid],
-    queryFn: () => readConversation(roomId, uuid, target),
-    // Until it has ended and its analysis is done, it changes.
-    refetchInterval: (q) => q.state.data && q.state.data.outcome !== 'open' && q.state.data.analysisStatus !== 'pending' ? false : 5_000,
-  });
-  const agentId = `camp${roomId.split(':')[0]}`;
+  const acting = useSession();
+  const conv = useQuery(conversationQueries.one(acting, roomId, uuid));
+  const agentId = Number(roomId.split(':')[0]);
   if (conv.isPending) return <Page title="Conversation"><Loading /></Page>;
   if (conv.error) return <Page title="Conversation"><ErrorNote error={conv.error} /></Page>;
   const c = conv.data;
@@ -147,7 +125,7 @@ export default function ConversationPage({ params }: PageProps) {
             ]} /></div>
         </Section>
       ) : null}
-      {isCall && c.endedAt !== null && (c.channel === 'sip' || c.voicemailRecording) ? <Recording roomId={roomId} uuid={uuid} target={target} /> : null}
+      {isCall && c.endedAt !== null && (c.channel === 'sip' || c.voicemailRecording) ? <Recording roomId={roomId} uuid={uuid} /> : null}
       {isCall ? <AgentLatency agentId={agentId} /> : null}
     </Page>
   );
