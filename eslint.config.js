@@ -3,6 +3,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
+import reactHooks from 'eslint-plugin-react-hooks';
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
@@ -146,6 +147,13 @@ export default tseslint.config(
   {
     files: SQL_HOMES.filter((p) => p !== 'src/db/**'),
     rules: { 'no-restricted-syntax': ['error', noFallbackConstruction] },
+  },
+  {
+    // The console's React: the rules of hooks and the React Compiler's checks (eslint-plugin-react-hooks'
+    // recommended set), with a hook's missing dependency an error too, not a warning lint passes with.
+    files: ['console/**/*.ts', 'console/**/*.tsx'],
+    ...reactHooks.configs.flat.recommended,
+    rules: { ...reactHooks.configs.flat.recommended.rules, 'react-hooks/exhaustive-deps': 'error' },
   },
   {
     // Tests and benchmarks read what the service wrote (rows, JSON answers) as any on purpose.

@@ -2,7 +2,7 @@
 // publish and revert, its versions (rename, a side-by-side diff of any two, restore), the
 // organization's knowledge bases and their documents, and a test chat with the staging
 // configuration (POST /api/v2/agent/{agentId}/testMessage).
-import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
+import { useMemo, useRef, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { agentQueries, agentSaved, agentVersionsChanged, versionRenamed } from '../../queries/agents.ts';
@@ -87,7 +87,14 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
   const [form, setForm] = useState(initial);
   const [json, setJson] = useState(() => pretty(staging));
   const [jsonError, setJsonError] = useState<string | null>(null);
-  useEffect(() => { setForm(initial); setJson(pretty(staging)); }, [initial, staging]);
+  // Staging read again (saved here, published, restored): the forms show it. Adjusted while
+  // rendering, as React advises for state that follows a prop, not in an effect after a stale render.
+  const [shown, setShown] = useState(staging);
+  if (shown !== staging) {
+    setShown(staging);
+    setForm(initial);
+    setJson(pretty(staging));
+  }
   const models = useQuery(agentQueries.models(id, !!target.targetAccountId));
   const saved = () => void agentSaved(client, id);
   const save = useMutation({

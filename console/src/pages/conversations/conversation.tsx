@@ -3,12 +3,13 @@
 // the page (GET …/recording, fetched with the console's header as a Blob), and the agent's answer
 // times over the last day (GET /api/v2/agent/{agentId}/latency).
 import { useQuery } from '@tanstack/react-query';
-import { useEffect, useState, type ReactNode } from 'react';
+import { type ReactNode } from 'react';
 import { when } from '../../api.ts';
 import { agentQueries } from '../../queries/agents.ts';
 import { conversationQueries, type Conversation } from '../../queries/conversations.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
+import { useBlobUrl } from '../../ui/blob-url.ts';
 import { ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
 import { OutcomeBadge, Transcript, roomPath, whoSaid, type PageProps } from './parts.tsx';
 
@@ -25,25 +26,19 @@ function Facts({ rows }: { rows: [string, ReactNode][] }) {
 /** The call's recording, fetched with the console's header and played from a blob: URL. */
 function Recording({ roomId, uuid }: { roomId: string; uuid: string }) {
   const acting = useSession();
-  const [url, setUrl] = useState<string>();
   const rec = useQuery(conversationQueries.recording(acting, roomId, uuid));
-  useEffect(() => {
-    if (!rec.data) return;
-    const u = URL.createObjectURL(rec.data);
-    setUrl(u);
-    return () => URL.revokeObjectURL(u);
-  }, [rec.data]);
+  const audio = useBlobUrl<HTMLAudioElement>(rec.data, 'src');
   return (
     <Section title="Recording">
       {rec.isPending ? <Loading what="Loading the recording" /> : rec.error ? <ErrorNote error={rec.error} />
-        : rec.data === null ? <p className="muted">This call was not recorded, or its recording is past the retention.</p> : url ? (
+        : rec.data === null ? <p className="muted">This call was not recorded, or its recording is past the retention.</p> : (
           <>
-            <audio className="conv-audio" controls preload="metadata" src={url} aria-label="Call recording">
+            <audio ref={audio} className="conv-audio" controls preload="metadata" aria-label="Call recording">
               Your browser cannot play WAV audio.
             </audio>
             <p className="muted">Stereo: the caller on the left, the agent on the right ({Math.round(rec.data.size / 1024)} KB).</p>
           </>
-        ) : null}
+        )}
     </Section>
   );
 }

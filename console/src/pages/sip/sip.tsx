@@ -1,12 +1,13 @@
 // SIP: the organization's registration with its PBX or carrier (status in words, refreshed on its
 // own), the IP whitelist inbound INVITEs are admitted from, outbound routes, and the captured SIP
 // messages drawn as a ladder diagram with the pcap to download (docs/console.md, "SIP").
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { registrationDeleted, registrationSaved, routeAdded, routeRemoved, sipQueries, whitelistAdded, whitelistRemoved, type Registration } from '../../queries/sip.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
+import { useBlobUrl } from '../../ui/blob-url.ts';
 import { Confirm } from '../../ui/confirm.tsx';
 import { Ladder, type CapturedMessage } from './ladder.tsx';
 import './sip.css';
@@ -245,14 +246,8 @@ function Captures() {
 function PcapLink({ callId, version }: { callId: string; version: number }) {
   const acting = useSession();
   const pcap = useQuery(sipQueries.pcap(acting, callId, version));
-  const [url, setUrl] = useState<string>();
-  useEffect(() => {
-    if (!pcap.data) return undefined;
-    const u = URL.createObjectURL(pcap.data);
-    setUrl(u);
-    return () => { URL.revokeObjectURL(u); setUrl(undefined); };
-  }, [pcap.data]);
+  const link = useBlobUrl<HTMLAnchorElement>(pcap.data, 'href');
   const name = `sip-${callId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}.pcap`;
   if (pcap.error) return <ErrorNote error={pcap.error} />;
-  return url ? <p><a href={url} download={name}>Download these messages as pcap ({pcap.data!.size} bytes, opens in Wireshark)</a></p> : <Loading what="Preparing the pcap" />;
+  return pcap.data ? <p><a ref={link} download={name}>Download these messages as pcap ({pcap.data.size} bytes, opens in Wireshark)</a></p> : <Loading what="Preparing the pcap" />;
 }
