@@ -64,6 +64,18 @@ function AgentLatency({ agentId }: { agentId: number }) {
   );
 }
 
+function Analysis({ c, rows }: { c: Conv; rows: [string, ReactNode][] }) {
+  if (c.analysisStatus === undefined) return <p className="muted">The analysis runs once the conversation has ended.</p>;
+  if (c.analysisStatus === 'pending') return <p role="status" className="muted">The analysis is running…</p>;
+  if (c.analysisStatus === 'failed') return <p className="error">The analysis failed: {c.analysisError ?? 'no reason given'}</p>;
+  return (
+    <>
+      <Facts rows={rows} />
+      <p className="muted">Answered by {c.analysisEngine === 'model' ? 'the agent\'s model' : c.analysisEngine === 'simulated' ? 'the SIMULATED engine (no language model configured)' : 'the facts alone (nobody spoke)'}.</p>
+    </>
+  );
+}
+
 export default function ConversationPage({ params }: PageProps) {
   const roomId = params.roomId!;
   const uuid = params.uuid!;
@@ -94,13 +106,7 @@ export default function ConversationPage({ params }: PageProps) {
         ]} />
       </Section>
       <Section title="Analysis">
-        {c.analysisStatus === undefined ? <p className="muted">The analysis runs once the conversation has ended.</p>
-          : c.analysisStatus === 'pending' ? <p role="status" className="muted">The analysis is running…</p>
-          : c.analysisStatus === 'failed' ? <p className="error">The analysis failed: {c.analysisError ?? 'no reason given'}</p>
-          : <>
-            <Facts rows={analysisRows} />
-            <p className="muted">Answered by {c.analysisEngine === 'model' ? 'the agent\'s model' : c.analysisEngine === 'simulated' ? 'the SIMULATED engine (no language model configured)' : 'the facts alone (nobody spoke)'}.</p>
-          </>}
+        <Analysis c={c} rows={analysisRows} />
       </Section>
       <Section title={`Transcript (${c.conversation.length} lines${c.truncated ? ', cut' : ''})`}>
         <Transcript lines={c.conversation} channel={c.channel} label="Transcript" />
