@@ -2,7 +2,8 @@
 // navigation, and the page the fragment names.
 import { Suspense, useEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { api, CallplaneError, ok } from './api.ts';
+import { CallplaneError } from './api.ts';
+import { accountQueries } from './queries/accounts.ts';
 import { Link, match, useRoute } from './router.tsx';
 import { SessionProvider, useSession, useSessionQuery, type Account } from './session.tsx';
 import { PAGES, type PageDef } from './pages/index.ts';
@@ -82,16 +83,8 @@ function Shell() {
 function OrgPicker({ account }: { account: Account }) {
   const { orgId, setOrgId } = useSession();
   const [resellerId, setResellerId] = useState<number | undefined>(account.kind === 'reseller' ? account.id : undefined);
-  const resellers = useQuery({
-    enabled: account.kind === 'partner',
-    queryKey: ['picker-resellers', account.id],
-    queryFn: () => ok(api.GET('/api/v2/listResellers', { params: { query: { targetPartnerId: account.id } } })),
-  });
-  const orgs = useQuery({
-    enabled: resellerId !== undefined,
-    queryKey: ['picker-orgs', resellerId],
-    queryFn: () => ok(api.GET('/api/v2/listOrganizations', { params: { query: { targetResellerId: resellerId! } } })),
-  });
+  const resellers = useQuery({ ...accountQueries.resellers(account.id), enabled: account.kind === 'partner' });
+  const orgs = useQuery({ ...accountQueries.organizations(resellerId), enabled: resellerId !== undefined });
   return (
     <div className="picker">
       {account.kind === 'partner' ? (

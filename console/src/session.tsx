@@ -17,6 +17,9 @@ interface SessionValue {
   signOut: () => Promise<void>;
 }
 
+/** What a query reads on behalf of: the organization (its cache key) and the target its requests name (console/src/queries/). */
+export type Acting = Pick<SessionValue, 'orgId' | 'target'>;
+
 const SessionContext = createContext<SessionValue | null>(null);
 
 export function useSession(): SessionValue {

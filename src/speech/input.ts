@@ -63,4 +63,3 @@ export function speedFactor(engine: string, speed: number | undefined): number {
   }
   return speed;
 }
-

@@ -7,9 +7,11 @@
 // of folding it back as aliasing, and going up (8000 → 16000) adds nothing above 4 kHz. The kernel
 // is tabulated once and read with linear interpolation (no trigonometry per tap).
 //
-// src/media/resample.ts is the streaming resampler for call audio (state kept across 20 ms frames,
-// a few ms of delay). This one converts whole utterances with their length and timing exact, which
-// the recognition tests over the telephone path rely on; making one serve both is open work.
+// It is the platform's one resampler. Every caller converts a whole piece of audio at once (a
+// synthesized sentence, an utterance for the recogniser, a decoded file) and relies on its length
+// and timing being exact. A polyphase streaming resampler that kept its filter state across 20 ms
+// frames stood unused in src/media/resample.ts until issue 34 deleted it; a streaming caller
+// (a synthesizer's pieces resampled as they arrive) would want one back, from git history.
 
 /** Zero crossings of the sinc on each side of the centre: 16 keeps the passband flat to about 90% of Nyquist. */
 const HALF_ZEROS = 16;

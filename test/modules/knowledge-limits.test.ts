@@ -167,7 +167,6 @@ forEachEngine('knowledge upload limits', (h) => {
     const found = await h().call('POST', `/api/v2/kb/knowledgebase/${kbId}/search`, { token, body: { query: 'ferry' } });
     assert.match(found.body.results[0].content, /harbour ferry/);
   });
-
 });
 
 describe('the built service, SIGTERM while a PDF bomb is read', () => {

@@ -1,17 +1,13 @@
 // The first screen: who is signed in, the organization acted on, and its tasks at a glance.
 import { useQuery } from '@tanstack/react-query';
-import { api, ok } from '../api.ts';
+import { taskQueries } from '../queries/tasks.ts';
 import { useSession } from '../session.tsx';
 import { ErrorNote, Loading, Page, Section } from '../ui/parts.tsx';
 
 export default function Overview() {
-  const { account, orgId, target } = useSession();
-  const tasks = useQuery({
-    enabled: orgId !== undefined,
-    queryKey: ['task-stats', orgId],
-    queryFn: () => ok(api.GET('/api/v2/tasks/stats', { params: { query: { ...target } } })),
-    refetchInterval: 5_000,
-  });
+  const session = useSession();
+  const { account, orgId } = session;
+  const tasks = useQuery({ ...taskQueries.stats(session), enabled: orgId !== undefined, refetchInterval: 5_000 });
   return (
     <Page title="Overview">
       <Section title={`${account.label} ${account.name}`}>

@@ -2,7 +2,7 @@
 // Either is traded at once for the session cookie and is not kept by the page. A link opened while
 // someone else is signed in asks first ("You are signed in as X; sign in as Y instead?"): the link is
 // looked at without spending it (`peek`), and traded only when the person says so.
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useEffectEvent, useRef, useState, type FormEvent } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { consoleRequest } from '../api.ts';
 import { navigate } from '../router.tsx';
@@ -33,26 +33,29 @@ export default function SignIn({ oneTime }: { oneTime?: string }) {
     }
   }
 
+  /** A one-time link arrived: sign in with it, or ask first when someone else is signed in. */
+  const arrived = useEffectEvent(async (link: string) => {
+    const signedIn = await consoleRequest<{ account: Account }>('GET', '/console/session').then((r) => r.account, () => null);
+    if (!signedIn) return signIn(link);
+    setCurrent(signedIn);
+    setBusy(true);
+    try {
+      const next = (await consoleRequest<{ account: Account }>('POST', '/console/session', { token: link, peek: true })).account;
+      if (next.id === signedIn.id) return stay(signedIn);
+      setAsk({ current: signedIn, next, link });
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  });
+
   useEffect(() => {
     if (!oneTime || tried.current) return;
     tried.current = true;
     // The link's token leaves the address bar (and the history) before anything else happens.
     window.history.replaceState(null, '', `${window.location.pathname}#/sign-in`);
-    void (async () => {
-      const signedIn = await consoleRequest<{ account: Account }>('GET', '/console/session').then((r) => r.account, () => null);
-      if (!signedIn) return signIn(oneTime);
-      setCurrent(signedIn);
-      setBusy(true);
-      try {
-        const next = (await consoleRequest<{ account: Account }>('POST', '/console/session', { token: oneTime, peek: true })).account;
-        if (next.id === signedIn.id) return stay(signedIn);
-        setAsk({ current: signedIn, next, link: oneTime });
-      } catch (err) {
-        setError(err);
-      } finally {
-        setBusy(false);
-      }
-    })();
+    void arrived(oneTime);
   }, [oneTime]);
 
   /** Keeps the sign-in this browser has; the link stays unspent. */

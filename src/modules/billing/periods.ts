@@ -43,9 +43,13 @@ export function periodOf(which: 'current' | 'previous', set: readonly PeriodRow[
   let start: number; let end: number;
   if (set.length > 0) {
     const [current, before] = set as [PeriodRow, PeriodRow | undefined];
-    if (which === 'current') { start = current.start_at; end = current.end_at; }
-    else if (before) { start = before.start_at; end = before.end_at; }
-    else { end = current.start_at; start = periodStartBefore(current.start_at, sub?.term ?? 'month'); }
+    if (which === 'current') {
+      start = current.start_at; end = current.end_at;
+    } else if (before) {
+      start = before.start_at; end = before.end_at;
+    } else {
+      end = current.start_at; start = periodStartBefore(current.start_at, sub?.term ?? 'month');
+    }
   } else if (sub) {
     start = Number(sub.period_start); end = Number(sub.period_end);
     if (which === 'previous') { end = start; start = periodStartBefore(start, sub.term); }

@@ -21,4 +21,3 @@ export function endUsage(c: Pick<ConversationRow, 'channel' | 'task_id' | 'durat
   }
   return u;
 }
-

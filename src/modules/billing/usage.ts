@@ -87,6 +87,16 @@ function overageNano(plan: Plan, included: Included, used: Totals): Record<Bille
   return out;
 }
 
+/** The answer's message: says why costs are null or partial when they are asked for. */
+function statsMessage(showCosts: boolean, mixed: boolean, currency: string | null, unpriced: number): string {
+  const ok = 'Stats fetched successfully';
+  if (!showCosts) return ok;
+  if (mixed) return `${ok}; costs are null: the organizations are billed in different currencies`;
+  if (currency === null) return `${ok}; costs are null: no organization is on a plan of its catalog`;
+  if (unpriced > 0) return `${ok}; ${unpriced} organization(s) without a plan of their catalog are not costed`;
+  return ok;
+}
+
 /** YYYY-MM-DD of a Date built from UTC fields. */
 const ymd = (d: Date) => d.toISOString().slice(0, 10);
 function addDays(day: string, n: number): string {
@@ -316,11 +326,7 @@ export function usageService(deps: UsageServiceDeps) {
       const subjectIncluded = subject.kind === 'organization' ? includedOf.get(subject.id) ?? null : null;
       return {
         success: true,
-        message: !showCosts ? 'Stats fetched successfully'
-          : mixed ? 'Stats fetched successfully; costs are null: the organizations are billed in different currencies'
-          : currency === null ? 'Stats fetched successfully; costs are null: no organization is on a plan of its catalog'
-          : unpriced > 0 ? `Stats fetched successfully; ${unpriced} organization(s) without a plan of their catalog are not costed`
-          : 'Stats fetched successfully',
+        message: statsMessage(showCosts, mixed, currency, unpriced),
         accountId: subject.id,
         accountType: subject.kind,
         organizations: orgs.length,

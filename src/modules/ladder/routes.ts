@@ -35,7 +35,6 @@ const AccountView = Obj({ id: Type.Integer(), accountType: Type.String(), name: 
 const Listing = (key: string) => Envelope({ [key]: Type.Array(AccountView), total: Type.Integer() });
 
 export async function accountRoutes(app: App, { accounts }: { accounts: AccountService }): Promise<void> {
-
   app.post('/api/v2/createReseller', {
     schema: {
       operationId: 'createReseller', tags, security: Security, summary: 'Create a new reseller (partner token)',

@@ -10,7 +10,6 @@ const TargetAccount = { targetAccountId: Type.Optional(AccountId('Act on this de
 const MemberIds = Type.Array(Type.Integer({ minimum: 1, maximum: MAX_ACCOUNT_ID }), { maxItems: 1000 });
 
 export async function memberRoutes(app: App, { members }: { members: MemberService }): Promise<void> {
-
   app.get('/api/v2/members', {
     schema: { operationId: 'listMembers', tags, security: Security, summary: 'List members of your account',
       querystring: Type.Object(TargetAccount), response: { 200: Envelope({ members: Type.Array(Member) }), ...errors(400, 403, 404) } },

@@ -16,7 +16,6 @@ const Body = (requireConfig: boolean) => Type.Object({
 const TargetOrg = Type.Object({ targetOrganizationId: AccountId('Organization id') });
 
 export async function numberingRoutes(app: App, { numbering }: { numbering: NumberingService }): Promise<void> {
-
   app.get('/api/v2/numberingProviders', {
     schema: { operationId: 'listNumberingProviders', tags, security: Security,
       summary: 'List supported numbering providers and what each needs (reseller or partner token)',

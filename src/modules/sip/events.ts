@@ -57,4 +57,3 @@ export async function recordRegistrationEvent(
   await sipRepo.insertEvent(tx, { id, org_id: orgId, aor: data.aor, type, payload, created_at: now });
   return queueSubscriptionEvent(tx, { orgId, subscriptionType: 'registration', eventId: id, eventType: type, payload, now });
 }
-

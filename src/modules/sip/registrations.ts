@@ -15,8 +15,9 @@ import { defaultPort, parseAor, parseHostPort } from './parse.ts';
 import { sipRepo } from './repository.ts';
 import type { CallTracker, SipWorkerDeps, WorkerState } from './worker-deps.ts';
 
-export type RegistrationOwnerDeps = Pick<SipWorkerDeps,
-  'database' | 'config' | 'box' | 'log' | 'wakeups' | 'registerTimeoutMs' | 'retryMinMs' | 'retryMaxMs' | 'claimBatch'> & {
+export type RegistrationOwnerDeps = Pick<
+  SipWorkerDeps, 'database' | 'config' | 'box' | 'log' | 'wakeups' | 'registerTimeoutMs' | 'retryMinMs' | 'retryMaxMs' | 'claimBatch'
+> & {
   /** This process's name in `lease_owner`. */
   ownerId: string;
   /** How long a registration stays ours without renewal (renewed every third). */

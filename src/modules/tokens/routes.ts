@@ -12,7 +12,6 @@ const Token = Obj({
 const TargetAccount = Type.Object({ targetAccountId: Type.Optional(AccountId('Act on this descendant account instead of your own')) });
 
 export async function tokenRoutes(app: App, { tokens }: { tokens: TokenService }): Promise<void> {
-
   app.get('/api/v2/tokens', {
     schema: { operationId: 'listTokens', tags, security: Security, summary: 'List tokens (prefixes only)',
       querystring: TargetAccount, response: { 200: Envelope({ tokens: Type.Array(Token) }), ...errors(400, 404) } },

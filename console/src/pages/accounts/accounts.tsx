@@ -5,6 +5,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
+import { accountQueries, agentsChanged, organizationsChanged, resellersChanged } from '../../queries/accounts.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
@@ -56,13 +57,12 @@ type Here = (patch: Record<string, number | undefined>) => string;
 
 function Resellers({ partnerId, here, chosen }: { partnerId: number; here: Here; chosen?: number }) {
   const client = useQueryClient();
-  const key = ['resellers', partnerId];
-  const list = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/listResellers', { params: { query: { targetPartnerId: partnerId } } })) });
+  const list = useQuery(accountQueries.resellers(partnerId));
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
   const create = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/createReseller', { params: { query: { targetPartnerId: partnerId } }, body: { resellerName: name, ...(email ? { email } : {}) } })),
-    onSuccess: () => { setName(''); setEmail(''); void client.invalidateQueries({ queryKey: key }); void client.invalidateQueries({ queryKey: ['picker-resellers'] }); },
+    onSuccess: () => { setName(''); setEmail(''); void resellersChanged(client, partnerId); },
   });
   const submit = (e: FormEvent) => { e.preventDefault(); create.mutate(); };
   return (
@@ -93,12 +93,11 @@ function Resellers({ partnerId, here, chosen }: { partnerId: number; here: Here;
 
 function Organizations({ resellerId, here, chosen }: { resellerId: number; here: Here; chosen?: number }) {
   const client = useQueryClient();
-  const key = ['organizations', resellerId];
-  const list = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/listOrganizations', { params: { query: { targetResellerId: resellerId } } })) });
+  const list = useQuery(accountQueries.organizations(resellerId));
   const [orgName, setOrgName] = useState('');
   const [email, setEmail] = useState('');
   const [agentName, setAgentName] = useState('');
-  const changed = () => { void client.invalidateQueries({ queryKey: key }); void client.invalidateQueries({ queryKey: ['picker-orgs'] }); };
+  const changed = () => void organizationsChanged(client, resellerId);
   const create = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/createOrganization', {
       params: { query: { targetResellerId: resellerId } },
@@ -155,10 +154,9 @@ function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSus
   const session = useSession();
   // Above organizations, the agent page acts on the organization chosen at the top: this one.
   const actOnThis = () => { if (canSuspend && session.orgId !== orgId) session.setOrgId(orgId); };
-  const key = ['agents', orgId];
-  const list = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/listAccounts', { params: { query: { targetOrganizationId: orgId } } })) });
+  const list = useQuery(accountQueries.agents(orgId));
   const [name, setName] = useState('');
-  const changed = () => void client.invalidateQueries({ queryKey: key });
+  const changed = () => void agentsChanged(client, orgId);
   const create = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/createAccount', { params: { query: { targetOrganizationId: orgId } }, body: name ? { accountName: name } : {} })),
     onSuccess: () => { setName(''); changed(); },

@@ -4,6 +4,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
+import { sessionsChanged, tokenDeleted, tokenQueries, tokensChanged } from '../../queries/tokens.ts';
 import { Badge, Button, ErrorNote, Field, Loading, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
 
@@ -31,24 +32,22 @@ interface SessionRow { sessionId: number; origin: string; originType: string; cr
 export function TokensPanel({ accountId, self }: { accountId: number; self: boolean }) {
   const client = useQueryClient();
   const target = self ? {} : { targetAccountId: accountId };
-  const key = ['tokens', accountId];
-  const tokens = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/tokens', { params: { query: target } })) });
+  const tokens = useQuery(tokenQueries.list(accountId, target));
   const [description, setDescription] = useState('');
   const [created, setCreated] = useState<string | null>(null);
   const create = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/tokens', { params: { query: target }, body: { type: 'admin', description } })),
-    onSuccess: (r) => { setCreated(r.token.token); setDescription(''); void client.invalidateQueries({ queryKey: key }); },
+    onSuccess: (r) => { setCreated(r.token.token); setDescription(''); void tokensChanged(client, accountId); },
   });
   const revoke = useMutation({
     mutationFn: (prefix: string) => ok(api.DELETE('/api/v2/tokens', { params: { query: target }, body: { token: prefix } })),
     // Deleting a token ends the sessions made from it.
-    onSuccess: () => { void client.invalidateQueries({ queryKey: key }); void client.invalidateQueries({ queryKey: sessionsKey }); },
+    onSuccess: () => void tokenDeleted(client, accountId),
   });
-  const sessionsKey = ['console-sessions', accountId];
-  const sessions = useQuery({ queryKey: sessionsKey, queryFn: () => ok(api.GET('/api/v2/tokens/sessions', { params: { query: target } })) });
+  const sessions = useQuery(tokenQueries.sessions(accountId, target));
   const end = useMutation({
     mutationFn: (sessionId: number) => ok(api.DELETE('/api/v2/tokens/sessions/{sessionId}', { params: { path: { sessionId }, query: target } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: sessionsKey }),
+    onSuccess: () => void sessionsChanged(client, accountId),
   });
   const submit = (e: FormEvent) => { e.preventDefault(); setCreated(null); create.mutate(); };
   return (

@@ -2,9 +2,10 @@
 // publish and revert, its versions (rename, a side-by-side diff of any two, restore), the
 // organization's knowledge bases and their documents, and a test chat with the staging
 // configuration (POST /api/v2/agent/{agentId}/testMessage).
-import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
+import { useMemo, useRef, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
+import { agentQueries, agentSaved, agentVersionsChanged, versionRenamed } from '../../queries/agents.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
@@ -21,10 +22,7 @@ const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['know
 export default function AgentPage({ params, query }: PageProps) {
   const id = Number(String(params.agentId).replace(/^camp/, ''));
   const tab = query.get('tab') ?? 'settings';
-  const agent = useQuery({
-    queryKey: ['agent', id],
-    queryFn: () => ok(api.GET('/api/v2/agent/{agentId}', { params: { path: { agentId: `camp${id}` } } })),
-  });
+  const agent = useQuery(agentQueries.settings(id));
   const live = agent.data?.sponsorship as Config | undefined;
   const staging = live?.staging as Config | undefined;
   const title = typeof live?.title === 'string' ? live.title : `Agent camp${id}`;
@@ -57,7 +55,7 @@ function liveOnly(live: Config): Config {
 function Publishing({ id, staging, live }: { id: number; staging: Config; live: Config }) {
   const client = useQueryClient();
   const target = { targetAccountId: id };
-  const changed = () => { void client.invalidateQueries({ queryKey: ['agent', id] }); void client.invalidateQueries({ queryKey: ['versions', id] }); };
+  const changed = () => void agentVersionsChanged(client, id);
   const publish = useMutation({ mutationFn: () => ok(api.POST('/api/v2/agent/publish', { params: { query: target } })), onSuccess: changed });
   const revert = useMutation({ mutationFn: () => ok(api.POST('/api/v2/agent/revert', { params: { query: target } })), onSuccess: changed });
   const differs = pretty(staging) !== pretty(liveOnly(live));
@@ -89,13 +87,16 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
   const [form, setForm] = useState(initial);
   const [json, setJson] = useState(() => pretty(staging));
   const [jsonError, setJsonError] = useState<string | null>(null);
-  useEffect(() => { setForm(initial); setJson(pretty(staging)); }, [initial, staging]);
-  const models = useQuery({
-    queryKey: ['models', id],
-    queryFn: () => ok(api.GET('/api/v2/models/supported', { params: { query: target.targetAccountId ? { targetAccountId: id } : {} } })),
-    staleTime: 60_000,
-  });
-  const saved = () => void client.invalidateQueries({ queryKey: ['agent', id] });
+  // Staging read again (saved here, published, restored): the forms show it. Adjusted while
+  // rendering, as React advises for state that follows a prop, not in an effect after a stale render.
+  const [shown, setShown] = useState(staging);
+  if (shown !== staging) {
+    setShown(staging);
+    setForm(initial);
+    setJson(pretty(staging));
+  }
+  const models = useQuery(agentQueries.models(id, !!target.targetAccountId));
+  const saved = () => void agentSaved(client, id);
   const save = useMutation({
     mutationFn: (body: Config) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: id } }, body })),
     onSuccess: saved,
@@ -159,12 +160,9 @@ interface VersionRow { title: string; versionId: number; createdAt?: unknown; sn
 
 function Versions({ id, staging, live }: { id: number; staging: Config; live: Config }) {
   const client = useQueryClient();
-  const versions = useQuery({
-    queryKey: ['versions', id],
-    queryFn: () => ok(api.GET('/api/v2/agent/{agentId}/versions', { params: { path: { agentId: `camp${id}` }, query: { includeData: true } } })),
-  });
+  const versions = useQuery(agentQueries.versions(id));
   const rows = (versions.data?.versions ?? []) as VersionRow[];
-  const changed = () => { void client.invalidateQueries({ queryKey: ['versions', id] }); void client.invalidateQueries({ queryKey: ['agent', id] }); };
+  const changed = () => void agentVersionsChanged(client, id);
   const restore = useMutation({
     mutationFn: (v: { versionId: number; target: 'staging' | 'default' }) => ok(api.POST('/api/v2/agent/{agentId}/versions/{versionId}/restore', {
       params: { path: { agentId: `camp${id}`, versionId: String(v.versionId) } }, body: { target: v.target },
@@ -234,7 +232,7 @@ function VersionTitle({ id, v }: { id: number; v: VersionRow }) {
     mutationFn: () => ok(api.PUT('/api/v2/agent/{agentId}/versions/{versionId}/title', {
       params: { path: { agentId: `camp${id}`, versionId: String(v.versionId) } }, body: { title },
     })),
-    onSuccess: () => { setEditing(false); void client.invalidateQueries({ queryKey: ['versions', id] }); },
+    onSuccess: () => { setEditing(false); void versionRenamed(client, id); },
   });
   if (!editing) return <>{v.title} <Button onClick={() => { setTitle(v.title); setEditing(true); }} aria-label={`Rename ${v.title}`}>Rename</Button></>;
   return (

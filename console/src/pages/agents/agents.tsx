@@ -1,6 +1,6 @@
 // Agents: the agents of the organization acted on, each a link to its page.
 import { useQuery } from '@tanstack/react-query';
-import { api, ok } from '../../api.ts';
+import { accountQueries } from '../../queries/accounts.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
@@ -10,10 +10,7 @@ interface Row { id: number; name: string; active?: unknown }
 
 export default function Agents() {
   const { orgId } = useSession();
-  const list = useQuery({
-    queryKey: ['agents', orgId],
-    queryFn: () => ok(api.GET('/api/v2/listAccounts', { params: { query: { targetOrganizationId: orgId! } } })),
-  });
+  const list = useQuery(accountQueries.agents(orgId));
   return (
     <Page title="Agents">
       <Section title={`Agents of organization #${orgId}`}>

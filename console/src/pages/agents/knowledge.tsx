@@ -3,6 +3,8 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
+import { agentSaved } from '../../queries/agents.ts';
+import { basesChanged, documentsChanged, knowledgeQueries } from '../../queries/knowledge.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Section, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
@@ -12,26 +14,26 @@ interface Doc { id: string; name: string; format: string; bytes: number; chunks:
 interface Hit { documentName: string; chunk: number; content: string; score: number }
 
 export default function Knowledge({ agentId, staging }: { agentId: number; staging: Record<string, unknown> }) {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const used = Array.isArray(staging.knowledgeBases) ? (staging.knowledgeBases as string[]) : [];
   // The agent's staging `knowledgeBases`: which of these bases it retrieves from once published.
   const use = useMutation({
     mutationFn: (next: string[]) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: agentId } }, body: { knowledgeBases: next } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ['agent', agentId] }),
+    onSuccess: () => void agentSaved(client, agentId),
   });
-  const key = ['knowledge-bases', orgId];
-  const bases = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/kb/knowledgebase', { params: { query: { ...target } } })) });
+  const bases = useQuery(knowledgeQueries.bases(acting));
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [open, setOpen] = useState<string | null>(null);
   const create = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/kb/knowledgebase', { params: { query: { ...target } }, body: { name, description } })),
-    onSuccess: (r) => { setName(''); setDescription(''); setOpen(r.knowledgeBase.id); void client.invalidateQueries({ queryKey: key }); },
+    onSuccess: (r) => { setName(''); setDescription(''); setOpen(r.knowledgeBase.id); void basesChanged(client, orgId); },
   });
   const remove = useMutation({
     mutationFn: (kbId: string) => ok(api.DELETE('/api/v2/kb/knowledgebase/{kbId}', { params: { path: { kbId }, query: { ...target } } })),
-    onSuccess: () => { setOpen(null); void client.invalidateQueries({ queryKey: key }); },
+    onSuccess: () => { setOpen(null); void basesChanged(client, orgId); },
   });
   const list = (bases.data?.knowledgeBases ?? []) as Base[];
   const chosen = list.find((b) => b.id === open);
@@ -72,14 +74,11 @@ export default function Knowledge({ agentId, staging }: { agentId: number; stagi
 }
 
 function Documents({ base }: { base: Base }) {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
-  const key = ['knowledge-documents', orgId, base.id];
-  const docs = useQuery({
-    queryKey: key,
-    queryFn: () => ok(api.GET('/api/v2/kb/knowledgebase/{kbId}/documents/list', { params: { path: { kbId: base.id }, query: { ...target } } })),
-  });
-  const changed = () => { void client.invalidateQueries({ queryKey: key }); void client.invalidateQueries({ queryKey: ['knowledge-bases', orgId] }); };
+  const docs = useQuery(knowledgeQueries.documents(acting, base.id));
+  const changed = () => void documentsChanged(client, orgId, base.id);
   const [file, setFile] = useState<File | null>(null);
   const [inputKey, setInputKey] = useState(0);
   const upload = useMutation({

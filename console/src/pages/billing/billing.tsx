@@ -5,6 +5,8 @@
 import { useMemo, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
+import { billingChanged, billingQueries } from '../../queries/billing.ts';
+import { taskQueries } from '../../queries/tasks.ts';
 import { useSession } from '../../session.tsx';
 import { BarChart } from '../../ui/chart.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
@@ -25,8 +27,8 @@ const amount = (n: number | null | undefined) => (n === null || n === undefined 
 const money = (n: number, currency: string) => `${n.toLocaleString(undefined, { minimumFractionDigits: n % 1 ? 2 : 0, maximumFractionDigits: 4 })} ${currency}`;
 
 function usePlan() {
-  const { orgId, target } = useSession();
-  return useQuery({ queryKey: ['billing-plan', orgId], queryFn: () => ok(api.GET('/api/v2/product/currentPlan', { params: { query: { ...target } } })) });
+  const acting = useSession();
+  return useQuery(billingQueries.plan(acting));
 }
 
 export default function Billing() {
@@ -44,22 +46,15 @@ export default function Billing() {
 }
 
 function CurrentPlan() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const plan = usePlan();
-  const usage = useQuery({
-    queryKey: ['billing-usage-now', orgId],
-    queryFn: () => ok(api.GET('/api/v2/stats/usage', { params: { query: { ...target, billingPeriod: 'current' } } })),
-    refetchInterval: 10_000,
-  });
-  const held = useQuery({
-    queryKey: ['billing-held', orgId],
-    queryFn: () => ok(api.GET('/api/v2/tasks', { params: { query: { ...target, state: 'pending', limit: 100 } } })),
-    refetchInterval: 10_000,
-  });
+  const usage = useQuery(billingQueries.usageNow(acting));
+  const held = useQuery({ ...taskQueries.list(acting, { state: 'pending', limit: 100 }), refetchInterval: 10_000 });
   const cancel = useMutation({
     mutationFn: () => ok(api.DELETE('/api/v2/product/cancel', { params: { query: { ...target } }, body: { reason: 'Cancelled in the console' } })),
-    onSuccess: () => client.invalidateQueries({ predicate: (q) => String(q.queryKey[0]).startsWith('billing-') }),
+    onSuccess: () => billingChanged(client, orgId),
   });
   if (plan.isPending) return <Section title="Current plan"><Loading /></Section>;
   if (plan.error) return <Section title="Current plan"><ErrorNote error={plan.error} /></Section>;
@@ -117,14 +112,10 @@ function CurrentPlan() {
 }
 
 function Usage() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
   const [frequency, setFrequency] = useState<'day' | 'month'>('day');
   const [period, setPeriod] = useState<'current' | 'previous'>('current');
-  const usage = useQuery({
-    queryKey: ['billing-usage', orgId, frequency, period],
-    queryFn: () => ok(api.GET('/api/v2/stats/usage', { params: { query: { ...target, timeseries: true, allItems: true, frequency, billingPeriod: period } } })),
-    refetchInterval: 15_000,
-  });
+  const usage = useQuery(billingQueries.usage(acting, frequency, period));
   const series = useMemo(() => {
     const rows = (usage.data?.timeseries ?? []) as Array<Record<string, unknown> & { date: string }>;
     return {
@@ -178,7 +169,7 @@ function Period() {
       params: { query: { targetAccountId: orgId } },
       body: { startDateTimestamp: seconds(start), endDateTimestamp: seconds(end), allowGap },
     })),
-    onSuccess: () => client.invalidateQueries({ predicate: (q) => String(q.queryKey[0]).startsWith('billing-') }),
+    onSuccess: () => billingChanged(client, orgId),
   });
   const above = account.kind === 'reseller' || account.kind === 'partner';
   const submit = (e: FormEvent) => { e.preventDefault(); set.mutate(); };
@@ -202,18 +193,19 @@ function Period() {
 }
 
 function Plans() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const current = usePlan();
-  const plans = useQuery({ queryKey: ['billing-plans', orgId], queryFn: () => ok(api.GET('/api/v2/product/allAvailablePlans', { params: { query: { ...target } } })) });
-  const offered = useQuery({ queryKey: ['billing-offered', orgId], queryFn: () => ok(api.GET('/api/v2/product/offeredPlan', { params: { query: { ...target } } })) });
+  const plans = useQuery(billingQueries.plans(acting));
+  const offered = useQuery(billingQueries.offered(acting));
   const [term, setTerm] = useState<'month' | 'year'>('month');
   const subscribe = useMutation({
     mutationFn: (productPlanId: string) => {
       const back = `${window.location.origin}${window.location.pathname}#/billing`;
       return ok(api.POST('/api/v2/product/subscribe', { params: { query: { ...target } }, body: { productPlanId, term, checkoutType: 'redirect', successUrl: back, cancelUrl: back } }));
     },
-    onSuccess: () => client.invalidateQueries({ predicate: (q) => String(q.queryKey[0]).startsWith('billing-') }),
+    onSuccess: () => billingChanged(client, orgId),
   });
   const sub = current.data?.subscription;
   const offeredId = offered.data?.productPlanId ?? null;
@@ -247,11 +239,12 @@ function Plans() {
 }
 
 function Addons() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const plan = usePlan();
-  const available = useQuery({ queryKey: ['billing-addons', orgId], queryFn: () => ok(api.GET('/api/v2/addon/available', { params: { query: { ...target } } })) });
-  const refresh = () => client.invalidateQueries({ predicate: (q) => String(q.queryKey[0]).startsWith('billing-') });
+  const available = useQuery(billingQueries.addons(acting));
+  const refresh = () => billingChanged(client, orgId);
   const add = useMutation({
     mutationFn: (addonId: string) => {
       // Under a payment processor a priced add-on is paid at its checkout, which returns here.

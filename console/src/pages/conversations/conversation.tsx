@@ -3,22 +3,19 @@
 // the page (GET …/recording, fetched with the console's header as a Blob), and the agent's answer
 // times over the last day (GET /api/v2/agent/{agentId}/latency).
 import { useQuery } from '@tanstack/react-query';
-import { useEffect, useState, type ReactNode } from 'react';
-import { api, CallplaneError, ok, when } from '../../api.ts';
+import { type ReactNode } from 'react';
+import { when } from '../../api.ts';
+import { agentQueries } from '../../queries/agents.ts';
+import { conversationQueries, type Conversation } from '../../queries/conversations.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
+import { useBlobUrl } from '../../ui/blob-url.ts';
 import { ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
 import { OutcomeBadge, Transcript, roomPath, whoSaid, type PageProps } from './parts.tsx';
 
-type Conv = Awaited<ReturnType<typeof readConversation>>;
+type Conv = Conversation;
 type ConvLine = Conv['conversation'][number];
 type Latency = NonNullable<ConvLine['latency']>;
-
-async function readConversation(roomId: string, uuid: string, target: { targetAccountId?: number }) {
-  const [c] = await ok(api.GET('/api/v2/conversation/{roomId}/{uuid}', { params: { path: { roomId, uuid }, query: { ...target } } }));
-  if (!c) throw new Error('The service answered no conversation.');
-  return c;
-}
 
 const ms = (v: number | null | undefined) => v === null || v === undefined ? 'not seen' : `${v} ms`;
 
@@ -27,49 +24,30 @@ function Facts({ rows }: { rows: [string, ReactNode][] }) {
 }
 
 /** The call's recording, fetched with the console's header and played from a blob: URL. */
-function Recording({ roomId, uuid, target }: { roomId: string; uuid: string; target: { targetAccountId?: number } }) {
-  const [url, setUrl] = useState<string>();
-  const rec = useQuery({
-    queryKey: ['recording', roomId, uuid, target.targetAccountId],
-    queryFn: async () => {
-      const { data, error, response } = await api.GET('/api/v2/conversation/{roomId}/{uuid}/recording', {
-        params: { path: { roomId, uuid }, query: { ...target } }, parseAs: 'blob',
-      });
-      if (response.status === 404) return null;
-      if (!response.ok || !data) throw new CallplaneError(response.status, { success: false, message: (error as { message?: string } | undefined)?.message ?? `${response.status} ${response.statusText}` });
-      return data;
-    },
-    staleTime: Infinity,
-  });
-  useEffect(() => {
-    if (!rec.data) return;
-    const u = URL.createObjectURL(rec.data);
-    setUrl(u);
-    return () => URL.revokeObjectURL(u);
-  }, [rec.data]);
+function Recording({ roomId, uuid }: { roomId: string; uuid: string }) {
+  const acting = useSession();
+  const rec = useQuery(conversationQueries.recording(acting, roomId, uuid));
+  const audio = useBlobUrl<HTMLAudioElement>(rec.data, 'src');
   return (
     <Section title="Recording">
       {rec.isPending ? <Loading what="Loading the recording" /> : rec.error ? <ErrorNote error={rec.error} />
-        : rec.data === null ? <p className="muted">This call was not recorded, or its recording is past the retention.</p> : url ? (
+        : rec.data === null ? <p className="muted">This call was not recorded, or its recording is past the retention.</p> : (
           <>
-            <audio className="conv-audio" controls preload="metadata" src={url} aria-label="Call recording">
+            <audio ref={audio} className="conv-audio" controls preload="metadata" aria-label="Call recording">
               Your browser cannot play WAV audio.
             </audio>
             <p className="muted">Stereo: the caller on the left, the agent on the right ({Math.round(rec.data.size / 1024)} KB).</p>
           </>
-        ) : null}
+        )}
     </Section>
   );
 }
 
-function AgentLatency({ agentId }: { agentId: string }) {
-  const summary = useQuery({
-    queryKey: ['agent-latency', agentId],
-    queryFn: () => ok(api.GET('/api/v2/agent/{agentId}/latency', { params: { path: { agentId }, query: { windowHours: 24 } } })),
-  });
+function AgentLatency({ agentId }: { agentId: number }) {
+  const summary = useQuery(agentQueries.latency(agentId));
   const steps: [string, string][] = [['endpointMs', 'End of speech to end of turn'], ['sttMs', 'Speech to text'], ['llmFirstTokenMs', 'Model\'s first token'], ['ttsFirstAudioMs', 'First audio out'], ['totalMs', 'Total']];
   return (
-    <Section title={`Agent ${agentId}: answer times, last 24 hours`}>
+    <Section title={`Agent camp${agentId}: answer times, last 24 hours`}>
       {summary.isPending ? <Loading /> : summary.error ? <ErrorNote error={summary.error} /> : (
         <>
           <p className="muted">{summary.data.turns} spoken {summary.data.turns === 1 ? 'turn' : 'turns'}{summary.data.truncated ? ' (the newest 50,000 read)' : ''}.</p>
@@ -86,17 +64,24 @@ function AgentLatency({ agentId }: { agentId: string }) {
   );
 }
 
+function Analysis({ c, rows }: { c: Conv; rows: [string, ReactNode][] }) {
+  if (c.analysisStatus === undefined) return <p className="muted">The analysis runs once the conversation has ended.</p>;
+  if (c.analysisStatus === 'pending') return <p role="status" className="muted">The analysis is running…</p>;
+  if (c.analysisStatus === 'failed') return <p className="error">The analysis failed: {c.analysisError ?? 'no reason given'}</p>;
+  return (
+    <>
+      <Facts rows={rows} />
+      <p className="muted">Answered by {c.analysisEngine === 'model' ? 'the agent\'s model' : c.analysisEngine === 'simulated' ? 'the SIMULATED engine (no language model configured)' : 'the facts alone (nobody spoke)'}.</p>
+    </>
+  );
+}
+
 export default function ConversationPage({ params }: PageProps) {
   const roomId = params.roomId!;
   const uuid = params.uuid!;
-  const { orgId, target } = useSession();
-  const conv = useQuery({
-    queryKey: ['conversation', orgId, roomId, uuid],
-    queryFn: () => readConversation(roomId, uuid, target),
-    // Until it has ended and its analysis is done, it changes.
-    refetchInterval: (q) => q.state.data && q.state.data.outcome !== 'open' && q.state.data.analysisStatus !== 'pending' ? false : 5_000,
-  });
-  const agentId = `camp${roomId.split(':')[0]}`;
+  const acting = useSession();
+  const conv = useQuery(conversationQueries.one(acting, roomId, uuid));
+  const agentId = Number(roomId.split(':')[0]);
   if (conv.isPending) return <Page title="Conversation"><Loading /></Page>;
   if (conv.error) return <Page title="Conversation"><ErrorNote error={conv.error} /></Page>;
   const c = conv.data;
@@ -121,13 +106,7 @@ export default function ConversationPage({ params }: PageProps) {
         ]} />
       </Section>
       <Section title="Analysis">
-        {c.analysisStatus === undefined ? <p className="muted">The analysis runs once the conversation has ended.</p>
-          : c.analysisStatus === 'pending' ? <p role="status" className="muted">The analysis is running…</p>
-          : c.analysisStatus === 'failed' ? <p className="error">The analysis failed: {c.analysisError ?? 'no reason given'}</p>
-          : <>
-            <Facts rows={analysisRows} />
-            <p className="muted">Answered by {c.analysisEngine === 'model' ? 'the agent\'s model' : c.analysisEngine === 'simulated' ? 'the SIMULATED engine (no language model configured)' : 'the facts alone (nobody spoke)'}.</p>
-          </>}
+        <Analysis c={c} rows={analysisRows} />
       </Section>
       <Section title={`Transcript (${c.conversation.length} lines${c.truncated ? ', cut' : ''})`}>
         <Transcript lines={c.conversation} channel={c.channel} label="Transcript" />
@@ -147,7 +126,7 @@ export default function ConversationPage({ params }: PageProps) {
             ]} /></div>
         </Section>
       ) : null}
-      {isCall && c.endedAt !== null && (c.channel === 'sip' || c.voicemailRecording) ? <Recording roomId={roomId} uuid={uuid} target={target} /> : null}
+      {isCall && c.endedAt !== null && (c.channel === 'sip' || c.voicemailRecording) ? <Recording roomId={roomId} uuid={uuid} /> : null}
       {isCall ? <AgentLatency agentId={agentId} /> : null}
     </Page>
   );

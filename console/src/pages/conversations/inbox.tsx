@@ -5,21 +5,12 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, ok, when } from '../../api.ts';
 import { Link } from '../../router.tsx';
+import { conversationQueries, inboxChanged, INBOX_PAGE_SIZE, type InboxPage } from '../../queries/conversations.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
 import { roomPath, type PageProps } from './parts.tsx';
 
-const PAGE_SIZE = 20;
-
-type Inbox = Awaited<ReturnType<typeof readInbox>>;
-type Room = Inbox['rooms'][number];
-
-function readInbox(junk: boolean, target: { targetAccountId?: number }, page: number) {
-  const query = { ...target, page, pageSize: PAGE_SIZE };
-  return junk
-    ? ok(api.GET('/api/v2/junkConversations', { params: { query } }))
-    : ok(api.GET('/api/v2/conversations', { params: { query } }));
-}
+type Room = InboxPage['rooms'][number];
 
 const JUNK_REASONS: Record<string, string> = {
   marked: 'marked by you', cnamAutoRejectRegex: 'caller name rule', shortCode: 'short code',
@@ -28,18 +19,15 @@ const JUNK_REASONS: Record<string, string> = {
 
 export default function Conversations({ query }: PageProps) {
   const junk = query.get('inbox') === 'junk';
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const [page, setPage] = useState(0);
-  const inbox = useQuery({
-    queryKey: ['inbox', orgId, junk, page],
-    queryFn: () => readInbox(junk, target, page),
-    refetchInterval: 10_000,
-  });
+  const inbox = useQuery(conversationQueries.inbox(acting, junk, page));
   const move = useMutation({
     mutationFn: ({ roomId, junk: to }: { roomId: string; junk: boolean | null }) =>
       ok(api.POST('/api/v2/conversations/{roomId}/junk', { params: { path: { roomId }, query: { ...target } }, body: { junk: to } })),
-    onSuccess: () => client.invalidateQueries({ queryKey: ['inbox', orgId] }),
+    onSuccess: () => inboxChanged(client, orgId),
   });
 
   const columns = [
@@ -63,7 +51,7 @@ export default function Conversations({ query }: PageProps) {
   ];
 
   const total = inbox.data?.totalRooms ?? 0;
-  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  const pages = Math.max(1, Math.ceil(total / INBOX_PAGE_SIZE));
   return (
     <Page title="Conversations">
       <nav aria-label="Conversation pages">

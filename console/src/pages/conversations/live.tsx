@@ -41,13 +41,16 @@ function CallCard({ call }: { call: LiveCall }) {
 
 export default function Live() {
   const { target, orgId } = useSession();
+  // Another organization chosen at the top is another feed: the page starts again, empty.
+  return <LiveFeed key={`${orgId}/${target.targetAccountId}`} targetId={target.targetAccountId} />;
+}
+
+function LiveFeed({ targetId }: { targetId: number | undefined }) {
   const [calls, setCalls] = useState<LiveCall[]>([]);
   const [status, setStatus] = useState<FeedStatus>({ state: 'connecting' });
-  const targetId = target.targetAccountId;
 
   useEffect(() => {
     const abort = new AbortController();
-    setCalls([]);
     void followLive({
       target: targetId === undefined ? {} : { targetAccountId: targetId },
       signal: abort.signal,
@@ -55,7 +58,7 @@ export default function Live() {
       onStatus: setStatus,
     });
     return () => abort.abort();
-  }, [targetId, orgId]);
+  }, [targetId]);
 
   const open = calls.filter((c) => c.endedAt === null && !c.gone);
   const ended = calls.filter((c) => c.endedAt !== null || c.gone);

@@ -2,13 +2,13 @@
 // channel, outcome and counterpart, each linked to its conversation.
 import { useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { api, ok, when } from '../../api.ts';
+import { when } from '../../api.ts';
+import { conversationQueries, type LogFilters as Filters } from '../../queries/conversations.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { OutcomeBadge, conversationPath } from './parts.tsx';
 
-interface Filters { days: string; channel: string; outcome: string; counterpart: string }
 type Entry = Record<string, unknown>;
 
 const CHANNELS = [{ value: '', label: 'any' }, ...['voice', 'sip', 'sms', 'api', 'web'].map((v) => ({ value: v, label: v }))];
@@ -16,27 +16,11 @@ const OUTCOMES = [{ value: '', label: 'any' }, ...['open', 'completed', 'ended_b
 const text = (v: unknown) => typeof v === 'string' || typeof v === 'number' ? String(v) : '—';
 
 export default function Logs() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
   const [form, setForm] = useState<Filters>({ days: '7', channel: '', outcome: '', counterpart: '' });
   const [applied, setApplied] = useState<Filters>(form);
   const [page, setPage] = useState(1);
-  const logs = useQuery({
-    queryKey: ['logs', orgId, applied, page],
-    queryFn: () => {
-      const end = Math.floor(Date.now() / 1000);
-      const start = end - Math.max(1, Number(applied.days) || 7) * 86_400;
-      return ok(api.GET('/api/v2/logs', {
-        params: {
-          query: {
-            ...target, start, end, page, pageSize: 25,
-            ...(applied.channel ? { channel: applied.channel } : {}),
-            ...(applied.outcome ? { outcome: applied.outcome } : {}),
-            ...(applied.counterpart.trim() ? { counterpart: applied.counterpart.trim() } : {}),
-          },
-        },
-      }));
-    },
-  });
+  const logs = useQuery(conversationQueries.logs(acting, applied, page));
   const submit = (e: FormEvent) => { e.preventDefault(); setPage(1); setApplied(form); };
   const set = (k: keyof Filters) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
   const rows = (logs.data?.logs ?? []) as Entry[];

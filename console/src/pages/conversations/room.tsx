@@ -2,7 +2,8 @@
 // by conversation, each with a link to the whole conversation.
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect } from 'react';
-import { api, ok, when } from '../../api.ts';
+import { when } from '../../api.ts';
+import { conversationQueries, inboxChanged } from '../../queries/conversations.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { ErrorNote, Loading, Page, Section } from '../../ui/parts.tsx';
@@ -10,16 +11,13 @@ import { Transcript, conversationPath, type PageProps } from './parts.tsx';
 
 export default function Room({ params }: PageProps) {
   const roomId = params.roomId!;
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId } = acting;
   const client = useQueryClient();
-  const messages = useQuery({
-    queryKey: ['room-messages', orgId, roomId],
-    queryFn: () => ok(api.GET('/api/v2/messages/{roomId}', { params: { path: { roomId }, query: { ...target } } })),
-    refetchInterval: 10_000,
-  });
+  const messages = useQuery(conversationQueries.room(acting, roomId));
   // Reading the room marked it read: the inbox's unread counts changed.
   useEffect(() => {
-    if (messages.isSuccess) void client.invalidateQueries({ queryKey: ['inbox', orgId] });
+    if (messages.isSuccess) void inboxChanged(client, orgId);
   }, [messages.isSuccess, messages.dataUpdatedAt, client, orgId]);
 
   const groups: { uuid: string; source: string; lines: NonNullable<typeof messages.data> }[] = [];

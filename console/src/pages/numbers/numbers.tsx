@@ -4,6 +4,8 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
+import { accountQueries } from '../../queries/accounts.ts';
+import { numberQueries, numbersChanged } from '../../queries/numbers.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
@@ -13,11 +15,7 @@ type SearchKind = 'prefix' | 'locality' | 'phrase';
 
 function useAgents() {
   const { orgId } = useSession();
-  return useQuery({
-    enabled: orgId !== undefined,
-    queryKey: ['numbers-agents', orgId],
-    queryFn: () => ok(api.GET('/api/v2/listAccounts', { params: { query: { targetOrganizationId: orgId! } } })),
-  });
+  return useQuery({ ...accountQueries.agents(orgId), enabled: orgId !== undefined });
 }
 
 export default function Numbers() {
@@ -51,17 +49,13 @@ export default function Numbers() {
 }
 
 function Held({ nameOf }: { nameOf: (id: number | null) => string }) {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
-  const numbers = useQuery({
-    queryKey: ['numbers', orgId],
-    queryFn: () => ok(api.GET('/api/v2/phoneNumbers', { params: { query: { ...target } } })),
-    // A number being bought (reserved) or needing attention changes without us.
-    refetchInterval: (q) => (q.state.data?.phoneNumbers.some((n) => n.state !== 'active') ? 3_000 : false),
-  });
+  const numbers = useQuery(numberQueries.list(acting));
   const giveBack = useMutation({
     mutationFn: (number: string) => ok(api.POST('/api/v2/phoneNumber/return', { params: { query: { ...target } }, body: { number } })),
-    onSuccess: () => client.invalidateQueries({ queryKey: ['numbers', orgId] }),
+    onSuccess: () => numbersChanged(client, orgId),
   });
   const rows = numbers.data?.phoneNumbers ?? [];
   return (
@@ -115,7 +109,7 @@ function Search({ agentId, agentName }: { agentId: number | undefined; agentName
     mutationFn: (n: { number: string; country: string }) =>
       ok(api.POST('/api/v2/phoneNumber/assign', { params: { query: { targetAccountId: agentId } }, body: n })),
     onSuccess: (data) => {
-      void client.invalidateQueries({ queryKey: ['numbers', orgId] });
+      void numbersChanged(client, orgId);
       search.reset();
       return data;
     },
@@ -174,7 +168,7 @@ function Byo({ agentId, agentName }: { agentId: number | undefined; agentName: s
   const [number, setNumber] = useState('');
   const assign = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/phoneNumber/byo/assign', { params: { query: { targetAccountId: agentId } }, body: { number: number.trim() } })),
-    onSuccess: () => { setNumber(''); void client.invalidateQueries({ queryKey: ['numbers', orgId] }); },
+    onSuccess: () => { setNumber(''); void numbersChanged(client, orgId); },
   });
   const above = account.kind === 'reseller' || account.kind === 'partner';
   return (

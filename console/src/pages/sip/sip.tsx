@@ -1,11 +1,13 @@
 // SIP: the organization's registration with its PBX or carrier (status in words, refreshed on its
 // own), the IP whitelist inbound INVITEs are admitted from, outbound routes, and the captured SIP
 // messages drawn as a ladder diagram with the pcap to download (docs/console.md, "SIP").
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, CallplaneError, ok, when } from '../../api.ts';
+import { api, ok, when } from '../../api.ts';
+import { registrationDeleted, registrationSaved, routeAdded, routeRemoved, sipQueries, whitelistAdded, whitelistRemoved, type Registration } from '../../queries/sip.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
+import { useBlobUrl } from '../../ui/blob-url.ts';
 import { Confirm } from '../../ui/confirm.tsx';
 import { Ladder, type CapturedMessage } from './ladder.tsx';
 import './sip.css';
@@ -25,17 +27,7 @@ export default function Sip() {
   );
 }
 
-type Target = { targetAccountId?: number };
-
-async function registrationOf(target: Target) {
-  try {
-    return (await ok(api.GET('/api/v2/sip/registration', { params: { query: { ...target } } }))).registration;
-  } catch (err) {
-    if (err instanceof CallplaneError && err.status === 404) return null;
-    throw err;
-  }
-}
-type Reg = NonNullable<Awaited<ReturnType<typeof registrationOf>>>;
+type Reg = Registration;
 
 const STATUS: Record<string, { words: string; tone: 'good' | 'warn' | 'bad' | 'neutral' }> = {
   registered: { words: 'Registered', tone: 'good' },
@@ -45,13 +37,13 @@ const STATUS: Record<string, { words: string; tone: 'good' | 'warn' | 'bad' | 'n
 };
 
 function Registration() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
-  const key = ['sip-registration', orgId];
-  const reg = useQuery({ queryKey: key, queryFn: () => registrationOf(target), refetchInterval: 3_000 });
+  const reg = useQuery(sipQueries.registration(acting));
   const remove = useMutation({
     mutationFn: () => ok(api.DELETE('/api/v2/sip/registration', { params: { query: { ...target } } })),
-    onSuccess: () => client.invalidateQueries({ queryKey: key }),
+    onSuccess: () => registrationDeleted(client, orgId),
   });
   const [editing, setEditing] = useState(false);
   if (reg.isPending) return <Section title="Registration"><Loading /></Section>;
@@ -113,8 +105,7 @@ function RegistrationForm({ existing, onDone }: { existing: Reg | null; onDone: 
       }));
     },
     onSuccess: (data) => {
-      client.setQueryData(['sip-registration', orgId], data.registration);
-      void client.invalidateQueries({ queryKey: ['sip-capture-calls', orgId] });
+      void registrationSaved(client, orgId, data.registration);
       setF((v) => ({ ...v, password: '' }));
       onDone();
     },
@@ -144,19 +135,19 @@ function RegistrationForm({ existing, onDone }: { existing: Reg | null; onDone: 
 }
 
 function Whitelist() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
-  const key = ['sip-whitelist', orgId];
-  const list = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/sip/ipWhitelist', { params: { query: { ...target } } })) });
+  const list = useQuery(sipQueries.whitelist(acting));
   const [ip, setIp] = useState('');
   const [label, setLabel] = useState('');
   const add = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/sip/ipWhitelist', { params: { query: { ...target } }, body: { ip, label } })),
-    onSuccess: (data) => { client.setQueryData(key, data); setIp(''); setLabel(''); },
+    onSuccess: (data) => { whitelistAdded(client, orgId, data); setIp(''); setLabel(''); },
   });
   const remove = useMutation({
     mutationFn: (entry: string) => ok(api.DELETE('/api/v2/sip/ipWhitelist', { params: { query: { ...target } }, body: { ip: entry } })),
-    onSuccess: () => client.invalidateQueries({ queryKey: key }),
+    onSuccess: () => whitelistRemoved(client, orgId),
   });
   return (
     <Section title="IP whitelist">
@@ -184,18 +175,18 @@ function Whitelist() {
 }
 
 function Routes() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
-  const key = ['sip-routes', orgId];
-  const list = useQuery({ queryKey: key, queryFn: () => ok(api.GET('/api/v2/sip/outboundRoutes', { params: { query: { ...target } } })) });
+  const list = useQuery(sipQueries.routes(acting));
   const [route, setRoute] = useState('');
   const add = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/sip/outboundRoutes', { params: { query: { ...target } }, body: { route } })),
-    onSuccess: (data) => { client.setQueryData(key, data); setRoute(''); },
+    onSuccess: (data) => { routeAdded(client, orgId, data); setRoute(''); },
   });
   const remove = useMutation({
     mutationFn: (r: string) => ok(api.DELETE('/api/v2/sip/outboundRoutes', { params: { query: { ...target } }, body: { route: r } })),
-    onSuccess: () => client.invalidateQueries({ queryKey: key }),
+    onSuccess: () => routeRemoved(client, orgId),
   });
   return (
     <Section title="Outbound routes">
@@ -220,22 +211,13 @@ function Routes() {
 }
 
 function Captures() {
-  const { orgId, target } = useSession();
-  const calls = useQuery({
-    queryKey: ['sip-capture-calls', orgId],
-    queryFn: () => ok(api.GET('/api/v2/sip/captures/calls', { params: { query: { ...target, limit: 50 } } })),
-    refetchInterval: 5_000,
-  });
+  const acting = useSession();
+  const calls = useQuery(sipQueries.captureCalls(acting));
   const [chosen, setChosen] = useState('');
   const list = calls.data?.calls ?? [];
   const callId = chosen && list.some((c) => c.sipCallId === chosen) ? chosen : list[0]?.sipCallId ?? '';
   const chosenCall = list.find((c) => c.sipCallId === callId);
-  const messages = useQuery({
-    enabled: callId !== '',
-    // The count in the key: new messages of the same Call-ID are read again.
-    queryKey: ['sip-captures', orgId, callId, chosenCall?.count],
-    queryFn: () => ok(api.GET('/api/v2/sip/captures', { params: { query: { ...target, sipCallId: callId } } })),
-  });
+  const messages = useQuery({ ...sipQueries.captures(acting, callId, chosenCall?.count), enabled: callId !== '' });
   // format=json (the default) answers `captures`; the union with format=transaction's shape hides it from the compiler.
   const captured = ((messages.data as { captures?: CapturedMessage[] } | undefined)?.captures) ?? [];
   return (
@@ -250,7 +232,7 @@ function Captures() {
           /></div>
           {messages.isPending ? <Loading /> : messages.error ? <ErrorNote error={messages.error} /> : (
             <>
-              <PcapLink callId={callId} target={target} version={chosenCall?.count ?? 0} />
+              <PcapLink callId={callId} version={chosenCall?.count ?? 0} />
               <Ladder messages={captured} title={`SIP messages of ${callId}`} />
             </>
           )}
@@ -261,24 +243,11 @@ function Captures() {
 }
 
 /** The capture as a pcap file: fetched with the console's header (a plain link would lack it), offered as a download link. */
-function PcapLink({ callId, target, version }: { callId: string; target: Target; version: number }) {
-  const { orgId } = useSession();
-  const pcap = useQuery({
-    queryKey: ['sip-pcap', orgId, callId, version],
-    queryFn: async () => {
-      const { data, response } = await api.GET('/api/v2/sip/captures', { params: { query: { ...target, sipCallId: callId, format: 'pcap' } }, parseAs: 'blob' });
-      if (!response.ok || !data) throw new Error(`The pcap could not be fetched: ${response.status} ${response.statusText}`);
-      return data as Blob;
-    },
-  });
-  const [url, setUrl] = useState<string>();
-  useEffect(() => {
-    if (!pcap.data) return undefined;
-    const u = URL.createObjectURL(pcap.data);
-    setUrl(u);
-    return () => { URL.revokeObjectURL(u); setUrl(undefined); };
-  }, [pcap.data]);
+function PcapLink({ callId, version }: { callId: string; version: number }) {
+  const acting = useSession();
+  const pcap = useQuery(sipQueries.pcap(acting, callId, version));
+  const link = useBlobUrl<HTMLAnchorElement>(pcap.data, 'href');
   const name = `sip-${callId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}.pcap`;
   if (pcap.error) return <ErrorNote error={pcap.error} />;
-  return url ? <p><a href={url} download={name}>Download these messages as pcap ({pcap.data!.size} bytes, opens in Wireshark)</a></p> : <Loading what="Preparing the pcap" />;
+  return pcap.data ? <p><a ref={link} download={name}>Download these messages as pcap ({pcap.data.size} bytes, opens in Wireshark)</a></p> : <Loading what="Preparing the pcap" />;
 }

@@ -3,7 +3,7 @@
 import { useId } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
-import { api, ok } from '../../api.ts';
+import { accountQueries } from '../../queries/accounts.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Field, Select } from '../../ui/parts.tsx';
 import './tasks.css';
@@ -19,11 +19,6 @@ const TONE: Record<string, 'neutral' | 'good' | 'warn' | 'bad' | 'live'> = {
 
 export function StateBadge({ state }: { state: string }) {
   return <Badge tone={TONE[state] ?? 'neutral'}>{state}</Badge>;
-}
-
-/** A task that may still change (the list and the detail refresh while one is shown). */
-export function isLive(state: string): boolean {
-  return state === 'pending' || state === 'running';
 }
 
 export function Checkbox({ label, checked, onChange, hint }: { label: string; checked: boolean; onChange: (v: boolean) => void; hint?: string }) {
@@ -53,12 +48,7 @@ export function shiftDate(date: string, days: number): string {
 /** The organization's agents to choose from (listAccounts); a number field where they cannot be listed. */
 export function AgentChoice({ label, value, onChange, none, hint }: { label: string; value: string; onChange: (v: string) => void; none: string; hint?: string }) {
   const { orgId } = useSession();
-  const agents = useQuery({
-    enabled: orgId !== undefined,
-    queryKey: ['org-agents', orgId],
-    queryFn: () => ok(api.GET('/api/v2/listAccounts', { params: { query: { targetOrganizationId: orgId! } } })),
-    staleTime: 60_000,
-  });
+  const agents = useQuery({ ...accountQueries.agents(orgId), enabled: orgId !== undefined, staleTime: 60_000 });
   if (!agents.data) return <Field label={label} type="number" min={1} value={value} onChange={(e) => onChange(e.target.value)} hint={hint} />;
   return (
     <Select label={label} value={value} onChange={(e) => onChange(e.target.value)}

@@ -6,6 +6,7 @@ import { useMemo, useState, type FormEvent } from 'react';
 import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
 import { api, ok } from '../../api.ts';
+import { limitsSaved, taskQueries } from '../../queries/tasks.ts';
 import { useSession } from '../../session.tsx';
 import { BarChart } from '../../ui/chart.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section } from '../../ui/parts.tsx';
@@ -24,23 +25,14 @@ export default function DailyAndLimits() {
 }
 
 function DailyChart() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
   // Today first: its answer says which day it is where the organization is, and in which zone.
-  const today = useQuery({
-    queryKey: ['task-daily', orgId, 'today'],
-    queryFn: () => ok(api.GET('/api/v2/tasks/dailyCounts', { params: { query: { ...target } } })),
-    refetchInterval: 5_000,
-  });
+  const today = useQuery({ ...taskQueries.daily(acting, 'today'), refetchInterval: 5_000 });
   const date = today.data?.counts.date;
   const earlier = useQueries({
     queries: Array.from({ length: DAYS - 1 }, (_, i) => {
       const day = date ? shiftDate(date, -(DAYS - 1 - i)) : '';
-      return {
-        enabled: !!date,
-        queryKey: ['task-daily', orgId, day],
-        queryFn: () => ok(api.GET('/api/v2/tasks/dailyCounts', { params: { query: { ...target, date: day } } })),
-        staleTime: 60_000,
-      };
+      return { ...taskQueries.daily(acting, day), enabled: !!date, staleTime: 60_000 };
     }),
   });
   const all = [...earlier.map((q) => q.data?.counts), today.data?.counts];
@@ -122,11 +114,8 @@ function patchOf(before: Form, f: Form, above: boolean): Record<string, unknown>
 }
 
 function LimitsSection() {
-  const { orgId, target } = useSession();
-  const limits = useQuery({
-    queryKey: ['task-limits', orgId],
-    queryFn: () => ok(api.GET('/api/v2/tasks/limits', { params: { query: { ...target } } })),
-  });
+  const acting = useSession();
+  const limits = useQuery(taskQueries.limits(acting));
   return (
     <Section title="Limits">
       <p className="muted">Limits govern calls and texts (pings are exempt), checked when a worker is about to start a task.</p>
@@ -146,7 +135,7 @@ function LimitsForm({ limits }: { limits: Limits }) {
   const set = (k: keyof Form) => (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value });
   const save = useMutation({
     mutationFn: (body: Record<string, unknown>) => ok(api.POST('/api/v2/tasks/limits', { params: { query: { ...target } }, body })),
-    onSuccess: (data) => { client.setQueryData(['task-limits', orgId], data); void client.invalidateQueries({ queryKey: ['task-daily', orgId] }); },
+    onSuccess: (data) => void limitsSaved(client, orgId, data),
   });
   const submit = (e: FormEvent) => { e.preventDefault(); save.mutate(patchOf(before, f, above)); };
   const toggleDay = (d: number, on: boolean) => setF({ ...f, days: on ? [...f.days, d] : f.days.filter((x) => x !== d) });

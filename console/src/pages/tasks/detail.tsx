@@ -4,28 +4,26 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { navigate } from '../../router.tsx';
+import { taskQueries, tasksChanged } from '../../queries/tasks.ts';
 import { useSession } from '../../session.tsx';
 import { ErrorNote, Loading, Note, Page, Section } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
-import { isLive, StateBadge, type Task } from './common.tsx';
+import { StateBadge, type Task } from './common.tsx';
 import { TaskNav } from './list.tsx';
 
 export default function TaskDetail({ params }: { params: Record<string, string> }) {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const id = params.taskId;
-  const task = useQuery({
-    queryKey: ['tasks', orgId, 'one', id],
-    queryFn: () => ok(api.GET('/api/v2/tasks/{taskId}', { params: { path: { taskId: id }, query: { ...target } } })),
-    refetchInterval: (q) => (q.state.data && isLive(q.state.data.task.state) ? 2_000 : false),
-  });
+  const task = useQuery(taskQueries.one(acting, id));
   const cancel = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/tasks/{taskId}', { params: { path: { taskId: id }, query: { ...target } }, body: { state: 'canceled' } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ['tasks', orgId] }),
+    onSuccess: () => void tasksChanged(client, orgId),
   });
   const remove = useMutation({
     mutationFn: () => ok(api.DELETE('/api/v2/tasks/{taskId}', { params: { path: { taskId: id }, query: { ...target } } })),
-    onSuccess: () => { void client.invalidateQueries({ queryKey: ['tasks', orgId] }); navigate('/tasks'); },
+    onSuccess: () => { void tasksChanged(client, orgId); navigate('/tasks'); },
   });
   const t = task.data?.task;
   return (

@@ -5,6 +5,7 @@ import { useId, useRef, useState, type FormEvent } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
 import { CallplaneError } from '../../api.ts';
+import { tasksChanged } from '../../queries/tasks.ts';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Page, Section, Table } from '../../ui/parts.tsx';
 import { Checkbox } from './common.tsx';
@@ -64,7 +65,7 @@ export default function ImportTasks() {
     try {
       const answer = await upload(`/api/v2/tasks/csv${qs}`, form, (sent, total) => setProgress({ sent, total }));
       setReport(answer);
-      if (answer.inserted > 0) void client.invalidateQueries({ queryKey: ['tasks', orgId] });
+      if (answer.inserted > 0) void tasksChanged(client, orgId);
     } catch (err) {
       setError(err);
     } finally {

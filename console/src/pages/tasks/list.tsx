@@ -4,9 +4,10 @@ import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { Link, navigate, useRoute } from '../../router.tsx';
+import { taskQueries, tasksChanged } from '../../queries/tasks.ts';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
-import { AgentChoice, Checkbox, isLive, localToSeconds, StateBadge, TASK_STATES, TASK_TYPES, type Task } from './common.tsx';
+import { AgentChoice, Checkbox, localToSeconds, StateBadge, TASK_STATES, TASK_TYPES, type Task } from './common.tsx';
 
 const PAGE = 25;
 
@@ -52,11 +53,11 @@ export default function TasksPage({ query }: { query: URLSearchParams }) {
 }
 
 function TaskList({ filters, offset, setOffset, onFilters }: { filters: Filters; offset: number; setOffset: (n: number) => void; onFilters: (f: Filters) => void }) {
-  const { orgId, target } = useSession();
+  const acting = useSession();
   const [draft, setDraft] = useState<Filters>(filters);
   const set = (k: keyof Filters) => (e: { target: { value: string } }) => setDraft({ ...draft, [k]: e.target.value });
   const query = {
-    ...target, limit: PAGE, offset,
+    limit: PAGE, offset,
     sort: filters.sort, order: filters.order,
     ...(filters.state ? { state: filters.state } : {}),
     ...(filters.type ? { type: filters.type } : {}),
@@ -64,12 +65,8 @@ function TaskList({ filters, offset, setOffset, onFilters }: { filters: Filters;
     ...(localToSeconds(filters.since) !== undefined ? { since: localToSeconds(filters.since) } : {}),
     ...(localToSeconds(filters.until) !== undefined ? { until: localToSeconds(filters.until) } : {}),
   };
-  const list = useQuery({
-    queryKey: ['tasks', orgId, query],
-    queryFn: () => ok(api.GET('/api/v2/tasks', { params: { query } })),
-    // States change on their own while tasks run: refresh until none shown is pending or running.
-    refetchInterval: (q) => (q.state.data?.tasks.some((t) => isLive(t.state)) ? 2_000 : false),
-  });
+  // States change on their own while tasks run: it refreshes until none shown is pending or running.
+  const list = useQuery(taskQueries.list(acting, query));
   const apply = (e: FormEvent) => { e.preventDefault(); onFilters(draft); };
   const total = list.data?.total ?? 0;
   return (
@@ -141,7 +138,7 @@ function CreateTask() {
   const set = (k: keyof Draft) => (e: { target: { value: string } }) => setD({ ...d, [k]: e.target.value });
   const create = useMutation({
     mutationFn: (body: Record<string, unknown>) => ok(api.POST('/api/v2/tasks', { params: { query: { ...target } }, body: body as { type: string } })),
-    onSuccess: () => { setD({ ...EMPTY, type: d.type }); void client.invalidateQueries({ queryKey: ['tasks', orgId] }); },
+    onSuccess: () => { setD({ ...EMPTY, type: d.type }); void tasksChanged(client, orgId); },
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();

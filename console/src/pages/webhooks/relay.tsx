@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok } from '../../api.ts';
 import { navigate } from '../../router.tsx';
+import { relayDeleted, relayDeliveriesChanged, webhookQueries } from '../../queries/webhooks.ts';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Loading, Note, Page, Section } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
@@ -15,16 +16,14 @@ import { WebhookNav } from './subscriptions.tsx';
 const PAGE = 25;
 
 export default function RelayPage({ params }: { params: Record<string, string> }) {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const type = params.type;
-  const relay = useQuery({
-    queryKey: ['webhook-relay', orgId, type],
-    queryFn: () => ok(api.GET('/api/v2/webhookRelay/{type}', { params: { path: { type }, query: { ...target } } })),
-  });
+  const relay = useQuery(webhookQueries.relay(acting, type));
   const remove = useMutation({
     mutationFn: () => ok(api.DELETE('/api/v2/webhookRelay/{type}', { params: { path: { type }, query: { ...target } } })),
-    onSuccess: () => { void client.invalidateQueries({ queryKey: ['webhook-relays', orgId] }); navigate('/webhooks/relays'); },
+    onSuccess: () => { void relayDeleted(client, orgId); navigate('/webhooks/relays'); },
   });
   const c = relay.data?.config;
   return (
@@ -54,17 +53,14 @@ export default function RelayPage({ params }: { params: Record<string, string> }
 }
 
 function RelayDeliveries({ type }: { type: string }) {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const [offset, setOffset] = useState(0);
-  const list = useQuery({
-    queryKey: ['webhook-relay-deliveries', orgId, type, offset],
-    queryFn: () => ok(api.GET('/api/v2/webhookRelay/{type}/deliveries', { params: { path: { type }, query: { ...target, limit: PAGE, offset } } })),
-    refetchInterval: 3_000,
-  });
+  const list = useQuery(webhookQueries.relayDeliveries(acting, type, { limit: PAGE, offset }));
   const replay = useMutation({
     mutationFn: (d: Delivery) => ok(api.POST('/api/v2/webhookRelay/{type}/deliveries/{id}/replay', { params: { path: { type, id: d.id }, query: { ...target } } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ['webhook-relay-deliveries', orgId, type] }),
+    onSuccess: () => void relayDeliveriesChanged(client, orgId, type),
   });
   const total = list.data?.total ?? 0;
   return (

@@ -5,8 +5,9 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
-import { api, CallplaneError, ok } from '../../api.ts';
+import { api, ok } from '../../api.ts';
 import { Link } from '../../router.tsx';
+import { relayChanged, webhookQueries } from '../../queries/webhooks.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
 import { Checkbox } from '../tasks/common.tsx';
@@ -26,17 +27,8 @@ export function Verification({ config }: { config: RelayConfig }) {
 }
 
 export default function RelaysPage() {
-  const { orgId, target } = useSession();
-  const list = useQuery({
-    queryKey: ['webhook-relays', orgId],
-    // The contract answers 404 when the organization has none: that is an empty list here.
-    queryFn: async () => {
-      try { return (await ok(api.GET('/api/v2/webhookRelay', { params: { query: { ...target } } }))).configs; } catch (err) {
-        if (err instanceof CallplaneError && err.status === 404) return [];
-        throw err;
-      }
-    },
-  });
+  const acting = useSession();
+  const list = useQuery(webhookQueries.relays(acting));
   return (
     <Page title="Webhook relays" actions={<WebhookNav />}>
       <Section title="Relays">
@@ -98,12 +90,7 @@ function headersOf(text: string): Record<string, string>[] {
 export function RelayForm({ existing }: { existing?: RelayConfig }) {
   const { orgId, target } = useSession();
   const client = useQueryClient();
-  const types = useQuery({
-    enabled: !existing,
-    queryKey: ['webhook-relay-types'],
-    queryFn: () => ok(api.GET('/api/v2/webhookRelay/types')),
-    staleTime: 600_000,
-  });
+  const types = useQuery({ ...webhookQueries.relayTypes(), enabled: !existing });
   const [type, setType] = useState(existing?.type ?? 'generic');
   const [url, setUrl] = useState(existing?.url ?? '');
   const [timeout, setTimeoutMs] = useState(existing ? String(existing.timeout) : '');
@@ -119,8 +106,7 @@ export function RelayForm({ existing }: { existing?: RelayConfig }) {
     onSuccess: () => {
       // Secrets typed here are not kept in the page once sent.
       setStripeSecret(''); setPassword(''); setHeaders(''); setRotate(false); setClearHeaders(false);
-      void client.invalidateQueries({ queryKey: ['webhook-relays', orgId] });
-      void client.invalidateQueries({ queryKey: ['webhook-relay', orgId, type] });
+      void relayChanged(client, orgId, type);
     },
   });
   const submit = (e: FormEvent) => {

@@ -7,6 +7,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
 import { api, ok, when } from '../../api.ts';
 import { Link, useRoute } from '../../router.tsx';
+import { deliveriesChanged, subscriptionAdded, subscriptionRemoved, webhookQueries } from '../../queries/webhooks.ts';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
@@ -37,20 +38,18 @@ export default function WebhooksPage() {
 }
 
 function Subscriptions() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
-  const list = useQuery({
-    queryKey: ['webhooks', orgId],
-    queryFn: () => ok(api.GET('/api/v2/webhooks', { params: { query: { ...target } } })),
-  });
+  const list = useQuery(webhookQueries.subscriptions(acting));
   const [form, setForm] = useState({ url: '', label: '', type: 'task' });
   const add = useMutation({
     mutationFn: () => ok(api.POST('/api/v2/webhooks', { params: { query: { ...target } }, body: form })),
-    onSuccess: () => { setForm({ url: '', label: '', type: form.type }); void client.invalidateQueries({ queryKey: ['webhooks', orgId] }); },
+    onSuccess: () => { setForm({ url: '', label: '', type: form.type }); void subscriptionAdded(client, orgId); },
   });
   const remove = useMutation({
     mutationFn: (w: Webhook) => ok(api.DELETE('/api/v2/webhooks', { params: { query: { ...target } }, body: { url: w.url, type: w.type } })),
-    onSuccess: () => { add.reset(); void client.invalidateQueries({ queryKey: ['webhooks', orgId] }); void client.invalidateQueries({ queryKey: ['webhook-deliveries', orgId] }); },
+    onSuccess: () => { add.reset(); void subscriptionRemoved(client, orgId); },
   });
   const submit = (e: FormEvent) => { e.preventDefault(); add.mutate(); };
   const created = add.data as (typeof add.data & { signingSecret?: string }) | undefined;
@@ -92,19 +91,15 @@ function Subscriptions() {
 }
 
 function Deliveries() {
-  const { orgId, target } = useSession();
+  const acting = useSession();
+  const { orgId, target } = acting;
   const client = useQueryClient();
   const [state, setState] = useState('');
   const [offset, setOffset] = useState(0);
-  const query = { ...target, limit: PAGE, offset, ...(state ? { state } : {}) };
-  const list = useQuery({
-    queryKey: ['webhook-deliveries', orgId, query],
-    queryFn: () => ok(api.GET('/api/v2/webhooks/deliveries', { params: { query } })),
-    refetchInterval: 3_000,
-  });
+  const list = useQuery(webhookQueries.deliveries(acting, { limit: PAGE, offset, ...(state ? { state } : {}) }));
   const replay = useMutation({
     mutationFn: (d: Delivery) => ok(api.POST('/api/v2/webhooks/deliveries/{id}/replay', { params: { path: { id: d.id }, query: { ...target } } })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ['webhook-deliveries', orgId] }),
+    onSuccess: () => void deliveriesChanged(client, orgId),
   });
   const total = list.data?.total ?? 0;
   return (
