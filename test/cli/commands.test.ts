@@ -14,7 +14,7 @@ import { createCallplaneClient, ok, type CallplaneClient } from '../../sdk/index
 import { DIST_MAIN, ensureBuilt, ROOT } from '../helpers/dist.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, PG_URL, SKIPPED_ENGINES } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, PG_URL, SKIPPED_ENGINES } from '../helpers/harness.ts';
 import { createScratchPgDatabase } from '../helpers/scratch-pg.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
 import { freePort, waitFor } from '../helpers/wait.ts';
@@ -430,5 +430,5 @@ for (const engine of ENGINES) {
   });
 }
 for (const engine of SKIPPED_ENGINES) {
-  describe(`callplane commands [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+  describe(`callplane commands [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});
 }

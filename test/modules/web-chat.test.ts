@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { chromium } from 'playwright-core';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { toolsSkip, which } from '../helpers/system-tools.ts';
 
 const run = `${process.pid.toString(36)}${Date.now().toString(36)}`;
@@ -394,4 +394,4 @@ for (const engine of ENGINES) {
     });
   });
 }
-for (const engine of SKIPPED_ENGINES) describe(`web chat [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`web chat [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});
