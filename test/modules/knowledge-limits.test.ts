@@ -18,7 +18,7 @@ import zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { ensureBuilt, DIST_MAIN, ROOT } from '../helpers/dist.ts';
 import { forEachEngine } from '../helpers/engines.ts';
-import { freePort } from '../helpers/wait.ts';
+import { freePort, within } from '../helpers/wait.ts';
 
 /** A one-page PDF whose content stream is `content`, Flate-compressed, with a correct xref table. */
 function flatePdf(content: Buffer): Buffer {
@@ -226,7 +226,7 @@ describe('the built service, SIGTERM while a PDF bomb is read', () => {
       assert.ok(Date.now() - t0 < HEALTH_BOUND_MS, `/healthz took ${Date.now() - t0} ms`);
       const t1 = Date.now();
       child.kill('SIGTERM');
-      const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000))]);
+      const code = await within(exited, 20_000, () => 'timeout' as const);
       assert.equal(code, 0, `exit ${String(code)}; output:\n${out.slice(-3000)}`);
       assert.ok(Date.now() - t1 < 10_000, `stopped after ${Date.now() - t1} ms`);
       const answer = await pending;
