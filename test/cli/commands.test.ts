@@ -4,6 +4,7 @@
 // process on each engine: tokens create/list/revoke, tasks import with a CSV (progress, the
 // per-row report, the tasks queued), agents publish, calls watch following a SIMULATED call until
 // SIGINT, and doctor on a good and on broken configurations.
+// @lane wall
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

@@ -5,6 +5,7 @@
 // after its stream is cut (reconnecting, then a new snapshot), and link to the conversation once it
 // ends; the conversation page must show the transcript, each turn's latency and the analysis, and
 // play the recording; a room moves to junk and back.
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';

@@ -5,6 +5,7 @@
 // Twilio server records it). Also: retries of one MessageSid, forged and foreign signatures,
 // unknown numbers, two organizations, text tasks recorded in the person's conversation, the
 // SIMULATED engine and carrier, carrier failures while sending a reply, and the twilioSMS relay.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';

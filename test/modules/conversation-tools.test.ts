@@ -6,6 +6,7 @@
 // with requireVerifiedCallerForTexts texts no caller whose caller ID Twilio did not fully attest.
 // The model is test/helpers/fake-llm.ts, replies go to a loopback receiver, calls come from
 // test/helpers/fake-twilio.ts; what the tools made is read from the tasks table.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo } from '../../src/modules/conversations/repository.ts';

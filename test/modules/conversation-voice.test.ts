@@ -4,6 +4,7 @@
 // turn on the fake model server (test/helpers/fake-llm.ts) whose reply is said back; silence,
 // hang-ups, transfers, model failures and timeouts, signatures and tenancy; the transcript is read
 // from the conversation tables.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';

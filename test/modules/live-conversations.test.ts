@@ -4,6 +4,7 @@
 // the person's line and the agent's; another organization's stream, and one on another agent,
 // see none of it; a deleted token's stream and a suspended organization's are closed; a client that does
 // not read is dropped; the per-token and process-wide caps answer 429.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';

@@ -3,6 +3,7 @@
 // SSRF-checked at PUT and at request time, per organization, bounded), the resolution order, and
 // autoReviewAgentConfiguration on the rules (SIMULATED) and on a model (the fake server) — on both
 // engines.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';

@@ -2,6 +2,8 @@
 // harness's worker through its SIP runtime (127.0.0.1) to sipp as the far end (127.0.0.5), and their
 // outcomes become task states; captures are served per Call-ID. Inbound INVITEs come from sipp as a
 // caller on 127.0.0.6 and are refused with 403 unless the address is on the organization's whitelist.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { verifyAuthorization } from '../../src/sip/digest.ts';

@@ -5,6 +5,8 @@
 // places) the call, the voice session hears through the VAD and pocketsphinx, the model server on
 // loopback answers, and espeak-ng speaks. Keys both ways, the agent's hang-up, and a blind transfer
 // by REFER are checked on the wire.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';

@@ -11,6 +11,7 @@
 // hears speech only, so a turn there is a SpeechResult; the stream path's caller here presses a
 // key instead of speaking (no speech engine on the caller's side); SIP's caller speaks to the
 // scripted recogniser. Real time is short: callerResponseTimeout is 1 s.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { accountRepo } from '../../src/modules/accounts/repository.ts';

@@ -4,6 +4,8 @@
 // visitor's own transcript; limits; the welcome message; end_conversation; model failures; and a
 // real browser (Debian's Chromium through playwright-core) typing into the page of a listening
 // server, with markup in a message shown as text.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';

@@ -1,6 +1,7 @@
 // The typed client (sdk/, @callplane/client) against the real app listening on loopback, on each
 // engine: the account ladder made through it, a task queued and read back, and the error answers
 // it turns into CallplaneError ({success: false, message} and the status).
+// @engines sqlite
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';

@@ -1,6 +1,7 @@
 // Outbound calls against sipp as the far end (test/helpers/sip-peers.ts, scenarios in
 // test/fixtures/sip): a full call INVITE → 180 → 200 → ACK → BYE over UDP and TCP, busy, declined,
 // no answer with CANCEL, a BYE from the far end, digest answers to 401 and 407, and aborts.
+// @lane wall
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { placeSipCall, type PlaceCallOptions } from '../../src/sip/call.ts';
