@@ -7,6 +7,7 @@
 // transfer.) A new process on the same database rescues the window once its lease has expired and
 // ships it again to the same name: afterwards exactly one file per window, each shipped once,
 // complete (its checksum), no window skipped. On both engines (SQLite: the same DATA_DIR).
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

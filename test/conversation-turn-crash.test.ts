@@ -6,6 +6,7 @@
 // exactly one text task, one follow-up, one reply. And a webhook action whose POST was out when
 // the process died is not sent again: the model is told its answer is unknown. On both engines
 // (SQLite: the same DATA_DIR).
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -1,6 +1,7 @@
 // The HTTP surface as a whole: every route of the generated OpenAPI document refuses a missing
 // token and garbage input with a JSON 4xx (never a 5xx), body parsing errors and limits, the
 // operations endpoints, the served document and reference page, and request ids.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';

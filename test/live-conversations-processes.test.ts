@@ -7,6 +7,7 @@
 // another within a second (the tokens table's change trigger, not the 15 s recheck). SQLite has
 // one process per DATA_DIR, so there is nothing to test there (the in-process path is
 // test/modules/live-conversations.test.ts).
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -10,6 +10,7 @@
 // delivery arrived at a real receiver (the dead worker's deliveries in flight were sent again by
 // the survivor), and the dead worker's SIP registration was taken over by the survivor (a fresh
 // binding from its Contact in Kamailio's location table).
+// @lane wall
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';

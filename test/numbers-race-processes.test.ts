@@ -4,6 +4,7 @@
 // test/helpers/fake-twilio.ts, which records every request), assigning the same numbers at once
 // through both. Of each number's assigns exactly one wins and the others are 409; Twilio is asked
 // to sell each number once; one row holds it. PostgreSQL only: SQLite is one process's file.
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

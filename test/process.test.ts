@@ -2,6 +2,7 @@
 // bin/callplane.js run; built first when stale), or `npm start` and `bin/callplane.js` themselves,
 // on a temp DATA_DIR and a free port, spoken to over real HTTP and stopped with real signals. Every
 // test sets up what it needs (its own DATA_DIR, its own first start), so any one runs alone.
+// @lane wall
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';

@@ -3,6 +3,7 @@
 // PostgreSQL an API process and two workers share the database and the survivor rescues the dead
 // worker's tasks; on SQLite (one process per DATA_DIR) the killed `--role all` process is replaced
 // by a new one on the same DATA_DIR.
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -1,6 +1,7 @@
 // Nothing accepted is lost when a delivery worker dies: a real `serve --role worker` process is
 // SIGKILLed while it sends deliveries to a slow receiver, a new one is started, and every accepted
 // delivery arrives (the receiver dedupes on webhook-id, as Standard Webhooks receivers do).
+// @lane wall
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';

@@ -4,6 +4,7 @@
 // process on each engine: tokens create/list/revoke, tasks import with a CSV (progress, the
 // per-row report, the tasks queued), agents publish, calls watch following a SIMULATED call until
 // SIGINT, and doctor on a good and on broken configurations.
+// @lane wall
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,7 +15,7 @@ import { createCallplaneClient, ok, type CallplaneClient } from '../../sdk/index
 import { DIST_MAIN, ensureBuilt, ROOT } from '../helpers/dist.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, PG_URL, SKIPPED_ENGINES } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, PG_URL, SKIPPED_ENGINES } from '../helpers/harness.ts';
 import { createScratchPgDatabase } from '../helpers/scratch-pg.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
 import { freePort, waitFor } from '../helpers/wait.ts';
@@ -430,5 +431,5 @@ for (const engine of ENGINES) {
   });
 }
 for (const engine of SKIPPED_ENGINES) {
-  describe(`callplane commands [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+  describe(`callplane commands [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});
 }

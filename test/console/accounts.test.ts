@@ -3,6 +3,7 @@
 // confirming, makes a one-time sign-in link for its owner that signs in a fresh browser, creates a
 // token (shown once; it works) and revokes it (it stops working), and adds an agent. Everything is
 // checked through the API as well as on the page.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/harness.ts';

@@ -3,6 +3,7 @@
 // version restored, a knowledge base with an uploaded document searched, and a test chat with the
 // STAGING configuration (the SIMULATED model engine answers; the unpublished greeting proves it is
 // staging). Each step is checked through the API as well as on the page.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/harness.ts';

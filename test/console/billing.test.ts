@@ -3,6 +3,7 @@
 // three tasks and sells no overage, so a fourth waits with its reason. The page shows the plan, what
 // is used of it, the held task's reason and the usage charts; adds and removes an add-on;
 // subscribes to a plan on offer and cancels; and, as the reseller, starts a billing period.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/harness.ts';

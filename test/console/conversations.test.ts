@@ -5,6 +5,7 @@
 // after its stream is cut (reconnecting, then a new snapshot), and link to the conversation once it
 // ends; the conversation page must show the transcript, each turn's latency and the analysis, and
 // play the recording; a room moves to junk and back.
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';
@@ -17,10 +18,10 @@ import { startHarness, type Harness } from '../helpers/harness.ts';
 import { startSipp, type Sipp } from '../helpers/sip-peers.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
 import { publishAgent, stt, tts, voicePeer } from '../helpers/voice-peer.ts';
+import { within } from '../helpers/wait.ts';
 
 const HOST = '127.0.0.1';
 const CALLER = '127.0.0.7';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const portMin = 46_000 + 2 * crypto.randomInt(0, 2_500);
 const testPorts = new PortPool({ portMin, portMax: portMin + 2 * 19 });
 
@@ -142,7 +143,7 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
       llm.script.push({ text: 'Goodbye.', toolCalls: [{ name: 'end_conversation', arguments: { reason: 'done' } }] });
       llm.script.push({ text: JSON.stringify({ summary: 'The caller asked for the opening hours; the agent said nine.', outcome: 'resolved', leadRating: 3, leadRatingReason: 'Asked about hours only.', fields: {} }) });
       end.rtp.sendDigits('5');
-      assert.equal(await Promise.race([sipp.exited, sleep(30_000).then(() => 'still running')]), 0, sipp.output());
+      assert.equal(await within(sipp.exited, 30_000, () => 'still running'), 0, sipp.output());
       const ended = page.locator('section.card').filter({ has: page.getByRole('heading', { name: /^Call from / }) });
       await ended.getByText(/^Ended: /).waitFor({ timeout: 10_000 });
       await page.getByRole('heading', { name: 'Ended while this page was open (1)' }).waitFor();

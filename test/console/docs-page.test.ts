@@ -2,6 +2,8 @@
 // (issue 33): it gets the console's framing and script rules, its "Try it out" calls the page's own
 // origin whatever host name it was opened on, and the console's cookie is `__Host-` prefixed over
 // https (Secure, Path=/, no Domain), the only name read there.
+// @lane wall
+// @engines sqlite
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';

@@ -2,6 +2,7 @@
 // configured): a search by area code says SIMULATED and lists numbers; one is bought for the agent
 // chosen, appears held by that agent (in the page and in the API), and is returned after a
 // confirmation. A reseller binds a number of its own (BYO) and sees where to point it.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/harness.ts';

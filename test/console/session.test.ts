@@ -1,6 +1,7 @@
 // The web console's sign-in and its pages as served (src/modules/console/routes.ts): a token, or a
 // reseller's one-time token, is traded for an HttpOnly session cookie that counts only with the
 // console's header, is scoped like the token, and stops working when signed out or expired.
+// @engines sqlite
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

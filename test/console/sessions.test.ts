@@ -2,6 +2,7 @@
 // expiry) ends them, they are listed (origin prefix, created, last used) and revocable by the
 // account and its ancestors, a console session is never traded for another, and a console token
 // counts only as the cookie with the console's header — never as ?token= or a bearer.
+// @engines sqlite
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';

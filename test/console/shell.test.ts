@@ -1,5 +1,6 @@
 // The console's shell in Chromium: signing in by a reseller's one-time link and by a token (which
 // the page never keeps), signing out, the organization picker, keyboard use and 400 % zoom.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/harness.ts';

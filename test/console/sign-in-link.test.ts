@@ -1,6 +1,7 @@
 // Opening a one-time sign-in link while signed in as someone else (issue 33): the page asks first
 // ("You are signed in as X; sign in as Y instead?") and never swaps silently; the link is not spent
 // until the person says so, and the sign-in it replaces ends.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/harness.ts';

@@ -3,6 +3,7 @@
 // API's words; the right one becomes "Registered" with the REGISTER's answer; the whitelist takes
 // and loses an entry; the captured REGISTER exchange is drawn as a ladder (an arrow per message)
 // and offered as a pcap; deleting un-REGISTERs.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -3,6 +3,7 @@
 // reload, an API 400 is shown by the form, a scheduled task is canceled and deleted, a CSV with a
 // bad row is uploaded with a progress bar and a per-row report, the imported tasks finish and are
 // counted in the daily chart (in the organization's time zone), and the limits are edited.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/harness.ts';

@@ -3,6 +3,7 @@
 // log (refreshed on its own), its replay delivered once the receiver answers 200; a generic relay
 // configured, a request to its ingress forwarded and replayed; removal and deletion asked first.
 // Loopback targets are opened with CALLPLANE_ALLOW_PRIVATE_TARGETS, as the delivery tests do.
+// @lane wall
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/harness.ts';

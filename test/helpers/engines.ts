@@ -1,6 +1,6 @@
 // Runs a suite once per engine: `forEachEngine('accounts', (h) => { it(…) })`.
 import { after, before, describe } from 'node:test';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type HarnessOptions } from './harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type HarnessOptions } from './harness.ts';
 
 export function forEachEngine(name: string, body: (h: () => Harness) => void, env?: Record<string, string>, opts?: HarnessOptions): void {
   for (const engine of ENGINES) {
@@ -15,6 +15,6 @@ export function forEachEngine(name: string, body: (h: () => Harness) => void, en
     });
   }
   for (const engine of SKIPPED_ENGINES) {
-    describe(`${name} [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+    describe(`${name} [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});
   }
 }

@@ -22,9 +22,19 @@ import { createPlatform, type Platform, type PlatformDeps, type Services } from 
 
 export type Engine = 'sqlite' | 'postgres';
 export const PG_URL = process.env.TEST_DATABASE_URL;
-export const ENGINES: Engine[] = PG_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+/**
+ * This file on SQLite only: scripts/test.mjs sets it for a file marked `// @engines sqlite` (its
+ * suites sit above the repositories, where the engines cannot differ; docs/testing.md) unless
+ * TEST_ENGINES=all. A file run any other way runs on both engines when TEST_DATABASE_URL is set.
+ */
+const SQLITE_ONLY = process.env.CALLPLANE_TEST_ENGINES === 'sqlite';
+export const ENGINES: Engine[] = PG_URL && !SQLITE_ONLY ? ['sqlite', 'postgres'] : ['sqlite'];
 /** Engines not under test in this run (reported as skipped, never silently dropped). */
-export const SKIPPED_ENGINES: Engine[] = PG_URL ? [] : ['postgres'];
+export const SKIPPED_ENGINES: Engine[] = PG_URL && !SQLITE_ONLY ? [] : ['postgres'];
+/** Why the PostgreSQL half of a suite is skipped in this run. */
+export const ENGINE_SKIP_REASON = PG_URL
+  ? 'SQLite only: this file sits above the repositories (`// @engines sqlite`); TEST_ENGINES=all runs its PostgreSQL half'
+  : 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half';
 
 export interface Reply { status: number; body: any; headers: Record<string, unknown> }
 export interface CallOptions { token?: string | null; query?: Record<string, unknown>; body?: unknown; payload?: string; headers?: Record<string, string> }

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseMessage, type SipMessage } from '../../src/sip/message.ts';
 import { KAMAILIO_DBTEXT, KAMAILIO_MODULES, toolsSkip, which } from './system-tools.ts';
+import { within } from './wait.ts';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 export const SIP_FIXTURES = path.resolve(here, '../fixtures/sip');
@@ -250,7 +251,7 @@ function makeHandle(child: ChildProcess, o: Required<KamailioOptions>, port: num
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         killGroup(child, 'SIGTERM');
-        const done = await Promise.race([new Promise((r) => child.once('exit', () => r(true))), sleep(5000).then(() => false)]);
+        const done = await within(new Promise((r) => child.once('exit', () => r(true))), 5000, () => false);
         if (!done) killGroup(child, 'SIGKILL');
       }
       // Any worker still running goes too, and its end of the pipes no longer holds this process.
@@ -351,7 +352,7 @@ export async function startSipp(opts: { host?: string; scenario?: string; vars?:
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
-        const done = await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]);
+        const done = await within(exited.then(() => true), 3000, () => false);
         if (!done) child.kill('SIGKILL');
       }
       fs.rmSync(dir, { recursive: true, force: true });

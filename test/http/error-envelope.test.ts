@@ -2,6 +2,7 @@
 // content type, a path parameter over the length limit, an undecodable URL, an unknown route, a
 // body too large, malformed JSON, a request Node's HTTP parser refuses, errors thrown in hooks)
 // comes as {success: false, message, requestId} with the right status, like our own errors.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { before, it } from 'node:test';

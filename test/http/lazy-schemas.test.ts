@@ -2,6 +2,7 @@
 // the app starts, a schema is compiled once when its route first needs it, and compileAll() finds
 // every schema Ajv or fast-json-stringify would refuse, so a broken one fails here and not on a
 // caller's first request.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { lazySchemas } from '../../src/http/lazy-schemas.ts';

@@ -2,6 +2,7 @@
 // recursive (JSON.stringify of meta, the Idempotency-Key request hash, a serializer) can overflow
 // the stack on it: request bodies on every route, and a CSV row's meta cell. Fastify's JSON parser
 // itself answers 400, never 500, for 100,000 levels.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { before, it } from 'node:test';

@@ -2,6 +2,7 @@
 // real captures (RFC 2833 digit '1' with its end packet repeated under one sequence number, then
 // 30 ms PCMA packets) to an RtpSession, and echoes an RtpSession's own audio back (-rtp_echo).
 // Skips locally without sipp, fails under CI=true (.ci/run installs sip-tester), like test/sip.
+// @lane wall
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';

@@ -5,6 +5,7 @@
 // against the tasks and conversations made here; a server down for a while gets its window once
 // it is back, once, with every window in order. The export's clock is moved forward so windows end
 // without waiting for them.
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -4,6 +4,7 @@
 // trust-on-first-use records the key the first connection sees, then holds to it; the settings
 // require a fingerprint for sftp and again when the server changes. And a slow but live upload
 // (test/helpers/slow-link.ts) is ended by the overall time limit, to be tried again later.
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

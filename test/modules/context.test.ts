@@ -1,5 +1,6 @@
 // Context notes about one person: POST appends, GET returns them oldest first; targets are
 // normalised (E.164, lowercased usernames); sizes are bounded; tenancy keeps organizations apart.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { forEachEngine } from '../helpers/engines.ts';

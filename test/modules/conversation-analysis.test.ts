@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFakeLlm, type FakeLlm, type RecordedChat } from '../helpers/fake-llm.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { accountRepo } from '../../src/modules/accounts/repository.ts';
 import { analysisRepo } from '../../src/modules/conversations/repository.ts';
@@ -485,4 +485,4 @@ for (const engine of ENGINES) {
   });
 }
 
-for (const engine of SKIPPED_ENGINES) describe(`conversation analysis [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`conversation analysis [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});

@@ -6,6 +6,8 @@
 // model answers, and the reply the caller heard is recognised with pocketsphinx and a grammar.
 // Also: refused streams touch nothing, barge-in clears, keys reach the model, transfers and
 // hang-ups go through the fake Twilio Calls API.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';

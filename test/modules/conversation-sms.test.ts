@@ -5,13 +5,14 @@
 // Twilio server records it). Also: retries of one MessageSid, forged and foreign signatures,
 // unknown numbers, two organizations, text tasks recorded in the person's conversation, the
 // SIMULATED engine and carrier, carrier failures while sending a reply, and the twilioSMS relay.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { ConversationRow, MessageRow, TurnRow } from '../../src/db/types.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startFakeTwilio, twilioSignature, type FakeMessage, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PUBLIC = 'https://sms.callplane.test';
@@ -104,7 +105,7 @@ function kit(h: () => Harness) {
 /** What the model was asked in its last request, as role:content lines after the system prompt. */
 const asked = (llm: FakeLlm) => llm.requests.at(-1)!.body.messages.slice(1).map((m) => `${m.role}:${m.content}`);
 
-for (const engine of SKIPPED_ENGINES) describe(`text messages [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`text messages [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});
 
 for (const engine of ENGINES) {
   describe(`text messages with a model provider [${engine}]`, () => {

@@ -6,13 +6,14 @@
 // with requireVerifiedCallerForTexts texts no caller whose caller ID Twilio did not fully attest.
 // The model is test/helpers/fake-llm.ts, replies go to a loopback receiver, calls come from
 // test/helpers/fake-twilio.ts; what the tools made is read from the tasks table.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo } from '../../src/modules/conversations/repository.ts';
 import { MAX_TEXTS_PER_CONVERSATION } from '../../src/modules/conversations/turn.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { freePort } from '../helpers/wait.ts';
 
@@ -205,4 +206,4 @@ for (const engine of ENGINES) {
     });
   });
 }
-for (const engine of SKIPPED_ENGINES) describe(`tools with outside effects [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`tools with outside effects [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});

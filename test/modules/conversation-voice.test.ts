@@ -4,13 +4,14 @@
 // turn on the fake model server (test/helpers/fake-llm.ts) whose reply is said back; silence,
 // hang-ups, transfers, model failures and timeouts, signatures and tenancy; the transcript is read
 // from the conversation tables.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startFakeTwilio, twilioSignature, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { freePort, waitFor } from '../helpers/wait.ts';
 
 const FROM = '+15005550006';
@@ -486,5 +487,5 @@ for (const engine of ENGINES) {
   });
 }
 for (const engine of SKIPPED_ENGINES) {
-  describe(`voice over Twilio [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+  describe(`voice over Twilio [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});
 }

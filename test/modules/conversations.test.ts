@@ -9,7 +9,7 @@ import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { conversationRepo } from '../../src/modules/conversations/repository.ts';
 import { conversationService } from '../../src/modules/conversations/service.ts';
 import { policyFromConfig } from '../../src/webhooks/ssrf.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 
 const FAST = { leaseMs: 5000, heartbeatMs: 500, rescueEveryMs: 500 };
@@ -394,4 +394,4 @@ for (const engine of ENGINES) {
     });
   });
 }
-for (const engine of SKIPPED_ENGINES) describe(`conversations [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`conversations [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});

@@ -1,6 +1,7 @@
 // An organization's integration data: GET and PUT /api/v2/integration/{slug}/{version}, appData
 // sealed at rest and masked in answers, merged key by key, bounded, and 404 for an integration
 // the organization does not have (or another organization's).
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { it } from 'node:test';

@@ -5,6 +5,7 @@
 // written as the client takes it; a reconnect with Last-Event-ID resumes with what was missed; a
 // deleted token, a signed-out console session, an expired session and a suspended account end
 // their streams within a second (the default 15 s recheck is not what ends them).
+// @engines sqlite
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';

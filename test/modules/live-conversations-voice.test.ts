@@ -4,6 +4,8 @@
 // call is still in progress, each transcript line as it is said: the agent's welcome, what the
 // caller said as the agent heard it, the agent's answer. A stream opened mid-call draws the call
 // from its snapshot with its lines so far; the caller hanging up ends it on the stream.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo } from '../../src/modules/conversations/repository.ts';

@@ -4,6 +4,7 @@
 // the person's line and the agent's; another organization's stream, and one on another agent,
 // see none of it; a deleted token's stream and a suspended organization's are closed; a client that does
 // not read is dropped; the per-token and process-wide caps answer 429.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -12,7 +13,7 @@ import { CallplaneError, createCallplaneClient, liveEvents, type LiveEvent } fro
 import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { openLive, type LiveClient, type SseEvent } from '../helpers/live-feed.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
-import { sleep, waitFor } from '../helpers/wait.ts';
+import { sleep, waitFor, within } from '../helpers/wait.ts';
 
 const FAST = { leaseMs: 5000, heartbeatMs: 500, rescueEveryMs: 500 };
 
@@ -149,7 +150,7 @@ for (const engine of ENGINES) {
           if (!abort.signal.aborted) throw err;
         }
       })();
-      await Promise.race([following, sleep(10_000).then(() => assert.fail(`no reply line: ${JSON.stringify(seen)}`))]);
+      await within(following, 10_000, () => assert.fail(`no reply line: ${JSON.stringify(seen)}`));
       abort.abort();
       assert.deepEqual(seen.map((e) => e.event), ['snapshot', 'conversation', 'message', 'message']);
       const line = seen[2]!;
@@ -179,7 +180,7 @@ for (const engine of ENGINES) {
       assert.equal(del.status, 200, JSON.stringify(del.body));
       const closed = await c.next('closed', (e) => e.event === 'closed', 5000);
       assert.match(closed.data.message, /deleted token/);
-      await Promise.race([c.ended, sleep(5000).then(() => assert.fail('the stream did not end'))]);
+      await within(c.ended, 5000, () => assert.fail('the stream did not end'));
       // A stream of the organization's own token goes on.
       const still = await open(o.token);
       await after0(still, 'snapshot');

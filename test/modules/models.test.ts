@@ -3,6 +3,7 @@
 // SSRF-checked at PUT and at request time, per organization, bounded), the resolution order, and
 // autoReviewAgentConfiguration on the rules (SIMULATED) and on a model (the fake server) — on both
 // engines.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -18,7 +19,7 @@ import { modelsService } from '../../src/modules/models/service.ts';
 import { defaultConfig } from '../../src/modules/agents/validation.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type Reply } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type Reply } from '../helpers/harness.ts';
 
 function expectError(res: Reply, status: number, ...words: string[]): void {
   assert.equal(res.status, status, JSON.stringify(res.body));
@@ -465,7 +466,7 @@ for (const engine of ENGINES) {
   });
 }
 for (const engine of SKIPPED_ENGINES) {
-  describe(`models with providers [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+  describe(`models with providers [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { conversationRepo } from '../../src/modules/conversations/repository.ts';
 import type { FakeLlm } from '../helpers/fake-llm.ts';
 import type { FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, SKIPPED_ENGINES, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, type Harness } from '../helpers/harness.ts';
 import { startTwilioApp, type TwilioApp } from '../helpers/twilio-app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { numberCalls } from '../helpers/numbers.ts';
@@ -184,4 +184,4 @@ for (const engine of ENGINES) {
   });
 }
 
-for (const engine of SKIPPED_ENGINES) describe(`calls and texts arriving on a held number [${engine}]`, { skip: 'TEST_DATABASE_URL is not set' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`calls and texts arriving on a held number [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { releaseRepo } from '../../src/modules/numbers/repository.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { numberCalls } from '../helpers/numbers.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
 
@@ -130,4 +130,4 @@ for (const engine of ENGINES) {
     });
   });
 }
-for (const engine of SKIPPED_ENGINES) describe(`numbers given back when their holder is deleted [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`numbers given back when their holder is deleted [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});

@@ -3,6 +3,8 @@
 // organization's first); a number another organization holds is a 404 even from a trunk this one
 // whitelisted; the agent's cnamAutoRejectRegex refuses with cnamAutoRejectCode; preAnswerRingTime
 // is a 180 Ringing before the 200.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { newBranch } from '../../src/sip/endpoint.ts';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type Reply } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type Reply } from '../helpers/harness.ts';
 import { numberCalls } from '../helpers/numbers.ts';
 
 const PUBLIC = 'https://numbers.callplane.test';
@@ -242,4 +242,4 @@ for (const engine of ENGINES) {
     });
   });
 }
-for (const engine of SKIPPED_ENGINES) describe(`phone numbers at twilio [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`phone numbers at twilio [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});

@@ -5,6 +5,7 @@
 // secret beside a target: organizations' model providers (apiKey, baseUrl), numbering providers
 // (config.authToken, config.apiBaseUrl), relays (headers, url), integrations (appData secrets, appData
 // URLs) and SIP registrations (password, the registrar) — on both engines.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { secretTargetRefusal, sipOrigin, urlOrigin } from '../../src/lib/secret-target.ts';

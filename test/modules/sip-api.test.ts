@@ -2,6 +2,7 @@
 // of every SIP route (organization token, targetAccountId for ancestors, agents read-only, other
 // tenants 404), the whitelist and outbound routes as stored and listed, captures scoped to the
 // organization, and registration when no SIP worker answers (502, nothing kept; DELETE removes).
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { newId } from '../../src/lib/ids.ts';

@@ -2,6 +2,8 @@
 // harness's worker through its SIP runtime (127.0.0.1) to sipp as the far end (127.0.0.5), and their
 // outcomes become task states; captures are served per Call-ID. Inbound INVITEs come from sipp as a
 // caller on 127.0.0.6 and are refused with 403 unless the address is on the organization's whitelist.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { verifyAuthorization } from '../../src/sip/digest.ts';
@@ -9,12 +11,13 @@ import { newCallId, newTag, SipEndpoint } from '../../src/sip/endpoint.ts';
 import { parseMessage, SipHeaders } from '../../src/sip/message.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { freePort, peersSkip, sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+import { within } from '../helpers/wait.ts';
 
 const FAR_END = '127.0.0.5';
 const CALLER = '127.0.0.6';
 const FINAL = ['finished', 'failed', 'canceled'];
 
-const exitOf = (sipp: Sipp, ms = 10_000) => Promise.race([sipp.exited, new Promise((r) => setTimeout(() => r('still running'), ms))]);
+const exitOf = (sipp: Sipp, ms = 10_000) => within(sipp.exited, ms, () => 'still running');
 
 describe('calls over SIP', { skip: peersSkip(['sipp']) }, () => {
   forEachEngine('SIP calls', (h) => {

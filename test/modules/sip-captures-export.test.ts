@@ -2,6 +2,8 @@
 // parser written here from the libpcap/Ethernet/IP/UDP/TCP layouts, and by tshark (Wireshark's
 // reader; CI installs it) when it is installed. The captures come from a real REGISTER exchange
 // of the harness's SIP runtime (UDP, IPv4) and from rows of a call over TCP and IPv6.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

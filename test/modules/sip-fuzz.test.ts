@@ -2,6 +2,7 @@
 // worker takes it, which is all a valid body can get here): odd strings, numbers, objects and
 // arrays in every field, on both engines (PostgreSQL's bigint and text columns refuse more than
 // SQLite does). Found the 500 a fractional captures bound gave on PostgreSQL.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { forEachEngine } from '../helpers/engines.ts';

@@ -2,6 +2,8 @@
 // just the endpoint's parser): INVITEs whose To, Request-URI, Contact or Call-ID are strange, from
 // a whitelisted source and from a stranger, over UDP and TCP, and raw garbage. The process keeps
 // answering, strangers get 403 whatever they send, and nothing of theirs is captured.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { it } from 'node:test';

@@ -3,6 +3,7 @@
 // one SQLite file opened twice — and one Kamailio. Each registration is REGISTERed by exactly one of them; when its owner dies without
 // giving its leases back, the other takes its registrations over once the lease has expired;
 // a clean stop gives them back at once.
+// @lane wall
 import { Wakeups } from '../../src/queue/waker.ts';
 import assert from 'node:assert/strict';
 import path from 'node:path';

@@ -3,6 +3,8 @@
 // like REGISTERs, PUBLISH handled by handle_publish()). The worker's runtime runs in the harness on
 // 127.0.0.1, Kamailio on 127.0.0.7; the test publishes the AOR's status from its own SipEndpoint and
 // reads what the API, the captures, sip_events and a signed `registration` webhook say.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';

@@ -2,6 +2,7 @@
 // (test/helpers/sip-peers.ts): the worker's SIP runtime runs in the harness on 127.0.0.1, Kamailio
 // on 127.0.0.4. Bindings are read from Kamailio's location table; events from sip_events and the
 // signed `registration` webhook a receiver gets.
+// @lane wall
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';

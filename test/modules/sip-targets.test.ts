@@ -3,6 +3,8 @@
 // resolves to loopback (a name that was public when configured, then rebound) is refused when the
 // worker sends, before anything reaches it; and a registrar that is refused, hangs up or stays
 // silent gets the same 502 text, so the API is no port scanner.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, it } from 'node:test';

@@ -5,6 +5,8 @@
 // places) the call, the voice session hears through the VAD and pocketsphinx, the model server on
 // loopback answers, and espeak-ng speaks. Keys both ways, the agent's hang-up, and a blind transfer
 // by REFER are checked on the wire.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -15,13 +17,14 @@ import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
 import { publishAgent, stt, tts, voicePeer } from '../helpers/voice-peer.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
+import { within } from '../helpers/wait.ts';
 
 const HOST = '127.0.0.1';
 const FAR_END = '127.0.0.5';
 const CALLER = '127.0.0.6';
 const FINAL = ['finished', 'failed', 'canceled'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const exitOf = (sipp: Sipp, ms = 30_000) => Promise.race([sipp.exited, sleep(ms).then(() => 'still running')]);
+const exitOf = (sipp: Sipp, ms = 30_000) => within(sipp.exited, ms, () => 'still running');
 
 let llm: FakeLlm;
 /** The harness's settings; the model server's address is filled in once it listens. */

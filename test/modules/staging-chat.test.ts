@@ -3,6 +3,7 @@
 // (not live), the reply is answered at once, a session keeps its history and another starts afresh,
 // the staging welcome message opens a session, bad input is a 400 naming the field, and an agent
 // outside the caller's subtree is 404.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { liveRepo } from '../../src/modules/conversations/repository.ts';

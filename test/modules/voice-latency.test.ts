@@ -6,6 +6,8 @@
 // /metrics has the histograms by path and engine, and GET /api/v2/agent/{agentId}/latency
 // summarises the agent's turns for its own organization and nobody else's. The budget's log line
 // is checked on the recorder itself.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { accountRepo } from '../../src/modules/accounts/repository.ts';

@@ -11,6 +11,7 @@
 // hears speech only, so a turn there is a SpeechResult; the stream path's caller here presses a
 // key instead of speaking (no speech engine on the caller's side); SIP's caller speaks to the
 // scripted recogniser. Real time is short: callerResponseTimeout is 1 s.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { accountRepo } from '../../src/modules/accounts/repository.ts';
@@ -25,7 +26,7 @@ import { FakeMediaStream } from '../helpers/fake-media-stream.ts';
 import type { FakeLlm, ScriptedReply } from '../helpers/fake-llm.ts';
 import type { FakeTwilio } from '../helpers/fake-twilio.ts';
 import { FakeVoiceTransport, ScriptedStt, ShortTts } from '../helpers/fake-voice-transport.ts';
-import { ENGINES, SKIPPED_ENGINES, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, type Harness } from '../helpers/harness.ts';
 import { startTwilioApp, type TwilioApp } from '../helpers/twilio-app.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -243,4 +244,4 @@ for (const engine of ENGINES) {
     }
   });
 }
-for (const engine of SKIPPED_ENGINES) describe(`one call policy on every path [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`one call policy on every path [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});

@@ -3,6 +3,7 @@
 // VAD and pocketsphinx, the model server on loopback answers, the agent speaks the answer
 // (espeak-ng) and the caller's side recognises what it heard (pocketsphinx with a grammar, so the
 // check is deterministic). Then the caller hangs up and the conversation ends `hung_up`.
+// @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';

@@ -5,6 +5,8 @@
 // and the agent's side (the SIP worker, the voice session and its voicemail screen) decides from
 // the call's own frames: after the beep the task's message is left, recorded and linked, and the
 // task's outcome is voicemail; a person is greeted and the conversation goes on.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';

@@ -6,6 +6,8 @@
 // session's screen decides: a machine is hung up on through the Calls API, or given the task's
 // message after the beep; a person is greeted. The verdict is on the conversation (answeredBy)
 // and on the task (result.outcome voicemail, result.answeredBy).
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';

@@ -4,6 +4,7 @@
 // callback decides: a machine is hung up on, or given the task's message and hung up on, or talked
 // to; a person is talked to. The conversation records who answered; the task's outcome is
 // `voicemail`. Signatures and tenancy of the callback route; validation of the settings.
+// @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';

@@ -4,13 +4,15 @@
 // visitor's own transcript; limits; the welcome message; end_conversation; model failures; and a
 // real browser (Debian's Chromium through playwright-core) typing into the page of a listening
 // server, with markup in a message shown as text.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { chromium } from 'playwright-core';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { toolsSkip, which } from '../helpers/system-tools.ts';
 
 const run = `${process.pid.toString(36)}${Date.now().toString(36)}`;
@@ -394,4 +396,4 @@ for (const engine of ENGINES) {
     });
   });
 }
-for (const engine of SKIPPED_ENGINES) describe(`web chat [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+for (const engine of SKIPPED_ENGINES) describe(`web chat [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});

@@ -3,6 +3,7 @@
 // tool and which Debian packages to install, the final "N passed, N failed, N skipped" line stays
 // last, and the run passes, quickly, instead of failing or waiting on a timeout. The machine that
 // runs this has the tools; CALLPLANE_TEST_HIDE_TOOLS makes the helper treat them as missing.
+// @lane wall
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';

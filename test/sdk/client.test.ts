@@ -1,11 +1,12 @@
 // The typed client (sdk/, @callplane/client) against the real app listening on loopback, on each
 // engine: the account ladder made through it, a task queued and read back, and the error answers
 // it turns into CallplaneError ({success: false, message} and the status).
+// @engines sqlite
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { CallplaneError, createCallplaneClient, ok, type CallplaneClient } from '../../sdk/index.ts';
-import { ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
+import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 for (const engine of ENGINES) {
@@ -91,5 +92,5 @@ for (const engine of ENGINES) {
   });
 }
 for (const engine of SKIPPED_ENGINES) {
-  describe(`typed client [${engine}]`, { skip: 'set TEST_DATABASE_URL=postgres://… to run the PostgreSQL half' }, () => {});
+  describe(`typed client [${engine}]`, { skip: ENGINE_SKIP_REASON }, () => {});
 }

@@ -1,6 +1,7 @@
 // Outbound calls against sipp as the far end (test/helpers/sip-peers.ts, scenarios in
 // test/fixtures/sip): a full call INVITE → 180 → 200 → ACK → BYE over UDP and TCP, busy, declined,
 // no answer with CANCEL, a BYE from the far end, digest answers to 401 and 407, and aborts.
+// @lane wall
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { placeSipCall, type PlaceCallOptions } from '../../src/sip/call.ts';
@@ -9,6 +10,7 @@ import { SipEndpoint, type Remote } from '../../src/sip/endpoint.ts';
 import { parseCSeq, parseMessage, parseNameAddr, parseVia, type SipMessage, type SipRequest } from '../../src/sip/message.ts';
 import { parseSdp } from '../../src/sip/sdp.ts';
 import { peersSkip, sippFlow, startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
+import { within } from '../helpers/wait.ts';
 
 interface Seen { dir: 'in' | 'out'; msg: SipMessage; remote: Remote }
 
@@ -18,7 +20,7 @@ async function flowOf(sipp: Sipp, n: number): Promise<string[]> {
   return sippFlow(sipp);
 }
 
-const finished = (sipp: Sipp) => Promise.race([sipp.exited, new Promise((r) => setTimeout(() => r('still running'), 5000))]);
+const finished = (sipp: Sipp) => within(sipp.exited, 5000, () => 'still running');
 
 describe('SIP calls against sipp', { skip: peersSkip(['sipp']) }, () => {
   let ep: SipEndpoint;

@@ -1,6 +1,7 @@
 // The SIP endpoint's transport and transaction behaviour, with raw UDP/TCP/TLS peers on loopback:
 // binding errors, garbage, our own address as next hop, retransmissions both ways, received/rport,
 // ACK of non-2xx finals, CANCEL of an inbound INVITE, TLS trust, IPv6, host names.
+// @lane wall
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import dgram from 'node:dgram';

@@ -1,6 +1,7 @@
 // Registration against a real Kamailio registrar with digest auth (test/helpers/sip-peers.ts):
 // accepted bindings seen in its location table over UDP and TCP, refused credentials, an
 // unreachable registrar, refresh at half the granted expiry, stale nonces, 423, unregister.
+// @lane wall
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';

@@ -4,6 +4,7 @@
 // within about 1.5 s of their last word — a long front-desk greeting too, which waits for what
 // follows it; speech that never pauses is a machine at the hard maximum; the same audio gives the same events however it is cut;
 // a cue phrase decides machine; nothing said is unknown.
+// @lane wall
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { decodeG711, encodeG711 } from '../../src/media/g711.ts';

@@ -2,6 +2,7 @@
 // voice picked from a BCP-47 language and a gender, bounds refused before anything runs, and an
 // abort that leaves no process behind. Without the espeak-ng package they skip locally (saying
 // which package to install) and fail under CI=true: test/helpers/system-tools.ts.
+// @lane wall
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { VOICES } from '../../src/modules/agents/catalog.ts';

@@ -4,6 +4,7 @@
 // text; bounds are refused before anything runs; abort and timeout leave no process behind.
 // Without espeak-ng, pocketsphinx or pocketsphinx-en-us they skip locally (saying which package to
 // install) and fail under CI=true: test/helpers/system-tools.ts.
+// @lane wall
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
