@@ -5,6 +5,8 @@
 // grammar, in the order they were said), be served to the owning organization and its agent and
 // to nobody else, carry the recording notice (autoRecordingNotification `always`) in the audio and
 // the transcript, and be swept by maintenance past the retention or once its conversation is gone.
+// @lane wall
+// @engines sqlite
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
