@@ -142,4 +142,3 @@ export async function twilioCarrierOf(deps: Pick<CarrierChoiceDeps, 'db' | 'box'
     accountSid: merged.accountSid ?? '', authToken: merged.authToken ?? '', phoneNumber: merged.phoneNumber, apiBaseUrl: merged.apiBaseUrl,
   }, deps.carrierOptions?.twilio);
 }
-

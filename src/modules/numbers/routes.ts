@@ -14,7 +14,7 @@ import type { NumbersService } from './service.ts';
  */
 export interface SimulatedTexts {
   receiveSimulated(orgId: number, holder: number | null, text: { from: string; to: string; body: string }, log: { warn(obj: object, msg: string): void }):
-    Promise<{ kind: 'queued'; messageId: string; conversationId: string } | { kind: 'duplicate' | 'no-agent' }>;
+  Promise<{ kind: 'queued'; messageId: string; conversationId: string } | { kind: 'duplicate' | 'no-agent' }>;
 }
 
 const tags = ['Phone Numbers'];
