@@ -14,7 +14,7 @@ import { first, type TwilioForm } from '../../providers/twilio/form.ts';
 import { signedByTwilio } from '../../providers/twilio/signature.ts';
 import { providerSettings, refuseTwilioRequest, TWILIO_REFUSED } from '../numbering/carriers.ts';
 import { taskRepo } from './repository.ts';
-import type { TaskQueueCore } from './task-queue.ts';
+import type { TaskQueue } from './task-queue.ts';
 
 const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
 
@@ -49,7 +49,7 @@ export interface TwilioCallbackDeps {
   db: Db;
   box: SecretBox;
   config: Pick<Config, 'publicUrl'>;
-  queue: TaskQueueCore;
+  queue: TaskQueue;
   calls: CallConversations;
   log?: Log;
 }
@@ -186,7 +186,7 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
       });
       // The worker waiting for this call, when it runs in this process, stops now instead of at
       // its next heartbeat (in another process the heartbeat still finds the lease gone).
-      if (moved) queue.settled(task.id);
+      if (moved) queue.release(task.id);
       // The call's conversation ends with it (once: a duplicate callback changes nothing there
       // either). The task has moved already; a failure here is logged, not answered to Twilio.
       if (event.kind === 'call') {
