@@ -80,6 +80,7 @@ export class DurableQueue<T extends QueueTable> {
     const base: EngineBase = {
       workerId: this.workerId, leaseMs: deps.leaseMs ?? spec.leaseMs, now: deps.now, serialWrites: deps.database.serialWrites,
     };
+    // The queue's own engine, built once here (a module whose queue has hooks builds it instead).
     // The plain queues' tables all carry updated_at, finished_at and last_error (the defaults write them).
     this.engine = spec.engine ? spec.engine(base)
       : new QueueEngine<T>({ table: spec.table, ...base, stamp: endedStamp as QueueOptions<T>['stamp'], backoff: spec.backoff });
