@@ -96,8 +96,8 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
       }
     }
     await platform.listen();
-    await tasks.startWorker();
-    await deliveries.startWorker();
+    tasks.startWorker();
+    deliveries.startWorker();
     platform.turns.startWorker();
     platform.numberReleases.startWorker();
     platform.analyses.startWorker();

@@ -16,17 +16,17 @@ import { processorSubscriptions, type ProcessorSubscriptions } from './modules/b
 import { usageService, type UsageService } from './modules/billing/usage.ts';
 import { cachedEntitlements, planAllowance } from './modules/billing/entitlements.ts';
 import { adrService, type AdrService } from './modules/adr/service.ts';
-import { AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
+import { adrQueue, type AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { ANALYSES, conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
-import { AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
+import { analysisQueue, type AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { historyService, type HistoryService } from './modules/conversations/history.ts';
 import { liveFeed, type LiveFeed, type LiveFeedDeps } from './modules/conversations/live.ts';
 import { textTaskWriter } from './modules/conversations/text-task.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
-import { TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
+import { turnQueue, type TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { stagingChatService, type StagingChatService } from './modules/conversations/staging-chat.ts';
 import { InlineTurnLimits } from './modules/conversations/inline-limits.ts';
@@ -51,7 +51,7 @@ import { memberService, type MemberService } from './modules/members/service.ts'
 import { modelsService, type ModelsService } from './modules/models/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering/service.ts';
 import { numbersService, type NumbersService } from './modules/numbers/service.ts';
-import { NumberReleaseQueue, type NumberReleaseQueueDeps } from './modules/numbers/release-queue.ts';
+import { numberReleaseQueue, type NumberReleaseQueue, type NumberReleaseQueueDeps } from './modules/numbers/release-queue.ts';
 import { NUMBER_RELEASES } from './modules/numbers/releases.ts';
 import { numberTakenElsewhere } from './modules/numbers/holders.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
@@ -59,12 +59,12 @@ import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { sipCallPlan } from './modules/sip/calls.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
 import { taskService, type TaskService } from './modules/tasks/service.ts';
-import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from './modules/tasks/task-queue.ts';
+import { taskQueue as createTaskQueue, taskWorker, type TaskQueue, type TaskQueueDeps } from './modules/tasks/task-queue.ts';
 import { twilioCallbacks, type TwilioCallbacks } from './modules/twilio/task-callbacks.ts';
 import { twilioTexts, type TwilioTexts } from './modules/twilio/texts.ts';
 import { tokenLookup } from './modules/tokens/lookup.ts';
 import { tokenService, type TokenService } from './modules/tokens/service.ts';
-import { DeliveryQueue, type DeliveryQueueDeps } from './modules/webhooks/delivery-queue.ts';
+import { deliveryQueue, type DeliveryQueue, type DeliveryQueueDeps } from './modules/webhooks/delivery-queue.ts';
 import { DELIVERIES } from './modules/webhooks/dispatcher.ts';
 import { relayService, type RelayService } from './modules/webhooks/relays/service.ts';
 import { subscriptionService, type SubscriptionService } from './modules/webhooks/subscriptions/service.ts';
@@ -82,7 +82,7 @@ export interface PlatformDeps {
    */
   sip?: false | Partial<Omit<SipWorkerDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the task queue (shorter leases, a moved clock, carrier settings). */
-  tasks?: Partial<Omit<TaskQueueCoreDeps, 'database' | 'config' | 'wakeups'>> & { carrierOptions?: CarrierOptions };
+  tasks?: Partial<Omit<TaskQueueDeps, 'database' | 'config' | 'wakeups'>> & { carrierOptions?: CarrierOptions };
   /** Test settings of the delivery queue (shorter leases, a fast retry schedule). */
   deliveries?: Partial<Omit<DeliveryQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the activity-record export queue (a moved clock, a fast retry schedule). */
@@ -190,12 +190,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const wakeDeliveries = () => wakeups.emit(DELIVERIES);
   const wakeTurns = () => wakeups.emit(TURNS);
   const wakeAnalyses = () => wakeups.emit(ANALYSES);
-  // The task queue's core comes first: the task service (and through it the agent's tools) adds
-  // tasks to it, the Twilio callbacks settle them. What runs a claimed task, its carrier, comes
-  // last (TaskQueue, below): a SIP call talks through the agent, which is built on the task service.
-  const taskQueue = new TaskQueueCore({ database, config, wakeups, allowance: planAllowance(cachedEntitlements(db)), log: child('tasks'), ...taskSettings });
-  const deliveries = new DeliveryQueue({ database, config, box, wakeups, outbox: taskRepo, log: child('deliveries'), ...deps.deliveries });
-  const adr = new AdrQueue({ database, config, box, wakeups, log: child('adr'), ...deps.adr });
+  // The task queue comes first: the task service (and through it the agent's tools) adds tasks to
+  // it, the Twilio callbacks settle them. What its worker does with a claimed task, its carrier, is
+  // joined last (taskWorker, below): a SIP call talks through the agent, which is built on the task service.
+  const taskQueue = createTaskQueue({ database, config, wakeups, allowance: planAllowance(cachedEntitlements(db)), log: child('tasks'), ...taskSettings });
+  const deliveries = deliveryQueue({ database, config, box, wakeups, outbox: taskRepo, log: child('deliveries'), ...deps.deliveries });
+  const adr = adrQueue({ database, config, box, wakeups, log: child('adr'), ...deps.adr });
   const models = modelsService({ config, db, box, policy, log: child('models') });
   const billingSystems = billingSystemService({ db, box, config });
   const processorSubs = processorSubscriptions({
@@ -305,8 +305,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // The agent talks on SIP calls (the worker answers them, and the SIP carrier places them).
   const sip = deps.sip === false || deps.sip === undefined ? undefined
     : new SipWorker({ database, config, box, wakeups, log: child('sip'), voice: services.voiceCalls, ...deps.sip });
-  const tasks = new TaskQueue(taskQueue, {
-    box,
+  const tasks = taskQueue.join(taskWorker({
+    db, config, box, log: child('tasks'),
     carrierOptions: sip ? { ...carrierOptions, sip } : carrierOptions,
     // A text task's text goes into the person's text conversation.
     textSent: (text) => services.sms.recordTextTask(text),
@@ -316,8 +316,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     // agent), and who decides it on the path the call will take: a Twilio call streams or gathers
     // as its organization does; any other carrier's call is one whose audio we carry (SIP).
     voicemailPlan: async (row, carrier) => placedCallVoicemail({ db, conversations }, row, carrier === TWILIO ? await gather.callPath(row.org_id) : 'sip'),
-  });
-  const turns = new TurnQueue({
+  }));
+  const turns = turnQueue({
     database, config, wakeups, log: child('turns'), ...deps.turns,
     handler: {
       db,
@@ -328,13 +328,13 @@ export function createPlatform(deps: PlatformDeps): Platform {
       log: child('turns'),
     },
   });
-  const analyses = new AnalysisQueue({
+  const analyses = analysisQueue({
     database, config, wakeups, log: child('analyses'), ...deps.analyses,
     handler: { db, models: base.models, conversations, wakeDeliveries, log: child('analyses') },
   });
 
   const { backoff: releaseBackoff, ...releaseSettings } = deps.numberReleases ?? {};
-  const numberReleases = new NumberReleaseQueue({
+  const numberReleases = numberReleaseQueue({
     database, wakeups, log: child('number-releases'), ...releaseSettings,
     handler: { db, box, config, carrierOptions, backoff: releaseBackoff, log: child('number-releases') },
   });

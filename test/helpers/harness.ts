@@ -148,8 +148,8 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   const { tasks, deliveries, sip } = platform;
   if (opts.worker || opts.deliveries || opts.turns || opts.numberReleases || opts.analyses || sip) await platform.listen();
   if (sip) await sip.start();
-  if (opts.worker) await tasks.startWorker();
-  if (opts.deliveries) await deliveries.startWorker();
+  if (opts.worker) tasks.startWorker();
+  if (opts.deliveries) deliveries.startWorker();
   if (opts.turns) platform.turns.startWorker();
   if (opts.numberReleases) platform.numberReleases.startWorker();
   if (opts.analyses) platform.analyses.startWorker();

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import type { TaskRow } from '../../src/db/types.ts';
-import { TaskQueue, TaskQueueCore, type TaskQueueCoreDeps } from '../../src/modules/tasks/task-queue.ts';
+import { taskQueue, taskWorker, type TaskQueue, type TaskQueueDeps } from '../../src/modules/tasks/task-queue.ts';
 import { cachedEntitlements, planAllowance } from '../../src/modules/billing/entitlements.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness } from '../helpers/harness.ts';
@@ -83,14 +83,15 @@ function kit(h: () => Harness) {
 function extraWorkers(h: Harness) {
   const started: { runtime: TaskQueue; database: Database; listener: Listener }[] = [];
   return {
-    async start(overrides: Partial<Omit<TaskQueueCoreDeps, 'database' | 'wakeups'>> = {}): Promise<TaskQueue> {
+    async start(overrides: Partial<Omit<TaskQueueDeps, 'database' | 'wakeups'>> = {}): Promise<TaskQueue> {
       const database = h.engine === 'postgres' ? openDatabase({ databaseUrl: h.config.databaseUrl, poolSize: 3 }) : h.database;
       // Another process: its own wake-up bus, fed by its own LISTEN connection (PostgreSQL).
       const wakeups = new Wakeups();
       const listener = await listenForWakeups(database, wakeups);
-      const runtime = new TaskQueue(new TaskQueueCore({ database, config: h.config, wakeups, allowance: planAllowance(cachedEntitlements(database.db)), ...overrides }), { box: h.box });
+      const config = overrides.config ?? h.config;
+      const runtime = taskQueue({ database, config: h.config, wakeups, allowance: planAllowance(cachedEntitlements(database.db)), ...overrides }).join(taskWorker({ db: database.db, config, box: h.box }));
       started.push({ runtime, database, listener });
-      await runtime.startWorker();
+      runtime.startWorker();
       return runtime;
     },
     async close() {
@@ -234,7 +235,7 @@ forEachEngine('task execution', (h) => {
     } finally {
       sampling = false;
       await extras.close();
-      await h().tasks.startWorker();
+      h().tasks.startWorker();
     }
   });
 
@@ -440,7 +441,7 @@ forEachEngine('task cancel while running', (h) => {
       const id = await k.submit(org, { type: 'call', target: phone(601) });
       other.notify(); // SQLite has no NOTIFY between workers; on PostgreSQL the insert's NOTIFY already woke it
       await waitFor('the call to be running', async () => (await k.row(id)).state === 'running', 5000);
-      assert.equal((await k.row(id)).lease_owner, other.core.workerId);
+      assert.equal((await k.row(id)).lease_owner, other.workerId);
       const t0 = Date.now();
       const res = await h().call('POST', `/api/v2/tasks/${id}`, { token: org.token, body: { state: 'canceled' } });
       assert.equal(res.status, 200);
@@ -454,7 +455,7 @@ forEachEngine('task cancel while running', (h) => {
       await checkOutboxAndCounts(h());
     } finally {
       await extras.close();
-      await h().tasks.startWorker();
+      h().tasks.startWorker();
     }
   });
 }, { CALLPLANE_SIMULATED_CALL_SECONDS: '30' }, { worker: true });
@@ -498,7 +499,7 @@ forEachEngine('task daily rollover', (h) => {
       assert.deepEqual(counters.map((c) => [c.day, Number(c.n)]), [[today, 2], [tomorrow, 1]]);
     } finally {
       await extras.close();
-      await h().tasks.startWorker();
+      h().tasks.startWorker();
     }
   });
 }, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2' }, { worker: true });

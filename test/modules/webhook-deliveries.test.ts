@@ -417,7 +417,7 @@ forEachEngine('webhook delivery worker stopping', (h) => {
       const d = await post(h(), rl, '{"n":1}');
       // As if this were the schedule's last attempt: a stop must still not be what fails it.
       await h().database.db.updateTable('webhook_deliveries').set({ max_attempts: 1 }).where('id', '=', d.id).execute();
-      await h().deliveries.startWorker();
+      h().deliveries.startWorker();
       await rcv.waitFor(1);
       const started = Date.now();
       await h().deliveries.stop({ timeoutMs: 100 });
@@ -430,7 +430,7 @@ forEachEngine('webhook delivery worker stopping', (h) => {
       assert.equal(back.last_error, ABANDONED);
       assert.equal((await attempts(h(), d.id)).length, 0, 'no attempt of the schedule was logged');
 
-      await h().deliveries.startWorker();
+      h().deliveries.startWorker();
       const done = await settled(h(), d.id);
       assert.equal(done.state, 'finished');
       assert.equal(done.attempt, 1);

@@ -10,15 +10,13 @@ import type { Scope } from '../../http/auth.ts';
 import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../../http/errors.ts';
 import { GroupCommit } from '../../db/group-commit.ts';
 import { StampedCache } from '../../db/stamped-cache.ts';
-import { notifyQueue } from '../../queue/waker.ts';
 import { username } from '../accounts/present.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { checkTask, isUsernameTarget, type ItemContext, type RawTask } from './validation.ts';
 import { dayTimeZone, localDay, mergeLimits, RESTRICTED_LIMIT_FIELDS, validateLimits } from '../limits/task-limits.ts';
 import { presentLimits, presentTask } from './present.ts';
-import { TASKS } from './queue-hooks.ts';
 import { limitRepo, taskRepo } from './repository.ts';
-import type { TaskQueueCore } from './task-queue.ts';
+import type { TaskQueue } from './task-queue.ts';
 import { normalizeScheduledFor, normalizeSpacing } from './schedule.ts';
 
 /** How long an Idempotency-Key holds its first answer. */
@@ -35,7 +33,7 @@ export interface TaskServiceDeps {
   refreshStatistics?: (tables: readonly string[]) => Promise<void>;
   log?: { warn(obj: object, msg: string): void };
   /** The process's task queue: transitions (cancel) and wakeups of its runner. */
-  queue: TaskQueueCore;
+  queue: TaskQueue;
 }
 
 /** The organization a request acts on and, for an agent's token, the agent it is limited to. */
@@ -174,11 +172,10 @@ export function taskService(deps: TaskServiceDeps) {
   /** Inserts checked rows in one transaction and wakes the runners. */
   async function insert(rows: TaskRow[], now: number): Promise<TaskRow[]> {
     if (rows.length === 0) return [];
-    await db.transaction().execute(async (tx) => {
+    await queue.enqueue(db, async (tx) => {
       await taskRepo.insert(tx, rows, now, queue.subscribers);
-      await notifyQueue(tx, TASKS);
+      return true;
     });
-    queue.notify();
     added(rows.length);
     return rows;
   }
@@ -200,7 +197,7 @@ export function taskService(deps: TaskServiceDeps) {
       const rows = jobs.flat();
       await taskRepo.insert(tx, rows, Date.now(), queue.subscribers);
       groupRows = rows.length;
-      await notifyQueue(tx, TASKS);
+      await queue.announce(tx);
       return jobs;
     },
     committed: () => {
@@ -226,7 +223,7 @@ export function taskService(deps: TaskServiceDeps) {
     if (row.state === 'running') {
       const updated = await taskRepo.requestCancel(db, row.id, row.cancel_requested_at ?? now, now);
       if (updated) {
-        queue.cancelLocal(row.id);
+        queue.cancel(row.id);
         return { row: updated, message: 'Cancel requested: the running task is being ended; it becomes canceled when the carrier confirms.' };
       }
       row = (await taskRepo.find(db, row.org_id, row.id)) ?? row;
@@ -445,7 +442,7 @@ export function taskService(deps: TaskServiceDeps) {
         }
         const updated = await db.transaction().execute(async (tx) => {
           const r = await taskRepo.updatePending(tx, row.id, set);
-          if (r && set.run_at !== undefined) await notifyQueue(tx, TASKS);
+          if (r && set.run_at !== undefined) await queue.announce(tx);
           return r;
         });
         if (!updated) throw new Conflict(`Task ${id} started running meanwhile; only a pending task can be changed`);
@@ -511,7 +508,7 @@ export function taskService(deps: TaskServiceDeps) {
         await limitRepo.save(tx, t.org.id, merged, now);
         // Tasks a limit had put off are looked at again under the new limits.
         await taskRepo.undeferPending(tx, t.org.id, now);
-        await notifyQueue(tx, TASKS);
+        await queue.announce(tx);
         return merged;
       });
       queue.notify();

@@ -12,7 +12,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { callOutcome, parseStatusCallback, TWILIO } from '../../providers/index.ts';
 import { first, type TwilioParams } from '../../providers/twilio/form.ts';
 import { taskRepo } from '../tasks/repository.ts';
-import type { TaskQueueCore } from '../tasks/task-queue.ts';
+import type { TaskQueue } from '../tasks/task-queue.ts';
 import { refuseTwilioRequest, verifyTwilioRequest, type TwilioRequest } from './verify.ts';
 
 const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
@@ -41,7 +41,7 @@ export interface TwilioCallbackDeps {
   db: Db;
   box: SecretBox;
   config: Pick<Config, 'publicUrl'>;
-  queue: TaskQueueCore;
+  queue: TaskQueue;
   calls: CallConversations;
   log?: Log;
 }
@@ -153,7 +153,7 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
       });
       // The worker waiting for this call, when it runs in this process, stops now instead of at
       // its next heartbeat (in another process the heartbeat still finds the lease gone).
-      if (moved) queue.settled(task.id);
+      if (moved) queue.release(task.id);
       // The call's conversation ends with it (once: a duplicate callback changes nothing there
       // either). The task has moved already; a failure here is logged, not answered to Twilio.
       if (event.kind === 'call') {
