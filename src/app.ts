@@ -40,7 +40,7 @@ import { smsRoutes } from './modules/conversations/sms-routes.ts';
 import { voiceRoutes } from './modules/conversations/voice-routes.ts';
 import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { liveRoutes } from './modules/conversations/live-routes.ts';
-import { latencyRoutes } from './modules/conversations/latency-routes.ts';
+import { latencyRoutes } from './modules/voice/latency-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 import { billingRoutes } from './modules/billing/routes.ts';

@@ -6,7 +6,7 @@
 //   stream — Twilio Media Streams: the fake stream client (test/helpers/fake-media-stream.ts) on
 //            our WebSocket route, the deployment's offline speech engines speaking;
 //   sip    — the voice session over the fake transport (test/helpers/fake-voice-transport.ts), as
-//            voice-calls.ts starts it for a SIP call.
+//            voice/sip-calls.ts starts it for a SIP call.
 // What differs by path is listed beside each scenario (call-policy.ts CAPABILITIES): <Gather>
 // hears speech only, so a turn there is a SpeechResult; the stream path's caller here presses a
 // key instead of speaking (no speech engine on the caller's side); SIP's caller speaks to the
@@ -16,10 +16,10 @@ import { after, before, describe, it } from 'node:test';
 import { accountRepo } from '../../src/modules/accounts/repository.ts';
 import { messageSecret } from '../../src/modules/accounts/message-secret.ts';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
-import { CAPABILITIES, callOpening } from '../../src/modules/conversations/call-policy.ts';
+import { CAPABILITIES, callOpening } from '../../src/modules/voice/call-policy.ts';
 import { conversationRepo, latencyRepo, messageRepo, roomRepo } from '../../src/modules/conversations/repository.ts';
 import { turnRunner } from '../../src/modules/conversations/turn.ts';
-import { startVoiceSession } from '../../src/modules/conversations/voice-session.ts';
+import { startVoiceSession } from '../../src/modules/voice/session.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
 import { FakeMediaStream } from '../helpers/fake-media-stream.ts';
 import type { FakeLlm, ScriptedReply } from '../helpers/fake-llm.ts';
@@ -173,7 +173,7 @@ for (const engine of ENGINES) {
         }
         return { conversationId: c.id, said };
       }
-      // sip: the voice session as voice-calls.ts starts it, over the fake transport.
+      // sip: the voice session as voice/sip-calls.ts starts it, over the fake transport.
       const r = await h.reseller();
       const o = await h.organization(r.id);
       const token = await h.tokenFor(o.agentId);

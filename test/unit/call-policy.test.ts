@@ -1,4 +1,4 @@
-// The call policy (src/modules/conversations/call-policy.ts) and the voice settings it reads
+// The call policy (src/modules/voice/call-policy.ts) and the voice settings it reads
 // (src/modules/agents/voice-settings.ts), as pure functions: no database, no timers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -6,7 +6,7 @@ import { admissionSettings, voiceSettings } from '../../src/modules/agents/voice
 import {
   CAPABILITIES, callAdmission, callOpening, decide, freshCounters, heardVoicemailCue, MAX_TURN_FAILURES, phrasesFor, transferAnnouncement, twilioAnsweredBy,
   voicemailDecision, voicemailPlan, type CallCounters, type CallEvent,
-} from '../../src/modules/conversations/call-policy.ts';
+} from '../../src/modules/voice/call-policy.ts';
 import { answeredByMachine, callOutcome } from '../../src/providers/carrier.ts';
 
 const en = voiceSettings({});

@@ -50,7 +50,7 @@ export interface VoiceSettings {
   recordingNotificationPhrase: string;
   /** backgroundAudio with the contract's defaults (loop, gain 0, after the greeting, bg); null for none. */
   backgroundAudio: BackgroundSetting | null;
-  /** voicemailAction: what an outbound call does when a machine answers (call-policy.ts voicemailPlan). */
+  /** voicemailAction: what an outbound call does when a machine answers (voice/call-policy.ts voicemailPlan). */
   voicemailAction: 'hangup' | 'leave-message' | 'continue';
   /** voicemailMessage, trimmed: the message left on a machine ('' for the welcomeMessage). */
   voicemailMessage: string;
@@ -111,7 +111,7 @@ export function voiceSettings(config: AgentConfig): VoiceSettings {
   };
 }
 
-/** What decides whether and how an inbound call is answered (call-policy.ts callAdmission). */
+/** What decides whether and how an inbound call is answered (voice/call-policy.ts callAdmission). */
 export interface AdmissionSettings {
   /** preAnswerRingTime: ringing before the agent answers, ms (0 for none). */
   ringMs: number;

@@ -15,8 +15,8 @@ import { decideJunk } from './junk.ts';
 import { CSV_BATCH, csvFilename, csvLine } from './logs-csv.ts';
 import { LOG_FIELDS, type LogField, type LogValue, analysisView, counterpartName, dialogLine, presentConversationSummary, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
 import { parseLogsQuery, parseRoomKey, type LogsQuery, type ParsedLogs } from './logs-query.ts';
-import type { RecordingStore } from './recordings.ts';
-import { presentLatency } from './latency.ts';
+import type { RecordingStore } from '../voice/recordings.ts';
+import { presentLatency } from '../voice/latency.ts';
 import { analysisRepo, historyRepo, inboxRepo, latencyRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
 
 /** Rooms per page: default and most (pageSize); `pagination=false` answers all of them only up to the most. */

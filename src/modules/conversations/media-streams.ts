@@ -3,11 +3,11 @@
 // (twilio-voice.ts asks twiml() here); Twilio then opens a WebSocket (voice-routes.ts hands it to
 // accept()). The stream's `start` must carry a token this deployment minted for that conversation
 // and that CallSid (media-stream-token.ts), else the socket is closed (1008) and nothing is touched.
-// Then the call's voice session (voice-session.ts) runs here over a TwilioMediaStream, on the
+// Then the call's voice session (voice/session.ts) runs here over a TwilioMediaStream, on the
 // process's speech engines and the agent's live configuration. Transfers, hang-ups and digits go
 // through Twilio's Calls API with the organization's own Twilio account: sending digits redirects
 // the call to <Play digits> and a new stream, which re-attaches to the running session. A task's
-// call is screened for voicemail from its own audio (voicemail.ts), as on SIP.
+// call is screened for voicemail from its own audio (voice/voicemail.ts), as on SIP.
 import type { WebSocket } from 'ws';
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
@@ -18,19 +18,19 @@ import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media
 import type { CarrierOptions } from '../../providers/index.ts';
 import { connectStream, dial, playDigits, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { SpeechEngines } from '../../speech/registry.ts';
-import type { TurnLatencies } from './latency.ts';
+import type { TurnLatencies } from '../voice/latency.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { twilioCarrierOf } from '../numbering/carriers.ts';
 import { taskRepo } from '../tasks/repository.ts';
-import { CAPABILITIES, callOpening, type CallOpening } from './call-policy.ts';
+import { CAPABILITIES, callOpening, type CallOpening } from '../voice/call-policy.ts';
 import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stream-token.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, voiceState, type VoiceSession } from './voice-session.ts';
-import { voicemailPlanFor, screenCall } from './voicemail.ts';
+import { startVoiceSession, voiceState, type VoiceSession } from '../voice/session.ts';
+import { voicemailPlanFor, screenCall } from '../voice/voicemail.ts';
 import { whisperUrl } from './voice-twiml.ts';
 
 /** The WebSocket route Twilio opens a call's Media Stream on. */
@@ -50,7 +50,7 @@ export interface MediaStreamDeps {
   turns: Pick<TurnRunner, 'run'>;
   /** The process's speech engines (src/speech/registry.ts). */
   speech: SpeechEngines;
-  /** Where each turn's latency goes (latency.ts). */
+  /** Where each turn's latency goes (voice/latency.ts). */
   latency?: TurnLatencies;
   /** Twilio request settings (timeouts), as the task queue's. */
   carrierOptions?: CarrierOptions;

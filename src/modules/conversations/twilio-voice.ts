@@ -19,10 +19,10 @@ import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/
 import { providerSettings, refuseTwilioRequest, twilioNumberHolder } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
-import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from './call-policy.ts';
+import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from '../voice/call-policy.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
-import type { TurnLatencies, TurnStamps } from './latency.ts';
+import type { TurnLatencies, TurnStamps } from '../voice/latency.ts';
 import type { TurnResult, TurnRunner } from './turn.ts';
 import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceStyle, whisperUrl, type GatherTargets } from './voice-twiml.ts';
 
@@ -36,7 +36,7 @@ export const TWILIO_INCOMING_STATUS_PATH = '/api/v2/providers/twilio/voice/statu
 const FINAL_CALL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 /** Twilio's StirVerstat for a caller ID the originating carrier fully attested (SHAKEN level A). */
 const FULL_ATTESTATION = 'TN-Validation-Passed-A';
-/** The call policy's turn limit (call-policy.ts), here too for platform.ts. */
+/** The call policy's turn limit (voice/call-policy.ts), here too for platform.ts. */
 export { VOICE_TURN_TIMEOUT_MS };
 
 type Log = { warn(obj: object, msg: string): void };
@@ -82,7 +82,7 @@ export interface TwilioVoiceDeps {
   /** How calls talk unless the organization's twilio provider says (`voice`): CALLPLANE_TWILIO_VOICE. */
   defaultVoice: 'stream' | 'gather';
   now: () => number;
-  /** Where each turn's latency goes (latency.ts): on gathered calls only what we can see (Twilio listens and speaks). */
+  /** Where each turn's latency goes (voice/latency.ts): on gathered calls only what we can see (Twilio listens and speaks). */
   latency?: TurnLatencies;
 }
 

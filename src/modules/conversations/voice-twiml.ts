@@ -1,10 +1,10 @@
 // The gather path's renderer (docs/conversations.md, Voice over Twilio): the call policy's
-// decisions (call-policy.ts) as TwiML — <Say> in the Polly voice of the agent's voice, <Gather>
+// decisions (voice/call-policy.ts) as TwiML — <Say> in the Polly voice of the agent's voice, <Gather>
 // with the agent's timeouts, <Dial>, <Hangup> — built from Twilio's verbs
 // (src/providers/twilio/twiml.ts). It decides nothing: what to say and do is the policy's.
 import { dial, gather, HANGUP, pause, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
-import type { AgentLine, CallAdmission, CallDecision, CallOpening } from './call-policy.ts';
+import type { AgentLine, CallAdmission, CallDecision, CallOpening } from '../voice/call-policy.ts';
 
 /**
  * agentVoice (the catalog, src/modules/agents/catalog.ts) → the Amazon Polly neural voice Twilio
@@ -75,7 +75,7 @@ function listen(style: VoiceStyle, action: string, lines: string[]): string[] {
 }
 
 /**
- * The opening (call-policy.ts callOpening) as the answer's TwiML: the keys on answer
+ * The opening (voice/call-policy.ts callOpening) as the answer's TwiML: the keys on answer
  * (postAnswerDtmf: `,` is Twilio's `w`; A-D, which Twilio cannot play, are left out), the pause
  * (milliseconds rounded up to seconds), the recording notice, then the greeting inside the first
  * <Gather>.

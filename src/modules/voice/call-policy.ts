@@ -4,13 +4,13 @@
 // finished with its effects; a transfer failed — it decides what the agent says (in the agent's
 // language) and what the call does next, with the same limits on every path. Pure: no I/O, no
 // timers, no clock. The paths only render its decisions: TwiML on Twilio <Gather>
-// (twilio-voice.ts), audio and signalling in the voice session (voice-session.ts) over Media
+// (conversations/twilio-voice.ts), audio and signalling in the voice session (session.ts) over Media
 // Streams and SIP. What a path cannot do is said once, in CAPABILITIES below.
 import type { ConversationOutcome } from '../../db/types.ts';
 import { isE164 } from '../../lib/phone.ts';
 import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
 import type { AdmissionSettings, VoiceSettings } from '../agents/voice-settings.ts';
-import type { ToolEffect } from './tools.ts';
+import type { ToolEffect } from '../conversations/tools.ts';
 
 /**
  * How long one agent turn (the model and the tools it calls) may take on any path. Twilio waits
@@ -133,7 +133,7 @@ export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabil
   'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: isE164, voicemailDetection: 'audio' },
   // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions. An
   // admission transfer (cnamAutoTransferRegex) cannot happen before answering here: the call is
-  // answered and REFERred at once (voice-calls.ts).
+  // answered and REFERred at once (sip-calls.ts).
   sip: { path: 'sip', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: true, canTransferTo: () => true, voicemailDetection: 'audio' },
 });
 

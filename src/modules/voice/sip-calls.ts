@@ -1,6 +1,6 @@
 // Calls whose audio we carry ourselves (SIP): which agent talks, its first words synthesized
 // before the call is up, and the call's conversation and voice session once it is
-// (voice-session.ts). The SIP side knows this only as the VoiceCalls of src/media/voice-transport.ts.
+// (session.ts). The SIP side knows this only as the VoiceCalls of src/media/voice-transport.ts.
 //
 // An inbound call is answered by the agent it is addressed to: a called user part `camp<id>` or
 // `<id>` naming an agent of the organization, else the organization's first agent (numbers and
@@ -17,10 +17,10 @@ import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/
 import { bedFrom, type BackgroundAudio } from './background-audio.ts';
 import { CAPABILITIES, callAdmission, callOpening } from './call-policy.ts';
 import type { RecordingStore } from './recordings.ts';
-import { conversationRepo } from './repository.ts';
-import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
-import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, synthesize8k, voiceState, type VoiceSessionDeps } from './voice-session.ts';
+import { conversationRepo } from '../conversations/repository.ts';
+import { normaliseAddress, type ConversationService, type OpenRequest } from '../conversations/service.ts';
+import type { TurnRunner } from '../conversations/turn.ts';
+import { startVoiceSession, synthesize8k, voiceState, type VoiceSessionDeps } from './session.ts';
 import { screenCall, type VoicemailScreen } from './voicemail.ts';
 import type { VoicemailPlan } from './call-policy.ts';
 

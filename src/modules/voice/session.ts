@@ -23,9 +23,9 @@ import {
   decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, voicemailDecision,
   type AgentLine, type CallDecision, type CallEvent, type CallOpening, type PathCapabilities,
 } from './call-policy.ts';
-import { messageRepo } from './repository.ts';
-import { recordAgentLine, type ConversationService } from './service.ts';
-import type { TurnRunner } from './turn.ts';
+import { messageRepo } from '../conversations/repository.ts';
+import { recordAgentLine, type ConversationService } from '../conversations/service.ts';
+import type { TurnRunner } from '../conversations/turn.ts';
 import type { VoicemailScreen } from './voicemail.ts';
 
 const RATE = 8000;

@@ -1,12 +1,12 @@
 // Call recordings on disk: `<dataDir>/recordings/<orgId>/<conversationId>.wav`, written by the
-// worker that carried the call (src/media/call-recorder.ts, started in voice-calls.ts), read by
+// worker that carried the call (src/media/call-recorder.ts, started in sip-calls.ts), read by
 // GET /api/v2/conversation/{roomId}/{uuid}/recording in whichever process serves the API (so
 // processes share DATA_DIR/recordings), and swept by maintenance: past the retention, left over
 // from a crash (`.part`), or whose conversation was deleted. docs/voice.md, "Recording".
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../../db/types.ts';
-import { conversationRepo } from './repository.ts';
+import { conversationRepo } from '../conversations/repository.ts';
 
 const DAY_MS = 86_400_000;
 /** Files looked at per sweep, and deleted per sweep: one run stays short whatever piles up. */

@@ -7,7 +7,7 @@ import type { Scope } from '../../http/auth.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { VoiceTurnLabels, VoiceTurnSteps } from '../../http/metrics.ts';
 import { accountIdOf, agentIdOf } from '../agents/service.ts';
-import { latencyRepo } from './repository.ts';
+import { latencyRepo } from '../conversations/repository.ts';
 
 export type VoicePath = 'sip' | 'stream' | 'gather';
 
