@@ -60,11 +60,14 @@ describe('the call policy', () => {
 
   it('failed and slow turns: an apology each time, MAX_TURN_FAILURES in a row end the call failed; a reply resets the count', () => {
     const fail: CallEvent = { kind: 'turnFailed', reason: 'model down' };
-    const d = play(en, [fail, { kind: 'turnTooSlow' }, { kind: 'replied', effects: [] }, fail, fail, fail]);
+    const d = play(en, [fail, { kind: 'turnTooSlow', limitMs: 1500 }, { kind: 'replied', effects: [] }, fail, fail, fail]);
     assert.deepEqual(d.map((x) => x.next), ['listen', 'listen', 'listen', 'listen', 'listen', 'hangup']);
     assert.equal(MAX_TURN_FAILURES, 3);
     assert.deepEqual(d[1], { next: 'listen', say: { text: phrasesFor('en').apology, kind: 'apology' } });
     assert.deepEqual(d[5], { next: 'hangup', say: { text: phrasesFor('en').failedGoodbye, kind: 'failed' }, outcome: 'failed', detail: 'model down' });
+    // The limit a slow turn ran past is the one it was given (a process may shorten the policy's).
+    const slow = play(en, [{ kind: 'turnTooSlow', limitMs: 1500 }, { kind: 'turnTooSlow', limitMs: 1500 }, { kind: 'turnTooSlow', limitMs: 1500 }]);
+    assert.deepEqual(slow[2], { next: 'hangup', say: { text: phrasesFor('en').failedGoodbye, kind: 'failed' }, outcome: 'failed', detail: 'the turn took longer than 1500 ms' });
   });
 
   it('a reply\'s effects: end hangs up ended_by_agent; a transfer goes where the path can dial, else the caller hears so; a failed transfer is said', () => {

@@ -56,6 +56,8 @@ export interface MediaStreamDeps {
   carrierOptions?: CarrierOptions;
   /** Recognition restricted to these phrases (tests); free speech otherwise. */
   grammar?: SpeechGrammar;
+  /** The turn time limit (the call policy's VOICE_TURN_TIMEOUT_MS; tests shorten it). */
+  turnTimeoutMs?: number;
   startTimeoutMs?: number;
   now: () => number;
   log?: Log;
@@ -169,7 +171,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
           : undefined;
         entry.session = startVoiceSession({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
-          vad: deps.speech.vad, latency: deps.latency,
+          vad: deps.speech.vad, latency: deps.latency, turnTimeoutMs: deps.turnTimeoutMs,
         }, { transport, conversation: c, room, config, settings, opening, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar, voicemail: screen });
         log.info?.(about, 'twilio media stream started');
         void entry.session.done.finally(() => live.delete(c.id));

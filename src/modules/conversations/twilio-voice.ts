@@ -19,7 +19,8 @@ import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/
 import { providerSettings, refuseTwilioRequest, twilioNumberHolder } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
-import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from '../voice/call-policy.ts';
+import { boundedTurn, turnFailure } from '../voice/turn-limit.ts';
+import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from '../voice/call-policy.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
 import type { TurnLatencies, TurnStamps } from '../voice/latency.ts';
@@ -36,8 +37,6 @@ export const TWILIO_INCOMING_STATUS_PATH = '/api/v2/providers/twilio/voice/statu
 const FINAL_CALL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 /** Twilio's StirVerstat for a caller ID the originating carrier fully attested (SHAKEN level A). */
 const FULL_ATTESTATION = 'TN-Validation-Passed-A';
-/** The call policy's turn limit (voice/call-policy.ts), here too for platform.ts. */
-export { VOICE_TURN_TIMEOUT_MS };
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -98,10 +97,6 @@ function readState(json: string): VoiceState {
   return { noResponse: n(o.noResponse), failures: n(o.failures) };
 }
 
-class TurnTimeout extends Error {
-  constructor(ms: number) { super(`the turn took longer than ${ms} ms`); }
-}
-
 export function twilioVoice(deps: TwilioVoiceDeps) {
   const { db } = deps;
   const clock = deps.now;
@@ -148,25 +143,6 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       : decision.next === 'transfer' ? { outcome: 'transferred' as const, detail: `${decision.name} (${decision.destination})`.slice(0, 500) } : undefined;
     await settle(c, counters, decision.next === 'transfer' ? undefined : decision.say, end);
     return { decision, twiml: renderDecision(voiceStyle(settings), decision, targets(c.id), reply) };
-  }
-
-  /** The agent's turn, bounded: the signal aborts the model request; past the bound nobody waits for it. */
-  async function boundedTurn(input: Parameters<TurnRunner['run']>[0]): Promise<TurnResult> {
-    const ms = deps.turnTimeoutMs;
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => { controller.abort(new TurnTimeout(ms)); reject(new TurnTimeout(ms)); }, ms);
-    });
-    const run = deps.turns.run({ ...input, signal: controller.signal });
-    // Past the bound the turn may still settle (a step that does not listen to the signal); its
-    // outcome is nobody's then.
-    run.catch(() => undefined);
-    try {
-      return await Promise.race([run, expired]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /**
@@ -362,15 +338,15 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       }, now));
       let result: TurnResult;
       try {
-        result = await boundedTurn({
+        result = await boundedTurn(deps.turns, {
           conversation: c, room, config, inbound: { id: inbound.id, text, at: now }, allowAsync: false, replyStatus: 'success',
           onText: (delta) => { if (stamps.firstTokenAt === undefined && delta !== '') stamps.firstTokenAt = clock(); },
-        });
+        }, deps.turnTimeoutMs);
         if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         log.warn({ conversation: c.id, err: message }, 'voice turn failed');
-        const event: CallEvent = err instanceof TurnTimeout ? { kind: 'turnTooSlow' } : { kind: 'turnFailed', reason: message };
+        const event: CallEvent = turnFailure(err);
         try {
           return (await render(c, settings, state, event)).twiml;
         } catch (inner) {

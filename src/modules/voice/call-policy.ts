@@ -15,7 +15,7 @@ import type { ToolEffect } from '../conversations/tools.ts';
 /**
  * How long one agent turn (the model and the tools it calls) may take on any path. Twilio waits
  * about 15 s for the answer to a gather action; a voice session would otherwise hold dead air.
- * Past it the turn is aborted and counts as failed.
+ * Past it the turn is aborted and counts as failed (turn-limit.ts runs every path's turns under it).
  */
 export const VOICE_TURN_TIMEOUT_MS = 10_000;
 /** Failed turns in a row (model errors, turns past the limit) after which the call says sorry and hangs up `failed`. */
@@ -215,7 +215,8 @@ export type CallEvent =
   | { kind: 'key'; digit: string }
   | { kind: 'silence' }
   | { kind: 'turnFailed'; reason: string }
-  | { kind: 'turnTooSlow' }
+  /** The turn ran past its limit (turn-limit.ts): `limitMs` is the limit it ran past. */
+  | { kind: 'turnTooSlow'; limitMs: number }
   | { kind: 'replied'; effects: readonly ToolEffect[] }
   | { kind: 'transferFailed'; reason: string };
 
@@ -253,7 +254,7 @@ export function decide(settings: VoiceSettings, counters: CallCounters, event: C
     case 'turnFailed':
     case 'turnTooSlow': {
       c.failures += 1;
-      const reason = event.kind === 'turnTooSlow' ? `the turn took longer than ${VOICE_TURN_TIMEOUT_MS} ms` : event.reason;
+      const reason = event.kind === 'turnTooSlow' ? `the turn took longer than ${event.limitMs} ms` : event.reason;
       if (c.failures >= MAX_TURN_FAILURES) {
         return { counters: c, decision: { next: 'hangup', say: { text: words.failedGoodbye, kind: 'failed' }, outcome: 'failed', detail: reason.slice(0, 500) } };
       }

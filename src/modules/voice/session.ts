@@ -26,6 +26,7 @@ import {
 import { messageRepo } from '../conversations/repository.ts';
 import { recordAgentLine, type ConversationService } from '../conversations/service.ts';
 import type { TurnRunner } from '../conversations/turn.ts';
+import { boundedTurn, turnFailure } from './turn-limit.ts';
 import type { VoicemailScreen } from './voicemail.ts';
 
 const RATE = 8000;
@@ -120,10 +121,6 @@ export function voiceState(transport: string, speech: { stt: SpeechToText; tts: 
     transport,
     speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}) },
   };
-}
-
-class TurnTooSlow extends Error {
-  constructor(ms: number) { super(`the turn took longer than ${ms} ms`); }
 }
 
 type Ending = 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed' | 'voicemail';
@@ -328,15 +325,11 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
         void heard.then((played) => { if (played && current.state !== 'interrupted') current.played.push(sentence); });
       });
     };
-    let timer: NodeJS.Timeout | undefined;
     let event: CallEvent;
     let llm: string | null = null;
     try {
-      const expired = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => { const e = new TurnTooSlow(turnLimitMs); abort.abort(e); reject(e); }, turnLimitMs);
-      });
-      const run = deps.turns.run({
-        conversation, room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: abort.signal,
+      const result = await boundedTurn(deps.turns, {
+        conversation, room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success',
         onText: (delta) => {
           if (stamps && stamps.firstTokenAt === undefined && delta !== '') stamps.firstTokenAt = deps.now();
           const split = splitSentences(buffer + delta);
@@ -348,10 +341,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
           if (buffer.trim()) speak(buffer.trim());
           buffer = '';
         },
-      });
-      // Past the limit the turn may still settle (a step that does not listen to the signal); its outcome is nobody's then.
-      run.catch(() => undefined);
-      const result = await Promise.race([run, expired]);
+      }, turnLimitMs, abort);
       if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
       current.messageId = result.messageId;
       llm = result.simulated ? 'simulated' : result.engine;
@@ -361,14 +351,12 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     } catch (err) {
       if (current.state === 'interrupted') event = { kind: 'replied', effects: [] };
       else {
-        warn(err, err instanceof TurnTooSlow ? 'voice session: the turn took too long' : 'voice session: the turn failed');
+        event = turnFailure(err);
+        warn(err, event.kind === 'turnTooSlow' ? 'voice session: the turn took too long' : 'voice session: the turn failed');
         // Whatever of the failed reply was queued is dropped: the apology follows at once.
         abort.abort();
         transport.clear();
-        event = err instanceof TurnTooSlow ? { kind: 'turnTooSlow' } : { kind: 'turnFailed', reason: err instanceof Error ? err.message : String(err) };
       }
-    } finally {
-      clearTimeout(timer);
     }
     if (event.kind === 'replied') {
       await queue;

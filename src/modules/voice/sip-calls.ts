@@ -42,6 +42,8 @@ export interface VoiceCallsDeps {
   vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
   /** Where each turn's latency goes (latency.ts). */
   latency?: VoiceSessionDeps['latency'];
+  /** The turn time limit (the call policy's VOICE_TURN_TIMEOUT_MS; tests shorten it). */
+  turnTimeoutMs?: number;
   /**
    * Where a message left on a voicemail is recorded when the call itself is not (the same store):
    * the recording then starts with the message.
