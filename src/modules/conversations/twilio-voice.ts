@@ -136,13 +136,14 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
    * The policy's decision after `event`, recorded (what is said, the counters, the end) and
    * rendered as TwiML after `reply` (the agent's words this turn).
    */
-  async function render(c: ConversationRow, settings: VoiceSettings, state: VoiceState, event: CallEvent, reply = ''): Promise<{ decision: CallDecision; twiml: string }> {
+  async function render(c: ConversationRow, settings: VoiceSettings, state: VoiceState, event: CallEvent, reply = ''): Promise<{ decision: CallDecision; counters: CallCounters; twiml: string }> {
     const { counters, decision } = decide(settings, state, event, GATHER);
-    if (decision.next === 'answer') return { decision, twiml: '' };
+    // The turn is run before anything is recorded; its counters are the next event's.
+    if (decision.next === 'answer') return { decision, counters, twiml: '' };
     const end = decision.next === 'hangup' ? { outcome: decision.outcome, detail: decision.detail }
       : decision.next === 'transfer' ? { outcome: 'transferred' as const, detail: `${decision.name} (${decision.destination})`.slice(0, 500) } : undefined;
     await settle(c, counters, decision.next === 'transfer' ? undefined : decision.say, end);
-    return { decision, twiml: renderDecision(voiceStyle(settings), decision, targets(c.id), reply) };
+    return { decision, counters, twiml: renderDecision(voiceStyle(settings), decision, targets(c.id), reply) };
   }
 
   /**
@@ -322,11 +323,10 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       }
       const config = await deps.conversations.liveConfig(agent);
       const settings = voiceSettings(config);
-      const state = readState(c.state);
       const speech = (first(req.params, 'SpeechResult') ?? '').trim();
-      const heard = await render(c, settings, state, { kind: 'heard', text: speech });
+      const heard = await render(c, settings, readState(c.state), { kind: 'heard', text: speech });
       if (heard.decision.next !== 'answer') return heard.twiml;
-      state.noResponse = 0;
+      const state = heard.counters;
 
       // What the caller said is data for the model, never an instruction to us: bounded, recorded
       // as said, escaped wherever it is written into TwiML.
