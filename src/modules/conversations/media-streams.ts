@@ -29,7 +29,8 @@ import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stre
 import { conversationRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, voiceState, type VoiceSession } from '../voice/session.ts';
+import { noteCallState, speechNote } from '../voice/call-state.ts';
+import { startVoiceSession, type VoiceSession } from '../voice/session.ts';
 import { voicemailPlanFor, screenCall } from '../voice/voicemail.ts';
 import { whisperUrl } from './voice-twiml.ts';
 
@@ -159,7 +160,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
         }, pending.take());
         entry.transport = transport;
         // Which engines heard and spoke, for the record (offline ones are labelled so).
-        await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps.speech)), deps.now());
+        await noteCallState(db, c.id, speechNote(transport.kind, deps.speech), deps.now());
         // A task's call is screened for voicemail from its first frame (docs/voice.md, Voicemail):
         // the verdict is kept on the conversation and on the task (its final status then says
         // `voicemail`), before the session acts on it. Nothing is recorded here (recording: false).

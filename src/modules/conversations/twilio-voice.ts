@@ -19,6 +19,7 @@ import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/
 import { providerSettings, refuseTwilioRequest, twilioNumberHolder } from '../numbering/carriers.ts';
 import { verifyTwilioRequest, type CallConversations } from '../tasks/twilio-callbacks.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
+import { countersOf, noteCallState, readCallState } from '../voice/call-state.ts';
 import { boundedTurn, turnFailure } from '../voice/turn-limit.ts';
 import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from '../voice/call-policy.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
@@ -87,16 +88,6 @@ export interface TwilioVoiceDeps {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function readState(json: string): VoiceState {
-  let o: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = JSON.parse(json);
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) o = parsed as Record<string, unknown>;
-  } catch { /* a fresh state */ }
-  const n = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);
-  return { noResponse: n(o.noResponse), failures: n(o.failures) };
-}
-
 export function twilioVoice(deps: TwilioVoiceDeps) {
   const { db } = deps;
   const clock = deps.now;
@@ -127,7 +118,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     const now = clock();
     await db.transaction().execute(async (tx) => {
       if (said) await recordAgentLine(tx, c, said, now);
-      await conversationRepo.setState(tx, c.id, JSON.stringify(state), now);
+      await noteCallState(tx, c.id, state, now);
     });
     if (end) await deps.conversations.end(c.id, end.outcome, end.detail);
   }
@@ -324,7 +315,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       const config = await deps.conversations.liveConfig(agent);
       const settings = voiceSettings(config);
       const speech = (first(req.params, 'SpeechResult') ?? '').trim();
-      const heard = await render(c, settings, readState(c.state), { kind: 'heard', text: speech });
+      const heard = await render(c, settings, countersOf(readCallState(c.state)), { kind: 'heard', text: speech });
       if (heard.decision.next !== 'answer') return heard.twiml;
       const state = heard.counters;
 

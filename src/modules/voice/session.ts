@@ -115,14 +115,6 @@ export async function synthesize8k(tts: TextToSpeech, text: string, opts: Synthe
   return resample(speech.pcm16, speech.sampleRate, RATE);
 }
 
-/** A voice call's conversation state: its transport and which engines heard and spoke (`offline` when both ran here). */
-export function voiceState(transport: string, speech: { stt: SpeechToText; tts: TextToSpeech; vad?: { status: { engine: string } } }): Record<string, unknown> {
-  return {
-    transport,
-    speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}) },
-  };
-}
-
 type Ending = 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed' | 'voicemail';
 
 export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {

@@ -20,7 +20,8 @@ import type { RecordingStore } from './recordings.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from '../conversations/service.ts';
 import type { TurnRunner } from '../conversations/turn.ts';
-import { startVoiceSession, synthesize8k, voiceState, type VoiceSessionDeps } from './session.ts';
+import { noteCallState, speechNote } from './call-state.ts';
+import { startVoiceSession, synthesize8k, type VoiceSessionDeps } from './session.ts';
 import { screenCall, type VoicemailScreen } from './voicemail.ts';
 import type { VoicemailPlan } from './call-policy.ts';
 
@@ -105,18 +106,12 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   async function keepRecording(conversationId: string, recorder: CallRecorder, where = deps.recording): Promise<void> {
     const r = await recorder.stop();
     if (!r || !where) return;
-    const row = await conversationRepo.find(db, conversationId);
-    if (!row) return;
-    let state: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = JSON.parse(row.state || '{}');
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) state = parsed as Record<string, unknown>;
-    } catch { /* a state that is not JSON is replaced */ }
-    state.recording = {
-      file: where.store.relative(r.file), durationMs: r.durationMs, bytes: r.bytes,
-      channels: { left: 'caller', right: 'agent' }, agentChannel: r.agentChannel, stoppedBy: r.reason,
-    };
-    await conversationRepo.setState(db, conversationId, JSON.stringify(state), deps.now());
+    await noteCallState(db, conversationId, {
+      recording: {
+        file: where.store.relative(r.file), durationMs: r.durationMs, bytes: r.bytes,
+        channels: { left: 'caller', right: 'agent' }, agentChannel: r.agentChannel, stoppedBy: r.reason,
+      },
+    }, deps.now());
   }
 
   async function prepare(agent: AccountRow, call: Omit<OpenRequest, 'agent' | 'channel' | 'fresh' | 'carrierRef'>, opts: { greeting?: string; waitToGreet?: boolean; voicemail?: VoicemailPlan }): Promise<PreparedVoiceCall> {
@@ -139,7 +134,7 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
           const opened = await db.transaction().execute((tx) => deps.conversations.open(tx, { ...call, agent, channel: 'sip', fresh: true, carrierRef: callId }, now));
           const c = opened.conversation;
           // Which engines heard and spoke, for the record (offline ones are labelled so).
-          await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps)), now);
+          await noteCallState(db, c.id, speechNote(transport.kind, deps), now);
           let recorder = record(transport, c.org_id, c.id);
           let where = deps.recording;
           // An outbound call is screened for voicemail from its first frame (docs/voice.md, Voicemail).
