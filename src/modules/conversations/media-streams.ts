@@ -3,7 +3,7 @@
 // (twilio-voice.ts asks twiml() here); Twilio then opens a WebSocket (voice-routes.ts hands it to
 // accept()). The stream's `start` must carry a token this deployment minted for that conversation
 // and that CallSid (media-stream-token.ts), else the socket is closed (1008) and nothing is touched.
-// Then the call's voice session (voice/session.ts) runs here over a TwilioMediaStream, on the
+// Then the call starts as every call we carry does (voice/start-call.ts) over a TwilioMediaStream, on the
 // process's speech engines and the agent's live configuration. Transfers, hang-ups and digits go
 // through Twilio's Calls API with the organization's own Twilio account: sending digits redirects
 // the call to <Play digits> and a new stream, which re-attaches to the running session. A task's
@@ -11,7 +11,7 @@
 import type { WebSocket } from 'ws';
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
-import type { Db, TaskRow } from '../../db/types.ts';
+import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { isE164 } from '../../lib/phone.ts';
 import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media-stream.ts';
@@ -21,17 +21,17 @@ import type { SpeechEngines } from '../../speech/registry.ts';
 import type { TurnLatencies } from '../voice/latency.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
+import { voiceSettings } from '../agents/voice-settings.ts';
 import { twilioCarrierOf } from '../numbering/carriers.ts';
 import { taskRepo } from '../tasks/repository.ts';
-import { CAPABILITIES, callOpening, type CallOpening } from '../voice/call-policy.ts';
+import { CAPABILITIES } from '../voice/call-policy.ts';
 import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stream-token.ts';
 import { conversationRepo, roomRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 import type { TurnRunner } from './turn.ts';
-import { noteCallState, speechNote } from '../voice/call-state.ts';
-import { startVoiceSession, type VoiceSession } from '../voice/session.ts';
-import { voicemailPlanFor, screenCall } from '../voice/voicemail.ts';
+import type { VoiceSession } from '../voice/session.ts';
+import { startCall } from '../voice/start-call.ts';
+import { voicemailPlanFor } from '../voice/voicemail.ts';
 import { whisperUrl } from './voice-twiml.ts';
 
 /** The WebSocket route Twilio opens a call's Media Stream on. */
@@ -87,12 +87,6 @@ export function mediaStreams(deps: MediaStreamDeps) {
     return c;
   }
 
-  /** The call's opening (the policy's rule, with the task's greeting and waitToGreet); the keys were in the answer's TwiML already. */
-  function sessionOpening(settings: VoiceSettings, task: TaskRow | undefined): CallOpening {
-    const opening = callOpening(settings, { taskGreeting: task?.greeting, waitToGreet: task ? bool(task.wait_to_greet) : false, recorded: CAPABILITIES['media-stream'].recording });
-    return { ...opening, digits: '' };
-  }
-
   return {
     twiml,
 
@@ -141,7 +135,6 @@ export function mediaStreams(deps: MediaStreamDeps) {
         const config = await deps.conversations.liveConfig(agent);
         const settings = voiceSettings(config);
         const task = c.task_id ? await taskRepo.findAnyOrg(db, c.task_id) : undefined;
-        const opening = sessionOpening(settings, task);
         const callSid = start.callSid;
         const transport = new TwilioMediaStream(socket, start, {
           hangup: async () => { await (await carrier(c.org_id)).endCall(callSid); },
@@ -159,23 +152,23 @@ export function mediaStreams(deps: MediaStreamDeps) {
           },
         }, pending.take());
         entry.transport = transport;
-        // Which engines heard and spoke, for the record (offline ones are labelled so).
-        await noteCallState(db, c.id, speechNote(transport.kind, deps.speech), deps.now());
         // A task's call is screened for voicemail from its first frame (docs/voice.md, Voicemail):
         // the verdict is kept on the conversation and on the task (its final status then says
-        // `voicemail`), before the session acts on it. Nothing is recorded here (recording: false).
-        const screen = task && c.direction === 'outbound' && CAPABILITIES['media-stream'].voicemailDetection === 'audio'
-          ? screenCall({ db, stt: deps.speech.stt, now: deps.now, log }, {
-            conversationId: c.id, plan: await voicemailPlanFor(deps, task), language: settings.language,
-            onVerdict: (answeredBy) => taskRepo.noteAnsweredBy(db, task.id, answeredBy, deps.now()),
-          })
-          : undefined;
-        entry.session = startVoiceSession({
+        // `voicemail`), before the session acts on it.
+        const started = await startCall({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
           vad: deps.speech.vad, latency: deps.latency, turnTimeoutMs: deps.turnTimeoutMs,
-        }, { transport, conversation: c, room, config, settings, opening, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar, voicemail: screen });
+        }, transport, {
+          conversation: c, room, config, settings, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar,
+          // The keys on answer were in the answer's TwiML already.
+          opening: { taskGreeting: task?.greeting, waitToGreet: task ? bool(task.wait_to_greet) : false, keysSent: true },
+          voicemail: task && c.direction === 'outbound'
+            ? { plan: await voicemailPlanFor(deps, task), onVerdict: (answeredBy) => taskRepo.noteAnsweredBy(db, task.id, answeredBy, deps.now()) }
+            : undefined,
+        });
+        entry.session = started.session;
         log.info?.(about, 'twilio media stream started');
-        void entry.session.done.finally(() => live.delete(c.id));
+        void started.done.finally(() => live.delete(c.id));
       } catch (err) {
         live.delete(grant.conversationId);
         pending.take();
