@@ -7,6 +7,7 @@ import {
   CAPABILITIES, callAdmission, callOpening, decide, freshCounters, heardVoicemailCue, MAX_TURN_FAILURES, phrasesFor, transferAnnouncement, twilioAnsweredBy,
   voicemailDecision, voicemailPlan, type CallCounters, type CallEvent,
 } from '../../src/modules/voice/call-policy.ts';
+import { voiceStyle } from '../../src/modules/conversations/voice-twiml.ts';
 import { answeredByMachine, callOutcome } from '../../src/providers/carrier.ts';
 
 const en = voiceSettings({});
@@ -39,6 +40,18 @@ describe('voice settings', () => {
     assert.equal(odd.gender, 'male');
     assert.equal(es.language, 'es-US');
     assert.equal(es.gender, 'female');
+  });
+
+  it('`multi` speaks and listens in its voice\'s language on every path (en-US for a voice not in the catalog); Gather listens in the same', () => {
+    for (const [voice, language] of [['es-US Female', 'es-US'], ['fr-FR Female', 'fr-FR'], ['en-GB Male', 'en-GB'], ['nobody', 'en-US']] as const) {
+      const settings = voiceSettings({ agentLang: 'multi', agentVoice: voice });
+      assert.equal(settings.language, language, voice);
+      assert.equal(voiceStyle(settings).gatherLanguage, language, voice);
+    }
+    // A bare tag: the session uses it as given; Twilio's recogniser gets the voice's region for it.
+    const bare = voiceSettings({ agentLang: 'es', agentVoice: 'es-MX Female' });
+    assert.equal(bare.language, 'es');
+    assert.equal(voiceStyle(bare).gatherLanguage, 'es-MX');
   });
 });
 

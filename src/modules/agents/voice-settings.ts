@@ -5,7 +5,7 @@
 // range, so a missing or out-of-range value is resolved here, the same way for everyone. It lives
 // beside the field table (not in conversations) because the table is what it reads; the
 // conversations module already depends on agents, never the other way.
-import { DEFAULT_VOICE } from './catalog.ts';
+import { DEFAULT_VOICE, VOICES } from './catalog.ts';
 import { defaultConfig, FIELDS, type AgentConfig, type AgentField } from './validation.ts';
 
 const DEFAULTS = defaultConfig('');
@@ -20,7 +20,10 @@ export interface BackgroundSetting {
 }
 
 export interface VoiceSettings {
-  /** BCP-47 tag the agent speaks and listens in (agentLang; `en-US` for `multi`). */
+  /**
+   * BCP-47 tag the agent speaks and listens in, on every path: agentLang; for `multi`, the language
+   * of its voice (agentVoice in the catalog), else `en-US`.
+   */
   language: string;
   /** agentLang as set: `multi`, a bare `es`, or a tag with its region. */
   agentLang: string;
@@ -90,7 +93,7 @@ export function voiceSettings(config: AgentConfig): VoiceSettings {
   const voice = text(config.agentVoice) || DEFAULT_VOICE;
   const notification = String(config.autoRecordingNotification ?? DEFAULTS.autoRecordingNotification);
   return {
-    language: agentLang !== 'multi' ? agentLang : 'en-US',
+    language: agentLang !== 'multi' ? agentLang : VOICES.find((v) => v.id === voice)?.lang ?? 'en-US',
     agentLang,
     voice,
     gender: /male$/i.test(voice) && !/female$/i.test(voice) ? 'male' : 'female',

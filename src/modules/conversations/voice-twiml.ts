@@ -29,7 +29,7 @@ const DEFAULT_VOICE = TWILIO_VOICES['en-US Female']!;
 export interface VoiceStyle {
   /** <Say voice> and <Say language>: a Polly voice and its own language. */
   say: { voice: string; language: string };
-  /** <Gather language>: what the caller is expected to speak (agentLang; the voice's for `multi`). */
+  /** <Gather language>: what the caller is expected to speak (the settings' language; a bare tag completed with the voice's region). */
   gatherLanguage: string;
   /** <Gather speechTimeout>, seconds of silence that end what the caller says (speakingTimeout). */
   speechTimeout: number;
@@ -42,7 +42,7 @@ export function voiceStyle(settings: VoiceSettings): VoiceStyle {
   const lang = settings.agentLang;
   // Twilio's speech recognition wants a language with its region: a bare `es` is the voice's
   // region when the voice speaks it, and is passed on as given otherwise.
-  const gatherLanguage = lang === 'multi' ? v.language
+  const gatherLanguage = lang === 'multi' ? settings.language
     : !lang.includes('-') && v.language.toLowerCase().startsWith(`${lang.toLowerCase()}-`) ? v.language : lang;
   return {
     say: v,
