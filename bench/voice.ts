@@ -1,6 +1,6 @@
 // Voice sessions: the service's own time per spoken turn, and how many calls one worker process
 // carries. Three parts (all by default; name some to run only those):
-//   latency — a real voice session (src/modules/conversations/voice-session.ts) over real RTP on
+//   latency — a real voice session (src/modules/voice/session.ts) over real RTP on
 //             loopback, with engines that answer at once (bench/simulated-speech.ts: a simulated
 //             recogniser that returns a fixed text, a simulated synthesizer that returns a 200 ms
 //             tone) and the model server of the tests on loopback (test/helpers/fake-llm.ts,
@@ -34,12 +34,12 @@ import { RtpSession } from '../src/media/rtp-session.ts';
 import { RtpTransport } from '../src/media/rtp-transport.ts';
 import { accountRepo } from '../src/modules/accounts/repository.ts';
 import { messageSecret } from '../src/modules/accounts/message-secret.ts';
-import { turnLatencies } from '../src/modules/conversations/latency.ts';
+import { turnLatencies } from '../src/modules/voice/latency.ts';
 import { turnRunner } from '../src/modules/conversations/turn.ts';
 import { voiceSettings } from '../src/modules/agents/voice-settings.ts';
 import type { AgentConfig } from '../src/modules/agents/validation.ts';
-import { CAPABILITIES, callOpening } from '../src/modules/conversations/call-policy.ts';
-import { startVoiceSession, type VoiceSession } from '../src/modules/conversations/voice-session.ts';
+import { CAPABILITIES, callOpening } from '../src/modules/voice/call-policy.ts';
+import { startVoiceSession, type VoiceSession } from '../src/modules/voice/session.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { EspeakEngine } from '../src/speech/espeak.ts';
 import { PocketsphinxEngine } from '../src/speech/pocketsphinx.ts';
@@ -193,7 +193,7 @@ async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, poo
   };
 }
 
-/** A SIP call's settings, opening and capabilities, as voice-calls.ts gives a session. */
+/** A SIP call's settings, opening and capabilities, as voice/sip-calls.ts gives a session. */
 function sipSession(config: AgentConfig) {
   const settings = voiceSettings(config);
   return { settings, opening: callOpening(settings, { recorded: false }), capabilities: CAPABILITIES.sip };

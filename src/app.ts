@@ -38,7 +38,7 @@ import { conversationRoutes, stagingChatRoutes } from './modules/conversations/r
 import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
 import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { liveRoutes } from './modules/conversations/live-routes.ts';
-import { latencyRoutes } from './modules/conversations/latency-routes.ts';
+import { latencyRoutes } from './modules/voice/latency-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 import { billingRoutes } from './modules/billing/routes.ts';

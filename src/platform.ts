@@ -30,18 +30,19 @@ import { turnQueue, type TurnQueue, type TurnQueueDeps } from './modules/convers
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { stagingChatService, type StagingChatService } from './modules/conversations/staging-chat.ts';
 import { InlineTurnLimits } from './modules/conversations/inline-limits.ts';
-import { twilioVoice, VOICE_TURN_TIMEOUT_MS, type TwilioVoice } from './modules/twilio/calls.ts';
+import { twilioVoice, type TwilioVoice } from './modules/twilio/calls.ts';
 import { TWILIO_INCOMING_PATH, TWILIO_INCOMING_STATUS_PATH, TWILIO_SMS_PATH } from './providers/twilio/paths.ts';
-import { recordingStore, type RecordingStore } from './modules/conversations/recordings.ts';
-import { placedCallVoicemail } from './modules/conversations/voicemail.ts';
+import { VOICE_TURN_TIMEOUT_MS } from './modules/voice/call-policy.ts';
+import { recordingStore, type RecordingStore } from './modules/voice/recordings.ts';
+import { placedCallVoicemail } from './modules/voice/voicemail.ts';
 import { twilioAmd } from './modules/twilio/amd.ts';
-import { voiceCalls } from './modules/conversations/voice-calls.ts';
-import { backgroundAudio } from './modules/conversations/background-audio.ts';
+import { voiceCalls } from './modules/voice/sip-calls.ts';
+import { backgroundAudio } from './modules/voice/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/twilio/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
 import { TWILIO, type CarrierOptions } from './providers/index.ts';
 import { speechEngines, type SpeechEngines } from './speech/registry.ts';
-import { latencyService, turnLatencies, type LatencyService } from './modules/conversations/latency.ts';
+import { latencyService, turnLatencies, type LatencyService } from './modules/voice/latency.ts';
 import type { SpeechGrammar } from './speech/types.ts';
 import { chooseCarrier } from './modules/numbering/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
@@ -252,13 +253,15 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, dir: path.join(config.dataDir, 'recordings'), retentionDays: config.recordingRetentionDays,
     maxSeconds: config.recordingMaxSeconds, log: child('recordings'),
   });
+  // The turn time limit of every spoken path (the call policy's, unless a test shortens it).
+  const turnLimitMs = deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS;
   // Streamed Twilio calls run their voice sessions in the process that holds the stream (api roles).
   const streams = mediaStreams({
-    db, box, config, conversations, turns: runner, speech, carrierOptions, latency,
+    db, box, config, conversations, turns: runner, speech, carrierOptions, latency, turnTimeoutMs: turnLimitMs,
     grammar: deps.voiceGrammar, now: Date.now, log: child('media-streams'),
   });
   const gather = twilioVoice({
-    db, box, config, conversations, turns: runner, turnTimeoutMs: deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: Date.now, latency,
+    db, box, config, conversations, turns: runner, turnTimeoutMs: turnLimitMs, now: Date.now, latency,
     streamTwiml: (conversationId: string, callSid: string) => streams.twiml('start', conversationId, callSid), defaultVoice: config.twilioVoice,
   });
   const amd = twilioAmd({ db, box, config, carrierOptions, conversations, now: Date.now });
@@ -285,7 +288,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       },
     }),
     voiceCalls: voiceCalls({
-      db, conversations, turns: runner, ...speech, latency, now: Date.now, log: child('voice'),
+      db, conversations, turns: runner, ...speech, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('voice'),
       background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
       recording: config.callRecording ? { store: recordings, maxMs: config.recordingMaxSeconds * 1000 } : undefined,
       // A message left on a voicemail is recorded even when calls are not (docs/voice.md, Voicemail).

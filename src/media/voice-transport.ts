@@ -91,7 +91,7 @@ export interface InboundVoiceCall {
 
 /**
  * Who talks on calls whose audio we carry ourselves (SIP): the agent runtime
- * (src/modules/conversations/voice-calls.ts), handed to the SIP side by the composition root.
+ * (src/modules/voice/sip-calls.ts), handed to the SIP side by the composition root.
  */
 export interface VoiceCalls {
   /**

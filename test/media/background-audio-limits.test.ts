@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Mp3Encoder } from '@breezystack/lamejs';
 import { MAX_AUDIO_SECONDS } from '../../src/media/audio-file.ts';
-import { backgroundAudio, MAX_BACKGROUND_BYTES } from '../../src/modules/conversations/background-audio.ts';
+import { backgroundAudio, MAX_BACKGROUND_BYTES } from '../../src/modules/voice/background-audio.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
 
 /** Ten seconds of a 48 kHz tone at 32 kbit/s, repeated up to `bytes`: about 43 minutes in 10 MB. */

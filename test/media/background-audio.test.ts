@@ -12,7 +12,7 @@ import { FRAME_SAMPLES } from '../../src/media/pcm.ts';
 import { PortPool } from '../../src/media/port-pool.ts';
 import { RtpSession } from '../../src/media/rtp-session.ts';
 import { RtpTransport } from '../../src/media/rtp-transport.ts';
-import { backgroundAudio, bedFrom, MAX_BACKGROUND_BYTES } from '../../src/modules/conversations/background-audio.ts';
+import { backgroundAudio, bedFrom, MAX_BACKGROUND_BYTES } from '../../src/modules/voice/background-audio.ts';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import { buildWav } from '../../src/speech/wav.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';

@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { accountRepo } from '../../src/modules/accounts/repository.ts';
-import { turnLatencies, turnSteps } from '../../src/modules/conversations/latency.ts';
+import { turnLatencies, turnSteps } from '../../src/modules/voice/latency.ts';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
 import { resample } from '../../src/speech/resample.ts';

@@ -6,21 +6,22 @@
 //   stream — Twilio Media Streams: the fake stream client (test/helpers/fake-media-stream.ts) on
 //            our WebSocket route, the deployment's offline speech engines speaking;
 //   sip    — the voice session over the fake transport (test/helpers/fake-voice-transport.ts), as
-//            voice-calls.ts starts it for a SIP call.
+//            voice/sip-calls.ts starts it for a SIP call.
 // What differs by path is listed beside each scenario (call-policy.ts CAPABILITIES): <Gather>
 // hears speech only, so a turn there is a SpeechResult; the stream path's caller here presses a
 // key instead of speaking (no speech engine on the caller's side); SIP's caller speaks to the
-// scripted recogniser. Real time is short: callerResponseTimeout is 1 s.
+// scripted recogniser. Real time is short: callerResponseTimeout is 1 s, and the process's turn
+// limit (which every path runs its turns under, voice/turn-limit.ts) TURN_LIMIT_MS.
 // @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { accountRepo } from '../../src/modules/accounts/repository.ts';
 import { messageSecret } from '../../src/modules/accounts/message-secret.ts';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
-import { CAPABILITIES, callOpening } from '../../src/modules/conversations/call-policy.ts';
+import { CAPABILITIES } from '../../src/modules/voice/call-policy.ts';
 import { conversationRepo, latencyRepo, messageRepo, roomRepo } from '../../src/modules/conversations/repository.ts';
 import { turnRunner } from '../../src/modules/conversations/turn.ts';
-import { startVoiceSession } from '../../src/modules/conversations/voice-session.ts';
+import { startCall } from '../../src/modules/voice/start-call.ts';
 import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
 import { FakeMediaStream } from '../helpers/fake-media-stream.ts';
 import type { FakeLlm, ScriptedReply } from '../helpers/fake-llm.ts';
@@ -33,6 +34,8 @@ import { waitFor } from '../helpers/wait.ts';
 const FROM = '+15005550006';
 const RUNTIME = { leaseMs: 3000, heartbeatMs: 50, rescueEveryMs: 0, carrierOptions: { twilio: { timeoutMs: 1500 }, simulated: { callSeconds: 0.05 } } };
 type Path = 'gather' | 'stream' | 'sip';
+/** The turn limit of the process (every path's); a slow model here answers well after it. */
+const TURN_LIMIT_MS = 3000;
 const PATHS: Path[] = ['gather', 'stream', 'sip'];
 
 /** What the caller does, in order: stays silent for callerResponseTimeout, or takes a turn (speaks on gather and SIP, presses 1 on streams). */
@@ -47,9 +50,12 @@ interface Scenario {
   outcome: string;
   /** Differences by path, by design (CAPABILITIES). */
   differences: string;
+  /** The language every path speaks in (and Gather listens in). */
+  language?: string;
 }
 
 const ES = { agentLang: 'es-US', agentVoice: 'es-US Female' };
+const APOLOGY_ES = 'Disculpe, tengo problemas para responder en este momento. ¿Podría repetirlo?';
 const SCENARIOS: Scenario[] = [
   {
     name: 'a Spanish agent greets, asks whether the caller is still there, and hangs up no_response',
@@ -59,6 +65,30 @@ const SCENARIOS: Scenario[] = [
     lines: [['welcome', 'Hola, soy Ana.'], ['still_there', '¿Sigue ahí?'], ['no_response', 'No he escuchado nada, así que voy a terminar la llamada. Adiós.']],
     outcome: 'no_response',
     differences: 'gather: Twilio times the silence (<Gather timeout>) and posts an empty result; stream and SIP: the session\'s timer',
+    language: 'es-US',
+  },
+  {
+    name: 'a multi agent with a Spanish voice speaks and listens in Spanish',
+    config: { agentLang: 'multi', agentVoice: 'es-US Female', welcomeMessage: 'Hola.', callerResponseTimeout: 1, callerResponseTimeoutHangupCounter: 1 },
+    model: [],
+    steps: ['silence', 'silence'],
+    lines: [['welcome', 'Hola.'], ['still_there', '¿Sigue ahí?'], ['no_response', 'No he escuchado nada, así que voy a terminar la llamada. Adiós.']],
+    outcome: 'no_response',
+    differences: 'as for any silence',
+    language: 'es-US',
+  },
+  {
+    name: 'a turn past the turn limit is an apology (the model aborted), and the call goes on',
+    config: { ...ES, welcomeMessage: 'Hola.', callerResponseTimeout: 30, actions: ['hangup'] },
+    model: [
+      { delayMs: TURN_LIMIT_MS * 3, text: 'Demasiado tarde.' },
+      { text: 'Adiós.', toolCalls: [{ name: 'end_conversation', arguments: { reason: 'done' } }] },
+    ],
+    steps: ['turn', 'turn'],
+    lines: [['welcome', 'Hola.'], ['apology', APOLOGY_ES], ['reply', 'Adiós.']],
+    outcome: 'ended_by_agent',
+    differences: 'none but how the turn comes in',
+    language: 'es-US',
   },
   {
     name: 'a Spanish agent whose model fails three turns in a row apologises twice, then says goodbye and hangs up failed',
@@ -67,12 +97,13 @@ const SCENARIOS: Scenario[] = [
     steps: ['turn', 'turn', 'turn'],
     lines: [
       ['welcome', 'Hola.'],
-      ['apology', 'Disculpe, tengo problemas para responder en este momento. ¿Podría repetirlo?'],
-      ['apology', 'Disculpe, tengo problemas para responder en este momento. ¿Podría repetirlo?'],
+      ['apology', APOLOGY_ES],
+      ['apology', APOLOGY_ES],
       ['failed', 'Disculpe, algo salió mal de nuestro lado. Inténtelo más tarde. Adiós.'],
     ],
     outcome: 'failed',
     differences: 'none but how the turn comes in',
+    language: 'es-US',
   },
   {
     name: 'the agent ends the call after its reply',
@@ -97,7 +128,7 @@ for (const engine of ENGINES) {
     let fake: FakeTwilio;
 
     before(async () => {
-      app = await startTwilioApp(engine, { worker: true, runtime: RUNTIME });
+      app = await startTwilioApp(engine, { worker: true, runtime: RUNTIME, voiceTurnTimeoutMs: TURN_LIMIT_MS });
       ({ h, llm, fake } = app);
     });
     after(async () => {
@@ -174,7 +205,7 @@ for (const engine of ENGINES) {
         }
         return { conversationId: c.id, said };
       }
-      // sip: the voice session as voice-calls.ts starts it, over the fake transport.
+      // sip: the call started as voice/sip-calls.ts starts it (startCall), over the fake transport.
       const r = await h.reseller();
       const o = await h.organization(r.id);
       const token = await h.tokenFor(o.agentId);
@@ -194,10 +225,9 @@ for (const engine of ENGINES) {
       const transport = new FakeVoiceTransport();
       const tts = new ShortTts();
       const settings = voiceSettings(live);
-      const session = startVoiceSession({ db, conversations: h.services.conversations, turns, stt: new ScriptedStt(s.steps.map(() => 'hola')), tts, now: Date.now }, {
-        transport, conversation: opened.conversation, room: opened.room, config: live, settings,
-        opening: callOpening(settings, { recorded: false }), capabilities: CAPABILITIES.sip,
-      });
+      const { session, done } = await startCall({
+        db, conversations: h.services.conversations, turns, stt: new ScriptedStt(s.steps.map(() => 'hola')), tts, now: Date.now, turnTimeoutMs: TURN_LIMIT_MS,
+      }, transport, { conversation: opened.conversation, room: opened.room, config: live, settings, capabilities: CAPABILITIES.sip, opening: {} });
       const outbound = async () => (await messageRepo.ofConversation(db, opened.conversation.id)).filter((x) => x.direction === 'outbound').length;
       await waitFor('the greeting', async () => (await outbound()) >= 1 && session.phase === 'listening');
       for (const step of s.steps) {
@@ -206,7 +236,7 @@ for (const engine of ENGINES) {
         await waitFor(`the agent's answer to a ${step}`, async () => (await outbound()) > before, 20_000);
         await waitFor('listening or ended', async () => session.phase === 'listening' || session.phase === 'ended', 20_000);
       }
-      await session.done;
+      await done;
       await http.close();
       said.push(...tts.said.map((x) => `${x.language}:${x.text}`));
       return { conversationId: opened.conversation.id, said };
@@ -234,10 +264,12 @@ for (const engine of ENGINES) {
               assert.ok(Number(l.llm_first_token_ms) >= 0 && Number(l.total_ms) >= Number(l.llm_first_token_ms), JSON.stringify(l));
             }
           }
-          // Spoken in the agent's language.
-          if (s.config.agentLang === 'es-US') {
-            if (path === 'gather') for (const t of said) for (const m of t.matchAll(/<Say [^>]*language="([^"]+)"/g)) assert.equal(m[1], 'es-US', t);
-            if (path === 'sip') assert.ok(said.every((x) => x.startsWith('es-US:')), said.join('\n'));
+          // Spoken (and, on Gather, listened for) in the agent's language.
+          if (s.language) {
+            if (path === 'gather') {
+              for (const t of said) for (const m of t.matchAll(/<(?:Say|Gather) [^>]*language="([^"]+)"/g)) assert.equal(m[1], s.language, t);
+            }
+            if (path === 'sip') assert.ok(said.every((x) => x.startsWith(`${s.language}:`)), said.join('\n'));
           }
         });
       }

@@ -1,4 +1,4 @@
-// The call policy (src/modules/conversations/call-policy.ts) and the voice settings it reads
+// The call policy (src/modules/voice/call-policy.ts) and the voice settings it reads
 // (src/modules/agents/voice-settings.ts), as pure functions: no database, no timers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -6,7 +6,8 @@ import { admissionSettings, voiceSettings } from '../../src/modules/agents/voice
 import {
   CAPABILITIES, callAdmission, callOpening, decide, freshCounters, heardVoicemailCue, MAX_TURN_FAILURES, phrasesFor, transferAnnouncement, twilioAnsweredBy,
   voicemailDecision, voicemailPlan, type CallCounters, type CallEvent,
-} from '../../src/modules/conversations/call-policy.ts';
+} from '../../src/modules/voice/call-policy.ts';
+import { voiceStyle } from '../../src/modules/twilio/voice-twiml.ts';
 import { answeredByMachine, callOutcome } from '../../src/providers/carrier.ts';
 
 const en = voiceSettings({});
@@ -40,6 +41,18 @@ describe('voice settings', () => {
     assert.equal(es.language, 'es-US');
     assert.equal(es.gender, 'female');
   });
+
+  it('`multi` speaks and listens in its voice\'s language on every path (en-US for a voice not in the catalog); Gather listens in the same', () => {
+    for (const [voice, language] of [['es-US Female', 'es-US'], ['fr-FR Female', 'fr-FR'], ['en-GB Male', 'en-GB'], ['nobody', 'en-US']] as const) {
+      const settings = voiceSettings({ agentLang: 'multi', agentVoice: voice });
+      assert.equal(settings.language, language, voice);
+      assert.equal(voiceStyle(settings).gatherLanguage, language, voice);
+    }
+    // A bare tag: the session uses it as given; Twilio's recogniser gets the voice's region for it.
+    const bare = voiceSettings({ agentLang: 'es', agentVoice: 'es-MX Female' });
+    assert.equal(bare.language, 'es');
+    assert.equal(voiceStyle(bare).gatherLanguage, 'es-MX');
+  });
 });
 
 describe('the call policy', () => {
@@ -60,11 +73,14 @@ describe('the call policy', () => {
 
   it('failed and slow turns: an apology each time, MAX_TURN_FAILURES in a row end the call failed; a reply resets the count', () => {
     const fail: CallEvent = { kind: 'turnFailed', reason: 'model down' };
-    const d = play(en, [fail, { kind: 'turnTooSlow' }, { kind: 'replied', effects: [] }, fail, fail, fail]);
+    const d = play(en, [fail, { kind: 'turnTooSlow', limitMs: 1500 }, { kind: 'replied', effects: [] }, fail, fail, fail]);
     assert.deepEqual(d.map((x) => x.next), ['listen', 'listen', 'listen', 'listen', 'listen', 'hangup']);
     assert.equal(MAX_TURN_FAILURES, 3);
     assert.deepEqual(d[1], { next: 'listen', say: { text: phrasesFor('en').apology, kind: 'apology' } });
     assert.deepEqual(d[5], { next: 'hangup', say: { text: phrasesFor('en').failedGoodbye, kind: 'failed' }, outcome: 'failed', detail: 'model down' });
+    // The limit a slow turn ran past is the one it was given (a process may shorten the policy's).
+    const slow = play(en, [{ kind: 'turnTooSlow', limitMs: 1500 }, { kind: 'turnTooSlow', limitMs: 1500 }, { kind: 'turnTooSlow', limitMs: 1500 }]);
+    assert.deepEqual(slow[2], { next: 'hangup', say: { text: phrasesFor('en').failedGoodbye, kind: 'failed' }, outcome: 'failed', detail: 'the turn took longer than 1500 ms' });
   });
 
   it('a reply\'s effects: end hangs up ended_by_agent; a transfer goes where the path can dial, else the caller hears so; a failed transfer is said', () => {

@@ -5,7 +5,7 @@
 // range, so a missing or out-of-range value is resolved here, the same way for everyone. It lives
 // beside the field table (not in conversations) because the table is what it reads; the
 // conversations module already depends on agents, never the other way.
-import { DEFAULT_VOICE } from './catalog.ts';
+import { DEFAULT_VOICE, VOICES } from './catalog.ts';
 import { defaultConfig, FIELDS, type AgentConfig, type AgentField } from './validation.ts';
 
 const DEFAULTS = defaultConfig('');
@@ -20,7 +20,10 @@ export interface BackgroundSetting {
 }
 
 export interface VoiceSettings {
-  /** BCP-47 tag the agent speaks and listens in (agentLang; `en-US` for `multi`). */
+  /**
+   * BCP-47 tag the agent speaks and listens in, on every path: agentLang; for `multi`, the language
+   * of its voice (agentVoice in the catalog), else `en-US`.
+   */
   language: string;
   /** agentLang as set: `multi`, a bare `es`, or a tag with its region. */
   agentLang: string;
@@ -50,7 +53,7 @@ export interface VoiceSettings {
   recordingNotificationPhrase: string;
   /** backgroundAudio with the contract's defaults (loop, gain 0, after the greeting, bg); null for none. */
   backgroundAudio: BackgroundSetting | null;
-  /** voicemailAction: what an outbound call does when a machine answers (call-policy.ts voicemailPlan). */
+  /** voicemailAction: what an outbound call does when a machine answers (voice/call-policy.ts voicemailPlan). */
   voicemailAction: 'hangup' | 'leave-message' | 'continue';
   /** voicemailMessage, trimmed: the message left on a machine ('' for the welcomeMessage). */
   voicemailMessage: string;
@@ -90,7 +93,7 @@ export function voiceSettings(config: AgentConfig): VoiceSettings {
   const voice = text(config.agentVoice) || DEFAULT_VOICE;
   const notification = String(config.autoRecordingNotification ?? DEFAULTS.autoRecordingNotification);
   return {
-    language: agentLang !== 'multi' ? agentLang : 'en-US',
+    language: agentLang !== 'multi' ? agentLang : VOICES.find((v) => v.id === voice)?.lang ?? 'en-US',
     agentLang,
     voice,
     gender: /male$/i.test(voice) && !/female$/i.test(voice) ? 'male' : 'female',
@@ -111,7 +114,7 @@ export function voiceSettings(config: AgentConfig): VoiceSettings {
   };
 }
 
-/** What decides whether and how an inbound call is answered (call-policy.ts callAdmission). */
+/** What decides whether and how an inbound call is answered (voice/call-policy.ts callAdmission). */
 export interface AdmissionSettings {
   /** preAnswerRingTime: ringing before the agent answers, ms (0 for none). */
   ringMs: number;

@@ -13,10 +13,8 @@ import { accountRepo } from '../accounts/repository.ts';
 import type { AgentService } from '../agents/service.ts';
 import { decideJunk } from './junk.ts';
 import { CSV_BATCH, csvFilename, csvLine } from './logs-csv.ts';
-import { LOG_FIELDS, type LogField, type LogValue, analysisView, counterpartName, dialogLine, presentConversationSummary, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
+import { LOG_FIELDS, type LogField, type LogValue, analysisView, counterpartName, dialogLine, presentConversationSummary, presentLatency, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
 import { parseLogsQuery, parseRoomKey, type LogsQuery, type ParsedLogs } from './logs-query.ts';
-import type { RecordingStore } from './recordings.ts';
-import { presentLatency } from './latency.ts';
 import { analysisRepo, historyRepo, inboxRepo, latencyRepo, logRepo, messageRepo, type LogFilter, type LogRow, type RoomScope } from './repository.ts';
 
 /** Rooms per page: default and most (pageSize); `pagination=false` answers all of them only up to the most. */
@@ -42,12 +40,20 @@ export const LOG_TRANSCRIPT_MAX_PAGE_SIZE = 1000;
 export const CSV_TRANSCRIPT_BATCH = 200;
 const TRANSCRIPTS_PER_STATEMENT = 200;
 
+/**
+ * Where a conversation's call recording is read from: the voice module's recording store, which
+ * is above this one (src/modules/voice/recordings.ts), handed in by platform.ts.
+ */
+export interface RecordingFiles {
+  open(orgId: number, conversationId: string): Promise<{ stream: NodeJS.ReadableStream; size: number } | null>;
+}
+
 export interface HistoryServiceDeps {
   db: Db;
   /** The agent's live configuration: the junk rules read its cnamAutoRejectRegex. */
   agents: Pick<AgentService, 'liveConfig'>;
   /** Call recordings (GET /api/v2/conversation/{roomId}/{uuid}/recording). */
-  recordings: Pick<RecordingStore, 'open'>;
+  recordings: RecordingFiles;
   now?: () => number;
 }
 

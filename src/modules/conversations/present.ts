@@ -1,7 +1,7 @@
 // Rooms, messages, transcripts and conversation logs in the contract's shapes (Messaging and
 // Logs): times in unix seconds (and ISO where the contract shows a date), the room id as
 // `<agent account id>:<room id>`, the agent as its `camp…` id. docs/conversations.md, "History".
-import type { ConversationRow, MessageRow, RoomRow } from '../../db/types.ts';
+import type { ConversationRow, MessageRow, RoomRow, TurnLatencyRow } from '../../db/types.ts';
 import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { agentIdOf } from '../agents/service.ts';
@@ -344,4 +344,15 @@ export function transcriptText(lines: readonly MessageRow[], maxChars: number, m
     out += (out ? '\n' : '') + line;
   }
   return more ? `${out}\n… [truncated]` : out;
+}
+
+/** What the API shows of a stored turn (a transcript's agent line). */
+export function presentLatency(r: TurnLatencyRow) {
+  const n = (v: number | string | null) => (v === null ? null : Number(v));
+  return {
+    path: r.path,
+    endpointMs: n(r.endpoint_ms), sttMs: n(r.stt_ms), llmFirstTokenMs: n(r.llm_first_token_ms),
+    ttsFirstAudioMs: n(r.tts_first_audio_ms), totalMs: n(r.total_ms),
+    engines: { stt: r.stt_engine, llm: r.llm_engine, tts: r.tts_engine },
+  };
 }

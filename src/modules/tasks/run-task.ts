@@ -44,7 +44,7 @@ export interface TaskHandlerDeps {
   textSent?: (text: TextSent) => Promise<void>;
   /**
    * What a call task does when a voicemail answers, and who decides on the path the call takes
-   * through `carrier` (the call policy's, for the task and its agent: src/modules/conversations/voicemail.ts).
+   * through `carrier` (the call policy's, for the task and its agent: src/modules/voice/voicemail.ts).
    */
   voicemailPlan?: (row: Row, carrier: string) => Promise<PlaceCallRequest['voicemail']>;
   /**

@@ -14,11 +14,11 @@ import { HANGUP, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings } from '../agents/voice-settings.ts';
 import { twilioCarrierOf } from '../numbering/carriers.ts';
-import { twilioAnsweredBy, voicemailDecision } from '../conversations/call-policy.ts';
+import { twilioAnsweredBy, voicemailDecision } from '../voice/call-policy.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import { recordAgentLine, type ConversationService } from '../conversations/service.ts';
 import { voiceStyle } from './voice-twiml.ts';
-import { recordAnsweredBy, voicemailPlanFor } from '../conversations/voicemail.ts';
+import { recordAnsweredBy, voicemailPlanFor } from '../voice/voicemail.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 

@@ -21,10 +21,12 @@ import { gatherUrl as gatherUrlOf, whisperUrl } from '../../providers/twilio/pat
 import type { CallConversations } from './task-callbacks.ts';
 import { refuseTwilioRequest, twilioNumberHolder, verifyTwilioRequest, type TwilioRequest } from './verify.ts';
 import { HANGUP, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
-import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from '../conversations/call-policy.ts';
+import { countersOf, noteCallState, readCallState } from '../voice/call-state.ts';
+import { boundedTurn, turnFailure } from '../voice/turn-limit.ts';
+import { CAPABILITIES, callAdmission, callOpening, decide, phrasesFor, transferAnnouncement, type AgentLine, type CallCounters, type CallDecision, type CallEvent } from '../voice/call-policy.ts';
 import { conversationRepo, roomRepo } from '../conversations/repository.ts';
 import { MAX_MESSAGE_CHARS, normaliseAddress, recordAgentLine, type ConversationService } from '../conversations/service.ts';
-import type { TurnLatencies, TurnStamps } from '../conversations/latency.ts';
+import type { TurnLatencies, TurnStamps } from '../voice/latency.ts';
 import type { TurnResult, TurnRunner } from '../conversations/turn.ts';
 import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceStyle, type GatherTargets } from './voice-twiml.ts';
 
@@ -32,8 +34,6 @@ import { renderDecision, renderOpening, renderRefusal, ringBeforeAnswer, voiceSt
 const FINAL_CALL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 /** Twilio's StirVerstat for a caller ID the originating carrier fully attested (SHAKEN level A). */
 const FULL_ATTESTATION = 'TN-Validation-Passed-A';
-/** The call policy's turn limit (call-policy.ts), here too for platform.ts. */
-export { VOICE_TURN_TIMEOUT_MS };
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -62,25 +62,11 @@ export interface TwilioVoiceDeps {
   /** How calls talk unless the organization's twilio provider says (`voice`): CALLPLANE_TWILIO_VOICE. */
   defaultVoice: 'stream' | 'gather';
   now: () => number;
-  /** Where each turn's latency goes (latency.ts): on gathered calls only what we can see (Twilio listens and speaks). */
+  /** Where each turn's latency goes (voice/latency.ts): on gathered calls only what we can see (Twilio listens and speaks). */
   latency?: TurnLatencies;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function readState(json: string): VoiceState {
-  let o: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = JSON.parse(json);
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) o = parsed as Record<string, unknown>;
-  } catch { /* a fresh state */ }
-  const n = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);
-  return { noResponse: n(o.noResponse), failures: n(o.failures) };
-}
-
-class TurnTimeout extends Error {
-  constructor(ms: number) { super(`the turn took longer than ${ms} ms`); }
-}
 
 export function twilioVoice(deps: TwilioVoiceDeps) {
   const { db } = deps;
@@ -109,7 +95,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
     const now = clock();
     await db.transaction().execute(async (tx) => {
       if (said) await recordAgentLine(tx, c, said, now);
-      await conversationRepo.setState(tx, c.id, JSON.stringify(state), now);
+      await noteCallState(tx, c.id, state, now);
     });
     if (end) await deps.conversations.end(c.id, end.outcome, end.detail);
   }
@@ -118,32 +104,14 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
    * The policy's decision after `event`, recorded (what is said, the counters, the end) and
    * rendered as TwiML after `reply` (the agent's words this turn).
    */
-  async function render(c: ConversationRow, settings: VoiceSettings, state: VoiceState, event: CallEvent, reply = ''): Promise<{ decision: CallDecision; twiml: string }> {
+  async function render(c: ConversationRow, settings: VoiceSettings, state: VoiceState, event: CallEvent, reply = ''): Promise<{ decision: CallDecision; counters: CallCounters; twiml: string }> {
     const { counters, decision } = decide(settings, state, event, GATHER);
-    if (decision.next === 'answer') return { decision, twiml: '' };
+    // The turn is run before anything is recorded; its counters are the next event's.
+    if (decision.next === 'answer') return { decision, counters, twiml: '' };
     const end = decision.next === 'hangup' ? { outcome: decision.outcome, detail: decision.detail }
       : decision.next === 'transfer' ? { outcome: 'transferred' as const, detail: `${decision.name} (${decision.destination})`.slice(0, 500) } : undefined;
     await settle(c, counters, decision.next === 'transfer' ? undefined : decision.say, end);
-    return { decision, twiml: renderDecision(voiceStyle(settings), decision, targets(c.id), reply) };
-  }
-
-  /** The agent's turn, bounded: the signal aborts the model request; past the bound nobody waits for it. */
-  async function boundedTurn(input: Parameters<TurnRunner['run']>[0]): Promise<TurnResult> {
-    const ms = deps.turnTimeoutMs;
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => { controller.abort(new TurnTimeout(ms)); reject(new TurnTimeout(ms)); }, ms);
-    });
-    const run = deps.turns.run({ ...input, signal: controller.signal });
-    // Past the bound the turn may still settle (a step that does not listen to the signal); its
-    // outcome is nobody's then.
-    run.catch(() => undefined);
-    try {
-      return await Promise.race([run, expired]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return { decision, counters, twiml: renderDecision(voiceStyle(settings), decision, targets(c.id), reply) };
   }
 
   /**
@@ -321,11 +289,10 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       }
       const config = await deps.conversations.liveConfig(agent);
       const settings = voiceSettings(config);
-      const state = readState(c.state);
       const speech = (first(req.params, 'SpeechResult') ?? '').trim();
-      const heard = await render(c, settings, state, { kind: 'heard', text: speech });
+      const heard = await render(c, settings, countersOf(readCallState(c.state)), { kind: 'heard', text: speech });
       if (heard.decision.next !== 'answer') return heard.twiml;
-      state.noResponse = 0;
+      const state = heard.counters;
 
       // What the caller said is data for the model, never an instruction to us: bounded, recorded
       // as said, escaped wherever it is written into TwiML.
@@ -337,15 +304,15 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
       }, now));
       let result: TurnResult;
       try {
-        result = await boundedTurn({
+        result = await boundedTurn(deps.turns, {
           conversation: c, room, config, inbound: { id: inbound.id, text, at: now }, allowAsync: false, replyStatus: 'success',
           onText: (delta) => { if (stamps.firstTokenAt === undefined && delta !== '') stamps.firstTokenAt = clock(); },
-        });
+        }, deps.turnTimeoutMs);
         if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         log.warn({ conversation: c.id, err: message }, 'voice turn failed');
-        const event: CallEvent = err instanceof TurnTimeout ? { kind: 'turnTooSlow' } : { kind: 'turnFailed', reason: message };
+        const event: CallEvent = turnFailure(err);
         try {
           return (await render(c, settings, state, event)).twiml;
         } catch (inner) {

@@ -3,33 +3,34 @@
 // (calls.ts asks twiml() here); Twilio then opens a WebSocket (routes.ts hands it to
 // accept()). The stream's `start` must carry a token this deployment minted for that conversation
 // and that CallSid (media-stream-token.ts), else the socket is closed (1008) and nothing is touched.
-// Then the call's voice session (voice-session.ts) runs here over a TwilioMediaStream, on the
+// Then the call starts as every call we carry does (voice/start-call.ts) over a TwilioMediaStream, on the
 // process's speech engines and the agent's live configuration. Transfers, hang-ups and digits go
 // through Twilio's Calls API with the organization's own Twilio account: sending digits redirects
 // the call to <Play digits> and a new stream, which re-attaches to the running session. A task's
-// call is screened for voicemail from its own audio (voicemail.ts), as on SIP.
+// call is screened for voicemail from its own audio (voice/voicemail.ts), as on SIP.
 import type { WebSocket } from 'ws';
 import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
-import type { Db, TaskRow } from '../../db/types.ts';
+import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media-stream.ts';
 import type { CarrierOptions } from '../../providers/index.ts';
 import { connectStream, dial, playDigits, twilioDials, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { SpeechEngines } from '../../speech/registry.ts';
-import type { TurnLatencies } from '../conversations/latency.ts';
+import type { TurnLatencies } from '../voice/latency.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
+import { voiceSettings } from '../agents/voice-settings.ts';
 import { twilioCarrierOf } from '../numbering/carriers.ts';
 import { taskRepo } from '../tasks/repository.ts';
-import { CAPABILITIES, callOpening, type CallOpening } from '../conversations/call-policy.ts';
+import { CAPABILITIES } from '../voice/call-policy.ts';
 import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stream-token.ts';
 import { conversationRepo, roomRepo } from '../conversations/repository.ts';
 import type { ConversationService } from '../conversations/service.ts';
 import type { TurnRunner } from '../conversations/turn.ts';
-import { startVoiceSession, voiceState, type VoiceSession } from '../conversations/voice-session.ts';
-import { voicemailPlanFor, screenCall } from '../conversations/voicemail.ts';
+import type { VoiceSession } from '../voice/session.ts';
+import { startCall } from '../voice/start-call.ts';
+import { voicemailPlanFor } from '../voice/voicemail.ts';
 import { TWILIO_STREAM_PATH, whisperUrl } from '../../providers/twilio/paths.ts';
 
 /** How long a new stream may take to send its `start`. */
@@ -47,12 +48,14 @@ export interface MediaStreamDeps {
   turns: Pick<TurnRunner, 'run'>;
   /** The process's speech engines (src/speech/registry.ts). */
   speech: SpeechEngines;
-  /** Where each turn's latency goes (latency.ts). */
+  /** Where each turn's latency goes (voice/latency.ts). */
   latency?: TurnLatencies;
   /** Twilio request settings (timeouts), as the task queue's. */
   carrierOptions?: CarrierOptions;
   /** Recognition restricted to these phrases (tests); free speech otherwise. */
   grammar?: SpeechGrammar;
+  /** The turn time limit (the call policy's VOICE_TURN_TIMEOUT_MS; tests shorten it). */
+  turnTimeoutMs?: number;
   startTimeoutMs?: number;
   now: () => number;
   log?: Log;
@@ -79,12 +82,6 @@ export function mediaStreams(deps: MediaStreamDeps) {
     const c = await twilioCarrierOf({ db, box: deps.box, config: deps.config, carrierOptions: deps.carrierOptions }, orgId);
     if (!c) throw new Error('the organization has no twilio provider');
     return c;
-  }
-
-  /** The call's opening (the policy's rule, with the task's greeting and waitToGreet); the keys were in the answer's TwiML already. */
-  function sessionOpening(settings: VoiceSettings, task: TaskRow | undefined): CallOpening {
-    const opening = callOpening(settings, { taskGreeting: task?.greeting, waitToGreet: task ? bool(task.wait_to_greet) : false, recorded: CAPABILITIES['media-stream'].recording });
-    return { ...opening, digits: '' };
   }
 
   return {
@@ -135,7 +132,6 @@ export function mediaStreams(deps: MediaStreamDeps) {
         const config = await deps.conversations.liveConfig(agent);
         const settings = voiceSettings(config);
         const task = c.task_id ? await taskRepo.findAnyOrg(db, c.task_id) : undefined;
-        const opening = sessionOpening(settings, task);
         const callSid = start.callSid;
         const transport = new TwilioMediaStream(socket, start, {
           hangup: async () => { await (await carrier(c.org_id)).endCall(callSid); },
@@ -153,23 +149,23 @@ export function mediaStreams(deps: MediaStreamDeps) {
           },
         }, pending.take());
         entry.transport = transport;
-        // Which engines heard and spoke, for the record (offline ones are labelled so).
-        await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps.speech)), deps.now());
         // A task's call is screened for voicemail from its first frame (docs/voice.md, Voicemail):
         // the verdict is kept on the conversation and on the task (its final status then says
-        // `voicemail`), before the session acts on it. Nothing is recorded here (recording: false).
-        const screen = task && c.direction === 'outbound' && CAPABILITIES['media-stream'].voicemailDetection === 'audio'
-          ? screenCall({ db, stt: deps.speech.stt, now: deps.now, log }, {
-            conversationId: c.id, plan: await voicemailPlanFor(deps, task), language: settings.language,
-            onVerdict: (answeredBy) => taskRepo.noteAnsweredBy(db, task.id, answeredBy, deps.now()),
-          })
-          : undefined;
-        entry.session = startVoiceSession({
+        // `voicemail`), before the session acts on it.
+        const started = await startCall({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, now: deps.now, log,
-          vad: deps.speech.vad, latency: deps.latency,
-        }, { transport, conversation: c, room, config, settings, opening, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar, voicemail: screen });
+          vad: deps.speech.vad, latency: deps.latency, turnTimeoutMs: deps.turnTimeoutMs,
+        }, transport, {
+          conversation: c, room, config, settings, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar,
+          // The keys on answer were in the answer's TwiML already.
+          opening: { taskGreeting: task?.greeting, waitToGreet: task ? bool(task.wait_to_greet) : false, keysSent: true },
+          voicemail: task && c.direction === 'outbound'
+            ? { plan: await voicemailPlanFor(deps, task), onVerdict: (answeredBy) => taskRepo.noteAnsweredBy(db, task.id, answeredBy, deps.now()) }
+            : undefined,
+        });
+        entry.session = started.session;
         log.info?.(about, 'twilio media stream started');
-        void entry.session.done.finally(() => live.delete(c.id));
+        void started.done.finally(() => live.delete(c.id));
       } catch (err) {
         live.delete(grant.conversationId);
         pending.take();

@@ -1,10 +1,10 @@
 // The gather path's renderer (docs/conversations.md, Voice over Twilio): the call policy's
-// decisions (call-policy.ts) as TwiML — <Say> in the Polly voice of the agent's voice, <Gather>
+// decisions (voice/call-policy.ts) as TwiML — <Say> in the Polly voice of the agent's voice, <Gather>
 // with the agent's timeouts, <Dial>, <Hangup> — built from Twilio's verbs
 // (src/providers/twilio/twiml.ts). It decides nothing: what to say and do is the policy's.
 import { dial, gather, HANGUP, pause, playDigits, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
-import type { AgentLine, CallAdmission, CallDecision, CallOpening } from '../conversations/call-policy.ts';
+import type { AgentLine, CallAdmission, CallDecision, CallOpening } from '../voice/call-policy.ts';
 
 /**
  * agentVoice (the catalog, src/modules/agents/catalog.ts) → the Amazon Polly neural voice Twilio
@@ -29,7 +29,7 @@ const DEFAULT_VOICE = TWILIO_VOICES['en-US Female']!;
 export interface VoiceStyle {
   /** <Say voice> and <Say language>: a Polly voice and its own language. */
   say: { voice: string; language: string };
-  /** <Gather language>: what the caller is expected to speak (agentLang; the voice's for `multi`). */
+  /** <Gather language>: what the caller is expected to speak (the settings' language; a bare tag completed with the voice's region). */
   gatherLanguage: string;
   /** <Gather speechTimeout>, seconds of silence that end what the caller says (speakingTimeout). */
   speechTimeout: number;
@@ -42,7 +42,7 @@ export function voiceStyle(settings: VoiceSettings): VoiceStyle {
   const lang = settings.agentLang;
   // Twilio's speech recognition wants a language with its region: a bare `es` is the voice's
   // region when the voice speaks it, and is passed on as given otherwise.
-  const gatherLanguage = lang === 'multi' ? v.language
+  const gatherLanguage = lang === 'multi' ? settings.language
     : !lang.includes('-') && v.language.toLowerCase().startsWith(`${lang.toLowerCase()}-`) ? v.language : lang;
   return {
     say: v,
@@ -67,7 +67,7 @@ function listen(style: VoiceStyle, action: string, lines: string[]): string[] {
 }
 
 /**
- * The opening (call-policy.ts callOpening) as the answer's TwiML: the keys on answer
+ * The opening (voice/call-policy.ts callOpening) as the answer's TwiML: the keys on answer
  * (postAnswerDtmf: `,` is Twilio's `w`; A-D, which Twilio cannot play, are left out), the pause
  * (milliseconds rounded up to seconds), the recording notice, then the greeting inside the first
  * <Gather>.

@@ -1,52 +1,28 @@
 // Calls whose audio we carry ourselves (SIP): which agent talks, its first words synthesized
-// before the call is up, and the call's conversation and voice session once it is
-// (voice-session.ts). The SIP side knows this only as the VoiceCalls of src/media/voice-transport.ts.
+// before the call is up, and the call's conversation once it is, started as every call we carry
+// is (start-call.ts). The SIP side knows this only as the VoiceCalls of src/media/voice-transport.ts.
 //
 // An inbound call is answered by the agent it is addressed to: a called user part `camp<id>` or
 // `<id>` naming an agent of the organization, else the organization's first agent (numbers and
 // registrations belong to the organization, not to one agent). docs/voice.md, "SIP calls".
-import type { AccountRow, ConversationRow, Db } from '../../db/types.ts';
-import { CallRecorder } from '../../media/call-recorder.ts';
+import type { AccountRow } from '../../db/types.ts';
 import type { InboundRefusal, InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } from '../../media/voice-transport.ts';
 import { normalizePhone } from '../../lib/phone.ts';
 import { phoneNumberRepo } from '../numbers/repository.ts';
-import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
 import { bedFrom, type BackgroundAudio } from './background-audio.ts';
 import { CAPABILITIES, callAdmission, callOpening } from './call-policy.ts';
-import type { RecordingStore } from './recordings.ts';
-import { conversationRepo } from './repository.ts';
-import { normaliseAddress, type ConversationService, type OpenRequest } from './service.ts';
-import type { TurnRunner } from './turn.ts';
-import { startVoiceSession, synthesize8k, voiceState, type VoiceSessionDeps } from './voice-session.ts';
-import { screenCall, type VoicemailScreen } from './voicemail.ts';
+import { normaliseAddress, type ConversationService, type OpenRequest } from '../conversations/service.ts';
+import { synthesize8k } from './session.ts';
+import { startCall, type StartCallDeps, type StartedCall } from './start-call.ts';
 import type { VoicemailPlan } from './call-policy.ts';
 
-type Log = { warn(obj: object, msg: string): void };
-
-export interface VoiceCallsDeps {
-  db: Db;
+export interface VoiceCallsDeps extends StartCallDeps {
   conversations: Pick<ConversationService, 'open' | 'recordInbound' | 'end' | 'liveConfig'>;
-  turns: Pick<TurnRunner, 'run'>;
-  stt: SpeechToText;
-  tts: TextToSpeech;
-  now: () => number;
   /** Loads agents' backgroundAudio; without it, none plays. */
   background?: BackgroundAudio;
-  log?: Log;
-  /** Calls are recorded (CALLPLANE_CALL_RECORDING=on): where, and for how long at most. */
-  recording?: { store: Pick<RecordingStore, 'fileOf' | 'relative'>; maxMs: number };
-  /** The voice activity detectors (speech/detectors.ts); without them, energy. */
-  vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
-  /** Where each turn's latency goes (latency.ts). */
-  latency?: VoiceSessionDeps['latency'];
-  /**
-   * Where a message left on a voicemail is recorded when the call itself is not (the same store):
-   * the recording then starts with the message.
-   */
-  messageRecording?: { store: Pick<RecordingStore, 'fileOf' | 'relative'>; maxMs: number };
 }
 
 /**
@@ -56,11 +32,6 @@ export interface VoiceCallsDeps {
  */
 export function recordingNotice(config: AgentConfig, recorded: boolean): string | undefined {
   return callOpening(voiceSettings(config), { recorded }).notice?.text;
-}
-
-/** The API path of a conversation's recording (GET /api/v2/conversation/{roomId}/{uuid}/recording): the contract's voicemailRecording. */
-export function recordingPath(c: Pick<ConversationRow, 'id' | 'account_id' | 'room_id'>): string {
-  return `/api/v2/conversation/${c.account_id}:${c.room_id}/${c.id}/recording`;
 }
 
 /** How long synthesizing the greeting may hold up answering; past it, the session speaks it itself. */
@@ -87,36 +58,6 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
     }
   }
 
-  /** Starts recording the call when recording is on; undefined otherwise (or when it cannot start). */
-  function record(transport: VoiceTransport, orgId: number, conversationId: string, where = deps.recording): CallRecorder | undefined {
-    const file = where?.store.fileOf(orgId, conversationId);
-    if (!where || !file) return undefined;
-    try {
-      return new CallRecorder(transport, { file, maxMs: where.maxMs, log: deps.log });
-    } catch (err) {
-      deps.log?.warn({ conversation: conversationId, err: (err as Error).message }, 'voice call: the recording could not start');
-      return undefined;
-    }
-  }
-
-  /** Finishes the recording and notes it in the conversation's state, beside what is there. */
-  async function keepRecording(conversationId: string, recorder: CallRecorder, where = deps.recording): Promise<void> {
-    const r = await recorder.stop();
-    if (!r || !where) return;
-    const row = await conversationRepo.find(db, conversationId);
-    if (!row) return;
-    let state: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = JSON.parse(row.state || '{}');
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) state = parsed as Record<string, unknown>;
-    } catch { /* a state that is not JSON is replaced */ }
-    state.recording = {
-      file: where.store.relative(r.file), durationMs: r.durationMs, bytes: r.bytes,
-      channels: { left: 'caller', right: 'agent' }, agentChannel: r.agentChannel, stoppedBy: r.reason,
-    };
-    await conversationRepo.setState(db, conversationId, JSON.stringify(state), deps.now());
-  }
-
   async function prepare(agent: AccountRow, call: Omit<OpenRequest, 'agent' | 'channel' | 'fresh' | 'carrierRef'>, opts: { greeting?: string; waitToGreet?: boolean; voicemail?: VoicemailPlan }): Promise<PreparedVoiceCall> {
     const config = await deps.conversations.liveConfig(agent);
     const settings = voiceSettings(config);
@@ -131,43 +72,22 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
     const greetingAudio = await synthesize(greeting, settings);
     return {
       start(transport: VoiceTransport, { callId }) {
-        let screen: VoicemailScreen | undefined;
+        let started: StartedCall | undefined;
         const done = (async () => {
-          const now = deps.now();
-          const opened = await db.transaction().execute((tx) => deps.conversations.open(tx, { ...call, agent, channel: 'sip', fresh: true, carrierRef: callId }, now));
-          const c = opened.conversation;
-          // Which engines heard and spoke, for the record (offline ones are labelled so).
-          await conversationRepo.setState(db, c.id, JSON.stringify(voiceState(transport.kind, deps)), now);
-          let recorder = record(transport, c.org_id, c.id);
-          let where = deps.recording;
-          // An outbound call is screened for voicemail from its first frame (docs/voice.md, Voicemail).
-          if (opts.voicemail && CAPABILITIES.sip.voicemailDetection === 'audio') {
-            screen = screenCall(deps, {
-              conversationId: c.id, plan: opts.voicemail, language: settings.language,
-              // The message left is recorded: by the call's own recording, else from here.
-              onMessage: () => { if (!recorder) { where = deps.messageRecording; recorder = record(transport, c.org_id, c.id, where); } },
-            });
-          }
-          try {
-            const opening = callOpening(settings, { taskGreeting: opts.greeting, waitToGreet: opts.waitToGreet, recorded: recorder !== undefined });
-            const session = startVoiceSession(deps, {
-              transport, conversation: c, room: opened.room, config, settings, opening, capabilities: CAPABILITIES.sip,
-              greetingAudio, background, voicemail: screen,
-            });
-            await session.done;
-          } finally {
-            if (recorder) {
-              await keepRecording(c.id, recorder, where);
-              if (screen?.messageLeft) await conversationRepo.setVoicemailRecording(db, c.id, recordingPath(c), deps.now());
-            }
-          }
+          const opened = await db.transaction().execute((tx) => deps.conversations.open(tx, { ...call, agent, channel: 'sip', fresh: true, carrierRef: callId }, deps.now()));
+          started = await startCall(deps, transport, {
+            conversation: opened.conversation, room: opened.room, config, settings, capabilities: CAPABILITIES.sip,
+            opening: { taskGreeting: opts.greeting, waitToGreet: opts.waitToGreet }, greetingAudio, background,
+            voicemail: opts.voicemail ? { plan: opts.voicemail } : undefined,
+          });
+          await started.done;
         })();
         // The call's end is the session's business; a failure to open is logged and the call hung up.
         const guarded = done.catch(async (err: Error) => {
           deps.log?.warn({ callId, err: err.message }, 'voice call: the session could not start');
           await transport.hangup('failed').catch(() => {});
         });
-        return { done: guarded, answeredBy: () => screen?.answeredBy };
+        return { done: guarded, answeredBy: () => started?.answeredBy() };
       },
     };
   }

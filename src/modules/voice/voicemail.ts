@@ -13,8 +13,8 @@ import { voiceSettings } from '../agents/voice-settings.ts';
 import { CAPABILITIES, heardVoicemailCue, voicemailPlan, VOICEMAIL_ACTIONS, type PathCapabilities, type TaskVoicemail, type VoicemailPlan } from './call-policy.ts';
 
 type CallPath = PathCapabilities['path'];
-import { conversationRepo } from './repository.ts';
-import type { ConversationService } from './service.ts';
+import { conversationRepo } from '../conversations/repository.ts';
+import type { ConversationService } from '../conversations/service.ts';
 
 type Log = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
 

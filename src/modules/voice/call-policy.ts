@@ -4,18 +4,18 @@
 // finished with its effects; a transfer failed — it decides what the agent says (in the agent's
 // language) and what the call does next, with the same limits on every path. Pure: no I/O, no
 // timers, no clock. The paths only render its decisions: TwiML on Twilio <Gather>
-// (twilio/calls.ts), audio and signalling in the voice session (voice-session.ts) over Media
+// (twilio/calls.ts), audio and signalling in the voice session (session.ts) over Media
 // Streams and SIP. What a path cannot do is said once, in CAPABILITIES below.
 import type { ConversationOutcome } from '../../db/types.ts';
 import { twilioDials } from '../../providers/twilio/twiml.ts';
 import { DEFAULT_WAIT_TO_GREET_SECONDS } from '../../providers/index.ts';
 import type { AdmissionSettings, VoiceSettings } from '../agents/voice-settings.ts';
-import type { ToolEffect } from './tools.ts';
+import type { ToolEffect } from '../conversations/tools.ts';
 
 /**
  * How long one agent turn (the model and the tools it calls) may take on any path. Twilio waits
  * about 15 s for the answer to a gather action; a voice session would otherwise hold dead air.
- * Past it the turn is aborted and counts as failed.
+ * Past it the turn is aborted and counts as failed (turn-limit.ts runs every path's turns under it).
  */
 export const VOICE_TURN_TIMEOUT_MS = 10_000;
 /** Failed turns in a row (model errors, turns past the limit) after which the call says sorry and hangs up `failed`. */
@@ -133,7 +133,7 @@ export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabil
   'media-stream': { path: 'media-stream', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: false, canTransferTo: twilioDials, voicemailDetection: 'audio' },
   // Our voice session over RTP: REFER (or an attended INVITE) to numbers and extensions. An
   // admission transfer (cnamAutoTransferRegex) cannot happen before answering here: the call is
-  // answered and REFERred at once (voice-calls.ts).
+  // answered and REFERred at once (sip-calls.ts).
   sip: { path: 'sip', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: true, canTransferTo: () => true, voicemailDetection: 'audio' },
 });
 
@@ -215,7 +215,8 @@ export type CallEvent =
   | { kind: 'key'; digit: string }
   | { kind: 'silence' }
   | { kind: 'turnFailed'; reason: string }
-  | { kind: 'turnTooSlow' }
+  /** The turn ran past its limit (turn-limit.ts): `limitMs` is the limit it ran past. */
+  | { kind: 'turnTooSlow'; limitMs: number }
   | { kind: 'replied'; effects: readonly ToolEffect[] }
   | { kind: 'transferFailed'; reason: string };
 
@@ -253,7 +254,7 @@ export function decide(settings: VoiceSettings, counters: CallCounters, event: C
     case 'turnFailed':
     case 'turnTooSlow': {
       c.failures += 1;
-      const reason = event.kind === 'turnTooSlow' ? `the turn took longer than ${VOICE_TURN_TIMEOUT_MS} ms` : event.reason;
+      const reason = event.kind === 'turnTooSlow' ? `the turn took longer than ${event.limitMs} ms` : event.reason;
       if (c.failures >= MAX_TURN_FAILURES) {
         return { counters: c, decision: { next: 'hangup', say: { text: words.failedGoodbye, kind: 'failed' }, outcome: 'failed', detail: reason.slice(0, 500) } };
       }

@@ -23,9 +23,10 @@ import {
   decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, voicemailDecision,
   type AgentLine, type CallDecision, type CallEvent, type CallOpening, type PathCapabilities,
 } from './call-policy.ts';
-import { messageRepo } from './repository.ts';
-import { recordAgentLine, type ConversationService } from './service.ts';
-import type { TurnRunner } from './turn.ts';
+import { messageRepo } from '../conversations/repository.ts';
+import { recordAgentLine, type ConversationService } from '../conversations/service.ts';
+import type { TurnRunner } from '../conversations/turn.ts';
+import { boundedTurn, turnFailure } from './turn-limit.ts';
 import type { VoicemailScreen } from './voicemail.ts';
 
 const RATE = 8000;
@@ -112,18 +113,6 @@ export function splitSentences(buffer: string): { sentences: string[]; rest: str
 export async function synthesize8k(tts: TextToSpeech, text: string, opts: SynthesizeOptions): Promise<Int16Array> {
   const speech = await tts.synthesize(text, opts);
   return resample(speech.pcm16, speech.sampleRate, RATE);
-}
-
-/** A voice call's conversation state: its transport and which engines heard and spoke (`offline` when both ran here). */
-export function voiceState(transport: string, speech: { stt: SpeechToText; tts: TextToSpeech; vad?: { status: { engine: string } } }): Record<string, unknown> {
-  return {
-    transport,
-    speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}) },
-  };
-}
-
-class TurnTooSlow extends Error {
-  constructor(ms: number) { super(`the turn took longer than ${ms} ms`); }
 }
 
 type Ending = 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed' | 'voicemail';
@@ -328,15 +317,11 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
         void heard.then((played) => { if (played && current.state !== 'interrupted') current.played.push(sentence); });
       });
     };
-    let timer: NodeJS.Timeout | undefined;
     let event: CallEvent;
     let llm: string | null = null;
     try {
-      const expired = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => { const e = new TurnTooSlow(turnLimitMs); abort.abort(e); reject(e); }, turnLimitMs);
-      });
-      const run = deps.turns.run({
-        conversation, room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: abort.signal,
+      const result = await boundedTurn(deps.turns, {
+        conversation, room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success',
         onText: (delta) => {
           if (stamps && stamps.firstTokenAt === undefined && delta !== '') stamps.firstTokenAt = deps.now();
           const split = splitSentences(buffer + delta);
@@ -348,10 +333,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
           if (buffer.trim()) speak(buffer.trim());
           buffer = '';
         },
-      });
-      // Past the limit the turn may still settle (a step that does not listen to the signal); its outcome is nobody's then.
-      run.catch(() => undefined);
-      const result = await Promise.race([run, expired]);
+      }, turnLimitMs, abort);
       if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
       current.messageId = result.messageId;
       llm = result.simulated ? 'simulated' : result.engine;
@@ -361,14 +343,12 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     } catch (err) {
       if (current.state === 'interrupted') event = { kind: 'replied', effects: [] };
       else {
-        warn(err, err instanceof TurnTooSlow ? 'voice session: the turn took too long' : 'voice session: the turn failed');
+        event = turnFailure(err);
+        warn(err, event.kind === 'turnTooSlow' ? 'voice session: the turn took too long' : 'voice session: the turn failed');
         // Whatever of the failed reply was queued is dropped: the apology follows at once.
         abort.abort();
         transport.clear();
-        event = err instanceof TurnTooSlow ? { kind: 'turnTooSlow' } : { kind: 'turnFailed', reason: err instanceof Error ? err.message : String(err) };
       }
-    } finally {
-      clearTimeout(timer);
     }
     if (event.kind === 'replied') {
       await queue;

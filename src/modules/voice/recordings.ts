@@ -1,12 +1,12 @@
 // Call recordings on disk: `<dataDir>/recordings/<orgId>/<conversationId>.wav`, written by the
-// worker that carried the call (src/media/call-recorder.ts, started in voice-calls.ts), read by
+// worker that carried the call (src/media/call-recorder.ts, started in start-call.ts), read by
 // GET /api/v2/conversation/{roomId}/{uuid}/recording in whichever process serves the API (so
 // processes share DATA_DIR/recordings), and swept by maintenance: past the retention, left over
 // from a crash (`.part`), or whose conversation was deleted. docs/voice.md, "Recording".
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Db } from '../../db/types.ts';
-import { conversationRepo } from './repository.ts';
+import type { ConversationRow, Db } from '../../db/types.ts';
+import { conversationRepo } from '../conversations/repository.ts';
 
 const DAY_MS = 86_400_000;
 /** Files looked at per sweep, and deleted per sweep: one run stays short whatever piles up. */
@@ -15,6 +15,11 @@ export const SWEEP_MAX_DELETED = 1000;
 /** Conversations asked about per statement. */
 const EXISTS_BATCH = 500;
 const ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+/** The API path of a conversation's recording (GET /api/v2/conversation/{roomId}/{uuid}/recording): the contract's voicemailRecording. */
+export function recordingPath(c: Pick<ConversationRow, 'id' | 'account_id' | 'room_id'>): string {
+  return `/api/v2/conversation/${c.account_id}:${c.room_id}/${c.id}/recording`;
+}
 
 export interface RecordingStoreDeps {
   db: Db;

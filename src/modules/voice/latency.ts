@@ -7,7 +7,7 @@ import type { Scope } from '../../http/auth.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import type { VoiceTurnLabels, VoiceTurnSteps } from '../../http/metrics.ts';
 import { accountIdOf, agentIdOf } from '../agents/service.ts';
-import { latencyRepo } from './repository.ts';
+import { latencyRepo } from '../conversations/repository.ts';
 
 export type VoicePath = 'sip' | 'stream' | 'gather';
 
@@ -48,17 +48,6 @@ export function turnSteps(path: VoicePath, t: TurnStamps): VoiceTurnSteps {
     llmFirstTokenMs: span(t.transcriptAt, t.firstTokenAt),
     ttsFirstAudioMs: span(t.firstTokenAt, t.firstAudioAt),
     totalMs: span(t.speechEndedAt, t.firstAudioAt),
-  };
-}
-
-/** What the API shows of a stored turn (a transcript's agent line). */
-export function presentLatency(r: TurnLatencyRow) {
-  const n = (v: number | string | null) => (v === null ? null : Number(v));
-  return {
-    path: r.path,
-    endpointMs: n(r.endpoint_ms), sttMs: n(r.stt_ms), llmFirstTokenMs: n(r.llm_first_token_ms),
-    ttsFirstAudioMs: n(r.tts_first_audio_ms), totalMs: n(r.total_ms),
-    engines: { stt: r.stt_engine, llm: r.llm_engine, tts: r.tts_engine },
   };
 }
 

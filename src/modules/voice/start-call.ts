@@ -1,0 +1,120 @@
+// How every call whose audio we carry starts, once, whatever carries it (SIP's RTP in sip-calls.ts,
+// Twilio's Media Stream in twilio/media-streams.ts): its conversation state notes the
+// transport and engines, the call is recorded when the path can record and recording is on, an
+// outbound call is screened for voicemail from its first frame when the path hears it itself
+// (call-policy.ts CAPABILITIES), the opening is the policy's, and the voice session runs until the
+// call ends; then the recording is kept. The path itself only finds (or opens) the conversation and
+// builds the transport.
+import type { AnsweredBy, ConversationRow, RoomRow } from '../../db/types.ts';
+import { CallRecorder } from '../../media/call-recorder.ts';
+import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
+import type { SpeechGrammar } from '../../speech/types.ts';
+import type { AgentConfig } from '../agents/validation.ts';
+import type { VoiceSettings } from '../agents/voice-settings.ts';
+import { conversationRepo } from '../conversations/repository.ts';
+import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-policy.ts';
+import { noteCallState, speechNote } from './call-state.ts';
+import { recordingPath, type RecordingStore } from './recordings.ts';
+import { startVoiceSession, type VoiceSession, type VoiceSessionDeps } from './session.ts';
+import { screenCall, type VoicemailScreen } from './voicemail.ts';
+
+type Log = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
+
+/** Where recordings go, and for how long at most. */
+export interface RecordingTarget { store: Pick<RecordingStore, 'fileOf' | 'relative'>; maxMs: number }
+
+export interface StartCallDeps extends VoiceSessionDeps {
+  /** The voice activity detectors, with the engine they run (noted in the call's state). */
+  vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
+  log?: Log;
+  /** Calls are recorded (CALLPLANE_CALL_RECORDING=on), on paths that can record. */
+  recording?: RecordingTarget;
+  /** Where a message left on a voicemail is recorded when the call itself is not: the recording then starts with the message. */
+  messageRecording?: RecordingTarget;
+}
+
+export interface CallStart {
+  conversation: ConversationRow;
+  room: RoomRow;
+  /** The agent's live configuration, for its turns. */
+  config: AgentConfig;
+  settings: VoiceSettings;
+  /** What the path carrying the call can do. */
+  capabilities: PathCapabilities;
+  /** What the opening rule is given: the task's greeting and waitToGreet; `keysSent` when the path sent the keys on answer itself. */
+  opening: { taskGreeting?: string | null; waitToGreet?: boolean; keysSent?: boolean };
+  /** The greeting synthesized before the call was up. */
+  greetingAudio?: Int16Array;
+  background?: Promise<{ bed: AudioBed; afterGreeting: boolean } | null>;
+  /** An outbound call's voicemail plan, and where else its verdict is kept. */
+  voicemail?: { plan: VoicemailPlan; onVerdict?: (answeredBy: AnsweredBy) => Promise<unknown> };
+  grammar?: SpeechGrammar;
+}
+
+export interface StartedCall {
+  readonly session: VoiceSession;
+  /** Resolves once the call has ended and its recording is kept. */
+  readonly done: Promise<void>;
+  /** Who answered, when the call is screened and it is decided. */
+  answeredBy(): AnsweredBy | undefined;
+}
+
+export async function startCall(deps: StartCallDeps, transport: VoiceTransport, call: CallStart): Promise<StartedCall> {
+  const c = call.conversation;
+  const caps = call.capabilities;
+  // Which engines heard and spoke, for the record (offline ones are labelled so).
+  await noteCallState(deps.db, c.id, speechNote(transport.kind, deps), deps.now());
+  let where = caps.recording ? deps.recording : undefined;
+  let recorder = record(deps, transport, c, where);
+  let screen: VoicemailScreen | undefined;
+  // An outbound call is screened for voicemail from its first frame (docs/voice.md, Voicemail).
+  if (call.voicemail && caps.voicemailDetection === 'audio') {
+    screen = screenCall(deps, {
+      conversationId: c.id, plan: call.voicemail.plan, language: call.settings.language, onVerdict: call.voicemail.onVerdict,
+      // The message left is recorded: by the call's own recording, else from here.
+      onMessage: () => {
+        if (recorder || !caps.recording) return;
+        where = deps.messageRecording;
+        recorder = record(deps, transport, c, where);
+      },
+    });
+  }
+  let session: VoiceSession;
+  try {
+    const opening = callOpening(call.settings, { taskGreeting: call.opening.taskGreeting, waitToGreet: call.opening.waitToGreet, recorded: recorder !== undefined });
+    session = startVoiceSession(deps, {
+      transport, conversation: c, room: call.room, config: call.config, settings: call.settings,
+      opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
+      capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen,
+    });
+  } catch (err) {
+    await recorder?.stop();
+    throw err;
+  }
+  const done = session.done.finally(async () => {
+    if (!recorder || !where) return;
+    const r = await recorder.stop();
+    if (r) {
+      await noteCallState(deps.db, c.id, {
+        recording: {
+          file: where.store.relative(r.file), durationMs: r.durationMs, bytes: r.bytes,
+          channels: { left: 'caller', right: 'agent' }, agentChannel: r.agentChannel, stoppedBy: r.reason,
+        },
+      }, deps.now());
+    }
+    if (screen?.messageLeft) await conversationRepo.setVoicemailRecording(deps.db, c.id, recordingPath(c), deps.now());
+  });
+  return { session, done, answeredBy: () => screen?.answeredBy };
+}
+
+/** Starts recording the call when `where` is given; undefined otherwise (or when it cannot start). */
+function record(deps: StartCallDeps, transport: VoiceTransport, c: ConversationRow, where: RecordingTarget | undefined): CallRecorder | undefined {
+  const file = where?.store.fileOf(c.org_id, c.id);
+  if (!where || !file) return undefined;
+  try {
+    return new CallRecorder(transport, { file, maxMs: where.maxMs, log: deps.log });
+  } catch (err) {
+    deps.log?.warn({ conversation: c.id, err: (err as Error).message }, 'voice call: the recording could not start');
+    return undefined;
+  }
+}
