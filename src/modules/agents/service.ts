@@ -5,6 +5,7 @@ import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
 import { numberHolders } from '../numbering/carriers.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import { readJsonObject } from '../../db/json-columns.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { knowledgeRepo } from '../knowledge/repository.ts';
@@ -115,7 +116,7 @@ export function agentService(deps: AgentServiceDeps) {
    * A stored configuration, with the default of every field it lacks: configurations stored
    * before a field existed (knowledgeBases) read as if they had its default.
    */
-  const parse = (account: AccountRow, json: string): AgentConfig => ({ ...defaultConfig(account.name), ...(JSON.parse(json) as AgentConfig) });
+  const parse = (account: AccountRow, json: string): AgentConfig => ({ ...defaultConfig(account.name), ...readJsonObject(json) });
 
   async function slots(account: AccountRow, ex: Executor = db): Promise<{ staging: AgentConfig; live: AgentConfig; row?: AgentRow }> {
     const row = await agentRepo.find(ex, account.id);

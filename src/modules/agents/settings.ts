@@ -63,12 +63,5 @@ export function resolveAgentSettings(config: AgentConfig | AgentSettings): Agent
   return out;
 }
 
-/** A stored configuration's JSON text, resolved (unreadable text reads as the defaults). */
-export function settingsOf(json: string): AgentSettings {
-  let stored: unknown;
-  try { stored = JSON.parse(json); } catch { stored = {}; }
-  return resolveAgentSettings(stored && typeof stored === 'object' && !Array.isArray(stored) ? stored as AgentConfig : {});
-}
-
 /** The settings of a call or conversation without an agent: every default. */
 export const DEFAULT_SETTINGS: AgentSettings = resolveAgentSettings({});
