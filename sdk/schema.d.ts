@@ -2109,6 +2109,172 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The agent configuration (docs/agents.md) */
+        AgentSettings: {
+            /** @description Actions the agent can take */
+            actions: string[];
+            /** @description Instructions for the agent */
+            agentInstructions: string;
+            /** @description BCP-47 language tag, or multi */
+            agentLang: string;
+            /** @description LLM model: a model id GET /api/v2/models/supported lists for the organization */
+            agentModel: string;
+            /** @description Speech-to-speech engine: openai, gemini, or null */
+            agentS2SEngine: string | null;
+            /**
+             * @description Speech-to-text engine
+             * @enum {string}
+             */
+            agentSttEngine: "google" | "deepgram" | "deepgramflux" | "openai";
+            /** @description Smart formatting of transcriptions */
+            agentSttSmartFormatting: boolean;
+            /** @description Reasoning budget: low, or null for none */
+            agentThinking: string | null;
+            /** @description Model for pauseAndThink reasoning: a model id GET /api/v2/models/supported lists for the organization */
+            agentThinkingModel: string;
+            /**
+             * @description Voice (GET /api/v2/models/supported)
+             * @enum {string}
+             */
+            agentVoice: "en-US Female" | "en-US Male" | "en-GB Female" | "en-GB Male" | "es-US Female" | "es-US Male" | "es-MX Female" | "es-ES Female" | "fr-FR Female" | "de-DE Female";
+            /** @description Fields the analysis after each conversation extracts (at most 10; string, number, boolean or enum; extension; docs/agents.md) */
+            analysisFields?: {
+                [key: string]: ("string" | "number" | "boolean" | "enum") | {
+                    description?: string;
+                    /** @enum {string} */
+                    type: "string" | "number" | "boolean" | "enum";
+                    values?: string[];
+                };
+            };
+            /** @description Outcomes of the agent's own that the analysis after each conversation may choose, besides the built-in ones (extension; docs/agents.md) */
+            analysisOutcomes?: (string | {
+                description?: string;
+                name: string;
+            })[];
+            /** @description Apps enabled for the agent */
+            apps: {
+                appId: string;
+                instructions: string;
+                version: string;
+            }[];
+            /** @description null (Yes), any, or a regex */
+            attendedTransferBridgeTrigger: string | null;
+            /** @description Agent stays on the line during transfer attempts */
+            attendedTransfers: boolean;
+            /**
+             * @description true, false or always
+             * @enum {string}
+             */
+            autoRecordingNotification: "true" | "false" | "always";
+            /** @description Background audio: an http(s) URL or {url, loop, gain (dB), startAfterGreeting, track}; null for none */
+            backgroundAudio: string | (never | null) | {
+                /** @description dB, -40 to 20 */
+                gain?: number;
+                loop?: boolean;
+                startAfterGreeting?: boolean;
+                /** @enum {string} */
+                track?: "bg" | "fx";
+                url: string;
+            };
+            /** @description Seconds of caller silence before "are you still there?" */
+            callerResponseTimeout: number;
+            /** @description Times the agent asks before hanging up */
+            callerResponseTimeoutHangupCounter: number;
+            /** @description SIP code of such a rejection */
+            cnamAutoRejectCode: number;
+            /** @description Regex on the inbound CNAM that rejects the call */
+            cnamAutoRejectRegex: string | null;
+            /** @description E.164 number, ext:NNN or pbx:NNN */
+            cnamAutoTransferDestination: string | null;
+            /** @description Regex on the inbound CNAM that transfers the call */
+            cnamAutoTransferRegex: string | null;
+            /** @description Callee presses 1 to accept a transfer */
+            confirmTransfers: boolean;
+            /** @description Some description */
+            description: string;
+            /** @description Seconds the agent speaks before it can be interrupted */
+            interruptionMinimumSpeakingTime: number;
+            /** @description Words a caller speaks before it counts as an interruption */
+            interruptionWordCount: number;
+            /** @description Ids of the organization's knowledge bases (kb_…) the agent retrieves from; duplicates are dropped */
+            knowledgeBases: string[];
+            /** @description http(s) links the agent may reference */
+            links: string[];
+            /** @description Keep transcribing transferred calls */
+            monitorTransfers: boolean;
+            /** @description Leave the caller's contact card out of the context */
+            noContactInjection: boolean;
+            /** @description Leave the caller's call history out of the context */
+            noConvoHistory: boolean;
+            /** @description DTMF sent on answer: 0-9 * # A-D, w or , for a pause */
+            postAnswerDtmf: string;
+            /** @description The analysis after each conversation: true (default: every one), false (none), or the share of conversations analysed in percent, 0–100, chosen by the conversation id (extension; docs/agents.md) */
+            postCallAnalysis?: boolean | number;
+            /** @description Force a thinking model for post-conversation work */
+            postConvoForceThinking: boolean;
+            /** @description Seconds of ringing before the agent answers */
+            preAnswerRingTime: number | null;
+            /** @description Pre-answer function results go straight to the context */
+            preAnswerSkipProcessingResults: boolean;
+            /** @description Phrase announcing the recording */
+            recordingNotificationPhrase: string;
+            /** @description Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md) */
+            requireVerifiedCallerForTexts: boolean;
+            /** @description Milliseconds of silence that end the caller's turn */
+            speakingTimeout: number;
+            /** @description Milliseconds before speech goes to the LLM */
+            speechProcessingDelay: number;
+            /** @description Milliseconds of delay added per interruption */
+            speechProcessingDelayInterruptionStep: number;
+            /** @description Interruptions that raise the delay, at most */
+            speechProcessingDelayMaxMultiplier: number;
+            /** @description IANA time zone the agent operates in */
+            timezone: string;
+            /** @description Title for the agent */
+            title: string;
+            /** @description Seconds to wait for a transfer's confirmation */
+            transferConfirmTimeout: number;
+            /** @description Where the transfer action may send a call (extension): E.164 numbers or ext:/pbx: extensions */
+            transferDestinations: {
+                destination: string;
+                name: string;
+            }[];
+            /**
+             * @description Type for this agent
+             * @enum {string}
+             */
+            type: "chatAgent";
+            /**
+             * @description What an outbound call does when a voicemail answers: hangup, leave-message or continue (extension; docs/voice.md, Voicemail)
+             * @enum {string}
+             */
+            voicemailAction: "hangup" | "leave-message" | "continue";
+            /** @description The message left on a voicemail (extension); empty: the welcomeMessage */
+            voicemailMessage: string;
+            /** @description Milliseconds before the greeting */
+            waitOnAnswer: number;
+            /** @description Tools that POST to your URL (extension; docs/conversations.md) */
+            webhookActions: {
+                async?: boolean;
+                description: string;
+                name: string;
+                parameters?: {
+                    [key: string]: {
+                        description?: string;
+                        enum?: string[];
+                        required?: boolean;
+                        /** @enum {string} */
+                        type: "string" | "number" | "integer" | "boolean";
+                    };
+                };
+                timeoutSeconds?: number;
+                url: string;
+            }[];
+            /** @description What the agent says first on a call */
+            welcomeMessage: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description Every error has this shape. */
         ErrorBody: {
             message: string;
@@ -2864,11 +3030,14 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         })[];
+                        /** @description The live configuration, with the staging one beside it */
                         sponsorship: {
+                            accountId: number;
                             id: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
+                            /** @description When live was last published (unix seconds); null before the first publish */
+                            publishedAt: number | null;
+                            staging: components["schemas"]["AgentSettings"];
+                        } & components["schemas"]["AgentSettings"];
                         success: boolean;
                     } & {
                         [key: string]: unknown;
@@ -3205,11 +3374,10 @@ export interface operations {
                         message?: string;
                         success: boolean;
                         versions: ({
-                            /** @description Only present when includeData=true */
-                            snapshot?: {
-                                [key: string]: unknown;
-                            };
+                            createdAt: number;
+                            snapshot?: components["schemas"]["AgentSettings"];
                             title: string;
+                            updatedAt: number;
                             versionId: number;
                         } & {
                             [key: string]: unknown;
@@ -3447,11 +3615,17 @@ export interface operations {
                 content: {
                     "application/json": {
                         message?: string;
-                        /** @description The configuration now in the target slot */
+                        /** @description The agent configuration (docs/agents.md) */
                         restored: {
-                            [key: string]: unknown;
-                        };
+                            accountId: number;
+                            id: string;
+                        } & components["schemas"]["AgentSettings"];
                         success: boolean;
+                        /**
+                         * @default staging
+                         * @enum {string}
+                         */
+                        target: "staging" | "default";
                     } & {
                         [key: string]: unknown;
                     };
@@ -4341,9 +4515,7 @@ export interface operations {
                         agent: {
                             accountId: number;
                             id: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
+                        } & components["schemas"]["AgentSettings"];
                         message?: string;
                         success: boolean;
                     } & {
@@ -4412,9 +4584,7 @@ export interface operations {
                         agent: {
                             accountId: number;
                             id: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
+                        } & components["schemas"]["AgentSettings"];
                         message?: string;
                         success: boolean;
                     } & {

@@ -24,6 +24,7 @@ import { opsRoutes } from './modules/ops/routes.ts';
 import { accountRoutes } from './modules/ladder/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
 import { agentRoutes, agentUrlRoutes } from './modules/agents/routes.ts';
+import { AgentSettingsSchema } from './modules/agents/validation.ts';
 import { memberRoutes } from './modules/members/routes.ts';
 import { modelsRoutes } from './modules/models/routes.ts';
 import { numberingRoutes } from './modules/numbering/routes.ts';
@@ -127,6 +128,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.removeContentTypeParser('text/plain');
 
   app.addSchema(ErrorBody);
+  // The agent configuration, which several agent answers name by reference (src/modules/agents/routes.ts).
+  app.addSchema(AgentSettingsSchema);
   const metrics = deps.metrics ?? createMetrics();
 
   await app.register(swagger, {

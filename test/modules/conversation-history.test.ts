@@ -19,6 +19,7 @@ import {
 import { conversationRepo, inboxRepo, messageRepo, roomRepo } from '../../src/modules/conversations/repository.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import type { Harness, Reply } from '../helpers/harness.ts';
+import { DEFAULT_SETTINGS as NONE, resolveAgentSettings } from '../../src/modules/agents/settings.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -93,34 +94,34 @@ describe('junk rules (pure)', () => {
     assert.ok(isAutomatedAddress('no-reply@example.com') && isAutomatedAddress('NoReply@x.io') && isAutomatedAddress('mailer-daemon@mx.example')
       && isAutomatedAddress('do-not-reply+bounce@shop.example') && isAutomatedAddress('donotreply@a.b'));
     assert.ok(!isAutomatedAddress('reply@example.com') && !isAutomatedAddress('jane@noreply.example') && !isAutomatedAddress('no-reply'));
-    assert.deepEqual(junkByRules({ counterpart: '12345', channel: 'sms' }, {}), { junk: 1, reason: 'shortCode' });
-    assert.deepEqual(junkByRules({ counterpart: 'amazon', channel: 'sms' }, {}), { junk: 1, reason: 'alphanumericSender' });
-    assert.deepEqual(junkByRules({ counterpart: 'no-reply@shop.example', channel: 'api' }, {}), { junk: 1, reason: 'automatedAddress' });
-    assert.deepEqual(junkByRules({ counterpart: '+14155552671', channel: 'sms' }, {}), { junk: 0, reason: null });
+    assert.deepEqual(junkByRules({ counterpart: '12345', channel: 'sms' }, NONE), { junk: 1, reason: 'shortCode' });
+    assert.deepEqual(junkByRules({ counterpart: 'amazon', channel: 'sms' }, NONE), { junk: 1, reason: 'alphanumericSender' });
+    assert.deepEqual(junkByRules({ counterpart: 'no-reply@shop.example', channel: 'api' }, NONE), { junk: 1, reason: 'automatedAddress' });
+    assert.deepEqual(junkByRules({ counterpart: '+14155552671', channel: 'sms' }, NONE), { junk: 0, reason: null });
   });
 
   it('short codes and sender ids are judged on SMS only (an API user id or a SIP extension is not junk)', () => {
-    assert.deepEqual(junkByRules({ counterpart: '4521', channel: 'api' }, {}), { junk: 0, reason: null });
-    assert.deepEqual(junkByRules({ counterpart: 'alice', channel: 'api' }, {}), { junk: 0, reason: null });
-    assert.deepEqual(junkByRules({ counterpart: '1001', channel: 'sip' }, {}), { junk: 0, reason: null });
-    assert.deepEqual(junkByRules({ counterpart: 'web:visitor-1', channel: 'web' }, {}), { junk: 0, reason: null });
+    assert.deepEqual(junkByRules({ counterpart: '4521', channel: 'api' }, NONE), { junk: 0, reason: null });
+    assert.deepEqual(junkByRules({ counterpart: 'alice', channel: 'api' }, NONE), { junk: 0, reason: null });
+    assert.deepEqual(junkByRules({ counterpart: '1001', channel: 'sip' }, NONE), { junk: 0, reason: null });
+    assert.deepEqual(junkByRules({ counterpart: 'web:visitor-1', channel: 'web' }, NONE), { junk: 0, reason: null });
   });
 
   it('the agent\'s cnamAutoRejectRegex matches the counterpart or its caller name, and wins over the other rules', () => {
-    const config = { cnamAutoRejectRegex: '^\\+1900|SPAM LIKELY' };
+    const config = resolveAgentSettings({ cnamAutoRejectRegex: '^\\+1900|SPAM LIKELY' });
     assert.ok(matchesRejectRegex(config, { counterpart: '+19005550100' }));
     assert.ok(matchesRejectRegex(config, { counterpart: '+14155552671', displayName: 'SPAM LIKELY' }));
     assert.ok(!matchesRejectRegex(config, { counterpart: '+14155552671', displayName: 'Jane' }));
-    assert.ok(!matchesRejectRegex({ cnamAutoRejectRegex: null }, { counterpart: '+19005550100' }));
-    assert.ok(!matchesRejectRegex({ cnamAutoRejectRegex: '(' }, { counterpart: '(' }), 'a regex that does not compile matches nothing');
-    assert.deepEqual(junkByRules({ counterpart: '12345', channel: 'sms' }, { cnamAutoRejectRegex: '^123' }), { junk: 1, reason: 'cnamAutoRejectRegex' });
+    assert.ok(!matchesRejectRegex(resolveAgentSettings({ cnamAutoRejectRegex: null }), { counterpart: '+19005550100' }));
+    assert.ok(!matchesRejectRegex(resolveAgentSettings({ cnamAutoRejectRegex: '(' }), { counterpart: '(' }), 'a regex that does not compile matches nothing');
+    assert.deepEqual(junkByRules({ counterpart: '12345', channel: 'sms' }, resolveAgentSettings({ cnamAutoRejectRegex: '^123' })), { junk: 1, reason: 'cnamAutoRejectRegex' });
     assert.deepEqual(junkByRules({ counterpart: '+19005550100', channel: 'voice' }, config), { junk: 1, reason: 'cnamAutoRejectRegex' });
   });
 
   it('the organization\'s decision wins both ways; null leaves it to the rules', () => {
-    assert.deepEqual(decideJunk({ counterpart: '+14155552671', channel: 'sms', override: 1 }, {}), { junk: 1, reason: 'marked' });
-    assert.deepEqual(decideJunk({ counterpart: '12345', channel: 'sms', override: 0 }, {}), { junk: 0, reason: null });
-    assert.deepEqual(decideJunk({ counterpart: '12345', channel: 'sms', override: null }, {}), { junk: 1, reason: 'shortCode' });
+    assert.deepEqual(decideJunk({ counterpart: '+14155552671', channel: 'sms', override: 1 }, NONE), { junk: 1, reason: 'marked' });
+    assert.deepEqual(decideJunk({ counterpart: '12345', channel: 'sms', override: 0 }, NONE), { junk: 0, reason: null });
+    assert.deepEqual(decideJunk({ counterpart: '12345', channel: 'sms', override: null }, NONE), { junk: 1, reason: 'shortCode' });
   });
 });
 

@@ -17,6 +17,7 @@ import { contextTokensOf, DEFAULT_CONTEXT_TOKENS, LIST_FAILURE_TTL_MS, LIST_TTL_
 import { llmProviderRepo } from '../../src/modules/models/repository.ts';
 import { modelsService } from '../../src/modules/models/service.ts';
 import { defaultConfig } from '../../src/modules/agents/validation.ts';
+import { resolveAgentSettings } from '../../src/modules/agents/settings.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness, type Reply } from '../helpers/harness.ts';
@@ -94,7 +95,7 @@ describe('model list cache', () => {
     assert.match(textFindings('agentInstructions', 'x'.repeat(40_000), 'my-local-model')[0]!.message, /10000 tokens.*8192/);
     assert.equal(textFindings('agentInstructions', 'x'.repeat(40_000), 'gpt-4.1').length, 0);
     assert.equal(textFindings('agentInstructions', 'x'.repeat(300_000), 'gpt-4o')[0]!.severity, 'warning', 'more than half the context');
-    const fine = { ...defaultConfig('A'), welcomeMessage: 'Hello, how can I help?', agentInstructions: 'You answer calls for Acme.' };
+    const fine = resolveAgentSettings({ ...defaultConfig('A'), welcomeMessage: 'Hello, how can I help?', agentInstructions: 'You answer calls for Acme.' });
     assert.deepEqual(configFindings(fine), [], 'the defaults with a greeting and instructions are consistent');
     const fields = configFindings({
       ...fine, speakingTimeout: 4000, callerResponseTimeout: 3, interruptionMinimumSpeakingTime: 5,

@@ -6,8 +6,9 @@ import { describe, it } from 'node:test';
 import {
   analysisMessages, answerSchema, boundedTranscript, checkAnswer, factsOf, factsOfConversation, MAX_LINE_CHARS, MAX_TRANSCRIPT_CHARS, plainSchema,
 } from '../../src/modules/conversations/analysis.ts';
+import { resolveAgentSettings } from '../../src/modules/agents/settings.ts';
 
-const config = { analysisFields: { budget: { type: 'number' }, plan: { type: 'enum', values: ['basic', 'pro'] } }, analysisOutcomes: [{ name: 'demo-booked' }] };
+const config = resolveAgentSettings({ analysisFields: { budget: { type: 'number' }, plan: { type: 'enum', values: ['basic', 'pro'] } }, analysisOutcomes: [{ name: 'demo-booked' }] });
 const valid = { summary: 's', outcome: 'demo-booked', leadRating: 3, leadRatingReason: 'r', fields: { budget: null, plan: 'pro' } };
 
 describe('the analysis after a conversation (pure parts)', () => {

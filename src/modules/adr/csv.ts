@@ -5,6 +5,7 @@ import type { ConversationRow, TaskRow } from '../../db/types.ts';
 import { csvRow, type CsvValue } from '../../lib/csv-cell.ts';
 import type { Plan } from '../billing/catalog.ts';
 import { endUsage } from '../billing/usage-rules.ts';
+import { readJsonObject } from '../../db/json-columns.ts';
 
 export const ADR_COLUMNS = [
   'recordType', 'recordId', 'organizationId', 'agentId', 'channel', 'direction', 'counterpart', 'taskId', 'externalTaskId',
@@ -18,13 +19,7 @@ interface Usage { callSeconds: number; callMinutes: number; texts: number; tasks
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
-function parseResult(result: string | null): Record<string, unknown> {
-  if (!result) return {};
-  try {
-    const v = JSON.parse(result) as unknown;
-    return v && typeof v === 'object' ? v as Record<string, unknown> : {};
-  } catch { return {}; }
-}
+const parseResult = (result: string | null): Record<string, unknown> => readJsonObject(result);
 
 /** Money in nano-units (1e-9 of the currency's major unit) of `units` at `rate` per unit (or per `per` units). */
 function nano(units: number, rate: number | null, per = 1): bigint {

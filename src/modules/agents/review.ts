@@ -8,8 +8,7 @@
 import { readJsonAnswer } from '../../llm/json-answer.ts';
 import { ModelError, type ChatEngine } from '../../llm/types.ts';
 import { contextTokensOf, estimateTokens } from '../models/catalog.ts';
-import type { AgentConfig } from './validation.ts';
-import { intSetting } from './voice-settings.ts';
+import type { AgentSettings } from './settings.ts';
 
 export type Severity = 'error' | 'warning' | 'info';
 
@@ -83,7 +82,6 @@ const SLOW_TURN_AFTER_INTERRUPTIONS_MS = 6000;
 const MIN_APP_INSTRUCTIONS = 20;
 
 const sentences = (text: string) => text.split(/(?<=[.!?])\s+/);
-const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /** The text without the sentences that ask the agent to insult callers. */
 function withoutAbuse(text: string): string {
@@ -116,21 +114,20 @@ export function textFindings(field: string, value: string, model: string, extraC
 }
 
 /** Every rule over a whole configuration. */
-export function configFindings(config: AgentConfig): Finding[] {
-  const model = str(config.agentModel) || 'unknown';
-  const actions = Array.isArray(config.actions) ? config.actions.map(str) : [];
-  const apps = Array.isArray(config.apps) ? (config.apps as Array<Record<string, unknown>>) : [];
-  const instructions = str(config.agentInstructions);
-  const extra = actions.join('\n').length + apps.reduce((n, a) => n + str(a.instructions).length, 0);
-  const out: Finding[] = [...textFindings('welcomeMessage', str(config.welcomeMessage), model), ...textFindings('agentInstructions', instructions, model, extra)];
+export function configFindings(config: AgentSettings): Finding[] {
+  const model = config.agentModel || 'unknown';
+  const { actions, apps } = config;
+  const instructions = config.agentInstructions;
+  const extra = actions.join('\n').length + apps.reduce((n, a) => n + a.instructions.length, 0);
+  const out: Finding[] = [...textFindings('welcomeMessage', config.welcomeMessage, model), ...textFindings('agentInstructions', instructions, model, extra)];
 
-  // Timings (src/modules/agents/validation.ts has their ranges and units; intSetting its defaults and ranges).
-  const speakingTimeout = intSetting(config, 'speakingTimeout'); // ms of silence that end the caller's turn
-  const callerResponseTimeout = intSetting(config, 'callerResponseTimeout'); // s of silence before "are you still there?"
-  const minSpeaking = intSetting(config, 'interruptionMinimumSpeakingTime'); // s the agent speaks before it can be interrupted
-  const delay = intSetting(config, 'speechProcessingDelay');
-  const step = intSetting(config, 'speechProcessingDelayInterruptionStep');
-  const multiplier = intSetting(config, 'speechProcessingDelayMaxMultiplier');
+  // Timings (src/modules/agents/validation.ts has their ranges and units; settings.ts resolves their defaults and ranges).
+  const speakingTimeout = config.speakingTimeout; // ms of silence that end the caller's turn
+  const callerResponseTimeout = config.callerResponseTimeout; // s of silence before "are you still there?"
+  const minSpeaking = config.interruptionMinimumSpeakingTime; // s the agent speaks before it can be interrupted
+  const delay = config.speechProcessingDelay;
+  const step = config.speechProcessingDelayInterruptionStep;
+  const multiplier = config.speechProcessingDelayMaxMultiplier;
   if (speakingTimeout >= callerResponseTimeout * 1000) {
     out.push({ field: 'speakingTimeout', severity: 'error', message: `speakingTimeout (${speakingTimeout} ms) is not shorter than callerResponseTimeout (${callerResponseTimeout} s): the agent asks whether the caller is still there before it even takes the caller's turn as ended` });
   }
@@ -155,8 +152,8 @@ export function configFindings(config: AgentConfig): Finding[] {
     }
   });
   apps.forEach((app, i) => {
-    if (str(app.instructions).trim().length < MIN_APP_INSTRUCTIONS) {
-      out.push({ field: `apps[${i}]`, severity: 'warning', message: `apps[${i}] (${str(app.appId)} ${str(app.version)}) has ${str(app.instructions).trim() === '' ? 'no instructions' : 'almost no instructions'}: say what the app does for callers and when to use it` });
+    if (app.instructions.trim().length < MIN_APP_INSTRUCTIONS) {
+      out.push({ field: `apps[${i}]`, severity: 'warning', message: `apps[${i}] (${app.appId} ${app.version}) has ${app.instructions.trim() === '' ? 'no instructions' : 'almost no instructions'}: say what the app does for callers and when to use it` });
     }
   });
   return out;
@@ -185,19 +182,18 @@ function appSuggestion(appId: string): string {
 }
 
 /** The rule-based review of a whole agent. */
-export function rulesAgentReview(agentId: string, config: AgentConfig, fallbackReason?: string): AgentReview {
+export function rulesAgentReview(agentId: string, config: AgentSettings, fallbackReason?: string): AgentReview {
   const findings = configFindings(config);
   const flagged = (prefix: string) => new Set(findings.filter((f) => f.field.startsWith(`${prefix}[`)).map((f) => Number(/\[(\d+)\]/.exec(f.field)![1])));
-  const actions = Array.isArray(config.actions) ? config.actions.map(str) : [];
-  const apps = Array.isArray(config.apps) ? (config.apps as Array<Record<string, unknown>>) : [];
+  const { actions, apps } = config;
   const badActions = flagged('actions');
   const badApps = flagged('apps');
   return {
     agentId,
-    agentInstructionsSuggestion: suggestText('agentInstructions', str(config.agentInstructions)),
-    greetingSuggestion: suggestText('welcomeMessage', str(config.welcomeMessage)),
+    agentInstructionsSuggestion: suggestText('agentInstructions', config.agentInstructions),
+    greetingSuggestion: suggestText('welcomeMessage', config.welcomeMessage),
     actionSuggestions: actions.flatMap((name, i) => (badActions.has(i) ? [{ name, promptSuggestion: actionSuggestion(name) }] : [])),
-    appSuggestions: apps.flatMap((a, i) => (badApps.has(i) ? [{ appId: str(a.appId), version: str(a.version), promptSuggestion: appSuggestion(str(a.appId)) }] : [])),
+    appSuggestions: apps.flatMap((a, i) => (badApps.has(i) ? [{ appId: a.appId, version: a.version, promptSuggestion: appSuggestion(a.appId) }] : [])),
     findings,
     reviewEngine: 'rules',
     ...(fallbackReason ? { fallbackReason } : {}),
@@ -205,13 +201,13 @@ export function rulesAgentReview(agentId: string, config: AgentConfig, fallbackR
 }
 
 /** Findings about one field: from the whole configuration when there is one (agentId), else from the text alone. */
-function fieldFindings(item: FieldInput, config: AgentConfig | undefined, all: Finding[] | undefined, model: string): Finding[] {
+function fieldFindings(item: FieldInput, config: AgentSettings | undefined, all: Finding[] | undefined, model: string): Finding[] {
   if (config && all && item.field) return all.filter((f) => f.field === item.field || f.field.startsWith(`${item.field}[`));
   return textFindings(item.field ?? item.key, item.value, model);
 }
 
 /** The rule-based review of some fields. */
-export function rulesFieldsReview(items: readonly FieldInput[], config: AgentConfig | undefined, model: string, fallbackReason?: string): FieldReview[] {
+export function rulesFieldsReview(items: readonly FieldInput[], config: AgentSettings | undefined, model: string, fallbackReason?: string): FieldReview[] {
   const all = config ? configFindings(config) : undefined;
   return items.map((item) => ({
     key: item.key, value: item.value,
@@ -268,9 +264,9 @@ async function ask(reviewer: Reviewer, system: string, data: unknown): Promise<R
 }
 
 /** The configuration the model sees in agent mode: what it is asked to rewrite, and what gives it context. */
-function reviewedConfig(config: AgentConfig) {
-  const pick = ['title', 'description', 'agentLang', 'timezone', 'agentModel', 'welcomeMessage', 'agentInstructions', 'actions', 'apps'];
-  return Object.fromEntries(pick.filter((k) => config[k] !== undefined).map((k) => [k, config[k]]));
+function reviewedConfig(config: AgentSettings) {
+  const pick = ['title', 'description', 'agentLang', 'timezone', 'agentModel', 'welcomeMessage', 'agentInstructions', 'actions', 'apps'] as const;
+  return Object.fromEntries(pick.map((k) => [k, config[k]]));
 }
 
 /**
@@ -285,12 +281,12 @@ function why(err: unknown, reviewer: Reviewer): string {
 }
 
 /** Agent mode: the model's review when there is a model and its answer is sound, else the rules'. */
-export async function reviewAgent(reviewer: Reviewer, agentId: string, config: AgentConfig): Promise<AgentReview> {
+export async function reviewAgent(reviewer: Reviewer, agentId: string, config: AgentSettings): Promise<AgentReview> {
   if (reviewer.engine.simulated) return rulesAgentReview(agentId, config);
   try {
     const a = await ask(reviewer, AGENT_REVIEW_PROMPT, { mode: 'agent', agentId, configuration: reviewedConfig(config) });
-    const actions = new Set(Array.isArray(config.actions) ? config.actions.map(str) : []);
-    const apps = new Set((Array.isArray(config.apps) ? (config.apps as Array<Record<string, unknown>>) : []).map((x) => `${str(x.appId)}\u0000${str(x.version)}`));
+    const actions = new Set(config.actions);
+    const apps = new Set(config.apps.map((x) => `${x.appId}\u0000${x.version}`));
     const review: AgentReview = {
       agentId,
       agentInstructionsSuggestion: text(a.agentInstructionsSuggestion, 'agentInstructionsSuggestion', 100_000),
@@ -313,7 +309,7 @@ export async function reviewAgent(reviewer: Reviewer, agentId: string, config: A
 }
 
 /** Fields mode: the model's suggestions when there is a model and it answers every key soundly, else the rules'. */
-export async function reviewFields(reviewer: Reviewer, items: readonly FieldInput[], config: AgentConfig | undefined, agentModel: string): Promise<FieldReview[]> {
+export async function reviewFields(reviewer: Reviewer, items: readonly FieldInput[], config: AgentSettings | undefined, agentModel: string): Promise<FieldReview[]> {
   if (reviewer.engine.simulated) return rulesFieldsReview(items, config, agentModel);
   try {
     const a = await ask(reviewer, FIELDS_REVIEW_PROMPT, {

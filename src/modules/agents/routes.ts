@@ -5,7 +5,7 @@ import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
 import { Held } from '../numbers/schemas.ts';
 import type { AgentService } from './service.ts';
-import { AgentBody } from './validation.ts';
+import { AgentBody, AgentSettingsRef } from './validation.ts';
 
 const tags = ['Agents'];
 const TargetAccount = Type.Object({
@@ -16,10 +16,15 @@ const VersionParams = Type.Object({
   agentId: Type.String({ maxLength: 100, description: 'Agent id: camp<accountId>, or the account id' }),
   versionId: Type.String({ maxLength: 20, description: 'Epoch-ms score identifying the snapshot' }),
 });
-const Config = Obj({ id: Type.String(), accountId: Type.Integer() }, 'The agent configuration (docs/agents.md)');
+/** A slot as answered: the agent's ids beside its configuration's fields. */
+const Config = Type.Intersect([Type.Object({ id: Type.String(), accountId: Type.Integer() }), AgentSettingsRef],
+  { description: 'The agent configuration (docs/agents.md)' });
 const SlotName = Type.String({ enum: ['staging', 'default'], default: 'staging' });
 const Title = Type.String({ maxLength: 200 });
-const Version = Obj({ title: Type.String(), versionId: Type.Integer(), snapshot: Type.Optional(Obj({}, 'Only present when includeData=true')) });
+const Version = Obj({
+  title: Type.String(), versionId: Type.Integer(), createdAt: Type.Integer(), updatedAt: Type.Integer(),
+  snapshot: Type.Optional(Type.Intersect([AgentSettingsRef], { description: 'Only present when includeData=true' })),
+});
 
 const ReviewLabel = {
   reviewEngine: Type.String({ enum: ['model', 'rules'], description: 'model: the agent\'s language model wrote the suggestions; rules: the rule-based review (no model configured, or the model\'s answer was set aside)' }),
@@ -60,7 +65,11 @@ export async function agentRoutes(app: App, { agents }: { agents: AgentService }
   app.get('/api/v2/agent/:agentId', {
     schema: { operationId: 'getAgent', tags, security: Security, summary: 'Fetch an agent: its live configuration, with staging',
       params: AgentParams, response: { 200: Envelope({
-        sponsorship: Obj({ id: Type.String() }),
+        sponsorship: Type.Intersect([Type.Object({
+          id: Type.String(), accountId: Type.Integer(),
+          staging: AgentSettingsRef,
+          publishedAt: Type.Union([Type.Integer(), Type.Null()], { description: 'When live was last published (unix seconds); null before the first publish' }),
+        }), AgentSettingsRef], { description: 'The live configuration, with the staging one beside it' }),
         phoneNumbers: Type.Array(Held, { description: 'callplane extension: the numbers this agent holds (docs/numbers.md)' }),
       }), ...errors(400, 403, 404) } },
   }, async (req) => agents.get(req.scope, req.params.agentId));
@@ -114,7 +123,7 @@ export async function agentRoutes(app: App, { agents }: { agents: AgentService }
   app.post('/api/v2/agent/:agentId/versions/:versionId/restore', {
     schema: { operationId: 'restoreAgentVersion', tags, security: Security, summary: 'Copy a stored version into the staging or live (default) slot',
       params: VersionParams, body: Type.Object({ target: Type.Optional(SlotName) }, { description: 'Optional: without a body the target is staging' }),
-      response: { 200: Envelope({ restored: Obj({}, 'The configuration now in the target slot') }), ...errors(400, 403, 404) } },
+      response: { 200: Envelope({ restored: Config, target: SlotName }), ...errors(400, 403, 404) } },
     // The contract's body is optional: none means target staging.
     preValidation: async (req) => { req.body ??= {}; },
   }, async (req) => agents.restoreVersion(req.scope, req.params.agentId, req.params.versionId, req.body.target === 'default' ? 'default' : 'staging'));

@@ -5,6 +5,7 @@ import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
 import { numberHolders } from '../numbers/holders.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import { readJsonObject } from '../../db/json-columns.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { knowledgeRepo } from '../knowledge/repository.ts';
@@ -14,8 +15,9 @@ import type { ModelsService } from '../models/service.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
 import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';
 import { FIELD_ALIASES, reviewAgent, reviewFields, type FieldInput } from './review.ts';
+import { resolveAgentSettings, type AgentSettings } from './settings.ts';
 import { normaliseSlug } from './slug.ts';
-import { checkConfig, checkModels, defaultConfig, FIELDS, MODEL_FIELDS, type AgentConfig } from './validation.ts';
+import { checkConfig, checkModels, defaultConfig, FIELDS, MODEL_FIELDS, type AgentConfig, type AgentField } from './validation.ts';
 
 export type Slot = 'staging' | 'default';
 
@@ -114,7 +116,7 @@ export function agentService(deps: AgentServiceDeps) {
    * A stored configuration, with the default of every field it lacks: configurations stored
    * before a field existed (knowledgeBases) read as if they had its default.
    */
-  const parse = (account: AccountRow, json: string): AgentConfig => ({ ...defaultConfig(account.name), ...(JSON.parse(json) as AgentConfig) });
+  const parse = (account: AccountRow, json: string): AgentConfig => ({ ...defaultConfig(account.name), ...readJsonObject(json) });
 
   async function slots(account: AccountRow, ex: Executor = db): Promise<{ staging: AgentConfig; live: AgentConfig; row?: AgentRow }> {
     const row = await agentRepo.find(ex, account.id);
@@ -195,7 +197,6 @@ export function agentService(deps: AgentServiceDeps) {
 
   /** A configuration value as the review shows it: text as is, anything else as JSON. */
   const shown = (v: unknown) => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));
-  const modelOf = (config: AgentConfig) => (typeof config.agentModel === 'string' ? config.agentModel : undefined);
 
   return {
     /**
@@ -244,15 +245,15 @@ export function agentService(deps: AgentServiceDeps) {
       return { account: found.account, slug };
     },
 
-    /** The agent's live configuration, what conversations use (the defaults until its first write). */
-    async liveConfig(account: AccountRow, ex: Executor = db): Promise<AgentConfig> {
-      return (await slots(account, ex)).live;
+    /** The agent's live settings, what conversations use (the defaults until its first write). */
+    async liveConfig(account: AccountRow, ex: Executor = db): Promise<AgentSettings> {
+      return resolveAgentSettings((await slots(account, ex)).live);
     },
 
-    /** The agent a path's agentId names (in the caller's subtree) and its STAGING configuration: what a test chat talks with. */
-    async staged(scope: Scope, agentId: string): Promise<{ account: AccountRow; config: AgentConfig }> {
+    /** The agent a path's agentId names (in the caller's subtree) and its STAGING settings: what a test chat talks with. */
+    async staged(scope: Scope, agentId: string): Promise<{ account: AccountRow; config: AgentSettings }> {
       const account = await named(scope, agentId);
-      return { account, config: (await slots(account)).staging };
+      return { account, config: resolveAgentSettings((await slots(account)).staging) };
     },
 
     /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */
@@ -382,15 +383,15 @@ export function agentService(deps: AgentServiceDeps) {
       if (mode === 'agent') {
         if (body.agentId === undefined || body.agentId === '') throw new Invalid('agentId is required in agent mode');
         const account = await named(scope, body.agentId);
-        const { staging } = await slots(account);
-        return reviewAgent(await models.resolve(account.org_id!, modelOf(staging)), agentIdOf(account.id), staging);
+        const staging = resolveAgentSettings((await slots(account)).staging);
+        return reviewAgent(await models.resolve(account.org_id!, staging.agentModel), agentIdOf(account.id), staging);
       }
       if (mode !== 'fields') throw new Invalid('mode must be one of: fields, agent');
       const fields = body.fields ?? [];
       if (fields.length === 0) throw new Invalid('fields is required in fields mode: [{key, value}] (with agentId, values are read from the agent)');
       const byAgent = body.agentId !== undefined && body.agentId !== '';
       const account = byAgent ? await named(scope, body.agentId!) : await resolve(scope, targetAccountId);
-      const { staging } = await slots(account);
+      const staging = resolveAgentSettings((await slots(account)).staging);
       const items: FieldInput[] = fields.map((f, i) => {
         const alias = FIELD_ALIASES[f.key];
         const field = alias ?? (Object.hasOwn(FIELDS, f.key) ? f.key : undefined);
@@ -398,10 +399,9 @@ export function agentService(deps: AgentServiceDeps) {
         if (!field) {
           throw new Invalid(`fields[${i}].key ${JSON.stringify(f.key)} is not a field of agent ${agentIdOf(account.id)} (agent fields, or greeting and instructions)`);
         }
-        return { key: f.key, field, value: shown(staging[field]) };
+        return { key: f.key, field, value: shown(staging[field as AgentField]) };
       });
-      const agentModel = modelOf(staging) ?? 'unknown';
-      return reviewFields(await models.resolve(account.org_id!, modelOf(staging)), items, byAgent ? staging : undefined, agentModel);
+      return reviewFields(await models.resolve(account.org_id!, staging.agentModel), items, byAgent ? staging : undefined, staging.agentModel);
     },
 
     async renameVersion(scope: Scope, agentId: string, versionId: string, title: string) {

@@ -2,7 +2,7 @@
 // table that makes both the OpenAPI schema of POST /api/v2/agent and the check every write runs
 // (POST /agent, and a snapshot stored by POST /agent/{agentId}/versions/{versionId}).
 // docs/agents.md lists the same ranges.
-import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
+import { Type, type Static, type TOptional, type TSchema, type TUnsafe } from '@sinclair/typebox';
 import safeRegex from 'safe-regex2';
 import { Invalid } from '../../http/errors.ts';
 import { E164_PATTERN } from '../../lib/phone.ts';
@@ -403,6 +403,22 @@ export function defaultConfig(title: string): AgentConfig {
     requireVerifiedCallerForTexts: false, voicemailAction: 'continue', voicemailMessage: '',
   };
 }
+
+/** The fields without a default (a new agent's configuration leaves them out): optional in an answer. */
+type UnsetFields = 'analysisOutcomes' | 'analysisFields' | 'postCallAnalysis';
+const UNSET: readonly UnsetFields[] = ['analysisOutcomes', 'analysisFields', 'postCallAnalysis'];
+type FieldSchemas = { [K in Exclude<AgentField, UnsetFields>]: FieldTable[K]['schema'] } & { [K in UnsetFields]: TOptional<FieldTable[K]['schema']> };
+const FIELD_SCHEMAS = Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, (UNSET as readonly string[]).includes(k) ? Type.Optional(f.schema) : f.schema])) as FieldSchemas;
+
+/**
+ * An agent configuration as the API answers it (a slot, a version's snapshot): every field, typed
+ * as the field table types it (a configuration stored before a field existed answers its default;
+ * the few without a default may be absent), other keys kept. The generated client types the agent
+ * from this.
+ */
+export const AgentSettingsSchema = Type.Object(FIELD_SCHEMAS, { $id: 'AgentSettings', additionalProperties: true, description: 'The agent configuration (docs/agents.md)' });
+/** AgentSettingsSchema by reference (src/app.ts adds it once, so the OpenAPI document and the client name it once). */
+export const AgentSettingsRef = Type.Ref('AgentSettings');
 
 /** The OpenAPI body of POST /api/v2/agent: every field optional (a partial update). */
 export const AgentBody = Type.Object(

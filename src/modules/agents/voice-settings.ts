@@ -1,14 +1,11 @@
-// What a phone call reads of an agent's configuration, each field's default and range resolved
-// once, from the field table itself (validation.ts: its schema's minimum/maximum, and the default
-// a new agent gets). Every voice path (Twilio <Gather>, Media Streams, SIP) and the call policy
-// take these settings, never the raw configuration: a stored snapshot may predate a field or its
-// range, so a missing or out-of-range value is resolved here, the same way for everyone. It lives
-// beside the field table (not in conversations) because the table is what it reads; the
-// conversations module already depends on agents, never the other way.
-import { DEFAULT_VOICE, VOICES } from './catalog.ts';
-import { defaultConfig, FIELDS, type AgentConfig, type AgentField } from './validation.ts';
-
-const DEFAULTS = defaultConfig('');
+// What a phone call reads of an agent, in the units a call uses: derived from the agent's resolved
+// settings (settings.ts: every field with its default, clamped into the field table's ranges).
+// Every voice path (Twilio <Gather>, Media Streams, SIP) and the call policy take these, never the
+// raw configuration. It lives beside the field table (not in conversations) because the table is
+// what it reads; the conversations module already depends on agents, never the other way.
+import { VOICES } from './catalog.ts';
+import { DEFAULT_SETTINGS, resolveAgentSettings, type AgentSettings } from './settings.ts';
+import type { AgentConfig } from './validation.ts';
 
 export interface BackgroundSetting {
   url: string;
@@ -59,58 +56,34 @@ export interface VoiceSettings {
   voicemailMessage: string;
 }
 
-function range(field: AgentField): { min: number; max: number } {
-  const s = FIELDS[field].schema as { minimum?: number; maximum?: number };
-  return { min: s.minimum ?? -Infinity, max: s.maximum ?? Infinity };
+function background(v: AgentSettings['backgroundAudio']): BackgroundSetting | null {
+  if (v === null || v === '') return null;
+  if (typeof v === 'string') return { url: v, loop: true, gain: 0, startAfterGreeting: true, track: 'bg' };
+  return { url: v.url, loop: v.loop !== false, gain: typeof v.gain === 'number' && Number.isFinite(v.gain) ? Math.max(-40, Math.min(20, v.gain)) : 0, startAfterGreeting: v.startAfterGreeting !== false, track: v.track === 'fx' ? 'fx' : 'bg' };
 }
 
-/** An integer field: its value clamped into the schema's range, or its default when it is not an integer. */
-export function intSetting(config: AgentConfig, field: AgentField): number {
-  const v = config[field];
-  const d = DEFAULTS[field] as number;
-  const { min, max } = range(field);
-  return typeof v === 'number' && Number.isInteger(v) ? Math.min(Math.max(v, min), max) : d;
-}
-
-const text = (v: unknown, d = ''): string => (typeof v === 'string' ? v : d);
-
-function background(v: unknown): BackgroundSetting | null {
-  if (typeof v === 'string' && v) return { url: v, loop: true, gain: 0, startAfterGreeting: true, track: 'bg' };
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return null;
-  const o = v as Record<string, unknown>;
-  if (typeof o.url !== 'string' || !o.url) return null;
+/** What a call reads of the agent: its settings (or a configuration, resolved here) in the units a call uses. */
+export function voiceSettings(config: AgentConfig | AgentSettings): VoiceSettings {
+  const s = resolveAgentSettings(config);
   return {
-    url: o.url,
-    loop: o.loop !== false,
-    gain: typeof o.gain === 'number' && Number.isFinite(o.gain) ? Math.max(-40, Math.min(20, o.gain)) : 0,
-    startAfterGreeting: o.startAfterGreeting !== false,
-    track: o.track === 'fx' ? 'fx' : 'bg',
-  };
-}
-
-export function voiceSettings(config: AgentConfig): VoiceSettings {
-  const agentLang = text(config.agentLang) || 'multi';
-  const voice = text(config.agentVoice) || DEFAULT_VOICE;
-  const notification = String(config.autoRecordingNotification ?? DEFAULTS.autoRecordingNotification);
-  return {
-    language: agentLang !== 'multi' ? agentLang : VOICES.find((v) => v.id === voice)?.lang ?? 'en-US',
-    agentLang,
-    voice,
-    gender: /male$/i.test(voice) && !/female$/i.test(voice) ? 'male' : 'female',
-    speakingTimeoutMs: intSetting(config, 'speakingTimeout'),
-    callerResponseTimeoutMs: intSetting(config, 'callerResponseTimeout') * 1000,
-    noResponsePrompts: intSetting(config, 'callerResponseTimeoutHangupCounter'),
-    interruptionWords: intSetting(config, 'interruptionWordCount'),
-    interruptionMinimumSpeakingMs: intSetting(config, 'interruptionMinimumSpeakingTime') * 1000,
-    waitOnAnswerMs: intSetting(config, 'waitOnAnswer'),
-    postAnswerDtmf: text(config.postAnswerDtmf),
-    welcomeMessage: text(config.welcomeMessage).trim(),
-    attendedTransfers: config.attendedTransfers === true,
-    recordingNotification: notification === 'always' || notification === 'false' ? notification : 'true',
-    recordingNotificationPhrase: text(config.recordingNotificationPhrase).trim() || DEFAULTS.recordingNotificationPhrase!,
-    backgroundAudio: background(config.backgroundAudio),
-    voicemailAction: config.voicemailAction === 'hangup' || config.voicemailAction === 'leave-message' ? config.voicemailAction : 'continue',
-    voicemailMessage: text(config.voicemailMessage).trim(),
+    language: s.agentLang !== 'multi' ? s.agentLang : VOICES.find((v) => v.id === s.agentVoice)?.lang ?? 'en-US',
+    agentLang: s.agentLang,
+    voice: s.agentVoice,
+    gender: /male$/i.test(s.agentVoice) && !/female$/i.test(s.agentVoice) ? 'male' : 'female',
+    speakingTimeoutMs: s.speakingTimeout,
+    callerResponseTimeoutMs: s.callerResponseTimeout * 1000,
+    noResponsePrompts: s.callerResponseTimeoutHangupCounter,
+    interruptionWords: s.interruptionWordCount,
+    interruptionMinimumSpeakingMs: s.interruptionMinimumSpeakingTime * 1000,
+    waitOnAnswerMs: s.waitOnAnswer,
+    postAnswerDtmf: s.postAnswerDtmf,
+    welcomeMessage: s.welcomeMessage.trim(),
+    attendedTransfers: s.attendedTransfers,
+    recordingNotification: s.autoRecordingNotification === 'always' || s.autoRecordingNotification === 'false' ? s.autoRecordingNotification : 'true',
+    recordingNotificationPhrase: s.recordingNotificationPhrase.trim() || DEFAULT_SETTINGS.recordingNotificationPhrase,
+    backgroundAudio: background(s.backgroundAudio),
+    voicemailAction: s.voicemailAction === 'hangup' || s.voicemailAction === 'leave-message' ? s.voicemailAction : 'continue',
+    voicemailMessage: s.voicemailMessage.trim(),
   };
 }
 
@@ -128,16 +101,15 @@ export interface AdmissionSettings {
   transferDestination: string | null;
 }
 
-/** The agent's admission rules for an inbound call, from its live configuration. */
-export function admissionSettings(config: AgentConfig): AdmissionSettings {
-  const ring = config.preAnswerRingTime;
-  const { min, max } = range('preAnswerRingTime');
-  const nonEmpty = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v : null);
+/** The agent's admission rules for an inbound call, from its live settings (or a configuration, resolved here). */
+export function admissionSettings(config: AgentConfig | AgentSettings): AdmissionSettings {
+  const s = resolveAgentSettings(config);
+  const nonEmpty = (v: string | null) => (v !== null && v.trim() !== '' ? v : null);
   return {
-    ringMs: typeof ring === 'number' && Number.isInteger(ring) ? Math.min(Math.max(ring, min), max) * 1000 : 0,
-    rejectRegex: nonEmpty(config.cnamAutoRejectRegex),
-    rejectCode: intSetting(config, 'cnamAutoRejectCode'),
-    transferRegex: nonEmpty(config.cnamAutoTransferRegex),
-    transferDestination: nonEmpty(config.cnamAutoTransferDestination)?.trim() ?? null,
+    ringMs: (s.preAnswerRingTime ?? 0) * 1000,
+    rejectRegex: nonEmpty(s.cnamAutoRejectRegex),
+    rejectCode: s.cnamAutoRejectCode,
+    transferRegex: nonEmpty(s.cnamAutoTransferRegex),
+    transferDestination: nonEmpty(s.cnamAutoTransferDestination)?.trim() ?? null,
   };
 }

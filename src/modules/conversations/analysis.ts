@@ -10,7 +10,8 @@ import { Value } from '@sinclair/typebox/value';
 import type { ConversationRow, MessageRow } from '../../db/types.ts';
 import { readJsonAnswer } from '../../llm/json-answer.ts';
 import type { ChatMessage } from '../../llm/types.ts';
-import { ANALYSIS_FIELD_TYPES, BASE_OUTCOMES, type AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings, AnalysisFieldSpec } from '../agents/settings.ts';
+import { BASE_OUTCOMES } from '../agents/validation.ts';
 
 /** What an analysis answers (stored as JSON in conversation_analyses.answer). */
 export interface AnalysisAnswer {
@@ -36,18 +37,16 @@ export const MAX_INVALID_ANSWERS = 3;
 
 export const SIMULATED_ANALYSIS_PREFIX = '[simulated analysis: no language model is configured]';
 
-type FieldSpec = { type: typeof ANALYSIS_FIELD_TYPES[number]; description?: string; values?: string[] };
+type FieldSpec = AnalysisFieldSpec;
 
 /** The outcomes this agent's analyses choose from: the built-in ones, then its own. */
-export function outcomesOf(config: AgentConfig): { name: string; description: string }[] {
-  const own = Array.isArray(config.analysisOutcomes) ? config.analysisOutcomes as { name: string; description?: string }[] : [];
-  return [...BASE_OUTCOMES, ...own.map((o) => ({ name: o.name, description: o.description ?? '' }))];
+export function outcomesOf(config: AgentSettings): { name: string; description: string }[] {
+  return [...BASE_OUTCOMES, ...config.analysisOutcomes.map((o) => ({ name: o.name, description: o.description ?? '' }))];
 }
 
 /** The agent's extraction fields, as stored (`{name: {type, description?, values?}}`). */
-export function extractionFields(config: AgentConfig): Record<string, FieldSpec> {
-  const f = config.analysisFields;
-  return f && typeof f === 'object' && !Array.isArray(f) ? f as Record<string, FieldSpec> : {};
+export function extractionFields(config: AgentSettings): Record<string, FieldSpec> {
+  return config.analysisFields;
 }
 
 /** What is known of a conversation without asking anyone. */
@@ -72,11 +71,9 @@ export const SKIPPED_ANALYSIS = 'skipped by the agent\'s postCallAnalysis settin
  * false none, a percentage p those whose id's SHA-256, its first four bytes read as an unsigned
  * big-endian integer, modulo 100, is below p — the same conversation always decides the same way.
  */
-export function analysisWanted(config: AgentConfig, conversationId: string): boolean {
+export function analysisWanted(config: AgentSettings, conversationId: string): boolean {
   const v = config.postCallAnalysis;
-  if (v === undefined || v === null || v === true) return true;
-  if (v === false) return false;
-  if (typeof v !== 'number') return true;
+  if (typeof v === 'boolean') return v;
   return crypto.createHash('sha256').update(conversationId, 'utf8').digest().readUInt32BE(0) % 100 < v;
 }
 
@@ -107,7 +104,7 @@ export function factsOf(f: ConversationFacts): { outcome?: string; final: boolea
 }
 
 /** The answer when the facts leave nothing to ask (nobody said a word, a machine answered). */
-export function factsAnswer(outcome: string, f: ConversationFacts, config: AgentConfig): AnalysisAnswer {
+export function factsAnswer(outcome: string, f: ConversationFacts, config: AgentSettings): AnalysisAnswer {
   const what = isCall(f.channel) ? 'call' : 'conversation';
   const summary = outcome === 'voicemail' ? `An answering machine took the ${what}; no person spoke with the agent.`
     : outcome === 'transferred' ? `The ${what} was transferred before the other side said anything.`
@@ -116,7 +113,7 @@ export function factsAnswer(outcome: string, f: ConversationFacts, config: Agent
   return { summary, outcome, leadRating: null, leadRatingReason: null, fields: emptyFields(config) };
 }
 
-const emptyFields = (config: AgentConfig) => Object.fromEntries(Object.keys(extractionFields(config)).map((k) => [k, null]));
+const emptyFields = (config: AgentSettings) => Object.fromEntries(Object.keys(extractionFields(config)).map((k) => [k, null]));
 
 function fieldSchema(spec: FieldSpec, bounded: boolean): TSchema {
   const description = spec.description ? { description: spec.description } : {};
@@ -132,7 +129,7 @@ function fieldSchema(spec: FieldSpec, bounded: boolean): TSchema {
  * schema sent to the model leaves those keywords out (strict structured outputs refuse several of
  * them) and the prompt states them instead.
  */
-export function answerSchema(config: AgentConfig, bounded: boolean): TSchema {
+export function answerSchema(config: AgentSettings, bounded: boolean): TSchema {
   const fields = extractionFields(config);
   const text = (max: number) => Type.String(bounded ? { maxLength: max } : {});
   return Type.Object({
@@ -151,7 +148,7 @@ export const plainSchema = (s: TSchema) => JSON.parse(JSON.stringify(s)) as Reco
 export class BadAnswer extends Error {}
 
 /** The model's text as one JSON object (a code fence around it tolerated), checked against the schema. */
-export function checkAnswer(text: string, config: AgentConfig): AnalysisAnswer {
+export function checkAnswer(text: string, config: AgentSettings): AnalysisAnswer {
   const read = readJsonAnswer(text);
   if (!read.ok) throw new BadAnswer('the answer was not valid JSON');
   const v = read.value;
@@ -218,15 +215,15 @@ export const ANALYSIS_SYSTEM_PROMPT = 'You analyse a conversation that an AI age
   + `"fields": each extraction field's value as the conversation states it (text at most ${MAX_FIELD_TEXT_CHARS} characters), or null when it does not say.`;
 
 /** The messages of the model request: the system prompt, and the conversation as one JSON document. */
-export function analysisMessages(c: Pick<ConversationRow, 'channel' | 'direction' | 'outcome' | 'outcome_detail' | 'duration_ms'>, config: AgentConfig, messages: readonly Pick<MessageRow, 'direction' | 'text'>[], facts: { outcome?: string }): ChatMessage[] {
-  const instructions = typeof config.agentInstructions === 'string' ? config.agentInstructions : '';
+export function analysisMessages(c: Pick<ConversationRow, 'channel' | 'direction' | 'outcome' | 'outcome_detail' | 'duration_ms'>, config: AgentSettings, messages: readonly Pick<MessageRow, 'direction' | 'text'>[], facts: { outcome?: string }): ChatMessage[] {
+  const instructions = config.agentInstructions;
   const doc = {
     conversation: {
       channel: c.channel, direction: c.direction, ended: c.outcome, endedDetail: c.outcome_detail,
       durationSeconds: c.duration_ms === null ? null : Math.round(c.duration_ms / 1000),
       ...(facts.outcome ? { knownOutcome: facts.outcome } : {}),
     },
-    agent: { title: typeof config.title === 'string' ? config.title : '', instructions: instructions.length > 2000 ? `${instructions.slice(0, 2000)}…` : instructions },
+    agent: { title: config.title, instructions: instructions.length > 2000 ? `${instructions.slice(0, 2000)}…` : instructions },
     outcomes: outcomesOf(config),
     extractionFields: extractionFields(config),
     transcript: boundedTranscript(messages),
@@ -242,7 +239,7 @@ const DECLINED = /\b(not interested|no thanks|no,? thank you|stop (calling|texti
  * summary and, on every read, by `analysisEngine: "simulated"`. The outcome and rating come from
  * keywords in what the person said; extraction fields stay null (rules cannot read them).
  */
-export function rulesAnalysis(messages: readonly Pick<MessageRow, 'direction' | 'text'>[], config: AgentConfig, facts: { outcome?: string }, ended: ConversationRow['outcome']): AnalysisAnswer {
+export function rulesAnalysis(messages: readonly Pick<MessageRow, 'direction' | 'text'>[], config: AgentSettings, facts: { outcome?: string }, ended: ConversationRow['outcome']): AnalysisAnswer {
   const said = messages.filter((m) => m.direction === 'inbound').map((m) => m.text);
   const replies = messages.filter((m) => m.direction === 'outbound').length;
   const all = said.join('\n');

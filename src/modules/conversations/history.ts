@@ -11,6 +11,7 @@ import type { Scope } from '../../http/auth.ts';
 import { Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentService } from '../agents/service.ts';
+import { DEFAULT_SETTINGS } from '../agents/settings.ts';
 import { decideJunk } from './junk.ts';
 import { CSV_BATCH, csvFilename, csvLine } from './logs-csv.ts';
 import { LOG_FIELDS, type LogField, type LogValue, analysisView, counterpartName, dialogLine, presentConversationSummary, presentLatency, presentLog, presentRecentMessage, presentRoom, presentRoomMessage, presentTranscriptLine, roomKey, transcriptText } from './present.ts';
@@ -247,7 +248,7 @@ export function historyService(deps: HistoryServiceDeps) {
       const t = await tenant(scope, targetAccountId);
       const r = await room(t, roomId);
       const override = junk === null ? null : junk ? 1 : 0;
-      let config = {};
+      let config = DEFAULT_SETTINGS;
       let channel: ConversationRow['channel'] = 'api';
       if (override === null) {
         const agent = await accountRepo.findById(db, r.account_id);

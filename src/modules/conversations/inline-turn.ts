@@ -6,7 +6,7 @@
 // organization's inline turns are limited in concurrency and rate (inline-limits.ts): 429 past them.
 import type { AccountRow, Db } from '../../db/types.ts';
 import { BadGateway } from '../../http/errors.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings } from '../agents/settings.ts';
 import type { ConversationService } from './service.ts';
 import type { InlineTurnLimits } from './inline-limits.ts';
 import type { TurnRunner } from './turn.ts';
@@ -22,7 +22,7 @@ export interface InlineTurnDeps {
 }
 
 export interface InlineTurnInput {
-  account: AccountRow; config: AgentConfig; counterpart: string; message: string; now: number;
+  account: AccountRow; config: AgentSettings; counterpart: string; message: string; now: number;
   /** `web` (the web chat page, the default) or `test` (the staging test chat: kept apart from customer views and billed usage). */
   channel?: 'web' | 'test';
   /** What the log calls this turn when it fails (`web chat turn failed`). */
@@ -42,7 +42,7 @@ export async function runInlineTurn(deps: InlineTurnDeps, a: InlineTurnInput) {
 
 async function inlineTurn(deps: InlineTurnDeps, a: InlineTurnInput) {
   const { conversations } = deps;
-  const welcome = typeof a.config.welcomeMessage === 'string' ? a.config.welcomeMessage.trim() : '';
+  const welcome = a.config.welcomeMessage.trim();
   const { o, inbound, welcomed, queued } = await deps.db.transaction().execute(async (tx) => {
     const channel = a.channel ?? 'web';
     const o = await conversations.open(tx, { agent: a.account, channel, direction: 'inbound', counterpart: a.counterpart, counterpartKind: channel }, a.now);

@@ -14,7 +14,7 @@
 // Short codes and sender ids are judged on SMS only: over the API a sourceAddress such as `4521`
 // or `alice` is the caller's own user id, and a 4-digit caller on a SIP trunk is an extension.
 import type { ConversationChannel } from '../../db/types.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings } from '../agents/settings.ts';
 
 export type JunkReason = 'marked' | 'cnamAutoRejectRegex' | 'shortCode' | 'alphanumericSender' | 'automatedAddress';
 
@@ -53,9 +53,9 @@ export const isAutomatedAddress = (counterpart: string): boolean => AUTOMATED_AD
  * configuration was checked when written (a regex that compiles and cannot backtrack
  * catastrophically); one that no longer compiles matches nothing.
  */
-export function matchesRejectRegex(config: AgentConfig, subject: Pick<JunkSubject, 'counterpart' | 'displayName'>): boolean {
+export function matchesRejectRegex(config: AgentSettings, subject: Pick<JunkSubject, 'counterpart' | 'displayName'>): boolean {
   const source = config.cnamAutoRejectRegex;
-  if (typeof source !== 'string' || source === '') return false;
+  if (source === null || source === '') return false;
   let re: RegExp;
   try {
     re = new RegExp(source);
@@ -66,7 +66,7 @@ export function matchesRejectRegex(config: AgentConfig, subject: Pick<JunkSubjec
 }
 
 /** The rules alone, without the organization's decision. */
-export function junkByRules(subject: JunkSubject, config: AgentConfig): JunkDecision {
+export function junkByRules(subject: JunkSubject, config: AgentSettings): JunkDecision {
   if (matchesRejectRegex(config, subject)) return { junk: 1, reason: 'cnamAutoRejectRegex' };
   if (subject.channel === 'sms') {
     if (isShortCode(subject.counterpart)) return { junk: 1, reason: 'shortCode' };
@@ -77,7 +77,7 @@ export function junkByRules(subject: JunkSubject, config: AgentConfig): JunkDeci
 }
 
 /** Whether the room is junk: the organization's decision when it made one, else the rules. */
-export function decideJunk(subject: JunkSubject, config: AgentConfig): JunkDecision {
+export function decideJunk(subject: JunkSubject, config: AgentSettings): JunkDecision {
   if (subject.override === 1) return { junk: 1, reason: 'marked' };
   if (subject.override === 0) return { junk: 0, reason: null };
   return junkByRules(subject, config);

@@ -7,6 +7,7 @@ import { toUnixSeconds } from '../../lib/time.ts';
 import { agentIdOf } from '../agents/service.ts';
 import { missedCall, SKIPPED_ANALYSIS, type AnalysisAnswer } from './analysis.ts';
 import type { AnalysisView, LiveConversationRow, LogRow } from './repository.ts';
+import { readJson } from '../../db/json-columns.ts';
 
 /** The contract's roomId of a room row: `<account_id>:<id>`. */
 export const roomKey = (room: Pick<RoomRow, 'account_id' | 'id'>) => `${room.account_id}:${room.id}`;
@@ -20,14 +21,7 @@ export function messageStatus(status: MessageRow['status']): string {
   return status === 'received' ? 'success' : status;
 }
 
-function parseJson(text: string | null): unknown {
-  if (text === null) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
+const parseJson = (text: string | null): unknown => readJson(text, null);
 
 /** Stored attachments ([{type, url}]) in the contract's form ({content-type, filename, content-url, attachmentType}). */
 export function presentAttachments(stored: string) {

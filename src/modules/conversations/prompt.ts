@@ -5,7 +5,7 @@
 // and framed as information, never as instructions to follow.
 import type { ConversationChannel, MessageRow } from '../../db/types.ts';
 import type { ChatMessage } from '../../llm/types.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings } from '../agents/settings.ts';
 
 /** Bounds on what one prompt carries. */
 export const PROMPT_LIMITS = Object.freeze({
@@ -31,7 +31,7 @@ const CHANNEL_WORDS: Record<ConversationChannel, string> = {
 };
 
 export interface PromptInput {
-  config: AgentConfig;
+  config: AgentSettings;
   channel: ConversationChannel;
   counterpart: string;
   now: number;
@@ -71,17 +71,17 @@ function localTime(now: number, timezone: unknown): string {
 export function systemPrompt(p: PromptInput): string {
   const c = p.config;
   const parts: string[] = [];
-  const instructions = typeof c.agentInstructions === 'string' && c.agentInstructions.trim() ? c.agentInstructions.trim() : 'You are a helpful assistant.';
+  const instructions = c.agentInstructions.trim() || 'You are a helpful assistant.';
   parts.push(instructions);
   const circumstances = [
     `You are talking with ${p.counterpart} over ${CHANNEL_WORDS[p.channel]}.`,
     `It is now ${localTime(p.now, c.timezone)}.`,
   ];
-  if (typeof c.agentLang === 'string' && c.agentLang !== 'multi') circumstances.push(`Answer in the language ${c.agentLang} unless the person writes in another.`);
+  if (c.agentLang !== 'multi') circumstances.push(`Answer in the language ${c.agentLang} unless the person writes in another.`);
   parts.push(`## This conversation\n${circumstances.join(' ')}`);
   const about = [p.task?.context, p.task?.taskContext].filter((x): x is string => typeof x === 'string' && x.trim() !== '').join('\n');
   if (about) parts.push(`## What this conversation is about (from the task that placed it)\n<task>\n${clip(about, PROMPT_LIMITS.taskContextChars)}\n</task>`);
-  if (p.notes.trim() && c.noContactInjection !== true) {
+  if (p.notes.trim() && !c.noContactInjection) {
     const notes = p.notes.length > PROMPT_LIMITS.notesChars ? p.notes.slice(-PROMPT_LIMITS.notesChars) : p.notes;
     parts.push(`## Notes about this person (kept by the organization)\n<notes>\n${notes}\n</notes>`);
   }
@@ -96,14 +96,14 @@ export function systemPrompt(p: PromptInput): string {
     }
     parts.push(`## Reference passages from the knowledge base (use them when they answer the question)\n${passages.join('\n')}`);
   }
-  if (Array.isArray(c.links) && c.links.length > 0) parts.push(`## Links you may share\n${(c.links as string[]).map((l) => `- ${l}`).join('\n')}`);
-  if (Array.isArray(c.apps) && c.apps.length > 0) {
-    const apps = (c.apps as Array<{ appId: string; version: string; instructions: string }>)
+  if (c.links.length > 0) parts.push(`## Links you may share\n${c.links.map((l) => `- ${l}`).join('\n')}`);
+  if (c.apps.length > 0) {
+    const apps = c.apps
       .filter((a) => a.instructions.trim()).map((a) => `### ${a.appId} (${a.version})\n${a.instructions.trim()}`);
     if (apps.length) parts.push(`## Apps\n${apps.join('\n')}`);
   }
   if (p.opening === 'text') {
-    const welcome = typeof c.welcomeMessage === 'string' ? c.welcomeMessage.trim() : '';
+    const welcome = c.welcomeMessage.trim();
     parts.push('## Your first message\nYou are writing first: the person has not written yet. Write the one text message to send them now, '
       + 'for what the task above is about, following your instructions. Answer with the words of the message only: plain text, '
       + `no quotes around it, no notes to us, at most ${PROMPT_LIMITS.openingChars} characters.`
@@ -118,7 +118,7 @@ export function systemPrompt(p: PromptInput): string {
 /** The messages of one model request (before any tool round of this turn). */
 export function buildMessages(p: PromptInput): ChatMessage[] {
   const out: ChatMessage[] = [{ role: 'system', content: systemPrompt(p) }];
-  if (p.config.noConvoHistory !== true) {
+  if (!p.config.noConvoHistory) {
     for (const m of p.history.slice(-PROMPT_LIMITS.historyMessages)) {
       if (m.direction === 'inbound') out.push({ role: 'user', content: clip(m.text, PROMPT_LIMITS.historyMessageChars) });
       else if (m.direction === 'outbound') out.push({ role: 'assistant', content: clip(m.text, PROMPT_LIMITS.historyMessageChars) });

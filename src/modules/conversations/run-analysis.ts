@@ -17,7 +17,7 @@ import type { AnalysisRow, ConversationRow, DB, Db } from '../../db/types.ts';
 import { ModelError, type ChatMessage } from '../../llm/types.ts';
 import type { HandlerContext, Outcome } from '../../queue/runner.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import { DEFAULT_SETTINGS, type AgentSettings } from '../agents/settings.ts';
 import { usageRepo } from '../billing/repository.ts';
 import type { ModelChoice, ModelsService } from '../models/service.ts';
 import {
@@ -62,7 +62,7 @@ export function createAnalysisHandler(deps: AnalysisHandlerDeps) {
   const { db } = deps;
 
   /** Asks the model until an answer passes the check (or MAX_INVALID_ANSWERS have failed it, over all attempts). */
-  async function askModel(row: AnalysisRow, c: ConversationRow, config: AgentConfig, choice: ModelChoice, prompt: ChatMessage[], knownOutcome: string | undefined, signal: AbortSignal): Promise<Analysed> {
+  async function askModel(row: AnalysisRow, c: ConversationRow, config: AgentSettings, choice: ModelChoice, prompt: ChatMessage[], knownOutcome: string | undefined, signal: AbortSignal): Promise<Analysed> {
     const schema = { name: 'conversation_analysis', schema: plainSchema(answerSchema(config, false)) };
     let structured = true;
     let invalid = row.invalid_answers;
@@ -110,14 +110,15 @@ export function createAnalysisHandler(deps: AnalysisHandlerDeps) {
 
   async function analyse(row: AnalysisRow, c: ConversationRow, signal: AbortSignal, chosen: { choice?: ModelChoice }): Promise<Analysed> {
     const agent = await accountRepo.findById(db, c.account_id);
-    const config: AgentConfig = agent ? await deps.conversations.liveConfig(agent) : {};
+    const config = agent ? await deps.conversations.liveConfig(agent) : DEFAULT_SETTINGS;
     const facts = factsOfConversation(c);
     const decided = factsOf(facts);
     if (decided.final) return { kind: 'answer', answer: factsAnswer(decided.outcome!, facts, config), engine: 'facts', provider: null, model: null };
     const messages = await historyRepo.transcripts(db, [c.id], MAX_TRANSCRIPT_MESSAGES, false);
     // The contract's postConvoForceThinking: post-conversation work on the agent's thinking model.
-    const named = config.postConvoForceThinking === true && typeof config.agentThinkingModel === 'string' ? config.agentThinkingModel : config.agentModel;
-    const choice = await deps.models.resolve(c.org_id, typeof named === 'string' ? named : undefined);
+    const named = config.postConvoForceThinking ? config.agentThinkingModel : config.agentModel;
+    // Without an agent, the organization's default model (no agent names one).
+    const choice = await deps.models.resolve(c.org_id, agent ? named : undefined);
     chosen.choice = choice;
     if (choice.engine.simulated) {
       return { kind: 'answer', answer: rulesAnalysis(messages, config, decided, c.outcome), engine: 'simulated', provider: choice.provider, model: choice.model };

@@ -16,7 +16,7 @@ import { notifyQueue } from '../../queue/waker.ts';
 import { checkTargetUrl, type TargetPolicy } from '../../webhooks/ssrf.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentService } from '../agents/service.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings } from '../agents/settings.ts';
 import { recordConversationEvent, recordIncomingEvent, roomIdOf } from './events.ts';
 import { analysisWanted, SKIPPED_ANALYSIS } from './analysis.ts';
 import { decideJunk } from './junk.ts';
@@ -211,7 +211,7 @@ export function conversationService(deps: ConversationServiceDeps) {
     queueTurn,
 
     /** The agent's live configuration (conversations never see staging). */
-    liveConfig: (agent: AccountRow, ex?: Executor): Promise<AgentConfig> => agents.liveConfig(agent, ex),
+    liveConfig: (agent: AccountRow, ex?: Executor): Promise<AgentSettings> => agents.liveConfig(agent, ex),
 
     /**
      * POST /api/v2/agent/receiveMessage: a message from the caller's own platform to one of its

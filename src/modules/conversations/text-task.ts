@@ -30,7 +30,7 @@ export function textTaskWriter(deps: TextTaskWriterDeps) {
       const config = await deps.conversations.liveConfig(agent);
       const counterpart = task.target ?? '';
       const [choice, notes] = await Promise.all([
-        deps.models.resolve(task.org_id, typeof config.agentModel === 'string' ? config.agentModel : undefined),
+        deps.models.resolve(task.org_id, config.agentModel),
         deps.context.forPerson(task.org_id, counterpart.toLowerCase()),
       ]);
       const messages = buildMessages({

@@ -5,16 +5,9 @@ import type { ConversationChannel } from '../../db/types.ts';
 import type { ToolCall, ToolSpec } from '../../llm/types.ts';
 import { isE164 } from '../../lib/phone.ts';
 import { twilioDials } from '../../providers/twilio/twiml.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings, WebhookAction } from '../agents/settings.ts';
 
-export interface WebhookAction {
-  name: string;
-  description: string;
-  url: string;
-  parameters: Record<string, { type: 'string' | 'number' | 'integer' | 'boolean'; description?: string; enum?: string[]; required?: boolean }>;
-  async: boolean;
-  timeoutSeconds: number;
-}
+export type { WebhookAction };
 
 export interface TransferDestination {
   name: string;
@@ -48,14 +41,14 @@ const norm = (s: string) => s.toLowerCase().replace(/[-_\s]/g, '');
 const VOICE: readonly ConversationChannel[] = ['voice', 'sip'];
 
 export interface ToolSetContext {
-  config: AgentConfig;
+  config: AgentSettings;
   channel: ConversationChannel;
   counterpart: string;
 }
 
 /** The tools this conversation's model is offered, with their JSON Schemas. */
 export function grantedTools(ctx: ToolSetContext): ToolSpec[] {
-  const granted = new Set((Array.isArray(ctx.config.actions) ? ctx.config.actions as string[] : []).map(norm));
+  const granted = new Set(ctx.config.actions.map(norm));
   const has = (tool: string) => GRANTS[tool]!.some((g) => granted.has(g));
   const tools: ToolSpec[] = [];
   if (has('end_conversation')) {
@@ -114,9 +107,9 @@ export function grantedTools(ctx: ToolSetContext): ToolSpec[] {
   return tools;
 }
 
-export const webhookActions = (c: AgentConfig): WebhookAction[] => (Array.isArray(c.webhookActions) ? c.webhookActions as WebhookAction[] : []);
-export const transferDestinations = (c: AgentConfig): TransferDestination[] => (Array.isArray(c.transferDestinations) ? c.transferDestinations as TransferDestination[] : []);
-export const knowledgeBases = (c: AgentConfig): string[] => (Array.isArray(c.knowledgeBases) ? (c.knowledgeBases as unknown[]).filter((x): x is string => typeof x === 'string') : []);
+export const webhookActions = (c: AgentSettings): readonly WebhookAction[] => c.webhookActions;
+export const transferDestinations = (c: AgentSettings): readonly TransferDestination[] => c.transferDestinations;
+export const knowledgeBases = (c: AgentSettings): readonly string[] => c.knowledgeBases;
 
 export type CheckedArgs = { ok: true; args: Record<string, unknown> } | { ok: false; message: string };
 

@@ -25,7 +25,7 @@ import { HttpError } from '../../http/errors.ts';
 import type { ConversationRow, Db, MessageRow, RoomRow } from '../../db/types.ts';
 import type { ChatMessage, ToolCall, ToolSpec } from '../../llm/types.ts';
 import { deliverOnce, signatureHeaders } from '../../webhooks/deliver.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings } from '../agents/settings.ts';
 import type { ContextService } from '../context/service.ts';
 import type { KnowledgeService } from '../knowledge/service.ts';
 import type { ModelsService } from '../models/service.ts';
@@ -87,7 +87,7 @@ export interface ResumeState {
 export interface TurnInput {
   conversation: ConversationRow;
   room: RoomRow;
-  config: AgentConfig;
+  config: AgentSettings;
   /** What the person just said (already recorded); undefined when the agent speaks first. */
   inbound?: { id: string; text: string; at: number };
   /** The turn's queue id: automation requests name it so an answer wakes the turn. */
@@ -174,7 +174,7 @@ export function turnRunner(deps: TurnDeps) {
 
   /** Texting tools refused to a caller whose number nobody vouched for, when the agent asks for that. */
   function unverifiedCaller(input: TurnInput): ToolOutcome | undefined {
-    if (input.config.requireVerifiedCallerForTexts !== true || input.conversation.caller_verified !== 0) return undefined;
+    if (!input.config.requireVerifiedCallerForTexts || input.conversation.caller_verified !== 0) return undefined;
     return { refused: true, result: 'refused: the caller\'s number was not verified (a caller ID can be forged), and this agent texts verified callers only' };
   }
 
@@ -269,7 +269,7 @@ export function turnRunner(deps: TurnDeps) {
   return {
     async run(input: TurnInput): Promise<TurnResult> {
       const { conversation, room, config } = input;
-      const choice = await deps.models.resolve(conversation.org_id, typeof config.agentModel === 'string' ? config.agentModel : undefined);
+      const choice = await deps.models.resolve(conversation.org_id, config.agentModel);
       if (conversation.engine !== (choice.engine.simulated ? 'simulated' : 'model') || conversation.model !== choice.model) {
         await conversationRepo.setEngine(db, conversation.id, { engine: choice.engine.simulated ? 'simulated' : 'model', provider: choice.provider, model: choice.model }, deps.now());
       }
@@ -308,7 +308,7 @@ export function turnRunner(deps: TurnDeps) {
         const [notes, knowledge, history, task] = await Promise.all([
           conversation.counterpart.startsWith('web:') ? '' : deps.context.forPerson(conversation.org_id, conversation.counterpart.toLowerCase()),
           input.inbound ? deps.knowledge.retrieve(conversation.org_id, knowledgeBases(config), input.inbound.text, PROMPT_LIMITS.knowledgePassages) : [],
-          config.noConvoHistory === true ? [] : messageRepo.recentInRoom(db, room.id, input.inbound?.at ?? deps.now() + 1, PROMPT_LIMITS.historyMessages + 1),
+          config.noConvoHistory ? [] : messageRepo.recentInRoom(db, room.id, input.inbound?.at ?? deps.now() + 1, PROMPT_LIMITS.historyMessages + 1),
           conversation.task_id ? taskRepo.find(db, conversation.org_id, conversation.task_id) : undefined,
         ]);
         messages = buildMessages({

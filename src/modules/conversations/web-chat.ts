@@ -74,8 +74,6 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const NOT_FOUND = 'This chat does not exist';
 
-const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
-
 export function webChatService(deps: WebChatServiceDeps) {
   const { db, box, agents } = deps;
   const clock = deps.now ?? Date.now;
@@ -132,7 +130,7 @@ export function webChatService(deps: WebChatServiceDeps) {
       const { account, slug } = await agentOf(rawSlug);
       const config = await agents.liveConfig(account);
       const issued = crossSite || visitorOf(account, client.visitor) ? undefined : issue(account, client, now);
-      return { slug, title: text(config.title) || 'Chat', welcome: text(config.welcomeMessage), issued };
+      return { slug, title: config.title.trim() || 'Chat', welcome: config.welcomeMessage.trim(), issued };
     },
 
     /**

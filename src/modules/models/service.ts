@@ -16,6 +16,7 @@ import { checkTargetUrl, guardedDispatcher, type TargetPolicy } from '../../webh
 import { accountRepo } from '../accounts/repository.ts';
 import { assembleCatalog, MODEL_ID, ModelListCache, type Catalog, type CatalogSource } from './catalog.ts';
 import { llmProviderRepo } from './repository.ts';
+import { readJsonArray } from '../../db/json-columns.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -105,14 +106,7 @@ export function modelsService(deps: ModelsServiceDeps) {
     return engine;
   }
 
-  const modelsOf = (row: LlmProviderRow): string[] => {
-    try {
-      const v = JSON.parse(row.models) as unknown;
-      return Array.isArray(v) ? v.filter((m): m is string => typeof m === 'string') : [];
-    } catch {
-      return [];
-    }
-  };
+  const modelsOf = (row: LlmProviderRow): string[] => readJsonArray(row.models).filter((m): m is string => typeof m === 'string');
 
   /** The deployment providers' listed models (cached), in provider order; null for one that failed or does not list. */
   const listed = () => Promise.all(deployment.map((d) => (d.config.listModels ? lists.get(d.engine) : Promise.resolve(null))));

@@ -10,6 +10,7 @@ import { DEFAULT_LIMITS, type TaskLimits } from '../limits/task-limits.ts';
 import { presentTask } from './present.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { TaskSubscribers } from './subscribers.ts';
+import { readJsonObject } from '../../db/json-columns.ts';
 
 export type TaskEventType = DB['task_events']['type'];
 export type CounterKind = 'calls' | 'texts' | 'tasks';
@@ -137,11 +138,8 @@ export const taskRepo = {
     return db.transaction().execute(async (tx) => {
       const row = await taskRepo.findRunning(tx, id, { lock: true });
       if (!row) return false;
-      let result: Record<string, unknown> = {};
-      try {
-        const parsed: unknown = row.result ? JSON.parse(row.result) : {};
-        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) result = parsed as Record<string, unknown>;
-      } catch { /* a result that is not an object is replaced */ }
+      // A result that is not an object is replaced.
+      const result = readJsonObject(row.result);
       if (typeof result.answeredBy === 'string') return false;
       await taskRepo.updateRunning(tx, id, { result: JSON.stringify({ ...result, answeredBy }), updated_at: now });
       return true;

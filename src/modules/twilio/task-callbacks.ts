@@ -14,6 +14,7 @@ import { first, type TwilioParams } from '../../providers/twilio/form.ts';
 import { taskRepo } from '../tasks/repository.ts';
 import type { TaskQueue } from '../tasks/task-queue.ts';
 import { refuseTwilioRequest, verifyTwilioRequest, type TwilioRequest } from './verify.ts';
+import { readJsonObject } from '../../db/json-columns.ts';
 
 const HANGUP_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
 
@@ -80,11 +81,8 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
     await db.transaction().execute(async (tx) => {
       const row = await taskRepo.findRunning(tx, id, { lock: true });
       if (!row) return;
-      let result: Record<string, unknown> = {};
-      try {
-        const parsed: unknown = row.result ? JSON.parse(row.result) : {};
-        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) result = parsed as Record<string, unknown>;
-      } catch { /* not ours to keep */ }
+      // A result that is not an object is not ours to keep.
+      const result = readJsonObject(row.result);
       const known = typeof result.sequenceNumber === 'number' ? result.sequenceNumber : undefined;
       if (seq !== undefined && known !== undefined && seq <= known) return;
       const next = { ...result, provider: TWILIO, providerRef, status, ...(seq !== undefined ? { sequenceNumber: seq } : {}) };
@@ -96,12 +94,7 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
 
   /** The running task's result as recorded so far (an object), or an empty one. */
   function resultOf(row: Pick<TaskRow, 'result'>): Record<string, unknown> {
-    try {
-      const parsed: unknown = row.result ? JSON.parse(row.result) : {};
-      return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Record<string, unknown> : {};
-    } catch {
-      return {};
-    }
+    return readJsonObject(row.result);
   }
 
   return {

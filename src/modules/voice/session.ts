@@ -17,7 +17,7 @@ import { resample } from '../../speech/resample.ts';
 import type { SpeechGrammar, SpeechToText, SynthesizeOptions, TextToSpeech } from '../../speech/types.ts';
 import { VoiceActivityDetector, type VoiceActivity, type VadOptions } from '../../speech/vad.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings } from '../agents/settings.ts';
 import type { TurnLatencies, TurnStamps } from './latency.ts';
 import {
   decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS, voicemailDecision,
@@ -54,7 +54,7 @@ export interface VoiceSessionInput {
   conversation: ConversationRow;
   room: RoomRow;
   /** The agent's live configuration, for its turns (the prompt, the tools). */
-  config: AgentConfig;
+  config: AgentSettings;
   /** The same configuration read for the call (agents/voice-settings.ts): everything the session itself uses. */
   settings: VoiceSettings;
   /** How the call opens (call-policy.ts callOpening): a pause, keys, the recording notice, the greeting. */

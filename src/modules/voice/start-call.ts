@@ -9,7 +9,7 @@ import type { AnsweredBy, ConversationRow, RoomRow } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
-import type { AgentConfig } from '../agents/validation.ts';
+import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-policy.ts';
@@ -37,7 +37,7 @@ export interface CallStart {
   conversation: ConversationRow;
   room: RoomRow;
   /** The agent's live configuration, for its turns. */
-  config: AgentConfig;
+  config: AgentSettings;
   settings: VoiceSettings;
   /** What the path carrying the call can do. */
   capabilities: PathCapabilities;

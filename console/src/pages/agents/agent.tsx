@@ -4,6 +4,7 @@
 // configuration (POST /api/v2/agent/{agentId}/testMessage).
 import { useMemo, useRef, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { components, paths } from '../../../../sdk/schema.d.ts';
 import { api, ok, when } from '../../api.ts';
 import { agentQueries, agentSaved, agentVersionsChanged, versionRenamed } from '../../queries/agents.ts';
 import { Link } from '../../router.tsx';
@@ -16,16 +17,20 @@ import './agents.css';
 /** What the shell hands a page (pages/index.ts's PageProps; not imported, to keep the page out of an import circle). */
 interface PageProps { params: Record<string, string>; query: URLSearchParams }
 
-type Config = Record<string, unknown>;
+/** An agent configuration as the API answers it (the generated client types it from the server's field table). */
+type Config = components['schemas']['AgentSettings'];
+/** A partial change, as POST /api/v2/agent takes it. */
+type AgentChange = paths['/api/v2/agent']['post']['requestBody']['content']['application/json'];
+type Live = paths['/api/v2/agent/{agentId}']['get']['responses'][200]['content']['application/json']['sponsorship'];
 const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['knowledge', 'Knowledge bases'], ['chat', 'Test chat']] as const;
 
 export default function AgentPage({ params, query }: PageProps) {
   const id = Number(String(params.agentId).replace(/^camp/, ''));
   const tab = query.get('tab') ?? 'settings';
   const agent = useQuery(agentQueries.settings(id));
-  const live = agent.data?.sponsorship as Config | undefined;
-  const staging = live?.staging as Config | undefined;
-  const title = typeof live?.title === 'string' ? live.title : `Agent camp${id}`;
+  const live = agent.data?.sponsorship;
+  const staging = live?.staging;
+  const title = live?.title ?? `Agent camp${id}`;
   return (
     <Page title={`Agent ${title}`} actions={<Link to="/agents">All agents</Link>}>
       <nav aria-label="Agent sections" className="tabs">
@@ -47,12 +52,12 @@ export default function AgentPage({ params, query }: PageProps) {
 }
 
 /** The live configuration as stored (the answer adds id and accountId and, on the live side, staging and publishedAt). */
-function liveOnly(live: Config): Config {
+function liveOnly(live: Live): Config {
   const { id: _id, accountId: _acc, staging: _s, publishedAt: _p, ...rest } = live;
   return rest;
 }
 
-function Publishing({ id, staging, live }: { id: number; staging: Config; live: Config }) {
+function Publishing({ id, staging, live }: { id: number; staging: Config; live: Live }) {
   const client = useQueryClient();
   const target = { targetAccountId: id };
   const changed = () => void agentVersionsChanged(client, id);
@@ -63,7 +68,7 @@ function Publishing({ id, staging, live }: { id: number; staging: Config; live: 
     <Section title="Staging and live">
       <p>
         {differs ? <Badge tone="warn">Staging has unpublished changes</Badge> : <Badge tone="good">Staging is live</Badge>}{' '}
-        <span className="muted">Last published: {when(live.publishedAt as number | null)}</span>
+        <span className="muted">Last published: {when(live.publishedAt)}</span>
       </p>
       <div className="actions">
         <Button kind="primary" disabled={publish.isPending} onClick={() => publish.mutate()}>Publish staging</Button>
@@ -78,12 +83,17 @@ function Publishing({ id, staging, live }: { id: number; staging: Config; live: 
 
 const FORM_FIELDS = ['title', 'description', 'agentVoice', 'agentLang', 'agentModel', 'welcomeMessage', 'agentInstructions'] as const;
 type FormField = typeof FORM_FIELDS[number];
-const str = (v: unknown) => (typeof v === 'string' ? v : '');
+const formOf = (c: Config): Record<FormField, string> => ({
+  title: c.title, description: c.description, agentVoice: c.agentVoice, agentLang: c.agentLang, agentModel: c.agentModel,
+  welcomeMessage: c.welcomeMessage, agentInstructions: c.agentInstructions,
+});
+/** Whether what the user typed is a JSON object: its fields are the server's to check (a 400 names the one that is wrong). */
+const isChange = (v: unknown): v is AgentChange => !!v && typeof v === 'object' && !Array.isArray(v);
 
 function Settings({ id, staging }: { id: number; staging: Config }) {
   const client = useQueryClient();
   const { target } = useSession();
-  const initial = useMemo(() => Object.fromEntries(FORM_FIELDS.map((f) => [f, str(staging[f])])) as Record<FormField, string>, [staging]);
+  const initial = useMemo(() => formOf(staging), [staging]);
   const [form, setForm] = useState(initial);
   const [json, setJson] = useState(() => pretty(staging));
   const [jsonError, setJsonError] = useState<string | null>(null);
@@ -98,11 +108,11 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
   const models = useQuery(agentQueries.models(id, !!target.targetAccountId));
   const saved = () => void agentSaved(client, id);
   const save = useMutation({
-    mutationFn: (body: Config) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: id } }, body })),
+    mutationFn: (body: AgentChange) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: id } }, body })),
     onSuccess: saved,
   });
   const saveJson = useMutation({
-    mutationFn: (body: Config) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: id } }, body })),
+    mutationFn: (body: AgentChange) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: id } }, body })),
     onSuccess: saved,
   });
   const set = (f: FormField) => (e: { target: { value: string } }) => setForm({ ...form, [f]: e.target.value });
@@ -117,8 +127,8 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
     setJsonError(null);
     let body: unknown;
     try { body = JSON.parse(json); } catch (err) { setJsonError(`The JSON does not parse: ${(err as Error).message}`); return; }
-    if (!body || typeof body !== 'object' || Array.isArray(body)) { setJsonError('The configuration must be a JSON object'); return; }
-    saveJson.mutate(body as Config);
+    if (!isChange(body)) { setJsonError('The configuration must be a JSON object'); return; }
+    saveJson.mutate(body);
   };
   const modelIds = Object.keys((models.data ?? {}) as Record<string, unknown>).filter((k) => k !== 'success' && k !== 'message');
   const modelOptions = modelIds.includes(form.agentModel) || !form.agentModel ? modelIds : [form.agentModel, ...modelIds];
@@ -156,12 +166,12 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
   );
 }
 
-interface VersionRow { title: string; versionId: number; createdAt?: unknown; snapshot?: Config }
+type VersionRow = paths['/api/v2/agent/{agentId}/versions']['get']['responses'][200]['content']['application/json']['versions'][number];
 
-function Versions({ id, staging, live }: { id: number; staging: Config; live: Config }) {
+function Versions({ id, staging, live }: { id: number; staging: Config; live: Live }) {
   const client = useQueryClient();
   const versions = useQuery(agentQueries.versions(id));
-  const rows = (versions.data?.versions ?? []) as VersionRow[];
+  const rows = versions.data?.versions ?? [];
   const changed = () => void agentVersionsChanged(client, id);
   const restore = useMutation({
     mutationFn: (v: { versionId: number; target: 'staging' | 'default' }) => ok(api.POST('/api/v2/agent/{agentId}/versions/{versionId}/restore', {
@@ -174,7 +184,7 @@ function Versions({ id, staging, live }: { id: number; staging: Config; live: Co
     onSuccess: changed,
   });
   const [newTitle, setNewTitle] = useState('');
-  const sources: { value: string; label: string; config: Config }[] = [
+  const sources: { value: string; label: string; config: Config | Record<string, never> }[] = [
     { value: 'staging', label: 'Staging', config: staging },
     { value: 'live', label: 'Live', config: liveOnly(live) },
     ...rows.map((v) => ({ value: String(v.versionId), label: `${v.title} (${v.versionId})`, config: v.snapshot ?? {} })),
@@ -195,7 +205,7 @@ function Versions({ id, staging, live }: { id: number; staging: Config; live: Co
             columns={[
               { key: 'title', label: 'Title', cell: (v) => <VersionTitle id={id} v={v} /> },
               { key: 'id', label: 'Version', cell: (v) => v.versionId },
-              { key: 'at', label: 'Stored', cell: (v) => when((v.createdAt as number | undefined) ?? Math.floor(v.versionId / 1000)) },
+              { key: 'at', label: 'Stored', cell: (v) => when(v.createdAt) },
               { key: 'actions', label: 'Actions', cell: (v) => (
                 <div className="actions">
                   <Button disabled={restore.isPending} onClick={() => restore.mutate({ versionId: v.versionId, target: 'staging' })}
@@ -245,7 +255,7 @@ function VersionTitle({ id, v }: { id: number; v: VersionRow }) {
   );
 }
 
-function Diff({ left, right, leftLabel, rightLabel }: { left: Config; right: Config; leftLabel: string; rightLabel: string }) {
+function Diff({ left, right, leftLabel, rightLabel }: { left: object; right: object; leftLabel: string; rightLabel: string }) {
   const rows = useMemo(() => lineDiff(pretty(left), pretty(right)), [left, right]);
   const changes = rows.filter((r) => r.left?.kind !== 'same').length;
   const mark = (k: string) => (k === 'del' ? '− ' : k === 'ins' ? '+ ' : '  ');

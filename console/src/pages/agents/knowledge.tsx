@@ -2,6 +2,7 @@
 // delete; each one's documents (list, upload as multipart, delete) and a search of its chunks.
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { components } from '../../../../sdk/schema.d.ts';
 import { api, ok, when } from '../../api.ts';
 import { agentSaved } from '../../queries/agents.ts';
 import { basesChanged, documentsChanged, knowledgeQueries } from '../../queries/knowledge.ts';
@@ -13,11 +14,11 @@ interface Base { id: string; name: string; description: string; documents?: numb
 interface Doc { id: string; name: string; format: string; bytes: number; chunks: number; createdAt: number }
 interface Hit { documentName: string; chunk: number; content: string; score: number }
 
-export default function Knowledge({ agentId, staging }: { agentId: number; staging: Record<string, unknown> }) {
+export default function Knowledge({ agentId, staging }: { agentId: number; staging: Pick<components['schemas']['AgentSettings'], 'knowledgeBases'> }) {
   const acting = useSession();
   const { orgId, target } = acting;
   const client = useQueryClient();
-  const used = Array.isArray(staging.knowledgeBases) ? (staging.knowledgeBases as string[]) : [];
+  const used = staging.knowledgeBases;
   // The agent's staging `knowledgeBases`: which of these bases it retrieves from once published.
   const use = useMutation({
     mutationFn: (next: string[]) => ok(api.POST('/api/v2/agent', { params: { query: { targetAccountId: agentId } }, body: { knowledgeBases: next } })),
