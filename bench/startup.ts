@@ -3,6 +3,11 @@
 // process in its tree, and of the one that listens). Then SIGTERM to the command, and a check
 // that every process of the tree is gone.
 //
+// Against a baseline in the same run, alternating with it: a bare Node HTTP server started the same
+// way (spawned, polled on /healthz), so the ratio moves with our start-up and not with how busy
+// the machine is. Also the CPU time the server process had used when it was ready (user + system,
+// from /proc), which outside load moves much less than the wall-clock time.
+//
 //   npm run bench:startup                      # `npm start`, 5 runs
 //   npm run bench:startup -- --runs 10 -- node bin/callplane.js serve
 //   BENCH_SERVER_DIR=/other/checkout npm run bench:startup   # the same against another checkout
@@ -11,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, SERVER_DIR } from './lib.ts';
+import { cpuSecondsOf, freePort, serveArgs, SERVER_DIR } from './lib.ts';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string', default: '5' }, idle: { type: 'string', default: '3000' } } });
 const runs = Number(values.runs);
@@ -63,7 +68,28 @@ async function healthy(port: number): Promise<boolean> {
   }
 }
 
-interface Run { readyMs: number; processes: string; treeRssMb: number; serverRssMb: number; exit: string; leftOver: number[] }
+interface Run { readyMs: number; cpuMs: number; processes: string; treeRssMb: number; serverRssMb: number; exit: string; leftOver: number[] }
+
+/** The baseline: a Node process that does nothing but answer /healthz. */
+const BARE_SERVER = `require('node:http').createServer((q, s) => { s.statusCode = q.url === '/healthz' ? 200 : 404; s.end('{}'); })
+  .listen(Number(process.env.PORT), '127.0.0.1'); process.on('SIGTERM', () => process.exit(0));`;
+
+/** Spawn → the first 200 from /healthz of a bare Node server, ms. */
+async function baseline(): Promise<number> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
+  try {
+    while (!(await healthy(port))) {
+      if (child.exitCode !== null) throw new Error(`the bare server exited with ${child.exitCode}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return performance.now() - t0;
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+  }
+}
 
 async function once(): Promise<Run> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-startup-'));
@@ -82,6 +108,8 @@ async function once(): Promise<Run> {
       await new Promise((r) => setTimeout(r, 10));
     }
     const readyMs = performance.now() - t0;
+    // The deepest process of the tree is the one that answered.
+    const cpuMs = cpuSecondsOf(tree(child.pid!).at(-1)) * 1000;
     await new Promise((r) => setTimeout(r, idleMs));
     const pids = tree(child.pid!);
     const procs = pids.map((p) => ({ pid: p, ...status(p) }));
@@ -94,6 +122,7 @@ async function once(): Promise<Run> {
     for (const p of leftOver) process.kill(p, 'SIGKILL');
     return {
       readyMs,
+      cpuMs,
       processes: procs.map((p) => p.name).join(' → '),
       treeRssMb: procs.reduce((s, p) => s + p.rssKb, 0) / 1024,
       serverRssMb: server.rssKb / 1024,
@@ -106,16 +135,24 @@ async function once(): Promise<Run> {
   }
 }
 
+// dist/ built from the checkout's sources first (tsc, as the other benchmarks do), so the code measured is the code there.
+serveArgs('all');
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 console.log(`startup of \`${command.join(' ')}\` in ${SERVER_DIR}, fresh SQLite DATA_DIR, ${runs} runs (load average ${os.loadavg()[0].toFixed(2)})`);
 const results: Run[] = [];
+const bases: number[] = [];
 for (let i = 0; i < runs; i++) {
+  const base = await baseline();
+  bases.push(base);
   const r = await once();
   results.push(r);
-  console.log(`  run ${i + 1}: ready in ${r.readyMs.toFixed(0)} ms; ${r.processes}; RSS tree ${r.treeRssMb.toFixed(1)} MB, server ${r.serverRssMb.toFixed(1)} MB; SIGTERM → exit ${r.exit}; left running: ${r.leftOver.length ? r.leftOver.join(', ') : 'none'}`);
+  console.log(`  run ${i + 1}: ready in ${r.readyMs.toFixed(0)} ms (bare Node server: ${base.toFixed(0)} ms), server CPU at ready ${r.cpuMs.toFixed(0)} ms; ${r.processes}; RSS tree ${r.treeRssMb.toFixed(1)} MB, server ${r.serverRssMb.toFixed(1)} MB; SIGTERM → exit ${r.exit}; left running: ${r.leftOver.length ? r.leftOver.join(', ') : 'none'}`);
 }
-console.log(`median: ready in ${median(results.map((r) => r.readyMs)).toFixed(0)} ms; idle RSS ${median(results.map((r) => r.treeRssMb)).toFixed(1)} MB for the whole tree, ${median(results.map((r) => r.serverRssMb)).toFixed(1)} MB for the server process`);
+const readyMedian = median(results.map((r) => r.readyMs));
+const baseMedian = median(bases);
+console.log(`median: ready in ${readyMedian.toFixed(0)} ms, ${(readyMedian / baseMedian).toFixed(1)}× a bare Node server's ${baseMedian.toFixed(0)} ms (load average now ${os.loadavg()[0].toFixed(2)}); server CPU at ready ${median(results.map((r) => r.cpuMs)).toFixed(0)} ms; idle RSS ${median(results.map((r) => r.treeRssMb)).toFixed(1)} MB for the whole tree, ${median(results.map((r) => r.serverRssMb)).toFixed(1)} MB for the server process`);
 if (results.some((r) => r.leftOver.length)) {
   console.log('some processes were left running after SIGTERM (killed now)');
   process.exitCode = 1;

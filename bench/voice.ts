@@ -27,6 +27,7 @@
 //   BENCH_DATABASE_URL or TEST_DATABASE_URL).
 import { fork } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { PortPool } from '../src/media/port-pool.ts';
@@ -45,6 +46,7 @@ import { EspeakEngine } from '../src/speech/espeak.ts';
 import { PocketsphinxEngine } from '../src/speech/pocketsphinx.ts';
 import { resample } from '../src/speech/resample.ts';
 import type { SpeechGrammar, SpeechToText, TextToSpeech } from '../src/speech/types.ts';
+import { vadProvider, type VadProvider } from '../src/speech/detectors.ts';
 import { frameDbfs } from '../src/speech/vad.ts';
 import { guardedDispatcher, policyFromConfig } from '../src/webhooks/ssrf.ts';
 import { startFakeLlm, type FakeLlm } from '../test/helpers/fake-llm.ts';
@@ -69,10 +71,15 @@ const CALL_SECONDS = Number(process.env.BENCH_CALL_SECONDS ?? 10);
 const CALL_AGENT = process.env.BENCH_CALL_AGENT === 'media' ? 'media' : 'session';
 const CALL_ENGINE: Engine = process.env.BENCH_CALL_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 const SPEAKING_TIMEOUT = 300;
+/** The agents' default speakingTimeout (src/modules/agents/validation.ts). */
+const DEFAULT_SPEAKING_TIMEOUT = 1200;
 const HOST = '127.0.0.1';
 const PCMU = { pt: 0, name: 'PCMU' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const loud = (f: Int16Array) => frameDbfs(f) > -40;
+
+/** The heading line in docs/performance.md above the table of the figures last recorded. */
+const LAST_RECORDED = 'bench:voice, last recorded';
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 const p = (xs: number[], q: number) => percentile(sorted(xs), q);
@@ -153,7 +160,7 @@ interface AgentCall {
 }
 
 /** Opens a conversation and the agent's end of a call (media to `remote`), with a voice session on it. */
-async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, pool: PortPool, stt: SpeechToText, tts: TextToSpeech, remotePort?: number, mediaOnly = false, grammar?: SpeechGrammar): Promise<AgentCall> {
+async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, pool: PortPool, stt: SpeechToText, tts: TextToSpeech, remotePort?: number, mediaOnly = false, grammar?: SpeechGrammar, vad?: VadProvider): Promise<AgentCall> {
   const { services } = w.platform;
   const db = w.h.database.db;
   const opened = await db.transaction().execute((tx) => services.conversations.open(tx, {
@@ -184,7 +191,7 @@ async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, poo
     db, conversations: services.conversations, turns: timedTurns, stt, tts, now: Date.now,
     // Each turn's latency recorded as on a real call (the row, the histograms); the VAD stays the
     // energy detector: the caller's "speech" here is a noise burst, which Silero rightly ignores.
-    latency: w.latency,
+    latency: w.latency, vad,
     log: { warn: (o, m) => console.error(`voice session: ${m}`, o) },
   }, { transport, conversation: opened.conversation, room: opened.room, config: a.live, ...sipSession(a.live), grammar });
   return {
@@ -214,7 +221,7 @@ interface TurnTimes {
 }
 
 async function turns(w: World, opts: {
-  n: number; speech: Int16Array; reply: string; stt: TimedStt; tts: TimedTts; config: Record<string, unknown>; label: string; grammar?: SpeechGrammar;
+  n: number; speech: Int16Array; reply: string; stt: TimedStt; tts: TimedTts; config: Record<string, unknown>; label: string; grammar?: SpeechGrammar; vad?: VadProvider;
 }): Promise<TurnTimes[]> {
   const llm = w.llm!;
   const speakingTimeout = Number(opts.config.speakingTimeout);
@@ -225,7 +232,7 @@ async function turns(w: World, opts: {
   for (let done = 0; done < opts.n;) {
     const caller = await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 });
     await sleep(crypto.randomInt(0, 20));
-    const c = await agentCall(w, a, pool, opts.stt, opts.tts, caller.port, false, opts.grammar);
+    const c = await agentCall(w, a, pool, opts.stt, opts.tts, caller.port, false, opts.grammar, opts.vad);
     caller.setRemote({ address: HOST, port: c.agentSide.port });
     await sleep(300); // both ends latched, the VAD's noise floor settled on the line's silence
     try {
@@ -301,6 +308,7 @@ function printTurns(label: string, t: TurnTimes[], speakingTimeout: number) {
 
 const summary: string[] = [];
 
+
 if (run('latency')) {
   for (const engine of ENGINES) {
     const w = await world(engine);
@@ -345,19 +353,29 @@ if (run('offline')) {
     // a few phrases (a menu), which pocketsphinx searches far faster.
     const config = { speakingTimeout: SPEAKING_TIMEOUT };
     await turns(w, { n: 2, speech, reply: 'We open at nine. Is there anything else?', stt, tts, config, label: 'offline warm-up' });
-    for (const [how, grammar] of [
-      ['free speech (full language model)', undefined],
-      ['a grammar of five phrases', { kind: 'phrases', phrases: ['what are your opening hours', 'goodbye', 'yes', 'no', 'talk to a person'] }],
-    ] as const) {
-      const before = stt.spans.length;
-      const t = await turns(w, { n: OFFLINE_TURNS, speech, reply: 'We open at nine. Is there anything else?', stt, tts, config, label: 'offline', grammar });
-      printTurns(`[sqlite] offline engines (pocketsphinx on ${how}, espeak-ng), reply in two sentences`, t, SPEAKING_TIMEOUT);
-      const heard = new Map<string, number>();
-      for (const x of stt.spans.slice(before)) heard.set(x.text ?? '', (heard.get(x.text ?? '') ?? 0) + 1);
-      console.log(`  the caller said "what are your opening hours"; pocketsphinx heard: ${[...heard].map(([k, v]) => `"${k}" ×${v}`).join(', ')}`);
-      const v = t.map((x) => x.voiceToVoice);
-      const added = t.map((x) => x.added);
-      summary.push(`| voice to voice, offline engines, pocketsphinx on ${how}, sqlite | ${f1(p(v, 50))} | ${f1(p(v, 95))} | ${f1(Math.max(...v))} | added ${f1(p(added, 50))} / ${f1(p(added, 95))} ms |`);
+    // The third is a SIP call as the service runs one by default: the Silero VAD (loaded before the
+    // call, as a process that has carried a call has it) and the agents' default speakingTimeout.
+    const silero = vadProvider({ vad: 'silero', vadModel: undefined });
+    await silero.ready();
+    try {
+      for (const [how, grammar, vad, timeout] of [
+        ['free speech (full language model)', undefined, undefined, SPEAKING_TIMEOUT],
+        ['a grammar of five phrases', { kind: 'phrases', phrases: ['what are your opening hours', 'goodbye', 'yes', 'no', 'talk to a person'] }, undefined, SPEAKING_TIMEOUT],
+        ['free speech, Silero VAD, the default speakingTimeout (a SIP call as configured by default)', undefined, silero, DEFAULT_SPEAKING_TIMEOUT],
+      ] as const) {
+        const before = stt.spans.length;
+        const t = await turns(w, { n: OFFLINE_TURNS, speech, reply: 'We open at nine. Is there anything else?', stt, tts, config: { speakingTimeout: timeout }, label: 'offline', grammar, vad });
+        printTurns(`[sqlite] offline engines (pocketsphinx on ${how}, espeak-ng), reply in two sentences`, t, timeout);
+        const heard = new Map<string, number>();
+        for (const x of stt.spans.slice(before)) heard.set(x.text ?? '', (heard.get(x.text ?? '') ?? 0) + 1);
+        console.log(`  the caller said "what are your opening hours"; pocketsphinx heard: ${[...heard].map(([k, v]) => `"${k}" ×${v}`).join(', ')}`);
+        const v = t.map((x) => x.voiceToVoice);
+        const added = t.map((x) => x.added);
+        const label = `voice to voice, offline engines, pocketsphinx on ${how.split(' (')[0]}, sqlite`;
+        summary.push(`| ${label} | ${f1(p(v, 50))} | ${f1(p(v, 95))} | ${f1(Math.max(...v))} | added ${f1(p(added, 50))} / ${f1(p(added, 95))} ms |`);
+      }
+    } finally {
+      await silero.close();
     }
   } finally {
     await w.close();
@@ -438,9 +456,36 @@ if (run('calls')) {
   summary.push(`| calls one worker process carries (${CALL_ENGINE}, ${CALL_AGENT === 'media' ? 'media only' : 'voice sessions'}) with p99 frame lateness ≤ 20 ms and nothing missing | ${holds || 'none of the steps'} | | | |`);
 }
 
+/**
+ * The figures last recorded in docs/performance.md, in its table under "bench:voice, last recorded":
+ * `| label | p50 | p95 | max | … |`, the labels as this script prints them in its summary.
+ */
+function lastRecorded(): Map<string, { p50: string; p95: string }> {
+  const out = new Map<string, { p50: string; p95: string }>();
+  const doc = fs.readFileSync(path.join(import.meta.dirname, '..', 'docs', 'performance.md'), 'utf8');
+  const at = doc.indexOf(LAST_RECORDED);
+  if (at < 0) return out;
+  let inTable = false;
+  for (const line of doc.slice(at).split('\n').slice(1)) {
+    if (!line.startsWith('|')) {
+      if (inTable) break;
+      continue;
+    }
+    inTable = true;
+    const cells = line.split('|').map((c) => c.trim());
+    if (cells[1] && cells[1] !== 'label' && !/^-+$/.test(cells[1])) out.set(cells[1], { p50: cells[2] ?? '', p95: cells[3] ?? '' });
+  }
+  return out;
+}
+
 if (summary.length) {
-  console.log('\nSummary (ms)');
-  console.log('| | p50 | p95 | max | |');
-  console.log('|---|---|---|---|---|');
-  for (const s of summary) console.log(s);
+  const last = lastRecorded();
+  console.log('\nSummary (ms), each beside the figure last recorded in docs/performance.md ("' + LAST_RECORDED + '")');
+  console.log('| | p50 | p95 | max | | last recorded p50 / p95 |');
+  console.log('|---|---|---|---|---|---|');
+  for (const s of summary) {
+    const label = s.split('|')[1]!.trim();
+    const was = last.get(label);
+    console.log(`${s} ${was ? `${was.p50} / ${was.p95}` : 'none recorded'} |`);
+  }
 }

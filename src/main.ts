@@ -15,8 +15,7 @@ import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
 import { maintenanceJobs, Maintenance } from './maintenance.ts';
 import { createPlatform } from './platform.ts';
-import { reportCliError, runClientCommand } from './cli/commands.ts';
-import { HELP, UsageError } from './cli/usage.ts';
+import { HELP, isClientCommand, reportUsageError, UsageError } from './cli/usage.ts';
 
 /** A failure at boot that the operator must fix; printed as one line, without a stack. */
 class StartupError extends Error {}
@@ -160,7 +159,8 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   // help, doctor and the commands through the API (src/cli/commands.ts).
-  if (await runClientCommand(argv)) return;
+  // Loaded only for them: the typed client and the commands are no part of serve's start.
+  if (isClientCommand(argv)) return void (await (await import('./cli/commands.ts')).runClientCommand(argv));
   // `callplane --role api` is `callplane serve --role api`: the first word, when it is not an option, is the command.
   const first = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : undefined;
   const { values, positionals } = parseArgs({
@@ -202,7 +202,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  const code = reportCliError(err);
+  const code = reportUsageError(err);
   if (code !== undefined) process.exit(code);
   if (err instanceof ConfigError) {
     console.error(`callplane: ${err.message}`);

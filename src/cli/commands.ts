@@ -7,9 +7,9 @@ import { agentsCommand } from './agents.ts';
 import { callsCommand } from './calls-watch.ts';
 import { tasksCommand } from './tasks-import.ts';
 import { tokensCommand } from './tokens.ts';
-import { HELP, UsageError } from './usage.ts';
+import { HELP, isClientCommand, reportUsageError, type ClientCommandName } from './usage.ts';
 
-const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+const COMMANDS: Record<ClientCommandName, (argv: string[]) => Promise<number>> = {
   tokens: tokensCommand,
   tasks: tasksCommand,
   agents: agentsCommand,
@@ -24,8 +24,8 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
 
 /** The command's runner when the command line is one of these commands, else undefined (serve, migrate, token). */
 export function clientCommand(argv: string[]): ((argv: string[]) => Promise<number>) | undefined {
-  if (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h')) return COMMANDS.help;
-  return argv[0] === undefined ? undefined : Object.hasOwn(COMMANDS, argv[0]) ? COMMANDS[argv[0]] : undefined;
+  if (!isClientCommand(argv)) return undefined;
+  return argv[0] === '--help' || argv[0] === '-h' ? COMMANDS.help : COMMANDS[argv[0] as ClientCommandName];
 }
 
 /**
@@ -33,11 +33,8 @@ export function clientCommand(argv: string[]): ((argv: string[]) => Promise<numb
  * 1, its status and message), and answers the exit code; undefined for any other error.
  */
 export function reportCliError(err: unknown): number | undefined {
-  if (err instanceof UsageError || (err as NodeJS.ErrnoException | undefined)?.code?.startsWith('ERR_PARSE_ARGS_')) {
-    console.error(`callplane: ${(err as Error).message}`);
-    if (err instanceof UsageError && err.usage) console.error(`\n${err.usage}`);
-    return 2;
-  }
+  const usage = reportUsageError(err);
+  if (usage !== undefined) return usage;
   if (err instanceof CallplaneError) {
     // The API's own answer: its status and message (naming the field for a 400).
     console.error(`callplane: the API answered ${err.status}: ${err.message}`);

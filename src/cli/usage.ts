@@ -7,6 +7,26 @@ export class UsageError extends Error {
   }
 }
 
+/** The commands src/cli/commands.ts runs (help, the API's, doctor; its table is typed by these names): the service's own are serve, migrate and token. */
+export const CLIENT_COMMANDS = ['tokens', 'tasks', 'agents', 'calls', 'doctor', 'help'] as const;
+export type ClientCommandName = typeof CLIENT_COMMANDS[number];
+
+/** Whether the command line is one of the commands src/cli/commands.ts runs (decided without loading them). */
+export function isClientCommand(argv: string[]): boolean {
+  if (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h')) return true;
+  return argv[0] !== undefined && (CLIENT_COMMANDS as readonly string[]).includes(argv[0]);
+}
+
+/** Prints a command-line mistake (a UsageError, with the usage, or node's argument parser's) and answers its exit code, 2; undefined for any other error. */
+export function reportUsageError(err: unknown): number | undefined {
+  if (err instanceof UsageError || (err as NodeJS.ErrnoException | undefined)?.code?.startsWith('ERR_PARSE_ARGS_')) {
+    console.error(`callplane: ${(err as Error).message}`);
+    if (err instanceof UsageError && err.usage) console.error(`\n${err.usage}`);
+    return 2;
+  }
+  return undefined;
+}
+
 const API = `  --url URL         the service, e.g. http://localhost:8080 (or CALLPLANE_URL)
   --token-file FILE a file holding the API token to act as (or CALLPLANE_TOKEN_FILE; or the token
                     itself in CALLPLANE_TOKEN)

@@ -2,7 +2,10 @@
 // serializers (fast-json-stringify) while it starts; with some 200 routes that was about 0.4 s of
 // every start and 6–8 MB of an idle service's memory (the generated code and its closures), for
 // routes most deployments never call. These compilers are Fastify's own, wrapped so each schema is
-// compiled when its route first needs it (a few milliseconds, once) and kept. `compileAll()`
+// compiled when its route first needs it (a few milliseconds, once) and kept. The compiler itself
+// is built on first use too: Fastify asks for it while it starts, and building it creates an Ajv
+// instance with its formats and the shared schemas checked against the meta-schema (about 0.1 s
+// of every start, measured in issue 34). `compileAll()`
 // compiles every schema still waiting, so a test (test/http/lazy-schemas.test.ts) finds a schema
 // Ajv or fast-json-stringify refuses before a caller does.
 import ajvCompiler from '@fastify/ajv-compiler';
@@ -36,7 +39,11 @@ export function lazySchemas(): LazySchemas {
   const validators = ajvCompiler();
   const serializers = serializerCompiler();
   const buildValidator = ((externalSchemas: unknown, options: unknown) => {
-    const compile = (validators as (...a: unknown[]) => (route: unknown) => Validate)(externalSchemas, options);
+    let compiler: ((route: unknown) => Validate) | undefined;
+    const compile = (route: unknown) => {
+      compiler ??= (validators as (...a: unknown[]) => (route: unknown) => Validate)(externalSchemas, options);
+      return compiler(route);
+    };
     return (route: unknown) => {
       const real = once(() => compile(route));
       const validate: Validate = (...args) => {
@@ -53,7 +60,11 @@ export function lazySchemas(): LazySchemas {
     };
   }) as unknown as ValidatorBuilder;
   const buildSerializer = ((externalSchemas: unknown, options: unknown) => {
-    const compile = (serializers as (...a: unknown[]) => (route: unknown) => (doc: unknown) => string)(externalSchemas, options);
+    let compiler: ((route: unknown) => (doc: unknown) => string) | undefined;
+    const compile = (route: unknown) => {
+      compiler ??= (serializers as (...a: unknown[]) => (route: unknown) => (doc: unknown) => string)(externalSchemas, options);
+      return compiler(route);
+    };
     return (route: unknown) => {
       const real = once(() => compile(route));
       return (doc: unknown) => real()(doc);

@@ -8,6 +8,11 @@ type Sdk = typeof import('openai');
 
 let sdk: Promise<Sdk> | undefined;
 
+/** Whether the package has been asked for yet (a test sees that warming an engine loads it). */
+export function sdkRequested(): boolean {
+  return sdk !== undefined;
+}
+
 /** The package itself (its error classes, `toFile`), loaded once. */
 export function openaiSdk(): Promise<Sdk> {
   sdk ??= import('openai');

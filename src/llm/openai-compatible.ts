@@ -84,6 +84,11 @@ export class OpenAICompatible implements ChatEngine {
     });
   }
 
+  /** The `openai` package (about 0.1 s to load, issue 34: it was in the first spoken turn's time to the first token) and the client, ahead of the first chat. */
+  warm(): void {
+    this.client().catch(() => { /* the chat that follows reports it */ });
+  }
+
   async chat(req: ChatRequest): Promise<ChatResult> {
     const tools: ChatCompletionTool[] | undefined = req.tools?.length
       ? req.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } }))

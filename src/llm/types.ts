@@ -61,6 +61,11 @@ export interface ChatEngine {
   chat(req: ChatRequest): Promise<ChatResult>;
   /** The models the provider lists (GET /models), when it can. */
   listModels(signal?: AbortSignal): Promise<string[]>;
+  /**
+   * Loads in the background what its first chat would otherwise load on the way (the client
+   * library): a call does it as it is answered, so the caller's first turn does not wait for it.
+   */
+  warm?(): void;
 }
 
 /** A model request that failed; says which provider and whether trying later may help. */

@@ -35,6 +35,15 @@ describe('lazy schema compilers', () => {
     assert.throws(() => s.compileAll(), /no-such-type|type/);
   });
 
+  it('the compiler itself (an Ajv with the shared schemas) is built on the first compile, not when Fastify asks for it at start', () => {
+    const s = lazySchemas();
+    // A shared schema Ajv refuses: building the compiler checks it against the meta-schema.
+    const shared = { Broken: { $id: 'Broken', type: 'no-such-type' } };
+    const build = s.compilersFactory.buildValidator(shared, { customOptions: {} } as never) as (r: unknown) => unknown;
+    build(route({ type: 'object' }));
+    assert.throws(() => s.compileAll(), /no-such-type|type/);
+  });
+
   it('serializers compile when first called and drop what the schema does not name', () => {
     const s = lazySchemas();
     const build = s.compilersFactory.buildSerializer({}, {} as never) as (r: unknown) => (doc: unknown) => string;

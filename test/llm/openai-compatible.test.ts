@@ -2,6 +2,7 @@
 // assembled from pieces, usage, retries on 429/5xx, errors that name the provider, model lists.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sdkRequested } from '../../src/lib/openai-sdk.ts';
 import { OpenAICompatible } from '../../src/llm/openai-compatible.ts';
 import { SimulatedEngine, SIMULATED_PREFIX } from '../../src/llm/simulated.ts';
 import { ModelError } from '../../src/llm/types.ts';
@@ -15,6 +16,14 @@ describe('OpenAI-compatible provider', () => {
     engine = new OpenAICompatible({ name: 'local', baseUrl: fake.baseUrl, apiKey: 'sk-test', timeoutMs: 2000, maxRetries: 2 });
   });
   after(() => fake.close());
+
+  it('loads the openai package when warmed (a call, as it is answered), not when built; the chat after it works', async () => {
+    assert.equal(sdkRequested(), false, 'building the engine loaded nothing');
+    engine.warm();
+    assert.equal(sdkRequested(), true);
+    fake.script.push({ text: 'Warm.' });
+    assert.equal((await engine.chat({ model: 'm-one', messages: [{ role: 'user', content: 'hi' }] })).text, 'Warm.');
+  });
 
   it('streams text, reports usage and sends the key, the model and the messages', async () => {
     fake.script.push({ text: 'Hello there, how can I help?', usage: { prompt_tokens: 42, completion_tokens: 9 } });

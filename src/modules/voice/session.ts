@@ -36,7 +36,7 @@ const MS_PER_WORD = 300;
 export interface VoiceSessionDeps {
   db: Db;
   conversations: Pick<ConversationService, 'recordInbound' | 'end'>;
-  turns: Pick<TurnRunner, 'run'>;
+  turns: Pick<TurnRunner, 'run'> & Partial<Pick<TurnRunner, 'warm'>>;
   stt: SpeechToText;
   tts: TextToSpeech;
   now: () => number;
@@ -377,6 +377,9 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     transport.clear();
     current.abort.abort();
   }
+
+  // The model's client loads while the greeting plays, not in the first turn.
+  deps.turns.warm?.(conversation, config).catch((err: unknown) => warn(err, 'voice session: warming the model engine failed'));
 
   // The detector's events (the energy detector's as the audio is pushed; Silero's once its model has answered).
   vad.on('speechStart', (ev) => {
