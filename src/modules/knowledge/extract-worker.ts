@@ -60,6 +60,16 @@ function capDecodedBytes(perStream: number, total: number): { check(): void } {
 
 interface TextItem { str?: string; hasEOL?: boolean }
 
+/** Characters of `s` that normalising keeps one for one: all but spaces, tabs, line ends, no-break spaces and control characters. */
+function keptLength(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0x20 && c !== 0x7f && c !== 0xa0) n++;
+  }
+  return n;
+}
+
 async function pdfText({ bytes, maxPages, maxChars, maxStreamBytes, maxDecodedBytes }: ExtractTask): Promise<string> {
   const decoded = capDecodedBytes(maxStreamBytes, maxDecodedBytes);
   const { getDocumentProxy } = await import('unpdf');
@@ -71,10 +81,13 @@ async function pdfText({ bytes, maxPages, maxChars, maxStreamBytes, maxDecodedBy
   decoded.check();
   if (doc.numPages > maxPages) throw new Refused('pages', `it has ${doc.numPages} pages`);
   const pages: string[] = [];
-  // Counted before normalisation (which collapses runs of spaces), so reading stops at twice the
-  // cap; the normalised text is checked against the cap itself.
+  // Counted before normalisation (which collapses runs of spaces): every character that is not a
+  // space or a control character stays one character of the normalised text, so past the cap of
+  // those reading stops at once; text that is mostly spaces stops at twice the cap. The normalised
+  // text is checked against the cap itself.
   const rawCap = 2 * maxChars;
   let chars = 0;
+  let kept = 0;
   for (let n = 1; n <= doc.numPages; n++) {
     const page = await doc.getPage(n).catch((err: unknown) => { throw unreadable(err); });
     const parts: string[] = [];
@@ -88,6 +101,11 @@ async function pdfText({ bytes, maxPages, maxChars, maxStreamBytes, maxDecodedBy
         const s = item.hasEOL ? `${item.str}\n` : item.str;
         parts.push(s);
         chars += s.length;
+        kept += keptLength(s);
+      }
+      if (kept > maxChars) {
+        await reader.cancel(new Error('character limit')).catch(() => {});
+        throw new Refused('characters', `reading stopped past ${maxChars} characters`);
       }
       if (chars > rawCap) {
         await reader.cancel(new Error('character limit')).catch(() => {});
