@@ -23,11 +23,11 @@ import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { startSipp, waitFor, type Sipp } from '../helpers/sip-peers.ts';
 import { publishAgent, stt, tts, voicePeer } from '../helpers/voice-peer.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
+import { within } from '../helpers/wait.ts';
 
 const HOST = '127.0.0.1';
 const CALLER = '127.0.0.7';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const exitOf = (sipp: Sipp, ms = 30_000) => Promise.race([sipp.exited, sleep(ms).then(() => 'still running')]);
+const exitOf = (sipp: Sipp, ms = 30_000) => within(sipp.exited, ms, () => 'still running');
 const rms = (f: Int16Array) => Math.sqrt(f.reduce((s, x) => s + x * x, 0) / Math.max(1, f.length));
 const loud = (f: Int16Array) => rms(f) > 300;
 
