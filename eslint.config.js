@@ -85,7 +85,7 @@ const layering = {
  * place here; so does one split out of another.
  */
 const MODULE_ORDER = [
-  'members', 'accounts', 'tokens', 'context', 'knowledge', 'models', 'limits', 'numbering', 'integrations', 'numbers',
+  'members', 'accounts', 'tokens', 'context', 'knowledge', 'models', 'limits', 'numbering-providers', 'integrations', 'phone-numbers',
   'webhooks', 'sip', 'agents', 'tasks', 'billing', 'conversations', 'voice', 'twilio', 'adr', 'ladder', 'console', 'ops',
 ];
 

@@ -10,7 +10,7 @@ import { pruneEndedWindows } from './db/rate-limit-counters.ts';
 import { adrWindowRepo } from './modules/adr/repository.ts';
 import { renewSubscriptions } from './modules/billing/renewals.ts';
 import { turnRepo } from './modules/conversations/repository.ts';
-import { releaseRepo } from './modules/numbers/repository.ts';
+import { releaseRepo } from './modules/phone-numbers/repository.ts';
 import { tokenRepo } from './modules/tokens/repository.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
 import { deliveryRepo, relayEventRepo } from './modules/webhooks/repository.ts';

@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { openDatabase, type Database } from '../db/index.ts';
 import { migrationsApplied } from '../db/migrate.ts';
-import { numberingRepo } from '../modules/numbering/repository.ts';
+import { numberingRepo } from '../modules/numbering-providers/repository.ts';
 import { DEBIAN_MODEL_DIR } from '../speech/pocketsphinx.ts';
 import { HELP, UsageError } from './usage.ts';
 

@@ -1,6 +1,6 @@
 // The carriers (Twilio, SIP, and the SIMULATED one, which says so in every result) and
 // createCarrier, which builds one from a provider's opened settings. Which provider an
-// organization uses is decided in src/modules/numbering/carriers.ts.
+// organization uses is decided in src/modules/numbering-providers/carriers.ts.
 import { PermanentCarrierError, type Carrier } from './carrier.ts';
 import { SimulatedCarrier, type SimulatedOptions } from './simulated.ts';
 import { TwilioCarrier, type TwilioOptions } from './twilio/carrier.ts';

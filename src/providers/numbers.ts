@@ -2,7 +2,7 @@
 // search its inventory, buy a number with the addresses its calls and texts go to, find and
 // reconfigure a number it already holds for us, release one. Twilio's is in twilio/numbers.ts,
 // the SIMULATED inventory (fictional ranges, labelled simulated) in simulated-numbers.ts; which one
-// an organization uses is decided in src/modules/numbering/carriers.ts.
+// an organization uses is decided in src/modules/numbering-providers/carriers.ts.
 
 /** Most numbers one search answers; a provider is asked for no more. */
 export const SEARCH_LIMIT = 20;

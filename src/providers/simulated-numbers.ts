@@ -1,7 +1,7 @@
 // The SIMULATED number inventory: numbers from ranges set aside for drama and documentation, which
 // never reach a real subscriber (NANP 555-0100…0199 in each area code; Ofcom's drama ranges in the
 // UK; ACMA's in Australia), so search → assign → return works on a laptop. Deterministic: the same
-// search answers the same numbers (less those held, which the numbers module filters out).
+// search answers the same numbers (less those held, which the phone-numbers module filters out).
 import {
   containsPattern, NumberUnavailable, UnsupportedSearch,
   type AvailableNumber, type HeldNumber, type NumberProvider, type NumberSearch,

@@ -5,7 +5,7 @@
 // failing leaves the release `failed` with its error for an operator, the number still rented.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { releaseRepo } from '../../src/modules/numbers/repository.ts';
+import { releaseRepo } from '../../src/modules/phone-numbers/repository.ts';
 import { startFakeTwilio, type FakeTwilio } from '../helpers/fake-twilio.ts';
 import { ENGINE_SKIP_REASON, ENGINES, SKIPPED_ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
 import { numberCalls } from '../helpers/numbers.ts';

@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
 import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
-import { Held } from '../numbers/schemas.ts';
+import { Held } from '../phone-numbers/schemas.ts';
 import type { AgentService } from './service.ts';
 import { AgentBody, AgentSettingsRef } from './validation.ts';
 

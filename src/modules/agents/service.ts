@@ -3,14 +3,14 @@
 // its stored versions. The agent id is `camp<accountId>` (docs/agents.md); either form is accepted.
 import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
-import { numberHolders } from '../numbers/holders.ts';
+import { numberHolders } from '../phone-numbers/holders.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { readJsonObject } from '../../db/json-columns.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { knowledgeRepo } from '../knowledge/repository.ts';
-import { presentNumber } from '../numbers/present.ts';
-import { phoneNumberRepo } from '../numbers/repository.ts';
+import { presentNumber } from '../phone-numbers/present.ts';
+import { phoneNumberRepo } from '../phone-numbers/repository.ts';
 import type { ModelsService } from '../models/service.ts';
 import { recordAgentEvent, type AgentEventType } from './events.ts';
 import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts';

@@ -23,7 +23,7 @@ export interface TurnHandlerDeps {
   db: Db;
   conversations: Pick<ConversationService, 'liveConfig' | 'end'>;
   turns: TurnRunner;
-  /** The organization's carrier for texts (src/modules/numbering/carriers.ts chooseCarrier). */
+  /** The organization's carrier for texts (src/modules/numbering-providers/carriers.ts chooseCarrier). */
   textCarrier(orgId: number): Promise<Carrier>;
   wakeDeliveries: () => void;
   now(): number;

@@ -7,7 +7,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { secretTargetRefusal, urlOrigin } from '../../lib/secret-target.ts';
 import { nowMs } from '../../lib/time.ts';
 import { maskAppData } from '../accounts/present.ts';
-import { integrationRepo } from '../numbering/repository.ts';
+import { integrationRepo } from '../numbering-providers/repository.ts';
 import { checkSize, validateAppData } from './validation.ts';
 
 type AppData = Record<string, unknown>;

@@ -15,8 +15,8 @@ import { newTag, type RequestContext, type SipEndpoint, type SipRequest } from '
 import { parseNameAddr, parseUri } from '../../sip/message.ts';
 import { buildAnswer, buildOffer, negotiateAudio, OFFER_CODECS, parseSdp, rtpParams } from '../../sip/sdp.ts';
 import { normalizePhone } from '../../lib/phone.ts';
-import { orgsOwningNumber } from '../numbering/carriers.ts';
-import { phoneNumberRepo } from '../numbers/repository.ts';
+import { orgsOwningNumber } from '../numbering-providers/carriers.ts';
+import { phoneNumberRepo } from '../phone-numbers/repository.ts';
 import type { SipCaptures } from './captures.ts';
 import { formatHost, whitelisted, whitelistMatcher } from './parse.ts';
 import { accountRepo } from '../accounts/repository.ts';

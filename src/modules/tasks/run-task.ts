@@ -1,6 +1,6 @@
 // What running a task means (the job the task queue's runner calls): a ping answers at once (the
 // platform's synthetic check); a call or a text goes to the organization's carrier, as chosen by
-// the numbering module (src/modules/numbering/carriers.ts). Results and errors are written through the queue's
+// the numbering-providers module (src/modules/numbering-providers/carriers.ts). Results and errors are written through the queue's
 // guarded completion, so a worker that lost its lease changes nothing.
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/types.ts';
@@ -10,8 +10,8 @@ import { bool } from '../../db/flags.ts';
 import { CarrierError, TransientCarrierError, type Carrier, type CarrierOptions, type PlaceCallRequest, type TaskOutcome } from '../../providers/index.ts';
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
-import { chooseCarrier } from '../numbering/carriers.ts';
-import { agentCallerId } from '../numbers/holders.ts';
+import { chooseCarrier } from '../numbering-providers/carriers.ts';
+import { agentCallerId } from '../phone-numbers/holders.ts';
 import { sipCallPlan } from '../sip/calls.ts';
 import { outcomeRetryDelayMs } from '../limits/task-limits.ts';
 import { TWILIO_AMD_PATH, TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from '../../providers/twilio/paths.ts';

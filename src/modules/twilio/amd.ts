@@ -13,7 +13,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { HANGUP, say, twimlDocument } from '../../providers/twilio/twiml.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings } from '../agents/voice-settings.ts';
-import { twilioCarrierOf } from '../numbering/carriers.ts';
+import { twilioCarrierOf } from '../numbering-providers/carriers.ts';
 import { twilioAnsweredBy, voicemailDecision } from '../voice/call-policy.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import { recordAgentLine, type ConversationService } from '../conversations/service.ts';

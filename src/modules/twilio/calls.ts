@@ -16,7 +16,7 @@ import { TWILIO } from '../../providers/index.ts';
 import { first } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
-import { providerSettings } from '../numbering/carriers.ts';
+import { providerSettings } from '../numbering-providers/carriers.ts';
 import { gatherUrl as gatherUrlOf, whisperUrl } from '../../providers/twilio/paths.ts';
 import type { CallConversations } from './task-callbacks.ts';
 import { refuseTwilioRequest, twilioNumberHolder, verifyTwilioRequest, type TwilioRequest } from './verify.ts';

@@ -21,7 +21,7 @@ import type { TurnLatencies } from '../voice/latency.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings } from '../agents/voice-settings.ts';
-import { twilioCarrierOf } from '../numbering/carriers.ts';
+import { twilioCarrierOf } from '../numbering-providers/carriers.ts';
 import { taskRepo } from '../tasks/repository.ts';
 import { CAPABILITIES } from '../voice/call-policy.ts';
 import { streamToken, verifyStreamToken, type StreamPurpose } from './media-stream-token.ts';

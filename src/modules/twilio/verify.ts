@@ -14,8 +14,8 @@ import { normalizePhone } from '../../lib/phone.ts';
 import { TWILIO } from '../../providers/index.ts';
 import { first, type TwilioParams } from '../../providers/twilio/form.ts';
 import { signedByTwilio, type SignedRequest } from '../../providers/twilio/signature.ts';
-import { orgsOwningNumber, providerSettings } from '../numbering/carriers.ts';
-import { phoneNumberRepo } from '../numbers/repository.ts';
+import { orgsOwningNumber, providerSettings } from '../numbering-providers/carriers.ts';
+import { phoneNumberRepo } from '../phone-numbers/repository.ts';
 
 type Log = { warn(obj: object, msg: string): void };
 

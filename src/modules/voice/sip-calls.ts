@@ -8,7 +8,7 @@
 import type { AccountRow } from '../../db/types.ts';
 import type { InboundRefusal, InboundVoiceCall, PreparedVoiceCall, VoiceCalls, VoiceTransport } from '../../media/voice-transport.ts';
 import { normalizePhone } from '../../lib/phone.ts';
-import { phoneNumberRepo } from '../numbers/repository.ts';
+import { phoneNumberRepo } from '../phone-numbers/repository.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
 import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';

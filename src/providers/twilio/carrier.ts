@@ -19,7 +19,7 @@ export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 /** Seconds of listening before the greeting when the callee is to speak first. */
 export const DEFAULT_WAIT_TO_GREET_SECONDS = 2;
 
-/** The organization's twilio provider settings (src/modules/numbering/catalog.ts), secrets opened. */
+/** The organization's twilio provider settings (src/modules/numbering-providers/catalog.ts), secrets opened. */
 export interface TwilioSettings {
   accountSid: string;
   authToken: string;

@@ -1,6 +1,6 @@
 // Every path Twilio calls us on, in one place: the twilio module's plugin (src/modules/twilio/routes.ts)
 // serves them, and what gives Twilio a URL builds it from config.publicUrl and these (a task's call
-// and text, tasks/run-task.ts; a number's webhooks, built in platform.ts for numbers/service.ts; a
+// and text, tasks/run-task.ts; a number's webhooks, built in platform.ts for phone-numbers/service.ts; a
 // call's TwiML, twilio/calls.ts and media-streams.ts). Here, in the providers layer, and importing
 // nothing, so a module below the twilio module may name a path without importing the Twilio side.
 // Twilio sends no token on any of them: each request is checked by its signature

@@ -16,7 +16,7 @@ import { notifyQueue } from '../../../queue/waker.ts';
 import { checkTargetUrl, checkCustomHeaders, type TargetPolicy } from '../../../webhooks/ssrf.ts';
 import { DEFAULT_TIMEOUT_MS, newSigningSecret } from '../../../webhooks/deliver.ts';
 import { accountRepo } from '../../accounts/repository.ts';
-import { providerSettings } from '../../numbering/carriers.ts';
+import { providerSettings } from '../../numbering-providers/carriers.ts';
 import {
   bodyFields, dedupeKey, isTwilio, keptHeaders, relayType, RELAY_TYPES, verifyBasicAuth, verifyStripe, verifyTwilio,
   type ProviderSecret, type RelayType, type RelayTypeInfo, type Verdict,

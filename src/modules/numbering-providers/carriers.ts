@@ -2,7 +2,7 @@
 // merged with the sealed `secrets`) and where its carrier is chosen. Tasks (placing calls and
 // texts), the twilio module (checking Twilio's requests: src/modules/twilio/verify.ts) and relays
 // (verifying Twilio ingress) all ask here; a new provider plugs in here too. Whose a number is,
-// which also reads phone_numbers, is the numbers module's (src/modules/numbers/holders.ts).
+// which also reads phone_numbers, is the phone-numbers module's (src/modules/phone-numbers/holders.ts).
 import type { Config } from '../../config.ts';
 import type { Db, NumberingProviderRow } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';

@@ -1,7 +1,7 @@
 // Phone numbers of an organization (docs/numbers.md): searching its numbering provider's
 // inventory, buying a number and binding it to an agent (assign), binding one the customer owns
 // elsewhere (BYO), giving one back (return), and listing them. The provider is chosen in
-// numbering/carriers.ts (chooseNumberProvider); with none, the SIMULATED inventory.
+// numbering-providers/carriers.ts (chooseNumberProvider); with none, the SIMULATED inventory.
 import type { Config } from '../../config.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { bool, flag } from '../../db/flags.ts';
@@ -16,7 +16,7 @@ import {
   type AvailableNumber, type CarrierOptions, type NumberProvider, type NumberSearch, type NumberWebhooks,
 } from '../../providers/index.ts';
 import { accountRepo } from '../accounts/repository.ts';
-import { chooseNumberProvider } from '../numbering/carriers.ts';
+import { chooseNumberProvider } from '../numbering-providers/carriers.ts';
 import { numberTakenElsewhere } from './holders.ts';
 import { presentNumber } from './present.ts';
 import { phoneNumberRepo } from './repository.ts';

@@ -52,7 +52,7 @@ async function checkPhoneNumber(heldElsewhere: NumberHeldElsewhere, orgId: numbe
 
 /**
  * Whether another organization than `orgId` holds `number` in phone_numbers (any state): the numbers
- * module's answer (numberTakenElsewhere with providers: false, src/modules/numbers/holders.ts),
+ * module's answer (numberTakenElsewhere with providers: false, src/modules/phone-numbers/holders.ts),
  * handed in by src/platform.ts because numbers sits above numbering (docs/architecture.md, "The
  * order of modules").
  */

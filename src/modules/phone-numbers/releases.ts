@@ -7,7 +7,7 @@
 import type { Executor } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { SIMULATED_NUMBERS } from '../../providers/index.ts';
-import { numberingRepo } from '../numbering/repository.ts';
+import { numberingRepo } from '../numbering-providers/repository.ts';
 import { releaseRepo, phoneNumberRepo } from './repository.ts';
 import { STALE_RESERVATION_MS } from './service.ts';
 

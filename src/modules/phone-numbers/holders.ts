@@ -5,7 +5,7 @@
 import type { Db } from '../../db/types.ts';
 import { normalizePhone } from '../../lib/phone.ts';
 import type { Carrier } from '../../providers/index.ts';
-import { digitsOf, orgsOwningNumber } from '../numbering/carriers.ts';
+import { digitsOf, orgsOwningNumber } from '../numbering-providers/carriers.ts';
 import { phoneNumberRepo } from './repository.ts';
 
 /**

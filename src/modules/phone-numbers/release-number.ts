@@ -13,8 +13,8 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { CarrierError, PermanentCarrierError, TransientCarrierError, type CarrierOptions, type NumberProvider } from '../../providers/index.ts';
 import { exponentialBackoff } from '../../queue/engine.ts';
 import type { HandlerContext, Outcome } from '../../queue/runner.ts';
-import { numberProviderOf, openProviderSettings } from '../numbering/carriers.ts';
-import { numberingRepo } from '../numbering/repository.ts';
+import { numberProviderOf, openProviderSettings } from '../numbering-providers/carriers.ts';
+import { numberingRepo } from '../numbering-providers/repository.ts';
 import { phoneNumberRepo, releaseRepo } from './repository.ts';
 
 export interface ReleaseHandlerDeps {
