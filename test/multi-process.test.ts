@@ -315,9 +315,9 @@ describe('two API and two worker processes on one PostgreSQL: a worker SIGKILLed
             assert.deepEqual(rows.filter((r) => heldTasks.has(r.id) && !(history.get(r.id) ?? []).some((e) => e.type === 'task.retrying' && /lost its lease/.test(e.error ?? '')))
               .map((r) => r.id), [], 'the dead worker\'s tasks were rescued');
             // A task claimed just as the database went away fails its first step (choosing the
-            // carrier) and is tried again; it reached no carrier, and says so. Such retries happen
-            // only around the outage.
-            const beforeSending = /^the database was unavailable before the (call|text) went out/;
+            // carrier; a ping's probe of the database) and is tried again; it reached no carrier,
+            // and says so. Such retries happen only around the outage.
+            const beforeSending = /^the database was unavailable (before the (call|text) went out|to the ping)/;
             const outageRetries = retried.filter((r) => !heldTasks.has(r.id) && (history.get(r.id) ?? []).some((e) => e.type === 'task.retrying' && beforeSending.test(e.error ?? '')));
             assert.deepEqual(outageRetries.filter((r) => (history.get(r.id) ?? []).some((e) => e.type === 'task.retrying' && (e.at < dbDownAt - 1000 || e.at > dbUpAt + LEASE_MS)))
               .map((r) => r.id), [], 'retries for a database away happened around the outage');

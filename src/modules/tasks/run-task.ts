@@ -102,7 +102,15 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   async function ping(row: Row): Promise<Outcome<Row>> {
     const startedAt = Date.now();
     const due = row.scheduled_for ?? row.created_at;
-    const roundTripMs = await probe(row.id);
+    let roundTripMs: number;
+    try {
+      roundTripMs = await probe(row.id);
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      // The probe is the ping's whole work and reaches nobody: while the database is away it is
+      // tried again later, saying why, like a call or text that had not gone out.
+      return { kind: 'retry', runAt: Date.now() + exponentialBackoff(row.attempt), set: { error: `the database was unavailable to the ping (${(err as Error).message}); trying again` } };
+    }
     const result = {
       provider: null, outcome: 'pong',
       queueLatencyMs: Math.max(0, startedAt - due),
