@@ -269,7 +269,7 @@ export function turnRunner(deps: TurnDeps) {
   return {
     /** Warms the engine that will answer this conversation (a call, as it is answered: its first turn then finds the client loaded). */
     async warm(conversation: ConversationRow, config: TurnInput['config']): Promise<void> {
-      (await deps.models.resolve(conversation.org_id, typeof config.agentModel === 'string' ? config.agentModel : undefined)).engine.warm?.();
+      (await deps.models.resolve(conversation.org_id, config.agentModel)).engine.warm?.();
     },
     async run(input: TurnInput): Promise<TurnResult> {
       const { conversation, room, config } = input;
