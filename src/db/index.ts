@@ -2,18 +2,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, SqliteQueryCompiler, sql, type SelectModifierNode } from 'kysely';
 import { PgChangeWatch, WriteCounter, writeTargets, type ChangeStamp } from './change-stamps.ts';
 import { listenOn, type Listener } from './notifications.ts';
+import { pgDriver } from './pg-driver.ts';
 import { prepareRepeatedStatements } from './prepared-statements.ts';
 import type { DB, Db, Dialect } from './types.ts';
 
 export type { Listener } from './notifications.ts';
 export { notify } from './notifications.ts';
-
-// int8 (counts, unix-ms timestamps) as JS numbers: every value we store fits in 2^53.
-pg.types.setTypeParser(20, (v) => Number(v));
 
 export interface Database {
   readonly db: Db;
@@ -65,7 +62,7 @@ export function openDatabase(opts: DatabaseOptions): Database {
     // A connection that cannot be had within 10 s (the server is unreachable without refusing, or
     // every pooled connection is busy that long) fails the query instead of holding it forever; the
     // API answers that as 503 (isDatabaseUnavailable).
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10, connectionTimeoutMillis: 10_000 });
+    const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10, connectionTimeoutMillis: 10_000 });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {});
     // Nor a client in use (a transaction between statements, a worker holding one) when the server

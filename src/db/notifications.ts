@@ -1,7 +1,8 @@
 // Notifications between processes sharing the database: PostgreSQL NOTIFY and LISTEN. On SQLite
 // (one process per DATA_DIR) pg_notify is a function that does nothing (src/db/index.ts).
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from './pg-driver.ts';
 import type { Executor } from './types.ts';
 
 /**
@@ -62,7 +63,7 @@ export async function listenOn(opts: {
   };
 
   const connect = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: opts.databaseUrl, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    const c = new (pgDriver().Client)({ connectionString: opts.databaseUrl, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     c.on('notification', (msg) => opts.onNotify(msg.payload || undefined));
     c.on('error', (err) => {
       opts.log?.warn({ err }, 'listener connection failed; reconnecting');
@@ -75,7 +76,7 @@ export async function listenOn(opts: {
       schedule();
     });
     await c.connect();
-    await c.query(`LISTEN ${pg.escapeIdentifier(opts.channel)}`);
+    await c.query(`LISTEN ${pgDriver().escapeIdentifier(opts.channel)}`);
     if (closed) {
       await c.end().catch(() => {});
       return;
