@@ -122,7 +122,7 @@ interface ListenSocket {
 const OPEN = 1;
 
 /** How live and Flux differ: the socket they open, their control messages, their events. */
-interface Dialect {
+interface ListenProtocol {
   readonly name: string;
   connect(client: DeepgramClient, args: Record<string, unknown>): Promise<ListenSocket>;
   keepAlive(socket: ListenSocket): void;
@@ -159,7 +159,7 @@ class DeepgramStream implements RecognitionStream {
   private readonly gapLimit: number;
 
   constructor(
-    private readonly dialect: Dialect,
+    private readonly protocol: ListenProtocol,
     private readonly client: DeepgramClient,
     private readonly args: Record<string, unknown>,
     private readonly opts: Required<Pick<DeepgramOptions, 'openTimeoutMs' | 'firstResultTimeoutMs' | 'finalizeTimeoutMs' | 'closeTimeoutMs' | 'keepAliveMs'>>,
@@ -188,7 +188,7 @@ class DeepgramStream implements RecognitionStream {
 
   /** Opens a socket (the first, or the one replacing a dropped one); rejects with a SpeechError. */
   async attach(): Promise<void> {
-    const socket = await this.dialect.connect(this.client, this.args);
+    const socket = await this.protocol.connect(this.client, this.args);
     socket.on('message', (m) => this.message(socket, m));
     socket.on('error', (e) => {
       if (socket === this.socket) this.lastError = e.message;
@@ -203,10 +203,10 @@ class DeepgramStream implements RecognitionStream {
     opened.catch(() => undefined);
     try {
       await new Promise<void>((resolve, reject) => {
-        timer = setTimeout(() => reject(new SpeechError(this.dialect.name, 'timeout', `the socket did not open within ${this.opts.openTimeoutMs} ms`)), this.opts.openTimeoutMs);
+        timer = setTimeout(() => reject(new SpeechError(this.protocol.name, 'timeout', `the socket did not open within ${this.opts.openTimeoutMs} ms`)), this.opts.openTimeoutMs);
         opened.then(() => resolve(), (e: unknown) => {
           const message = String((e as { message?: unknown })?.message ?? e);
-          reject(refusedOrFailed(this.dialect.name, 'opening the stream', handshakeStatus(message), message));
+          reject(refusedOrFailed(this.protocol.name, 'opening the stream', handshakeStatus(message), message));
         });
       });
     } catch (err) {
@@ -224,10 +224,10 @@ class DeepgramStream implements RecognitionStream {
   write(audio: Buffer): void {
     if (this.state === 'closed' || this.state === 'closing' || audio.length === 0) return;
     if (audio.length > this.maxWriteBytes) {
-      throw new SpeechError(this.dialect.name, 'input', `one write is at most a second of audio (${this.maxWriteBytes} bytes); got ${audio.length}`);
+      throw new SpeechError(this.protocol.name, 'input', `one write is at most a second of audio (${this.maxWriteBytes} bytes); got ${audio.length}`);
     }
     if (this.encoding === 'linear16' && audio.length % 2 !== 0) {
-      throw new SpeechError(this.dialect.name, 'input', `linear16 audio has an odd number of bytes (${audio.length})`);
+      throw new SpeechError(this.protocol.name, 'input', `linear16 audio has an odd number of bytes (${audio.length})`);
     }
     const socket = this.socket;
     if (this.state === 'reconnecting' || !socket || socket.readyState !== OPEN) {
@@ -251,14 +251,14 @@ class DeepgramStream implements RecognitionStream {
   keepAlive(): void {
     const socket = this.socket;
     if (this.state !== 'open' || !socket || socket.readyState !== OPEN) return;
-    this.dialect.keepAlive(socket);
+    this.protocol.keepAlive(socket);
     this.lastSentAt = Date.now();
   }
 
   async finalize(): Promise<void> {
     const socket = this.socket;
     if (this.state !== 'open' || !socket || socket.readyState !== OPEN) return;
-    if (!this.dialect.finalize(socket, this)) return;
+    if (!this.protocol.finalize(socket, this)) return;
     await this.waitFor(this.finalizeWaiters, this.opts.finalizeTimeoutMs);
   }
 
@@ -271,7 +271,7 @@ class DeepgramStream implements RecognitionStream {
     const wasOpen = this.state === 'open' && socket !== undefined && socket.readyState === OPEN;
     this.state = 'closing';
     if (wasOpen) {
-      this.dialect.closeStream(socket);
+      this.protocol.closeStream(socket);
       // The server sends its last results, then closes.
       await this.waitFor(this.closeWaiters, this.opts.closeTimeoutMs);
     }
@@ -333,14 +333,14 @@ class DeepgramStream implements RecognitionStream {
     if (m.type === 'Error') {
       const code = typeof m.code === 'string' ? m.code.slice(0, 100) : 'ERROR';
       const description = typeof m.description === 'string' ? m.description.slice(0, 300) : '';
-      this.end(new SpeechError(this.dialect.name, 'failed', `the server reported ${code}${description ? `: ${description}` : ''}`));
+      this.end(new SpeechError(this.protocol.name, 'failed', `the server reported ${code}${description ? `: ${description}` : ''}`));
       return;
     }
     if (m.type === 'Results' || m.type === 'TurnInfo') {
       this.answered = true;
       this.unansweredSince = undefined;
     }
-    if (this.dialect.read(m, this)) DeepgramStream.release(this.finalizeWaiters);
+    if (this.protocol.read(m, this)) DeepgramStream.release(this.finalizeWaiters);
   }
 
   private closed(socket: ListenSocket, e: { code?: number; reason?: string }): void {
@@ -357,7 +357,7 @@ class DeepgramStream implements RecognitionStream {
     this.socket = undefined;
     this.lastError = '';
     if (this.reconnects === 0) {
-      this.end(new SpeechError(this.dialect.name, 'failed', `the connection dropped again (${why}) after it was replaced once`));
+      this.end(new SpeechError(this.protocol.name, 'failed', `the connection dropped again (${why}) after it was replaced once`));
       return;
     }
     this.reconnects--;
@@ -371,7 +371,7 @@ class DeepgramStream implements RecognitionStream {
     } catch (err) {
       if (this.state !== 'reconnecting') return;
       const reason = err instanceof SpeechError ? err.message : String(err);
-      this.end(new SpeechError(this.dialect.name, err instanceof SpeechError && err.kind === 'refused' ? 'refused' : 'failed',
+      this.end(new SpeechError(this.protocol.name, err instanceof SpeechError && err.kind === 'refused' ? 'refused' : 'failed',
         `the connection dropped (${why}) and could not be opened again: ${reason}`));
       return;
     }
@@ -395,13 +395,13 @@ class DeepgramStream implements RecognitionStream {
     if (this.state !== 'open') return;
     const now = Date.now();
     if (this.unansweredSince !== undefined && now - this.unansweredSince > this.opts.firstResultTimeoutMs) {
-      this.end(new SpeechError(this.dialect.name, 'timeout', `no result within ${this.opts.firstResultTimeoutMs} ms of the first audio`));
+      this.end(new SpeechError(this.protocol.name, 'timeout', `no result within ${this.opts.firstResultTimeoutMs} ms of the first audio`));
       return;
     }
     if (now - this.lastSentAt >= this.opts.keepAliveMs) this.keepAlive();
   }
 
-  // ── turn bookkeeping shared by the dialects ──
+  // ── turn bookkeeping shared by the protocols ──
 
   startTurn(): void {
     if (this.turnOpen) return;
@@ -425,7 +425,7 @@ function transcriptOf(m: Record<string, unknown>): { text: string; confidence?: 
   return typeof alt?.confidence === 'number' ? { text, confidence: alt.confidence } : { text };
 }
 
-const liveDialect: Dialect = {
+const liveProtocol: ListenProtocol = {
   name: 'deepgram',
   async connect(client, args) {
     return await client.listen.v1.connect(args as unknown as Parameters<DeepgramClient['listen']['v1']['connect']>[0]) as unknown as ListenSocket;
@@ -471,7 +471,7 @@ const liveDialect: Dialect = {
   },
 };
 
-const fluxDialect: Dialect = {
+const fluxProtocol: ListenProtocol = {
   name: 'deepgramflux',
   async connect(client, args) {
     return await client.listen.v2.connect(args as unknown as Parameters<DeepgramClient['listen']['v2']['connect']>[0]) as unknown as ListenSocket;
@@ -541,7 +541,7 @@ abstract class DeepgramStreamingEngine implements StreamingSpeechToText {
   private readonly client: () => Promise<DeepgramClient>;
   protected readonly timing: Required<Pick<DeepgramOptions, 'openTimeoutMs' | 'firstResultTimeoutMs' | 'finalizeTimeoutMs' | 'closeTimeoutMs' | 'keepAliveMs'>>;
 
-  constructor(protected readonly options: DeepgramOptions, defaultModel: string) {
+  constructor(protected readonly options: DeepgramOptions, defaultModel: string, private readonly protocol: ListenProtocol) {
     this.model = options.model ?? defaultModel;
     this.client = lazyDeepgram(options);
     this.timing = {
@@ -553,7 +553,6 @@ abstract class DeepgramStreamingEngine implements StreamingSpeechToText {
     };
   }
 
-  protected abstract dialect(): Dialect;
   /** The query parameters of the socket (the client turns them into the URL). */
   protected abstract query(o: StreamOptions): Record<string, unknown>;
 
@@ -568,7 +567,7 @@ abstract class DeepgramStreamingEngine implements StreamingSpeechToText {
       shouldReconnect: () => false,
       connectionTimeoutInSeconds: Math.ceil(this.timing.openTimeoutMs / 1000),
     };
-    const stream = new DeepgramStream(this.dialect(), await this.client(), args, this.timing, o.encoding, bytesPerSecond);
+    const stream = new DeepgramStream(this.protocol, await this.client(), args, this.timing, o.encoding, bytesPerSecond);
     try {
       await stream.attach();
     } catch (err) {
@@ -599,11 +598,7 @@ abstract class DeepgramStreamingEngine implements StreamingSpeechToText {
 export class DeepgramLive extends DeepgramStreamingEngine {
   readonly name = 'deepgram';
   constructor(options: DeepgramOptions) {
-    super(options, DEEPGRAM_LIVE_MODEL);
-  }
-
-  protected dialect(): Dialect {
-    return liveDialect;
+    super(options, DEEPGRAM_LIVE_MODEL, liveProtocol);
   }
 
   protected query(o: StreamOptions): Record<string, unknown> {
@@ -633,11 +628,7 @@ export class DeepgramLive extends DeepgramStreamingEngine {
 export class DeepgramFlux extends DeepgramStreamingEngine {
   readonly name = 'deepgramflux';
   constructor(options: DeepgramOptions) {
-    super(options, DEEPGRAM_FLUX_MODEL);
-  }
-
-  protected dialect(): Dialect {
-    return fluxDialect;
+    super(options, DEEPGRAM_FLUX_MODEL, fluxProtocol);
   }
 
   protected query(o: StreamOptions): Record<string, unknown> {

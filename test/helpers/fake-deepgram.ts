@@ -162,19 +162,18 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
       if (!authorized(req.headers)) return json(401, { err_code: 'INVALID_AUTH', err_msg: 'Invalid credentials.' });
       const failure = fake.batchFailures.shift();
       if (failure) return json(failure, { err_code: 'FAILED', err_msg: `scripted ${failure}` });
-      let heard = '';
-      let duration = 0;
+      let wav: ReturnType<typeof parseWav>;
       try {
-        const wav = parseWav(body);
-        record.sampleRate = wav.sampleRate;
-        duration = wav.pcm16.length / wav.sampleRate;
-        const block = wav.sampleRate / 100;
-        let speech = false;
-        for (let i = 0; i + block <= wav.pcm16.length && !speech; i += block) speech = loud(wav.pcm16, i, i + block);
-        if (speech) heard = nextWords();
+        wav = parseWav(body);
       } catch {
         return json(400, { err_code: 'Bad Request', err_msg: 'Bad Request: failed to process audio: corrupt or unsupported data' });
       }
+      record.sampleRate = wav.sampleRate;
+      const duration = wav.pcm16.length / wav.sampleRate;
+      const block = wav.sampleRate / 100;
+      let speech = false;
+      for (let i = 0; i + block <= wav.pcm16.length && !speech; i += block) speech = loud(wav.pcm16, i, i + block);
+      const heard = speech ? nextWords() : '';
       json(200, {
         metadata: { request_id: `req-${fake.batch.length}`, duration, channels: 1, models: [one(record.query.model) ?? 'nova-3'] },
         results: { channels: [{ alternatives: [{ transcript: heard, confidence: heard ? 0.97 : 0, words: [] }] }] },
