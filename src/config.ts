@@ -209,6 +209,13 @@ export interface SpeechConfig {
   readonly vadModel: string | undefined;
   /** A spoken turn slower than this from its end to the first audio out is logged with its breakdown (CALLPLANE_TURN_LATENCY_BUDGET_MS). */
   readonly turnLatencyBudgetMs: number;
+  /** Deepgram's key (CALLPLANE_DEEPGRAM_API_KEY); its engines exist only with one (src/speech/registry.ts). */
+  readonly deepgramApiKey: string | undefined;
+  /**
+   * Deepgram's base URL (CALLPLANE_DEEPGRAM_URL, default https://api.deepgram.com): one base for its
+   * HTTP and WebSocket APIs (http→ws, https→wss), e.g. a proxy, a regional endpoint or a test double.
+   */
+  readonly deepgramUrl: string;
 }
 
 /** One OpenAI-compatible endpoint the deployment may send chat completions to. */
@@ -435,6 +442,8 @@ function speechConfig(env: NodeJS.ProcessEnv): SpeechConfig {
     vad: oneOf(env, 'CALLPLANE_VAD', ['silero', 'energy'] as const, 'silero'),
     vadModel: env.CALLPLANE_VAD_MODEL?.trim() ? path.resolve(env.CALLPLANE_VAD_MODEL.trim()) : undefined,
     turnLatencyBudgetMs: int(env, 'CALLPLANE_TURN_LATENCY_BUDGET_MS', 1500, 100, 600_000),
+    deepgramApiKey: env.CALLPLANE_DEEPGRAM_API_KEY?.trim() || undefined,
+    deepgramUrl: env.CALLPLANE_DEEPGRAM_URL?.trim() ? httpBase('CALLPLANE_DEEPGRAM_URL', env.CALLPLANE_DEEPGRAM_URL.trim()) : 'https://api.deepgram.com',
   });
 }
 

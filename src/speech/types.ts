@@ -102,14 +102,115 @@ export interface TextToSpeech {
 }
 
 /**
+ * Streaming recognition (an engine that hears a call as it happens): one stream per call, fed the
+ * call's own frames as they arrive, answering with events. Engine layer: no tenant knowledge.
+ *
+ * The audio is what the call carries, in its own encoding and rate (`mulaw` bytes or `linear16`
+ * little-endian samples, mono), never resampled on the way.
+ */
+export type StreamEncoding = 'mulaw' | 'linear16';
+
+export interface StreamOptions {
+  /** BCP-47 language of the speech (en-US). */
+  language: string;
+  encoding: StreamEncoding;
+  /** 8000–48000 Hz (a telephone call: 8000). */
+  sampleRate: number;
+  /** Silence after speech before the engine ends an utterance (Deepgram live `endpointing`); engine default otherwise. */
+  endpointingMs?: number;
+  /** Gap between words that ends an utterance even without `endpointingMs` of silence (Deepgram `utterance_end_ms`, ≥ 1000). */
+  utteranceEndMs?: number;
+  /** Words and names to favour (Deepgram `keyterm`); at most MAX_STREAM_KEYWORDS are sent. */
+  keywords?: readonly string[];
+  /** Aborting closes the stream (as close() does, without waiting for the server). */
+  signal?: AbortSignal;
+}
+
+/** Most keywords a stream sends; more are left out. */
+export const MAX_STREAM_KEYWORDS = 50;
+
+/**
+ * What a stream reports. Two groups:
+ *
+ * - **Turn events**, the same for every engine, which is what a listener should be written
+ *   against: `startOfTurn` (the caller began speaking: barge-in may start here), `interim` (the
+ *   turn's words so far), `eagerEndOfTurn` (probably done: a reply may be prepared, not played),
+ *   `turnResumed` (not done after all: drop what the eager end started), `endOfTurn` (done: `text`
+ *   is the whole turn). Every `startOfTurn` is followed by exactly one `endOfTurn`, whose text
+ *   may be '' when the engine heard a sound but no words; `eagerEndOfTurn`/`turnResumed` only
+ *   come between the two, and an `endOfTurn` after an `eagerEndOfTurn` carries the same text.
+ *   Deepgram live makes them from its own events: `SpeechStarted` or the first words start the
+ *   turn, the finals' transcripts make its text, and a final with `speech_final` (or an
+ *   `UtteranceEnd`, when the endpointing silence never came) ends it; it has no eager end.
+ *   Flux reports its `TurnInfo` events as they are.
+ * - **Engine events**, for records and tests: `speechStarted`, `final` (one finalized segment,
+ *   `speechFinal` when the engine's endpointing ended the utterance there) and `utteranceEnd`,
+ *   from Deepgram live only.
+ *
+ * And the stream's own: `reconnected` (the socket dropped and a new one carries on; the audio
+ * written in the gap, up to a bound, was sent again), `error` (the stream has ended and will hear
+ * nothing more: the listener falls back to another engine) and `closed` (always last, once).
+ */
+export type RecognitionEvent =
+  | { type: 'startOfTurn' }
+  | { type: 'interim'; text: string }
+  | { type: 'eagerEndOfTurn'; text: string }
+  | { type: 'turnResumed' }
+  | { type: 'endOfTurn'; text: string; confidence?: number }
+  | { type: 'speechStarted' }
+  | { type: 'final'; text: string; speechFinal: boolean; confidence?: number }
+  | { type: 'utteranceEnd' }
+  | { type: 'reconnected'; resentBytes: number; droppedBytes: number }
+  | { type: 'error'; error: SpeechError }
+  | { type: 'closed' };
+
+export type RecognitionListener = (event: RecognitionEvent) => void;
+
+/** One call's recognition: audio in, RecognitionEvents out. */
+export interface RecognitionStream {
+  /** `open` until close() or an error ends it; `reconnecting` while a dropped socket is replaced. */
+  readonly state: 'open' | 'reconnecting' | 'closing' | 'closed';
+  /**
+   * Sends one piece of the call's audio (a frame or a few: at most one second of it), in the
+   * stream's encoding and rate. While the socket is being replaced it is kept (up to a bound) and
+   * sent when the new one opens; after the stream ended it is ignored.
+   */
+  write(audio: Buffer): void;
+  /**
+   * Tells the engine the stream is still wanted while no audio goes (the agent speaks and the
+   * caller's audio is not sent). The stream also does it by itself when nothing was sent for a while.
+   */
+  keepAlive(): void;
+  /** Asks for what has been heard so far at once (a final, or Flux's end of the turn); resolves when it came or its time bound passed. */
+  finalize(): Promise<void>;
+  /** Ends the stream: tells the engine, waits (bounded) for its last results and its close. Never rejects. */
+  close(): Promise<void>;
+  /** Listeners run in order, synchronously, and must not throw. */
+  on(listener: RecognitionListener): void;
+  off(listener: RecognitionListener): void;
+}
+
+/** A streaming recogniser (Deepgram live, Flux). */
+export interface StreamingSpeechToText {
+  readonly name: string;
+  readonly offline: false;
+  /** Opens a stream; rejects with a SpeechError (`refused` for a refused key, `timeout`, `input`, `failed`). */
+  open(opts: StreamOptions): Promise<RecognitionStream>;
+  /** Resolves when the engine can be used (a key is configured); does not spend a request. */
+  check(signal?: AbortSignal): Promise<void>;
+}
+
+/**
  * Why a speech request failed:
  * - `input`: the request itself is refused (too long, a language the engine has no model for,
  *   a grammar word the dictionary lacks); trying again will not help.
+ * - `refused`: the service refused our credentials (401/403): the key is wrong or lacks the
+ *   right; trying again will not help.
  * - `unavailable`: the engine cannot run here (its Debian package is not installed).
  * - `timeout`: it took longer than the engine's time limit and was stopped.
  * - `failed`: anything else (the program failed, the server answered an error).
  */
-export type SpeechErrorKind = 'input' | 'unavailable' | 'timeout' | 'failed';
+export type SpeechErrorKind = 'input' | 'refused' | 'unavailable' | 'timeout' | 'failed';
 
 /** A speech request that failed; names the engine. */
 export class SpeechError extends Error {

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
+import { DeepgramFlux, DeepgramLive, DeepgramTranscriber } from '../../src/speech/deepgram.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
 import { OpenAISynthesizer, OpenAITranscriber } from '../../src/speech/openai-speech.ts';
 import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
@@ -18,6 +19,8 @@ describe('speech configuration and registry', () => {
       timeoutMs: 15_000, maxRetries: 1,
       // The voice activity detector: Silero, its bundled model, loaded by the first call (docs/voice.md).
       vad: 'silero', vadModel: undefined, turnLatencyBudgetMs: 1500,
+      // No Deepgram key: no Deepgram engines (below).
+      deepgramApiKey: undefined, deepgramUrl: 'https://api.deepgram.com',
     });
     const e = speechEngines(c.speech);
     assert.ok(e.stt instanceof PocketsphinxEngine);
@@ -55,6 +58,7 @@ describe('speech configuration and registry', () => {
       [{ CALLPLANE_TTS_FORMAT: 'mp3' }, /CALLPLANE_TTS_FORMAT must be one of wav, pcm/],
       [{ CALLPLANE_TTS_VOICES: 'nova' }, /CALLPLANE_TTS_VOICES must look like/],
       [{ CALLPLANE_STT_MODEL: 'two words' }, /CALLPLANE_STT_MODEL must be a model id/],
+      [{ CALLPLANE_DEEPGRAM_URL: 'wss://api.deepgram.com' }, /CALLPLANE_DEEPGRAM_URL must be an http\(s\) URL/],
       [{ CALLPLANE_SPEECH_TIMEOUT_MS: '10' }, /CALLPLANE_SPEECH_TIMEOUT_MS must be an integer between 1000 and 120000/],
     ];
     for (const [env, re] of bad) assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && re.test(e.message), JSON.stringify(env));
@@ -69,5 +73,23 @@ describe('speech configuration and registry', () => {
     const remote = speechEngines(loadConfig({ CALLPLANE_STT: 'openai', CALLPLANE_SPEECH_API_KEY: 'sk-x' }).speech);
     assert.equal(sttFor(remote, 'openai').substituted, false);
     assert.equal(sttFor(remote, 'deepgram').substituted, true);
+  });
+
+  it('has Deepgram\'s engines with a key, and says an agent\'s deepgram is real here while sessions still use the configured recogniser', () => {
+    const none = speechEngines(loadConfig({}).speech);
+    assert.deepEqual(none.streaming, {});
+    assert.deepEqual(none.transcribers, {});
+    const c = loadConfig({ CALLPLANE_DEEPGRAM_API_KEY: ' dg-key ', CALLPLANE_DEEPGRAM_URL: 'http://127.0.0.1:9000/' });
+    assert.equal(c.speech.deepgramApiKey, 'dg-key');
+    assert.equal(c.speech.deepgramUrl, 'http://127.0.0.1:9000');
+    const e = speechEngines(c.speech);
+    assert.ok(e.streaming.deepgram instanceof DeepgramLive);
+    assert.ok(e.streaming.deepgramflux instanceof DeepgramFlux);
+    assert.ok(e.transcribers.deepgram instanceof DeepgramTranscriber);
+    assert.equal(e.streaming.deepgram.model, 'nova-3');
+    assert.equal(e.streaming.deepgramflux.model, 'flux-general-en');
+    assert.deepEqual(sttFor(e, 'deepgram'), { engine: e.stt, substituted: true, streaming: e.streaming.deepgram });
+    assert.deepEqual(sttFor(e, 'deepgramflux'), { engine: e.stt, substituted: true, streaming: e.streaming.deepgramflux });
+    assert.deepEqual(sttFor(e, 'google'), { engine: e.stt, substituted: true });
   });
 });
