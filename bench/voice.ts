@@ -188,12 +188,12 @@ async function agentCall(w: World, a: Awaited<ReturnType<typeof agentWith>>, poo
     return { agentSide, transport, plays, runs, session: { done: Promise.resolve() }, async end() { transport.end('bench over'); } };
   }
   const session = startVoiceSession({
-    db, conversations: services.conversations, turns: timedTurns, stt, tts, now: Date.now,
+    turns: timedTurns, stt, tts, now: Date.now,
     // Each turn's latency recorded as on a real call (the row, the histograms); the VAD stays the
     // energy detector: the caller's "speech" here is a noise burst, which Silero rightly ignores.
     latency: w.latency, vad,
     log: { warn: (o, m) => console.error(`voice session: ${m}`, o) },
-  }, { transport, conversation: opened.conversation, room: opened.room, config: a.live, ...sipSession(a.live), grammar });
+  }, { transport, transcript: services.conversations.callTranscript(opened), conversation: opened.conversation, room: opened.room, config: a.live, ...sipSession(a.live), grammar });
   return {
     agentSide, transport, session, plays, runs,
     async end() { transport.end('bench over'); await session.done; },

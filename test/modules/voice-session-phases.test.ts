@@ -77,8 +77,8 @@ for (const engine of ['sqlite'] as const) {
       mock.timers.enable({ apis: opts.timers ?? ['setTimeout', 'Date'], now: Date.now() });
       const settings = voiceSettings(live);
       const log = { warn: (obj: object, msg: string) => { if (process.env.VOICE_DEBUG) console.error(msg, obj); } };
-      const session = startVoiceSession({ db, conversations: h.services.conversations, turns, stt, tts, now: clock, log }, {
-        transport, conversation: opened.conversation, room: opened.room, config: live, settings,
+      const session = startVoiceSession({ turns, stt, tts, now: clock, log }, {
+        transport, transcript: h.services.conversations.callTranscript(opened), conversation: opened.conversation, room: opened.room, config: live, settings,
         opening: callOpening(settings, { recorded: false }), capabilities: CAPABILITIES.sip,
       });
       const id = opened.conversation.id;

@@ -16,7 +16,8 @@ import { conversationRepo, messageRepo } from '../../src/modules/conversations/r
 import { turnRunner } from '../../src/modules/conversations/turn.ts';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import { CAPABILITIES, callOpening } from '../../src/modules/voice/call-policy.ts';
-import { splitSentences, startVoiceSession } from '../../src/modules/voice/session.ts';
+import { splitSentences } from '../../src/modules/voice/reply-player.ts';
+import { startVoiceSession } from '../../src/modules/voice/session.ts';
 import { createPlatform } from '../../src/platform.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
 import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
@@ -81,8 +82,8 @@ describe('a voice session over RTP, offline speech', { skip: toolsSkip('espeak-n
     const transport = new RtpTransport(agentSide, { transfer: () => Promise.resolve(), hangup: (why) => { hangups.push(why); return Promise.resolve(); } });
     const live = await services.agents.liveConfig(agent);
     const settings = voiceSettings(live);
-    const session = startVoiceSession({ db, conversations: services.conversations, turns, stt, tts: speech.tts ?? tts, now: Date.now, log: { warn: (o, m) => process.env.VOICE_DEBUG && console.log(m, o) } }, {
-      transport, conversation: opened.conversation, room: opened.room, config: live, settings, opening: callOpening(settings, { recorded: false }),
+    const session = startVoiceSession({ turns, stt, tts: speech.tts ?? tts, now: Date.now, log: { warn: (o, m) => process.env.VOICE_DEBUG && console.log(m, o) } }, {
+      transport, transcript: services.conversations.callTranscript(opened), conversation: opened.conversation, room: opened.room, config: live, settings, opening: callOpening(settings, { recorded: false }),
       capabilities: CAPABILITIES.sip, grammar: { kind: 'phrases', phrases: grammar },
     });
     return {

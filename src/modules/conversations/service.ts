@@ -195,6 +195,26 @@ export function conversationService(deps: ConversationServiceDeps) {
     return queued !== null;
   }
 
+  /**
+   * What a call records as it goes, for its voice session (the session's CallTranscript,
+   * voice/session.ts): the caller's words as the person's messages, the lines the call itself
+   * says (by the one writer, recordAgentLine), a reply the caller cut short (only what was heard
+   * stays), and the end. Times are the session's clock, so lines keep the order it said them in.
+   */
+  function callTranscript(o: Pick<Opened, 'room' | 'conversation'>) {
+    const opened: Opened = { ...o, opened: false };
+    return {
+      heard: (text: string, at: number): Promise<{ id: string }> => db.transaction().execute((tx) => recordInbound(tx, opened, { text }, at)),
+      said: async (line: AgentLineRecord, at: number): Promise<void> => {
+        await db.transaction().execute((tx) => recordAgentLine(tx, o.conversation, line, at));
+      },
+      interrupted: (messageId: string, heard: string): Promise<void> => messageRepo.interrupt(db, messageId, heard),
+      end: async (outcome: ConversationOutcome, detail: string | null): Promise<void> => {
+        await end(o.conversation.id, outcome, detail);
+      },
+    };
+  }
+
   /** Queues the agent's turn after an inbound message, in the caller's transaction. */
   async function queueTurn(tx: Executor, c: ConversationRow, messageId: string, replyTo: ReplyTarget, now: number): Promise<string> {
     const id = crypto.randomUUID();
@@ -208,6 +228,7 @@ export function conversationService(deps: ConversationServiceDeps) {
     recordInbound,
     recordOutbound,
     end,
+    callTranscript,
     queueTurn,
 
     /** The agent's live configuration (conversations never see staging). */

@@ -44,7 +44,7 @@ export interface MediaStreamDeps {
   db: Db;
   box: SecretBox;
   config: Pick<Config, 'publicUrl' | 'allowPrivateTargets' | 'simulatedCallSeconds' | 'sipRingSeconds' | 'callMaxSeconds'>;
-  conversations: Pick<ConversationService, 'recordInbound' | 'end' | 'liveConfig'>;
+  conversations: Pick<ConversationService, 'callTranscript' | 'end' | 'liveConfig'>;
   turns: Pick<TurnRunner, 'run'>;
   /** The process's speech engines (src/speech/registry.ts). */
   speech: SpeechEngines;

@@ -15,12 +15,12 @@ import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/
 import { bedFrom, type BackgroundAudio } from './background-audio.ts';
 import { CAPABILITIES, callAdmission, callOpening } from './call-policy.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from '../conversations/service.ts';
-import { synthesize8k } from './session.ts';
+import { synthesize8k } from './reply-player.ts';
 import { startCall, type StartCallDeps, type StartedCall } from './start-call.ts';
 import type { VoicemailPlan } from './call-policy.ts';
 
 export interface VoiceCallsDeps extends StartCallDeps {
-  conversations: Pick<ConversationService, 'open' | 'recordInbound' | 'end' | 'liveConfig'>;
+  conversations: Pick<ConversationService, 'open' | 'callTranscript' | 'liveConfig'>;
   /** Loads agents' backgroundAudio; without it, none plays. */
   background?: BackgroundAudio;
 }

@@ -3,15 +3,17 @@
 // transport and engines, the call is recorded when the path can record and recording is on, an
 // outbound call is screened for voicemail from its first frame when the path hears it itself
 // (call-policy.ts CAPABILITIES), the opening is the policy's, and the voice session runs until the
-// call ends; then the recording is kept. The path itself only finds (or opens) the conversation and
-// builds the transport.
-import type { AnsweredBy, ConversationRow, RoomRow } from '../../db/types.ts';
+// call ends, recording what is said through the conversations module's transcript of the call;
+// then the recording is kept. The path itself only finds (or opens) the conversation and builds
+// the transport.
+import type { AnsweredBy, ConversationRow, Db, RoomRow } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { conversationRepo } from '../conversations/repository.ts';
+import type { ConversationService } from '../conversations/service.ts';
 import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-policy.ts';
 import { noteCallState, speechNote } from './call-state.ts';
 import { recordingPath, type RecordingStore } from './recordings.ts';
@@ -24,6 +26,9 @@ type Log = { warn(obj: object, msg: string): void; info?(obj: object, msg: strin
 export interface RecordingTarget { store: Pick<RecordingStore, 'fileOf' | 'relative'>; maxMs: number }
 
 export interface StartCallDeps extends VoiceSessionDeps {
+  db: Db;
+  /** Where the call's transcript is written (ConversationService.callTranscript). */
+  conversations: Pick<ConversationService, 'callTranscript'>;
   /** The voice activity detectors, with the engine they run (noted in the call's state). */
   vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
   log?: Log;
@@ -83,7 +88,7 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
   try {
     const opening = callOpening(call.settings, { taskGreeting: call.opening.taskGreeting, waitToGreet: call.opening.waitToGreet, recorded: recorder !== undefined });
     session = startVoiceSession(deps, {
-      transport, conversation: c, room: call.room, config: call.config, settings: call.settings,
+      transport, transcript: deps.conversations.callTranscript({ room: call.room, conversation: c }), conversation: c, room: call.room, config: call.config, settings: call.settings,
       opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
       capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen,
     });

@@ -1,0 +1,119 @@
+// The caller's side of a spoken call: the transport's audio turned into the caller's turns for the
+// voice session (session.ts). The session sees only `Listener` and reports to it through
+// `CallerTurns`, so what recognises can change: today's listener (`utteranceListener`) cuts
+// utterances with the VAD — a turn ends after the agent's speakingTimeout of silence — and
+// transcribes each with the batch SpeechToText. A streaming recogniser (Deepgram's live API, Flux)
+// is another implementation of the same two interfaces: it takes the end of a turn from the
+// recogniser (speech_final, UtteranceEnd, EndOfTurn) and may add what CallerTurns leaves room for.
+// docs/voice.md, "Voice sessions".
+import type { SpeechGrammar, SpeechToText } from '../../speech/types.ts';
+import { VoiceActivityDetector, type VadOptions, type VoiceActivity } from '../../speech/vad.ts';
+import type { TurnStamps } from './latency.ts';
+
+const RATE = 8000;
+
+/** A turn of the caller's, recognised. */
+export interface HeardTurn {
+  text: string;
+  /** The turn's latency stamps so far (latency.ts): the caller stopped speaking, the turn was taken as ended, the transcript was ready. */
+  stamps: Required<Pick<TurnStamps, 'speechEndedAt' | 'turnEndedAt' | 'transcriptAt'>>;
+}
+
+/**
+ * What a listener reports, in order. Room for a streaming recogniser (not reported by any listener
+ * yet): `interim(text)` (the words so far), and an early end of turn (Flux's EagerEndOfTurn) that
+ * a later `resumed()` (TurnResumed) withdraws before the final `heard`.
+ */
+export interface CallerTurns {
+  /** The caller started speaking (a barge-in counts from here; a pending silence is not one). */
+  speechStart(): void;
+  /** The caller's turn, recognised; the listener's next turn waits until this promise settles. */
+  heard(turn: HeardTurn): Promise<void>;
+  /** A turn with nothing intelligible in it (a cough, the line): not a silence either. */
+  unheard(): void;
+}
+
+export interface Listener {
+  /** Which engines end and recognise the caller's turns now, for each turn's latency record. */
+  readonly engines: { vad: string; stt: string };
+  /** One frame of the caller's audio (8 kHz). */
+  hear(frame: Int16Array): void;
+  /** How long the caller has been speaking in the utterance under way, ms of audio; undefined when not speaking. */
+  speakingMs(): number | undefined;
+  /** The call ended: nothing is heard or reported from now on. */
+  stop(): void;
+}
+
+export interface ListenerDeps {
+  stt: SpeechToText;
+  /** The process's voice activity detectors (speech/detectors.ts: Silero, or energy); without it, energy. */
+  vad?: { create(opts: VadOptions & { onFallback?: (reason: string) => void }): VoiceActivity };
+  now: () => number;
+}
+
+export interface UtteranceListenerOptions {
+  language: string;
+  /** Recognition restricted to these (menus, tests); free speech otherwise. */
+  grammar?: SpeechGrammar;
+  /** Silence that ends a turn (the agent's speakingTimeout), ms. */
+  speakingTimeoutMs: number;
+  to: CallerTurns;
+  /**
+   * Runs a step after the session's step under way: recognition waits its turn there, so a turn's
+   * transcript is taken in order with what the session does (its sttMs includes that wait).
+   */
+  inTurn(step: () => Promise<void>): void;
+  /** The Silero detector fell back to the energy detector for this call. */
+  onFallback: (reason: string) => void;
+  warn(err: unknown, msg: string): void;
+}
+
+/** Today's listener: the VAD cuts utterances (end of turn after speakingTimeout of silence), the batch recogniser transcribes each. */
+export function utteranceListener(deps: ListenerDeps, o: UtteranceListenerOptions): Listener {
+  const vadOpts = { sampleRate: RATE, speakingTimeoutMs: o.speakingTimeoutMs, onFallback: o.onFallback };
+  const vad: VoiceActivity = deps.vad ? deps.vad.create(vadOpts) : new VoiceActivityDetector(vadOpts);
+  let stopped = false;
+  let heardMs = 0; // caller audio pushed so far, ms
+  let speechStartMs: number | undefined;
+
+  // The detector's events (the energy detector's as the audio is pushed; Silero's once its model has answered).
+  vad.on('speechStart', (ev) => {
+    if (stopped) return;
+    speechStartMs = ev.atMs;
+    o.to.speechStart();
+  });
+  vad.on('speechEnd', (ev) => {
+    if (stopped) return;
+    speechStartMs = undefined;
+    const pcm = ev.pcm16;
+    // The caller stopped speaking where the last voiced frame ends: that far behind the audio heard so far.
+    const turnEndedAt = deps.now();
+    const speechEndedAt = turnEndedAt - Math.max(0, heardMs - ev.speechEndMs);
+    o.inTurn(async () => {
+      if (stopped) return;
+      const heard = await deps.stt.transcribe(pcm, RATE, { language: o.language, grammar: o.grammar }).catch((err: Error) => {
+        o.warn(err, 'voice session: recognition failed');
+        return { text: '' };
+      });
+      const text = heard.text.trim();
+      if (text) await o.to.heard({ text, stamps: { speechEndedAt, turnEndedAt, transcriptAt: deps.now() } });
+      else o.to.unheard();
+    });
+  });
+
+  return {
+    get engines() { return { vad: vad.engine, stt: deps.stt.name }; },
+    hear(frame) {
+      if (stopped) return;
+      heardMs += (frame.length / RATE) * 1000;
+      vad.push(frame);
+    },
+    speakingMs: () => (speechStartMs === undefined ? undefined : heardMs - speechStartMs),
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      // The detector stops (a Silero one drops the windows still waiting for the model).
+      vad.flush();
+    },
+  };
+}
