@@ -167,8 +167,11 @@ export abstract class ProviderStream implements SynthesisStream {
   protected abstract sendText(text: string, flush: boolean): void;
   /** Says no more text comes: the provider speaks what it holds and then ends. */
   protected abstract sendEnd(): void;
-  /** Stops the provider's stream and closes the socket, quietly (cancel, failure, or done). */
-  protected abstract stop(): void;
+  /**
+   * Closes the socket, quietly; on `cancelled` and `failed` the provider is first told to stop
+   * generating where its protocol has a message for it.
+   */
+  protected abstract stop(why: 'done' | 'cancelled' | 'failed'): void;
 
   get active(): boolean {
     return this.state === 'opening' || this.state === 'open' || this.state === 'ending';
@@ -203,7 +206,7 @@ export abstract class ProviderStream implements SynthesisStream {
     if (!this.active) return;
     this.state = 'cancelled';
     this.queue.length = 0;
-    this.close();
+    this.close('cancelled');
   }
 
   get chunks(): AsyncIterable<SynthesisChunk> {
@@ -292,7 +295,7 @@ export abstract class ProviderStream implements SynthesisStream {
       return;
     }
     this.state = 'done';
-    this.close();
+    this.close('done');
   }
 
   /** Anything that ends the stream in error (a refusal, a bound, a dropped socket). */
@@ -300,16 +303,16 @@ export abstract class ProviderStream implements SynthesisStream {
     if (!this.active) return;
     this.state = 'failed';
     this.error = err instanceof SpeechError ? err : new SpeechError(this.engine, 'failed', shortText((err as Error)?.message ?? err));
-    this.close();
+    this.close('failed');
   }
 
-  private close(): void {
+  private close(why: 'done' | 'cancelled' | 'failed'): void {
     this.timing.endedAt = performance.now();
     for (const t of this.timers) clearTimeout(t);
     clearTimeout(this.firstAudioTimer);
     this.signal?.removeEventListener('abort', this.onAbort);
     try {
-      this.stop();
+      this.stop(why);
     } catch {
       // The socket is going anyway.
     }
