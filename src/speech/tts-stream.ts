@@ -241,7 +241,7 @@ export abstract class ProviderStream implements SynthesisStream {
       this.failed(err);
       return;
     }
-    if (flush) this.flushed();
+    if (flush) this.startFirstAudioBound();
   }
 
   private sendEndNow(): void {
@@ -257,11 +257,11 @@ export abstract class ProviderStream implements SynthesisStream {
       this.failed(err);
       return;
     }
-    this.flushed();
+    this.startFirstAudioBound();
   }
 
   /** Text that asks for audio went out: the first-audio bound starts (once). */
-  private flushed(): void {
+  private startFirstAudioBound(): void {
     if (this.timing.firstFlushAt !== undefined || this.timing.firstAudioAt !== undefined) return;
     this.timing.firstFlushAt = performance.now();
     this.firstAudioTimer = setTimeout(() => {
