@@ -209,6 +209,25 @@ export interface SpeechConfig {
   readonly vadModel: string | undefined;
   /** A spoken turn slower than this from its end to the first audio out is logged with its breakdown (CALLPLANE_TURN_LATENCY_BUDGET_MS). */
   readonly turnLatencyBudgetMs: number;
+  /**
+   * The streamed voices' providers (issue 35), each present when its key is set:
+   * CALLPLANE_ELEVENLABS_API_KEY / _URL, CALLPLANE_CARTESIA_API_KEY / _URL,
+   * CALLPLANE_DEEPGRAM_API_KEY / _URL. One base URL per vendor serves its HTTP API and, in
+   * ws(s):// form, its WebSocket API.
+   */
+  readonly voiceProviders: VoiceProvidersConfig;
+}
+
+/** A streamed speech provider's key and base URL. */
+export interface VoiceProviderConfig {
+  readonly apiKey: string;
+  readonly url: string;
+}
+
+export interface VoiceProvidersConfig {
+  readonly elevenlabs?: VoiceProviderConfig;
+  readonly cartesia?: VoiceProviderConfig;
+  readonly deepgram?: VoiceProviderConfig;
 }
 
 /** One OpenAI-compatible endpoint the deployment may send chat completions to. */
@@ -435,7 +454,31 @@ function speechConfig(env: NodeJS.ProcessEnv): SpeechConfig {
     vad: oneOf(env, 'CALLPLANE_VAD', ['silero', 'energy'] as const, 'silero'),
     vadModel: env.CALLPLANE_VAD_MODEL?.trim() ? path.resolve(env.CALLPLANE_VAD_MODEL.trim()) : undefined,
     turnLatencyBudgetMs: int(env, 'CALLPLANE_TURN_LATENCY_BUDGET_MS', 1500, 100, 600_000),
+    voiceProviders: voiceProviders(env),
   });
+}
+
+/** The vendors of streamed speech, their variables' prefix and their default base URL. */
+const VOICE_PROVIDERS = [
+  ['elevenlabs', 'CALLPLANE_ELEVENLABS', 'https://api.elevenlabs.io'],
+  ['cartesia', 'CALLPLANE_CARTESIA', 'https://api.cartesia.ai'],
+  ['deepgram', 'CALLPLANE_DEEPGRAM', 'https://api.deepgram.com'],
+] as const;
+
+/** Each vendor whose key is set; a URL without a key is refused (it would do nothing). The key is never echoed. */
+function voiceProviders(env: NodeJS.ProcessEnv): VoiceProvidersConfig {
+  const out: { -readonly [K in keyof VoiceProvidersConfig]: VoiceProviderConfig } = {};
+  for (const [name, prefix, fallback] of VOICE_PROVIDERS) {
+    const apiKey = env[`${prefix}_API_KEY`]?.trim() ?? '';
+    const rawUrl = env[`${prefix}_URL`]?.trim() ?? '';
+    if (apiKey === '') {
+      if (rawUrl !== '') throw new ConfigError(`${prefix}_URL is set but ${prefix}_API_KEY is not`);
+      continue;
+    }
+    if (!/^[\x21-\x7e]{1,512}$/.test(apiKey)) throw new ConfigError(`${prefix}_API_KEY must be printable ASCII without spaces, at most 512 characters`);
+    out[name] = Object.freeze({ apiKey, url: rawUrl ? httpBase(`${prefix}_URL`, rawUrl) : fallback });
+  }
+  return Object.freeze(out);
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -14,12 +14,38 @@ import { EspeakEngine } from './espeak.ts';
 import { OpenAISynthesizer, OpenAITranscriber } from './openai-speech.ts';
 import { PocketsphinxEngine } from './pocketsphinx.ts';
 import type { SpeechToText, TextToSpeech } from './types.ts';
+import { CartesiaEngine } from './cartesia.ts';
+import { DeepgramAuraEngine } from './deepgram-aura.ts';
+import { ElevenLabsEngine } from './elevenlabs.ts';
 
 export interface SpeechEngines {
   stt: SpeechToText;
   tts: TextToSpeech;
   /** The voice activity detector calls get (CALLPLANE_VAD: Silero where it loads, else energy). */
   vad: VadProvider;
+  /**
+   * The streamed voices whose key is configured (CALLPLANE_ELEVENLABS_API_KEY, …): engines that
+   * speak a reply as it streams and list their voices. Not used by calls yet (docs/voice.md).
+   */
+  voices?: StreamedVoices;
+}
+
+export type StreamedVoice = TextToSpeech & Required<Pick<TextToSpeech, 'openStream' | 'listVoices'>>;
+export interface StreamedVoices {
+  elevenlabs?: StreamedVoice;
+  cartesia?: StreamedVoice;
+  deepgram?: StreamedVoice;
+}
+
+/** The streamed voices of the configured providers (each only when its key is set). */
+export function streamedVoices(config: SpeechConfig): StreamedVoices {
+  const p = config.voiceProviders;
+  const common = { timeoutMs: config.timeoutMs, maxRetries: config.maxRetries };
+  return {
+    ...(p.elevenlabs ? { elevenlabs: new ElevenLabsEngine({ apiKey: p.elevenlabs.apiKey, baseUrl: p.elevenlabs.url, ...common }) } : {}),
+    ...(p.cartesia ? { cartesia: new CartesiaEngine({ apiKey: p.cartesia.apiKey, baseUrl: p.cartesia.url, ...common }) } : {}),
+    ...(p.deepgram ? { deepgram: new DeepgramAuraEngine({ apiKey: p.deepgram.apiKey, baseUrl: p.deepgram.url, ...common }) } : {}),
+  };
 }
 
 /** Builds the configured engines (once per process, in the composition root). */
@@ -31,6 +57,7 @@ export function speechEngines(config: SpeechConfig, log?: { warn(obj: object, ms
       ? new OpenAISynthesizer({ ...remote, model: config.ttsModel, format: config.ttsFormat, voices: config.ttsVoices })
       : new EspeakEngine(),
     vad: vadProvider(config, log),
+    voices: streamedVoices(config),
   };
 }
 
