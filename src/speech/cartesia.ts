@@ -105,7 +105,7 @@ export class CartesiaEngine implements TextToSpeech {
     if (signal?.aborted) return signal.reason ?? err;
     const { APIConnectionTimeoutError, APIError } = loadSdk();
     if (err instanceof APIConnectionTimeoutError) return new SpeechError(this.name, 'timeout', `${what}: the request timed out`);
-    if (err instanceof APIError) return providerError(this.name, what, err.status, shortText(err.message));
+    if (err instanceof APIError) return providerError(this.name, what, err.status as number | undefined, shortText(err.message));
     return new SpeechError(this.name, 'failed', `${what}: ${shortText((err as Error).message)}`);
   }
 

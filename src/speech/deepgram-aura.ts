@@ -191,7 +191,7 @@ class AuraStream extends ProviderStream {
         resolve();
       });
       sock.on('error', (err: Error | { message?: string }) => {
-        const message = String(err?.message ?? err);
+        const message = err?.message ?? 'WebSocket error';
         const status = handshakeStatus(message);
         fail(status !== undefined
           ? providerError(this.engine, 'speak', status, 'the WebSocket handshake was refused')

@@ -79,8 +79,8 @@ export function providerError(engine: string, what: string, status: number | und
 }
 
 /** Cuts a provider's text (an error body, a close reason) to a line we may log. */
-export function shortText(s: unknown, max = 200): string {
-  const t = String(s ?? '').replace(/\s+/g, ' ').trim();
+export function shortText(s: string | null | undefined, max = 200): string {
+  const t = (s ?? '').replace(/\s+/g, ' ').trim();
   return t.length > max ? `${t.slice(0, max)}…` : t;
 }
 
@@ -302,7 +302,7 @@ export abstract class ProviderStream implements SynthesisStream {
   protected failed(err: unknown): void {
     if (!this.active) return;
     this.state = 'failed';
-    this.error = err instanceof SpeechError ? err : new SpeechError(this.engine, 'failed', shortText((err as Error)?.message ?? err));
+    this.error = err instanceof SpeechError ? err : new SpeechError(this.engine, 'failed', shortText((err as Error)?.message ?? String(err as string)));
     this.close('failed');
   }
 

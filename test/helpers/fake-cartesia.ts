@@ -45,7 +45,7 @@ function onSocket(ws: WebSocket, server: FakeTtsServer, count: () => void): void
   ws.on('message', (data) => {
     let m: Generation;
     try {
-      m = JSON.parse(data.toString()) as Generation;
+      m = JSON.parse((data as Buffer).toString()) as Generation;
     } catch {
       send({ type: 'error', done: true, status_code: 400, error: 'invalid JSON' });
       return;

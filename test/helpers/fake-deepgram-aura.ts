@@ -46,7 +46,7 @@ function onSocket(ws: WebSocket, url: string, server: FakeTtsServer, count: () =
     if (isBinary) return;
     let m: { type?: string; text?: string };
     try {
-      m = JSON.parse(data.toString()) as typeof m;
+      m = JSON.parse((data as Buffer).toString()) as typeof m;
     } catch {
       send({ type: 'Warning', description: 'the message is not JSON', code: 'INVALID_MESSAGE' });
       return;

@@ -46,7 +46,7 @@ export function startFakeElevenLabs(): Promise<FakeTtsServer> {
       ws.on('message', (data) => {
         let m: { text?: unknown; flush?: boolean; try_trigger_generation?: boolean };
         try {
-          m = JSON.parse(data.toString()) as typeof m;
+          m = JSON.parse((data as Buffer).toString()) as typeof m;
         } catch {
           ws.send(JSON.stringify({ message: 'Could not parse input message', error: 'invalid_input_message', code: 1008 }));
           ws.close(1008, 'invalid_input_message');

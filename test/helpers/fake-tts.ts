@@ -89,8 +89,6 @@ export interface TtsDoubleSpec {
   onHttp(req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, server: FakeTtsServer): Promise<boolean>;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 /**
  * Sends the audio of one text after another on one socket (or one HTTP answer), in chunks, paced
  * so that a cancel arrives mid-reply; stop() drops what is left at once.
@@ -98,6 +96,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export class AudioPump {
   private tail: Promise<void> = Promise.resolve();
   private sent = 0;
+  private pause: { timer: NodeJS.Timeout; done: () => void } | undefined;
   stopped = false;
 
   constructor(
@@ -112,7 +111,7 @@ export class AudioPump {
       const bytesPerChunk = Math.max(2, Math.round((this.server.pacing.chunkMs / 1000) * this.format.rate) * (this.format.encoding === 'mulaw' ? 1 : 2));
       for (let at = 0; at < audio.length; at += bytesPerChunk) {
         if (this.stopped) return;
-        if (this.sent === 0 && this.server.failures.firstAudioDelayMs) await sleep(this.server.failures.firstAudioDelayMs);
+        if (this.sent === 0 && this.server.failures.firstAudioDelayMs) await this.wait(this.server.failures.firstAudioDelayMs);
         if (this.stopped) return;
         this.send(audio.subarray(at, at + bytesPerChunk));
         this.sent++;
@@ -121,7 +120,7 @@ export class AudioPump {
           this.drop();
           return;
         }
-        await sleep(this.server.pacing.gapMs);
+        await this.wait(this.server.pacing.gapMs);
       }
     }).then(() => {
       if (!this.stopped) after?.();
@@ -135,8 +134,19 @@ export class AudioPump {
     });
   }
 
+  /** A pause that stop() ends at once (no timer outlives the socket). */
+  private wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.pause = { timer: setTimeout(resolve, ms), done: resolve };
+    });
+  }
+
   stop(): void {
     this.stopped = true;
+    if (this.pause) {
+      clearTimeout(this.pause.timer);
+      this.pause.done();
+    }
   }
 }
 
@@ -195,7 +205,7 @@ export async function startTtsDouble(spec: TtsDoubleSpec): Promise<FakeTtsServer
       fake.sockets.push(rec);
       ws.on('message', (data, isBinary) => {
         if (isBinary) return;
-        const s = data.toString();
+        const s = (data as Buffer).toString();
         try {
           rec.messages.push(JSON.parse(s));
         } catch {
