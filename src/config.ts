@@ -209,13 +209,25 @@ export interface SpeechConfig {
   readonly vadModel: string | undefined;
   /** A spoken turn slower than this from its end to the first audio out is logged with its breakdown (CALLPLANE_TURN_LATENCY_BUDGET_MS). */
   readonly turnLatencyBudgetMs: number;
-  /** Deepgram's key (CALLPLANE_DEEPGRAM_API_KEY); its engines exist only with one (src/speech/registry.ts). */
-  readonly deepgramApiKey: string | undefined;
   /**
-   * Deepgram's base URL (CALLPLANE_DEEPGRAM_URL, default https://api.deepgram.com): one base for its
-   * HTTP and WebSocket APIs (http→ws, https→wss), e.g. a proxy, a regional endpoint or a test double.
+   * The speech providers (issue 35: Deepgram's recognisers and voice, ElevenLabs', Cartesia's), each present when its key is set:
+   * CALLPLANE_ELEVENLABS_API_KEY / _URL, CALLPLANE_CARTESIA_API_KEY / _URL,
+   * CALLPLANE_DEEPGRAM_API_KEY / _URL. One base URL per vendor serves its HTTP API and, in
+   * ws(s):// form, its WebSocket API.
    */
-  readonly deepgramUrl: string;
+  readonly providers: SpeechProvidersConfig;
+}
+
+/** A streamed speech provider's key and base URL. */
+export interface SpeechProviderConfig {
+  readonly apiKey: string;
+  readonly url: string;
+}
+
+export interface SpeechProvidersConfig {
+  readonly elevenlabs?: SpeechProviderConfig;
+  readonly cartesia?: SpeechProviderConfig;
+  readonly deepgram?: SpeechProviderConfig;
 }
 
 /** One OpenAI-compatible endpoint the deployment may send chat completions to. */
@@ -442,9 +454,31 @@ function speechConfig(env: NodeJS.ProcessEnv): SpeechConfig {
     vad: oneOf(env, 'CALLPLANE_VAD', ['silero', 'energy'] as const, 'silero'),
     vadModel: env.CALLPLANE_VAD_MODEL?.trim() ? path.resolve(env.CALLPLANE_VAD_MODEL.trim()) : undefined,
     turnLatencyBudgetMs: int(env, 'CALLPLANE_TURN_LATENCY_BUDGET_MS', 1500, 100, 600_000),
-    deepgramApiKey: env.CALLPLANE_DEEPGRAM_API_KEY?.trim() || undefined,
-    deepgramUrl: env.CALLPLANE_DEEPGRAM_URL?.trim() ? httpBase('CALLPLANE_DEEPGRAM_URL', env.CALLPLANE_DEEPGRAM_URL.trim()) : 'https://api.deepgram.com',
+    providers: providers(env),
   });
+}
+
+/** The vendors of streamed speech, their variables' prefix and their default base URL. */
+const SPEECH_PROVIDERS = [
+  ['elevenlabs', 'CALLPLANE_ELEVENLABS', 'https://api.elevenlabs.io'],
+  ['cartesia', 'CALLPLANE_CARTESIA', 'https://api.cartesia.ai'],
+  ['deepgram', 'CALLPLANE_DEEPGRAM', 'https://api.deepgram.com'],
+] as const;
+
+/** Each vendor whose key is set; a URL without a key is refused (it would do nothing). The key is never echoed. */
+function providers(env: NodeJS.ProcessEnv): SpeechProvidersConfig {
+  const out: { -readonly [K in keyof SpeechProvidersConfig]: SpeechProviderConfig } = {};
+  for (const [name, prefix, fallback] of SPEECH_PROVIDERS) {
+    const apiKey = env[`${prefix}_API_KEY`]?.trim() ?? '';
+    const rawUrl = env[`${prefix}_URL`]?.trim() ?? '';
+    if (apiKey === '') {
+      if (rawUrl !== '') throw new ConfigError(`${prefix}_URL is set but ${prefix}_API_KEY is not`);
+      continue;
+    }
+    if (!/^[\x21-\x7e]{1,512}$/.test(apiKey)) throw new ConfigError(`${prefix}_API_KEY must be printable ASCII without spaces, at most 512 characters`);
+    out[name] = Object.freeze({ apiKey, url: rawUrl ? httpBase(`${prefix}_URL`, rawUrl) : fallback });
+  }
+  return Object.freeze(out);
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -19,6 +19,9 @@ import { EspeakEngine } from './espeak.ts';
 import { OpenAISynthesizer, OpenAITranscriber } from './openai-speech.ts';
 import { PocketsphinxEngine } from './pocketsphinx.ts';
 import type { SpeechToText, StreamingSpeechToText, TextToSpeech } from './types.ts';
+import { CartesiaEngine } from './cartesia.ts';
+import { DeepgramAuraEngine } from './deepgram-aura.ts';
+import { ElevenLabsEngine } from './elevenlabs.ts';
 
 export interface SpeechEngines {
   stt: SpeechToText;
@@ -29,6 +32,29 @@ export interface SpeechEngines {
   streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText };
   /** Remote one-utterance recognisers this process has keys for, by agentSttEngine value. */
   transcribers: { deepgram?: SpeechToText };
+  /**
+   * The streamed voices whose key is configured (CALLPLANE_ELEVENLABS_API_KEY, …): engines that
+   * speak a reply as it streams and list their voices. Not used by calls yet (docs/voice.md).
+   */
+  voices?: StreamedVoices;
+}
+
+export type StreamedVoice = TextToSpeech & Required<Pick<TextToSpeech, 'openStream' | 'listVoices'>>;
+export interface StreamedVoices {
+  elevenlabs?: StreamedVoice;
+  cartesia?: StreamedVoice;
+  deepgram?: StreamedVoice;
+}
+
+/** The streamed voices of the configured providers (each only when its key is set). */
+export function streamedVoices(config: SpeechConfig): StreamedVoices {
+  const p = config.providers;
+  const common = { timeoutMs: config.timeoutMs, maxRetries: config.maxRetries };
+  return {
+    ...(p.elevenlabs ? { elevenlabs: new ElevenLabsEngine({ apiKey: p.elevenlabs.apiKey, baseUrl: p.elevenlabs.url, ...common }) } : {}),
+    ...(p.cartesia ? { cartesia: new CartesiaEngine({ apiKey: p.cartesia.apiKey, baseUrl: p.cartesia.url, ...common }) } : {}),
+    ...(p.deepgram ? { deepgram: new DeepgramAuraEngine({ apiKey: p.deepgram.apiKey, baseUrl: p.deepgram.url, ...common }) } : {}),
+  };
 }
 
 /** Builds the configured engines (once per process, in the composition root). */
@@ -41,12 +67,14 @@ export function speechEngines(config: SpeechConfig, log?: { warn(obj: object, ms
       : new EspeakEngine(),
     vad: vadProvider(config, log),
     ...deepgramEngines(config),
+    voices: streamedVoices(config),
   };
 }
 
 function deepgramEngines(config: SpeechConfig): Pick<SpeechEngines, 'streaming' | 'transcribers'> {
-  if (!config.deepgramApiKey) return { streaming: {}, transcribers: {} };
-  const o = { apiKey: config.deepgramApiKey, baseUrl: config.deepgramUrl, requestTimeoutMs: config.timeoutMs, maxRetries: config.maxRetries };
+  const dg = config.providers.deepgram;
+  if (!dg) return { streaming: {}, transcribers: {} };
+  const o = { apiKey: dg.apiKey, baseUrl: dg.url, requestTimeoutMs: config.timeoutMs, maxRetries: config.maxRetries };
   return {
     streaming: { deepgram: new DeepgramLive(o), deepgramflux: new DeepgramFlux(o) },
     transcribers: { deepgram: new DeepgramTranscriber(o) },

@@ -99,6 +99,14 @@ export interface TextToSpeech {
    */
   synthesizeStream?(text: string, opts: SynthesizeOptions): AsyncIterable<SpeechChunk>;
   check(signal?: AbortSignal): Promise<void>;
+  /**
+   * One reply spoken as its text arrives (the model still streaming): the streamed engines
+   * (ElevenLabs, Cartesia, Deepgram Aura; see SynthesisStream). Absent on the offline and
+   * OpenAI-compatible engines.
+   */
+  openStream?(opts: SynthesisStreamOptions): SynthesisStream;
+  /** The voices the engine's account can use, from the provider's list where it has one. */
+  listVoices?(signal?: AbortSignal): Promise<VoiceInfo[]>;
 }
 
 /**
@@ -217,4 +225,77 @@ export class SpeechError extends Error {
   constructor(readonly engine: string, readonly kind: SpeechErrorKind, message: string, readonly status?: number) {
     super(`speech engine '${engine}' failed: ${message}`);
   }
+}
+
+// ── Streamed synthesis: one reply whose text arrives as the model streams ──────────────────────
+
+/** Longest reply one SynthesisStream takes, in characters of text pushed; more is refused. */
+export const MAX_STREAM_CHARS = 10_000;
+
+/**
+ * How a stream's audio comes: `mulaw` is G.711 μ-law, one byte per sample (what a phone call
+ * carries: 8 kHz μ-law goes to Twilio and to PCMU peers as it is); `pcm` is PCM16 little-endian.
+ */
+export type SynthesisEncoding = 'mulaw' | 'pcm';
+/** The rates every streamed engine offers; 8000 on a phone call, so nothing is resampled. */
+export type StreamSampleRate = 8000 | 16000 | 22050 | 24000;
+
+export interface SynthesisStreamOptions extends SynthesizeOptions {
+  sampleRate: StreamSampleRate;
+  /** Default `mulaw` at 8000 Hz, `pcm` at any other rate (μ-law is for 8 kHz only). */
+  encoding?: SynthesisEncoding;
+}
+
+/** A piece of a streamed reply: the provider's bytes as asked for, and the same audio as PCM16. */
+export interface SynthesisChunk extends SpeechChunk {
+  encoding: SynthesisEncoding;
+  /** μ-law bytes, or PCM16 little-endian bytes, exactly as the provider sent them (whole samples). */
+  audio: Buffer;
+}
+
+/** When things happened on a stream (performance.now() milliseconds); absent until they do. */
+export interface SynthesisTiming {
+  startedAt: number;
+  /** The provider's socket is open. */
+  openedAt?: number;
+  /** The first text that asks for audio (a sentence's end, or end()) went to the provider. */
+  firstFlushAt?: number;
+  firstAudioAt?: number;
+  /** The stream ended: done, failed or cancelled. */
+  endedAt?: number;
+}
+
+/**
+ * One reply spoken while its text still arrives. Text goes in with push() (a sentence or a
+ * fragment; a sentence's end asks the provider to speak what it holds) and end() (no more text:
+ * speak the rest). Audio comes out of `chunks`, in order, as the provider sends it; iteration ends
+ * after the provider's last audio, or throws a SpeechError naming the engine (refused key, a wait
+ * that ran past its bound, a socket closed mid-reply). cancel() (barge-in) stops the provider's
+ * stream and drops what is queued at once: `chunks` ends without another chunk. Breaking out of
+ * `chunks`, or aborting `signal`, cancels too.
+ */
+export interface SynthesisStream {
+  readonly engine: string;
+  readonly encoding: SynthesisEncoding;
+  readonly sampleRate: StreamSampleRate;
+  /** Refused (SpeechError 'input') past MAX_STREAM_CHARS, or after end() or cancel(). */
+  push(text: string): void;
+  end(): void;
+  cancel(): void;
+  /** One consumer; a second iteration throws. */
+  readonly chunks: AsyncIterable<SynthesisChunk>;
+  readonly timing: Readonly<SynthesisTiming>;
+}
+
+/** A voice an engine offers (for GET /api/v2/voices and the console's picker). */
+export interface VoiceInfo {
+  /** What `SynthesizeOptions.voice` takes for this engine. */
+  id: string;
+  name: string;
+  engine: string;
+  /** BCP-47 (en-US) or a bare language (en) as the provider says it; absent when it does not. */
+  language?: string;
+  gender?: 'female' | 'male';
+  /** A short sample the provider hosts. */
+  previewUrl?: string;
 }

@@ -9,6 +9,9 @@ import { EspeakEngine } from '../../src/speech/espeak.ts';
 import { OpenAISynthesizer, OpenAITranscriber } from '../../src/speech/openai-speech.ts';
 import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
 import { speechEngines, sttFor } from '../../src/speech/registry.ts';
+import { CartesiaEngine } from '../../src/speech/cartesia.ts';
+import { DeepgramAuraEngine } from '../../src/speech/deepgram-aura.ts';
+import { ElevenLabsEngine } from '../../src/speech/elevenlabs.ts';
 
 describe('speech configuration and registry', () => {
   it('runs offline by default', () => {
@@ -19,8 +22,8 @@ describe('speech configuration and registry', () => {
       timeoutMs: 15_000, maxRetries: 1,
       // The voice activity detector: Silero, its bundled model, loaded by the first call (docs/voice.md).
       vad: 'silero', vadModel: undefined, turnLatencyBudgetMs: 1500,
-      // No Deepgram key: no Deepgram engines (below).
-      deepgramApiKey: undefined, deepgramUrl: 'https://api.deepgram.com',
+      // No speech provider without its key (below).
+      providers: {},
     });
     const e = speechEngines(c.speech);
     assert.ok(e.stt instanceof PocketsphinxEngine);
@@ -80,8 +83,7 @@ describe('speech configuration and registry', () => {
     assert.deepEqual(none.streaming, {});
     assert.deepEqual(none.transcribers, {});
     const c = loadConfig({ CALLPLANE_DEEPGRAM_API_KEY: ' dg-key ', CALLPLANE_DEEPGRAM_URL: 'http://127.0.0.1:9000/' });
-    assert.equal(c.speech.deepgramApiKey, 'dg-key');
-    assert.equal(c.speech.deepgramUrl, 'http://127.0.0.1:9000');
+    assert.deepEqual(c.speech.providers.deepgram, { apiKey: 'dg-key', url: 'http://127.0.0.1:9000' });
     const e = speechEngines(c.speech);
     assert.ok(e.streaming.deepgram instanceof DeepgramLive);
     assert.ok(e.streaming.deepgramflux instanceof DeepgramFlux);
@@ -91,5 +93,29 @@ describe('speech configuration and registry', () => {
     assert.deepEqual(sttFor(e, 'deepgram'), { engine: e.stt, substituted: true, streaming: e.streaming.deepgram });
     assert.deepEqual(sttFor(e, 'deepgramflux'), { engine: e.stt, substituted: true, streaming: e.streaming.deepgramflux });
     assert.deepEqual(sttFor(e, 'google'), { engine: e.stt, substituted: true });
+  });
+
+  it('builds a streamed voice for each provider whose key is set, beside what calls use', () => {
+    const c = loadConfig({
+      CALLPLANE_ELEVENLABS_API_KEY: 'xi-secret', CALLPLANE_CARTESIA_API_KEY: 'sk_car_secret', CALLPLANE_CARTESIA_URL: 'http://127.0.0.1:9100/',
+    });
+    assert.deepEqual(c.speech.providers, {
+      elevenlabs: { apiKey: 'xi-secret', url: 'https://api.elevenlabs.io' },
+      cartesia: { apiKey: 'sk_car_secret', url: 'http://127.0.0.1:9100' },
+    });
+    const e = speechEngines(c.speech);
+    assert.ok(e.tts instanceof EspeakEngine, 'calls keep the configured voice');
+    assert.ok(e.voices?.elevenlabs instanceof ElevenLabsEngine);
+    assert.ok(e.voices?.cartesia instanceof CartesiaEngine);
+    assert.equal(e.voices?.deepgram, undefined);
+    const dg = speechEngines(loadConfig({ CALLPLANE_DEEPGRAM_API_KEY: 'dg-secret', CALLPLANE_DEEPGRAM_URL: 'http://127.0.0.1:9000' }).speech);
+    assert.ok(dg.voices?.deepgram instanceof DeepgramAuraEngine);
+    for (const [env, re] of [
+      [{ CALLPLANE_DEEPGRAM_URL: 'http://127.0.0.1:9000' }, /CALLPLANE_DEEPGRAM_URL is set but CALLPLANE_DEEPGRAM_API_KEY is not/],
+      [{ CALLPLANE_ELEVENLABS_API_KEY: 'xi-secret', CALLPLANE_ELEVENLABS_URL: 'ws://x' }, /CALLPLANE_ELEVENLABS_URL must be an http/],
+      [{ CALLPLANE_CARTESIA_API_KEY: 'two words-secret' }, /CALLPLANE_CARTESIA_API_KEY must be printable ASCII/],
+    ] as const) {
+      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && re.test(e.message) && !e.message.includes('secret'), JSON.stringify(env));
+    }
   });
 });
