@@ -61,7 +61,7 @@ describe('speech configuration and registry', () => {
       [{ CALLPLANE_TTS_FORMAT: 'mp3' }, /CALLPLANE_TTS_FORMAT must be one of wav, pcm/],
       [{ CALLPLANE_TTS_VOICES: 'nova' }, /CALLPLANE_TTS_VOICES must look like/],
       [{ CALLPLANE_STT_MODEL: 'two words' }, /CALLPLANE_STT_MODEL must be a model id/],
-      [{ CALLPLANE_DEEPGRAM_URL: 'wss://api.deepgram.com' }, /CALLPLANE_DEEPGRAM_URL must be an http\(s\) URL/],
+      [{ CALLPLANE_DEEPGRAM_API_KEY: 'dg-key', CALLPLANE_DEEPGRAM_URL: 'wss://api.deepgram.com' }, /CALLPLANE_DEEPGRAM_URL must be an http\(s\) URL/],
       [{ CALLPLANE_SPEECH_TIMEOUT_MS: '10' }, /CALLPLANE_SPEECH_TIMEOUT_MS must be an integer between 1000 and 120000/],
     ];
     for (const [env, re] of bad) assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && re.test(e.message), JSON.stringify(env));
