@@ -224,6 +224,9 @@ if (results.length > 1) {
     const linger = r.lingerMs > 2000 ? `  (alive ${(r.lingerMs / 1000).toFixed(1)} s after its last test)` : '';
     console.log(`${(r.ms / 1000).toFixed(1).padStart(7)} s  ${r.lane.padEnd(4)}  ${r.rel}${linger}`);
   }
+} else if (results.length === 1) {
+  // One file (looking for what keeps it alive): its figure, however small.
+  console.log(`\n${results[0].rel}: ${(results[0].ms / 1000).toFixed(1)} s, alive ${(results[0].lingerMs / 1000).toFixed(1)} s after its last test`);
 }
 for (const c of crashed) console.log(`\n${c}`);
 // One skip directive per test or suite skipped for a missing tool (a skipped suite's tests never run).

@@ -19,14 +19,14 @@ import { adrService, type AdrService } from './modules/adr/service.ts';
 import { adrQueue, type AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
-import { ANALYSES, conversationService, TURNS, type ConversationService } from './modules/conversations/service.ts';
-import { analysisQueue, type AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
+import { conversationService, type ConversationService } from './modules/conversations/service.ts';
+import { analysisProducer, analysisQueue, type AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { historyService, type HistoryService } from './modules/conversations/history.ts';
 import { liveFeed, type LiveFeed, type LiveFeedDeps } from './modules/conversations/live.ts';
 import { textTaskWriter } from './modules/conversations/text-task.ts';
 import { turnRunner } from './modules/conversations/turn.ts';
-import { turnQueue, type TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
+import { turnProducer, turnQueue, type TurnQueue, type TurnQueueDeps } from './modules/conversations/turn-queue.ts';
 import { webChatService, type WebChatService } from './modules/conversations/web-chat.ts';
 import { stagingChatService, type StagingChatService } from './modules/conversations/staging-chat.ts';
 import { InlineTurnLimits } from './modules/conversations/inline-limits.ts';
@@ -89,11 +89,11 @@ export interface PlatformDeps {
   /** Test settings of the activity-record export queue (a moved clock, a fast retry schedule). */
   adr?: Partial<Omit<AdrQueueDeps, 'database' | 'config' | 'box' | 'wakeups'>>;
   /** Test settings of the conversation-turn queue (shorter leases). */
-  turns?: Partial<Omit<TurnQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
+  turns?: Partial<Omit<TurnQueueDeps, 'database' | 'config' | 'wakeups' | 'producer' | 'handler'>>;
   /** Test settings of the number-release queue (shorter leases, a fast retry schedule). */
   numberReleases?: Partial<Omit<NumberReleaseQueueDeps, 'database' | 'wakeups' | 'handler'>> & { backoff?: (attempt: number) => number };
   /** Test settings of the queue of analyses after conversations (shorter leases, a fast backoff). */
-  analyses?: Partial<Omit<AnalysisQueueDeps, 'database' | 'config' | 'wakeups' | 'handler'>>;
+  analyses?: Partial<Omit<AnalysisQueueDeps, 'database' | 'config' | 'wakeups' | 'producer' | 'handler'>>;
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
   sipWorkerWaitMs?: number;
   /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
@@ -189,8 +189,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const { carrierOptions, ...taskSettings } = deps.tasks ?? {};
   const policy = policyFromConfig(config);
   const wakeDeliveries = () => wakeups.emit(DELIVERIES);
-  const wakeTurns = () => wakeups.emit(TURNS);
-  const wakeAnalyses = () => wakeups.emit(ANALYSES);
+  // The producers of the turn and analysis queues: conversations (built before those queues, which
+  // run on what is built on conversations) queue turns and analyses with them; the queues, built
+  // last, take the same producers.
+  const turnsDue = turnProducer(wakeups);
+  const analysesDue = analysisProducer(wakeups);
   // The task queue comes first: the task service (and through it the agent's tools) adds tasks to
   // it, the Twilio callbacks settle them. What its worker does with a claimed task, its carrier, is
   // joined last (taskWorker, below): a SIP call talks through the agent, which is built on the task service.
@@ -234,7 +237,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     usage: usageService({ db, wakeTasks: () => taskQueue.notify() }),
     adr: adrService({ db, box, policy }),
   };
-  const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, wakeTurns, wakeAnalyses });
+  const conversations = conversationService({ db, config, policy, agents: base.agents, wakeDeliveries, turns: turnsDue, analyses: analysesDue });
   /** Webhook actions' requests to customer URLs (closed with the platform). */
   const actionHttp = guardedDispatcher(policy, { log: child('actions') });
   // The one turn runner of the process: queued turns (the turn queue's worker), web chat and
@@ -266,7 +269,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   });
   const amd = twilioAmd({ db, box, config, carrierOptions, conversations, now: Date.now });
   // The text channel: texts to our numbers (checked by the twilio module) and text tasks' texts.
-  const sms = smsService({ db, config, conversations, wakeTurns, wakeDeliveries });
+  const sms = smsService({ db, config, conversations, turns: turnsDue, wakeDeliveries });
   // One organization's inline model turns (the staging test chat and the web chat page together).
   const inlineLimits = new InlineTurnLimits({ concurrent: config.inlineTurnsConcurrent, perMinute: config.inlineTurnsPerMinute });
   const services: Services = {
@@ -321,7 +324,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     voicemailPlan: async (row, carrier) => placedCallVoicemail({ db, conversations }, row, carrier === TWILIO ? await gather.callPath(row.org_id) : 'sip'),
   }));
   const turns = turnQueue({
-    database, config, wakeups, log: child('turns'), ...deps.turns,
+    database, config, wakeups, producer: turnsDue, log: child('turns'), ...deps.turns,
     handler: {
       db,
       conversations,
@@ -332,7 +335,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     },
   });
   const analyses = analysisQueue({
-    database, config, wakeups, log: child('analyses'), ...deps.analyses,
+    database, config, wakeups, producer: analysesDue, log: child('analyses'), ...deps.analyses,
     handler: { db, models: base.models, conversations, wakeDeliveries, log: child('analyses') },
   });
 

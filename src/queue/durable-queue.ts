@@ -1,13 +1,15 @@
-// One durable queue of a process: its engine over one table, the wake-up of its runners (in this
-// process through the wake-up bus, in others through NOTIFY in the writing transaction), and, in a
-// worker, the runner with the queue's handler and whatever works beside it. Every module's queue
+// One durable queue of a process: its engine over one table, the wake-up of its runners (its
+// producer, producer.ts: in this process through the wake-up bus, in others through NOTIFY in the
+// writing transaction), and, in a worker, the runner with the queue's handler and whatever works
+// beside it. Every module's queue
 // (tasks, deliveries, turns, analyses, ADR windows, number releases) is one of these given a name,
 // its settings and its worker; this layer knows no tenant and imports no module.
 import type { Transaction } from 'kysely';
 import type { DB, Db, QueueState } from '../db/types.ts';
 import { QueueEngine, type Cause, type Patch, type QueueOptions, type QueueRow, type QueueTable } from './engine.ts';
+import type { QueueProducer } from './producer.ts';
 import { lastErrorPatch, newWorkerId, QueueRunner, type QueueProcessDeps, type RunnerOptions } from './runner.ts';
-import { notifyQueue, type Wakeups } from './waker.ts';
+import type { Wakeups } from './waker.ts';
 
 /** The columns a transition writes on queues whose rows carry updated_at and finished_at. */
 export function endedStamp({ to, now }: { from: QueueState; to: QueueState; now: number; cause: Cause }): Record<string, unknown> {
@@ -41,8 +43,12 @@ export interface DurableQueueDeps extends QueueProcessDeps {
 }
 
 export interface DurableQueueSpec<T extends QueueTable> {
-  /** The queue's table, also the name its runners are woken by (Wakeups, notifyQueue). */
-  table: T;
+  /**
+   * What tells its runners that rows are due (producer.ts), named for the queue's table, which is
+   * also what its runners are woken by (Wakeups, notifyQueue). Made by the queue's module, before
+   * the queue when services built earlier add rows (the turn and analysis queues).
+   */
+  producer: QueueProducer<T>;
   /** Tells this queue's worker ids from those of the process's other queues. */
   name?: string;
   /** How long a claim holds a row without a heartbeat, unless the process's deps say otherwise. */
@@ -68,13 +74,18 @@ export class DurableQueue<T extends QueueTable> {
   readonly engine: QueueEngine<T>;
   readonly workerId: string;
   readonly wakeups: Wakeups;
+  /** What tells this queue's runners, in every process, that rows are due. */
+  readonly producer: QueueProducer<T>;
   #makeWorker: WorkerFactory<T> | undefined;
   #runner: QueueRunner<T> | undefined;
   #worker: QueueWorker<T> | undefined;
 
   constructor(readonly deps: DurableQueueDeps, readonly spec: DurableQueueSpec<T>) {
-    this.table = spec.table;
+    this.producer = spec.producer;
+    this.table = spec.producer.table;
     this.wakeups = deps.wakeups;
+    // Its runners listen on the process's bus: a producer waking another would wake nobody here.
+    if (spec.producer.wakeups !== deps.wakeups) throw new Error(`queue ${this.table}: its producer wakes another bus than its runners listen on`);
     this.workerId = newWorkerId(spec.name);
     this.#makeWorker = spec.worker;
     const base: EngineBase = {
@@ -83,7 +94,7 @@ export class DurableQueue<T extends QueueTable> {
     // The queue's own engine, built once here (a module whose queue has hooks builds it instead).
     // The plain queues' tables all carry updated_at, finished_at and last_error (the defaults write them).
     this.engine = spec.engine ? spec.engine(base)
-      : new QueueEngine<T>({ table: spec.table, ...base, stamp: endedStamp as QueueOptions<T>['stamp'], backoff: spec.backoff });
+      : new QueueEngine<T>({ table: this.table, ...base, stamp: endedStamp as QueueOptions<T>['stamp'], backoff: spec.backoff });
   }
 
   /** Rows this process's runner is running now. */
@@ -91,29 +102,19 @@ export class DurableQueue<T extends QueueTable> {
     return this.#runner?.running ?? 0;
   }
 
-  /**
-   * Writes rows in one transaction and wakes the runners of every process: NOTIFY in the
-   * transaction (delivered on commit), this process's bus after the commit. `write` returns
-   * whether it added due rows; nothing is woken when it did not.
-   */
-  async enqueue<R>(db: Db, write: (tx: Transaction<DB>) => Promise<R>): Promise<R> {
-    const out = await db.transaction().execute(async (tx) => {
-      const r = await write(tx);
-      if (r) await this.announce(tx);
-      return r;
-    });
-    if (out) this.notify();
-    return out;
+  /** Writes rows in one transaction and wakes the runners of every process (QueueProducer.enqueue). */
+  enqueue<R>(db: Db, write: (tx: Transaction<DB>) => Promise<R>, due?: (written: R) => boolean): Promise<R> {
+    return this.producer.enqueue(db, write, due);
   }
 
   /** Tells other processes, in the transaction that added or rescheduled rows, that the queue has due work. */
   announce(tx: Transaction<DB>): Promise<void> {
-    return notifyQueue(tx, this.table);
+    return this.producer.announce(tx);
   }
 
   /** New or rescheduled rows are due: wake this process's runners now. */
   notify(): void {
-    this.wakeups.emit(this.table);
+    this.producer.notify();
   }
 
   /**

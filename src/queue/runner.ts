@@ -8,6 +8,7 @@ import type { Database } from '../db/index.ts';
 import type { DB, Db, Executor } from '../db/types.ts';
 import { whileDatabaseAway } from '../db/errors.ts';
 import { GroupCommit } from '../db/group-commit.ts';
+import { within } from '../lib/time.ts';
 import { QueueEngine, exponentialBackoff, type Completion, type FinalState, type Patch, type QueueRow, type QueueTable } from './engine.ts';
 import { Waker, type Wakeups } from './waker.ts';
 
@@ -197,10 +198,9 @@ export class QueueRunner<T extends QueueTable> {
     this.#waker.notify();
     await this.#loop;
     const drained = () => Promise.allSettled([...this.#inFlight.values()].map((j) => j.done)).then(() => true);
-    const timeout = (ms: number) => new Promise<false>((r) => setTimeout(() => r(false), ms).unref());
-    if (!(await Promise.race([drained(), timeout(timeoutMs)]))) {
+    if (!(await within(drained(), timeoutMs, () => false))) {
       for (const job of this.#inFlight.values()) job.controller.abort(new QueueAbortError('shutdown'));
-      await Promise.race([drained(), timeout(graceMs)]);
+      await within(drained(), graceMs, () => false);
     }
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];

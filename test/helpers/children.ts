@@ -1,6 +1,9 @@
 // The child processes of this test process, from /proc (Linux): to check that a program we
-// started and stopped is gone, neither running nor left a zombie that nobody reaped.
+// started and stopped is gone, neither running nor left a zombie that nobody reaped. And how a
+// program the tests started is stopped: on its exit, not after a fixed sleep.
+import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { within } from './wait.ts';
 
 export interface ChildProcessInfo {
   pid: number;
@@ -38,4 +41,19 @@ export function processExists(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Stops a program the tests started and waits for its exit: SIGTERM, then SIGKILL if it has not
+ * exited within `graceMs` (a program that ignores SIGTERM, or is slow to). Returns at once when it
+ * has exited already. `signal` sends a signal (default: to the child; a detached child's whole
+ * process group can be signalled instead).
+ */
+export async function stopChild(child: ChildProcess, graceMs: number, signal = (s: NodeJS.Signals) => { child.kill(s); }): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<true>((resolve) => child.once('exit', () => resolve(true)));
+  signal('SIGTERM');
+  if (await within(exited, graceMs, () => false)) return;
+  signal('SIGKILL');
+  await exited;
 }

@@ -1,8 +1,9 @@
 // A server program the tests run on a loopback port (sshd, vsftpd): started, waited for until it
-// listens, stopped and waited for until its port is free (sessions it forked end with their
+// listens, stopped (on its exit, SIGKILL after a short grace) and waited for until its port is free (sessions it forked end with their
 // connections), and restarted as often as a test wants (a server down for a while).
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { stopChild } from './children.ts';
 import { sleep } from './wait.ts';
 
 export interface LoopbackDaemon {
@@ -45,10 +46,13 @@ export function loopbackDaemon(name: string, command: string, args: string[], po
       const c = child;
       if (!c) return;
       child = undefined;
-      const exited = new Promise((r) => c.once('exit', r));
-      c.kill('SIGTERM');
-      await exited;
-      while (await listening(port)) await sleep(25);
+      await stopChild(c, 3000);
+      // Its port free again (bounded: a session it forked may hold it a moment).
+      const deadline = Date.now() + 5000;
+      while (await listening(port)) {
+        if (Date.now() > deadline) throw new Error(`${name} exited but port ${port} still answers`);
+        await sleep(25);
+      }
     },
   };
 }

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseMessage, type SipMessage } from '../../src/sip/message.ts';
 import { KAMAILIO_DBTEXT, KAMAILIO_MODULES, toolsSkip, which } from './system-tools.ts';
-import { within } from './wait.ts';
+import { stopChild } from './children.ts';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 export const SIP_FIXTURES = path.resolve(here, '../fixtures/sip');
@@ -249,11 +249,7 @@ function makeHandle(child: ChildProcess, o: Required<KamailioOptions>, port: num
       return parseLookup(aor, r.out);
     },
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        killGroup(child, 'SIGTERM');
-        const done = await within(new Promise((r) => child.once('exit', () => r(true))), 5000, () => false);
-        if (!done) killGroup(child, 'SIGKILL');
-      }
+      await stopChild(child, 5000, (signal) => killGroup(child, signal));
       // Any worker still running goes too, and its end of the pipes no longer holds this process.
       killGroup(child, 'SIGKILL');
       child.stdout?.destroy();
@@ -350,11 +346,7 @@ export async function startSipp(opts: { host?: string; scenario?: string; vars?:
     messages: () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : ''),
     output: () => out,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const done = await within(exited.then(() => true), 3000, () => false);
-        if (!done) child.kill('SIGKILL');
-      }
+      await stopChild(child, 3000);
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

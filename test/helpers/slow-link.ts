@@ -11,17 +11,24 @@ export async function startSlowLink(target: { host: string; port: number }, byte
   const server = net.createServer((client) => {
     const upstream = net.connect(target);
     sockets.add(client); sockets.add(upstream);
-    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
-    client.on('error', end); upstream.on('error', end); client.on('close', end); upstream.on('close', end);
-    upstream.pipe(client);
     // 1 KB at a time, each after its share of a second.
     const pending: Buffer[] = [];
     let sending = false;
+    let timer: NodeJS.Timeout | undefined;
+    // Either side gone (or the link closed): what was still to be carried is dropped with its timer,
+    // which would otherwise go on pacing pieces into a closed socket for seconds.
+    const end = () => {
+      clearTimeout(timer);
+      pending.length = 0;
+      client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream);
+    };
+    client.on('error', end); upstream.on('error', end); client.on('close', end); upstream.on('close', end);
+    upstream.pipe(client);
     const pump = () => {
       const piece = pending.shift();
       if (!piece) { sending = false; client.resume(); return; }
       upstream.write(piece);
-      setTimeout(pump, (piece.length / bytesPerSecond) * 1000);
+      timer = setTimeout(pump, (piece.length / bytesPerSecond) * 1000);
     };
     client.on('data', (chunk: Buffer) => {
       for (let i = 0; i < chunk.length; i += 1024) pending.push(chunk.subarray(i, i + 1024));

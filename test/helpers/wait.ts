@@ -3,22 +3,8 @@ import net from 'node:net';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/**
- * `p`, or what `timedOut()` returns (or throws) when `p` has not settled within `ms`. The timer is
- * cleared as soon as the race is decided: a `Promise.race` with a plain sleep leaves its timer
- * running, and that timer keeps the test file's process alive after its last test.
- */
-export async function within<T, U>(p: Promise<T>, ms: number, timedOut: () => U): Promise<T | U> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<U>((resolve, reject) => {
-    timer = setTimeout(() => { try { resolve(timedOut()); } catch (err) { reject(err as Error); } }, ms);
-  });
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** `p`, or what `timedOut()` gives when `p` has not settled within `ms` (the timer cleared either way). */
+export { within } from '../../src/lib/time.ts';
 
 /** Polls `fn` every `everyMs` until it returns a truthy value, which is returned; throws after `timeoutMs`. */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 20): Promise<T> {

@@ -152,7 +152,7 @@ forEachEngine('adr export', (h) => {
     const deps = {
       db: db(), config: h().config, policy: policyFromConfig(h().config),
       agents: h().services.agents,
-      wakeTurns: () => {}, wakeDeliveries: () => {},
+      turns: h().turns.producer, analyses: h().analyses.producer, wakeDeliveries: () => {},
     };
     assert.equal(await conversationService(deps as never).end(id, 'completed', null), true);
     return id;

@@ -64,7 +64,7 @@ forEachEngine('billing usage', (h) => {
     const deps = {
       db: db(), config: h().config, policy: policyFromConfig(h().config),
       agents: h().services.agents,
-      wakeTurns: () => {}, wakeDeliveries: () => {}, ...(endAt === undefined ? {} : { now: () => endAt }),
+      turns: h().turns.producer, analyses: h().analyses.producer, wakeDeliveries: () => {}, ...(endAt === undefined ? {} : { now: () => endAt }),
     };
     assert.equal(await conversationService(deps as never).end(msg.id, 'completed', null), true);
     return { id: msg.id, tokens: Number(msg.tokens_in) + Number(msg.tokens_out) };

@@ -193,7 +193,7 @@ for (const engine of ENGINES) {
         return JSON.parse((await hook.waitFor(n + 1))[n]!.body.toString('utf8'));
       };
       const first = await send('hello');
-      const deps = { db: h.database.db, config: h.config, policy: policyFromConfig(h.config), agents: h.services.agents, wakeTurns: () => {}, wakeDeliveries: () => {} };
+      const deps = { db: h.database.db, config: h.config, policy: policyFromConfig(h.config), agents: h.services.agents, turns: h.turns.producer, analyses: h.analyses.producer, wakeDeliveries: () => {} };
       // The same service code with its clock 29 minutes on: nothing is idle yet.
       assert.equal(await conversationService({ ...deps, now: () => Date.now() + 29 * 60_000 }).closeIdle(), 0);
       assert.equal((await conversationRepo.find(h.database.db, first.conversationUuid))?.ended_at, null);

@@ -102,7 +102,7 @@ for (const engine of ENGINES) {
 
       // Idle for 5 minutes: ended (not shown in progress for the whole 30-minute idle window), counted as a test conversation.
       const later = conversationService({
-        db, config: h.config, policy: policyFromConfig(h.config), agents: {} as never, wakeTurns: () => {}, wakeDeliveries: () => {},
+        db, config: h.config, policy: policyFromConfig(h.config), agents: {} as never, turns: h.turns.producer, analyses: h.analyses.producer, wakeDeliveries: () => {},
         now: () => Date.now() + 5 * 60_000 + 1000,
       } as never);
       assert.ok(await later.closeIdle() >= 1);

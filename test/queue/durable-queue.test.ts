@@ -1,10 +1,12 @@
 // The durable-queue class every queue of a process is: rows enqueued in a transaction wake its
 // runners (this process's at once, another process's through NOTIFY on commit), its worker is
-// made at start and what runs beside the runner starts after it and stops around it, and a queue
-// built before its worker takes it by join.
+// made at start and what runs beside the runner starts after it and stops around it, a queue
+// built before its worker takes it by join, and a producer made before its queue (the turn and
+// analysis queues': the conversation service adds rows with it) wakes the queue built on it later.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { DurableQueue, type DurableQueueSpec } from '../../src/queue/durable-queue.ts';
+import { QueueProducer } from '../../src/queue/producer.ts';
 import { errorText } from '../../src/queue/runner.ts';
 import { listenForWakeups, Wakeups } from '../../src/queue/waker.ts';
 import type { Database } from '../../src/db/index.ts';
@@ -18,7 +20,7 @@ forEachEngine('durable queue', (h) => {
   /** A queue over tasks with a long poll, so only a wake-up explains a fast start; stopped at the end of its test. */
   const queue = (spec: Partial<DurableQueueSpec<'tasks'>> = {}, database: Database = h().database, wakeups = new Wakeups()) => {
     const q = new DurableQueue({ database, wakeups, pollMs: 5000, rescueEveryMs: 0 }, {
-      table: 'tasks', name: 'test', leaseMs: 2000, concurrency: 2, errorPatch: (err) => ({ error: errorText(err) }), ...spec,
+      producer: new QueueProducer('tasks', wakeups), name: 'test', leaseMs: 2000, concurrency: 2, errorPatch: (err) => ({ error: errorText(err) }), ...spec,
     });
     queues.push(q);
     return q;
@@ -104,6 +106,35 @@ forEachEngine('durable queue', (h) => {
       assert.equal((await task(h().database.db, id)).state, 'finished');
       await q.stop(); // stopped already: nothing runs again
       assert.equal(events.length, 5);
+    } finally {
+      await stopAll();
+    }
+  });
+
+  it('a producer made before its queue: what it enqueues is run at once by the queue built on it; a write that added nothing due wakes nobody', async () => {
+    try {
+      const t = await tenant(h());
+      const bus = new Wakeups();
+      const producer = new QueueProducer('tasks', bus);
+      let wakes = 0;
+      bus.on('tasks', () => { wakes++; });
+      // Nothing due (a write whose `due` says so): no wake-up, whatever it returned.
+      assert.deepEqual(await producer.enqueue(h().database.db, async () => ({ added: false }), (r) => r.added), { added: false });
+      assert.equal(await producer.enqueue(h().database.db, async () => null), null);
+      assert.equal(wakes, 0);
+      // A queue on another bus than the producer's would never hear it: refused when built.
+      assert.throws(() => queue({ producer }), /another bus/);
+      const ran: string[] = [];
+      const q = queue({ producer, worker: () => ({ handler: async (row) => void ran.push(row.id) }) }, h().database, bus);
+      assert.equal(q.producer, producer);
+      q.startWorker();
+      await sleep(50); // idle on its 5 s poll
+      const t0 = Date.now();
+      const id = await producer.enqueue(h().database.db, (tx) => add(tx, t));
+      await finished(id);
+      assert.ok(Date.now() - t0 < 1000, `took ${Date.now() - t0} ms`);
+      assert.deepEqual(ran, [id]);
+      assert.equal(wakes, 1);
     } finally {
       await stopAll();
     }

@@ -8,6 +8,7 @@ import type { AdrWindowsTable } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import { DurableQueue, type DurableQueueDeps } from '../../queue/durable-queue.ts';
+import { QueueProducer } from '../../queue/producer.ts';
 import { policyFromConfig } from '../../webhooks/ssrf.ts';
 import type { Insertable } from 'kysely';
 import { adrConfigRepo, adrWindowRepo } from './repository.ts';
@@ -45,7 +46,7 @@ export function adrQueue(deps: AdrQueueDeps): AdrQueue {
   const { config, box, log } = deps;
   const { db } = deps.database;
   const queue: DurableQueue<typeof ADR_WINDOWS> = new DurableQueue(deps, {
-    table: ADR_WINDOWS, name: 'adr', leaseMs: config.deliveryLeaseMs, concurrency: 4,
+    producer: new QueueProducer(ADR_WINDOWS, deps.wakeups), name: 'adr', leaseMs: config.deliveryLeaseMs, concurrency: 4,
     // In a worker: the runner ships windows, and the window maker adds them every few seconds.
     worker: (now) => {
       const tlsCa = config.adrTlsCaFile ? fs.readFileSync(config.adrTlsCaFile, 'utf8') : undefined;

@@ -10,6 +10,7 @@ import { changeStamp, type Database, type Listener } from '../../db/index.ts';
 import type { AccountRow, Db } from '../../db/types.ts';
 import { AuthCache, reauthenticate, type Scope, type TokenLookup } from '../../http/auth.ts';
 import { hashToken } from '../../lib/crypto.ts';
+import { within } from '../../lib/time.ts';
 import { HttpError, TooManyRequests } from '../../http/errors.ts';
 import { presentLiveConversation, presentTranscriptLine } from './present.ts';
 import { LIVE_CHANNEL, liveRepo, type LiveLadder, type LiveMessageRow } from './repository.ts';
@@ -316,10 +317,7 @@ export function liveFeed(deps: LiveFeedDeps) {
   async function put(s: Stream, text: string): Promise<boolean> {
     if (s.closed || !s.sink) return false;
     if (!s.sink.write(text)) {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), SNAPSHOT_DRAIN_MS); });
-      const outcome = await Promise.race([s.sink.drained(), late]);
-      clearTimeout(timer);
+      const outcome = await within(s.sink.drained(), SNAPSHOT_DRAIN_MS, () => 'late' as const);
       if (outcome === 'late' && !s.closed) drop(s);
     }
     return !s.closed;

@@ -12,7 +12,7 @@ import type {
 import type { Scope } from '../../http/auth.ts';
 import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { normalizePhone } from '../../lib/phone.ts';
-import { notifyQueue } from '../../queue/waker.ts';
+import type { QueueProducer } from '../../queue/producer.ts';
 import { checkTargetUrl, type TargetPolicy } from '../../webhooks/ssrf.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentService } from '../agents/service.ts';
@@ -21,11 +21,6 @@ import { recordConversationEvent, recordIncomingEvent, roomIdOf } from './events
 import { analysisWanted, SKIPPED_ANALYSIS } from './analysis.ts';
 import { decideJunk } from './junk.ts';
 import { analysisRepo, automationRepo, conversationRepo, messageRepo, roomRepo, turnRepo } from './repository.ts';
-
-/** The queue name of conversation turns (wake-up bus and NOTIFY channel). */
-export const TURNS = 'conversation_turns';
-/** The queue name of the analyses after conversations (wake-up bus and NOTIFY channel). */
-export const ANALYSES = 'conversation_analyses';
 
 export const MAX_MESSAGE_CHARS = 4000;
 export const MAX_ATTACHMENTS = 10;
@@ -46,10 +41,11 @@ export interface ConversationServiceDeps {
   config: Pick<Config, 'conversationIdleMinutes'>;
   policy: TargetPolicy;
   agents: Pick<AgentService, 'named' | 'liveConfig'>;
-  wakeTurns: () => void;
+  /** The turn queue's producer (turn-queue.ts): turns are queued in its transactions, which wake the runners. */
+  turns: Pick<QueueProducer, 'enqueue'>;
+  /** The analysis queue's producer (analysis-queue.ts): a conversation's end queues its analysis with it. */
+  analyses: Pick<QueueProducer, 'enqueue'>;
   wakeDeliveries: () => void;
-  /** Wakes this process's analysis runner (other processes hear the NOTIFY; a runner also polls). */
-  wakeAnalyses?: () => void;
   now?: () => number;
 }
 
@@ -176,23 +172,23 @@ export function conversationService(deps: ConversationServiceDeps) {
    */
   async function end(conversationId: string, outcome: ConversationOutcome, detail: string | null): Promise<boolean> {
     const now = clock();
-    const queued = await db.transaction().execute(async (tx) => {
+    // The analysis's runners are told (NOTIFY, then this process's) only when one is due to run.
+    const ended = await deps.analyses.enqueue(db, async (tx) => {
       if (!(await conversationRepo.end(tx, conversationId, outcome, detail, now))) return null;
       const c = await conversationRepo.find(tx, conversationId);
       if (!c) return null;
       // Counted once, when it ends (docs/billing.md, "Usage"), on the local day of its end.
       await usageRepo.add(tx, c.org_id, now, endUsage(c));
       // A staging test chat session is the agent's editor trying it: no analysis (a model cost) and no webhook.
-      if (c.channel === 'test') return false;
+      if (c.channel === 'test') return { analysis: false, event: false };
       // The agent's postCallAnalysis decides whether the analysis (a model's cost) runs at all.
       const agent = await accountRepo.findById(tx, c.account_id);
       const wanted = !agent || analysisWanted(await agents.liveConfig(agent, tx), c.id);
-      if (await analysisRepo.queue(tx, c.id, c.org_id, now, wanted ? undefined : SKIPPED_ANALYSIS) && wanted) await notifyQueue(tx, ANALYSES);
-      return recordConversationEvent(tx, c, await messageRepo.ofConversation(tx, c.id), now, wanted ? 'pending' : 'skipped');
-    });
-    if (queued !== null) deps.wakeAnalyses?.();
-    if (queued) deps.wakeDeliveries();
-    return queued !== null;
+      const analysis = await analysisRepo.queue(tx, c.id, c.org_id, now, wanted ? undefined : SKIPPED_ANALYSIS) && wanted;
+      return { analysis, event: await recordConversationEvent(tx, c, await messageRepo.ofConversation(tx, c.id), now, wanted ? 'pending' : 'skipped') };
+    }, (r) => r?.analysis === true);
+    if (ended?.event) deps.wakeDeliveries();
+    return ended !== null;
   }
 
   /**
@@ -215,11 +211,14 @@ export function conversationService(deps: ConversationServiceDeps) {
     };
   }
 
-  /** Queues the agent's turn after an inbound message, in the caller's transaction. */
+  /**
+   * Queues the agent's turn after an inbound message, in the caller's transaction: one of the turn
+   * producer's `enqueue`, which tells the runners once it commits (a turn written in another
+   * transaction waits for a runner's next poll).
+   */
   async function queueTurn(tx: Executor, c: ConversationRow, messageId: string, replyTo: ReplyTarget, now: number): Promise<string> {
     const id = crypto.randomUUID();
     await turnRepo.insert(tx, { id, org_id: c.org_id, conversation_id: c.id, message_id: messageId, reply_to: JSON.stringify(replyTo), run_at: now, created_at: now, updated_at: now });
-    await notifyQueue(tx, TURNS);
     return id;
   }
 
@@ -271,13 +270,12 @@ export function conversationService(deps: ConversationServiceDeps) {
       const { address, kind } = normaliseAddress(body.sourceAddress);
       const now = clock();
       const messageUuid = crypto.randomUUID();
-      const queued = await db.transaction().execute(async (tx) => {
+      const { queued } = await deps.turns.enqueue(db, async (tx) => {
         const o = await open(tx, { agent, channel: 'api', direction: 'inbound', counterpart: address, counterpartKind: kind }, now);
         const r = await recordInbound(tx, o, { id: messageUuid, text, attachments: cleanAttachments, data: { context, metadata } }, now);
         await queueTurn(tx, o.conversation, messageUuid, { kind: 'webhook', url, inReplyTo: messageUuid, sourceAddress: address, context, metadata }, now);
-        return r.queued;
+        return r;
       });
-      deps.wakeTurns();
       if (queued) deps.wakeDeliveries();
       return { success: true as const, messageUuid };
     },
@@ -298,17 +296,15 @@ export function conversationService(deps: ConversationServiceDeps) {
       if (response.length > 64 * 1024) throw new Invalid('responseData must be at most 64 KB of JSON');
       const now = clock();
       if (req.state === 'waiting' && req.expires_at < now) await automationRepo.expire(db, req.id);
-      const answered = await db.transaction().execute(async (tx) => {
+      const answered = await deps.turns.enqueue(db, async (tx) => {
         if (!(await automationRepo.answer(tx, req.id, response, now))) return false;
         await turnRepo.wake(tx, req.turn_id, now);
-        await notifyQueue(tx, TURNS);
         return true;
       });
       if (!answered) {
         const fresh = await automationRepo.find(db, req.id);
         throw new Conflict(`requestId ${req.id} was ${fresh?.state === 'answered' ? 'already answered' : 'not answered in time: the agent went on without it'}`);
       }
-      deps.wakeTurns();
       return { success: true as const, message: 'Response received', requestId: req.id };
     },
 

@@ -9,6 +9,7 @@ import type { Config } from '../../config.ts';
 import type { AccountRow, Db } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid } from '../../http/errors.ts';
+import type { QueueProducer } from '../../queue/producer.ts';
 import { SIMULATED_NUMBERS, TWILIO } from '../../providers/index.ts';
 import { first, type TwilioParams } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
@@ -34,7 +35,8 @@ export interface SmsServiceDeps {
   db: Db;
   config: Pick<Config, 'conversationIdleMinutes'>;
   conversations: Pick<ConversationService, 'open' | 'recordInbound' | 'queueTurn'>;
-  wakeTurns: () => void;
+  /** The turn queue's producer (turn-queue.ts): a text's turn is queued in its transaction, which wakes the runners. */
+  turns: Pick<QueueProducer, 'enqueue'>;
   wakeDeliveries: () => void;
   now?: () => number;
 }
@@ -113,7 +115,7 @@ export function smsService(deps: SmsServiceDeps) {
     };
     let done: { conversationId: string; incoming: boolean } | null;
     try {
-      done = await db.transaction().execute(async (tx) => {
+      done = await deps.turns.enqueue(db, async (tx) => {
         if (await messageRepo.find(tx, messageId)) return null;
         const o = await conversations.open(tx, { agent, channel: 'sms', direction: 'inbound', counterpart: address, counterpartKind: kind }, now);
         // TODO(junk): when src/modules/conversations/junk.ts lands, judge a room that was just
@@ -127,7 +129,6 @@ export function smsService(deps: SmsServiceDeps) {
       done = null;
     }
     if (!done) return { kind: 'duplicate', orgId, messageId };
-    deps.wakeTurns();
     if (done.incoming) deps.wakeDeliveries();
     return { kind: 'queued', orgId, messageId, conversationId: done.conversationId };
   }

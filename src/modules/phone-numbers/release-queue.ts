@@ -1,6 +1,7 @@
 // The number-release queue of one process (a durable queue over number_releases): in a worker, the
 // runner releases numbers (release-number.ts). Built once per process by src/platform.ts.
 import { DurableQueue, type DurableQueueDeps } from '../../queue/durable-queue.ts';
+import { QueueProducer } from '../../queue/producer.ts';
 import { createReleaseHandler, type ReleaseHandlerDeps } from './release-number.ts';
 import { NUMBER_RELEASES } from './releases.ts';
 
@@ -15,7 +16,7 @@ export type NumberReleaseQueue = DurableQueue<typeof NUMBER_RELEASES>;
 
 export function numberReleaseQueue(deps: NumberReleaseQueueDeps): NumberReleaseQueue {
   return new DurableQueue(deps, {
-    table: NUMBER_RELEASES, name: 'number-releases', leaseMs: 60_000, concurrency: deps.concurrency ?? 2,
+    producer: new QueueProducer(NUMBER_RELEASES, deps.wakeups), name: 'number-releases', leaseMs: 60_000, concurrency: deps.concurrency ?? 2,
     worker: (now) => ({ handler: createReleaseHandler({ ...deps.handler, now }) }),
   });
 }

@@ -6,7 +6,7 @@
 // they learn to the row, with the registration events that follow (events.ts). A clean stop gives
 // the leases back.
 import type { SipRegistrationRow } from '../../db/types.ts';
-import { toUnixSeconds } from '../../lib/time.ts';
+import { toUnixSeconds, within } from '../../lib/time.ts';
 import { newRegisterSession, registerOnce, Registration, type RegisterResult, type RegistrationConfig, type RegistrationStatus } from '../../sip/register.ts';
 import { PresenceSubscription, type PresenceStatus } from '../../sip/subscribe.ts';
 import { DELIVERIES } from '../webhooks/dispatcher.ts';
@@ -61,8 +61,6 @@ interface Running {
 
 /** Bound of the SUBSCRIBE with Expires: 0 that ends a presence subscription (update, DELETE, clean stop). */
 const UNSUBSCRIBE_MS = 3000;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Where REGISTERs of a registration go: its proxy, else the AOR's host; port: proxy's, `port`, AOR's, default. */
 export function registrarOf(row: Pick<SipRegistrationRow, 'aor' | 'proxy' | 'port' | 'transport'>): { transport: SipRegistrationRow['transport']; host: string; port: number } {
@@ -130,7 +128,7 @@ export class RegistrationOwner {
       }
     }
     await Promise.allSettled(unsubscribing);
-    await Promise.race([Promise.allSettled([...this.#owned.values()].map((o) => o.chain)), sleep(5000)]);
+    await within(Promise.allSettled([...this.#owned.values()].map((o) => o.chain)), 5000, () => undefined);
     await Promise.allSettled([...this.#owned.values()].flatMap((o) => (o.running?.writing ? [o.running.writing] : [])));
     if (release) {
       await sipRepo.release(this.deps.database.db, this.deps.ownerId).catch((err: unknown) => this.deps.log?.error({ err }, 'releasing SIP registrations failed'));
@@ -338,7 +336,7 @@ export class RegistrationOwner {
 
   /** Ends a presence subscription at the notifier (SUBSCRIBE, Expires: 0), best effort and bounded. */
   async #endPresence(sub: PresenceSubscription): Promise<void> {
-    await Promise.race([sub.unsubscribe(UNSUBSCRIBE_MS).catch(() => undefined), sleep(UNSUBSCRIBE_MS + 1000)]);
+    await within(sub.unsubscribe(UNSUBSCRIBE_MS).catch(() => undefined), UNSUBSCRIBE_MS + 1000, () => undefined);
     sub.stop();
   }
 

@@ -9,6 +9,7 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import type { CarrierOptions } from '../../providers/index.ts';
 import type { Db } from '../../db/types.ts';
 import { DurableQueue, type DurableQueueDeps, type WorkerFactory } from '../../queue/durable-queue.ts';
+import { QueueProducer } from '../../queue/producer.ts';
 import { errorText } from '../../queue/runner.ts';
 import { createTaskHandler, type TaskHandlerDeps } from './run-task.ts';
 import { createTaskEngine, TASKS, type PlanAllowance } from './queue-hooks.ts';
@@ -28,7 +29,7 @@ export type TaskQueue = DurableQueue<typeof TASKS> & {
 export function taskQueue(deps: TaskQueueDeps): TaskQueue {
   const subscribers = taskSubscribers(deps.database.db);
   const queue = new DurableQueue(deps, {
-    table: TASKS, leaseMs: deps.config.taskLeaseMs, concurrency: deps.config.workerConcurrency,
+    producer: new QueueProducer(TASKS, deps.wakeups), leaseMs: deps.config.taskLeaseMs, concurrency: deps.config.workerConcurrency,
     engine: (base) => createTaskEngine({ ...base, subscribers, allowance: deps.allowance }),
     isCancelRequested: (row) => row.cancel_requested_at !== null,
     errorPatch: (err) => ({ error: errorText(err) }),

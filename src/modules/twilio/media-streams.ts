@@ -13,6 +13,7 @@ import type { Config } from '../../config.ts';
 import { bool } from '../../db/flags.ts';
 import type { Db } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { within } from '../../lib/time.ts';
 import { readStreamStart, TwilioMediaStream } from '../../providers/twilio/media-stream.ts';
 import type { CarrierOptions } from '../../providers/index.ts';
 import { connectStream, dial, playDigits, twilioDials, twimlDocument } from '../../providers/twilio/twiml.ts';
@@ -190,9 +191,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
       const sessions = [...live.values()];
       for (const e of sessions) e.transport?.end('the server is shutting down');
       const all = Promise.all(sessions.map((e) => e.session?.done ?? Promise.resolve()));
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([all, new Promise((r) => { timer = setTimeout(r, 5000); })]);
-      clearTimeout(timer);
+      await within(all, 5000, () => undefined);
     },
   };
 }

@@ -6,6 +6,7 @@ import type { Config } from '../../config.ts';
 import type { QueueState } from '../../db/types.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { DurableQueue, endedStamp, type DurableQueueDeps } from '../../queue/durable-queue.ts';
+import { QueueProducer } from '../../queue/producer.ts';
 import { QueueEngine, type Cause } from '../../queue/engine.ts';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../../webhooks/deliver.ts';
 import { guardedDispatcher, policyFromConfig } from '../../webhooks/ssrf.ts';
@@ -63,7 +64,7 @@ export function deliveryQueue(deps: DeliveryQueueDeps): DeliveryQueue {
   const retryDelay = deps.retryDelay ?? retryDelayMs;
   const maxAttempts = deps.retryDelay ? attemptsAllowed(deps.retryDelay) : MAX_DELIVERY_ATTEMPTS;
   const queue: DurableQueue<typeof DELIVERIES> = new DurableQueue(deps, {
-    table: DELIVERIES, name: 'deliveries', leaseMs: config.deliveryLeaseMs, concurrency: config.deliveryConcurrency, engine: createDeliveryEngine,
+    producer: new QueueProducer(DELIVERIES, deps.wakeups), name: 'deliveries', leaseMs: config.deliveryLeaseMs, concurrency: config.deliveryConcurrency, engine: createDeliveryEngine,
     worker: (now) => {
       const http = guardedDispatcher(policyFromConfig(config), { log });
       const dispatcher = new OutboxDispatcher({
