@@ -14,11 +14,10 @@
 //   canceled through the API        → canceled (CANCEL before the answer, BYE after it)
 import type { PortPool } from '../media/port-pool.ts';
 import { RtpSession } from '../media/rtp-session.ts';
-import { RtpTransport } from '../media/rtp-transport.ts';
+import type { RtpTransport } from '../media/rtp-transport.ts';
 import type { PreparedVoiceCall, VoiceCalls } from '../media/voice-transport.ts';
 import { placeSipCall, type AnsweredCall, type CallResult, type SipRoute } from '../sip/call.ts';
-import { referTarget } from '../sip/dialog.ts';
-import { attendedTransfer } from './sip-transfer.ts';
+import { sipCallTransport } from './sip-transfer.ts';
 import type { SipCallPlan } from './sip-call-plan.ts';
 import { newCallId, type SipEndpoint } from '../sip/endpoint.ts';
 import { buildOffer, negotiateAudio, OFFER_CODECS, rtpParams } from '../sip/sdp.ts';
@@ -137,7 +136,7 @@ export class SipCarrier implements Carrier {
     const rtp = await RtpSession.open({ host: endpoint.host, pool: this.deps!.ports, codec: OFFER_CODECS[0]!, telephoneEvent: OFFER_CODECS[2]!.pt });
     let transport: RtpTransport | undefined;
     let session: { done: Promise<void>; answeredBy?(): string | undefined } | undefined;
-    const pbx = `${route.host}${route.port ? `:${route.port}` : ''}`;
+    const peer = `${route.host}${route.port ? `:${route.port}` : ''}`;
     let callEnded!: () => void;
     const ended = new Promise<void>((r) => { callEnded = r; });
     return {
@@ -150,20 +149,9 @@ export class SipCarrier implements Carrier {
           return;
         }
         rtp.negotiated(rtpParams(n));
-        transport = new RtpTransport(rtp, {
-          transfer: async (destination, opts) => {
-            if (opts.announce) {
-              const r = await attendedTransfer({
-                endpoint, ports: this.deps!.ports, plan: this.plan, ...this.options, caller: rtp, hangupCaller: () => call.hangup(),
-                callerEnded: ended, destination, announce: opts.announce, track: (id, org) => this.deps!.track(id, org), untrack: (id) => this.deps!.untrack(id),
-              });
-              if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason}`);
-              return 'bridged';
-            }
-            const r = await call.refer(referTarget(destination, pbx));
-            if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason || r.status}`);
-          },
-          hangup: () => Promise.resolve(call.hangup()),
+        transport = sipCallTransport({
+          endpoint, ports: this.deps!.ports, rtp, call, peer, plan: () => Promise.resolve(this.plan), ...this.options, callerEnded: ended,
+          track: (id, org) => this.deps!.track(id, org), untrack: (id) => this.deps!.untrack(id),
         });
         session = agent.start(transport, { callId });
       },

@@ -7,10 +7,10 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { authorize, challengesOf, type Challenge } from './digest.ts';
 import {
-  failureText, newBranch, newCallId, newTag, SipAbortError, type Destination, type RequestContext, type SipEndpoint, type Transport,
+  bracket, failureText, newBranch, newCallId, newTag, SipAbortError, type Destination, type RequestContext, type SipEndpoint, type Transport,
 } from './endpoint.ts';
 import { parseCSeq, parseNameAddr, parseUri, SipHeaders, type SipRequest, type SipResponse } from './message.ts';
-import { SipDialog, type TransferOutcome } from './dialog.ts';
+import { SipDialog, type CallControls } from './dialog.ts';
 import { buildOffer, parseSdp, type SdpAudio } from './sdp.ts';
 
 export type CallOutcome = 'completed' | 'busy' | 'declined' | 'no-answer' | 'failed' | 'canceled';
@@ -73,13 +73,11 @@ export interface PlaceCallOptions {
 }
 
 /** What the caller of placeSipCall may do with an answered call. */
-export interface AnsweredCall {
+export interface AnsweredCall extends CallControls {
   /** The answer's audio stream (null: no SDP, or no audio in it). */
   remote: SdpAudio | null;
   /** Ends the call from our side (BYE); placeSipCall resolves `completed`, ended by us. */
   hangup(): void;
-  /** A blind transfer: REFER the far end to `referTo` (a SIP URI); on success the call is ended (BYE). */
-  refer(referTo: string): Promise<TransferOutcome>;
 }
 
 export interface CallResult {
@@ -102,8 +100,6 @@ export interface CallResult {
 const BUSY = new Set([486, 600]);
 const DECLINED = new Set([603]);
 const NO_ANSWER = new Set([408, 480]);
-
-const bracket = (h: string) => (net.isIPv6(h) ? `[${h}]` : h);
 
 export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): Promise<CallResult> {
   const transport: Transport = o.route.transport ?? 'UDP';

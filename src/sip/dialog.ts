@@ -1,5 +1,5 @@
 // The requests we send inside an established INVITE dialog (RFC 3261 §12.2.1), the same whether
-// we placed the call (call.ts) or answered it (the SIP worker's inbound calls): BYE, and REFER for a
+// we placed the call (call.ts) or answered it (answer.ts): BYE, and REFER for a
 // blind transfer (RFC 3515, RFC 5589 §6) whose progress the far end reports in NOTIFYs carrying a
 // sipfrag (RFC 3420). CSeq numbers count up from the dialog's last one.
 import type { Destination, SipEndpoint } from './endpoint.ts';
@@ -28,6 +28,14 @@ export interface TransferOutcome {
   /** The final status that decided it (the REFER's rejection, or the sipfrag's), 0 when none came. */
   status: number;
   reason: string;
+}
+
+/** What the owner of an answered call's media may do with the call, placed (call.ts) or answered (answer.ts). */
+export interface CallControls {
+  /** Ends the call from our side (BYE). */
+  hangup(): void | Promise<void>;
+  /** A blind transfer: REFER the far end to `referTo` (a SIP URI); on success the call is ended (BYE). */
+  refer(referTo: string): Promise<TransferOutcome>;
 }
 
 /** Digest answers for a request we send (the caller's credentials), or none. */

@@ -183,7 +183,8 @@ export const newCallId = (host?: string) => crypto.randomBytes(12).toString('hex
 
 /** The first Via value (a header line may carry several, comma-separated). */
 const topVia = (msg: SipMessage): string => msg.headers.getAll('via')[0];
-const bracket = (host: string) => (net.isIPv6(host) ? `[${host}]` : host);
+/** A host as a URI writes it: an IPv6 address in brackets. */
+export const bracket = (host: string) => (net.isIPv6(host) ? `[${host}]` : host);
 const unbracket = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 
 function errText(err: unknown): string {

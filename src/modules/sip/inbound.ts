@@ -1,19 +1,17 @@
-// Inbound requests outside our dialogs: OPTIONS answered (PBX keep-alives), INVITEs attributed to
-// an organization by the callee they name and admitted only from addresses on its whitelist
-// (refusals captured at a bounded rate), an admitted INVITE answered by the agent it is addressed
-// to, which talks over RTP until either side hangs up or callMaxSeconds pass; BYE and NOTIFY for
-// nothing of ours 481, anything else 405.
-import { lookup } from 'node:dns/promises';
-import net from 'node:net';
-import type { SipRegistrationRow } from '../../db/types.ts';
-import { RtpSession } from '../../media/rtp-session.ts';
-import { RtpTransport } from '../../media/rtp-transport.ts';
-import type { PreparedVoiceCall } from '../../media/voice-transport.ts';
-import { attendedTransfer } from '../../providers/sip-transfer.ts';
-import { referTarget, SipDialog } from '../../sip/dialog.ts';
-import { newTag, type RequestContext, type SipEndpoint, type SipRequest } from '../../sip/endpoint.ts';
+// Inbound requests outside our dialogs, and which of them we take: OPTIONS answered (PBX
+// keep-alives); an INVITE attributed to an organization by the callee it names and admitted only
+// from addresses on its whitelist (refusals captured at a bounded rate), and only while the
+// organization is not suspended; BYE and NOTIFY for nothing of ours 481, anything else 405.
+// An admitted INVITE goes one way: this module asks the agent runtime for the agent it is addressed
+// to (voice.inbound: `PreparedVoiceCall`, or a refusal), the SIP engine answers it (src/sip/answer.ts:
+// offer, ringing and CANCEL, RTP port, 200, the dialog, callMaxSeconds), and the agent's session
+// starts over the call's RtpTransport (`sipCallTransport`, whose transfers need the organization's
+// outbound plan) until either side hangs up.
+import type { InboundRefusal, PreparedVoiceCall } from '../../media/voice-transport.ts';
+import { sipCallTransport } from '../../providers/sip-transfer.ts';
+import { IncomingCall, inviteParties, SipAnswering } from '../../sip/answer.ts';
+import type { RequestContext, SipEndpoint, SipRequest } from '../../sip/endpoint.ts';
 import { parseNameAddr, parseUri } from '../../sip/message.ts';
-import { buildAnswer, buildOffer, negotiateAudio, OFFER_CODECS, parseSdp, rtpParams } from '../../sip/sdp.ts';
 import { normalizePhone } from '../../lib/phone.ts';
 import { orgsOwningNumber } from '../numbering-providers/carriers.ts';
 import { phoneNumberRepo } from '../phone-numbers/repository.ts';
@@ -21,23 +19,15 @@ import type { SipCaptures } from './captures.ts';
 import { formatHost, whitelisted, whitelistMatcher } from './parse.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { sipCallPlan } from './calls.ts';
-import { registrarOf } from './registrations.ts';
+import { comesFromRegistrar } from './registrations.ts';
 import { sipRepo } from './repository.ts';
 import type { SipWorkerDeps, WorkerState } from './worker-deps.ts';
 
-/** An inbound call we answered (whitelisted source), until a BYE, the agent's hang-up or callMaxSeconds. */
-interface InboundCall {
-  end(by: 'local' | 'remote'): Promise<void>;
-  /** Settles when the agent's session has recorded the end (not awaited by end(): the session's own hang-up calls it). */
-  session?: Promise<void>;
-}
-
-const toTag = (req: SipRequest): string | undefined => {
-  try { return parseNameAddr(req.headers.get('to') ?? '').params.tag ?? undefined; } catch { return undefined; }
-};
-
 export class InboundCalls {
-  readonly #calls = new Set<InboundCall>();
+  /** The INVITEs on their way to an answer (CANCEL finds them there) and the calls answered. */
+  readonly #answering = new SipAnswering();
+  /** The agents' sessions on calls not yet ended (what a stop waits for once it has ended them). */
+  readonly #sessions = new Set<Promise<void>>();
 
   constructor(
     readonly deps: Pick<SipWorkerDeps, 'database' | 'config' | 'box' | 'log' | 'voice' | 'mediaTimeoutMs'>,
@@ -65,23 +55,19 @@ export class InboundCalls {
         endpoint.respond(req, ctx, 481, 'Subscription Does Not Exist');
         return;
       case 'CANCEL':
-        // The endpoint has answered it (200) and the INVITE (487): what is left is to end a call
-        // still ringing. Nothing more is sent for it.
-        this.#ringing.get(req.headers.get('call-id') ?? '')?.();
+        // The endpoint has answered it (200) and the INVITE (487): a call not yet answered is not.
+        this.#answering.cancel(req);
         return;
       default:
         endpoint.respond(req, ctx, 405, 'Method Not Allowed', { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS' });
     }
   }
 
-  /** Calls ringing before we answer (preAnswerRingTime), by Call-ID: what cancels the wait. */
-  readonly #ringing = new Map<string, () => void>();
-
-  /** Ends every answered call (BYE from us): the worker stops. */
+  /** Ends every answered call (BYE from us) and waits for their sessions to record the end: the worker stops. */
   async endAll(): Promise<void> {
-    const calls = [...this.#calls];
-    await Promise.allSettled(calls.map((c) => c.end('local')));
-    await Promise.allSettled(calls.map((c) => c.session ?? Promise.resolve()));
+    const sessions = [...this.#sessions];
+    await this.#answering.hangupAll();
+    await Promise.allSettled(sessions);
   }
 
   /**
@@ -142,15 +128,18 @@ export class InboundCalls {
       // its whitelist holds — another organization's trunk calling it is told nobody has it (404).
       const e164 = /^(?:tel:)?\+?\d{8,15}$/i.test(n) ? normalizePhone(n.replace(/^tel:/i, '').replace(/^(?!\+)/, '+')) : undefined;
       const held = e164?.ok ? await phoneNumberRepo.findByNumber(db, e164.e164) : undefined;
-      if (held?.state === 'active' && whitelisted(whitelistMatcher((await sipRepo.whitelist(db, held.org_id)).map((w) => w.ip)), source)) candidates.add(held.org_id);
+      if (held?.state === 'active' && await this.#whitelistHolds(held.org_id, source)) candidates.add(held.org_id);
     }
     if (candidates.size === 0) return { identified: false };
     if (candidates.size === 1) return { orgId: [...candidates][0], identified: true };
     const admitting: number[] = [];
-    for (const org of candidates) {
-      if (whitelisted(whitelistMatcher((await sipRepo.whitelist(db, org)).map((w) => w.ip)), source)) admitting.push(org);
-    }
+    for (const org of candidates) if (await this.#whitelistHolds(org, source)) admitting.push(org);
     return admitting.length === 1 ? { orgId: admitting[0], identified: true } : { identified: true };
+  }
+
+  /** Whether the organization's whitelist holds this address. */
+  async #whitelistHolds(orgId: number, source: string): Promise<boolean> {
+    return whitelisted(whitelistMatcher((await sipRepo.whitelist(this.deps.database.db, orgId)).map((w) => w.ip)), source);
   }
 
   /** Whether any organization whitelisted this address (a trunk of someone's, not a stranger). */
@@ -170,8 +159,7 @@ export class InboundCalls {
       endpoint.respond(req, ctx, 404, 'Not Found');
       return;
     }
-    const list = orgId === undefined ? undefined : whitelistMatcher((await sipRepo.whitelist(this.deps.database.db, orgId)).map((w) => w.ip));
-    if (!list || !whitelisted(list, source)) {
+    if (orgId === undefined || !await this.#whitelistHolds(orgId, source)) {
       const captured = orgId !== undefined && this.captures.mayCaptureRefusal(orgId);
       if (captured) this.captures.track(callId, orgId);
       this.deps.log?.info({ source, callId, org: orgId }, 'inbound SIP INVITE refused: source not whitelisted');
@@ -189,206 +177,58 @@ export class InboundCalls {
       return;
     }
     this.captures.track(callId, orgId!);
-    if (toTag(req) !== undefined) {
-      // A re-INVITE for a dialog we do not have (ours are claimed by Call-ID): RFC 3261 §12.2.2.
-      endpoint.respond(req, ctx, 481, 'Call/Transaction Does Not Exist');
-      this.captures.untrack(callId);
-      return;
-    }
-    await this.#answer(endpoint, req, ctx, callId, orgId!);
+    await this.#answer(endpoint, req, ctx, orgId!);
   }
 
   /**
-   * Answers a whitelisted INVITE with the agent it is addressed to: 100 Trying, the agent's
-   * greeting synthesized, an RTP port of the pool opened with the codec chosen from the offer (or
-   * offered in our 200 when the INVITE had no SDP, the answer then coming in the ACK), 200 OK, and
-   * the agent's voice session over the call until either side hangs up, the media dies or
-   * callMaxSeconds pass. No codec in common: 488. No agent: 480. No port free: 503.
+   * An admitted INVITE, answered by the agent it is addressed to: the engine reads the offer, the
+   * agent is prepared (its greeting synthesized; refused by its number or CNAM rule; 480 when the
+   * organization has none), it rings for preAnswerRingTime, the engine answers, and the agent's
+   * session runs over the call until either side hangs up, the media dies or callMaxSeconds pass.
+   * Without a voice runtime the call is answered and held silent.
    */
-  async #answer(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, callId: string, orgId: number): Promise<void> {
-    endpoint.respond(req, ctx, 100, 'Trying');
-    const offer = req.body.length > 0 ? parseSdp(req.body.toString('utf8')) : null;
-    const negotiated = offer ? negotiateAudio(offer) : null;
-    if (offer && !negotiated) {
-      this.#refuse(endpoint, req, ctx, callId, 488, 'Not Acceptable Here', 'no audio codec in common (we take PCMU and PCMA)');
-      return;
-    }
-    const { callee, caller, callerName } = parties(req);
-    let agent: PreparedVoiceCall | null = null;
-    if (this.deps.voice) {
-      // #onInvite answers only sources on the organization's whitelist: its trunk vouches for the caller ID.
-      const prepared = await this.deps.voice.inbound({ orgId, callee, caller, callerName, callerVerified: true }).catch((err: Error) => {
-        this.deps.log?.warn({ callId, err: err.message }, 'inbound SIP call: the agent could not be prepared');
-        return null;
-      });
-      if (prepared && 'refuse' in prepared) {
-        // A number the organization does not hold (404, like one nobody has), or the agent's CNAM rule.
-        this.#refuse(endpoint, req, ctx, callId, prepared.refuse.status, prepared.refuse.reason, prepared.refuse.why);
-        return;
-      }
-      agent = prepared;
-      if (agent?.ringMs) {
-        // preAnswerRingTime: the caller hears it ring before we answer.
-        endpoint.respond(req, ctx, 180, 'Ringing');
-        const cancelled = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), agent!.ringMs);
-          timer.unref();
-          this.#ringing.set(callId, () => { clearTimeout(timer); resolve(true); });
-        });
-        this.#ringing.delete(callId);
-        if (cancelled) {
-          this.deps.log?.info({ callId }, 'inbound SIP call cancelled by the caller while it rang (preAnswerRingTime)');
-          this.captures.untrack(callId);
-          return;
-        }
-      }
-      if (!agent) {
-        this.#refuse(endpoint, req, ctx, callId, 480, 'Temporarily Unavailable', 'the organization has no agent to answer');
-        return;
-      }
-    }
-    let rtp: RtpSession;
-    try {
-      rtp = await RtpSession.open({
-        host: endpoint.host, pool: this.worker.ports, mediaTimeoutMs: this.deps.mediaTimeoutMs,
-        ...(negotiated ? rtpParams(negotiated) : { codec: OFFER_CODECS[0]!, telephoneEvent: OFFER_CODECS[2]!.pt }),
-      });
-    } catch (err) {
-      this.#refuse(endpoint, req, ctx, callId, 503, 'Service Unavailable', `no RTP port: ${(err as Error).message}`);
-      return;
-    }
-    const adv = endpoint.advertised;
-    const sdp = negotiated ? buildAnswer(negotiated, { address: adv.host, port: rtp.port }) : buildOffer({ address: adv.host, port: rtp.port });
-
-    const tag = newTag();
-    // Our To tag is fixed here, so what we send in the dialog later carries the same one.
-    const answered: SipRequest = { ...req, headers: req.headers.clone().set('To', `${req.headers.get('to')};tag=${tag}`) };
-    const remoteTarget = (() => {
-      try { return parseNameAddr(req.headers.get('contact') ?? '').uri; } catch { return undefined; }
-    })();
-    const dialog = remoteTarget ? new SipDialog(endpoint, {
-      callId, local: answered.headers.get('to')!, remote: req.headers.get('from')!, target: remoteTarget,
-      routes: req.headers.getAll('record-route'), dest: { transport: ctx.remote.transport, host: ctx.remote.address, port: ctx.remote.port },
-      cseq: 0,
-    }) : undefined;
-    let ended = false;
-    let release = () => {};
-    let transport: RtpTransport | undefined;
-    let bridged = false;
-    let callEnded!: () => void;
-    const callerEnded = new Promise<void>((r) => { callEnded = r; });
-    const call: InboundCall = {
-      end: async (by) => {
-        if (ended) return;
-        ended = true;
-        callEnded();
-        clearTimeout(timer);
-        this.#calls.delete(call);
-        if (by === 'local') await dialog?.bye();
-        release();
-        this.captures.untrack(callId);
-        if (transport) transport.end(by === 'local' ? 'ended by us' : 'hung up');
-        else await rtp.close();
-      },
-    };
-    this.#calls.add(call);
-    release = endpoint.onDialog(callId, (r, c) => {
-      if (r.method === 'ACK') {
-        // A late offer's answer (RFC 3264 §4: the INVITE had no SDP, ours went in the 200).
-        const answer = !negotiated && r.body.length > 0 ? parseSdp(r.body.toString('utf8')) : null;
-        const n = answer ? negotiateAudio(answer) : null;
-        if (n) rtp.negotiated(rtpParams(n));
-        return;
-      }
-      if (r.method === 'BYE') {
-        endpoint.respond(r, c, 200, 'OK');
-        void call.end('remote');
-        return;
-      }
-      if (r.method === 'INVITE') {
-        // A re-INVITE (session refresh, hold, a move of the media): same codec, possibly a new address.
-        const moved = r.body.length > 0 ? parseSdp(r.body.toString('utf8')) : null;
-        const n = moved ? negotiateAudio(moved) : null;
-        if (n) rtp.setRemote(rtpParams(n).remote);
-        endpoint.respond(r, c, 200, 'OK', { Contact: endpoint.contactFor(undefined, c.remote.transport), 'Content-Type': 'application/sdp' }, sdp);
-        return;
-      }
-      endpoint.respond(r, c, 200, 'OK');
-      if (r.method === 'NOTIFY') dialog?.onNotify(r);
-    });
-    // Set before anything can end the call: a BYE and stop() only reach it later.
-    const timer = setTimeout(() => void call.end('local'), this.deps.config.callMaxSeconds * 1000);
-    timer.unref();
-    endpoint.respond(answered, ctx, 200, 'OK', { Contact: endpoint.contactFor(undefined, ctx.remote.transport), 'Content-Type': 'application/sdp' }, sdp);
+  async #answer(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, orgId: number): Promise<void> {
+    const callId = req.headers.get('call-id')!;
+    const incoming = this.#answering.receive(endpoint, req, ctx);
+    if (!(incoming instanceof IncomingCall)) return this.#refused(ctx, callId, incoming);
+    const agent = this.deps.voice ? await this.#agent(orgId, req, callId) : undefined;
+    // A number the organization does not hold (404, like one nobody has), or the agent's CNAM rule.
+    if (agent && 'refuse' in agent) return this.#refused(ctx, callId, incoming.refuse(agent.refuse));
+    if (agent?.ringMs) await incoming.ring(agent.ringMs);
+    if (agent === null) return this.#refused(ctx, callId, incoming.refuse({ status: 480, reason: 'Temporarily Unavailable', why: 'the organization has no agent to answer' }));
+    const call = await incoming.answer({ ports: this.worker.ports, mediaTimeoutMs: this.deps.mediaTimeoutMs, maxDurationMs: this.deps.config.callMaxSeconds * 1000 });
+    if ('why' in call) return this.#refused(ctx, callId, call);
     this.deps.log?.info({ source: ctx.remote.address, callId, agent: Boolean(agent) }, 'inbound SIP call answered');
-    if (agent) {
-      const pbx = `${formatHost(ctx.remote.address)}:${ctx.remote.port}`;
-      transport = new RtpTransport(rtp, {
-        transfer: async (destination, opts) => {
-          const plan = opts.announce ? await sipCallPlan(this.deps.database.db, this.deps.box, orgId) : null;
-          if (opts.announce && plan) {
-            // Attended: we call the destination over the organization's route and join the calls here.
-            const r = await attendedTransfer({
-              endpoint, ports: this.worker.ports, plan, ringTimeoutMs: this.deps.config.sipRingSeconds * 1000,
-              maxDurationMs: this.deps.config.callMaxSeconds * 1000, caller: rtp, hangupCaller: () => void call.end('local'), callerEnded,
-              destination, announce: opts.announce, track: (id, org) => this.captures.track(id, org), untrack: (id) => this.captures.untrack(id),
-            });
-            if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason}`);
-            bridged = true;
-            return 'bridged';
-          }
-          // Blind (or attended without a route to call the destination on): REFER.
-          if (!dialog) throw new Error('the caller gave no Contact to transfer');
-          const r = await dialog.refer(referTarget(destination, pbx), answered.headers.get('to') ? parseNameAddr(answered.headers.get('to')!).uri : `sip:${adv.host}`);
-          if (!r.ok) throw new Error(`the transfer to ${destination} failed: ${r.reason || r.status}`);
-          void call.end('local');
-          return undefined;
-        },
-        hangup: () => call.end('local'),
-      });
-      // The agent's session is over: so is the call, unless it was joined to a transfer's destination.
-      transport.on('ended', () => { if (!bridged) void call.end('local'); });
-      call.session = agent.start(transport, { callId }).done;
-    }
+    const transport = agent && sipCallTransport({
+      endpoint, ports: this.worker.ports, rtp: call.rtp, call, peer: call.peer, callerEnded: call.ended, endsCall: true,
+      // An attended transfer calls the destination over the organization's outbound route, if it has one.
+      plan: () => sipCallPlan(this.deps.database.db, this.deps.box, orgId),
+      ringTimeoutMs: this.deps.config.sipRingSeconds * 1000, maxDurationMs: this.deps.config.callMaxSeconds * 1000,
+      track: (id, org) => this.captures.track(id, org), untrack: (id) => this.captures.untrack(id),
+    });
+    void call.ended.then((by) => {
+      this.captures.untrack(callId);
+      if (transport) transport.end(by === 'local' ? 'ended by us' : 'hung up');
+      else void call.rtp.close();
+    });
+    if (!agent || !transport) return;
+    const session = agent.start(transport, { callId }).done;
+    this.#sessions.add(session);
+    void call.ended.then(() => this.#sessions.delete(session));
   }
 
-  /** Refuses an admitted INVITE we cannot serve, with why in the log. */
-  #refuse(endpoint: SipEndpoint, req: SipRequest, ctx: RequestContext, callId: string, status: number, reason: string, why: string): void {
-    this.deps.log?.info({ source: ctx.remote.address, callId, status }, `inbound SIP INVITE refused: ${why}`);
-    endpoint.respond(req, ctx, status, reason);
+  /** The agent an admitted INVITE is addressed to (voice.inbound), or a refusal; null when there is none or it could not be prepared. */
+  async #agent(orgId: number, req: SipRequest, callId: string): Promise<PreparedVoiceCall | InboundRefusal | null> {
+    // #onInvite answers only sources on the organization's whitelist: its trunk vouches for the caller ID.
+    return this.deps.voice!.inbound({ orgId, ...inviteParties(req), callerVerified: true }).catch((err: Error) => {
+      this.deps.log?.warn({ callId, err: err.message }, 'inbound SIP call: the agent could not be prepared');
+      return null;
+    });
+  }
+
+  /** An admitted INVITE refused (the response sent), with why in the log. */
+  #refused(ctx: RequestContext, callId: string, r: { status: number; why: string }): void {
+    this.deps.log?.info({ source: ctx.remote.address, callId, status: r.status }, `inbound SIP INVITE refused: ${r.why}`);
     this.captures.untrack(callId);
   }
-}
-
-/**
- * Whether `source` is the registration's registrar (where its REGISTERs go: `proxy`, else the AOR's
- * host), by address: a name is resolved (all its addresses; one that does not resolve in 2 s is no
- * match). IPv4-mapped IPv6 sources are read as IPv4.
- */
-async function comesFromRegistrar(row: Pick<SipRegistrationRow, 'aor' | 'proxy' | 'port' | 'transport'>, source: string): Promise<boolean> {
-  let host: string;
-  try { host = registrarOf(row).host; } catch { return false; }
-  const src = source.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '').toLowerCase();
-  if (net.isIP(host)) return host.toLowerCase() === src;
-  const timeout = new Promise<[]>((resolve) => setTimeout(() => resolve([]), 2000).unref());
-  const addresses = await Promise.race([lookup(host, { all: true }).catch(() => []), timeout]);
-  return addresses.some((a) => a.address.toLowerCase() === src);
-}
-
-/** Who a call is for and from: the Request-URI's user (else To's, else a tel: number), and From. */
-function parties(req: SipRequest): { callee: string; caller: string; callerName?: string } {
-  let callee = '';
-  try { callee = /^tel:/i.test(req.uri) ? req.uri.slice(4) : parseUri(req.uri).user ?? ''; } catch { /* not a SIP URI */ }
-  if (!callee) {
-    try { callee = parseUri(parseNameAddr(req.headers.get('to') ?? '').uri).user ?? ''; } catch { /* no user */ }
-  }
-  let caller = 'unknown';
-  let callerName: string | undefined;
-  try {
-    const from = parseNameAddr(req.headers.get('from') ?? '');
-    callerName = from.display?.slice(0, 100);
-    const u = parseUri(from.uri);
-    caller = u.user ? (/^\+?\d{6,15}$/.test(u.user) ? u.user : `${u.user}@${u.host}`) : from.uri;
-  } catch { /* keep unknown */ }
-  return { callee: callee.slice(0, 64), caller: caller.slice(0, 200), ...(callerName ? { callerName } : {}) };
 }

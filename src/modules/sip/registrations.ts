@@ -5,6 +5,8 @@
 // it keeps a Registration (and, with `subscribe`, a PresenceSubscription) running and writes what
 // they learn to the row, with the registration events that follow (events.ts). A clean stop gives
 // the leases back.
+import { lookup } from 'node:dns/promises';
+import net from 'node:net';
 import type { SipRegistrationRow } from '../../db/types.ts';
 import { toUnixSeconds, within } from '../../lib/time.ts';
 import { newRegisterSession, registerOnce, Registration, type RegisterResult, type RegistrationConfig, type RegistrationStatus } from '../../sip/register.ts';
@@ -72,6 +74,21 @@ export function registrarOf(row: Pick<SipRegistrationRow, 'aor' | 'proxy' | 'por
     return { transport: row.transport, host: p.value.host, port: p.value.port ?? row.port ?? defaultPort(row.transport) };
   }
   return { transport: row.transport, host: aor.value.host, port: row.port ?? aor.value.port ?? defaultPort(row.transport) };
+}
+
+/**
+ * Whether `source` is the registration's registrar (where its REGISTERs go: `proxy`, else the AOR's
+ * host), by address: a name is resolved (all its addresses; one that does not resolve in 2 s is no
+ * match). IPv4-mapped IPv6 sources are read as IPv4.
+ */
+export async function comesFromRegistrar(row: Pick<SipRegistrationRow, 'aor' | 'proxy' | 'port' | 'transport'>, source: string): Promise<boolean> {
+  let host: string;
+  try { host = registrarOf(row).host; } catch { return false; }
+  const src = source.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '').toLowerCase();
+  if (net.isIP(host)) return host.toLowerCase() === src;
+  const timeout = new Promise<[]>((resolve) => setTimeout(() => resolve([]), 2000).unref());
+  const addresses = await Promise.race([lookup(host, { all: true }).catch(() => []), timeout]);
+  return addresses.some((a) => a.address.toLowerCase() === src);
 }
 
 export class RegistrationOwner {

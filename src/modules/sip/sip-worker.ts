@@ -5,7 +5,7 @@
 //                     taken over once its lease expires), kept registered, their status written
 //   events.ts         the registration events those status changes record and queue as webhooks
 //   inbound.ts        the inbound request policy (OPTIONS answered, INVITEs only from whitelisted
-//                     addresses, answered and held)
+//                     addresses, answered by the SIP engine, src/sip/answer.ts, with the agent)
 //   captures.ts       the capture of every SIP message of our calls and registrations for
 //                     GET /api/v2/sip/captures
 // This file starts and stops them together and is what the platform, the SIP carrier and the
