@@ -86,8 +86,7 @@ export async function comesFromRegistrar(row: Pick<SipRegistrationRow, 'aor' | '
   try { host = registrarOf(row).host; } catch { return false; }
   const src = source.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '').toLowerCase();
   if (net.isIP(host)) return host.toLowerCase() === src;
-  const timeout = new Promise<[]>((resolve) => setTimeout(() => resolve([]), 2000).unref());
-  const addresses = await Promise.race([lookup(host, { all: true }).catch(() => []), timeout]);
+  const addresses = await within(lookup(host, { all: true }).catch(() => []), 2000, () => []);
   return addresses.some((a) => a.address.toLowerCase() === src);
 }
 
