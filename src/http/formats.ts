@@ -13,12 +13,24 @@ interface Format {
   refusal(value: string): string;
 }
 
+/**
+ * Time zones looked up, by the spelling given: building an Intl.DateTimeFormat takes some 40 µs,
+ * and an agent's settings are checked on every write and read for every conversation (the format's
+ * test, then the spelling). Bounded: emptied when full.
+ */
+const zones = new Map<string, string | undefined>();
+
 function timeZoneOf(value: string): string | undefined {
+  if (zones.has(value)) return zones.get(value);
+  let zone: string | undefined;
   try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone;
+    zone = new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone;
   } catch {
-    return undefined;
+    zone = undefined;
   }
+  if (zones.size >= 1000) zones.clear();
+  zones.set(value, zone);
+  return zone;
 }
 
 function languageTagOf(value: string): string | undefined {
