@@ -2115,12 +2115,18 @@ export interface components {
             actions: string[];
             /** @description Instructions for the agent */
             agentInstructions: string;
-            /** @description BCP-47 language tag, or multi */
+            /**
+             * Format: bcp47-or-multi
+             * @description BCP-47 language tag, or multi
+             */
             agentLang: string;
             /** @description LLM model: a model id GET /api/v2/models/supported lists for the organization */
             agentModel: string;
-            /** @description Speech-to-speech engine: openai, gemini, or null */
-            agentS2SEngine: string | null;
+            /**
+             * @description Speech-to-speech engine: openai, gemini, or null
+             * @enum {string|null}
+             */
+            agentS2SEngine: "openai" | "gemini" | null;
             /**
              * @description Speech-to-text engine
              * @enum {string}
@@ -2128,8 +2134,11 @@ export interface components {
             agentSttEngine: "google" | "deepgram" | "deepgramflux" | "openai";
             /** @description Smart formatting of transcriptions */
             agentSttSmartFormatting: boolean;
-            /** @description Reasoning budget: low, or null for none */
-            agentThinking: string | null;
+            /**
+             * @description Reasoning budget: low, or null for none
+             * @enum {string|null}
+             */
+            agentThinking: "low" | null;
             /** @description Model for pauseAndThink reasoning: a model id GET /api/v2/models/supported lists for the organization */
             agentThinkingModel: string;
             /**
@@ -2157,7 +2166,10 @@ export interface components {
                 instructions: string;
                 version: string;
             }[];
-            /** @description null (Yes), any, or a regex */
+            /**
+             * Format: safe-regex
+             * @description null (Yes), any, or a regex
+             */
             attendedTransferBridgeTrigger: string | null;
             /** @description Agent stays on the line during transfer attempts */
             attendedTransfers: boolean;
@@ -2168,12 +2180,13 @@ export interface components {
             autoRecordingNotification: "true" | "false" | "always";
             /** @description Background audio: an http(s) URL or {url, loop, gain (dB), startAfterGreeting, track}; null for none */
             backgroundAudio: string | (never | null) | {
-                /** @description dB, -40 to 20 */
+                /** @description dB */
                 gain?: number;
                 loop?: boolean;
                 startAfterGreeting?: boolean;
                 /** @enum {string} */
                 track?: "bg" | "fx";
+                /** Format: http-url */
                 url: string;
             };
             /** @description Seconds of caller silence before "are you still there?" */
@@ -2182,11 +2195,20 @@ export interface components {
             callerResponseTimeoutHangupCounter: number;
             /** @description SIP code of such a rejection */
             cnamAutoRejectCode: number;
-            /** @description Regex on the inbound CNAM that rejects the call */
+            /**
+             * Format: safe-regex
+             * @description Regex on the inbound CNAM that rejects the call
+             */
             cnamAutoRejectRegex: string | null;
-            /** @description E.164 number, ext:NNN or pbx:NNN */
+            /**
+             * Format: transfer-destination
+             * @description E.164 number, ext:NNN or pbx:NNN
+             */
             cnamAutoTransferDestination: string | null;
-            /** @description Regex on the inbound CNAM that transfers the call */
+            /**
+             * Format: safe-regex
+             * @description Regex on the inbound CNAM that transfers the call
+             */
             cnamAutoTransferRegex: string | null;
             /** @description Callee presses 1 to accept a transfer */
             confirmTransfers: boolean;
@@ -2206,7 +2228,10 @@ export interface components {
             noContactInjection: boolean;
             /** @description Leave the caller's call history out of the context */
             noConvoHistory: boolean;
-            /** @description DTMF sent on answer: 0-9 * # A-D, w or , for a pause */
+            /**
+             * Format: dtmf
+             * @description DTMF sent on answer: 0-9 * # A-D, w or , for a pause
+             */
             postAnswerDtmf: string;
             /** @description The analysis after each conversation: true (default: every one), false (none), or the share of conversations analysed in percent, 0–100, chosen by the conversation id (extension; docs/agents.md) */
             postCallAnalysis?: boolean | number;
@@ -2228,7 +2253,10 @@ export interface components {
             speechProcessingDelayInterruptionStep: number;
             /** @description Interruptions that raise the delay, at most */
             speechProcessingDelayMaxMultiplier: number;
-            /** @description IANA time zone the agent operates in */
+            /**
+             * Format: iana-timezone
+             * @description IANA time zone the agent operates in
+             */
             timezone: string;
             /** @description Title for the agent */
             title: string;
@@ -2236,6 +2264,7 @@ export interface components {
             transferConfirmTimeout: number;
             /** @description Where the transfer action may send a call (extension): E.164 numbers or ext:/pbx: extensions */
             transferDestinations: {
+                /** Format: transfer-destination */
                 destination: string;
                 name: string;
             }[];
@@ -2261,13 +2290,16 @@ export interface components {
                 parameters?: {
                     [key: string]: {
                         description?: string;
+                        /** @description For a string parameter: the values it may take */
                         enum?: string[];
                         required?: boolean;
                         /** @enum {string} */
                         type: "string" | "number" | "integer" | "boolean";
                     };
                 };
+                /** @description At most 30 for a sync action */
                 timeoutSeconds?: number;
+                /** Format: http-url */
                 url: string;
             }[];
             /** @description What the agent says first on a call */
@@ -2768,12 +2800,18 @@ export interface operations {
                     actions?: string[];
                     /** @description Instructions for the agent */
                     agentInstructions?: string;
-                    /** @description BCP-47 language tag, or multi */
+                    /**
+                     * Format: bcp47-or-multi
+                     * @description BCP-47 language tag, or multi
+                     */
                     agentLang?: string;
                     /** @description LLM model: a model id GET /api/v2/models/supported lists for the organization */
                     agentModel?: string;
-                    /** @description Speech-to-speech engine: openai, gemini, or null */
-                    agentS2SEngine?: string | null;
+                    /**
+                     * @description Speech-to-speech engine: openai, gemini, or null
+                     * @enum {string|null}
+                     */
+                    agentS2SEngine?: "openai" | "gemini" | null;
                     /**
                      * @description Speech-to-text engine
                      * @enum {string}
@@ -2781,8 +2819,11 @@ export interface operations {
                     agentSttEngine?: "google" | "deepgram" | "deepgramflux" | "openai";
                     /** @description Smart formatting of transcriptions */
                     agentSttSmartFormatting?: boolean;
-                    /** @description Reasoning budget: low, or null for none */
-                    agentThinking?: string | null;
+                    /**
+                     * @description Reasoning budget: low, or null for none
+                     * @enum {string|null}
+                     */
+                    agentThinking?: "low" | null;
                     /** @description Model for pauseAndThink reasoning: a model id GET /api/v2/models/supported lists for the organization */
                     agentThinkingModel?: string;
                     /**
@@ -2810,7 +2851,10 @@ export interface operations {
                         instructions: string;
                         version: string;
                     }[];
-                    /** @description null (Yes), any, or a regex */
+                    /**
+                     * Format: safe-regex
+                     * @description null (Yes), any, or a regex
+                     */
                     attendedTransferBridgeTrigger?: string | null;
                     /** @description Agent stays on the line during transfer attempts */
                     attendedTransfers?: boolean;
@@ -2821,12 +2865,13 @@ export interface operations {
                     autoRecordingNotification?: "true" | "false" | "always";
                     /** @description Background audio: an http(s) URL or {url, loop, gain (dB), startAfterGreeting, track}; null for none */
                     backgroundAudio?: string | (never | null) | {
-                        /** @description dB, -40 to 20 */
+                        /** @description dB */
                         gain?: number;
                         loop?: boolean;
                         startAfterGreeting?: boolean;
                         /** @enum {string} */
                         track?: "bg" | "fx";
+                        /** Format: http-url */
                         url: string;
                     };
                     /** @description Seconds of caller silence before "are you still there?" */
@@ -2835,11 +2880,20 @@ export interface operations {
                     callerResponseTimeoutHangupCounter?: number;
                     /** @description SIP code of such a rejection */
                     cnamAutoRejectCode?: number;
-                    /** @description Regex on the inbound CNAM that rejects the call */
+                    /**
+                     * Format: safe-regex
+                     * @description Regex on the inbound CNAM that rejects the call
+                     */
                     cnamAutoRejectRegex?: string | null;
-                    /** @description E.164 number, ext:NNN or pbx:NNN */
+                    /**
+                     * Format: transfer-destination
+                     * @description E.164 number, ext:NNN or pbx:NNN
+                     */
                     cnamAutoTransferDestination?: string | null;
-                    /** @description Regex on the inbound CNAM that transfers the call */
+                    /**
+                     * Format: safe-regex
+                     * @description Regex on the inbound CNAM that transfers the call
+                     */
                     cnamAutoTransferRegex?: string | null;
                     /** @description Callee presses 1 to accept a transfer */
                     confirmTransfers?: boolean;
@@ -2859,7 +2913,10 @@ export interface operations {
                     noContactInjection?: boolean;
                     /** @description Leave the caller's call history out of the context */
                     noConvoHistory?: boolean;
-                    /** @description DTMF sent on answer: 0-9 * # A-D, w or , for a pause */
+                    /**
+                     * Format: dtmf
+                     * @description DTMF sent on answer: 0-9 * # A-D, w or , for a pause
+                     */
                     postAnswerDtmf?: string;
                     /** @description The analysis after each conversation: true (default: every one), false (none), or the share of conversations analysed in percent, 0–100, chosen by the conversation id (extension; docs/agents.md) */
                     postCallAnalysis?: boolean | number;
@@ -2881,7 +2938,10 @@ export interface operations {
                     speechProcessingDelayInterruptionStep?: number;
                     /** @description Interruptions that raise the delay, at most */
                     speechProcessingDelayMaxMultiplier?: number;
-                    /** @description IANA time zone the agent operates in */
+                    /**
+                     * Format: iana-timezone
+                     * @description IANA time zone the agent operates in
+                     */
                     timezone?: string;
                     /** @description Title for the agent */
                     title?: string;
@@ -2889,6 +2949,7 @@ export interface operations {
                     transferConfirmTimeout?: number;
                     /** @description Where the transfer action may send a call (extension): E.164 numbers or ext:/pbx: extensions */
                     transferDestinations?: {
+                        /** Format: transfer-destination */
                         destination: string;
                         name: string;
                     }[];
@@ -2914,13 +2975,16 @@ export interface operations {
                         parameters?: {
                             [key: string]: {
                                 description?: string;
+                                /** @description For a string parameter: the values it may take */
                                 enum?: string[];
                                 required?: boolean;
                                 /** @enum {string} */
                                 type: "string" | "number" | "integer" | "boolean";
                             };
                         };
+                        /** @description At most 30 for a sync action */
                         timeoutSeconds?: number;
+                        /** Format: http-url */
                         url: string;
                     }[];
                     /** @description What the agent says first on a call */

@@ -19,6 +19,7 @@ import { HttpError, Invalid, TooManyRequests } from './http/errors.ts';
 import { clientErrorReply, frameworkErrorReply, MAX_PARAM_LENGTH } from './http/error-replies.ts';
 import { ErrorBody } from './http/schemas.ts';
 import { describeValidationError, findNonFiniteNumber, findNulCharacter, findTooDeep, tooDeepMessage } from './http/validation.ts';
+import { ajvFormats } from './http/formats.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { opsRoutes } from './modules/ops/routes.ts';
 import { accountRoutes } from './modules/ladder/routes.ts';
@@ -114,7 +115,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
-    ajv: { customOptions: { allErrors: false } },
+    // Our string formats (src/http/formats.ts), so a route whose schema names one compiles; the
+    // serializers' Ajv (which picks an anyOf's form) knows them too, instead of warning each time.
+    ajv: { customOptions: { allErrors: false, formats: ajvFormats } },
+    serializerOpts: { ajv: { formats: ajvFormats } },
     // Each route's validators and serializers are compiled when the route is first called (src/http/lazy-schemas.ts).
     schemaController: { compilersFactory: (deps.schemas ?? lazySchemas()).compilersFactory },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },

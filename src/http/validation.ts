@@ -2,10 +2,14 @@
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import { MAX_JSON_DEPTH, tooDeep } from '../lib/json.ts';
 
+/** `name` and a JSON pointer under it, as messages name fields: `appendPath('apps', '/0/appId')` is `apps[0].appId`. */
+export function appendPath(name: string, pointer: string): string {
+  const parts = pointer.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), name);
+}
+
 function fieldName(instancePath: string, context: string): string {
-  const parts = instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (parts.length === 0) return context === 'body' ? 'body' : context;
-  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+  return appendPath('', instancePath) || context;
 }
 
 const article = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);

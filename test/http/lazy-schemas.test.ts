@@ -73,5 +73,30 @@ for (const engine of ENGINES) {
       assert.equal(res.body.success, false);
       assert.match(res.body.message, /type/);
     });
+
+    it('our string formats (src/http/formats.ts) are known to the validators\' and the serializers\' Ajv: an agent using them is saved and answered without a warning', async () => {
+      const warnings: unknown[][] = [];
+      const warn = console.warn;
+      console.warn = (...args: unknown[]) => { warnings.push(args); };
+      try {
+        const o = await h!.organization((await h!.reseller()).id);
+        const token = await h!.tokenFor(o.agentId);
+        const body = {
+          links: ['https://a.example/faq'], timezone: 'Europe/Paris', agentLang: 'fr-FR', postAnswerDtmf: '1w#',
+          backgroundAudio: { url: 'https://a.example/x.mp3', gain: -10 }, cnamAutoRejectRegex: '^SPAM', cnamAutoTransferDestination: 'pbx:200',
+          transferDestinations: [{ name: 'desk', destination: '+15551234567' }],
+        };
+        const saved = await h!.call('POST', '/api/v2/agent', { token, body });
+        assert.equal(saved.status, 200, JSON.stringify(saved.body));
+        const staging = await h!.call('GET', '/api/v2/agentEventRules/staging', { token });
+        assert.equal(staging.status, 200, JSON.stringify(staging.body));
+        for (const [k, v] of Object.entries(body)) assert.deepEqual(staging.body.agent[k], v, k);
+        const refused = await h!.call('POST', '/api/v2/agent', { token, body: { backgroundAudio: 'ftp://a.example/x.mp3' } });
+        assert.equal(refused.body.message, 'backgroundAudio must be an http(s) URL');
+      } finally {
+        console.warn = warn;
+      }
+      assert.deepEqual(warnings, []);
+    });
   });
 }

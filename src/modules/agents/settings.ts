@@ -1,11 +1,11 @@
 // An agent's configuration as everything that runs it reads it: every field present, typed, and
 // with its default, resolved once from what is stored. A stored configuration may predate a field
 // or its range (a snapshot restored from long ago), so each field is taken as the field table
-// checks it (validation.ts), an integer outside its range is clamped into it, and anything else
-// the table refuses reads as the field's default. Readers (prompts, tools, analysis, every voice
+// checks it (validation.ts, checkField), an integer outside its range is clamped into it, and
+// anything else the table refuses reads as the field's default. Readers (prompts, tools, analysis, every voice
 // path) take these settings and never re-read the stored JSON themselves.
 import { Invalid } from '../../http/errors.ts';
-import { defaultConfig, FIELDS, type AgentConfig, type AgentField, type AgentFields } from './validation.ts';
+import { checkField, defaultConfig, FIELDS, type AgentConfig, type AgentField, type AgentFields } from './validation.ts';
 
 /** One extraction field of the analysis, as the field table normalises it. */
 export interface AnalysisFieldSpec { type: 'string' | 'number' | 'boolean' | 'enum'; description?: string; values?: string[] }
@@ -39,13 +39,13 @@ const resolved = new WeakSet<object>();
 
 function field(key: AgentField, value: unknown): unknown {
   if (value === undefined) return DEFAULTS[key];
-  const f = FIELDS[key] as { check: (v: unknown, name: string) => unknown; nullable?: boolean; schema: { type?: string; minimum?: number; maximum?: number } };
+  const f = FIELDS[key] as { nullable?: boolean; schema: { type?: string; minimum?: number; maximum?: number } };
   if (value === null) return f.nullable ? null : DEFAULTS[key];
   if (f.schema.type === 'integer' && typeof value === 'number' && Number.isInteger(value)) {
     return Math.min(Math.max(value, f.schema.minimum ?? -Infinity), f.schema.maximum ?? Infinity);
   }
   try {
-    return f.check(value, key);
+    return checkField(key, value);
   } catch (err) {
     if (err instanceof Invalid) return DEFAULTS[key];
     throw err;
