@@ -221,7 +221,7 @@ if (results.length > 1) {
   console.log(`\nTime per file, slowest first (${results.length} files, ${(sum / 1000).toFixed(0)} s summed, ${(totalMs / 1000).toFixed(0)} s wall; `
     + `lanes: cpu ×${concurrency.cpu}, wall ×${concurrency.wall}):`);
   for (const r of sorted) {
-    const linger = r.lingerMs > 2000 ? `  (alive ${(r.lingerMs / 1000).toFixed(1)} s after its last test)` : '';
+    const linger = r.lingerMs > 1000 ? `  (alive ${(r.lingerMs / 1000).toFixed(1)} s after its last test)` : '';
     console.log(`${(r.ms / 1000).toFixed(1).padStart(7)} s  ${r.lane.padEnd(4)}  ${r.rel}${linger}`);
   }
 } else if (results.length === 1) {
