@@ -207,6 +207,7 @@ export class IncomingCall {
       over = true;
       clearTimeout(timer);
       endedBy(by);
+      dialog?.close(by === 'local' ? 'the call was ended by us' : 'the caller hung up');
       if (by === 'local') await dialog?.bye();
       release();
     };

@@ -335,6 +335,7 @@ export async function placeSipCall(endpoint: SipEndpoint, o: PlaceCallOptions): 
         });
       } catch { /* the media owner's failure is not the call's */ }
     });
+    held.close(endedBy === 'local' ? 'the call was ended by us' : 'the far end hung up');
     if (endedBy === 'local' && !remoteByeSeen) await held.bye();
     progress('ended');
     return result({

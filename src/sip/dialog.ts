@@ -45,6 +45,8 @@ const SIPFRAG = /^SIP\/2\.0\s+(\d{3})\s*(.*)$/m;
 
 export class SipDialog {
   #waiting: ((o: TransferOutcome) => void) | undefined;
+  /** Why the call ended, once it has: a transfer still waiting (or asked for later) fails with it. */
+  #closed: string | undefined;
 
   constructor(private readonly endpoint: SipEndpoint, readonly state: DialogState, private readonly auth: AuthFor = () => []) {}
 
@@ -89,6 +91,7 @@ export class SipDialog {
    * ends it with bye(); on failure the call goes on.
    */
   async refer(referTo: string, referredBy: string, timeoutMs = 30_000): Promise<TransferOutcome> {
+    if (this.#closed) return { ok: false, status: 0, reason: this.#closed };
     if (this.#waiting) return { ok: false, status: 0, reason: 'a transfer is already under way' };
     let settle!: (o: TransferOutcome) => void;
     const outcome = new Promise<TransferOutcome>((resolve) => {
@@ -100,15 +103,21 @@ export class SipDialog {
       };
     });
     this.#waiting = settle;
-    let res: SipResponse;
-    try {
-      res = await this.request('REFER', [['Refer-To', `<${referTo}>`], ['Referred-By', `<${referredBy}>`]]);
-    } catch (err) {
-      settle({ ok: false, status: 0, reason: `REFER was not answered: ${(err as Error).message}` });
-      return outcome;
-    }
-    if (res.status >= 300) settle({ ok: false, status: res.status, reason: `REFER refused: ${res.status} ${res.reason}` });
+    // The REFER's own answer is not waited for past the outcome (the call ending settles it).
+    void this.request('REFER', [['Refer-To', `<${referTo}>`], ['Referred-By', `<${referredBy}>`]]).then(
+      (res) => { if (res.status >= 300) settle({ ok: false, status: res.status, reason: `REFER refused: ${res.status} ${res.reason}` }); },
+      (err: Error) => settle({ ok: false, status: 0, reason: `REFER was not answered: ${err.message}` }),
+    );
     return outcome;
+  }
+
+  /**
+   * The call is over (either side's BYE, or ours): a transfer waiting on the far end's NOTIFY
+   * fails at once with `reason` instead of holding its caller until its timeout, and no new one starts.
+   */
+  close(reason = 'the call ended'): void {
+    this.#closed ??= reason;
+    this.#waiting?.({ ok: false, status: 0, reason: this.#closed });
   }
 
   /**
