@@ -52,6 +52,8 @@ interface Scenario {
   differences: string;
   /** The language every path speaks in (and Gather listens in). */
   language?: string;
+  /** The transfer destinations the model is offered on each path (transfer_call's enum), by design different. */
+  offered?: Record<Path, string[]>;
 }
 
 const ES = { agentLang: 'es-US', agentVoice: 'es-US Female' };
@@ -104,6 +106,19 @@ const SCENARIOS: Scenario[] = [
     outcome: 'failed',
     differences: 'none but how the turn comes in',
     language: 'es-US',
+  },
+  {
+    name: 'a transfer is offered only to destinations the path can dial (Twilio dials E.164 numbers only)',
+    config: {
+      welcomeMessage: 'Hi, this is Ana.', callerResponseTimeout: 30, actions: ['hangup', 'transfer'],
+      transferDestinations: [{ name: 'Front desk', destination: 'ext:100' }, { name: 'Sales', destination: '+14155550100' }],
+    },
+    model: [{ text: 'Goodbye!', toolCalls: [{ name: 'end_conversation', arguments: { reason: 'done' } }] }],
+    steps: ['turn'],
+    lines: [['welcome', 'Hi, this is Ana.'], ['reply', 'Goodbye!']],
+    outcome: 'ended_by_agent',
+    differences: 'an extension is offered on SIP only',
+    offered: { gather: ['Sales'], stream: ['Sales'], sip: ['Front desk', 'Sales'] },
   },
   {
     name: 'the agent ends the call after its reply',
@@ -245,7 +260,15 @@ for (const engine of ENGINES) {
     for (const s of SCENARIOS) {
       for (const path of PATHS) {
         it(`${s.name} — on ${path} (differences: ${s.differences})`, async () => {
+          const asked = llm.requests.length;
           const { conversationId, said } = await run(path, s);
+          if (s.offered) {
+            const turns = llm.requests.slice(asked);
+            assert.equal(turns.length, 1, 'one model turn');
+            const transfer = turns[0]!.body.tools?.find((t) => t.function.name === 'transfer_call');
+            const schema = transfer?.function.parameters as { properties: { destination: { enum: string[] } } } | undefined;
+            assert.deepEqual(schema?.properties.destination.enum, s.offered[path], `the destinations offered on ${path}`);
+          }
           const db = h.database.db;
           const lines = (await messageRepo.ofConversation(db, conversationId)).filter((m) => m.direction === 'outbound')
             .map((m) => [m.data ? (JSON.parse(m.data) as { kind: string }).kind : 'reply', m.text]);
