@@ -22,7 +22,7 @@ import { describeValidationError, findNonFiniteNumber, findNulCharacter, findToo
 import { ajvFormats } from './http/formats.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { opsRoutes } from './modules/ops/routes.ts';
-import { accountRoutes } from './modules/ladder/routes.ts';
+import { accountRoutes } from './modules/tenancy/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
 import { agentRoutes, agentUrlRoutes } from './modules/agents/routes.ts';
 import { AgentSettingsSchema } from './modules/agents/validation.ts';

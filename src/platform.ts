@@ -9,7 +9,7 @@ import { createMetrics, type Metrics } from './http/metrics.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import { listenForWakeups, Wakeups } from './queue/waker.ts';
 import { guardedDispatcher, policyFromConfig } from './webhooks/ssrf.ts';
-import { accountService, type AccountService } from './modules/ladder/service.ts';
+import { accountService, type AccountService } from './modules/tenancy/service.ts';
 import { billingService, type BillingService } from './modules/billing/service.ts';
 import { billingSystemService, type BillingSystemService } from './modules/billing/billing-systems.ts';
 import { processorSubscriptions, type ProcessorSubscriptions } from './modules/billing/processor-subscriptions.ts';
