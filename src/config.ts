@@ -216,6 +216,17 @@ export interface SpeechConfig {
    * HTTP and WebSocket APIs (http→ws, https→wss), e.g. a proxy, a regional endpoint or a test double.
    */
   readonly deepgramUrl: string;
+  /**
+   * A Google service account's key file (GOOGLE_APPLICATION_CREDENTIALS, the variable Google's
+   * clients read); Google's engines exist only with one (src/speech/registry.ts).
+   */
+  readonly googleCredentials: string | undefined;
+  /**
+   * Google Speech-to-Text's gRPC endpoint (CALLPLANE_GOOGLE_SPEECH_URL, default
+   * https://speech.googleapis.com): `https://host[:port]` over TLS, `http://host:port` over an
+   * insecure channel (a test double on loopback).
+   */
+  readonly googleSpeechUrl: string;
 }
 
 /** One OpenAI-compatible endpoint the deployment may send chat completions to. */
@@ -301,6 +312,16 @@ function httpBase(name: string, raw: string): string {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must be an http(s) URL (got '${raw}')`);
   return raw.replace(/\/+$/, '');
+}
+
+/** A gRPC endpoint as a URL: http(s)://host[:port] and nothing more (no path, no credentials). */
+function grpcEndpoint(name: string, raw: string): string {
+  const base = httpBase(name, raw);
+  const u = new URL(base);
+  if (u.pathname !== '/' || u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') {
+    throw new ConfigError(`${name} must be http(s)://host[:port], with no path, query or credentials`);
+  }
+  return `${u.protocol}//${u.host}`;
 }
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_.-]{0,39}$/;
@@ -444,6 +465,8 @@ function speechConfig(env: NodeJS.ProcessEnv): SpeechConfig {
     turnLatencyBudgetMs: int(env, 'CALLPLANE_TURN_LATENCY_BUDGET_MS', 1500, 100, 600_000),
     deepgramApiKey: env.CALLPLANE_DEEPGRAM_API_KEY?.trim() || undefined,
     deepgramUrl: env.CALLPLANE_DEEPGRAM_URL?.trim() ? httpBase('CALLPLANE_DEEPGRAM_URL', env.CALLPLANE_DEEPGRAM_URL.trim()) : 'https://api.deepgram.com',
+    googleCredentials: env.GOOGLE_APPLICATION_CREDENTIALS?.trim() ? path.resolve(env.GOOGLE_APPLICATION_CREDENTIALS.trim()) : undefined,
+    googleSpeechUrl: env.CALLPLANE_GOOGLE_SPEECH_URL?.trim() ? grpcEndpoint('CALLPLANE_GOOGLE_SPEECH_URL', env.CALLPLANE_GOOGLE_SPEECH_URL.trim()) : 'https://speech.googleapis.com',
   });
 }
 
