@@ -160,7 +160,7 @@ async function readKeyFile(engine: string, file: string): Promise<ServiceAccount
 interface GoogleConnection {
   client: SpeechClient;
   /** Call options carrying the token (insecure channels only; TLS channels carry it themselves). */
-  callOptions(): Promise<CallOptions>;
+  callOptions: () => Promise<CallOptions>;
 }
 
 /** A client made on first use and kept (a failed attempt is tried again next time). */
@@ -170,7 +170,14 @@ function lazyGoogle(engine: string, o: GoogleSpeechOptions): () => Promise<Googl
     made ??= (async () => {
       const endpoint = googleEndpoint(o.url ?? GOOGLE_SPEECH_URL);
       const [{ speech, gax }, key] = await Promise.all([googleModules(), readKeyFile(engine, o.keyFile)]);
-      const auth = new gax.GoogleAuth({ credentials: key, scopes: [CLOUD_PLATFORM] });
+      // A self-signed JWT from the key (as the client makes for a key file), built here so the
+      // key is the one checked above; nothing is exchanged at a token endpoint.
+      const jwt = new gax.googleAuthLibrary.JWT({
+        email: key.client_email, key: key.private_key, scopes: [CLOUD_PLATFORM],
+        ...(typeof key.private_key_id === 'string' ? { keyId: key.private_key_id } : {}),
+      });
+      jwt.useJWTAccessWithScope = true;
+      const auth = new gax.GoogleAuth({ authClient: jwt, scopes: [CLOUD_PLATFORM] });
       const client = new speech.v1.SpeechClient({
         apiEndpoint: endpoint.host, port: endpoint.port, auth,
         ...(endpoint.insecure ? { sslCreds: gax.grpc.credentials.createInsecure() } : {}),
@@ -224,6 +231,8 @@ function googleError(engine: string, what: string, err: unknown): SpeechError {
 const FINAL_CODES = new Set([INVALID_ARGUMENT, PERMISSION_DENIED, RESOURCE_EXHAUSTED, UNAUTHENTICATED]);
 
 const cut = (text: string) => text.trim().slice(0, MAX_TRANSCRIPT_CHARS);
+/** A confidence as Google means it (a float32 on the wire: 0.93 arrives as 0.9300000071525574). */
+const rounded = (c: number) => Math.round(c * 10_000) / 10_000;
 
 function eventName(v: unknown): string {
   if (typeof v === 'string') return v;
@@ -330,7 +339,7 @@ class GoogleStream implements RecognitionStream {
     stream.on('metadata', () => settle?.());
     stream.on('data', (r: StreamingResponse) => this.response(call, r));
     stream.on('error', (e: unknown) => {
-      if (settle) settle(e ?? new Error('the call failed'));
+      if (settle) settle(e === undefined || e === null ? new Error('the call failed') : e);
       else this.finished(call, e);
     });
     stream.on('end', () => {
@@ -341,7 +350,7 @@ class GoogleStream implements RecognitionStream {
     let timer: Timer | undefined;
     try {
       await new Promise<void>((resolve, reject) => {
-        settle = (err?: unknown) => (err === undefined ? resolve() : reject(err));
+        settle = (err?: unknown) => (err === undefined ? resolve() : reject(err as Error));
         // gRPC asks no headers of a server before its first message: a call not refused within
         // the bound is taken as open, and a later refusal ends the stream as an `error` event.
         timer = setTimeout(() => resolve(), this.timing.openTimeoutMs);
@@ -599,7 +608,7 @@ class GoogleStream implements RecognitionStream {
       const text = typeof alt?.transcript === 'string' ? cut(alt.transcript) : '';
       if (res.isFinal === true) {
         sawFinal = true;
-        if (text !== '') finals.push({ text, ...(typeof alt?.confidence === 'number' && alt.confidence > 0 ? { confidence: alt.confidence } : {}) });
+        if (text !== '') finals.push({ text, ...(typeof alt?.confidence === 'number' && alt.confidence > 0 ? { confidence: rounded(alt.confidence) } : {}) });
       } else if (text !== '') {
         interims.push(text);
       }
@@ -794,7 +803,7 @@ export class GoogleTranscriber implements SpeechToText {
       const results = r.results ?? [];
       const text = cut(results.map((x) => x.alternatives?.[0]?.transcript ?? '').filter((t) => t.trim() !== '').join(' '));
       const confidence = results[0]?.alternatives?.[0]?.confidence;
-      return { text, engine: this.name, ...(model ? { model } : {}), ...(typeof confidence === 'number' && text !== '' ? { confidence } : {}) };
+      return { text, engine: this.name, ...(model ? { model } : {}), ...(typeof confidence === 'number' && text !== '' ? { confidence: rounded(confidence) } : {}) };
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason ?? err;
       throw googleError(this.name, 'transcription', err);

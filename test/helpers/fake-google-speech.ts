@@ -270,6 +270,7 @@ export async function startFakeGoogleSpeech(): Promise<FakeGoogleSpeech> {
     touch();
 
     let format: { encoding: 'LINEAR16' | 'MULAW'; rate: number } | undefined;
+    let language = '';
     let interim = false;
     let vadEvents = false;
     let holdUntil: number | undefined;
@@ -299,7 +300,7 @@ export async function startFakeGoogleSpeech(): Promise<FakeGoogleSpeech> {
     const result = (transcript: string, isFinal: boolean) => send({
       results: [{
         alternatives: [{ transcript, confidence: isFinal ? 0.93 : 0 }], isFinal, stability: isFinal ? 0 : 0.6,
-        resultEndTime: duration(isFinal ? lastLoud : now()), languageCode: String(record.config?.languageCode ?? '').toLowerCase(),
+        resultEndTime: duration(isFinal ? lastLoud : now()), languageCode: language.toLowerCase(),
       }],
       speechEventType: 'SPEECH_EVENT_UNSPECIFIED',
     });
@@ -340,6 +341,7 @@ export async function startFakeGoogleSpeech(): Promise<FakeGoogleSpeech> {
         const f = audioFormat(sc.config as Record<string, unknown> | undefined);
         if (typeof f === 'string') return finish(grpc.status.INVALID_ARGUMENT, f);
         format = f;
+        language = String((sc.config as Record<string, unknown>).languageCode);
         interim = sc.interimResults === true;
         vadEvents = sc.enableVoiceActivityEvents === true;
         return;
@@ -368,8 +370,9 @@ export async function startFakeGoogleSpeech(): Promise<FakeGoogleSpeech> {
       }
       carry = all.slice(i);
     });
-    call.on('end', () => {
-      if (over) return;
+    call.on('end', () => setImmediate(() => {
+      // A cancel also ends the request stream: it is the client's cancel, not a half-close.
+      if (over || call.cancelled) return;
       record.halfClosed = true;
       if (speaking) {
         speaking = false;
@@ -381,7 +384,7 @@ export async function startFakeGoogleSpeech(): Promise<FakeGoogleSpeech> {
       const wait = holdUntil === undefined ? 0 : holdUntil - Date.now();
       if (wait > 0 || held.length > 0) later(Math.max(0, wait) + 1, end);
       else end();
-    });
+    }));
   }
 
   function recognize(call: grpc.ServerUnaryCall<Record<string, unknown>, Record<string, unknown>>, cb: grpc.sendUnaryData<Record<string, unknown>>): void {
