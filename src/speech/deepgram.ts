@@ -21,7 +21,7 @@
 // live takes `{"type":"KeepAlive"}`; Flux has no such message (it closes the socket on one) and is
 // kept open by WebSocket pings instead, as Deepgram advises.
 import type { DeepgramClient } from '@deepgram/sdk';
-import { languageTag, streamFormat, streamKeywords, utteranceSamples } from './input.ts';
+import { abortOn, languageTag, streamFormat, streamKeywords, utteranceSamples } from './input.ts';
 import { buildWav } from './wav.ts';
 import {
   SpeechError, type RecognitionEvent, type RecognitionListener, type RecognitionStream,
@@ -561,17 +561,7 @@ abstract class DeepgramStreamingEngine implements StreamingSpeechToText {
       stream.abort();
       throw err;
     }
-    if (o.signal) {
-      const signal = o.signal;
-      const onAbort = () => stream.abort();
-      if (signal.aborted) onAbort();
-      else {
-        signal.addEventListener('abort', onAbort, { once: true });
-        stream.on((e) => {
-          if (e.type === 'closed') signal.removeEventListener('abort', onAbort);
-        });
-      }
-    }
+    abortOn(o.signal, stream, () => stream.abort());
     return stream;
   }
 

@@ -32,17 +32,17 @@
 // audio loud enough to be speech (Google answers nothing to silence, so silence starts no clock);
 // finalize and close wait finalizeTimeoutMs and closeTimeoutMs. Google ends a stream after about
 // five minutes: a stream is replaced after `restartAfterMs` at the first moment no turn is open
-// (at `restartAfterMs` × 1.2 even inside one), the new call opened before the old one is
-// half-closed, so no audio is lost and the old call's last results still count. A call that drops
-// is replaced once, what was written meanwhile (up to GAP_SECONDS) sent on the new one; a second
-// drop ends the stream with an `error` event. Google takes no keep-alive message and ends a stream
-// that got no audio for ~10 s, so keepAlive() sends 100 ms of silence.
+// (at `restartDeadlineMs`, 1.2 × that by default, even inside one), the new call opened before the
+// old one is half-closed, so no audio is lost and the old call's last results still count. A call
+// that drops is replaced once, what was written meanwhile (up to GAP_SECONDS) sent on the new one;
+// a second drop ends the stream with an `error` event. Google takes no keep-alive message and ends
+// a stream that got no audio for ~10 s, so keepAlive() sends 100 ms of silence.
 import fs from 'node:fs/promises';
 import type { SpeechClient } from '@google-cloud/speech';
 import type { CancellableStream, CallOptions } from 'google-gax';
 import { decodeG711 } from '../media/g711.ts';
 import { pcm16FromBytes } from '../media/pcm.ts';
-import { languageTag, streamFormat, streamKeywords, utteranceSamples } from './input.ts';
+import { abortOn, languageTag, streamFormat, streamKeywords, utteranceSamples } from './input.ts';
 import {
   SpeechError, type RecognitionEvent, type RecognitionListener, type RecognitionStream, type SpeechToText,
   type StreamingSpeechToText, type StreamOptions, type Transcript, type TranscribeOptions,
@@ -98,6 +98,8 @@ export interface GoogleSpeechOptions {
   keepAliveMs?: number;
   /** A call is replaced after this long, between turns (default 240000 ms; at most 250000, under Google's ~305 s). */
   restartAfterMs?: number;
+  /** ... and at this age even inside a turn (default restartAfterMs × 1.2; at most 290000). */
+  restartDeadlineMs?: number;
   /** The batch API: time for one request (default 15000 ms). */
   requestTimeoutMs?: number;
 }
@@ -270,6 +272,7 @@ interface StreamTiming {
   closeTimeoutMs: number;
   keepAliveMs: number;
   restartAfterMs: number;
+  restartDeadlineMs: number;
 }
 
 class GoogleStream implements RecognitionStream {
@@ -578,7 +581,7 @@ class GoogleStream implements RecognitionStream {
       return;
     }
     const age = now - call.openedAt;
-    if (!this.switching && ((age >= this.timing.restartAfterMs && !this.turnOpen) || age >= this.timing.restartAfterMs * 1.2)) void this.replace();
+    if (!this.switching && ((age >= this.timing.restartAfterMs && !this.turnOpen) || age >= this.timing.restartDeadlineMs)) void this.replace();
     if (now - this.lastSentAt >= this.timing.keepAliveMs) this.keepAlive();
   }
 
@@ -701,6 +704,7 @@ export class GoogleStreaming implements StreamingSpeechToText {
 
   constructor(private readonly options: GoogleSpeechOptions) {
     this.connection = lazyGoogle(this.name, options);
+    const restartAfterMs = Math.min(options.restartAfterMs ?? 240_000, 250_000);
     this.timing = {
       openTimeoutMs: options.openTimeoutMs ?? 2000,
       firstResultTimeoutMs: options.firstResultTimeoutMs ?? 5000,
@@ -708,7 +712,8 @@ export class GoogleStreaming implements StreamingSpeechToText {
       finalizeTimeoutMs: options.finalizeTimeoutMs ?? 2000,
       closeTimeoutMs: options.closeTimeoutMs ?? 2000,
       keepAliveMs: Math.min(options.keepAliveMs ?? 2000, 5000),
-      restartAfterMs: Math.min(options.restartAfterMs ?? 240_000, 250_000),
+      restartAfterMs,
+      restartDeadlineMs: Math.min(Math.max(options.restartDeadlineMs ?? restartAfterMs * 1.2, restartAfterMs), 290_000),
     };
   }
 
@@ -747,17 +752,7 @@ export class GoogleStreaming implements StreamingSpeechToText {
       stream.abort();
       throw err;
     }
-    if (o.signal) {
-      const signal = o.signal;
-      const onAbort = () => stream.abort();
-      if (signal.aborted) onAbort();
-      else {
-        signal.addEventListener('abort', onAbort, { once: true });
-        stream.on((e) => {
-          if (e.type === 'closed') signal.removeEventListener('abort', onAbort);
-        });
-      }
-    }
+    abortOn(o.signal, stream, () => stream.abort());
     return stream;
   }
 

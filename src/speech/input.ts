@@ -2,7 +2,7 @@
 // the same whichever engine runs: audio length and rate, text length, language tags, speed.
 import { MAX_RATE, MIN_RATE } from './resample.ts';
 import { asPcm16, WavError } from './wav.ts';
-import { MAX_STREAM_KEYWORDS, MAX_SYNTHESIS_CHARS, MAX_UTTERANCE_SECONDS, SpeechError, type StreamOptions } from './types.ts';
+import { MAX_STREAM_KEYWORDS, MAX_SYNTHESIS_CHARS, MAX_UTTERANCE_SECONDS, SpeechError, type RecognitionStream, type StreamOptions } from './types.ts';
 
 /** The utterance as samples, refused when its rate is outside 8–48 kHz or it is longer than MAX_UTTERANCE_SECONDS. */
 export function utteranceSamples(engine: string, audio: Int16Array | Buffer, sampleRate: number): Int16Array {
@@ -77,4 +77,14 @@ export function streamFormat(engine: string, o: StreamOptions): { bytesPerSecond
 export function streamKeywords(keywords: readonly string[] | undefined): string[] | undefined {
   const list = (keywords ?? []).map((k) => k.trim().slice(0, 100)).filter((k) => k !== '').slice(0, MAX_STREAM_KEYWORDS);
   return list.length ? list : undefined;
+}
+
+/** Ends a stream (`abort`) when `signal` aborts, and lets go of the signal once the stream closed. */
+export function abortOn(signal: AbortSignal | undefined, stream: Pick<RecognitionStream, 'on'>, abort: () => void): void {
+  if (!signal) return;
+  if (signal.aborted) return abort();
+  signal.addEventListener('abort', abort, { once: true });
+  stream.on((e) => {
+    if (e.type === 'closed') signal.removeEventListener('abort', abort);
+  });
 }

@@ -10,39 +10,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { encodeG711 } from '../../src/media/g711.ts';
 import { pcm16ToBytes } from '../../src/media/pcm.ts';
 import { GoogleStreaming, GoogleTranscriber, googleEndpoint, googleModelFor, MAX_CHUNK_BYTES, type GoogleSpeechOptions } from '../../src/speech/google.ts';
 import { resample } from '../../src/speech/resample.ts';
-import { SpeechError, type RecognitionEvent, type RecognitionStream } from '../../src/speech/types.ts';
+import { SpeechError } from '../../src/speech/types.ts';
+import { collect, has, mulawFrames, paced, turns } from '../helpers/recognition.ts';
 import { makeServiceAccount, startFakeGoogleSpeech, type FakeGoogleSpeech, type ServiceAccount } from '../helpers/fake-google-speech.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
 import { silence, speak } from '../helpers/vad-audio.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
-
-function mulawFrames(pcm: Int16Array): Buffer[] {
-  const out: Buffer[] = [];
-  for (let i = 0; i < pcm.length; i += 160) out.push(encodeG711('PCMU', pcm.subarray(i, Math.min(pcm.length, i + 160))));
-  return out;
-}
-
-function collect(stream: RecognitionStream): RecognitionEvent[] {
-  const events: RecognitionEvent[] = [];
-  stream.on((e) => events.push(e));
-  return events;
-}
-
-const TURN = new Set(['startOfTurn', 'eagerEndOfTurn', 'turnResumed', 'endOfTurn']);
-const turns = (events: RecognitionEvent[]) => events.filter((e) => TURN.has(e.type)).map((e) => ('text' in e ? `${e.type}:${e.text}` : e.type));
-const has = (events: RecognitionEvent[], type: RecognitionEvent['type'], n = 1) => () => Promise.resolve(events.filter((e) => e.type === type).length >= n);
-
-async function paced(stream: RecognitionStream, frames: Buffer[], everyMs: number): Promise<void> {
-  for (const f of frames) {
-    if (stream.state === 'closed') return;
-    stream.write(f);
-    await sleep(everyMs);
-  }
-}
 
 describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
   let fake: FakeGoogleSpeech;
@@ -285,10 +261,11 @@ describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
   });
 
   it('restarts a call before Google\'s stream limit, between turns, without losing audio or a turn', async () => {
-    // The double ends calls after 2 s as Google does after ~5 minutes; the engine restarts at 800 ms.
+    // The double ends calls after 2 s as Google does after ~5 minutes; the engine restarts after
+    // 600 ms between turns, and would at 1.9 s inside one (the turns here are far shorter).
     fake.maxStreamMs = 2000;
     try {
-      const stream = await new GoogleStreaming(opts({ restartAfterMs: 800 })).open(mulaw8k);
+      const stream = await new GoogleStreaming(opts({ restartAfterMs: 600, restartDeadlineMs: 1900 })).open(mulaw8k);
       const events = collect(stream);
       const n = fake.streams.length;
       fake.hear.push('one', 'two', 'three');
