@@ -8,7 +8,9 @@
 //   has Deepgram's engines (src/speech/deepgram.ts): the streaming `deepgram` (live) and
 //   `deepgramflux`, and `deepgram` for one utterance. sttFor() hands the streaming one an agent
 //   asks for to its caller, but voice sessions do not use it yet (issue 35): they still run on
-//   `engine`, so `substituted` still says what they do.
+//   `engine`, so `substituted` still says what they do. With GOOGLE_APPLICATION_CREDENTIALS the
+//   same holds for Google's (src/speech/google.ts): the streaming `google` and `google` for one
+//   utterance.
 // - agentVoice (the catalog's `en-US Female`, …) gives a language and a gender: synthesize() takes
 //   both, and each engine picks its voice from them (espeak-ng: en-US female → en-us+f3; OpenAI:
 //   CALLPLANE_TTS_VOICES, nova for female and onyx for male by default).
@@ -16,6 +18,7 @@ import type { SpeechConfig } from '../config.ts';
 import { vadProvider, type VadProvider } from './detectors.ts';
 import { DeepgramFlux, DeepgramLive, DeepgramTranscriber } from './deepgram.ts';
 import { EspeakEngine } from './espeak.ts';
+import { GoogleStreaming, GoogleTranscriber } from './google.ts';
 import { OpenAISynthesizer, OpenAITranscriber } from './openai-speech.ts';
 import { PocketsphinxEngine } from './pocketsphinx.ts';
 import type { SpeechToText, StreamingSpeechToText, TextToSpeech } from './types.ts';
@@ -29,9 +32,9 @@ export interface SpeechEngines {
   /** The voice activity detector calls get (CALLPLANE_VAD: Silero where it loads, else energy). */
   vad: VadProvider;
   /** The streaming recognisers this process has keys for, by agentSttEngine value (none without a key). */
-  streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText };
+  streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText; google?: StreamingSpeechToText };
   /** Remote one-utterance recognisers this process has keys for, by agentSttEngine value. */
-  transcribers: { deepgram?: SpeechToText };
+  transcribers: { deepgram?: SpeechToText; google?: SpeechToText };
   /**
    * The streamed voices whose key is configured (CALLPLANE_ELEVENLABS_API_KEY, …): engines that
    * speak a reply as it streams and list their voices. Not used by calls yet (docs/voice.md).
@@ -66,9 +69,21 @@ export function speechEngines(config: SpeechConfig, log?: { warn(obj: object, ms
       ? new OpenAISynthesizer({ ...remote, model: config.ttsModel, format: config.ttsFormat, voices: config.ttsVoices })
       : new EspeakEngine(),
     vad: vadProvider(config, log),
-    ...deepgramEngines(config),
+    ...remoteRecognisers(config),
     voices: streamedVoices(config),
   };
+}
+
+function remoteRecognisers(config: SpeechConfig): Pick<SpeechEngines, 'streaming' | 'transcribers'> {
+  const deepgram = deepgramEngines(config);
+  const google = googleEngines(config);
+  return { streaming: { ...deepgram.streaming, ...google.streaming }, transcribers: { ...deepgram.transcribers, ...google.transcribers } };
+}
+
+function googleEngines(config: SpeechConfig): Pick<SpeechEngines, 'streaming' | 'transcribers'> {
+  if (!config.googleCredentials) return { streaming: {}, transcribers: {} };
+  const o = { keyFile: config.googleCredentials, url: config.googleSpeechUrl, requestTimeoutMs: config.timeoutMs };
+  return { streaming: { google: new GoogleStreaming(o) }, transcribers: { google: new GoogleTranscriber(o) } };
 }
 
 function deepgramEngines(config: SpeechConfig): Pick<SpeechEngines, 'streaming' | 'transcribers'> {
@@ -85,10 +100,11 @@ function deepgramEngines(config: SpeechConfig): Pick<SpeechEngines, 'streaming' 
  * The recogniser for an agent whose agentSttEngine is `requested`: always the configured one;
  * `substituted` is true when the agent asked for another (google, deepgram, …), for the records.
  * `streaming` is the streaming engine asked for when this process has it (`deepgram`,
- * `deepgramflux` with a Deepgram key): real here, though sessions do not use it yet.
+ * `deepgramflux` with a Deepgram key, `google` with a service account key): real here, though
+ * sessions do not use it yet.
  */
 export function sttFor(engines: SpeechEngines, requested: string | null | undefined): { engine: SpeechToText; substituted: boolean; streaming?: StreamingSpeechToText } {
-  const streaming = requested === 'deepgram' || requested === 'deepgramflux' ? engines.streaming[requested] : undefined;
+  const streaming = requested === 'deepgram' || requested === 'deepgramflux' || requested === 'google' ? engines.streaming[requested] : undefined;
   return {
     engine: engines.stt,
     substituted: requested != null && requested !== '' && requested !== engines.stt.name,
