@@ -12,6 +12,8 @@
 // - agentVoice (the catalog's `en-US Female`, …) gives a language and a gender: synthesize() takes
 //   both, and each engine picks its voice from them (espeak-ng: en-US female → en-us+f3; OpenAI:
 //   CALLPLANE_TTS_VOICES, nova for female and onyx for male by default).
+// - An organization's own keys (src/modules/speech-providers/): vendorEngineCache() builds a
+//   vendor's engines for given credentials, once per key, bounded.
 import { createHash } from 'node:crypto';
 import type { SpeechConfig } from '../config.ts';
 import { vadProvider, type VadProvider } from './detectors.ts';

@@ -3,7 +3,6 @@
 // answered masked, bound to their base URL by the one rule of src/lib/secret-target.ts, and the
 // resolution the voice side asks: an organization's enabled key wins over the process's
 // (docs/voice.md, "Speech provider keys").
-import { fetch as undiciFetch } from 'undici';
 import type { SpeechConfig } from '../../config.ts';
 import type { Db, Executor, SpeechProviderRow } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
@@ -11,9 +10,9 @@ import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
 import { secretTargetRefusal, urlOrigin } from '../../lib/secret-target.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
-import { vendorEngineCache, type SpeechCredentials, type VendorEngineCacheOptions, type VendorEngines } from '../../speech/registry.ts';
+import { vendorEngineCache, type SpeechCredentials, type VendorEngines } from '../../speech/registry.ts';
 import { isSpeechVendor, SPEECH_VENDOR_URLS, SPEECH_VENDORS, type SpeechVendor } from '../../speech/vendors.ts';
-import { checkTargetUrl, guardedDispatcher, hostRefusal, TargetRefusedError, type TargetPolicy } from '../../webhooks/ssrf.ts';
+import { checkTargetUrl, hostRefusal, lazyGuardedFetch, TargetRefusedError, type TargetPolicy } from '../../webhooks/ssrf.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { speechProviderRepo } from './repository.ts';
 
@@ -143,13 +142,8 @@ export function speechProvidersService(deps: SpeechProvidersServiceDeps) {
 
   // An organization's base URL is a customer URL: the HTTP requests of engines that take a fetch go
   // through the SSRF guard, which resolves names itself and refuses what the policy does not allow.
-  let guardedPool: ReturnType<typeof guardedDispatcher> | undefined;
-  const guardedFetch: NonNullable<VendorEngineCacheOptions['fetch']> = (input, init) => {
-    guardedPool ??= guardedDispatcher(policy, { log });
-    type Init = NonNullable<Parameters<typeof undiciFetch>[1]>;
-    return undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Init), dispatcher: guardedPool }) as unknown as Promise<Response>;
-  };
-  const orgEngines = vendorEngineCache(deps.speech, { max: deps.maxEngines, fetch: guardedFetch });
+  const guarded = lazyGuardedFetch(policy, { log });
+  const orgEngines = vendorEngineCache(deps.speech, { max: deps.maxEngines, fetch: guarded.fetch });
   const processEngines = vendorEngineCache(deps.speech, { max: SPEECH_VENDORS.length });
 
   function vendorOf(raw: string): SpeechVendor {
@@ -264,11 +258,7 @@ export function speechProvidersService(deps: SpeechProvidersServiceDeps) {
     },
 
     /** Closes the connections kept to organizations' own servers (at shutdown). */
-    async close(): Promise<void> {
-      const pool = guardedPool;
-      guardedPool = undefined;
-      await pool?.close().catch(() => {});
-    },
+    close: (): Promise<void> => guarded.close(),
   };
 }
 
