@@ -27,6 +27,7 @@ import {
   SpeechError, type RecognitionEvent, type RecognitionListener, type RecognitionStream,
   type SpeechToText, type StreamingSpeechToText, type StreamOptions, type Transcript, type TranscribeOptions,
 } from './types.ts';
+import { vendorFetch } from './vendor-fetch.ts';
 
 type Sdk = typeof import('@deepgram/sdk');
 let sdk: Promise<Sdk> | undefined;
@@ -79,6 +80,7 @@ function newClient(sdkModule: Sdk, o: DeepgramOptions): DeepgramClient {
     environment: deepgramEnvironment(o.baseUrl ?? DEEPGRAM_URL),
     timeoutInSeconds: Math.ceil((o.requestTimeoutMs ?? 15_000) / 1000),
     maxRetries: o.maxRetries ?? 1,
+    fetch: vendorFetch,
   });
 }
 

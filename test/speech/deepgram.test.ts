@@ -14,6 +14,9 @@ import { collect, has, mulawFrames, paced, turns } from '../helpers/recognition.
 import { startFakeDeepgram, type FakeDeepgram } from '../helpers/fake-deepgram.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
 import { silence, speak } from '../helpers/vad-audio.ts';
+// The platform loads npm's undici (its own dispatcher replaces the one behind Node's fetch): the
+// engines must work in such a process, so this file loads it as the service does.
+import 'undici';
 import { sleep, waitFor } from '../helpers/wait.ts';
 
 function linear16Frames(pcm: Int16Array, rate: number): Buffer[] {
