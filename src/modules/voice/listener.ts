@@ -2,9 +2,9 @@
 // voice session (session.ts). The session sees only `Listener` and reports to it through
 // `CallerTurns`, so what recognises can change: today's listener (`utteranceListener`) cuts
 // utterances with the VAD — a turn ends after the agent's speakingTimeout of silence — and
-// transcribes each with the batch SpeechToText. A streaming recogniser (Deepgram's live API, Flux)
-// is another implementation of the same two interfaces: it takes the end of a turn from the
-// recogniser (speech_final, UtteranceEnd, EndOfTurn) and may add what CallerTurns leaves room for.
+// transcribes each with the batch SpeechToText. The streaming one (streaming-listener.ts: Deepgram
+// live or Flux) implements the same interfaces with the recogniser's end of turn, over the same
+// VAD (callerVad), and falls back to this listener's way (transcribeInTurn) when it fails.
 // docs/voice.md, "Voice sessions".
 import type { SpeechGrammar, SpeechToText } from '../../speech/types.ts';
 import { VoiceActivityDetector, type SpeechEnd, type VadOptions, type VoiceActivity } from '../../speech/vad.ts';
@@ -22,9 +22,9 @@ export interface HeardTurn {
 }
 
 /**
- * What a listener reports, in order. Room for a streaming recogniser (not reported by any listener
- * yet): `interim(text)` (the words so far), and an early end of turn (Flux's EagerEndOfTurn) that
- * a later `resumed()` (TurnResumed) withdraws before the final `heard`.
+ * What a listener reports, in order. Room left for a streaming recogniser's extras (no listener
+ * reports them yet): `interim(text)` (the words so far), and an early end of turn (Flux's
+ * EagerEndOfTurn) that a later `resumed()` (TurnResumed) withdraws before the final `heard`.
  */
 export interface CallerTurns {
   /** The caller started speaking (a barge-in counts from here; a pending silence is not one). */
