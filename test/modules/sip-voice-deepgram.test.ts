@@ -119,6 +119,21 @@ describe('calls heard by Deepgram', { skip: toolsSkip('sipp', 'espeak-ng', 'pock
       assert.ok(conn.controls.includes('CloseStream'), conn.controls.join(','));
     });
 
+    it('Flux (deepgramflux): its EndOfTurn ends the turn and its transcript reaches the model', async () => {
+      deepgram.hear.push('What are your opening hours?');
+      const before = deepgram.connections.length;
+      const r = await call(h(), { agentSttEngine: 'deepgramflux', speakingTimeout: 5000 }, 'what are your opening hours');
+
+      const conn = deepgram.connections.at(-1)!;
+      assert.deepEqual([deepgram.connections.length, conn.path, conn.query.encoding, conn.query.sample_rate], [before + 1, '/v2/listen', 'linear16', '8000']);
+      assert.ok(conn.sent.some((m) => m.event === 'EndOfTurn'));
+      assert.match(r.heardByModel ?? '', /^What are your opening hours\?/);
+      assert.ok(r.askedAfterMs < 3000, `the model was asked ${r.askedAfterMs} ms after the caller stopped`);
+      assert.equal(r.answer, 'we open at nine');
+      assert.equal(r.latency.stt_engine, 'deepgramflux');
+      assert.deepEqual([r.state.speech?.stt, r.state.speech?.changes], ['deepgramflux', undefined]);
+    });
+
     it('a socket dropped twice mid-utterance: the configured recogniser hears that utterance whole, the caller is answered, and the record says why', async () => {
       await h().vad.ready();
       deepgram.plan.push({ dropAfterSpeechMs: 400 }, { dropAfterSpeechMs: 200 });
