@@ -120,6 +120,8 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
   const apiKey = opts.apiKey ?? 'dg-test-key-0123456789';
   let utterances = 0;
   const sockets = new Set<WebSocket>();
+  /** Handshakes held back (acceptDelayMs), destroyed on close. */
+  const heldHandshakes = new Set<Duplex>();
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
@@ -134,6 +136,7 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
     close: async () => {
       for (const t of timers) clearTimeout(t);
       for (const s of sockets) s.terminate();
+      for (const s of heldHandshakes) s.destroy();
       wss.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
@@ -211,8 +214,13 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
       fake.connections.push(conn);
       serve(ws, conn, plan, { flux, encoding, rate });
     });
-    if (plan.acceptDelayMs) later(plan.acceptDelayMs, accept);
-    else accept();
+    if (plan.acceptDelayMs) {
+      heldHandshakes.add(socket);
+      later(plan.acceptDelayMs, () => {
+        heldHandshakes.delete(socket);
+        accept();
+      });
+    } else accept();
   });
 
   function serve(ws: WebSocket, conn: DeepgramConnection, plan: ConnectionPlan, f: { flux: boolean; encoding: 'mulaw' | 'linear16'; rate: number }): void {
