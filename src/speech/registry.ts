@@ -3,14 +3,13 @@
 // simulated one, and never a silent switch to a remote service: `openai` is chosen by name.
 //
 // What an agent asks for maps onto what is configured (docs/voice.md):
-// - agentSttEngine (google, deepgram, deepgramflux, openai) runs on the configured recogniser;
-//   sttFor() says when that is a substitution. With CALLPLANE_DEEPGRAM_API_KEY the process also
-//   has Deepgram's engines (src/speech/deepgram.ts): the streaming `deepgram` (live) and
+// - agentSttEngine (google, deepgram, deepgramflux, openai): with CALLPLANE_DEEPGRAM_API_KEY the
+//   process has Deepgram's engines (src/speech/deepgram.ts): the streaming `deepgram` (live) and
 //   `deepgramflux`, and `deepgram` for one utterance. sttFor() hands the streaming one an agent
-//   asks for to its caller, but voice sessions do not use it yet (issue 35): they still run on
-//   `engine`, so `substituted` still says what they do. With GOOGLE_APPLICATION_CREDENTIALS the
-//   same holds for Google's (src/speech/google.ts): the streaming `google` and `google` for one
-//   utterance.
+//   asks for to its caller, and calls stream to it (modules/voice/streaming-listener.ts), falling
+//   back to `engine` if it fails; any other value runs on the configured recogniser, and
+//   `substituted` says so. With GOOGLE_APPLICATION_CREDENTIALS the same holds for Google's
+//   (src/speech/google.ts): the streaming `google` and `google` for one utterance.
 // - agentVoice (the catalog's `en-US Female`, …) gives a language and a gender: synthesize() takes
 //   both, and each engine picks its voice from them (espeak-ng: en-US female → en-us+f3; OpenAI:
 //   CALLPLANE_TTS_VOICES, nova for female and onyx for male by default).
@@ -101,13 +100,12 @@ function deepgramEngines(config: SpeechConfig): Pick<SpeechEngines, 'streaming' 
 }
 
 /**
- * The recogniser for an agent whose agentSttEngine is `requested`: always the configured one;
- * `substituted` is true when the agent asked for another (google, deepgram, …), for the records.
- * `streaming` is the streaming engine asked for when this process has it (`deepgram`,
- * `deepgramflux` with a Deepgram key, `google` with a service account key): real here, though
- * sessions do not use it yet.
+ * The recogniser for an agent whose agentSttEngine is `requested`: `streaming` is the streaming
+ * engine asked for when this process has it (`deepgram`, `deepgramflux` with a Deepgram key, `google` with a service account key),
+ * which calls hear with; `engine` is the configured one (what hears without `streaming`, and
+ * after it fails), `substituted` true when the agent asked for another, for the records.
  */
-export function sttFor(engines: SpeechEngines, requested: string | null | undefined): { engine: SpeechToText; substituted: boolean; streaming?: StreamingSpeechToText } {
+export function sttFor(engines: Pick<SpeechEngines, 'stt' | 'streaming'>, requested: string | null | undefined): { engine: SpeechToText; substituted: boolean; streaming?: StreamingSpeechToText } {
   const streaming = requested === 'deepgram' || requested === 'deepgramflux' || requested === 'google' ? engines.streaming[requested] : undefined;
   return {
     engine: engines.stt,

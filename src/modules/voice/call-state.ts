@@ -8,8 +8,19 @@ import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import { freshCounters, type CallCounters } from './call-policy.ts';
 
-/** Which engines heard and spoke (`offline` when both ran here), and the voice detector's. */
-export interface SpeechNote { stt: string; tts: string; offline: boolean; vad?: string }
+/** The engine hearing the caller changed mid-call (a streaming recogniser failed), and why. */
+export interface SpeechChange {
+  at: number;
+  from: string;
+  to: string;
+  reason: string;
+}
+
+/**
+ * Which engines heard and spoke (`offline` when both ran here), and the voice detector's; `stt` is
+ * the engine hearing the caller now, `changes` how it came to be (none when it never changed).
+ */
+export interface SpeechNote { stt: string; tts: string; offline: boolean; vad?: string; changes?: SpeechChange[] }
 
 /** A call's recording on disk (voice/recordings.ts), as it stopped. */
 export interface RecordingNote {
@@ -48,11 +59,24 @@ export function countersOf(state: CallState): CallCounters {
 }
 
 /** The part of a state that says which transport and engines carried the call. */
-export function speechNote(transport: string, speech: { stt: SpeechToText; tts: TextToSpeech; vad?: { status: { engine: string } } }): Pick<CallState, 'transport' | 'speech'> {
+export function speechNote(transport: string, speech: { stt: Pick<SpeechToText, 'name' | 'offline'>; tts: TextToSpeech; vad?: { status: { engine: string } } }): Pick<CallState, 'transport' | 'speech'> {
   return {
     transport,
     speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}) },
   };
+}
+
+/** Records that another engine hears the caller from now on (state.speech: its `stt`, whether both engines are now `offline`, and `changes`). */
+export async function noteSpeechChange(db: Executor, conversationId: string, change: SpeechChange, offline: boolean, now: number): Promise<void> {
+  const row = await conversationRepo.find(db, conversationId);
+  if (!row) return;
+  const state = readCallState(row.state);
+  const was = state.speech;
+  const speech: SpeechNote = {
+    stt: change.to, tts: was?.tts ?? '', offline,
+    ...(was?.vad ? { vad: was.vad } : {}), changes: [...(Array.isArray(was?.changes) ? was.changes : []), change].slice(-20),
+  };
+  await conversationRepo.setState(db, conversationId, JSON.stringify({ ...state, speech }), now);
 }
 
 /** Writes `change` into the conversation's state, beside what is there (in `db`, which may be the caller's transaction). */

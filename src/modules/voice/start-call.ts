@@ -9,13 +9,14 @@
 import type { AnsweredBy, ConversationRow, Db, RoomRow } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
+import { sttFor, type SpeechEngines } from '../../speech/registry.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import type { ConversationService } from '../conversations/service.ts';
 import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-policy.ts';
-import { noteCallState, speechNote } from './call-state.ts';
+import { noteCallState, noteSpeechChange, speechNote, type SpeechChange } from './call-state.ts';
 import { recordingPath, type RecordingStore } from './recordings.ts';
 import { startVoiceSession, type VoiceSession, type VoiceSessionDeps } from './session.ts';
 import { screenCall, type VoicemailScreen } from './voicemail.ts';
@@ -29,6 +30,8 @@ export interface StartCallDeps extends VoiceSessionDeps {
   db: Db;
   /** Where the call's transcript is written (ConversationService.callTranscript). */
   conversations: Pick<ConversationService, 'callTranscript'>;
+  /** The streaming recognisers this process has (speech/registry.ts), for agents whose agentSttEngine names one. */
+  streaming?: SpeechEngines['streaming'];
   /** The voice activity detectors, with the engine they run (noted in the call's state). */
   vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
   log?: Log;
@@ -67,8 +70,17 @@ export interface StartedCall {
 export async function startCall(deps: StartCallDeps, transport: VoiceTransport, call: CallStart): Promise<StartedCall> {
   const c = call.conversation;
   const caps = call.capabilities;
+  // Who hears the caller: the agent's agentSttEngine streamed when this process has it (Deepgram
+  // live or Flux), else our VAD and the configured recogniser (docs/voice.md, Deepgram).
+  const { streaming } = sttFor({ stt: deps.stt, streaming: deps.streaming ?? {} }, call.config.agentSttEngine);
   // Which engines heard and spoke, for the record (offline ones are labelled so).
-  await noteCallState(deps.db, c.id, speechNote(transport.kind, deps), deps.now());
+  await noteCallState(deps.db, c.id, speechNote(transport.kind, { ...deps, stt: streaming ?? deps.stt }), deps.now());
+  // A streaming recogniser that fails hands the call to the configured one: the change is recorded, in order.
+  let changes = Promise.resolve();
+  const onChange = (change: SpeechChange) => {
+    changes = changes.then(() => noteSpeechChange(deps.db, c.id, change, deps.stt.offline && deps.tts.offline, deps.now()))
+      .catch((err: Error) => deps.log?.warn({ conversation: c.id, err: err.message }, 'voice call: the change of recogniser could not be recorded'));
+  };
   let where = caps.recording ? deps.recording : undefined;
   let recorder = record(deps, transport, c, where);
   let screen: VoicemailScreen | undefined;
@@ -91,12 +103,14 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
       transport, transcript: deps.conversations.callTranscript({ room: call.room, conversation: c }), conversation: c, room: call.room, config: call.config, settings: call.settings,
       opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
       capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen,
+      streaming: streaming && { engine: streaming, onChange },
     });
   } catch (err) {
     await recorder?.stop();
     throw err;
   }
   const done = session.done.finally(async () => {
+    await changes;
     if (!recorder || !where) return;
     const r = await recorder.stop();
     if (r) {
