@@ -70,7 +70,7 @@ describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
     assert.match(call.authorization ?? '', /^Bearer [\w-]+\.[\w-]+\.[\w-]+$/);
     assert.equal(call.claims?.iss, account.email);
     assert.equal(call.claims?.scope, 'https://www.googleapis.com/auth/cloud-platform');
-    assert.match(call.userAgent ?? '', /gapic\/8\./);
+    assert.match(call.userAgent ?? '', /gapic\/7\./);
     const speech = mulawFrames(hours);
     for (const f of speech) stream.write(f);
     await waitFor('interim results', has(events, 'interim'), 5000);
