@@ -24,6 +24,11 @@ import type { SpeechChange } from './call-state.ts';
 const RATE = 8000;
 /** Frames kept while the stream opens (its own open bound is 5 s): 6 s of them. */
 const MAX_PENDING_FRAMES = 300;
+/**
+ * How long an utterance of our VAD waits for the recogniser to open a turn before it is taken for a
+ * sound without words: the recogniser's events trail the audio by its network and processing time.
+ */
+const UNHEARD_GRACE_MS = 1000;
 
 export interface StreamingListenerOptions extends UtteranceListenerOptions {
   /** The streaming recogniser (speech/registry.ts sttFor's `streaming`). */
@@ -51,6 +56,14 @@ export function streamingListener(deps: ListenerDeps, o: StreamingListenerOption
   const levels = new EnergyLevels(vadOptions({ sampleRate: RATE }));
   /** An utterance of our VAD that ended while the recogniser's turn was open: transcribed if the recogniser fails before ending it. */
   let unclaimed: { ev: SpeechEnd; stamps: UtteranceStamps } | undefined;
+  /** An utterance of our VAD the recogniser has not opened a turn for (yet): unheard after the grace, unless a turn opens. */
+  let wordless: { ev: SpeechEnd; stamps: UtteranceStamps; timer: NodeJS.Timeout } | undefined;
+  const clearWordless = () => {
+    if (wordless) clearTimeout(wordless.timer);
+    const w = wordless;
+    wordless = undefined;
+    return w;
+  };
 
   const speechStart = (atMs: number) => {
     if (speakingSinceMs !== undefined) return;
@@ -69,10 +82,19 @@ export function streamingListener(deps: ListenerDeps, o: StreamingListenerOption
         unclaimed = { ev, stamps };
         return;
       }
-      // A sound our VAD took for speech and the recogniser heard no words in (or ended already).
+      // A sound our VAD took for speech and the recogniser heard no words in (or ended already):
+      // unless the recogniser opens a turn for it within the grace (its events trail the audio).
       if (speakingSinceMs !== undefined && ev.startMs >= streamHeardToMs) {
-        speakingSinceMs = undefined;
-        o.inTurn(async () => { if (!stopped) o.to.unheard(); });
+        clearWordless();
+        wordless = {
+          ev, stamps,
+          timer: setTimeout(() => {
+            wordless = undefined;
+            if (streamTurnOpen || stopped || mode === 'fallback') return;
+            speakingSinceMs = undefined;
+            o.inTurn(async () => { if (!stopped) o.to.unheard(); });
+          }, UNHEARD_GRACE_MS),
+        };
       }
     },
   });
@@ -97,21 +119,27 @@ export function streamingListener(deps: ListenerDeps, o: StreamingListenerOption
     streamTurnOpen = false;
     speakingSinceMs = undefined;
     // The turn under way: an utterance our VAD already ended is transcribed now; one still going on is, when it ends.
-    const left = unclaimed;
+    const left = unclaimed ?? clearWordless();
     unclaimed = undefined;
+    clearWordless();
     if (left) transcribeRest(left.ev, left.stamps);
   }
 
   function onEvent(e: RecognitionEvent): void {
     if (stopped || mode === 'fallback') return;
     switch (e.type) {
-      case 'startOfTurn':
+      case 'startOfTurn': {
         streamTurnOpen = true;
+        // A turn for the utterance our VAD ended a moment ago: it is this turn, not a sound without words.
+        const late = clearWordless();
+        if (late) unclaimed = late;
         speechStart(vad.heardMs);
         return;
+      }
       case 'endOfTurn': {
         streamTurnOpen = false;
         unclaimed = undefined;
+        clearWordless();
         streamHeardToMs = vad.heardMs;
         const turnEndedAt = deps.now();
         const since = speakingSinceMs ?? vad.heardMs;
@@ -181,6 +209,7 @@ export function streamingListener(deps: ListenerDeps, o: StreamingListenerOption
     stop() {
       if (stopped) return;
       stopped = true;
+      clearWordless();
       vad.stop();
       pending = [];
       const s = stream;
