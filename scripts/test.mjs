@@ -153,9 +153,11 @@ function runFile(plan, index) {
       const s = chunk.toString();
       if (live) process.stdout.write(s);
       out += s;
-      // The summary (and the list of failures before it) is written when the process is about to exit.
-      if (/^(ℹ tests \d+|✖ failing tests:)/m.test(s)) summaryBegun = true;
-      if (!summaryBegun) lastOutputAt = Date.now();
+      // The summary (and the list of failures before it) is written when the process is about to exit;
+      // a test's own lines may come in the same chunk, just before it.
+      const summary = s.search(/^(ℹ tests \d+|✖ failing tests:)/m);
+      if (!summaryBegun && (summary === -1 || s.slice(0, summary).trim() !== '')) lastOutputAt = Date.now();
+      if (summary !== -1) summaryBegun = true;
     });
     child.stderr?.on('data', (chunk) => { out += chunk.toString(); });
     child.on('close', (code, signal) => {
