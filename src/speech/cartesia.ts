@@ -20,7 +20,7 @@ import type { TTSWS, TTSWSContext } from '@cartesia/cartesia-js/resources/tts/in
 import { synthesisText } from './input.ts';
 import {
   chooseVoice, collectSpeech, DEFAULT_STREAM_BOUNDS, pcmBody, providerError, ProviderStream, shortText, streamFormat,
-  type StreamBounds,
+  type StreamBounds, type StreamedVoiceOptions, vendorFailure,
 } from './tts-stream.ts';
 import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type StreamSampleRate, type SynthesisStream,
@@ -44,16 +44,8 @@ const ONE_SHOT_RATE = 16_000;
 const MAX_VOICES = 1000;
 const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
-export interface CartesiaOptions {
-  apiKey: string;
-  /** The API's base (default https://api.cartesia.ai); the socket is its ws(s):// form. */
-  baseUrl?: string;
+export interface CartesiaOptions extends StreamedVoiceOptions {
   model?: string;
-  voices?: Readonly<Record<string, { female: string; male: string }>>;
-  bounds?: Partial<StreamBounds>;
-  /** One HTTP request's wait, and then the audio's (default 15 s). */
-  timeoutMs?: number;
-  maxRetries?: number;
 }
 
 type Sdk = typeof import('@cartesia/cartesia-js') & { TTSWS: typeof TTSWS };
@@ -102,12 +94,10 @@ export class CartesiaEngine implements TextToSpeech {
   }
 
   private failure(err: unknown, what: string, signal?: AbortSignal): unknown {
-    if (err instanceof SpeechError) return err;
-    if (signal?.aborted) return signal.reason ?? err;
-    const { APIConnectionTimeoutError, APIError } = loadSdk();
-    if (err instanceof APIConnectionTimeoutError) return new SpeechError(this.name, 'timeout', `${what}: the request timed out`);
-    if (err instanceof APIError) return providerError(this.name, what, err.status as number | undefined, shortText(err.message));
-    return new SpeechError(this.name, 'failed', `${what}: ${shortText((err as Error).message)}`);
+    const { APIError, APIConnectionTimeoutError } = loadSdk();
+    return vendorFailure(this.name, what, err, signal, {
+      timedOut: (e) => e instanceof APIConnectionTimeoutError, apiStatus: (e) => (e instanceof APIError ? { status: e.status as number | undefined } : undefined),
+    });
   }
 
   openStream(opts: SynthesisStreamOptions): SynthesisStream {

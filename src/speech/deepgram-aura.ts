@@ -16,7 +16,7 @@ import type { DeepgramClient } from '@deepgram/sdk';
 import { synthesisText } from './input.ts';
 import {
   chooseVoice, collectSpeech, DEFAULT_STREAM_BOUNDS, pcmBody, providerError, ProviderStream, shortText, socketBase,
-  streamFormat, type StreamBounds,
+  streamFormat, type StreamBounds, type StreamedVoiceOptions, vendorFailure,
 } from './tts-stream.ts';
 import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type StreamSampleRate, type SynthesisStream,
@@ -37,16 +37,7 @@ export const DEEPGRAM_AURA_DEFAULT_VOICES = {
 const VOICE_ID = /^aura(-2)?-[a-z]+-[a-z]{2}$/;
 const ONE_SHOT_RATE = 16_000;
 
-export interface DeepgramAuraOptions {
-  apiKey: string;
-  /** The API's base (default https://api.deepgram.com); the socket is its ws(s):// form. */
-  baseUrl?: string;
-  voices?: Readonly<Record<string, { female: string; male: string }>>;
-  bounds?: Partial<StreamBounds>;
-  /** One HTTP request's wait, and then the audio's (default 15 s). */
-  timeoutMs?: number;
-  maxRetries?: number;
-}
+export type DeepgramAuraOptions = StreamedVoiceOptions;
 
 type Sdk = typeof import('@deepgram/sdk');
 let sdk: Promise<Sdk> | undefined;
@@ -91,12 +82,10 @@ export class DeepgramAuraEngine implements TextToSpeech {
   }
 
   private async failure(err: unknown, what: string, signal?: AbortSignal): Promise<unknown> {
-    if (err instanceof SpeechError) return err;
-    if (signal?.aborted) return signal.reason ?? err;
     const { DeepgramError, DeepgramTimeoutError } = await loadSdk();
-    if (err instanceof DeepgramTimeoutError) return new SpeechError(this.name, 'timeout', `${what}: the request timed out`);
-    if (err instanceof DeepgramError) return providerError(this.name, what, err.statusCode, shortText(err.message));
-    return new SpeechError(this.name, 'failed', `${what}: ${shortText((err as Error).message)}`);
+    return vendorFailure(this.name, what, err, signal, {
+      timedOut: (e) => e instanceof DeepgramTimeoutError, apiStatus: (e) => (e instanceof DeepgramError ? { status: e.statusCode as number | undefined } : undefined),
+    });
   }
 
   openStream(opts: SynthesisStreamOptions): SynthesisStream {

@@ -20,7 +20,7 @@ import type { ElevenLabsClient } from '@elevenlabs/elevenlabs-js';
 import { synthesisText } from './input.ts';
 import {
   chooseVoice, collectSpeech, DEFAULT_STREAM_BOUNDS, pcmBody, providerError, ProviderStream, shortText, socketBase,
-  streamFormat, type StreamBounds,
+  streamFormat, type StreamBounds, type StreamedVoiceOptions, vendorFailure,
 } from './tts-stream.ts';
 import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type SynthesisStream, type SynthesisStreamOptions,
@@ -43,17 +43,8 @@ const ONE_SHOT_RATE = 16_000;
 /** A socket message is one audio chunk in base64: a few hundred kilobytes at most. */
 const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
-export interface ElevenLabsOptions {
-  apiKey: string;
-  /** The API's base (default https://api.elevenlabs.io); its ws(s):// form serves the socket. */
-  baseUrl?: string;
+export interface ElevenLabsOptions extends StreamedVoiceOptions {
   model?: string;
-  /** Voices standing for the genders, per primary language (`*`: any). */
-  voices?: Readonly<Record<string, { female: string; male: string }>>;
-  bounds?: Partial<StreamBounds>;
-  /** One HTTP request's wait for its answer, and then for the rest of the audio (default 15 s). */
-  timeoutMs?: number;
-  maxRetries?: number;
 }
 
 let sdk: Promise<typeof import('@elevenlabs/elevenlabs-js')> | undefined;
@@ -94,12 +85,10 @@ export class ElevenLabsEngine implements TextToSpeech {
   }
 
   private async failure(err: unknown, what: string, signal?: AbortSignal): Promise<unknown> {
-    if (err instanceof SpeechError) return err;
-    if (signal?.aborted) return signal.reason ?? err;
     const { ElevenLabsError, ElevenLabsTimeoutError } = await loadSdk();
-    if (err instanceof ElevenLabsTimeoutError) return new SpeechError(this.name, 'timeout', `${what}: the request timed out`);
-    if (err instanceof ElevenLabsError) return providerError(this.name, what, err.statusCode, shortText(err.message));
-    return new SpeechError(this.name, 'failed', `${what}: ${shortText((err as Error).message)}`);
+    return vendorFailure(this.name, what, err, signal, {
+      timedOut: (e) => e instanceof ElevenLabsTimeoutError, apiStatus: (e) => (e instanceof ElevenLabsError ? { status: e.statusCode as number | undefined } : undefined),
+    });
   }
 
   openStream(opts: SynthesisStreamOptions): SynthesisStream {

@@ -78,6 +78,36 @@ export function providerError(engine: string, what: string, status: number | und
   return new SpeechError(engine, 'failed', `${what}: ${status ?? 'no status'} ${detail}`.trim(), status);
 }
 
+/** What every streamed voice is built with. */
+export interface StreamedVoiceOptions {
+  apiKey: string;
+  /** The API's base (each vendor has its default); its ws(s):// form serves the socket. */
+  baseUrl?: string;
+  /** Voices standing for the genders, per primary language (`*`: any). */
+  voices?: Readonly<Record<string, { female: string; male: string }>>;
+  bounds?: Partial<StreamBounds>;
+  /** One HTTP request's wait for its answer, and then for the rest of the audio (default 15 s). */
+  timeoutMs?: number;
+  maxRetries?: number;
+}
+
+/**
+ * A vendor client's failure as a SpeechError naming the engine: ours pass through, an abort is the
+ * abort's reason, the client's timeout a `timeout`, its API error by status (`apiStatus` answers
+ * for the client's own error class: `{ status }`, else undefined), anything else `failed`.
+ */
+export function vendorFailure(
+  engine: string, what: string, err: unknown, signal: AbortSignal | undefined,
+  client: { timedOut(err: unknown): boolean; apiStatus(err: unknown): { status: number | undefined } | undefined },
+): unknown {
+  if (err instanceof SpeechError) return err;
+  if (signal?.aborted) return signal.reason ?? err;
+  if (client.timedOut(err)) return new SpeechError(engine, 'timeout', `${what}: the request timed out`);
+  const api = client.apiStatus(err);
+  if (api) return providerError(engine, what, api.status, shortText((err as Error).message));
+  return new SpeechError(engine, 'failed', `${what}: ${shortText((err as Error).message)}`);
+}
+
 /** Cuts a provider's text (an error body, a close reason) to a line we may log. */
 export function shortText(s: string | null | undefined, max = 200): string {
   const t = (s ?? '').replace(/\s+/g, ' ').trim();
