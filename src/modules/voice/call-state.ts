@@ -4,12 +4,29 @@
 // Gather keeps the call policy's counters between its requests. Each writes only its own part;
 // the rest of what is stored is kept.
 import type { Executor } from '../../db/types.ts';
-import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
+import type { SpeechToText } from '../../speech/types.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import { freshCounters, type CallCounters } from './call-policy.ts';
+import type { SpeakerNote, VoiceChange } from './speaker.ts';
 
-/** Which engines heard and spoke (`offline` when both ran here), and the voice detector's. */
-export interface SpeechNote { stt: string; tts: string; offline: boolean; vad?: string }
+/**
+ * Which engines heard and spoke (`offline` when both ran here), the voice detector's, and the voice
+ * that speaks: `voice` (the engine's own id, or `default <gender> <language>`), `streamed` (replies
+ * spoken as the model streams them); with agentTtsEngine, `ttsRequested`, and `ttsSubstituted` when
+ * the process could not start with it; `ttsChanges` when the voice changed during the call (a
+ * provider that failed: from, to, why).
+ */
+export interface SpeechNote {
+  stt: string;
+  tts: string;
+  offline: boolean;
+  vad?: string;
+  voice?: string;
+  streamed?: boolean;
+  ttsRequested?: string;
+  ttsSubstituted?: string;
+  ttsChanges?: VoiceChange[];
+}
 
 /** A call's recording on disk (voice/recordings.ts), as it stopped. */
 export interface RecordingNote {
@@ -47,11 +64,17 @@ export function countersOf(state: CallState): CallCounters {
   return { ...freshCounters(), noResponse: n(state.noResponse), failures: n(state.failures) };
 }
 
-/** The part of a state that says which transport and engines carried the call. */
-export function speechNote(transport: string, speech: { stt: SpeechToText; tts: TextToSpeech; vad?: { status: { engine: string } } }): Pick<CallState, 'transport' | 'speech'> {
+/** The part of a state that says which transport and engines carried the call; `voice` is the call's speaker's note. */
+export function speechNote(transport: string, speech: { stt: SpeechToText; vad?: { status: { engine: string } } }, voice: SpeakerNote): Pick<CallState, 'transport' | 'speech'> {
   return {
     transport,
-    speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}) },
+    speech: {
+      stt: speech.stt.name, tts: voice.tts, offline: speech.stt.offline && voice.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}),
+      voice: voice.voice, streamed: voice.streamed,
+      ...(voice.requested ? { ttsRequested: voice.requested } : {}),
+      ...(voice.substituted ? { ttsSubstituted: voice.substituted } : {}),
+      ...(voice.changes ? { ttsChanges: voice.changes } : {}),
+    },
   };
 }
 

@@ -18,6 +18,7 @@ import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-p
 import { noteCallState, speechNote } from './call-state.ts';
 import { recordingPath, type RecordingStore } from './recordings.ts';
 import { startVoiceSession, type VoiceSession, type VoiceSessionDeps } from './session.ts';
+import { callSpeaker, type CallSpeaker } from './speaker.ts';
 import { screenCall, type VoicemailScreen } from './voicemail.ts';
 
 type Log = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
@@ -54,6 +55,8 @@ export interface CallStart {
   /** An outbound call's voicemail plan, and where else its verdict is kept. */
   voicemail?: { plan: VoicemailPlan; onVerdict?: (answeredBy: AnsweredBy) => Promise<unknown> };
   grammar?: SpeechGrammar;
+  /** The call's voice, when the path chose it already (to synthesize the greeting before answering); chosen here otherwise. */
+  speaker?: CallSpeaker;
 }
 
 export interface StartedCall {
@@ -67,8 +70,15 @@ export interface StartedCall {
 export async function startCall(deps: StartCallDeps, transport: VoiceTransport, call: CallStart): Promise<StartedCall> {
   const c = call.conversation;
   const caps = call.capabilities;
-  // Which engines heard and spoke, for the record (offline ones are labelled so).
-  await noteCallState(deps.db, c.id, speechNote(transport.kind, deps), deps.now());
+  // Which engines heard and spoke, for the record (offline ones are labelled so), and the voice:
+  // noted again whenever it changes (a provider that failed), one write after the other.
+  const speaker = call.speaker ?? callSpeaker(deps, call.settings, deps.now);
+  await noteCallState(deps.db, c.id, speechNote(transport.kind, deps, speaker.note()), deps.now());
+  let notes: Promise<void> = Promise.resolve();
+  speaker.onChange = (note) => {
+    notes = notes.then(() => noteCallState(deps.db, c.id, speechNote(transport.kind, deps, note), deps.now()))
+      .catch((err: Error) => deps.log?.warn({ conversation: c.id, err: err.message }, 'voice call: the change of voice could not be noted'));
+  };
   let where = caps.recording ? deps.recording : undefined;
   let recorder = record(deps, transport, c, where);
   let screen: VoicemailScreen | undefined;
@@ -90,13 +100,14 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
     session = startVoiceSession(deps, {
       transport, transcript: deps.conversations.callTranscript({ room: call.room, conversation: c }), conversation: c, room: call.room, config: call.config, settings: call.settings,
       opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
-      capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen,
+      capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen, speaker,
     });
   } catch (err) {
     await recorder?.stop();
     throw err;
   }
   const done = session.done.finally(async () => {
+    await notes;
     if (!recorder || !where) return;
     const r = await recorder.stop();
     if (r) {
