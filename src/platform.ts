@@ -38,6 +38,7 @@ import { placedCallVoicemail } from './modules/voice/voicemail.ts';
 import { twilioAmd } from './modules/twilio/amd.ts';
 import { voiceCalls } from './modules/voice/sip-calls.ts';
 import { GreetingCache } from './modules/voice/greeting-cache.ts';
+import { voicesService, type VoicesService } from './modules/voice/voices.ts';
 import { backgroundAudio } from './modules/voice/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/twilio/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
@@ -150,6 +151,8 @@ export interface Services {
   usage: UsageService;
   /** Spoken turns' latencies per agent (GET /api/v2/agent/{agentId}/latency). */
   latency: LatencyService;
+  /** The voices agents can name (GET /api/v2/voices). */
+  voices: VoicesService;
   /** Which voice activity detector calls get (GET /readyz says). */
   vad: Pick<SpeechEngines['vad'], 'status'>;
   adr: AdrService;
@@ -309,6 +312,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       log: child('live'), ...deps.live,
     }),
     latency: latencyService({ db }),
+    voices: voicesService({ tts: speech.tts, voices: speech.voices, now: Date.now }),
     vad: speech.vad,
   };
   // The agent talks on SIP calls (the worker answers them, and the SIP carrier places them).
