@@ -9,17 +9,14 @@
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { accountRepo } from '../../src/modules/accounts/repository.ts';
-import { messageSecret } from '../../src/modules/accounts/message-secret.ts';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
-import { turnRunner } from '../../src/modules/conversations/turn.ts';
 import { CAPABILITIES } from '../../src/modules/voice/call-policy.ts';
 import { readCallState } from '../../src/modules/voice/call-state.ts';
 import { GreetingCache } from '../../src/modules/voice/greeting-cache.ts';
 import { startCall } from '../../src/modules/voice/start-call.ts';
 import { ElevenLabsEngine } from '../../src/speech/elevenlabs.ts';
-import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
+import { agentOnCall } from '../helpers/agent-call.ts';
 import { ELEVENLABS_TEST_KEY, FAKE_ELEVENLABS_VOICES, startFakeElevenLabs } from '../helpers/fake-elevenlabs.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { samplesFor, type FakeTtsServer, type RecordedSocket } from '../helpers/fake-tts.ts';
@@ -67,23 +64,7 @@ for (const engine of ENGINES) {
 
     /** A call to an agent with this configuration; its voice engines: ElevenLabs (with `key`) and an offline stand-in. */
     async function call(config: Record<string, unknown>, opts: { heard?: string[]; key?: string; greetings?: GreetingCache } = {}) {
-      const r = await h.reseller();
-      const o = await h.organization(r.id);
-      const token = await h.tokenFor(o.agentId);
-      const set = await h.call('POST', '/api/v2/agent', { token, body: config });
-      assert.equal(set.status, 200, JSON.stringify(set.body));
-      assert.equal((await h.call('POST', '/api/v2/agent/publish', { token })).status, 200);
-      const db = h.database.db;
-      const agent = (await accountRepo.findById(db, o.agentId))!;
-      const live = await h.services.agents.liveConfig(agent);
-      const opened = await db.transaction().execute((tx) => h.services.conversations.open(tx, {
-        agent, channel: 'sip', direction: 'inbound', counterpart: '+14155552671', counterpartKind: 'phone', fresh: true,
-      }, Date.now()));
-      const http = guardedDispatcher(policyFromConfig(h.config));
-      const turns = turnRunner({
-        db, models: h.services.models, knowledge: h.services.knowledge, context: h.services.context, tasks: h.services.tasks,
-        http, messageSecret: (orgId) => messageSecret(db, h.box, orgId), now: Date.now,
-      });
+      const { db, live, opened, http, turns } = await agentOnCall(h, config);
       const transport = new TimedTransport();
       const offline = new ShortTts();
       const elevenlabs = new ElevenLabsEngine({ apiKey: opts.key ?? ELEVENLABS_TEST_KEY, baseUrl: el.baseUrl, maxRetries: 0, timeoutMs: 5000 });
