@@ -53,6 +53,9 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
     try {
       return await speaker.audio(text, { signal, line: true });
     } catch (err) {
+      // A provider's voice too slow for the greeting is not asked again on this call: the
+      // configured voice says it once the call is up (and the call's state says why).
+      if (signal.aborted) speaker.failed(new Error(`the greeting was not synthesized within ${GREETING_WAIT_MS} ms`));
       deps.log?.warn({ err: (err as Error).message }, 'voice call: the greeting could not be synthesized ahead');
       return undefined;
     }

@@ -154,6 +154,11 @@ export class CallSpeaker {
 
   /** A reply's stream failed (refused, too slow, dropped): the configured voice speaks from now on. */
   streamFailed(err: unknown): void {
+    this.failed(err);
+  }
+
+  /** The voice failed in a way its caller saw (a greeting past its wait): the configured voice speaks from now on. */
+  failed(err: unknown): void {
     this.fellBack(this.current, err);
   }
 
