@@ -1682,6 +1682,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/speech/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's own speech provider keys (masked) */
+        get: operations["listSpeechProviders"];
+        put?: never;
+        /**
+         * Add the organization's own key for a speech provider
+         * @description One key per vendor: a second is 409. The organization's enabled key is used instead of the deployment's.
+         */
+        post: operations["addSpeechProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/speech/providers/{vendor}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change the organization's key for a speech provider
+         * @description Changes what is sent (apiKey, baseUrl, enabled) and keeps the rest. A baseUrl of another origin needs apiKey again.
+         */
+        put: operations["updateSpeechProvider"];
+        post?: never;
+        /** Delete the organization's key for a speech provider */
+        delete: operations["deleteSpeechProvider"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/stats/usage": {
         parameters: {
             query?: never;
@@ -13316,6 +13358,360 @@ export interface operations {
             };
         };
     };
+    listSpeechProviders: {
+        parameters: {
+            query?: {
+                /** @description Organization to act on (resellers and partners; an organization token acts on itself) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        providers: ({
+                            /** @description The key, masked (****1234; Google: the last four characters of the key's private_key_id) */
+                            apiKey: string;
+                            /** @description Where the key is sent; null: the vendor's own */
+                            baseUrl: string | null;
+                            /** @description unix seconds */
+                            createdAt: number;
+                            /** @description Whether calls use it (disabled: the process's key, if any, is used instead) */
+                            enabled: boolean;
+                            /** @description Google: the service account's client_email; null for the other vendors */
+                            serviceAccount: string | null;
+                            /** @description unix seconds */
+                            updatedAt: number;
+                            /** @description deepgram, elevenlabs, cartesia, google, openai */
+                            vendor: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    addSpeechProvider: {
+        parameters: {
+            query?: {
+                /** @description Organization to act on (resellers and partners; an organization token acts on itself) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The provider's key (Google: the service account's JSON key file, as a string), stored sealed and never answered in full */
+                    apiKey: string;
+                    /** @description The vendor's base URL (a proxy, a regional endpoint), one for its HTTP and WebSocket APIs; must be a public address. Null or omitted: the vendor's own */
+                    baseUrl?: string | null;
+                    /** @description Default true */
+                    enabled?: boolean;
+                    /** @description deepgram, elevenlabs, cartesia, google, openai */
+                    vendor: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        /** @description An organization's own speech provider key */
+                        provider: {
+                            /** @description The key, masked (****1234; Google: the last four characters of the key's private_key_id) */
+                            apiKey: string;
+                            /** @description Where the key is sent; null: the vendor's own */
+                            baseUrl: string | null;
+                            /** @description unix seconds */
+                            createdAt: number;
+                            /** @description Whether calls use it (disabled: the process's key, if any, is used instead) */
+                            enabled: boolean;
+                            /** @description Google: the service account's client_email; null for the other vendors */
+                            serviceAccount: string | null;
+                            /** @description unix seconds */
+                            updatedAt: number;
+                            /** @description deepgram, elevenlabs, cartesia, google, openai */
+                            vendor: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateSpeechProvider: {
+        parameters: {
+            query?: {
+                /** @description Organization to act on (resellers and partners; an organization token acts on itself) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path: {
+                /** @description deepgram, elevenlabs, cartesia, google, openai */
+                vendor: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A new key. Omitted: the stored key is kept, unless baseUrl changes its origin (scheme, host or port): then 400 until it is sent again */
+                    apiKey?: string;
+                    /** @description The vendor's base URL (a proxy, a regional endpoint), one for its HTTP and WebSocket APIs; must be a public address. Null or omitted: the vendor's own */
+                    baseUrl?: string | null;
+                    enabled?: boolean;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        /** @description An organization's own speech provider key */
+                        provider: {
+                            /** @description The key, masked (****1234; Google: the last four characters of the key's private_key_id) */
+                            apiKey: string;
+                            /** @description Where the key is sent; null: the vendor's own */
+                            baseUrl: string | null;
+                            /** @description unix seconds */
+                            createdAt: number;
+                            /** @description Whether calls use it (disabled: the process's key, if any, is used instead) */
+                            enabled: boolean;
+                            /** @description Google: the service account's client_email; null for the other vendors */
+                            serviceAccount: string | null;
+                            /** @description unix seconds */
+                            updatedAt: number;
+                            /** @description deepgram, elevenlabs, cartesia, google, openai */
+                            vendor: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteSpeechProvider: {
+        parameters: {
+            query?: {
+                /** @description Organization to act on (resellers and partners; an organization token acts on itself) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path: {
+                /** @description deepgram, elevenlabs, cartesia, google, openai */
+                vendor: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     viewUsage: {
         parameters: {
             query?: {
@@ -13389,7 +13785,7 @@ export interface operations {
                         })[] | null;
                         /** @description The zone the days are in */
                         timezone: string;
-                        /** @description Totals over the range: callMinutes, texts, tasks, conversations, modelTokens (with allItems also calls, callSeconds, the staging test chat's testConversations, testTokens (never billed), and simulatedCallMinutes, simulatedTexts, simulatedTokens (of the figures above, made by the SIMULATED carrier and model engine)); with giveCosts or combineCosts the cost:<item>, cost:plan and cost:total keys in the currency's major unit */
+                        /** @description Totals over the range: callMinutes, texts, tasks, conversations, modelTokens (with allItems also calls, callSeconds, the staging test chat's testConversations, testTokens (never billed), and simulatedCallMinutes, simulatedTexts, simulatedTokens (of the figures above, made by the SIMULATED carrier and model engine), and each speech provider's use in its own unit: speech:<vendor>:audioSeconds (recognised) and speech:<vendor>:characters (synthesized)); with giveCosts or combineCosts the cost:<item>, cost:plan and cost:total keys in the currency's major unit */
                         usage: {
                             [key: string]: unknown;
                         };

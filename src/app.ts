@@ -28,6 +28,7 @@ import { agentRoutes, agentUrlRoutes } from './modules/agents/routes.ts';
 import { AgentSettingsSchema } from './modules/agents/validation.ts';
 import { memberRoutes } from './modules/members/routes.ts';
 import { modelsRoutes } from './modules/models/routes.ts';
+import { speechProviderRoutes } from './modules/speech-providers/routes.ts';
 import { numberingRoutes } from './modules/numbering-providers/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
@@ -281,6 +282,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // The public chat page of each agent URL (/a/<slug>); its cookie is Secure when we are served over https.
   await app.register(webChatRoutes, { webChat: services.webChat, secureCookies: config.publicUrl.startsWith('https:') });
   await app.register(modelsRoutes, { models: services.models });
+  await app.register(speechProviderRoutes, { speechProviders: services.speechProviders });
   await app.register(consoleRoutes, {
     tokens: services.tokens, lookup: services.tokenLookup, sessionSeconds: config.consoleSessionSeconds,
     assetsDir: config.consoleDir, secureCookies: config.publicUrl.startsWith('https:'),

@@ -216,6 +216,17 @@ export interface SpeechConfig {
    * ws(s):// form, its WebSocket API.
    */
   readonly providers: SpeechProvidersConfig;
+  /**
+   * A Google service account's key file (GOOGLE_APPLICATION_CREDENTIALS, the variable Google's
+   * clients read); Google's engines exist only with one (src/speech/registry.ts).
+   */
+  readonly googleCredentials: string | undefined;
+  /**
+   * Google Speech-to-Text's gRPC endpoint (CALLPLANE_GOOGLE_SPEECH_URL, default
+   * https://speech.googleapis.com): `https://host[:port]` over TLS, `http://host:port` over an
+   * insecure channel (a test double on loopback).
+   */
+  readonly googleSpeechUrl: string;
 }
 
 /** A streamed speech provider's key and base URL. */
@@ -313,6 +324,16 @@ function httpBase(name: string, raw: string): string {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must be an http(s) URL (got '${raw}')`);
   return raw.replace(/\/+$/, '');
+}
+
+/** A gRPC endpoint as a URL: http(s)://host[:port] and nothing more (no path, no credentials). */
+function grpcEndpoint(name: string, raw: string): string {
+  const base = httpBase(name, raw);
+  const u = new URL(base);
+  if (u.pathname !== '/' || u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') {
+    throw new ConfigError(`${name} must be http(s)://host[:port], with no path, query or credentials`);
+  }
+  return `${u.protocol}//${u.host}`;
 }
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_.-]{0,39}$/;
@@ -455,6 +476,8 @@ function speechConfig(env: NodeJS.ProcessEnv): SpeechConfig {
     vadModel: env.CALLPLANE_VAD_MODEL?.trim() ? path.resolve(env.CALLPLANE_VAD_MODEL.trim()) : undefined,
     turnLatencyBudgetMs: int(env, 'CALLPLANE_TURN_LATENCY_BUDGET_MS', 1500, 100, 600_000),
     providers: providers(env),
+    googleCredentials: env.GOOGLE_APPLICATION_CREDENTIALS?.trim() ? path.resolve(env.GOOGLE_APPLICATION_CREDENTIALS.trim()) : undefined,
+    googleSpeechUrl: env.CALLPLANE_GOOGLE_SPEECH_URL?.trim() ? grpcEndpoint('CALLPLANE_GOOGLE_SPEECH_URL', env.CALLPLANE_GOOGLE_SPEECH_URL.trim()) : 'https://speech.googleapis.com',
   });
 }
 

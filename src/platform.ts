@@ -52,6 +52,7 @@ import { knowledgeService, type KnowledgeService } from './modules/knowledge/ser
 import { agentService, type AgentService } from './modules/agents/service.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { modelsService, type ModelsService } from './modules/models/service.ts';
+import { processSpeechKeys, speechProvidersService, type SpeechProvidersService } from './modules/speech-providers/service.ts';
 import { numberingService, type NumberingService } from './modules/numbering-providers/service.ts';
 import { numbersService, type NumbersService } from './modules/phone-numbers/service.ts';
 import { numberReleaseQueue, type NumberReleaseQueue, type NumberReleaseQueueDeps } from './modules/phone-numbers/release-queue.ts';
@@ -126,6 +127,8 @@ export interface Services {
   knowledge: KnowledgeService;
   agents: AgentService;
   models: ModelsService;
+  /** Organizations' own speech provider keys, and which key a vendor is used with (issue 35). */
+  speechProviders: SpeechProvidersService;
   conversations: ConversationService;
   webChat: WebChatService;
   /** Test chats with agents' staging configurations (the console's agent page). */
@@ -235,6 +238,9 @@ export function createPlatform(deps: PlatformDeps): Platform {
     integrations: integrationService({ db, box }),
     agents: agentService({ db, wakeDeliveries, models }),
     models,
+    speechProviders: speechProvidersService({
+      db, box, policy, processKeys: processSpeechKeys(config.speech), speech: config.speech, log: child('speech-providers'),
+    }),
     billing: billingService({ db, config, wakeTasks: () => taskQueue.notify(), systems: billingSystems, processors: processorSubs }),
     billingSystems,
     processorSubscriptions: processorSubs,
@@ -363,7 +369,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       listener = undefined;
       await streams.close();
       await services.live.close();
-      await Promise.all([actionHttp.close().catch(() => {}), services.models.close(), speech.vad.close()]);
+      await Promise.all([actionHttp.close().catch(() => {}), services.models.close(), services.speechProviders.close(), speech.vad.close()]);
     },
   };
 }

@@ -38,6 +38,7 @@ import { numbersAdr } from './migrations/0033-numbers-adr.ts';
 import { consoleSessions } from './migrations/0034-console-sessions.ts';
 import { sipRouteCredentials } from './migrations/0035-sip-route-credentials.ts';
 import { billingAddonCheckout } from './migrations/0036-billing-addon-checkout.ts';
+import { speechProviders } from './migrations/0037-speech-providers.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -77,6 +78,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0034-console-sessions': consoleSessions(),
     '0035-sip-route-credentials': sipRouteCredentials(),
     '0036-billing-addon-checkout': billingAddonCheckout(),
+    '0037-speech-providers': speechProviders(),
   };
 }
 

@@ -774,6 +774,20 @@ export interface LlmProvidersTable {
   updated_at: number;
 }
 
+/** An organization's own key for a speech vendor (migration 0037; src/modules/speech-providers/). */
+export interface SpeechProvidersTable {
+  org_id: number;
+  /** src/speech/vendors.ts SPEECH_VENDORS. */
+  vendor: string;
+  /** Sealed (Google: a service account's JSON key). */
+  api_key: string;
+  /** Null: the vendor's own (SPEECH_VENDOR_URLS). */
+  base_url: string | null;
+  enabled: ColumnType<Flag, Flag | undefined, Flag>;
+  created_at: number;
+  updated_at: number;
+}
+
 /**
  * A conversation's analysis after it ended (migration 0029): a queue job and its result, keyed by
  * the conversation's id (src/modules/conversations/analysis.ts).
@@ -829,6 +843,7 @@ export interface DB {
   automation_requests: AutomationRequestsTable;
   tool_effects: ToolEffectsTable;
   llm_providers: LlmProvidersTable;
+  speech_providers: SpeechProvidersTable;
   turn_latencies: TurnLatenciesTable;
 }
 
@@ -841,6 +856,7 @@ export type AutomationRequestRow = Selectable<AutomationRequestsTable>;
 export type ToolEffectRow = Selectable<ToolEffectsTable>;
 export type TurnLatencyRow = Selectable<TurnLatenciesTable>;
 export type LlmProviderRow = Selectable<LlmProvidersTable>;
+export type SpeechProviderRow = Selectable<SpeechProvidersTable>;
 
 /** Shared rate-limit counters (src/db/rate-limit-counters.ts): one row per key, its current window. */
 export interface RateLimitCountersTable {

@@ -26,6 +26,7 @@ import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type StreamSampleRate, type SynthesisStream,
   type SynthesisStreamOptions, type SynthesizeOptions, type TextToSpeech, type VoiceInfo,
 } from './types.ts';
+import { vendorFetch } from './vendor-fetch.ts';
 
 export const CARTESIA = 'cartesia';
 export const CARTESIA_BASE = 'https://api.cartesia.ai';
@@ -97,7 +98,7 @@ export class CartesiaEngine implements TextToSpeech {
   }
 
   private client(): CartesiaClient {
-    this.sdkClient ??= new (loadSdk().Cartesia)({ apiKey: this.apiKey, baseURL: this.baseUrl, timeout: this.timeoutMs, maxRetries: this.maxRetries });
+    this.sdkClient ??= new (loadSdk().Cartesia)({ apiKey: this.apiKey, baseURL: this.baseUrl, timeout: this.timeoutMs, maxRetries: this.maxRetries, fetch: vendorFetch });
     return this.sdkClient;
   }
 

@@ -22,6 +22,7 @@ import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type StreamSampleRate, type SynthesisStream,
   type SynthesisStreamOptions, type SynthesizeOptions, type TextToSpeech, type VoiceInfo,
 } from './types.ts';
+import { vendorFetch } from './vendor-fetch.ts';
 
 export const DEEPGRAM_AURA = 'deepgram';
 export const DEEPGRAM_BASE = 'https://api.deepgram.com';
@@ -85,7 +86,7 @@ export class DeepgramAuraEngine implements TextToSpeech {
     this.client ??= loadSdk().then(({ DeepgramClient: Client }) => new Client({
       apiKey: this.apiKey,
       environment: { base: this.baseUrl, production: ws, agent: ws, agentRest: this.baseUrl },
-      timeoutInSeconds: this.timeoutMs / 1000, maxRetries: this.maxRetries, reconnect: false,
+      timeoutInSeconds: this.timeoutMs / 1000, maxRetries: this.maxRetries, reconnect: false, fetch: vendorFetch,
     }));
     return this.client;
   }

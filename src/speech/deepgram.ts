@@ -21,12 +21,13 @@
 // live takes `{"type":"KeepAlive"}`; Flux has no such message (it closes the socket on one) and is
 // kept open by WebSocket pings instead, as Deepgram advises.
 import type { DeepgramClient } from '@deepgram/sdk';
-import { languageTag, utteranceSamples } from './input.ts';
+import { abortOn, languageTag, streamFormat, streamKeywords, utteranceSamples } from './input.ts';
 import { buildWav } from './wav.ts';
 import {
-  MAX_STREAM_KEYWORDS, SpeechError, type RecognitionEvent, type RecognitionListener, type RecognitionStream,
+  SpeechError, type RecognitionEvent, type RecognitionListener, type RecognitionStream,
   type SpeechToText, type StreamingSpeechToText, type StreamOptions, type Transcript, type TranscribeOptions,
 } from './types.ts';
+import { vendorFetch } from './vendor-fetch.ts';
 
 type Sdk = typeof import('@deepgram/sdk');
 let sdk: Promise<Sdk> | undefined;
@@ -79,6 +80,7 @@ function newClient(sdkModule: Sdk, o: DeepgramOptions): DeepgramClient {
     environment: deepgramEnvironment(o.baseUrl ?? DEEPGRAM_URL),
     timeoutInSeconds: Math.ceil((o.requestTimeoutMs ?? 15_000) / 1000),
     maxRetries: o.maxRetries ?? 1,
+    fetch: vendorFetch,
   });
 }
 
@@ -521,19 +523,6 @@ const fluxProtocol: ListenProtocol = {
   },
 };
 
-function checkedStreamOptions(engine: string, o: StreamOptions): { bytesPerSecond: number } {
-  if (o.encoding !== 'mulaw' && o.encoding !== 'linear16') throw new SpeechError(engine, 'input', `encoding must be mulaw or linear16 (got ${String(o.encoding)})`);
-  if (!Number.isInteger(o.sampleRate) || o.sampleRate < 8000 || o.sampleRate > 48_000) {
-    throw new SpeechError(engine, 'input', `sample rate must be an integer between 8000 and 48000 Hz (got ${o.sampleRate})`);
-  }
-  return { bytesPerSecond: o.sampleRate * (o.encoding === 'mulaw' ? 1 : 2) };
-}
-
-function keyterms(keywords: readonly string[] | undefined): string[] | undefined {
-  const list = (keywords ?? []).map((k) => k.trim().slice(0, 100)).filter((k) => k !== '').slice(0, MAX_STREAM_KEYWORDS);
-  return list.length ? list : undefined;
-}
-
 abstract class DeepgramStreamingEngine implements StreamingSpeechToText {
   readonly offline = false;
   abstract readonly name: string;
@@ -558,7 +547,7 @@ abstract class DeepgramStreamingEngine implements StreamingSpeechToText {
 
   async open(o: StreamOptions): Promise<RecognitionStream> {
     o.signal?.throwIfAborted();
-    const { bytesPerSecond } = checkedStreamOptions(this.name, o);
+    const { bytesPerSecond } = streamFormat(this.name, o);
     const args = {
       ...this.query(o),
       // Replacing a dropped socket is the stream's (once, at once, bounded); the client would
@@ -574,17 +563,7 @@ abstract class DeepgramStreamingEngine implements StreamingSpeechToText {
       stream.abort();
       throw err;
     }
-    if (o.signal) {
-      const signal = o.signal;
-      const onAbort = () => stream.abort();
-      if (signal.aborted) onAbort();
-      else {
-        signal.addEventListener('abort', onAbort, { once: true });
-        stream.on((e) => {
-          if (e.type === 'closed') signal.removeEventListener('abort', onAbort);
-        });
-      }
-    }
+    abortOn(o.signal, stream, () => stream.abort());
     return stream;
   }
 
@@ -607,7 +586,7 @@ export class DeepgramLive extends DeepgramStreamingEngine {
     const utteranceEnd = o.utteranceEndMs ?? 1000;
     if (!Number.isInteger(endpointing) || endpointing < 10 || endpointing > 10_000) throw new SpeechError(this.name, 'input', `endpointing must be 10–10000 ms (got ${endpointing})`);
     if (!Number.isInteger(utteranceEnd) || utteranceEnd < 1000 || utteranceEnd > 10_000) throw new SpeechError(this.name, 'input', `utterance end must be 1000–10000 ms (got ${utteranceEnd})`);
-    const terms = keyterms(o.keywords);
+    const terms = streamKeywords(o.keywords);
     return {
       model: this.model,
       language: tag.region ? `${tag.language}-${tag.region}` : tag.language,
@@ -635,7 +614,7 @@ export class DeepgramFlux extends DeepgramStreamingEngine {
     if (languageTag(this.name, o.language).language !== 'en') {
       throw new SpeechError(this.name, 'input', `${this.model} hears English only (asked for ${o.language})`);
     }
-    const terms = keyterms(o.keywords);
+    const terms = streamKeywords(o.keywords);
     return {
       model: this.model,
       encoding: o.encoding,
@@ -665,7 +644,7 @@ export class DeepgramTranscriber implements SpeechToText {
     const pcm = utteranceSamples(this.name, audio, sampleRate);
     const tag = languageTag(this.name, opts.language);
     if (pcm.length === 0) return { text: '', engine: this.name, model: this.model };
-    const terms = opts.grammar?.kind === 'phrases' ? keyterms(opts.grammar.phrases) : undefined;
+    const terms = opts.grammar?.kind === 'phrases' ? streamKeywords(opts.grammar.phrases) : undefined;
     const { DeepgramError, DeepgramTimeoutError } = await deepgramSdk();
     try {
       const r = await (await this.client()).listen.v1.media.transcribeFile(buildWav(pcm, sampleRate), {

@@ -26,6 +26,7 @@ import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type SynthesisStream, type SynthesisStreamOptions,
   type SynthesizeOptions, type TextToSpeech, type VoiceInfo,
 } from './types.ts';
+import { vendorFetch } from './vendor-fetch.ts';
 
 export const ELEVENLABS = 'elevenlabs';
 export const ELEVENLABS_BASE = 'https://api.elevenlabs.io';
@@ -88,7 +89,7 @@ export class ElevenLabsEngine implements TextToSpeech {
 
   private sdkClient(): Promise<ElevenLabsClient> {
     this.client ??= loadSdk().then(({ ElevenLabsClient: Client }) => new Client({
-      apiKey: this.apiKey, baseUrl: this.baseUrl, timeoutInSeconds: this.timeoutMs / 1000, maxRetries: this.maxRetries,
+      apiKey: this.apiKey, baseUrl: this.baseUrl, timeoutInSeconds: this.timeoutMs / 1000, maxRetries: this.maxRetries, fetch: vendorFetch,
     }));
     return this.client;
   }

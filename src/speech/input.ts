@@ -2,7 +2,7 @@
 // the same whichever engine runs: audio length and rate, text length, language tags, speed.
 import { MAX_RATE, MIN_RATE } from './resample.ts';
 import { asPcm16, WavError } from './wav.ts';
-import { MAX_SYNTHESIS_CHARS, MAX_UTTERANCE_SECONDS, SpeechError } from './types.ts';
+import { MAX_STREAM_KEYWORDS, MAX_SYNTHESIS_CHARS, MAX_UTTERANCE_SECONDS, SpeechError, type RecognitionStream, type StreamOptions } from './types.ts';
 
 /** The utterance as samples, refused when its rate is outside 8–48 kHz or it is longer than MAX_UTTERANCE_SECONDS. */
 export function utteranceSamples(engine: string, audio: Int16Array | Buffer, sampleRate: number): Int16Array {
@@ -62,4 +62,29 @@ export function speedFactor(engine: string, speed: number | undefined): number {
     throw new SpeechError(engine, 'input', `speed must be between 0.5 and 2 (got ${speed})`);
   }
   return speed;
+}
+
+/** A stream's audio format checked (mulaw or linear16, 8–48 kHz): how many bytes a second of it is. */
+export function streamFormat(engine: string, o: StreamOptions): { bytesPerSecond: number } {
+  if (o.encoding !== 'mulaw' && o.encoding !== 'linear16') throw new SpeechError(engine, 'input', `encoding must be mulaw or linear16 (got ${String(o.encoding)})`);
+  if (!Number.isInteger(o.sampleRate) || o.sampleRate < 8000 || o.sampleRate > 48_000) {
+    throw new SpeechError(engine, 'input', `sample rate must be an integer between 8000 and 48000 Hz (got ${o.sampleRate})`);
+  }
+  return { bytesPerSecond: o.sampleRate * (o.encoding === 'mulaw' ? 1 : 2) };
+}
+
+/** The words a stream favours: trimmed, at most 100 characters each and MAX_STREAM_KEYWORDS in all; undefined when none. */
+export function streamKeywords(keywords: readonly string[] | undefined): string[] | undefined {
+  const list = (keywords ?? []).map((k) => k.trim().slice(0, 100)).filter((k) => k !== '').slice(0, MAX_STREAM_KEYWORDS);
+  return list.length ? list : undefined;
+}
+
+/** Ends a stream (`abort`) when `signal` aborts, and lets go of the signal once the stream closed. */
+export function abortOn(signal: AbortSignal | undefined, stream: Pick<RecognitionStream, 'on'>, abort: () => void): void {
+  if (!signal) return;
+  if (signal.aborted) return abort();
+  signal.addEventListener('abort', abort, { once: true });
+  stream.on((e) => {
+    if (e.type === 'closed') signal.removeEventListener('abort', abort);
+  });
 }

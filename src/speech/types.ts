@@ -150,10 +150,11 @@ export const MAX_STREAM_KEYWORDS = 50;
  *   Deepgram live makes them from its own events: `SpeechStarted` or the first words start the
  *   turn, the finals' transcripts make its text, and a final with `speech_final` (or an
  *   `UtteranceEnd`, when the endpointing silence never came) ends it; it has no eager end.
- *   Flux reports its `TurnInfo` events as they are.
+ *   Flux reports its `TurnInfo` events as they are. Google makes them from its voice activity
+ *   events and finals (src/speech/google.ts); it has no eager end either.
  * - **Engine events**, for records and tests: `speechStarted`, `final` (one finalized segment,
  *   `speechFinal` when the engine's endpointing ended the utterance there) and `utteranceEnd`,
- *   from Deepgram live only.
+ *   from Deepgram live; Google reports `speechStarted` and `final`.
  *
  * And the stream's own: `reconnected` (the socket dropped and a new one carries on; the audio
  * written in the gap, up to a bound, was sent again), `error` (the stream has ended and will hear
@@ -198,7 +199,7 @@ export interface RecognitionStream {
   off(listener: RecognitionListener): void;
 }
 
-/** A streaming recogniser (Deepgram live, Flux). */
+/** A streaming recogniser (Deepgram live, Flux, Google). */
 export interface StreamingSpeechToText {
   readonly name: string;
   readonly offline: false;

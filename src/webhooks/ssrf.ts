@@ -5,7 +5,7 @@
 import dns from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector, type Dispatcher } from 'undici';
+import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
 import type { Config } from '../config.ts';
 
 // The relay service checks a configuration (URL and headers) in one place.
@@ -315,4 +315,29 @@ export function guardedDispatcher(policy: TargetPolicy, options: GuardOptions = 
     connector(opts, callback);
   };
   return new Agent({ connect, keepAliveTimeout: 4_000 });
+}
+
+
+/** A WHATWG fetch whose requests go through the SSRF guard, for clients that take one (`openai`). */
+export type GuardedFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/**
+ * A fetch through guardedDispatcher(), its connection pool made on the first request and ended by
+ * close() (made again if used after): what the models' and speech providers' services hand the
+ * clients of organizations' own servers.
+ */
+export function lazyGuardedFetch(policy: TargetPolicy, options: GuardOptions = {}): { fetch: GuardedFetch; close(): Promise<void> } {
+  let pool: Dispatcher | undefined;
+  type Init = NonNullable<Parameters<typeof undiciFetch>[1]>;
+  return {
+    fetch: (input, init) => {
+      pool ??= guardedDispatcher(policy, options);
+      return undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Init), dispatcher: pool }) as unknown as Promise<Response>;
+    },
+    async close() {
+      const p = pool;
+      pool = undefined;
+      await p?.close().catch(() => {});
+    },
+  };
 }

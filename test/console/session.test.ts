@@ -155,6 +155,15 @@ describe('the console\'s pages as served', () => {
     assert.equal(asset.statusCode, 200);
     assert.match(String(asset.headers['cache-control']), /immutable/);
     assert.equal((await h.app.inject({ method: 'GET', url: '/console/assets/nothing.js' })).statusCode, 404);
+    // Nothing outside the built folder, however the path is spelled; no directory listing.
+    for (const url of ['/console/../package.json', '/console/%2e%2e/package.json', '/console/assets/%2e%2e/%2e%2e/package.json', '/console/..%2fpackage.json', '/console/assets', '/console/assets/']) {
+      const r = await h.app.inject({ method: 'GET', url });
+      assert.ok([400, 403, 404].includes(r.statusCode), `${url}: ${r.statusCode}`);
+      assert.doesNotMatch(r.body, /"name": "callplane"/, url);
+    }
+    // A second request for the page is answered 304 when the browser has it.
+    const again = await h.app.inject({ method: 'GET', url: '/console/', headers: { 'if-none-match': String(page.headers.etag) } });
+    assert.equal(again.statusCode, 304);
   });
 
   it('says how to build the console when it is not built', async () => {

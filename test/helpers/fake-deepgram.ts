@@ -19,7 +19,7 @@
 // the frames went quiet for `endpointing` ms. The words of each utterance heard are the next of
 // `hear` (a test's script), else `utterance <n>`. It records every handshake, frame, control
 // message and ping, and can be told per connection (`plan`, taken in order) to accept slowly, hold
-// its first answer back, or drop the socket after a number of frames.
+// its first answer back, or drop the socket after a number of frames or of ms of speech.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -47,6 +47,8 @@ export interface ConnectionPlan {
   firstResultDelayMs?: number;
   /** Drop the socket (no close frame) on receiving this frame. */
   dropAfterFrames?: number;
+  /** Drop the socket (no close frame) once it has received this much speech (ms of loud audio): mid-utterance. */
+  dropAfterSpeechMs?: number;
 }
 
 export interface DeepgramConnection {
@@ -118,6 +120,8 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
   const apiKey = opts.apiKey ?? 'dg-test-key-0123456789';
   let utterances = 0;
   const sockets = new Set<WebSocket>();
+  /** Handshakes held back (acceptDelayMs), destroyed on close. */
+  const heldHandshakes = new Set<Duplex>();
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
@@ -132,6 +136,7 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
     close: async () => {
       for (const t of timers) clearTimeout(t);
       for (const s of sockets) s.terminate();
+      for (const s of heldHandshakes) s.destroy();
       wss.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
@@ -209,8 +214,13 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
       fake.connections.push(conn);
       serve(ws, conn, plan, { flux, encoding, rate });
     });
-    if (plan.acceptDelayMs) later(plan.acceptDelayMs, accept);
-    else accept();
+    if (plan.acceptDelayMs) {
+      heldHandshakes.add(socket);
+      later(plan.acceptDelayMs, () => {
+        heldHandshakes.delete(socket);
+        accept();
+      });
+    } else accept();
   });
 
   function serve(ws: WebSocket, conn: DeepgramConnection, plan: ConnectionPlan, f: { flux: boolean; encoding: 'mulaw' | 'linear16'; rate: number }): void {
@@ -224,6 +234,7 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
     const block = f.rate / 100;
     let carry = new Int16Array(0);
     let samples = 0;
+    let loudMs = 0;
     let holdUntil: number | undefined;
     let seq = 0;
     let idle: NodeJS.Timeout | undefined;
@@ -416,9 +427,15 @@ export async function startFakeDeepgram(opts: { apiKey?: string } = {}): Promise
         let i = 0;
         for (; i + block <= all.length; i += block) {
           samples += block;
-          (f.flux ? fluxBlock : liveBlock)(loud(all, i, i + block));
+          const isLoud = loud(all, i, i + block);
+          if (isLoud) loudMs += 10;
+          (f.flux ? fluxBlock : liveBlock)(isLoud);
         }
         carry = all.slice(i);
+        if (plan.dropAfterSpeechMs !== undefined && loudMs >= plan.dropAfterSpeechMs) {
+          conn.closed = { code: 1006, by: 'server' };
+          ws.terminate();
+        }
         return;
       }
       let type = 'unreadable';

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CARTESIA_DEFAULT_VOICES, CartesiaEngine } from '../../src/speech/cartesia.ts';
 import { CARTESIA_TEST_KEY, startFakeCartesia } from '../helpers/fake-cartesia.ts';
+// Loaded as the service loads it (src/speech/vendor-fetch.ts says why).
+import 'undici';
 import { readAll, type FakeTtsServer, type RecordedSocket } from '../helpers/fake-tts.ts';
 import { streamedTtsSuite } from '../helpers/tts-suite.ts';
 

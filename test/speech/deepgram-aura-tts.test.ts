@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DeepgramAuraEngine } from '../../src/speech/deepgram-aura.ts';
 import { DEEPGRAM_TEST_KEY, startFakeDeepgramAura } from '../helpers/fake-deepgram-aura.ts';
+// Loaded as the service loads it (src/speech/vendor-fetch.ts says why).
+import 'undici';
 import { readAll, type FakeTtsServer, type RecordedSocket } from '../helpers/fake-tts.ts';
 import { streamedTtsSuite } from '../helpers/tts-suite.ts';
 import { waitFor } from '../helpers/wait.ts';

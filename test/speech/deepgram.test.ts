@@ -6,45 +6,24 @@
 // @lane wall
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { encodeG711 } from '../../src/media/g711.ts';
 import { pcm16ToBytes } from '../../src/media/pcm.ts';
 import { DeepgramFlux, DeepgramLive, DeepgramTranscriber, deepgramEnvironment, type DeepgramOptions } from '../../src/speech/deepgram.ts';
 import { resample } from '../../src/speech/resample.ts';
-import { SpeechError, type RecognitionEvent, type RecognitionStream } from '../../src/speech/types.ts';
+import { SpeechError } from '../../src/speech/types.ts';
+import { collect, has, mulawFrames, paced, turns } from '../helpers/recognition.ts';
 import { startFakeDeepgram, type FakeDeepgram } from '../helpers/fake-deepgram.ts';
 import { toolsSkip } from '../helpers/system-tools.ts';
 import { silence, speak } from '../helpers/vad-audio.ts';
+// The platform loads npm's undici (its own dispatcher replaces the one behind Node's fetch): the
+// engines must work in such a process, so this file loads it as the service does.
+import 'undici';
 import { sleep, waitFor } from '../helpers/wait.ts';
-
-/** μ-law frames of 20 ms at 8 kHz, as a call carries them. */
-function mulawFrames(pcm: Int16Array): Buffer[] {
-  const out: Buffer[] = [];
-  for (let i = 0; i < pcm.length; i += 160) out.push(encodeG711('PCMU', pcm.subarray(i, Math.min(pcm.length, i + 160))));
-  return out;
-}
 
 function linear16Frames(pcm: Int16Array, rate: number): Buffer[] {
   const n = rate / 50;
   const out: Buffer[] = [];
   for (let i = 0; i < pcm.length; i += n) out.push(pcm16ToBytes(pcm.subarray(i, Math.min(pcm.length, i + n))));
   return out;
-}
-
-function collect(stream: RecognitionStream): RecognitionEvent[] {
-  const events: RecognitionEvent[] = [];
-  stream.on((e) => events.push(e));
-  return events;
-}
-
-const TURN = new Set(['startOfTurn', 'eagerEndOfTurn', 'turnResumed', 'endOfTurn']);
-const turns = (events: RecognitionEvent[]) => events.filter((e) => TURN.has(e.type)).map((e) => ('text' in e ? `${e.type}:${e.text}` : e.type));
-const has = (events: RecognitionEvent[], type: RecognitionEvent['type']) => () => Promise.resolve(events.some((e) => e.type === type));
-
-async function paced(stream: RecognitionStream, frames: Buffer[], everyMs: number): Promise<void> {
-  for (const f of frames) {
-    stream.write(f);
-    await sleep(everyMs);
-  }
 }
 
 describe('Deepgram', { skip: toolsSkip('espeak-ng') }, () => {

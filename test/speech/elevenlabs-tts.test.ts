@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ELEVENLABS_DEFAULT_VOICES, ElevenLabsEngine } from '../../src/speech/elevenlabs.ts';
 import { ELEVENLABS_TEST_KEY, startFakeElevenLabs } from '../helpers/fake-elevenlabs.ts';
+// Loaded as the service loads it (src/speech/vendor-fetch.ts says why).
+import 'undici';
 import { readAll, type FakeTtsServer, type RecordedSocket } from '../helpers/fake-tts.ts';
 import { streamedTtsSuite } from '../helpers/tts-suite.ts';
 

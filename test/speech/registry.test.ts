@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { DeepgramFlux, DeepgramLive, DeepgramTranscriber } from '../../src/speech/deepgram.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
+import { GoogleStreaming, GoogleTranscriber } from '../../src/speech/google.ts';
 import { OpenAISynthesizer, OpenAITranscriber } from '../../src/speech/openai-speech.ts';
 import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
 import { speechEngines, sttFor } from '../../src/speech/registry.ts';
@@ -24,6 +25,8 @@ describe('speech configuration and registry', () => {
       vad: 'silero', vadModel: undefined, turnLatencyBudgetMs: 1500,
       // No speech provider without its key (below).
       providers: {},
+      // No service account key: no Google engines (below).
+      googleCredentials: undefined, googleSpeechUrl: 'https://speech.googleapis.com',
     });
     const e = speechEngines(c.speech);
     assert.ok(e.stt instanceof PocketsphinxEngine);
@@ -62,6 +65,8 @@ describe('speech configuration and registry', () => {
       [{ CALLPLANE_TTS_VOICES: 'nova' }, /CALLPLANE_TTS_VOICES must look like/],
       [{ CALLPLANE_STT_MODEL: 'two words' }, /CALLPLANE_STT_MODEL must be a model id/],
       [{ CALLPLANE_DEEPGRAM_API_KEY: 'dg-key', CALLPLANE_DEEPGRAM_URL: 'wss://api.deepgram.com' }, /CALLPLANE_DEEPGRAM_URL must be an http\(s\) URL/],
+      [{ CALLPLANE_GOOGLE_SPEECH_URL: '127.0.0.1:50051' }, /CALLPLANE_GOOGLE_SPEECH_URL must be an http\(s\) URL/],
+      [{ CALLPLANE_GOOGLE_SPEECH_URL: 'https://speech.googleapis.com/v1' }, /CALLPLANE_GOOGLE_SPEECH_URL must be http\(s\):\/\/host\[:port\], with no path/],
       [{ CALLPLANE_SPEECH_TIMEOUT_MS: '10' }, /CALLPLANE_SPEECH_TIMEOUT_MS must be an integer between 1000 and 120000/],
     ];
     for (const [env, re] of bad) assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && re.test(e.message), JSON.stringify(env));
@@ -117,5 +122,21 @@ describe('speech configuration and registry', () => {
     ] as const) {
       assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && re.test(e.message) && !e.message.includes('secret'), JSON.stringify(env));
     }
+  });
+
+  it('has Google\'s engines with a service account key, and says an agent\'s google is real here while sessions still use the configured recogniser', () => {
+    const c = loadConfig({ GOOGLE_APPLICATION_CREDENTIALS: ' /etc/callplane/google.json ', CALLPLANE_GOOGLE_SPEECH_URL: 'http://127.0.0.1:50051/' });
+    assert.equal(c.speech.googleCredentials, '/etc/callplane/google.json');
+    assert.equal(c.speech.googleSpeechUrl, 'http://127.0.0.1:50051');
+    assert.equal(loadConfig({ CALLPLANE_GOOGLE_SPEECH_URL: 'https://eu-speech.googleapis.com' }).speech.googleSpeechUrl, 'https://eu-speech.googleapis.com');
+    const e = speechEngines(c.speech);
+    assert.ok(e.streaming.google instanceof GoogleStreaming);
+    assert.ok(e.transcribers.google instanceof GoogleTranscriber);
+    assert.equal(e.streaming.deepgram, undefined, 'no Deepgram key, no Deepgram');
+    assert.deepEqual(sttFor(e, 'google'), { engine: e.stt, substituted: true, streaming: e.streaming.google });
+    assert.deepEqual(sttFor(e, 'deepgram'), { engine: e.stt, substituted: true });
+    const both = speechEngines(loadConfig({ GOOGLE_APPLICATION_CREDENTIALS: '/k.json', CALLPLANE_DEEPGRAM_API_KEY: 'dg' }).speech);
+    assert.deepEqual(Object.keys(both.streaming).sort(), ['deepgram', 'deepgramflux', 'google']);
+    assert.deepEqual(Object.keys(both.transcribers).sort(), ['deepgram', 'google']);
   });
 });

@@ -6,6 +6,7 @@ import type { BillingSystemRow, BillingSystemsTable, CatalogItemRow, Executor, O
 import { sql, type Insertable, type Updateable } from 'kysely';
 import { accountRepo } from '../accounts/repository.ts';
 import { localDay } from '../limits/task-limits.ts';
+import type { SpeechVendor } from '../../speech/vendors.ts';
 
 export const catalogRepo = {
   /** The items of these owners (a partner and, when given, its reseller), oldest first. */
@@ -173,9 +174,12 @@ function monthStart(month: string, n = 0): string {
   return new Date(Date.UTC(y, m - 1 + n, 1)).toISOString().slice(0, 10);
 }
 
+/** A speech vendor's use in its own unit: milliseconds of audio recognised, characters synthesized (speech-usage.ts). */
+export type SpeechMetric = `speech:${SpeechVendor}:${'audioMs' | 'characters'}`;
+
 /** A metric usage_daily counts (docs/billing.md, "Usage"). */
 export type UsageMetric = 'calls' | 'callSeconds' | 'callMinutes' | 'texts' | 'tasks' | 'conversations' | 'modelTokens' | 'testConversations' | 'testTokens'
-  | 'simulatedCallMinutes' | 'simulatedTexts' | 'simulatedTokens';
+  | 'simulatedCallMinutes' | 'simulatedTexts' | 'simulatedTokens' | SpeechMetric;
 
 export const usageRepo = {
   /**

@@ -9,7 +9,7 @@ import type { UsageService } from './usage.ts';
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Figures = (description: string) => Type.Object({}, {
   additionalProperties: true,
-  description: `${description}: callMinutes, texts, tasks, conversations, modelTokens (with allItems also calls, callSeconds, the staging test chat's testConversations, testTokens (never billed), and simulatedCallMinutes, simulatedTexts, simulatedTokens (of the figures above, made by the SIMULATED carrier and model engine)); with giveCosts or combineCosts the cost:<item>, cost:plan and cost:total keys in the currency's major unit`,
+  description: `${description}: callMinutes, texts, tasks, conversations, modelTokens (with allItems also calls, callSeconds, the staging test chat's testConversations, testTokens (never billed), and simulatedCallMinutes, simulatedTexts, simulatedTokens (of the figures above, made by the SIMULATED carrier and model engine), and each speech provider's use in its own unit: speech:<vendor>:audioSeconds (recognised) and speech:<vendor>:characters (synthesized)); with giveCosts or combineCosts the cost:<item>, cost:plan and cost:total keys in the currency's major unit`,
 });
 
 export async function usageRoutes(app: App, opts: { usage: UsageService }): Promise<void> {

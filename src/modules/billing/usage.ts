@@ -12,6 +12,7 @@ import { addonsFitting } from './entitlements.ts';
 import { catalogOwners, findPlan, releaseHeldTasks } from './plans.ts';
 import { localDayStart, periodOf } from './periods.ts';
 import { addonRepo, periodRepo, subscriptionRepo, usageRepo, type UsageMetric } from './repository.ts';
+import { SPEECH_ITEMS } from './speech-usage.ts';
 
 /** The billed items, in answer order: what a plan includes and sells past its included amounts. */
 export const BILLED = ['callMinutes', 'texts', 'tasks', 'conversations', 'modelTokens'] as const;
@@ -310,6 +311,8 @@ export function usageService(deps: UsageServiceDeps) {
       const figures = (t: Totals, cost: Record<Billed, bigint> | null, withPlan: boolean) => {
         const out: Record<string, number | null> = {};
         if (showUsage) for (const m of items) out[m] = t[m] ?? 0;
+        // Speech providers' own units (counted, never costed here).
+        if (showUsage && q.allItems) for (const s of SPEECH_ITEMS) out[s.key] = (t[s.metric] ?? 0) / s.divisor;
         if (showCosts) {
           let sum = withPlan ? planPrice : 0n;
           for (const m of BILLED) { const c = cost?.[m] ?? 0n; sum += c; out[`cost:${m}`] = priced ? major(c) : null; }

@@ -3,9 +3,8 @@
 // for a console session token in an HttpOnly, SameSite=Strict cookie, so the page's script never
 // holds a long-lived token; the session counts only on requests that carry CONSOLE_HEADER.
 import fs from 'node:fs';
-import fastifyStatic from '@fastify/static';
 import { Type } from '@sinclair/typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../../http/types.ts';
 import { authenticate, CONSOLE_HEADER, consoleCookieName, identify, KIND_LABEL, type TokenLookup } from '../../http/auth.ts';
 import { Envelope, errors } from '../../http/schemas.ts';
@@ -99,25 +98,26 @@ export async function consoleRoutes(app: App, deps: ConsoleDeps): Promise<void> 
     }
     return;
   }
-  await app.register(async (assets) => {
-    assets.addHook('onRoute', (route) => { route.config = { ...(route.config ?? {}), public: true }; });
-    await assets.register(fastifyStatic, {
-      root: deps.assetsDir,
-      prefix: '/console/',
-      index: ['index.html'],
-      wildcard: true,
-      schemaHide: true,
-      setHeaders(res, file) {
-        void res.header('content-security-policy', CONSOLE_CSP);
-        void res.header('x-content-type-options', 'nosniff');
-        void res.header('referrer-policy', 'no-referrer');
-        void res.header('x-frame-options', 'DENY');
-        void res.header('cross-origin-opener-policy', 'same-origin');
-        // Vite names every built asset by its content: it never changes under its name.
-        void res.header('cache-control', /[\\/]assets[\\/]/.test(file) ? 'public, max-age=31536000, immutable' : 'no-cache');
-      },
-    });
-    // The page itself without its trailing slash too (its assets are addressed from /console/).
-    assets.get('/console', { schema: hidden }, async (_req, reply) => reply.sendFile('index.html'));
-  });
+  // The built files, read on request by @fastify/send (what @fastify/static serves with), loaded on
+  // the first asset asked for: the service starts without it (docs/performance.md, bench/startup).
+  // send() refuses paths that leave the root, and dotfiles; every file here is public.
+  const asset = async (req: FastifyRequest, reply: FastifyReply, file: string) => {
+    const { default: send } = await import('@fastify/send');
+    const r = await send(req.raw, encodeURI(`/${file}`), { root: deps.assetsDir, index: false, dotfiles: 'ignore' });
+    if (r.type === 'directory' || (r.type === 'error' && r.statusCode === 404)) return reply.callNotFound();
+    if (r.type === 'error') return reply.status(r.statusCode).send({ success: false, message: r.metadata.error.message, requestId: req.id });
+    void reply.status(r.statusCode).headers(r.headers)
+      .header('content-security-policy', CONSOLE_CSP)
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'no-referrer')
+      .header('x-frame-options', 'DENY')
+      .header('cross-origin-opener-policy', 'same-origin')
+      // Vite names every built asset by its content: it never changes under its name.
+      .header('cache-control', /^assets\//.test(file) ? 'public, max-age=31536000, immutable' : 'no-cache');
+    return reply.send(r.stream);
+  };
+  const page = { config: { public: true }, schema: hidden };
+  // The page itself, with and without its trailing slash (its assets are addressed from /console/).
+  app.get('/console', page, (req, reply) => asset(req, reply, 'index.html'));
+  app.get<{ Params: { '*': string } }>('/console/*', page, (req, reply) => asset(req, reply, req.params['*'] || 'index.html'));
 }

@@ -1,7 +1,6 @@
 // Which language model answers: the deployment's providers (configuration), an organization's
 // own providers (bring your own key), and the SIMULATED engine when there is none. The catalog of
 // GET /api/v2/models/supported and the models POST /api/v2/agent accepts come from here too.
-import { fetch as undiciFetch } from 'undici';
 import type { Config, LlmProviderConfig } from '../../config.ts';
 import type { Db, LlmProviderRow } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
@@ -9,10 +8,10 @@ import { Conflict, Invalid, NotFound } from '../../http/errors.ts';
 import { maskSecret, type SecretBox } from '../../lib/crypto.ts';
 import { secretTargetRefusal, urlOrigin } from '../../lib/secret-target.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
-import { OpenAICompatible, type OpenAICompatibleOptions } from '../../llm/openai-compatible.ts';
+import { OpenAICompatible } from '../../llm/openai-compatible.ts';
 import { SIMULATED, SimulatedEngine } from '../../llm/simulated.ts';
 import type { ChatEngine } from '../../llm/types.ts';
-import { checkTargetUrl, guardedDispatcher, type TargetPolicy } from '../../webhooks/ssrf.ts';
+import { checkTargetUrl, lazyGuardedFetch, type TargetPolicy } from '../../webhooks/ssrf.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { assembleCatalog, MODEL_ID, ModelListCache, type Catalog, type CatalogSource } from './catalog.ts';
 import { llmProviderRepo } from './repository.ts';
@@ -77,17 +76,7 @@ export function modelsService(deps: ModelsServiceDeps) {
 
   // An organization's provider is a customer URL: every request to it goes through the SSRF guard,
   // which resolves the name itself and refuses addresses the policy does not allow.
-  let guarded: OpenAICompatibleOptions['fetch'];
-  let guardedPool: ReturnType<typeof guardedDispatcher> | undefined;
-  const guardedFetch = (): NonNullable<OpenAICompatibleOptions['fetch']> => {
-    if (!guarded) {
-      const dispatcher = guardedDispatcher(policy, { log });
-      guardedPool = dispatcher;
-      type Init = NonNullable<Parameters<typeof undiciFetch>[1]>;
-      guarded = (input, init) => undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Init), dispatcher }) as unknown as Promise<Response>;
-    }
-    return guarded;
-  };
+  const guarded = lazyGuardedFetch(policy, { log });
 
   const engines = new Map<number, { row: Pick<LlmProviderRow, 'updated_at' | 'base_url' | 'api_key' | 'name'>; engine: ChatEngine }>();
   /** The engine of an organization's provider, built once per version of its row. */
@@ -98,7 +87,7 @@ export function modelsService(deps: ModelsServiceDeps) {
     }
     const engine = new OpenAICompatible({
       name: row.name, baseUrl: row.base_url, apiKey: row.api_key ? box.open(row.api_key) : undefined,
-      timeoutMs: config.llmTimeoutMs, maxRetries: config.llmMaxRetries, fetch: guardedFetch(),
+      timeoutMs: config.llmTimeoutMs, maxRetries: config.llmMaxRetries, fetch: guarded.fetch,
     });
     engines.delete(row.id);
     engines.set(row.id, { row, engine });
@@ -166,11 +155,8 @@ export function modelsService(deps: ModelsServiceDeps) {
   return {
     /** Closes the connections kept to organizations' own providers (at shutdown). */
     async close(): Promise<void> {
-      const pool = guardedPool;
-      guardedPool = undefined;
-      guarded = undefined;
       engines.clear();
-      await pool?.close().catch(() => {});
+      await guarded.close();
     },
 
     /** True when no provider is configured: conversations run on the SIMULATED engine. */

@@ -158,7 +158,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
         // `voicemail`), before the session acts on it.
         const started = await startCall({
           db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, voices: deps.speech.voices, greetings: deps.greetings, now: deps.now, log,
-          vad: deps.speech.vad, latency: deps.latency, turnTimeoutMs: deps.turnTimeoutMs,
+          vad: deps.speech.vad, streaming: deps.speech.streaming, latency: deps.latency, turnTimeoutMs: deps.turnTimeoutMs,
         }, transport, {
           conversation: c, room, config, settings, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar,
           // The keys on answer were in the answer's TwiML already.

@@ -7,25 +7,47 @@ import type { Executor } from '../../db/types.ts';
 import type { SpeechToText } from '../../speech/types.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import { freshCounters, type CallCounters } from './call-policy.ts';
-import type { SpeakerNote, VoiceChange } from './speaker.ts';
+
+/** The engine hearing the caller, or the voice speaking, changed mid-call (a provider failed), and why. */
+export interface SpeechChange {
+  at: number;
+  from: string;
+  to: string;
+  reason: string;
+}
 
 /**
- * Which engines heard and spoke (`offline` when both ran here), the voice detector's, and the voice
- * that speaks: `voice` (the engine's own id, or `default <gender> <language>`), `streamed` (replies
- * spoken as the model streams them); with agentTtsEngine, `ttsRequested`, and `ttsSubstituted` when
- * the process could not start with it; `ttsChanges` when the voice changed during the call (a
- * provider that failed: from, to, why).
+ * The voice speaking a call (voice/speaker.ts): the engine, its voice (the engine's own id, or
+ * `default <gender> <language>`), whether replies are streamed and whether it runs here; with
+ * agentTtsEngine, what was asked for, why the call could not start with it, and each change since.
+ */
+export interface VoiceNote {
+  tts: string;
+  voice: string;
+  streamed: boolean;
+  offline: boolean;
+  requested?: string;
+  substituted?: string;
+  changes?: SpeechChange[];
+}
+
+/**
+ * Which engines heard and spoke (`offline` when both run here), and the voice detector's; `stt` is
+ * the engine hearing the caller now, `changes` how it came to be (none when it never changed). The
+ * voice: `tts` (the engine speaking now), `voice`, `streamed`; with agentTtsEngine `ttsRequested`,
+ * `ttsSubstituted` when the call could not start with it, `ttsChanges` when it changed mid-call.
  */
 export interface SpeechNote {
   stt: string;
   tts: string;
   offline: boolean;
   vad?: string;
+  changes?: SpeechChange[];
   voice?: string;
   streamed?: boolean;
   ttsRequested?: string;
   ttsSubstituted?: string;
-  ttsChanges?: VoiceChange[];
+  ttsChanges?: SpeechChange[];
 }
 
 /** A call's recording on disk (voice/recordings.ts), as it stopped. */
@@ -65,17 +87,46 @@ export function countersOf(state: CallState): CallCounters {
 }
 
 /** The part of a state that says which transport and engines carried the call; `voice` is the call's speaker's note. */
-export function speechNote(transport: string, speech: { stt: SpeechToText; vad?: { status: { engine: string } } }, voice: SpeakerNote): Pick<CallState, 'transport' | 'speech'> {
+export function speechNote(transport: string, speech: { stt: Pick<SpeechToText, 'name' | 'offline'>; vad?: { status: { engine: string } } }, voice: VoiceNote): Pick<CallState, 'transport' | 'speech'> {
   return {
     transport,
     speech: {
-      stt: speech.stt.name, tts: voice.tts, offline: speech.stt.offline && voice.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}),
-      voice: voice.voice, streamed: voice.streamed,
-      ...(voice.requested ? { ttsRequested: voice.requested } : {}),
-      ...(voice.substituted ? { ttsSubstituted: voice.substituted } : {}),
-      ...(voice.changes ? { ttsChanges: voice.changes } : {}),
+      stt: speech.stt.name, offline: speech.stt.offline && voice.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}),
+      ...voiceFields(voice),
     },
   };
+}
+
+/** The voice's part of state.speech. */
+function voiceFields(voice: VoiceNote): Pick<SpeechNote, 'tts' | 'voice' | 'streamed' | 'ttsRequested' | 'ttsSubstituted' | 'ttsChanges'> {
+  return {
+    tts: voice.tts, voice: voice.voice, streamed: voice.streamed,
+    ...(voice.requested ? { ttsRequested: voice.requested } : {}),
+    ...(voice.substituted ? { ttsSubstituted: voice.substituted } : {}),
+    ...(voice.changes ? { ttsChanges: voice.changes.slice(-20) } : {}),
+  };
+}
+
+/** Records the voice speaking from now on (state.speech: its fields, and whether both engines now run here), beside who hears. */
+export async function noteVoiceChange(db: Executor, conversationId: string, voice: VoiceNote, sttOffline: boolean, now: number): Promise<void> {
+  const row = await conversationRepo.find(db, conversationId);
+  if (!row) return;
+  const state = readCallState(row.state);
+  const speech: SpeechNote = { stt: state.speech?.stt ?? '', ...state.speech, ...voiceFields(voice), offline: sttOffline && voice.offline };
+  await conversationRepo.setState(db, conversationId, JSON.stringify({ ...state, speech }), now);
+}
+
+/** Records that another engine hears the caller from now on (state.speech: its `stt`, whether both engines are now `offline`, and `changes`). */
+export async function noteSpeechChange(db: Executor, conversationId: string, change: SpeechChange, offline: boolean, now: number): Promise<void> {
+  const row = await conversationRepo.find(db, conversationId);
+  if (!row) return;
+  const state = readCallState(row.state);
+  const was = state.speech;
+  const speech: SpeechNote = {
+    ...was, stt: change.to, tts: was?.tts ?? '', offline,
+    changes: [...(Array.isArray(was?.changes) ? was.changes : []), change].slice(-20),
+  };
+  await conversationRepo.setState(db, conversationId, JSON.stringify({ ...state, speech }), now);
 }
 
 /** Writes `change` into the conversation's state, beside what is there (in `db`, which may be the caller's transaction). */

@@ -2,12 +2,12 @@
 // voice session (session.ts). The session sees only `Listener` and reports to it through
 // `CallerTurns`, so what recognises can change: today's listener (`utteranceListener`) cuts
 // utterances with the VAD — a turn ends after the agent's speakingTimeout of silence — and
-// transcribes each with the batch SpeechToText. A streaming recogniser (Deepgram's live API, Flux)
-// is another implementation of the same two interfaces: it takes the end of a turn from the
-// recogniser (speech_final, UtteranceEnd, EndOfTurn) and may add what CallerTurns leaves room for.
+// transcribes each with the batch SpeechToText. The streaming one (streaming-listener.ts: Deepgram
+// live or Flux) implements the same interfaces with the recogniser's end of turn, over the same
+// VAD (callerVad), and falls back to this listener's way (transcribeInTurn) when it fails.
 // docs/voice.md, "Voice sessions".
 import type { SpeechGrammar, SpeechToText } from '../../speech/types.ts';
-import { VoiceActivityDetector, type VadOptions, type VoiceActivity } from '../../speech/vad.ts';
+import { VoiceActivityDetector, type SpeechEnd, type VadOptions, type VoiceActivity } from '../../speech/vad.ts';
 import type { TurnStamps } from './latency.ts';
 
 const RATE = 8000;
@@ -17,12 +17,14 @@ export interface HeardTurn {
   text: string;
   /** The turn's latency stamps so far (latency.ts): the caller stopped speaking, the turn was taken as ended, the transcript was ready. */
   stamps: Required<Pick<TurnStamps, 'speechEndedAt' | 'turnEndedAt' | 'transcriptAt'>>;
+  /** What ended the turn and what recognised it (the turn's latency record names them): the engines that really heard this turn. */
+  engines: { vad: string; stt: string };
 }
 
 /**
- * What a listener reports, in order. Room for a streaming recogniser (not reported by any listener
- * yet): `interim(text)` (the words so far), and an early end of turn (Flux's EagerEndOfTurn) that
- * a later `resumed()` (TurnResumed) withdraws before the final `heard`.
+ * What a listener reports, in order. Room left for a streaming recogniser's extras (no listener
+ * reports them yet): `interim(text)` (the words so far), and an early end of turn (Flux's
+ * EagerEndOfTurn) that a later `resumed()` (TurnResumed) withdraws before the final `heard`.
  */
 export interface CallerTurns {
   /** The caller started speaking (a barge-in counts from here; a pending silence is not one). */
@@ -68,8 +70,26 @@ export interface UtteranceListenerOptions {
   warn(err: unknown, msg: string): void;
 }
 
-/** Today's listener: the VAD cuts utterances (end of turn after speakingTimeout of silence), the batch recogniser transcribes each. */
-export function utteranceListener(deps: ListenerDeps, o: UtteranceListenerOptions): Listener {
+/** The caller's VAD in step with the frames: speech starts and ends, and how long the caller has been speaking. */
+export interface CallerVad {
+  readonly engine: string;
+  /** Caller audio heard so far, ms (the clock every position here is on). */
+  readonly heardMs: number;
+  hear(frame: Int16Array): void;
+  /** How long the caller has been speaking in the utterance under way, ms of audio; undefined when not speaking. */
+  speakingMs(): number | undefined;
+  stop(): void;
+}
+
+/** Where an utterance of the VAD's ended, as latency stamps: the end of the caller's speech and the VAD's decision. */
+export type UtteranceStamps = Pick<HeardTurn['stamps'], 'speechEndedAt' | 'turnEndedAt'>;
+
+/** Runs the process's detector (Silero or energy) over the caller's frames, reporting each start and each utterance. */
+export function callerVad(
+  deps: ListenerDeps,
+  o: Pick<UtteranceListenerOptions, 'speakingTimeoutMs' | 'onFallback'>,
+  on: { start(atMs: number): void; end(ev: SpeechEnd, stamps: UtteranceStamps): void },
+): CallerVad {
   const vadOpts = { sampleRate: RATE, speakingTimeoutMs: o.speakingTimeoutMs, onFallback: o.onFallback };
   const vad: VoiceActivity = deps.vad ? deps.vad.create(vadOpts) : new VoiceActivityDetector(vadOpts);
   let stopped = false;
@@ -80,29 +100,18 @@ export function utteranceListener(deps: ListenerDeps, o: UtteranceListenerOption
   vad.on('speechStart', (ev) => {
     if (stopped) return;
     speechStartMs = ev.atMs;
-    o.to.speechStart();
+    on.start(ev.atMs);
   });
   vad.on('speechEnd', (ev) => {
     if (stopped) return;
     speechStartMs = undefined;
-    const pcm = ev.pcm16;
     // The caller stopped speaking where the last voiced frame ends: that far behind the audio heard so far.
     const turnEndedAt = deps.now();
-    const speechEndedAt = turnEndedAt - Math.max(0, heardMs - ev.speechEndMs);
-    o.inTurn(async () => {
-      if (stopped) return;
-      const heard = await deps.stt.transcribe(pcm, RATE, { language: o.language, grammar: o.grammar }).catch((err: Error) => {
-        o.warn(err, 'voice session: recognition failed');
-        return { text: '' };
-      });
-      const text = heard.text.trim();
-      if (text) await o.to.heard({ text, stamps: { speechEndedAt, turnEndedAt, transcriptAt: deps.now() } });
-      else o.to.unheard();
-    });
+    on.end(ev, { speechEndedAt: turnEndedAt - Math.max(0, heardMs - ev.speechEndMs), turnEndedAt });
   });
-
   return {
-    get engines() { return { vad: vad.engine, stt: deps.stt.name }; },
+    get engine() { return vad.engine; },
+    get heardMs() { return heardMs; },
     hear(frame) {
       if (stopped) return;
       heardMs += (frame.length / RATE) * 1000;
@@ -114,6 +123,39 @@ export function utteranceListener(deps: ListenerDeps, o: UtteranceListenerOption
       stopped = true;
       // The detector stops (a Silero one drops the windows still waiting for the model).
       vad.flush();
+    },
+  };
+}
+
+/** One utterance transcribed by the batch recogniser in turn with the session's steps, and reported (`heard`, or `unheard` when empty). */
+export function transcribeInTurn(deps: ListenerDeps, o: UtteranceListenerOptions, vad: string, pcm: Int16Array, stamps: UtteranceStamps, stopped: () => boolean): void {
+  o.inTurn(async () => {
+    if (stopped()) return;
+    const heard = await deps.stt.transcribe(pcm, RATE, { language: o.language, grammar: o.grammar }).catch((err: Error) => {
+      o.warn(err, 'voice session: recognition failed');
+      return { text: '' };
+    });
+    if (stopped()) return;
+    const text = heard.text.trim();
+    if (text) await o.to.heard({ text, stamps: { ...stamps, transcriptAt: deps.now() }, engines: { vad, stt: deps.stt.name } });
+    else o.to.unheard();
+  });
+}
+
+/** Today's listener: the VAD cuts utterances (end of turn after speakingTimeout of silence), the batch recogniser transcribes each. */
+export function utteranceListener(deps: ListenerDeps, o: UtteranceListenerOptions): Listener {
+  let stopped = false;
+  const vad = callerVad(deps, o, {
+    start: () => o.to.speechStart(),
+    end: (ev, stamps) => transcribeInTurn(deps, o, vad.engine, ev.pcm16, stamps, () => stopped),
+  });
+  return {
+    get engines() { return { vad: vad.engine, stt: deps.stt.name }; },
+    hear: (frame) => vad.hear(frame),
+    speakingMs: () => vad.speakingMs(),
+    stop() {
+      stopped = true;
+      vad.stop();
     },
   };
 }

@@ -9,7 +9,7 @@
 // (CallTranscript below) the conversations module implements. docs/voice.md, "Voice sessions".
 import type { ConversationOutcome, ConversationRow, RoomRow } from '../../db/types.ts';
 import type { VoiceTransport } from '../../media/voice-transport.ts';
-import type { SpeechGrammar } from '../../speech/types.ts';
+import type { SpeechGrammar, StreamingSpeechToText } from '../../speech/types.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { TurnRunner } from '../conversations/turn.ts';
@@ -18,8 +18,10 @@ import {
   decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS,
   type AgentLine, type CallDecision, type CallEvent, type PathCapabilities,
 } from './call-policy.ts';
-import { utteranceListener, type ListenerDeps } from './listener.ts';
+import { utteranceListener, type HeardTurn, type ListenerDeps, type UtteranceListenerOptions } from './listener.ts';
 import { prepareOpening, type OpeningInput } from './opening.ts';
+import type { SpeechChange } from './call-state.ts';
+import { streamingListener } from './streaming-listener.ts';
 import { answerTurn, CallVoice, type PlayedReply, type ReplyHandle, type ReplyRecord, type ReplyTurns } from './reply-player.ts';
 import { callSpeaker, type CallSpeaker, type SpeakerDeps } from './speaker.ts';
 
@@ -58,6 +60,11 @@ export interface VoiceSessionInput extends OpeningInput {
   grammar?: SpeechGrammar;
   /** The call's voice (speaker.ts), when the call's start chose it already; else the session chooses it from `settings`. */
   speaker?: CallSpeaker;
+  /**
+   * The streaming recogniser that hears the caller (the agent's agentSttEngine, when the process
+   * has it: streaming-listener.ts); without it, our VAD and the batch recogniser (listener.ts).
+   */
+  streaming?: { engine: StreamingSpeechToText; onChange: (change: SpeechChange) => void };
 }
 
 export type VoicePhase = 'opening' | 'listening' | 'thinking' | 'speaking' | 'transferring' | 'ending' | 'ended';
@@ -94,19 +101,27 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   };
   const speaker = input.speaker ?? callSpeaker(deps, settings, deps.now);
   const voice = new CallVoice(transport, (text, signal, line) => speaker.audio(text, { signal, line }), ended, speaker);
-  const listener = utteranceListener(deps, {
+  /** The engines that heard the turn being answered (a streamed turn, or the batch recogniser's after a fall back). */
+  let heardBy: HeardTurn['engines'] | undefined;
+  const listenerOptions: UtteranceListenerOptions = {
     language, grammar: input.grammar, speakingTimeoutMs: settings.speakingTimeoutMs, inTurn: enqueue, warn,
     onFallback: (reason) => deps.log?.warn({ conversation: conversation.id, reason }, 'voice session: the Silero VAD fell back to the energy detector for this call'),
     to: {
       speechStart: () => { if (phase === 'listening') clearTimeout(silenceTimer); },
-      heard: (turn) => onEvent({ kind: 'heard', text: turn.text }, { ...turn.stamps }),
+      heard: (turn) => {
+        heardBy = turn.engines;
+        return onEvent({ kind: 'heard', text: turn.text }, { ...turn.stamps });
+      },
       unheard: () => { if (phase === 'listening') listen(); },
     },
-  });
+  };
+  const listener = input.streaming
+    ? streamingListener(deps, { ...listenerOptions, engine: input.streaming.engine, onChange: input.streaming.onChange })
+    : utteranceListener(deps, listenerOptions);
 
   const replies: ReplyTurns = {
     voice, turns: deps.turns, record: transcript, conversation, room, config, limitMs: deps.turnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: deps.now, warn,
-    latency: deps.latency, labels: () => ({ path, ...listener.engines, tts: speaker.name }),
+    latency: deps.latency, labels: () => ({ path, ...(heardBy ?? listener.engines), tts: speaker.name }),
   };
 
   /** A line the call says (not the model's): recorded, then spoken to its end. */

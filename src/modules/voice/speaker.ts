@@ -13,6 +13,7 @@ import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { ESPEAK } from '../../speech/espeak.ts';
 import type { StreamedVoice, StreamedVoices } from '../../speech/registry.ts';
 import type { SynthesisStream, TextToSpeech } from '../../speech/types.ts';
+import type { SpeechChange, VoiceNote } from './call-state.ts';
 import type { GreetingCache } from './greeting-cache.ts';
 import { synthesize8k } from './reply-player.ts';
 
@@ -36,32 +37,8 @@ export interface SpeakerDeps {
   greetings?: GreetingCache;
 }
 
-/** One change of the voice during a call. */
-export interface VoiceChange {
-  /** ms (the session's clock). */
-  at: number;
-  from: string;
-  to: string;
-  reason: string;
-}
-
 /** What the call's state says of its voice (state.speech, beside stt and vad). */
-export interface SpeakerNote {
-  /** The engine speaking now. */
-  tts: string;
-  /** The voice speaking now: the engine's own id, or `default <gender> <language>` (the engine's default for them). */
-  voice: string;
-  /** Whether replies are spoken as the model streams them (a streamed engine). */
-  streamed: boolean;
-  /** Whether the engine speaking now runs here. */
-  offline: boolean;
-  /** agentTtsEngine, when the agent names one. */
-  requested?: string;
-  /** Why the engine asked for is not the one that started speaking. */
-  substituted?: string;
-  /** Each change during the call, in order. */
-  changes?: VoiceChange[];
-}
+export type SpeakerNote = VoiceNote;
 
 interface Choice {
   engine: TextToSpeech;
@@ -87,7 +64,7 @@ export function chooseVoice(deps: SpeakerDeps, settings: Pick<VoiceSettings, 'tt
 /** A call's voice: its lines as 8 kHz audio, its replies' streams, and its fallback. */
 export class CallSpeaker {
   private current: Choice;
-  private readonly changes: VoiceChange[] = [];
+  private readonly changes: SpeechChange[] = [];
   /** Told of every change (start-call.ts writes it into the call's state). */
   onChange: ((note: SpeakerNote) => void) | undefined;
 

@@ -9,13 +9,14 @@
 import type { AnsweredBy, ConversationRow, Db, RoomRow } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
+import { sttFor, type SpeechEngines } from '../../speech/registry.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import type { ConversationService } from '../conversations/service.ts';
 import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-policy.ts';
-import { noteCallState, speechNote } from './call-state.ts';
+import { noteCallState, noteSpeechChange, noteVoiceChange, speechNote, type SpeechChange } from './call-state.ts';
 import { recordingPath, type RecordingStore } from './recordings.ts';
 import { startVoiceSession, type VoiceSession, type VoiceSessionDeps } from './session.ts';
 import { callSpeaker, type CallSpeaker } from './speaker.ts';
@@ -30,6 +31,8 @@ export interface StartCallDeps extends VoiceSessionDeps {
   db: Db;
   /** Where the call's transcript is written (ConversationService.callTranscript). */
   conversations: Pick<ConversationService, 'callTranscript'>;
+  /** The streaming recognisers this process has (speech/registry.ts), for agents whose agentSttEngine names one. */
+  streaming?: SpeechEngines['streaming'];
   /** The voice activity detectors, with the engine they run (noted in the call's state). */
   vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
   log?: Log;
@@ -70,15 +73,25 @@ export interface StartedCall {
 export async function startCall(deps: StartCallDeps, transport: VoiceTransport, call: CallStart): Promise<StartedCall> {
   const c = call.conversation;
   const caps = call.capabilities;
-  // Which engines heard and spoke, for the record (offline ones are labelled so), and the voice:
-  // noted again whenever it changes (a provider that failed), one write after the other.
+  // Who hears the caller: the agent's agentSttEngine streamed when this process has it (Deepgram
+  // live or Flux), else our VAD and the configured recogniser (docs/voice.md, Deepgram). Who speaks:
+  // the call's voice (speaker.ts, the agent's agentTtsEngine).
+  const { streaming } = sttFor({ stt: deps.stt, streaming: deps.streaming ?? {} }, call.config.agentSttEngine);
   const speaker = call.speaker ?? callSpeaker(deps, call.settings, deps.now);
-  await noteCallState(deps.db, c.id, speechNote(transport.kind, deps, speaker.note()), deps.now());
-  let notes: Promise<void> = Promise.resolve();
-  speaker.onChange = (note) => {
-    notes = notes.then(() => noteCallState(deps.db, c.id, speechNote(transport.kind, deps, note), deps.now()))
-      .catch((err: Error) => deps.log?.warn({ conversation: c.id, err: err.message }, 'voice call: the change of voice could not be noted'));
+  let sttOffline = (streaming ?? deps.stt).offline;
+  // Which engines heard and spoke, for the record (offline ones are labelled so).
+  await noteCallState(deps.db, c.id, speechNote(transport.kind, { ...deps, stt: streaming ?? deps.stt }, speaker.note()), deps.now());
+  // A streaming recogniser or a provider's voice that fails hands the call to the configured one:
+  // each change is recorded, one write after the other.
+  let changes = Promise.resolve();
+  const noted = (what: string, write: () => Promise<void>) => {
+    changes = changes.then(write).catch((err: Error) => deps.log?.warn({ conversation: c.id, err: err.message }, `voice call: the change of ${what} could not be recorded`));
   };
+  const onChange = (change: SpeechChange) => {
+    sttOffline = deps.stt.offline;
+    noted('recogniser', () => noteSpeechChange(deps.db, c.id, change, sttOffline && speaker.note().offline, deps.now()));
+  };
+  speaker.onChange = (note) => noted('voice', () => noteVoiceChange(deps.db, c.id, note, sttOffline, deps.now()));
   let where = caps.recording ? deps.recording : undefined;
   let recorder = record(deps, transport, c, where);
   let screen: VoicemailScreen | undefined;
@@ -101,13 +114,14 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
       transport, transcript: deps.conversations.callTranscript({ room: call.room, conversation: c }), conversation: c, room: call.room, config: call.config, settings: call.settings,
       opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
       capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen, speaker,
+      streaming: streaming && { engine: streaming, onChange },
     });
   } catch (err) {
     await recorder?.stop();
     throw err;
   }
   const done = session.done.finally(async () => {
-    await notes;
+    await changes;
     if (!recorder || !where) return;
     const r = await recorder.stop();
     if (r) {
