@@ -13,13 +13,21 @@
 //   offline — the same with the real offline engines (espeak-ng speaks for the caller and the
 //             agent, pocketsphinx recognises, on free speech and on a five-phrase grammar): the
 //             whole voice-to-voice time. SQLite only.
+//   greeting — a call's first sound after it is up, over real RTP on loopback: the agent names
+//             ElevenLabs (agentTtsEngine), whose double (test/helpers/fake-elevenlabs.ts) sends its
+//             first audio 100 ms after a request (the documented typical first byte of a streamed
+//             voice); the call starts (start-call.ts, its state noted, the session, the opening)
+//             without a greeting synthesized ahead, as a Twilio Media Stream's does, and the caller
+//             times its first loud frame. The first call finds the greeting cache cold (the greeting
+//             is synthesized), the next BENCH_GREETING_CALLS (20) find it warm. SQLite, and
+//             PostgreSQL too with BENCH_DATABASE_URL or TEST_DATABASE_URL.
 //   calls   — N calls at once in this process (the agent side: RtpSession + RtpTransport + voice
 //             session each, instant engines, SQLite), callers in a child process
 //             (bench/voice-callers.ts, plain UDP sockets, with the model server) so this process
 //             carries the agent side only. The child measures how late each of our frames
 //             arrives against its RTP timestamp; N grows until p99 lateness > 20 ms or frames are
 //             missing.
-// Usage: npm run bench:voice [-- latency offline calls]
+// Usage: npm run bench:voice [-- latency offline greeting calls]
 //   BENCH_TURNS (default 100), BENCH_OFFLINE_TURNS (10), BENCH_CALLS (25,50,100,150,200,300,400),
 //   BENCH_CALL_SECONDS (10: the measured window per step), BENCH_CALL_AGENT=media (the agent side
 //   without voice sessions: RtpSession + RtpTransport only, our side sending silence; to separate
@@ -50,6 +58,10 @@ import { vadProvider, type VadProvider } from '../src/speech/detectors.ts';
 import { frameDbfs } from '../src/speech/vad.ts';
 import { guardedDispatcher, policyFromConfig } from '../src/webhooks/ssrf.ts';
 import { startFakeLlm, type FakeLlm } from '../test/helpers/fake-llm.ts';
+import { ELEVENLABS_TEST_KEY, startFakeElevenLabs } from '../test/helpers/fake-elevenlabs.ts';
+import { GreetingCache } from '../src/modules/voice/greeting-cache.ts';
+import { startCall } from '../src/modules/voice/start-call.ts';
+import { ElevenLabsEngine } from '../src/speech/elevenlabs.ts';
 import { ENGINES, PG_URL, percentile, type Engine } from './lib.ts';
 import { SimulatedInstantStt, SimulatedInstantTts, TimedStt, TimedTts } from './simulated-speech.ts';
 
@@ -66,6 +78,7 @@ const TURNS = Number(process.env.BENCH_TURNS ?? 100);
 // random phase, sample that wait the way real calls do.
 const TURNS_PER_CALL = 10;
 const OFFLINE_TURNS = Number(process.env.BENCH_OFFLINE_TURNS ?? 10);
+const GREETING_CALLS = Number(process.env.BENCH_GREETING_CALLS ?? 20);
 const CALL_STEPS = (process.env.BENCH_CALLS ?? '25,50,100,150,200,300,400').split(',').map(Number);
 const CALL_SECONDS = Number(process.env.BENCH_CALL_SECONDS ?? 10);
 const CALL_AGENT = process.env.BENCH_CALL_AGENT === 'media' ? 'media' : 'session';
@@ -332,6 +345,54 @@ if (run('latency')) {
         summary.push(`| added per turn, ${engine}, ${shape.split(' (')[0]} | ${f1(p(added, 50))} | ${f1(p(added, 95))} | ${f1(Math.max(...added))} | ${p(added, 95) <= 50 ? 'p95 ≤ 50 ms: yes' : 'p95 ≤ 50 ms: NO'} |`);
       }
     } finally {
+      await w.close();
+    }
+  }
+}
+
+if (run('greeting')) {
+  for (const engine of ENGINES) {
+    const w = await world(engine);
+    const el = await startFakeElevenLabs();
+    el.failures.firstAudioDelayMs = 100;
+    const elevenlabs = new ElevenLabsEngine({ apiKey: ELEVENLABS_TEST_KEY, baseUrl: el.baseUrl, maxRetries: 0, timeoutMs: 5000 });
+    const greetings = new GreetingCache();
+    const portMin = 22_000 + 2 * crypto.randomInt(0, 1_000);
+    const pool = new PortPool({ portMin, portMax: portMin + 2 * 9 });
+    const firsts: number[] = [];
+    try {
+      const a = await agentWith(w, { welcomeMessage: 'Thank you for calling the bakery. How can I help?', agentTtsEngine: 'elevenlabs', callerResponseTimeout: 120 });
+      const db = w.h.database.db;
+      const { services } = w.platform;
+      for (let i = 0; i <= GREETING_CALLS; i++) {
+        const caller = await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 });
+        const agentSide = await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 });
+        agentSide.setRemote({ address: HOST, port: caller.port });
+        caller.setRemote({ address: HOST, port: agentSide.port });
+        const transport = new RtpTransport(agentSide, { transfer: () => Promise.resolve(), hangup: () => Promise.resolve() });
+        const opened = await db.transaction().execute((tx) => services.conversations.open(tx, {
+          agent: a.agent, channel: 'sip', direction: 'inbound', counterpart: `+1415555${String(crypto.randomInt(1000, 9999))}`, counterpartKind: 'phone', fresh: true,
+        }, Date.now()));
+        await sleep(crypto.randomInt(0, 20));
+        const heard = new Promise<number>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error('greeting: no sound within 10 s')), 10_000);
+          caller.on('audio', (f: Int16Array) => { if (loud(f)) { clearTimeout(timer); resolve(performance.now()); } });
+        });
+        const up = performance.now();
+        const started = await startCall({
+          db, conversations: services.conversations, turns: w.turns, stt: new SimulatedInstantStt(''), tts: new SimulatedInstantTts(200),
+          voices: { elevenlabs }, greetings, now: Date.now, log: { warn: (o, m) => console.error(`greeting: ${m}`, o) },
+        }, transport, { conversation: opened.conversation, room: opened.room, config: a.live, settings: voiceSettings(a.live), capabilities: CAPABILITIES.sip, opening: {} });
+        firsts.push((await heard) - up);
+        transport.end('bench over');
+        await started.done;
+        await caller.close();
+      }
+      const [cold, ...warm] = firsts;
+      console.log(`\n[${engine}] greeting's first sound after the call is up (voice first byte 100 ms): cold cache ${f1(cold!)} ms; warm (${warm.length} calls) p50 ${f1(p(warm, 50))}, p95 ${f1(p(warm, 95))}, max ${f1(Math.max(...warm))} ms; cache ${greetings.stats.hits} hits, ${greetings.stats.misses} misses`);
+      summary.push(`| greeting's first sound after the call is up, ${engine}, warm cache | ${f1(p(warm, 50))} | ${f1(p(warm, 95))} | ${f1(Math.max(...warm))} | cold: ${f1(cold!)} |`);
+    } finally {
+      await el.close();
       await w.close();
     }
   }

@@ -1949,6 +1949,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/voices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The voices an agent can name, per text-to-speech engine (callplane extension) */
+        get: operations["listVoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/webhookRelay": {
         parameters: {
             query?: never;
@@ -2184,10 +2201,12 @@ export interface components {
             /** @description Model for pauseAndThink reasoning: a model id GET /api/v2/models/supported lists for the organization */
             agentThinkingModel: string;
             /**
-             * @description Voice (GET /api/v2/models/supported)
-             * @enum {string}
+             * @description Text-to-speech engine (extension): espeak, openai, elevenlabs, cartesia or deepgram; null: the process's configured voice (docs/voice.md)
+             * @enum {string|null}
              */
-            agentVoice: "en-US Female" | "en-US Male" | "en-GB Female" | "en-GB Male" | "es-US Female" | "es-US Male" | "es-MX Female" | "es-ES Female" | "fr-FR Female" | "de-DE Female";
+            agentTtsEngine: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram" | null;
+            /** @description Voice: a catalog voice (en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female; GET /api/v2/models/supported), or, with agentTtsEngine, that engine's own voice id (GET /api/v2/voices) */
+            agentVoice: string;
             /** @description Fields the analysis after each conversation extracts (at most 10; string, number, boolean or enum; extension; docs/agents.md) */
             analysisFields?: {
                 [key: string]: ("string" | "number" | "boolean" | "enum") | {
@@ -2869,10 +2888,12 @@ export interface operations {
                     /** @description Model for pauseAndThink reasoning: a model id GET /api/v2/models/supported lists for the organization */
                     agentThinkingModel?: string;
                     /**
-                     * @description Voice (GET /api/v2/models/supported)
-                     * @enum {string}
+                     * @description Text-to-speech engine (extension): espeak, openai, elevenlabs, cartesia or deepgram; null: the process's configured voice (docs/voice.md)
+                     * @enum {string|null}
                      */
-                    agentVoice?: "en-US Female" | "en-US Male" | "en-GB Female" | "en-GB Male" | "es-US Female" | "es-US Male" | "es-MX Female" | "es-ES Female" | "fr-FR Female" | "de-DE Female";
+                    agentTtsEngine?: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram" | null;
+                    /** @description Voice: a catalog voice (en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female; GET /api/v2/models/supported), or, with agentTtsEngine, that engine's own voice id (GET /api/v2/voices) */
+                    agentVoice?: string;
                     /** @description Fields the analysis after each conversation extracts (at most 10; string, number, boolean or enum; extension; docs/agents.md) */
                     analysisFields?: {
                         [key: string]: ("string" | "number" | "boolean" | "enum") | {
@@ -15483,6 +15504,73 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listVoices: {
+        parameters: {
+            query?: {
+                /** @description Only this engine's voices */
+                engine?: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        engines: {
+                            /** @description This process can speak with it (its key is configured, or it is the configured voice); an agent naming one that is not gets the configured voice */
+                            available: boolean;
+                            /** @enum {string} */
+                            engine: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram";
+                            /** @description Why the provider's list could not be read now (the last list read, if any, is given) */
+                            error?: string;
+                        }[];
+                        message?: string;
+                        success: boolean;
+                        voices: {
+                            /** @enum {string} */
+                            engine: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram";
+                            /** @description female or male, when the provider says */
+                            gender: string | null;
+                            /** @description What agentVoice takes, with agentTtsEngine set to this engine */
+                            id: string;
+                            /** @description BCP-47 or a bare language, as the provider says it; null: any (the agent's agentLang) */
+                            language: string | null;
+                            name: string;
+                            /** @description A short sample the provider hosts */
+                            previewUrl: string | null;
+                        }[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -42,6 +42,7 @@ import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
 import { historyRoutes } from './modules/conversations/history-routes.ts';
 import { liveRoutes } from './modules/conversations/live-routes.ts';
 import { latencyRoutes } from './modules/voice/latency-routes.ts';
+import { voicesRoutes } from './modules/voice/voices-routes.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 import { billingRoutes } from './modules/billing/routes.ts';
@@ -272,6 +273,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(historyRoutes, { history: services.history });
   await app.register(liveRoutes, { live: services.live });
   await app.register(latencyRoutes, { latency: services.latency });
+  await app.register(voicesRoutes, { voices: services.voices });
   await app.register(billingRoutes, { billing: services.billing });
   await app.register(usageRoutes, { usage: services.usage });
   await app.register(billingSystemRoutes, { billingSystems: services.billingSystems, processorSubscriptions: services.processorSubscriptions });

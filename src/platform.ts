@@ -37,6 +37,8 @@ import { recordingStore, type RecordingStore } from './modules/voice/recordings.
 import { placedCallVoicemail } from './modules/voice/voicemail.ts';
 import { twilioAmd } from './modules/twilio/amd.ts';
 import { voiceCalls } from './modules/voice/sip-calls.ts';
+import { GreetingCache } from './modules/voice/greeting-cache.ts';
+import { voicesService, type VoicesService } from './modules/voice/voices.ts';
 import { backgroundAudio } from './modules/voice/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/twilio/media-streams.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
@@ -152,6 +154,8 @@ export interface Services {
   usage: UsageService;
   /** Spoken turns' latencies per agent (GET /api/v2/agent/{agentId}/latency). */
   latency: LatencyService;
+  /** The voices agents can name (GET /api/v2/voices). */
+  voices: VoicesService;
   /** Which voice activity detector calls get (GET /readyz says). */
   vad: Pick<SpeechEngines['vad'], 'status'>;
   adr: AdrService;
@@ -256,6 +260,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const textTasks = textTaskWriter({ db, models: base.models, context: base.context, conversations, now: Date.now });
   // The process's speech engines (offline by default: pocketsphinx and espeak-ng), for every call whose audio we carry.
   const speech = speechEngines(config.speech, child('vad'));
+  // The calls' own lines once synthesized (the greeting first), for every call of this process (docs/voice.md).
+  const greetings = new GreetingCache();
   // Every spoken turn's latency: stored with its reply, observed at /metrics, logged past the budget.
   const latency = turnLatencies({ db, metrics, budgetMs: config.speech.turnLatencyBudgetMs, log: child('voice'), now: Date.now });
   const recordings = recordingStore({
@@ -266,7 +272,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const turnLimitMs = deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS;
   // Streamed Twilio calls run their voice sessions in the process that holds the stream (api roles).
   const streams = mediaStreams({
-    db, box, config, conversations, turns: runner, speech, carrierOptions, latency, turnTimeoutMs: turnLimitMs,
+    db, box, config, conversations, turns: runner, speech, greetings, carrierOptions, latency, turnTimeoutMs: turnLimitMs,
     grammar: deps.voiceGrammar, now: Date.now, log: child('media-streams'),
   });
   const gather = twilioVoice({
@@ -297,7 +303,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       },
     }),
     voiceCalls: voiceCalls({
-      db, conversations, turns: runner, ...speech, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('voice'),
+      db, conversations, turns: runner, ...speech, greetings, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('voice'),
       background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
       recording: config.callRecording ? { store: recordings, maxMs: config.recordingMaxSeconds * 1000 } : undefined,
       // A message left on a voicemail is recorded even when calls are not (docs/voice.md, Voicemail).
@@ -312,6 +318,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       log: child('live'), ...deps.live,
     }),
     latency: latencyService({ db }),
+    voices: voicesService({ tts: speech.tts, voices: speech.voices, now: Date.now }),
     vad: speech.vad,
   };
   // The agent talks on SIP calls (the worker answers them, and the SIP carrier places them).

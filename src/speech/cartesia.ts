@@ -39,7 +39,8 @@ export const CARTESIA_DEFAULT_MODEL = 'sonic-3';
 export const CARTESIA_DEFAULT_VOICES = {
   '*': { female: 'f786b574-daa5-4673-aa0c-cbe3e8534c02', male: 'a0e99841-438c-4a64-b679-ae501e7d6091' },
 } as const;
-const VOICE_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** The form of the provider's own voice ids (agentVoice with agentTtsEngine naming it). */
+export const CARTESIA_VOICE_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const ONE_SHOT_RATE = 16_000;
 const MAX_VOICES = 1000;
 const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -102,7 +103,7 @@ export class CartesiaEngine implements TextToSpeech {
 
   openStream(opts: SynthesisStreamOptions): SynthesisStream {
     const format = streamFormat(this.name, opts);
-    const voice = chooseVoice(this.name, opts, this.voiceDefaults, VOICE_ID);
+    const voice = chooseVoice(this.name, opts, this.voiceDefaults, CARTESIA_VOICE_ID);
     const language = opts.language.split(/[-_]/)[0]!.toLowerCase();
     const plain = this.baseUrl.startsWith('http:');
     return new CartesiaStream(this.name, format, this.bounds, () => {
@@ -122,7 +123,7 @@ export class CartesiaEngine implements TextToSpeech {
   async *synthesizeStream(text: string, opts: SynthesizeOptions): AsyncGenerator<SpeechChunk> {
     opts.signal?.throwIfAborted();
     const input = synthesisText(this.name, text);
-    const voice = chooseVoice(this.name, opts, this.voiceDefaults, VOICE_ID);
+    const voice = chooseVoice(this.name, opts, this.voiceDefaults, CARTESIA_VOICE_ID);
     if (input === '') return;
     const stopped = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, stopped.signal]) : stopped.signal;

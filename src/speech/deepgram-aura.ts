@@ -34,7 +34,8 @@ export const DEEPGRAM_AURA_DEFAULT_VOICES = {
   en: { female: 'aura-2-thalia-en', male: 'aura-2-apollo-en' },
   es: { female: 'aura-2-celeste-es', male: 'aura-2-alvaro-es' },
 } as const;
-const VOICE_ID = /^aura(-2)?-[a-z]+-[a-z]{2}$/;
+/** The form of the provider's own voice ids (agentVoice with agentTtsEngine naming it). */
+export const DEEPGRAM_AURA_VOICE_ID = /^aura(-2)?-[a-z]+-[a-z]{2}$/;
 const ONE_SHOT_RATE = 16_000;
 
 export type DeepgramAuraOptions = StreamedVoiceOptions;
@@ -90,7 +91,7 @@ export class DeepgramAuraEngine implements TextToSpeech {
 
   openStream(opts: SynthesisStreamOptions): SynthesisStream {
     const format = streamFormat(this.name, opts);
-    const voice = chooseVoice(this.name, opts, this.voiceDefaults, VOICE_ID);
+    const voice = chooseVoice(this.name, opts, this.voiceDefaults, DEEPGRAM_AURA_VOICE_ID);
     return new AuraStream(this.name, format, this.bounds, async () => (await this.sdkClient()).speak.v1.connect({
       model: voice, encoding: format.encoding === 'mulaw' ? 'mulaw' : 'linear16', sample_rate: String(format.sampleRate),
       ...(opts.speed !== undefined ? { speed: opts.speed } : {}),
@@ -101,7 +102,7 @@ export class DeepgramAuraEngine implements TextToSpeech {
   async *synthesizeStream(text: string, opts: SynthesizeOptions): AsyncGenerator<SpeechChunk> {
     opts.signal?.throwIfAborted();
     const input = synthesisText(this.name, text);
-    const voice = chooseVoice(this.name, opts, this.voiceDefaults, VOICE_ID);
+    const voice = chooseVoice(this.name, opts, this.voiceDefaults, DEEPGRAM_AURA_VOICE_ID);
     if (input === '') return;
     const stopped = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, stopped.signal]) : stopped.signal;

@@ -37,7 +37,8 @@ export const ELEVENLABS_DEFAULT_MODEL = 'eleven_flash_v2_5';
  * Brian), which its multilingual models speak in every language, so one pair serves all.
  */
 export const ELEVENLABS_DEFAULT_VOICES = { '*': { female: 'EXAVITQu4vr4xnSDxMaL', male: 'nPczCjzI2devNBz1zQrb' } } as const;
-const VOICE_ID = /^[A-Za-z0-9]{10,40}$/;
+/** The form of the provider's own voice ids (agentVoice with agentTtsEngine naming it). */
+export const ELEVENLABS_VOICE_ID = /^[A-Za-z0-9]{10,40}$/;
 /** The one-shot rate (PCM16). */
 const ONE_SHOT_RATE = 16_000;
 /** A socket message is one audio chunk in base64: a few hundred kilobytes at most. */
@@ -93,7 +94,7 @@ export class ElevenLabsEngine implements TextToSpeech {
 
   openStream(opts: SynthesisStreamOptions): SynthesisStream {
     const format = streamFormat(this.name, opts);
-    const voice = chooseVoice(this.name, opts, this.voiceDefaults, VOICE_ID);
+    const voice = chooseVoice(this.name, opts, this.voiceDefaults, ELEVENLABS_VOICE_ID);
     const url = new URL(`${socketBase(this.baseUrl)}/v1/text-to-speech/${encodeURIComponent(voice)}/stream-input`);
     url.searchParams.set('model_id', this.model);
     url.searchParams.set('output_format', outputFormat(format.encoding, format.sampleRate));
@@ -105,7 +106,7 @@ export class ElevenLabsEngine implements TextToSpeech {
   async *synthesizeStream(text: string, opts: SynthesizeOptions): AsyncGenerator<SpeechChunk> {
     opts.signal?.throwIfAborted();
     const input = synthesisText(this.name, text);
-    const voice = chooseVoice(this.name, opts, this.voiceDefaults, VOICE_ID);
+    const voice = chooseVoice(this.name, opts, this.voiceDefaults, ELEVENLABS_VOICE_ID);
     if (input === '') return;
     const stopped = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, stopped.signal]) : stopped.signal;

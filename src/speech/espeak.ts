@@ -26,13 +26,16 @@ const BY_LANGUAGE: Record<string, string> = { en: 'en-us', es: 'es', fr: 'fr-fr'
 /** The variants that stand for a gender when no voice is named (espeak-ng's !v/f3 and !v/m3). */
 export const ESPEAK_GENDER_VARIANTS = { female: 'f3', male: 'm3' } as const;
 
+/** The form of an espeak-ng voice variant (f3, m3, klatt). */
+export const ESPEAK_VARIANT = /^[A-Za-z][A-Za-z0-9_-]{0,31}$/;
+
 /** espeak-ng's voice name for a BCP-47 tag and an optional variant: `en-US`, female → `en-us+f3`. */
 export function espeakVoice(language: string, opts: { gender?: 'female' | 'male'; voice?: string } = {}): string {
   const tag = languageTag(ESPEAK, language);
   const base = (tag.region && REGIONAL[`${tag.language}-${tag.region}`]) ?? BY_LANGUAGE[tag.language] ?? tag.language;
   const variant = opts.voice ?? (opts.gender ? ESPEAK_GENDER_VARIANTS[opts.gender] : undefined);
   if (variant === undefined) return base;
-  if (!/^[A-Za-z][A-Za-z0-9_-]{0,31}$/.test(variant)) {
+  if (!ESPEAK_VARIANT.test(variant)) {
     throw new SpeechError(ESPEAK, 'input', `'${variant}' is not an espeak-ng voice variant (such as f3, m3, klatt)`);
   }
   return `${base}+${variant}`;

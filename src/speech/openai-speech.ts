@@ -43,6 +43,8 @@ export interface OpenAISynthesizerOptions extends OpenAISpeechOptions {
   voices?: { female: string; male: string };
 }
 
+/** The form of a voice name an OpenAI-compatible server takes (nova, onyx, a local server's own). */
+export const OPENAI_VOICE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const OPENAI_DEFAULT_VOICES = { female: 'nova', male: 'onyx' } as const;
 /** OpenAI's `pcm` rate. */
 export const OPENAI_PCM_RATE = 24_000;
@@ -158,7 +160,7 @@ export class OpenAISynthesizer implements TextToSpeech {
     languageTag(this.name, opts.language);
     const speed = speedFactor(this.name, opts.speed);
     const voice = opts.voice ?? this.voices[opts.gender ?? 'female'];
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(voice)) throw new SpeechError(this.name, 'input', `'${voice}' is not a voice name`);
+    if (!OPENAI_VOICE_NAME.test(voice)) throw new SpeechError(this.name, 'input', `'${voice}' is not a voice name`);
     if (input === '') return;
 
     // The client's timeout (and its retries) end at the answer's headers; the body gets as long

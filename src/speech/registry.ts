@@ -40,7 +40,8 @@ export interface SpeechEngines {
   transcribers: { deepgram?: SpeechToText; google?: SpeechToText };
   /**
    * The streamed voices whose key is configured (CALLPLANE_ELEVENLABS_API_KEY, …): engines that
-   * speak a reply as it streams and list their voices. Not used by calls yet (docs/voice.md).
+   * speak a reply as it streams and list their voices; a call uses one when its agent's
+   * agentTtsEngine names it (src/modules/voice/speaker.ts, docs/voice.md "Choosing a voice").
    */
   voices?: StreamedVoices;
 }

@@ -30,6 +30,8 @@ export interface ScriptedReply {
   status?: number;
   /** Wait this long (ms) before answering. */
   delayMs?: number;
+  /** Wait this long (ms) between the streamed pieces of the text (a model still writing). */
+  pieceDelayMs?: number;
   /** Never answer: the request stays open until its connection closes (the client's process was killed). */
   hang?: boolean;
   usage?: { prompt_tokens: number; completion_tokens: number };
@@ -101,7 +103,10 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         // Text in a few pieces, as a real server streams it.
         const pieces = text.match(/.{1,12}/gs) ?? [];
-        for (const p of pieces) sse(res, { ...base, choices: [{ index: 0, delta: { content: p }, finish_reason: null }] });
+        for (const p of pieces) {
+          if (step.pieceDelayMs && p !== pieces[0]) await new Promise((r) => setTimeout(r, step.pieceDelayMs));
+          sse(res, { ...base, choices: [{ index: 0, delta: { content: p }, finish_reason: null }] });
+        }
         (step.toolCalls ?? []).forEach((c, i) => {
           const args = typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments);
           const half = Math.ceil(args.length / 2);

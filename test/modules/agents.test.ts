@@ -76,6 +76,8 @@ forEachEngine('agents', (h) => {
       [{ agentLang: 'not a tag!' }, 'agentLang'],
       [{ agentModel: 'gpt-0' }, 'agentModel'],
       [{ agentVoice: 'robot' }, 'agentVoice'],
+      [{ agentTtsEngine: 'polly' }, 'agentTtsEngine'],
+      [{ agentTtsEngine: 'deepgram', agentVoice: 'EXAVITQu4vr4xnSDxMaL' }, 'agentVoice'],
       [{ cnamAutoRejectRegex: '(a+)+$' }, 'cnamAutoRejectRegex'],
       [{ cnamAutoTransferRegex: '([' }, 'cnamAutoTransferRegex'],
       [{ cnamAutoTransferDestination: '555' }, 'cnamAutoTransferDestination'],
@@ -107,6 +109,17 @@ forEachEngine('agents', (h) => {
     assert.equal(s.preAnswerRingTime, null);
     assert.equal(s.timezone, 'Asia/Tokyo');
     assert.equal(s.agentLang, 'multi');
+    assert.equal(s.agentTtsEngine, null, 'none by default: the process\'s configured voice');
+  });
+
+  it('agentTtsEngine with the engine\'s own voice id; a write that would leave such a voice without its engine is refused, naming agentVoice', async () => {
+    const { agentToken } = await tenant();
+    assert.equal((await post(agentToken, '/api/v2/agent', { agentTtsEngine: 'elevenlabs', agentVoice: 'EXAVITQu4vr4xnSDxMaL' })).status, 200);
+    const s = (await get(agentToken, '/api/v2/agentEventRules/staging')).body.agent;
+    assert.deepEqual([s.agentTtsEngine, s.agentVoice], ['elevenlabs', 'EXAVITQu4vr4xnSDxMaL']);
+    expectError(await post(agentToken, '/api/v2/agent', { agentTtsEngine: null }), 400, 'agentVoice');
+    expectError(await post(agentToken, '/api/v2/agent', { agentTtsEngine: 'cartesia' }), 400, 'agentVoice');
+    assert.equal((await post(agentToken, '/api/v2/agent', { agentTtsEngine: 'cartesia', agentVoice: 'en-US Male' })).status, 200);
   });
 
   it('tenancy: an organization names its agent; another organization\'s agent is 404; an agent token cannot reach a sibling', async () => {

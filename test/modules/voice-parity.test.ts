@@ -15,14 +15,11 @@
 // @engines sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { accountRepo } from '../../src/modules/accounts/repository.ts';
-import { messageSecret } from '../../src/modules/accounts/message-secret.ts';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import { CAPABILITIES } from '../../src/modules/voice/call-policy.ts';
 import { conversationRepo, latencyRepo, messageRepo, roomRepo } from '../../src/modules/conversations/repository.ts';
-import { turnRunner } from '../../src/modules/conversations/turn.ts';
 import { startCall } from '../../src/modules/voice/start-call.ts';
-import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
+import { agentOnCall } from '../helpers/agent-call.ts';
 import { FakeMediaStream } from '../helpers/fake-media-stream.ts';
 import type { FakeLlm, ScriptedReply } from '../helpers/fake-llm.ts';
 import type { FakeTwilio } from '../helpers/fake-twilio.ts';
@@ -221,22 +218,7 @@ for (const engine of ENGINES) {
         return { conversationId: c.id, said };
       }
       // sip: the call started as voice/sip-calls.ts starts it (startCall), over the fake transport.
-      const r = await h.reseller();
-      const o = await h.organization(r.id);
-      const token = await h.tokenFor(o.agentId);
-      assert.equal((await h.call('POST', '/api/v2/agent', { token, body: s.config })).status, 200);
-      assert.equal((await h.call('POST', '/api/v2/agent/publish', { token })).status, 200);
-      const db = h.database.db;
-      const agent = (await accountRepo.findById(db, o.agentId))!;
-      const live = await h.services.agents.liveConfig(agent);
-      const opened = await db.transaction().execute((tx) => h.services.conversations.open(tx, {
-        agent, channel: 'sip', direction: 'outbound', counterpart: nextTarget(), counterpartKind: 'phone', fresh: true,
-      }, Date.now()));
-      const http = guardedDispatcher(policyFromConfig(h.config));
-      const turns = turnRunner({
-        db, models: h.services.models, knowledge: h.services.knowledge, context: h.services.context, tasks: h.services.tasks,
-        http, messageSecret: (orgId) => messageSecret(db, h.box, orgId), now: Date.now,
-      });
+      const { db, live, opened, http, turns } = await agentOnCall(h, s.config, { direction: 'outbound', counterpart: nextTarget() });
       const transport = new FakeVoiceTransport();
       const tts = new ShortTts();
       const settings = voiceSettings(live);

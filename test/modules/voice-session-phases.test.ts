@@ -12,15 +12,12 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it, mock } from 'node:test';
 import { performance } from 'node:perf_hooks';
-import { accountRepo } from '../../src/modules/accounts/repository.ts';
-import { messageSecret } from '../../src/modules/accounts/message-secret.ts';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import { CAPABILITIES, callOpening, MAX_TURN_FAILURES, VOICE_TURN_TIMEOUT_MS } from '../../src/modules/voice/call-policy.ts';
 import { conversationRepo, messageRepo, roomRepo } from '../../src/modules/conversations/repository.ts';
-import { turnRunner } from '../../src/modules/conversations/turn.ts';
 import { startVoiceSession } from '../../src/modules/voice/session.ts';
-import { guardedDispatcher, policyFromConfig } from '../../src/webhooks/ssrf.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
+import { agentOnCall } from '../helpers/agent-call.ts';
 import { FakeVoiceTransport, ScriptedStt, ShortTts } from '../helpers/fake-voice-transport.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 
@@ -55,22 +52,7 @@ for (const engine of ['sqlite'] as const) {
 
     /** An agent with this live configuration on a call over the fake transport; fake timers from here on. */
     async function call(config: Record<string, unknown>, opts: { heard?: string[]; timers?: Array<'setTimeout' | 'Date'> } = {}) {
-      const r = await h.reseller();
-      const o = await h.organization(r.id);
-      const token = await h.tokenFor(o.agentId);
-      assert.equal((await h.call('POST', '/api/v2/agent', { token, body: config })).status, 200);
-      assert.equal((await h.call('POST', '/api/v2/agent/publish', { token })).status, 200);
-      const db = h.database.db;
-      const agent = (await accountRepo.findById(db, o.agentId))!;
-      const live = await h.services.agents.liveConfig(agent);
-      const opened = await db.transaction().execute((tx) => h.services.conversations.open(tx, {
-        agent, channel: 'sip', direction: 'inbound', counterpart: '+14155552671', counterpartKind: 'phone', fresh: true,
-      }, Date.now()));
-      const http = guardedDispatcher(policyFromConfig(h.config));
-      const turns = turnRunner({
-        db, models: h.services.models, knowledge: h.services.knowledge, context: h.services.context, tasks: h.services.tasks,
-        http, messageSecret: (orgId) => messageSecret(db, h.box, orgId), now: clock,
-      });
+      const { db, live, opened, http, turns } = await agentOnCall(h, config, { now: clock });
       const transport = new FakeVoiceTransport();
       const stt = new ScriptedStt(opts.heard ?? []);
       const tts = new ShortTts();

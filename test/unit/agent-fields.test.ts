@@ -9,7 +9,8 @@ import { FormatRegistry, Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ajvFormats, FORMATS } from '../../src/http/formats.ts';
 import { DEFAULT_SETTINGS, resolveAgentSettings } from '../../src/modules/agents/settings.ts';
-import { checkConfig } from '../../src/modules/agents/validation.ts';
+import { checkConfig, checkVoiceChoice, defaultConfig } from '../../src/modules/agents/validation.ts';
+import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 
 const refusal = (input: unknown, root?: string): string => {
   try {
@@ -42,7 +43,9 @@ describe('agent fields', () => {
       [{ waitOnAnswer: '100' }, 'waitOnAnswer must be an integer'],
       [{ waitOnAnswer: null }, 'waitOnAnswer must not be null'],
       [{ noConvoHistory: 'true' }, 'noConvoHistory must be a boolean'],
-      [{ agentVoice: 'robot' }, 'agentVoice must be one of: en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female'],
+      [{ agentVoice: 'robot voice!' }, 'agentVoice must be a catalog voice (en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female) or an engine\'s voice id'],
+      [{ agentTtsEngine: 'polly' }, 'agentTtsEngine must be one of: espeak, openai, elevenlabs, cartesia, deepgram'],
+      [{ agentTtsEngine: 3 }, 'agentTtsEngine must be a string'],
       [{ agentVoice: 7 }, 'agentVoice must be a string'],
       [{ agentThinking: 'high' }, 'agentThinking must be one of: low'],
       [{ links: ['ftp://a.example/x'] }, 'links[0] must be an http(s) URL'],
@@ -129,5 +132,40 @@ describe('agent fields', () => {
       for (const v of samples) assert.equal(validate(v), typebox.Check(v), `${name}: ${JSON.stringify(v)}`);
       assert.ok(samples.some((v) => typebox.Check(v)) && samples.some((v) => !typebox.Check(v)), `${name} both accepts and refuses a sample`);
     }
+  });
+
+  it('agentVoice and agentTtsEngine together: a catalog voice with any engine, an engine\'s own voice id only with that engine and in its form', () => {
+    const voiceRefusal = (config: Record<string, unknown>): string | undefined => {
+      try {
+        checkVoiceChoice({ ...defaultConfig('a'), ...checkConfig(config) }, 'snapshot.');
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return undefined;
+    };
+    for (const engine of ['espeak', 'openai', 'elevenlabs', 'cartesia', 'deepgram', null]) {
+      assert.equal(voiceRefusal({ agentVoice: 'es-US Male', agentTtsEngine: engine }), undefined, String(engine));
+    }
+    assert.equal(voiceRefusal({ agentVoice: 'EXAVITQu4vr4xnSDxMaL', agentTtsEngine: 'elevenlabs' }), undefined);
+    assert.equal(voiceRefusal({ agentVoice: 'f786b574-daa5-4673-aa0c-cbe3e8534c02', agentTtsEngine: 'cartesia' }), undefined);
+    assert.equal(voiceRefusal({ agentVoice: 'aura-2-thalia-en', agentTtsEngine: 'deepgram' }), undefined);
+    assert.equal(voiceRefusal({ agentVoice: 'nova', agentTtsEngine: 'openai' }), undefined);
+    assert.equal(voiceRefusal({ agentVoice: 'm3', agentTtsEngine: 'espeak' }), undefined);
+    assert.equal(voiceRefusal({ agentVoice: 'robot' }),
+      'snapshot.agentVoice \'robot\' is not a catalog voice (en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female); an engine\'s own voice id needs agentTtsEngine naming the engine');
+    assert.equal(voiceRefusal({ agentVoice: 'aura-2-thalia-en', agentTtsEngine: 'elevenlabs' }),
+      'snapshot.agentVoice \'aura-2-thalia-en\' is not a elevenlabs voice id (such as EXAVITQu4vr4xnSDxMaL), which agentTtsEngine elevenlabs needs');
+    assert.equal(voiceRefusal({ agentVoice: 'EXAVITQu4vr4xnSDxMaL', agentTtsEngine: 'cartesia' }),
+      'snapshot.agentVoice \'EXAVITQu4vr4xnSDxMaL\' is not a cartesia voice id (such as f786b574-daa5-4673-aa0c-cbe3e8534c02), which agentTtsEngine cartesia needs');
+  });
+
+  it('a call reads the engine and its own voice id; a catalog voice leaves the engine its default for the language and gender', () => {
+    const own = voiceSettings({ agentVoice: 'EXAVITQu4vr4xnSDxMaL', agentTtsEngine: 'elevenlabs', agentLang: 'de-DE' });
+    assert.deepEqual([own.ttsEngine, own.engineVoice, own.language, own.gender], ['elevenlabs', 'EXAVITQu4vr4xnSDxMaL', 'de-DE', 'female']);
+    const catalog = voiceSettings({ agentVoice: 'en-GB Male', agentTtsEngine: 'cartesia' });
+    assert.deepEqual([catalog.ttsEngine, catalog.engineVoice, catalog.gender], ['cartesia', undefined, 'male']);
+    assert.equal(voiceSettings({}).ttsEngine, null);
+    // A stored engine voice id without its engine (a configuration from before agentTtsEngine) is not used as one.
+    assert.equal(voiceSettings({ agentVoice: 'EXAVITQu4vr4xnSDxMaL' }).engineVoice, undefined);
   });
 });

@@ -17,7 +17,7 @@ import { agentRepo, urlRepo, versionRepo, type AgentRow } from './repository.ts'
 import { FIELD_ALIASES, reviewAgent, reviewFields, type FieldInput } from './review.ts';
 import { resolveAgentSettings, type AgentSettings } from './settings.ts';
 import { normaliseSlug } from './slug.ts';
-import { checkConfig, checkModels, defaultConfig, FIELDS, MODEL_FIELDS, type AgentConfig, type AgentField } from './validation.ts';
+import { checkConfig, checkModels, checkVoiceChoice, defaultConfig, FIELDS, MODEL_FIELDS, type AgentConfig, type AgentField } from './validation.ts';
 
 export type Slot = 'staging' | 'default';
 
@@ -285,7 +285,9 @@ export function agentService(deps: AgentServiceDeps) {
       await checkModelsOf(account, patch);
       await locked(account, async (tx, row, now) => {
         await checkKnowledgeBases(tx, account, patch);
-        await agentRepo.update(tx, account.id, { staging: JSON.stringify({ ...parse(account, row.staging), ...patch }) }, now);
+        const staging = { ...parse(account, row.staging), ...patch };
+        if (patch.agentVoice !== undefined || patch.agentTtsEngine !== undefined) checkVoiceChoice(staging);
+        await agentRepo.update(tx, account.id, { staging: JSON.stringify(staging) }, now);
       });
       return { success: true, message: 'Agent updated.', campaignId: agentIdOf(account.id) };
     },
@@ -324,6 +326,7 @@ export function agentService(deps: AgentServiceDeps) {
     async replaceVersion(scope: Scope, agentId: string, versionId: string, snapshot: unknown) {
       const checked = checkConfig(snapshot, 'snapshot.');
       const account = await named(scope, agentId);
+      checkVoiceChoice({ ...defaultConfig(account.name), ...checked }, 'snapshot.');
       await checkModelsOf(account, checked, 'snapshot.');
       const id = await locked(account, async (tx, _row, now) => {
         const v = await versionOf(tx, account, versionId);

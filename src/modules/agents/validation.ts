@@ -11,7 +11,7 @@ import type { TypeCheck } from '@sinclair/typebox/compiler';
 import { lazyCheck, refusalOf, refusing, StringEnum } from '../../http/checker.ts';
 import { Invalid } from '../../http/errors.ts';
 import { canonicalLanguageTag, canonicalTimeZone } from '../../http/formats.ts';
-import { DEFAULT_MODEL, DEFAULT_THINKING_MODEL, DEFAULT_VOICE, VOICE_IDS } from './catalog.ts';
+import { catalogVoice, DEFAULT_MODEL, DEFAULT_THINKING_MODEL, DEFAULT_VOICE, TTS_ENGINES, VOICE_ID_FORMS, VOICE_IDS, type TtsEngineName } from './catalog.ts';
 
 /**
  * An agent's configuration as the field table below types it: every field optional (a partial
@@ -166,6 +166,9 @@ export const MAX_REGEX_LENGTH = 500;
 const Regex = (description: string) => nullable(S(description, { minLength: 1, maxLength: MAX_REGEX_LENGTH, format: 'safe-regex' }));
 const Destination = { maxLength: 40, format: 'transfer-destination' };
 
+/** A catalog voice (`en-US Female`) or an engine's voice id (letters, digits, - _ . + and the catalog's space). */
+const VOICE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9 _.+-]{0,99}$';
+
 const POST_CALL_ANALYSIS = 'must be true, false or a whole percentage from 0 to 100';
 
 export const FIELDS = {
@@ -182,7 +185,9 @@ export const FIELDS = {
   { maxItems: 10, description: 'Where the transfer action may send a call (extension): E.164 numbers or ext:/pbx: extensions' }),
   after: uniqueNames('the destination', (d: { name: string }) => d.name) },
   timezone: { schema: S('IANA time zone the agent operates in', { minLength: 1, maxLength: 64, format: 'iana-timezone' }), after: canonicalTimeZone },
-  agentVoice: { schema: E('Voice (GET /api/v2/models/supported)', VOICE_IDS) },
+  agentVoice: { schema: refusing(S(`Voice: a catalog voice (${VOICE_IDS.join(', ')}; GET /api/v2/models/supported), or, with agentTtsEngine, that engine's own voice id (GET /api/v2/voices)`,
+    { minLength: 1, maxLength: 100, pattern: VOICE_PATTERN }), { value: `must be a catalog voice (${VOICE_IDS.join(', ')}) or an engine's voice id` }) },
+  agentTtsEngine: { schema: nullable(E('Text-to-speech engine (extension): espeak, openai, elevenlabs, cartesia or deepgram; null: the process\'s configured voice (docs/voice.md)', TTS_ENGINES)), nullable: true },
   agentLang: { schema: S('BCP-47 language tag, or multi', { minLength: 1, maxLength: 35, format: 'bcp47-or-multi' }), after: canonicalLanguageTag },
   agentInstructions: { schema: S('Instructions for the agent', { maxLength: 100_000 }) },
   agentModel: { schema: S('LLM model: a model id GET /api/v2/models/supported lists for the organization', { minLength: 1, maxLength: 200 }) },
@@ -266,11 +271,28 @@ export function checkModels(config: AgentConfig, models: ReadonlySet<string>, ro
   }
 }
 
+/**
+ * The rule across agentVoice and agentTtsEngine, on a whole configuration (what a write leaves
+ * stored): a catalog voice goes with any engine (each has a default voice per language and
+ * gender); any other voice is an engine's own voice id, so agentTtsEngine must name that engine
+ * and the id must have its form. 400 naming agentVoice (under `root`).
+ */
+export function checkVoiceChoice(config: AgentConfig, root = ''): void {
+  const voice = config.agentVoice;
+  if (typeof voice !== 'string' || catalogVoice(voice)) return;
+  const engine = config.agentTtsEngine as TtsEngineName | null | undefined;
+  if (!engine) {
+    throw new Invalid(`${root}agentVoice '${voice}' is not a catalog voice (${VOICE_IDS.join(', ')}); an engine's own voice id needs agentTtsEngine naming the engine`);
+  }
+  const form = VOICE_ID_FORMS[engine];
+  if (!form.pattern.test(voice)) throw new Invalid(`${root}agentVoice '${voice}' is not a ${engine} voice id (such as ${form.example}), which agentTtsEngine ${engine} needs`);
+}
+
 /** A new agent's configuration (both slots). */
 export function defaultConfig(title: string): AgentConfig {
   return {
     type: 'chatAgent', title: title.slice(0, 200), description: '', welcomeMessage: '', links: [], actions: [], webhookActions: [], transferDestinations: [],
-    timezone: 'America/New_York', agentVoice: DEFAULT_VOICE, agentLang: 'en-US', agentInstructions: '',
+    timezone: 'America/New_York', agentVoice: DEFAULT_VOICE, agentTtsEngine: null, agentLang: 'en-US', agentInstructions: '',
     agentModel: DEFAULT_MODEL, agentThinking: null, agentThinkingModel: DEFAULT_THINKING_MODEL, postConvoForceThinking: false,
     agentS2SEngine: null, agentSttEngine: 'deepgram', agentSttSmartFormatting: true, postAnswerDtmf: '', waitOnAnswer: 0,
     backgroundAudio: null, interruptionWordCount: 3, interruptionMinimumSpeakingTime: 3, speakingTimeout: 1200,

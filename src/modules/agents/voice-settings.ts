@@ -3,7 +3,7 @@
 // Every voice path (Twilio <Gather>, Media Streams, SIP) and the call policy take these, never the
 // raw configuration. It lives beside the field table (not in conversations) because the table is
 // what it reads; the conversations module already depends on agents, never the other way.
-import { VOICES } from './catalog.ts';
+import { catalogVoice, VOICE_ID_FORMS, VOICES, type TtsEngineName } from './catalog.ts';
 import { DEFAULT_SETTINGS, resolveAgentSettings, type AgentSettings } from './settings.ts';
 import type { AgentConfig } from './validation.ts';
 
@@ -27,6 +27,13 @@ export interface VoiceSettings {
   /** agentVoice (a catalog id such as `es-US Female`). */
   voice: string;
   gender: 'male' | 'female';
+  /** agentTtsEngine: the engine the agent asks to speak with; null for the process's configured voice. */
+  ttsEngine: TtsEngineName | null;
+  /**
+   * agentVoice when it is ttsEngine's own voice id (not a catalog voice); undefined otherwise, when
+   * the engine picks its default voice for `language` and `gender`.
+   */
+  engineVoice?: string;
   /** speakingTimeout: silence that ends the caller's turn, ms. */
   speakingTimeoutMs: number;
   /** callerResponseTimeout: caller silence before "are you still there?", ms. */
@@ -62,6 +69,11 @@ function background(v: AgentSettings['backgroundAudio']): BackgroundSetting | nu
   return { url: v.url, loop: v.loop !== false, gain: typeof v.gain === 'number' && Number.isFinite(v.gain) ? Math.max(-40, Math.min(20, v.gain)) : 0, startAfterGreeting: v.startAfterGreeting !== false, track: v.track === 'fx' ? 'fx' : 'bg' };
 }
 
+/** Whether agentVoice is the named engine's own voice id (a catalog voice is not). */
+function engineVoice(s: AgentSettings): boolean {
+  return s.agentTtsEngine !== null && !catalogVoice(s.agentVoice) && VOICE_ID_FORMS[s.agentTtsEngine].pattern.test(s.agentVoice);
+}
+
 /** What a call reads of the agent: its settings (or a configuration, resolved here) in the units a call uses. */
 export function voiceSettings(config: AgentConfig | AgentSettings): VoiceSettings {
   const s = resolveAgentSettings(config);
@@ -70,6 +82,8 @@ export function voiceSettings(config: AgentConfig | AgentSettings): VoiceSetting
     agentLang: s.agentLang,
     voice: s.agentVoice,
     gender: /male$/i.test(s.agentVoice) && !/female$/i.test(s.agentVoice) ? 'male' : 'female',
+    ttsEngine: s.agentTtsEngine,
+    ...(engineVoice(s) ? { engineVoice: s.agentVoice } : {}),
     speakingTimeoutMs: s.speakingTimeout,
     callerResponseTimeoutMs: s.callerResponseTimeout * 1000,
     noResponsePrompts: s.callerResponseTimeoutHangupCounter,

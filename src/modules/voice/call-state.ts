@@ -4,11 +4,11 @@
 // Gather keeps the call policy's counters between its requests. Each writes only its own part;
 // the rest of what is stored is kept.
 import type { Executor } from '../../db/types.ts';
-import type { SpeechToText, TextToSpeech } from '../../speech/types.ts';
+import type { SpeechToText } from '../../speech/types.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import { freshCounters, type CallCounters } from './call-policy.ts';
 
-/** The engine hearing the caller changed mid-call (a streaming recogniser failed), and why. */
+/** The engine hearing the caller, or the voice speaking, changed mid-call (a provider failed), and why. */
 export interface SpeechChange {
   at: number;
   from: string;
@@ -17,10 +17,38 @@ export interface SpeechChange {
 }
 
 /**
- * Which engines heard and spoke (`offline` when both ran here), and the voice detector's; `stt` is
- * the engine hearing the caller now, `changes` how it came to be (none when it never changed).
+ * The voice speaking a call (voice/speaker.ts): the engine, its voice (the engine's own id, or
+ * `default <gender> <language>`), whether replies are streamed and whether it runs here; with
+ * agentTtsEngine, what was asked for, why the call could not start with it, and each change since.
  */
-export interface SpeechNote { stt: string; tts: string; offline: boolean; vad?: string; changes?: SpeechChange[] }
+export interface VoiceNote {
+  tts: string;
+  voice: string;
+  streamed: boolean;
+  offline: boolean;
+  requested?: string;
+  substituted?: string;
+  changes?: SpeechChange[];
+}
+
+/**
+ * Which engines heard and spoke (`offline` when both run here), and the voice detector's; `stt` is
+ * the engine hearing the caller now, `changes` how it came to be (none when it never changed). The
+ * voice: `tts` (the engine speaking now), `voice`, `streamed`; with agentTtsEngine `ttsRequested`,
+ * `ttsSubstituted` when the call could not start with it, `ttsChanges` when it changed mid-call.
+ */
+export interface SpeechNote {
+  stt: string;
+  tts: string;
+  offline: boolean;
+  vad?: string;
+  changes?: SpeechChange[];
+  voice?: string;
+  streamed?: boolean;
+  ttsRequested?: string;
+  ttsSubstituted?: string;
+  ttsChanges?: SpeechChange[];
+}
 
 /** A call's recording on disk (voice/recordings.ts), as it stopped. */
 export interface RecordingNote {
@@ -58,12 +86,34 @@ export function countersOf(state: CallState): CallCounters {
   return { ...freshCounters(), noResponse: n(state.noResponse), failures: n(state.failures) };
 }
 
-/** The part of a state that says which transport and engines carried the call. */
-export function speechNote(transport: string, speech: { stt: Pick<SpeechToText, 'name' | 'offline'>; tts: TextToSpeech; vad?: { status: { engine: string } } }): Pick<CallState, 'transport' | 'speech'> {
+/** The part of a state that says which transport and engines carried the call; `voice` is the call's speaker's note. */
+export function speechNote(transport: string, speech: { stt: Pick<SpeechToText, 'name' | 'offline'>; vad?: { status: { engine: string } } }, voice: VoiceNote): Pick<CallState, 'transport' | 'speech'> {
   return {
     transport,
-    speech: { stt: speech.stt.name, tts: speech.tts.name, offline: speech.stt.offline && speech.tts.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}) },
+    speech: {
+      stt: speech.stt.name, offline: speech.stt.offline && voice.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}),
+      ...voiceFields(voice),
+    },
   };
+}
+
+/** The voice's part of state.speech. */
+function voiceFields(voice: VoiceNote): Pick<SpeechNote, 'tts' | 'voice' | 'streamed' | 'ttsRequested' | 'ttsSubstituted' | 'ttsChanges'> {
+  return {
+    tts: voice.tts, voice: voice.voice, streamed: voice.streamed,
+    ...(voice.requested ? { ttsRequested: voice.requested } : {}),
+    ...(voice.substituted ? { ttsSubstituted: voice.substituted } : {}),
+    ...(voice.changes ? { ttsChanges: voice.changes.slice(-20) } : {}),
+  };
+}
+
+/** Records the voice speaking from now on (state.speech: its fields, and whether both engines now run here), beside who hears. */
+export async function noteVoiceChange(db: Executor, conversationId: string, voice: VoiceNote, sttOffline: boolean, now: number): Promise<void> {
+  const row = await conversationRepo.find(db, conversationId);
+  if (!row) return;
+  const state = readCallState(row.state);
+  const speech: SpeechNote = { stt: state.speech?.stt ?? '', ...state.speech, ...voiceFields(voice), offline: sttOffline && voice.offline };
+  await conversationRepo.setState(db, conversationId, JSON.stringify({ ...state, speech }), now);
 }
 
 /** Records that another engine hears the caller from now on (state.speech: its `stt`, whether both engines are now `offline`, and `changes`). */
@@ -73,8 +123,8 @@ export async function noteSpeechChange(db: Executor, conversationId: string, cha
   const state = readCallState(row.state);
   const was = state.speech;
   const speech: SpeechNote = {
-    stt: change.to, tts: was?.tts ?? '', offline,
-    ...(was?.vad ? { vad: was.vad } : {}), changes: [...(Array.isArray(was?.changes) ? was.changes : []), change].slice(-20),
+    ...was, stt: change.to, tts: was?.tts ?? '', offline,
+    changes: [...(Array.isArray(was?.changes) ? was.changes : []), change].slice(-20),
   };
   await conversationRepo.setState(db, conversationId, JSON.stringify({ ...state, speech }), now);
 }

@@ -6,16 +6,18 @@
 // caller: what they said recorded, the agent's turn run under the turn limit (turn-limit.ts) and
 // spoken as it streams, its latency recorded, and the event the call policy decides on next.
 //
-// Synthesis is a seam: today's (`bySentence`) cuts the streamed text into sentences and synthesizes
-// each in turn (TextToSpeech, resampled to 8 kHz); a provider that takes the text itself as it
-// streams and sends audio back in chunks (a WebSocket) is another `ReplySynthesis`, under the same
-// marks, played sentences and interruption. docs/voice.md, "Voice sessions".
+// Synthesis is a seam with two sides: `bySentence` cuts the streamed text into sentences and
+// synthesizes each in turn (TextToSpeech, resampled to 8 kHz); `byStream`, for a call whose voice
+// is a streamed engine (speaker.ts), hands each sentence to the provider's stream as soon as the
+// model has written it and plays the audio chunks as they arrive (a mark on each), falling back to
+// `bySentence`'s way, in the configured voice, when the provider fails. Both run under the same
+// marks, played sentences and interruption. docs/voice.md, "Voice sessions" and "Streamed voices".
 import { setMaxListeners } from 'node:events';
 import type { ConversationRow, RoomRow } from '../../db/types.ts';
 import type { VoiceTurnLabels } from '../../http/metrics.ts';
 import type { VoiceTransport } from '../../media/voice-transport.ts';
 import { resample } from '../../speech/resample.ts';
-import type { SynthesizeOptions, TextToSpeech } from '../../speech/types.ts';
+import type { SynthesisStream, SynthesizeOptions, TextToSpeech } from '../../speech/types.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import type { TurnRunner } from '../conversations/turn.ts';
@@ -46,8 +48,18 @@ export async function synthesize8k(tts: TextToSpeech, text: string, opts: Synthe
   return resample(speech.pcm16, speech.sampleRate, RATE);
 }
 
-/** Text to the call's 8 kHz audio, in the agent's voice. */
-export type Synthesize = (text: string, signal?: AbortSignal) => Promise<Int16Array>;
+/** Text to the call's 8 kHz audio, in the agent's voice; `line`: one of the call's own lines (kept by the greeting cache), not a reply's sentence. */
+export type Synthesize = (text: string, signal?: AbortSignal, line?: boolean) => Promise<Int16Array>;
+
+/** A call's voice that can speak a reply as it streams (speaker.ts CallSpeaker). */
+export interface StreamingVoice {
+  /** Whether replies are streamed now (false once the call fell back to the configured voice). */
+  readonly streaming: boolean;
+  /** A stream for one sentence of a reply (8 kHz PCM16 chunks), or undefined when replies are not streamed now. */
+  openStream(signal: AbortSignal): SynthesisStream | undefined;
+  /** A stream failed: the configured voice speaks from now on. */
+  streamFailed(err: unknown): void;
+}
 
 /** The agent's voice on one call: audio queued with marks, lines synthesized, marks heard. */
 export class CallVoice {
@@ -57,7 +69,12 @@ export class CallVoice {
     readonly synthesize: Synthesize,
     /** The call is over: nothing more is queued. */
     private readonly over: () => boolean,
+    /** The call's voice when it may stream replies. */
+    readonly streamed?: StreamingVoice,
   ) {}
+
+  /** The call is over. */
+  get isOver(): boolean { return this.over(); }
 
   /** Queues audio with a fresh mark. */
   play(pcm: Int16Array): string {
@@ -67,15 +84,15 @@ export class CallVoice {
   }
 
   /** `text`'s audio, or undefined when the call ended or `signal` aborted before it was ready. */
-  async audioOf(text: string, signal?: AbortSignal): Promise<Int16Array | undefined> {
+  async audioOf(text: string, signal?: AbortSignal, line = false): Promise<Int16Array | undefined> {
     if (this.over() || signal?.aborted) return undefined;
-    const pcm = await this.synthesize(text, signal);
+    const pcm = await this.synthesize(text, signal, line);
     return this.over() || signal?.aborted ? undefined : pcm;
   }
 
-  /** Synthesizes `text` and queues it; its mark, or undefined when the call ended meanwhile. */
+  /** Synthesizes the call's line `text` and queues it; its mark, or undefined when the call ended meanwhile. */
   async say(text: string): Promise<string | undefined> {
-    const pcm = await this.audioOf(text);
+    const pcm = await this.audioOf(text, undefined, true);
     return pcm && this.play(pcm);
   }
 
@@ -108,31 +125,79 @@ export interface ReplySynthesis {
   readonly done: Promise<void>;
 }
 
-/** Where a synthesis hands each piece of audio, with the text it speaks. */
-export type PieceOut = (text: string, pcm: Int16Array) => void;
+/** Where a synthesis hands its audio: each piece is played (its mark returned), then each sentence names the mark of its last piece. */
+export interface PieceOut {
+  audio(pcm: Int16Array): string;
+  sentence(text: string, lastMark: string): void;
+}
 
-/** Today's synthesis: the text cut into sentences, each synthesized after the one before; a sentence that fails is skipped. */
-export function bySentence(voice: CallVoice, signal: AbortSignal, out: PieceOut): ReplySynthesis {
+/** A reply's text cut into sentences, each spoken by `speak` after the one before; `finish` after the last. */
+function sentences(speak: (sentence: string) => Promise<void>, finish?: () => void): ReplySynthesis {
   let buffer = '';
   let queue: Promise<void> = Promise.resolve();
-  const speak = (sentence: string) => {
-    queue = queue.then(async () => {
-      const pcm = await voice.audioOf(sentence, signal);
-      if (pcm) out(sentence, pcm);
-    }).catch(() => {});
-  };
+  const add = (sentence: string) => { queue = queue.then(() => speak(sentence)).catch(() => {}); };
   return {
     write(text) {
       const split = splitSentences(buffer + text);
       buffer = split.rest;
-      split.sentences.forEach(speak);
+      split.sentences.forEach(add);
     },
     end() {
-      if (buffer.trim()) speak(buffer.trim());
+      if (buffer.trim()) add(buffer.trim());
       buffer = '';
+      if (finish) queue = queue.then(finish);
     },
     get done() { return queue; },
   };
+}
+
+/** One sentence synthesized whole and played; undefined audio (the call ended, aborted) plays nothing. */
+async function wholeSentence(voice: CallVoice, sentence: string, signal: AbortSignal, out: PieceOut): Promise<void> {
+  const pcm = await voice.audioOf(sentence, signal);
+  if (pcm) out.sentence(sentence, out.audio(pcm));
+}
+
+/** Today's synthesis: the text cut into sentences, each synthesized after the one before; a sentence that fails is skipped. */
+export function bySentence(voice: CallVoice, signal: AbortSignal, out: PieceOut): ReplySynthesis {
+  return sentences((sentence) => wholeSentence(voice, sentence, signal, out));
+}
+
+/**
+ * A streamed voice's synthesis: each sentence, as soon as the model has written it, goes to a
+ * provider stream of its own (the first one opened at once, while the model thinks; each next one
+ * once the one before has sent its last audio, so a call holds one or two sockets), and its audio
+ * chunks are played as they arrive, each with a mark; the sentence counts as heard with its last
+ * chunk. Aborting (barge-in, a failed turn) cancels the provider's stream and drops its queued
+ * chunks at once. A stream that fails (refused, too slow, dropped mid-sentence) switches the call
+ * to the configured voice, which speaks that sentence again and the rest of the reply.
+ */
+export function byStream(voice: CallVoice, streaming: StreamingVoice, signal: AbortSignal, out: PieceOut): ReplySynthesis {
+  let ahead: SynthesisStream | undefined = streaming.openStream(signal);
+  const streamed = async (sentence: string): Promise<void> => {
+    if (signal.aborted) return;
+    const stream = ahead ?? streaming.openStream(signal);
+    ahead = undefined;
+    if (!stream) return wholeSentence(voice, sentence, signal, out);
+    let last: string | undefined;
+    try {
+      stream.push(sentence);
+      stream.end();
+      for await (const chunk of stream.chunks) {
+        if (signal.aborted || voice.isOver) break;
+        last = out.audio(chunk.pcm16);
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      streaming.streamFailed(err);
+      return wholeSentence(voice, sentence, signal, out);
+    }
+    if (last !== undefined && !signal.aborted) out.sentence(sentence, last);
+  };
+  // A reply without text leaves the stream opened ahead unused.
+  return sentences(streamed, () => {
+    ahead?.cancel();
+    ahead = undefined;
+  });
 }
 
 /** One reply of the agent as it is spoken. */
@@ -172,19 +237,32 @@ export function playReply(voice: CallVoice, now: () => number, firstAudio: () =>
   // One listener per sentence queued (their marks), which a long reply can exceed ten of.
   setMaxListeners(200, abort.signal);
   const handle: ReplyHandle = { sentences: new Map(), played: [], state: 'speaking', abort };
-  /** Resolves once the last piece queued so far has been played (listened for as it is queued, so no mark is missed). */
+  /** Resolves once the last sentence queued so far has been played. */
   let lastHeard: Promise<boolean> | undefined;
-  const synthesis = bySentence(voice, abort.signal, (text, pcm) => {
-    const mark = voice.play(pcm);
-    if (handle.firstAudioAt === undefined) {
-      handle.firstAudioAt = now();
-      firstAudio();
-    }
-    handle.sentences.set(mark, text);
-    const heard = voice.heard(mark, abort.signal);
-    lastHeard = heard;
-    void heard.then((played) => { if (played && handle.state !== 'interrupted') handle.played.push(text); });
-  });
+  // The marks played since the reply began: a sentence's last mark may be played before the
+  // sentence is known to have ended (a streamed sentence's last chunk), and still count.
+  const playedMarks = new Set<string>();
+  const onPlayed = (mark: string) => { playedMarks.add(mark); };
+  voice.transport.on('played', onPlayed);
+  const stopListening = () => { voice.transport.off('played', onPlayed); };
+  const out: PieceOut = {
+    audio(pcm) {
+      const mark = voice.play(pcm);
+      if (handle.firstAudioAt === undefined) {
+        handle.firstAudioAt = now();
+        firstAudio();
+      }
+      return mark;
+    },
+    sentence(text, mark) {
+      handle.sentences.set(mark, text);
+      const heard = playedMarks.has(mark) ? Promise.resolve(true) : voice.heard(mark, abort.signal);
+      lastHeard = heard;
+      void heard.then((played) => { if (played && handle.state !== 'interrupted') handle.played.push(text); });
+    },
+  };
+  // The call's voice decides: streamed while it is a streamed engine, sentence by sentence otherwise.
+  const synthesis = voice.streamed?.streaming ? byStream(voice, voice.streamed, abort.signal, out) : bySentence(voice, abort.signal, out);
   return {
     handle,
     write: (text) => synthesis.write(text),
@@ -192,6 +270,7 @@ export function playReply(voice: CallVoice, now: () => number, firstAudio: () =>
     get done() { return synthesis.done; },
     async heard() {
       if (lastHeard && handle.state !== 'interrupted') await lastHeard;
+      stopListening();
     },
     bargeIn(callerMs, rule) {
       if (handle.state !== 'speaking' || callerMs === undefined || handle.firstAudioAt === undefined) return;
@@ -199,10 +278,12 @@ export function playReply(voice: CallVoice, now: () => number, firstAudio: () =>
       handle.state = 'interrupted';
       voice.transport.clear();
       abort.abort();
+      stopListening();
     },
     drop() {
       abort.abort();
       voice.transport.clear();
+      stopListening();
     },
   };
 }

@@ -9,7 +9,7 @@
 // (CallTranscript below) the conversations module implements. docs/voice.md, "Voice sessions".
 import type { ConversationOutcome, ConversationRow, RoomRow } from '../../db/types.ts';
 import type { VoiceTransport } from '../../media/voice-transport.ts';
-import type { SpeechGrammar, StreamingSpeechToText, TextToSpeech } from '../../speech/types.ts';
+import type { SpeechGrammar, StreamingSpeechToText } from '../../speech/types.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { TurnRunner } from '../conversations/turn.ts';
@@ -22,7 +22,8 @@ import { utteranceListener, type HeardTurn, type ListenerDeps, type UtteranceLis
 import { prepareOpening, type OpeningInput } from './opening.ts';
 import type { SpeechChange } from './call-state.ts';
 import { streamingListener } from './streaming-listener.ts';
-import { answerTurn, CallVoice, synthesize8k, type PlayedReply, type ReplyHandle, type ReplyRecord, type ReplyTurns } from './reply-player.ts';
+import { answerTurn, CallVoice, type PlayedReply, type ReplyHandle, type ReplyRecord, type ReplyTurns } from './reply-player.ts';
+import { callSpeaker, type CallSpeaker, type SpeakerDeps } from './speaker.ts';
 
 type Ending = Extract<ConversationOutcome, 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed' | 'voicemail'>;
 
@@ -34,9 +35,8 @@ export interface CallTranscript extends ReplyRecord {
   end(outcome: Ending, detail: string | null): Promise<void>;
 }
 
-export interface VoiceSessionDeps extends ListenerDeps {
+export interface VoiceSessionDeps extends ListenerDeps, SpeakerDeps {
   turns: Pick<TurnRunner, 'run'> & Partial<Pick<TurnRunner, 'warm'>>;
-  tts: TextToSpeech;
   log?: { warn(obj: object, msg: string): void };
   /** The call policy's turn limit (VOICE_TURN_TIMEOUT_MS); tests shorten it. */
   turnTimeoutMs?: number;
@@ -58,6 +58,8 @@ export interface VoiceSessionInput extends OpeningInput {
   capabilities: PathCapabilities;
   /** Recognition restricted to these (menus, tests); free speech otherwise. */
   grammar?: SpeechGrammar;
+  /** The call's voice (speaker.ts), when the call's start chose it already; else the session chooses it from `settings`. */
+  speaker?: CallSpeaker;
   /**
    * The streaming recogniser that hears the caller (the agent's agentSttEngine, when the process
    * has it: streaming-listener.ts); without it, our VAD and the batch recogniser (listener.ts).
@@ -78,7 +80,7 @@ export interface VoiceSession {
 
 export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {
   const { transport, transcript, conversation, room, config, settings, capabilities } = input;
-  const { language, gender } = settings;
+  const { language } = settings;
   transport.setMaxListeners(200);
   const path = transport.kind === 'twilio-media-stream' ? 'stream' as const : 'sip' as const;
 
@@ -97,7 +99,8 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   const enqueue = (step: () => Promise<void>) => {
     chain = chain.then(step).catch((err: unknown) => warn(err, 'voice session: a step failed'));
   };
-  const voice = new CallVoice(transport, (text, signal) => synthesize8k(deps.tts, text, { language, gender, signal }), ended);
+  const speaker = input.speaker ?? callSpeaker(deps, settings, deps.now);
+  const voice = new CallVoice(transport, (text, signal, line) => speaker.audio(text, { signal, line }), ended, speaker);
   /** The engines that heard the turn being answered (a streamed turn, or the batch recogniser's after a fall back). */
   let heardBy: HeardTurn['engines'] | undefined;
   const listenerOptions: UtteranceListenerOptions = {
@@ -118,7 +121,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
 
   const replies: ReplyTurns = {
     voice, turns: deps.turns, record: transcript, conversation, room, config, limitMs: deps.turnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: deps.now, warn,
-    latency: deps.latency, labels: () => ({ path, ...(heardBy ?? listener.engines), tts: deps.tts.name }),
+    latency: deps.latency, labels: () => ({ path, ...(heardBy ?? listener.engines), tts: speaker.name }),
   };
 
   /** A line the call says (not the model's): recorded, then spoken to its end. */

@@ -11,11 +11,11 @@ import { normalizePhone } from '../../lib/phone.ts';
 import { phoneNumberRepo } from '../phone-numbers/repository.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { AgentConfig } from '../agents/validation.ts';
-import { admissionSettings, voiceSettings, type VoiceSettings } from '../agents/voice-settings.ts';
+import { admissionSettings, voiceSettings } from '../agents/voice-settings.ts';
 import { bedFrom, type BackgroundAudio } from './background-audio.ts';
 import { CAPABILITIES, callAdmission, callOpening } from './call-policy.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from '../conversations/service.ts';
-import { synthesize8k } from './reply-player.ts';
+import { callSpeaker, type CallSpeaker } from './speaker.ts';
 import { startCall, type StartCallDeps, type StartedCall } from './start-call.ts';
 import type { VoicemailPlan } from './call-policy.ts';
 
@@ -46,13 +46,16 @@ const SIP_REASONS: Record<number, string> = {
 export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   const { db } = deps;
 
-  /** The greeting as 8 kHz audio, or undefined when it could not be made in time (the session retries). */
-  async function synthesize(text: string | undefined, settings: VoiceSettings): Promise<Int16Array | undefined> {
+  /** The greeting as 8 kHz audio in the call's voice (from the greeting cache when it holds it), or undefined when it could not be made in time (the session retries). */
+  async function synthesize(text: string | undefined, speaker: CallSpeaker): Promise<Int16Array | undefined> {
     if (!text) return undefined;
     const signal = AbortSignal.timeout(GREETING_WAIT_MS);
     try {
-      return await synthesize8k(deps.tts, text, { language: settings.language, gender: settings.gender, signal });
+      return await speaker.audio(text, { signal, line: true });
     } catch (err) {
+      // A provider's voice too slow for the greeting is not asked again on this call: the
+      // configured voice says it once the call is up (and the call's state says why).
+      if (signal.aborted) speaker.failed(new Error(`the greeting was not synthesized within ${GREETING_WAIT_MS} ms`));
       deps.log?.warn({ err: (err as Error).message }, 'voice call: the greeting could not be synthesized ahead');
       return undefined;
     }
@@ -69,7 +72,8 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
         return null;
       })
       : undefined;
-    const greetingAudio = await synthesize(greeting, settings);
+    const speaker = callSpeaker(deps, settings, deps.now);
+    const greetingAudio = await synthesize(greeting, speaker);
     return {
       start(transport: VoiceTransport, { callId }) {
         let started: StartedCall | undefined;
@@ -77,7 +81,7 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
           const opened = await db.transaction().execute((tx) => deps.conversations.open(tx, { ...call, agent, channel: 'sip', fresh: true, carrierRef: callId }, deps.now()));
           started = await startCall(deps, transport, {
             conversation: opened.conversation, room: opened.room, config, settings, capabilities: CAPABILITIES.sip,
-            opening: { taskGreeting: opts.greeting, waitToGreet: opts.waitToGreet }, greetingAudio, background,
+            opening: { taskGreeting: opts.greeting, waitToGreet: opts.waitToGreet }, greetingAudio, background, speaker,
             voicemail: opts.voicemail ? { plan: opts.voicemail } : undefined,
           });
           await started.done;

@@ -16,9 +16,10 @@ import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import type { ConversationService } from '../conversations/service.ts';
 import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-policy.ts';
-import { noteCallState, noteSpeechChange, speechNote, type SpeechChange } from './call-state.ts';
+import { noteCallState, noteSpeechChange, noteVoiceChange, speechNote, type SpeechChange } from './call-state.ts';
 import { recordingPath, type RecordingStore } from './recordings.ts';
 import { startVoiceSession, type VoiceSession, type VoiceSessionDeps } from './session.ts';
+import { callSpeaker, type CallSpeaker } from './speaker.ts';
 import { screenCall, type VoicemailScreen } from './voicemail.ts';
 
 type Log = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
@@ -57,6 +58,8 @@ export interface CallStart {
   /** An outbound call's voicemail plan, and where else its verdict is kept. */
   voicemail?: { plan: VoicemailPlan; onVerdict?: (answeredBy: AnsweredBy) => Promise<unknown> };
   grammar?: SpeechGrammar;
+  /** The call's voice, when the path chose it already (to synthesize the greeting before answering); chosen here otherwise. */
+  speaker?: CallSpeaker;
 }
 
 export interface StartedCall {
@@ -71,16 +74,24 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
   const c = call.conversation;
   const caps = call.capabilities;
   // Who hears the caller: the agent's agentSttEngine streamed when this process has it (Deepgram
-  // live or Flux), else our VAD and the configured recogniser (docs/voice.md, Deepgram).
+  // live or Flux), else our VAD and the configured recogniser (docs/voice.md, Deepgram). Who speaks:
+  // the call's voice (speaker.ts, the agent's agentTtsEngine).
   const { streaming } = sttFor({ stt: deps.stt, streaming: deps.streaming ?? {} }, call.config.agentSttEngine);
+  const speaker = call.speaker ?? callSpeaker(deps, call.settings, deps.now);
+  let sttOffline = (streaming ?? deps.stt).offline;
   // Which engines heard and spoke, for the record (offline ones are labelled so).
-  await noteCallState(deps.db, c.id, speechNote(transport.kind, { ...deps, stt: streaming ?? deps.stt }), deps.now());
-  // A streaming recogniser that fails hands the call to the configured one: the change is recorded, in order.
+  await noteCallState(deps.db, c.id, speechNote(transport.kind, { ...deps, stt: streaming ?? deps.stt }, speaker.note()), deps.now());
+  // A streaming recogniser or a provider's voice that fails hands the call to the configured one:
+  // each change is recorded, one write after the other.
   let changes = Promise.resolve();
-  const onChange = (change: SpeechChange) => {
-    changes = changes.then(() => noteSpeechChange(deps.db, c.id, change, deps.stt.offline && deps.tts.offline, deps.now()))
-      .catch((err: Error) => deps.log?.warn({ conversation: c.id, err: err.message }, 'voice call: the change of recogniser could not be recorded'));
+  const noted = (what: string, write: () => Promise<void>) => {
+    changes = changes.then(write).catch((err: Error) => deps.log?.warn({ conversation: c.id, err: err.message }, `voice call: the change of ${what} could not be recorded`));
   };
+  const onChange = (change: SpeechChange) => {
+    sttOffline = deps.stt.offline;
+    noted('recogniser', () => noteSpeechChange(deps.db, c.id, change, sttOffline && speaker.note().offline, deps.now()));
+  };
+  speaker.onChange = (note) => noted('voice', () => noteVoiceChange(deps.db, c.id, note, sttOffline, deps.now()));
   let where = caps.recording ? deps.recording : undefined;
   let recorder = record(deps, transport, c, where);
   let screen: VoicemailScreen | undefined;
@@ -102,7 +113,7 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
     session = startVoiceSession(deps, {
       transport, transcript: deps.conversations.callTranscript({ room: call.room, conversation: c }), conversation: c, room: call.room, config: call.config, settings: call.settings,
       opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
-      capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen,
+      capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen, speaker,
       streaming: streaming && { engine: streaming, onChange },
     });
   } catch (err) {
