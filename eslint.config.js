@@ -152,7 +152,7 @@ const format = {
   '@stylistic/linebreak-style': ['error', 'unix'],
   '@stylistic/no-tabs': 'error',
   '@stylistic/no-mixed-spaces-and-tabs': 'error',
-  '@stylistic/no-multiple-empty-lines': ['error', { max: 2, maxEOF: 0, maxBOF: 0 }],
+  '@stylistic/no-multiple-empty-lines': ['error', { max: 1, maxEOF: 0, maxBOF: 0 }],
   '@stylistic/padded-blocks': ['error', 'never'],
   '@stylistic/brace-style': ['error', '1tbs', { allowSingleLine: true }],
   '@stylistic/block-spacing': 'error',

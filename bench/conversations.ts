@@ -18,7 +18,6 @@ import { api, ENGINES, median, percentile, startServer } from './lib.ts';
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const WARMUP = 20;
 
-
 /** Resolves arrivals at the receiver by the reply's inReplyTo (or the baseline's n). */
 function receiver() {
   const waiting = new Map<string, (t: number) => void>();

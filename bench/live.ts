@@ -17,7 +17,6 @@ const LINES = Number(process.env.BENCH_LIVE_LINES ?? 100);
 const CLIENTS = Number(process.env.BENCH_LIVE_CLIENTS ?? 20);
 const SECONDS = Number(process.env.BENCH_LIVE_SECONDS ?? 15);
 
-
 function rssMb(pid: number | undefined): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;

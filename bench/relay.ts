@@ -82,7 +82,6 @@ class Receiver {
   }
 }
 
-
 /** A premium organization with a generic relay to the receiver; answers the ingress path. */
 async function relayTo(server: Server, receiverUrl: string): Promise<string> {
   return (await relayWithIds(server, receiverUrl)).ingressPath;

@@ -38,7 +38,6 @@ const LATE_SPREAD_S = 10;
 const parts = process.argv.slice(2).filter((a) => a !== '--');
 const run = (part: string) => parts.length === 0 || parts.includes(part);
 
-
 /** A reseller, an organization (with its default agent) and a token of the organization. */
 async function organization(server: Server): Promise<{ orgId: number; agentId: number; token: string }> {
   const partner = await api(server, 'GET', '/api/v2/account', {});

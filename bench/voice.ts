@@ -321,7 +321,6 @@ function printTurns(label: string, t: TurnTimes[], speakingTimeout: number) {
 
 const summary: string[] = [];
 
-
 if (run('latency')) {
   for (const engine of ENGINES) {
     const w = await world(engine);

@@ -94,7 +94,6 @@ export interface RtpSessionEvents {
   sent: [frame: Int16Array];
 }
 
-
 export interface RtpSessionStats {
   packetsSent: number;
   packetsReceived: number;

@@ -317,7 +317,6 @@ export function guardedDispatcher(policy: TargetPolicy, options: GuardOptions = 
   return new Agent({ connect, keepAliveTimeout: 4_000 });
 }
 
-
 /** A WHATWG fetch whose requests go through the SSRF guard, for clients that take one (`openai`). */
 export type GuardedFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 

@@ -23,7 +23,6 @@ export interface FtpServer {
   start(): Promise<void>;
 }
 
-
 export async function startFtpServer(opts: { tls?: boolean } = {}): Promise<FtpServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-vsftpd-'));
   fs.chmodSync(dir, 0o755);

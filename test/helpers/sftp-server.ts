@@ -25,7 +25,6 @@ export interface SftpServer {
   start(): Promise<void>;
 }
 
-
 export async function startSftpServer(): Promise<SftpServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-sshd-'));
   fs.chmodSync(dir, 0o755); // the account reaches its upload directory inside

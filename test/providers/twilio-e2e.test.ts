@@ -26,7 +26,6 @@ const RUNTIME = {
 let targetSeq = 0;
 const nextTarget = () => `+1415555${String(2000 + ++targetSeq)}`;
 
-
 function makeTools(h: () => Harness) {
   async function org(fake: FakeTwilio | null, extra: Record<string, string> = {}) {
     const r = await h().reseller();

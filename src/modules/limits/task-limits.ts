@@ -3,7 +3,6 @@
 // admission rule the queue applies when it is about to claim a call or text. Pure functions.
 import { canonicalTimeZone } from '../../lib/checks.ts';
 
-
 export interface BusinessHours {
   /** IANA time zone the window is read in. */
   timezone: string;

@@ -267,7 +267,6 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
 /** How long a refused upload's remaining body is read (and dropped) before the answer. */
 const DRAIN_MS = 15_000;
 
-
 const LineList = Type.Array(Obj({ line: Type.Integer(), message: Type.String() }));
 
 /** The CSV route, with multipart parsing registered for its own plugin scope only. */

@@ -120,7 +120,6 @@ export interface PathCapabilities {
   voicemailDetection: 'carrier' | 'audio';
 }
 
-
 export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabilities>> = Object.freeze({
   // Twilio speaks and listens for us: <Gather input="speech"> hears speech only, plays one <Say>
   // at a time (the caller can talk over it, but that is Twilio's and nothing is cut from the
