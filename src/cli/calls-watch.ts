@@ -224,6 +224,8 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
   const following = follow(client, target, feed, () => wake?.(), abort.signal, Math.max(interval * 1000, 3000));
   let tasks: { at: number; calls: Map<string, LiveCall> } | undefined;
   let previous = new Map<string, LiveCall>();
+  /** The lines written so far (not on a terminal), by uuid: the last 10,000. */
+  const printed = new Set<string>();
   let problem = '';
   try {
     for (let running = true; running;) {
@@ -260,8 +262,14 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
             const before = previous.get(call.key);
             // New (+), or its state or carrier changed (~: a carrier is named once it reports the call).
             if (!before || before.state !== call.state || before.via !== call.via) out.write(`${before ? '~' : '+'} ${describe(call)}\n`);
-            const seen = new Set(before?.lines.map((l) => l.uuid));
-            for (const l of call.lines) if (!seen.has(l.uuid)) out.write(`  ${call.taskId ?? call.uuid} ${who(l.direction)}: ${l.message}\n`);
+            // Each line once, by its uuid, however the call was seen meanwhile (a feed that started
+            // over, a poll in between, the call named by its task once the carrier reported it).
+            for (const l of call.lines) {
+              if (printed.has(l.uuid)) continue;
+              printed.add(l.uuid);
+              if (printed.size > 10_000) printed.delete(printed.values().next().value!);
+              out.write(`  ${call.taskId ?? call.uuid} ${who(l.direction)}: ${l.message}\n`);
+            }
           }
           for (const call of previous.values()) {
             if (!current.has(call.key)) out.write(`- call ${call.taskId ?? call.uuid} ended: ${await ending(client, call, target)}\n`);

@@ -127,7 +127,9 @@ describe('SIP presence subscription with Kamailio', { skip: presenceSkip() }, ()
         const last = rows[rows.length - 1];
         return notified(rows, 'closed') && last?.direction === 'out' && /^SIP\/2\.0 200 /.test(last.message) ? rows : undefined;
       });
-      const flow = dialog.map((r) => `${r.direction} ${r.message.split('\r\n')[0].replace(/ sip:\S+/, '')}`);
+      // A retransmission (Timer A, when a loaded machine answers late) is the same message again, and so is its answer: each once.
+      const once = dialog.filter((r, i) => !dialog.slice(0, i).some((p) => p.direction === r.direction && p.message === r.message));
+      const flow = once.map((r) => `${r.direction} ${r.message.split('\r\n')[0].replace(/ sip:\S+/, '')}`);
       assert.deepEqual(flow.slice(0, 4), ['out SUBSCRIBE SIP/2.0', 'in SIP/2.0 401 Unauthorized', 'out SUBSCRIBE SIP/2.0', 'in SIP/2.0 200 OK']);
       assert.ok(flow.filter((f) => f === 'in NOTIFY SIP/2.0').length >= 2, flow.join('\n'));
       assert.ok(notified(dialog, 'open'), flow.join('\n'));

@@ -94,6 +94,8 @@ describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
     assert.ok(sentTypes.indexOf('SPEECH_ACTIVITY_END') < sentTypes.indexOf('result:true'), JSON.stringify(sentTypes));
     // The frames arrived as the call carried them: same bytes, one request per frame.
     const sent = [...speech, ...quiet, ...more];
+    // The double reads what the client sent as it arrives: under load a few frames may still be on the way.
+    await waitFor('every frame at the double', async () => call.audioMessages >= sent.length, 5000);
     assert.equal(call.audioMessages, sent.length);
     assert.ok(Buffer.concat(call.audio).equals(Buffer.concat(sent)), 'μ-law bytes untouched');
     await stream.close();
@@ -117,6 +119,7 @@ describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
     // Writes of a second (32,000 bytes) go as three requests of at most 15,360 bytes.
     for (let i = 0; i < pcm.length; i += 16_000) stream.write(pcm16ToBytes(pcm.subarray(i, Math.min(pcm.length, i + 16_000))));
     await waitFor('the turn', has(events, 'startOfTurn'), 5000);
+    await waitFor('every byte at the double', async () => call.bytes >= pcm.length * 2, 5000);
     assert.ok(call.largestMessage <= MAX_CHUNK_BYTES && call.largestMessage > 10_000, `largest ${call.largestMessage}`);
     assert.equal(call.bytes, pcm.length * 2);
     assert.throws(() => stream.write(Buffer.alloc(3)), (e: unknown) => e instanceof SpeechError && e.kind === 'input');
@@ -128,12 +131,14 @@ describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
   });
 
   it('keeps a quiet stream alive with silence (Google ends one without audio), and finalize() hears a turn out at once', async () => {
-    fake.audioTimeoutMs = 700;
+    // The double ends a call without audio after 1.5 s; keep-alives every 200 ms hold it open even
+    // when a loaded machine runs the timer late.
+    fake.audioTimeoutMs = 1500;
     try {
       const stream = await new GoogleStreaming(opts({ keepAliveMs: 200 })).open(mulaw8k);
       const events = collect(stream);
       const n = fake.streams.length;
-      await sleep(1500);
+      await sleep(2000);
       const first = fake.streams[n - 1]!;
       assert.equal(JSON.stringify(first.ended), undefined, 'still open');
       assert.ok(first.audioMessages >= 4, `${first.audioMessages} keep-alives`);
