@@ -65,7 +65,7 @@ export function chooseVoice(deps: SpeakerDeps, settings: Pick<VoiceSettings, 'tt
     const streamed = deps.voices?.[asked];
     if (streamed) return { engine: streamed, streamed, voice: settings.engineVoice, keySource: keys.source ?? 'process' };
     if (keys.refused) return { engine: deps.tts, substituted: `${keys.refused}: the configured voice (${deps.tts.name}) speaks` };
-    return { engine: deps.tts, substituted: `${asked} has no key on this process (${KEY_SETTING[asked]}): the configured voice (${deps.tts.name}) speaks` };
+    return { engine: deps.tts, substituted: `${asked} has no key on this process (${KEY_SETTING[asked]}) nor of the organization: the configured voice (${deps.tts.name}) speaks` };
   }
   if (ENGINE_NAMES[asked] === deps.tts.name) return { engine: deps.tts, voice: settings.engineVoice };
   return { engine: deps.tts, substituted: `this process speaks with ${deps.tts.name} (CALLPLANE_TTS), not ${ENGINE_NAMES[asked]}` };
