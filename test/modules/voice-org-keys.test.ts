@@ -139,29 +139,34 @@ for (const engine of ENGINES) {
       }
     });
 
-    it('an organization base URL resolving to a private address is refused like a refused key: the configured recogniser hears, state.speech says why', async () => {
+    it('an organization base URL resolving to a private address is refused like a refused key: the configured recogniser hears and the configured voice speaks, state.speech says why', async () => {
       const strict = await startHarness(engine, {
         CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0',
         CALLPLANE_DEEPGRAM_API_KEY: PROCESS_KEY, CALLPLANE_DEEPGRAM_URL: processDg.url,
       });
       try {
-        const { db, org, live, opened, http, turns } = await agentOnCall(strict, { welcomeMessage: '', agentSttEngine: 'deepgram', callerResponseTimeout: 60 });
+        const { db, org, live, opened, http, turns } = await agentOnCall(strict, { welcomeMessage: '', agentSttEngine: 'deepgram', agentTtsEngine: 'elevenlabs', callerResponseTimeout: 60 });
         // A key stored while the policy allowed its loopback URL (the API refuses it under this one): checked again where it is used.
         await speechProviderRepo.insert(db, org.id, 'deepgram', { api_key: strict.box.seal(ORG_KEY), base_url: orgDg.url, enabled: 1 }, Date.now());
+        await speechProviderRepo.insert(db, org.id, 'elevenlabs', { api_key: strict.box.seal(ELEVENLABS_TEST_KEY), base_url: el.baseUrl, enabled: 1 }, Date.now());
+        const orgBefore = orgDg.connections.length;
+        const processBefore = processDg.connections.length;
+        const socketsBefore = el.sockets.length;
         const transport = new FakeVoiceTransport();
         const started = await startCall({
           db, conversations: strict.services.conversations, turns, stt: new ScriptedStt([]), tts: new ShortTts(), speechKeys: strict.services.speechProviders, now: Date.now,
         }, transport, { conversation: opened.conversation, room: opened.room, config: live, settings: voiceSettings(live), capabilities: CAPABILITIES.sip, opening: {} });
-        const orgBefore = orgDg.connections.length;
-        const processBefore = processDg.connections.length;
         transport.end('test over');
         await started.done;
         await http.close();
-        assert.deepEqual([orgDg.connections.length, processDg.connections.length], [orgBefore, processBefore]);
+        assert.deepEqual([orgDg.connections.length, processDg.connections.length, el.sockets.length], [orgBefore, processBefore, socketsBefore]);
         const speech = readCallState((await conversationRepo.find(db, opened.conversation.id))!.state).speech!;
         assert.deepEqual([speech.stt, speech.sttKeySource, speech.changes?.map((c) => `${c.from}>${c.to}`)], ['scripted', undefined, ['deepgram>scripted']]);
         assert.match(speech.changes![0]!.reason, /organization's deepgram base URL was refused/);
-        assert.ok(!JSON.stringify(speech).includes(ORG_KEY));
+        // The voice alike: the configured one speaks, and says why.
+        assert.deepEqual([speech.tts, speech.ttsKeySource], ['short', undefined]);
+        assert.match(speech.ttsSubstituted ?? '', /organization's elevenlabs base URL was refused.*the configured voice \(short\) speaks/);
+        assert.ok(!JSON.stringify(speech).includes(ORG_KEY) && !JSON.stringify(speech).includes(ELEVENLABS_TEST_KEY));
       } finally {
         await strict.close();
       }
