@@ -18,20 +18,23 @@ export function vendorOf(engine: { name: string; offline: boolean }): SpeechVend
   return isSpeechVendor(name) ? name : undefined;
 }
 
+/** Audio is summed in whole microseconds, so a call's thousands of 20 ms frames add up exactly. */
+const SCALE: Record<SpeechUnit, number> = { audioSeconds: 1_000_000, characters: 1 };
+
 export class SpeechMeter {
   private readonly amounts = new Map<`${SpeechVendor}:${SpeechUnit}`, number>();
 
   add(vendor: SpeechVendor, unit: SpeechUnit, amount: number): void {
     if (!(amount > 0)) return;
     const key = `${vendor}:${unit}` as const;
-    this.amounts.set(key, (this.amounts.get(key) ?? 0) + amount);
+    this.amounts.set(key, (this.amounts.get(key) ?? 0) + Math.round(amount * SCALE[unit]));
   }
 
-  /** What was counted so far: each vendor and unit with its amount. */
+  /** What was counted so far: each vendor and unit with its amount (audio in seconds). */
   entries(): { vendor: SpeechVendor; unit: SpeechUnit; amount: number }[] {
-    return [...this.amounts].map(([key, amount]) => {
+    return [...this.amounts].map(([key, n]) => {
       const [vendor, unit] = key.split(':') as [SpeechVendor, SpeechUnit];
-      return { vendor, unit, amount };
+      return { vendor, unit, amount: n / SCALE[unit] };
     });
   }
 
