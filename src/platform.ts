@@ -272,7 +272,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const turnLimitMs = deps.voiceTurnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS;
   // Streamed Twilio calls run their voice sessions in the process that holds the stream (api roles).
   const streams = mediaStreams({
-    db, box, config, conversations, turns: runner, speech, greetings, carrierOptions, latency, turnTimeoutMs: turnLimitMs,
+    db, box, config, conversations, turns: runner, speech, greetings, speechKeys: base.speechProviders, carrierOptions, latency, turnTimeoutMs: turnLimitMs,
     grammar: deps.voiceGrammar, now: Date.now, log: child('media-streams'),
   });
   const gather = twilioVoice({
@@ -303,7 +303,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       },
     }),
     voiceCalls: voiceCalls({
-      db, conversations, turns: runner, ...speech, greetings, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('voice'),
+      db, conversations, turns: runner, ...speech, greetings, speechKeys: base.speechProviders, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('voice'),
       background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
       recording: config.callRecording ? { store: recordings, maxMs: config.recordingMaxSeconds * 1000 } : undefined,
       // A message left on a voicemail is recorded even when calls are not (docs/voice.md, Voicemail).

@@ -28,5 +28,5 @@ export async function agentOnCall(h: Harness, config: Record<string, unknown>, o
     db, models: h.services.models, knowledge: h.services.knowledge, context: h.services.context, tasks: h.services.tasks,
     http, messageSecret: (orgId) => messageSecret(db, h.box, orgId), now,
   });
-  return { db, agent, live, opened, http, turns };
+  return { db, org: o, agent, live, opened, http, turns };
 }

@@ -105,7 +105,7 @@ for (const engine of ENGINES) {
       assert.equal(c.transport.of('play').length, sockets.reduce((n, s) => n + s.audioChunks, 0), 'a mark per chunk');
       assert.deepEqual(c.offline.said, [], 'the configured voice said nothing');
       assert.deepEqual((await c.replies()).map((m) => m.text), [text]);
-      assert.deepEqual(await c.speech(), { stt: 'scripted', tts: 'elevenlabs', offline: false, voice: 'default female en-US', streamed: true, ttsRequested: 'elevenlabs' });
+      assert.deepEqual(await c.speech(), { stt: 'scripted', tts: 'elevenlabs', offline: false, voice: 'default female en-US', streamed: true, ttsRequested: 'elevenlabs', ttsKeySource: 'process' });
       await c.close();
     });
 

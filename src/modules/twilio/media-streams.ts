@@ -20,6 +20,7 @@ import { connectStream, dial, playDigits, twilioDials, twimlDocument } from '../
 import type { SpeechEngines } from '../../speech/registry.ts';
 import type { TurnLatencies } from '../voice/latency.ts';
 import type { GreetingCache } from '../voice/greeting-cache.ts';
+import type { SpeechKeys } from '../voice/org-speech.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import { voiceSettings } from '../agents/voice-settings.ts';
@@ -52,6 +53,8 @@ export interface MediaStreamDeps {
   speech: SpeechEngines;
   /** The call lines already synthesized (voice/greeting-cache.ts), shared with SIP's calls. */
   greetings?: GreetingCache;
+  /** The organizations' own speech keys (voice/org-speech.ts); without it, calls use the process's. */
+  speechKeys?: SpeechKeys;
   /** Where each turn's latency goes (voice/latency.ts). */
   latency?: TurnLatencies;
   /** Twilio request settings (timeouts), as the task queue's. */
@@ -157,7 +160,7 @@ export function mediaStreams(deps: MediaStreamDeps) {
         // the verdict is kept on the conversation and on the task (its final status then says
         // `voicemail`), before the session acts on it.
         const started = await startCall({
-          db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, voices: deps.speech.voices, greetings: deps.greetings, now: deps.now, log,
+          db, conversations: deps.conversations, turns: deps.turns, stt: deps.speech.stt, tts: deps.speech.tts, voices: deps.speech.voices, greetings: deps.greetings, speechKeys: deps.speechKeys, now: deps.now, log,
           vad: deps.speech.vad, streaming: deps.speech.streaming, latency: deps.latency, turnTimeoutMs: deps.turnTimeoutMs,
         }, transport, {
           conversation: c, room, config, settings, capabilities: CAPABILITIES['media-stream'], grammar: deps.grammar,

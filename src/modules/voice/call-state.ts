@@ -6,6 +6,7 @@
 import type { Executor } from '../../db/types.ts';
 import type { SpeechToText } from '../../speech/types.ts';
 import { conversationRepo } from '../conversations/repository.ts';
+import type { SpeechKeySource } from '../speech-providers/service.ts';
 import { freshCounters, type CallCounters } from './call-policy.ts';
 
 /** The engine hearing the caller, or the voice speaking, changed mid-call (a provider failed), and why. */
@@ -29,6 +30,8 @@ export interface VoiceNote {
   requested?: string;
   substituted?: string;
   changes?: SpeechChange[];
+  /** Whose key a remote voice uses (the organization's or the process's). */
+  keySource?: SpeechKeySource;
 }
 
 /**
@@ -48,6 +51,10 @@ export interface SpeechNote {
   ttsRequested?: string;
   ttsSubstituted?: string;
   ttsChanges?: SpeechChange[];
+  /** Whose key the remote recogniser the call started with uses: the organization's own or the process's (never the key). */
+  sttKeySource?: SpeechKeySource;
+  /** Whose key the remote voice the call started with uses. */
+  ttsKeySource?: SpeechKeySource;
 }
 
 /** A call's recording on disk (voice/recordings.ts), as it stopped. */
@@ -61,11 +68,16 @@ export interface RecordingNote {
   stoppedBy: unknown;
 }
 
+/** What a call used of remote speech providers, `vendor:unit` → amount (audio seconds, characters), noted when it was recorded for billing (speech-meter.ts). */
+export type SpeechUsageNote = Record<string, number>;
+
 export interface CallState {
   /** The voice transport that carried the call (`rtp`, `twilio-media-stream`). */
   transport?: string;
   speech?: SpeechNote;
   recording?: RecordingNote;
+  /** Set once the call's speech use has been counted into the usage rollups (never counted twice). */
+  speechUsage?: SpeechUsageNote;
   /** The call policy's counters, on Gather (kept between its requests). */
   noResponse?: number;
   failures?: number;
@@ -87,20 +99,27 @@ export function countersOf(state: CallState): CallCounters {
 }
 
 /** The part of a state that says which transport and engines carried the call; `voice` is the call's speaker's note. */
-export function speechNote(transport: string, speech: { stt: Pick<SpeechToText, 'name' | 'offline'>; vad?: { status: { engine: string } } }, voice: VoiceNote): Pick<CallState, 'transport' | 'speech'> {
+export function speechNote(
+  transport: string,
+  speech: { stt: Pick<SpeechToText, 'name' | 'offline'>; vad?: { status: { engine: string } }; sttKeySource?: SpeechKeySource; changes?: SpeechChange[] },
+  voice: VoiceNote,
+): Pick<CallState, 'transport' | 'speech'> {
   return {
     transport,
     speech: {
       stt: speech.stt.name, offline: speech.stt.offline && voice.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}),
+      ...(speech.changes?.length ? { changes: speech.changes } : {}),
+      ...(speech.sttKeySource ? { sttKeySource: speech.sttKeySource } : {}),
       ...voiceFields(voice),
     },
   };
 }
 
 /** The voice's part of state.speech. */
-function voiceFields(voice: VoiceNote): Pick<SpeechNote, 'tts' | 'voice' | 'streamed' | 'ttsRequested' | 'ttsSubstituted' | 'ttsChanges'> {
+function voiceFields(voice: VoiceNote): Pick<SpeechNote, 'tts' | 'voice' | 'streamed' | 'ttsRequested' | 'ttsSubstituted' | 'ttsChanges' | 'ttsKeySource'> {
   return {
     tts: voice.tts, voice: voice.voice, streamed: voice.streamed,
+    ...(voice.keySource ? { ttsKeySource: voice.keySource } : {}),
     ...(voice.requested ? { ttsRequested: voice.requested } : {}),
     ...(voice.substituted ? { ttsSubstituted: voice.substituted } : {}),
     ...(voice.changes ? { ttsChanges: voice.changes.slice(-20) } : {}),

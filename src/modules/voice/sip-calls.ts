@@ -15,7 +15,8 @@ import { admissionSettings, voiceSettings } from '../agents/voice-settings.ts';
 import { bedFrom, type BackgroundAudio } from './background-audio.ts';
 import { CAPABILITIES, callAdmission, callOpening } from './call-policy.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from '../conversations/service.ts';
-import { callSpeaker, type CallSpeaker } from './speaker.ts';
+import { orgCallSpeaker } from './org-speech.ts';
+import type { CallSpeaker } from './speaker.ts';
 import { startCall, type StartCallDeps, type StartedCall } from './start-call.ts';
 import type { VoicemailPlan } from './call-policy.ts';
 
@@ -72,7 +73,7 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
         return null;
       })
       : undefined;
-    const speaker = callSpeaker(deps, settings, deps.now);
+    const speaker = await orgCallSpeaker(deps, settings, deps.now, agent.org_id);
     const greetingAudio = await synthesize(greeting, speaker);
     return {
       start(transport: VoiceTransport, { callId }) {

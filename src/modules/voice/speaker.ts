@@ -13,9 +13,11 @@ import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { ESPEAK } from '../../speech/espeak.ts';
 import type { StreamedVoice, StreamedVoices } from '../../speech/registry.ts';
 import type { SynthesisStream, TextToSpeech } from '../../speech/types.ts';
+import type { SpeechKeySource } from '../speech-providers/service.ts';
 import type { SpeechChange, VoiceNote } from './call-state.ts';
 import type { GreetingCache } from './greeting-cache.ts';
 import { synthesize8k } from './reply-player.ts';
+import { SpeechMeter, vendorOf } from './speech-meter.ts';
 
 const RATE = 8000;
 const FORMAT = 'pcm16/8000';
@@ -37,6 +39,12 @@ export interface SpeakerDeps {
   greetings?: GreetingCache;
 }
 
+/** Whose key the streamed voice in `voices` uses (org-speech.ts), or why the organization's could not be used. */
+export interface VoiceKeys {
+  source?: SpeechKeySource;
+  refused?: string;
+}
+
 /** What the call's state says of its voice (state.speech, beside stt and vad). */
 export type SpeakerNote = VoiceNote;
 
@@ -46,16 +54,18 @@ interface Choice {
   /** The engine's own voice id; undefined: the engine's default for the language and gender. */
   voice?: string;
   substituted?: string;
+  keySource?: SpeechKeySource;
 }
 
-/** The voice a call with `settings` starts with on a process with `deps`' engines. */
-export function chooseVoice(deps: SpeakerDeps, settings: Pick<VoiceSettings, 'ttsEngine' | 'engineVoice'>): Choice {
+/** The voice a call with `settings` starts with on a process with `deps`' engines (`keys`: whose key its streamed voice uses). */
+export function chooseVoice(deps: SpeakerDeps, settings: Pick<VoiceSettings, 'ttsEngine' | 'engineVoice'>, keys: VoiceKeys = {}): Choice {
   const asked = settings.ttsEngine;
   if (asked === null) return { engine: deps.tts };
   if (asked === 'elevenlabs' || asked === 'cartesia' || asked === 'deepgram') {
     const streamed = deps.voices?.[asked];
-    if (streamed) return { engine: streamed, streamed, voice: settings.engineVoice };
-    return { engine: deps.tts, substituted: `${asked} has no key on this process (${KEY_SETTING[asked]}): the configured voice (${deps.tts.name}) speaks` };
+    if (streamed) return { engine: streamed, streamed, voice: settings.engineVoice, keySource: keys.source ?? 'process' };
+    if (keys.refused) return { engine: deps.tts, substituted: `${keys.refused}: the configured voice (${deps.tts.name}) speaks` };
+    return { engine: deps.tts, substituted: `${asked} has no key on this process (${KEY_SETTING[asked]}) nor of the organization: the configured voice (${deps.tts.name}) speaks` };
   }
   if (ENGINE_NAMES[asked] === deps.tts.name) return { engine: deps.tts, voice: settings.engineVoice };
   return { engine: deps.tts, substituted: `this process speaks with ${deps.tts.name} (CALLPLANE_TTS), not ${ENGINE_NAMES[asked]}` };
@@ -65,6 +75,8 @@ export function chooseVoice(deps: SpeakerDeps, settings: Pick<VoiceSettings, 'tt
 export class CallSpeaker {
   private current: Choice;
   private readonly changes: SpeechChange[] = [];
+  /** The characters this call's remote voices were given (recorded for billing when the call ends). */
+  readonly meter = new SpeechMeter();
   /** Told of every change (start-call.ts writes it into the call's state). */
   onChange: ((note: SpeakerNote) => void) | undefined;
 
@@ -72,8 +84,9 @@ export class CallSpeaker {
     private readonly deps: SpeakerDeps,
     private readonly settings: Pick<VoiceSettings, 'ttsEngine' | 'engineVoice' | 'language' | 'gender'>,
     private readonly now: () => number,
+    keys: VoiceKeys = {},
   ) {
-    this.current = chooseVoice(deps, settings);
+    this.current = chooseVoice(deps, settings, keys);
   }
 
   /** The engine speaking now. */
@@ -89,6 +102,7 @@ export class CallSpeaker {
       streamed: this.streaming,
       offline: this.current.engine.offline,
       ...(ttsEngine ? { requested: ttsEngine } : {}),
+      ...(this.current.keySource ? { keySource: this.current.keySource } : {}),
       ...(this.current.substituted && this.changes.length === 0 ? { substituted: this.current.substituted } : {}),
       ...(this.changes.length ? { changes: [...this.changes] } : {}),
     };
@@ -122,7 +136,8 @@ export class CallSpeaker {
     if (!used.streamed) return undefined;
     const { language, gender } = this.settings;
     try {
-      return used.streamed.openStream({ language, gender, ...(used.voice ? { voice: used.voice } : {}), sampleRate: RATE, encoding: 'pcm', signal });
+      const stream = used.streamed.openStream({ language, gender, ...(used.voice ? { voice: used.voice } : {}), sampleRate: RATE, encoding: 'pcm', signal });
+      return this.meter.synthesizing(stream, vendorOf(used.engine));
     } catch (err) {
       this.fellBack(used, err);
       return undefined;
@@ -153,11 +168,13 @@ export class CallSpeaker {
 
   private synthesize(c: Choice, text: string, signal: AbortSignal | undefined): Promise<Int16Array> {
     const { language, gender } = this.settings;
+    const vendor = vendorOf(c.engine);
+    if (vendor) this.meter.add(vendor, 'characters', text.length);
     return synthesize8k(c.engine, text, { language, gender, ...(c.voice ? { voice: c.voice } : {}), signal });
   }
 }
 
 /** The voice of one call with `settings`, chosen now. */
-export function callSpeaker(deps: SpeakerDeps, settings: ConstructorParameters<typeof CallSpeaker>[1], now: () => number): CallSpeaker {
-  return new CallSpeaker(deps, settings, now);
+export function callSpeaker(deps: SpeakerDeps, settings: ConstructorParameters<typeof CallSpeaker>[1], now: () => number, keys?: VoiceKeys): CallSpeaker {
+  return new CallSpeaker(deps, settings, now, keys);
 }

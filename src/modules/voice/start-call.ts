@@ -9,7 +9,7 @@
 import type { AnsweredBy, ConversationRow, Db, RoomRow } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
-import { sttFor, type SpeechEngines } from '../../speech/registry.ts';
+import type { SpeechEngines } from '../../speech/registry.ts';
 import type { SpeechGrammar } from '../../speech/types.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
@@ -19,7 +19,9 @@ import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-p
 import { noteCallState, noteSpeechChange, noteVoiceChange, speechNote, type SpeechChange } from './call-state.ts';
 import { recordingPath, type RecordingStore } from './recordings.ts';
 import { startVoiceSession, type VoiceSession, type VoiceSessionDeps } from './session.ts';
-import { callSpeaker, type CallSpeaker } from './speaker.ts';
+import { callRecogniser, orgCallSpeaker, type SpeechKeys } from './org-speech.ts';
+import type { CallSpeaker } from './speaker.ts';
+import { recordCallSpeech } from './speech-meter.ts';
 import { screenCall, type VoicemailScreen } from './voicemail.ts';
 
 type Log = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
@@ -33,6 +35,8 @@ export interface StartCallDeps extends VoiceSessionDeps {
   conversations: Pick<ConversationService, 'callTranscript'>;
   /** The streaming recognisers this process has (speech/registry.ts), for agents whose agentSttEngine names one. */
   streaming?: SpeechEngines['streaming'];
+  /** The organization's own speech keys (the speech-providers service): they win over the process's (org-speech.ts). */
+  speechKeys?: SpeechKeys;
   /** The voice activity detectors, with the engine they run (noted in the call's state). */
   vad?: VoiceSessionDeps['vad'] & { status: { engine: string } };
   log?: Log;
@@ -73,14 +77,19 @@ export interface StartedCall {
 export async function startCall(deps: StartCallDeps, transport: VoiceTransport, call: CallStart): Promise<StartedCall> {
   const c = call.conversation;
   const caps = call.capabilities;
-  // Who hears the caller: the agent's agentSttEngine streamed when this process has it (Deepgram
-  // live or Flux), else our VAD and the configured recogniser (docs/voice.md, Deepgram). Who speaks:
-  // the call's voice (speaker.ts, the agent's agentTtsEngine).
-  const { streaming } = sttFor({ stt: deps.stt, streaming: deps.streaming ?? {} }, call.config.agentSttEngine);
-  const speaker = call.speaker ?? callSpeaker(deps, call.settings, deps.now);
-  let sttOffline = (streaming ?? deps.stt).offline;
-  // Which engines heard and spoke, for the record (offline ones are labelled so).
-  await noteCallState(deps.db, c.id, speechNote(transport.kind, { ...deps, stt: streaming ?? deps.stt }, speaker.note()), deps.now());
+  // Who hears the caller: the agent's agentSttEngine streamed when the organization's key or the
+  // process's gives it (Deepgram live or Flux, Google), else our VAD and the configured recogniser
+  // (docs/voice.md, Deepgram). Who speaks: the call's voice (speaker.ts, the agent's agentTtsEngine).
+  const heard = await callRecogniser(deps, c.org_id, call.config.agentSttEngine);
+  const speaker = call.speaker ?? await orgCallSpeaker(deps, call.settings, deps.now, c.org_id);
+  // What remote engines hear and say is counted, and recorded for the organization when the call ends.
+  const meter = speaker.meter;
+  const streaming = heard.streaming && meter.recognising(heard.streaming);
+  const stt = meter.transcribing(deps.stt);
+  let sttOffline = (streaming ?? stt).offline;
+  // Which engines heard and spoke, and whose keys they use, for the record (offline ones are labelled so).
+  const refused = heard.refused ? [{ at: deps.now(), from: String(call.config.agentSttEngine), to: stt.name, reason: heard.refused }] : undefined;
+  await noteCallState(deps.db, c.id, speechNote(transport.kind, { ...deps, stt: streaming ?? stt, sttKeySource: heard.source, changes: refused }, speaker.note()), deps.now());
   // A streaming recogniser or a provider's voice that fails hands the call to the configured one:
   // each change is recorded, one write after the other.
   let changes = Promise.resolve();
@@ -110,7 +119,7 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
   let session: VoiceSession;
   try {
     const opening = callOpening(call.settings, { taskGreeting: call.opening.taskGreeting, waitToGreet: call.opening.waitToGreet, recorded: recorder !== undefined });
-    session = startVoiceSession(deps, {
+    session = startVoiceSession({ ...deps, stt }, {
       transport, transcript: deps.conversations.callTranscript({ room: call.room, conversation: c }), conversation: c, room: call.room, config: call.config, settings: call.settings,
       opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
       capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen, speaker,
@@ -122,6 +131,8 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
   }
   const done = session.done.finally(async () => {
     await changes;
+    await recordCallSpeech(deps.db, c.id, meter, deps.now())
+      .catch((err: Error) => deps.log?.warn({ conversation: c.id, err: err.message }, 'voice call: its speech use could not be recorded'));
     if (!recorder || !where) return;
     const r = await recorder.stop();
     if (r) {
