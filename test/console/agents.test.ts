@@ -206,6 +206,6 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     } finally {
       await c.page.setViewportSize({ width: 1280, height: 860 });
     }
-    assert.deepEqual(c.problems, [], c.problems.join("\n"));
+    assert.deepEqual(c.problems, [], c.problems.join('\n'));
   });
 });

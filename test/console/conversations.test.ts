@@ -206,7 +206,7 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
     const speech = api.body[0].speech as { stt: string; tts: string; ttsRequested?: string; ttsSubstituted?: string };
     assert.equal(speech.ttsRequested, 'cartesia');
     assert.match(speech.ttsSubstituted ?? '', /cartesia has no key on this process/);
-    const engines = page.locator('section', { has: page.getByRole('heading', { name: 'Speech engines' }) });
+    const engines = page.locator('section.card', { has: page.getByRole('heading', { name: 'Speech engines' }) });
     await engines.waitFor();
     assert.equal(await engines.locator('dt:text-is("Heard by") + dd').innerText(), speech.stt);
     assert.ok((await engines.locator('dt:text-is("Spoken by") + dd').innerText()).startsWith(speech.tts), 'the voice that spoke');
