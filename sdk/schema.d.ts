@@ -5970,6 +5970,47 @@ export interface operations {
                         /** @description open while it lasts; then completed, ended_by_agent, transferred, no_response, hung_up, failed or voicemail */
                         outcome: string;
                         roomId: string;
+                        /** @description Which engines heard and spoke the call (extension); null for a conversation no voice session carried */
+                        speech: ({
+                            /** @description Each change of the recogniser, the last 20 */
+                            changes?: ({
+                                /** @description Unix seconds */
+                                at: number;
+                                from: string;
+                                reason: string;
+                                to: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description Both run on this machine */
+                            offline: boolean;
+                            /** @description Replies are spoken as the model writes them */
+                            streamed?: boolean;
+                            /** @description The engine hearing the caller now (pocketsphinx, openai, deepgram, …) */
+                            stt: string;
+                            /** @description The engine speaking now */
+                            tts: string;
+                            /** @description Each change of the voice, the last 20 */
+                            ttsChanges?: ({
+                                /** @description Unix seconds */
+                                at: number;
+                                from: string;
+                                reason: string;
+                                to: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description The agent's agentTtsEngine */
+                            ttsRequested?: string;
+                            /** @description Why the call could not start with it (the configured voice spoke instead) */
+                            ttsSubstituted?: string;
+                            /** @description The voice activity detector */
+                            vad?: string;
+                            /** @description The voice: the engine's own id, or default <gender> <language> */
+                            voice?: string;
+                        } & {
+                            [key: string]: unknown;
+                        }) | (never | null);
                         /** @description Unix seconds */
                         startedAt: number;
                         success: boolean;
@@ -6214,6 +6255,47 @@ export interface operations {
                             outcome?: string;
                             /** @description As sent */
                             roomId: string;
+                            /** @description callplane extension: which engines heard and spoke a call, what was substituted and what changed mid-call */
+                            speech?: ({
+                                /** @description Each change of the recogniser, the last 20 */
+                                changes?: ({
+                                    /** @description Unix seconds */
+                                    at: number;
+                                    from: string;
+                                    reason: string;
+                                    to: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                /** @description Both run on this machine */
+                                offline: boolean;
+                                /** @description Replies are spoken as the model writes them */
+                                streamed?: boolean;
+                                /** @description The engine hearing the caller now (pocketsphinx, openai, deepgram, …) */
+                                stt: string;
+                                /** @description The engine speaking now */
+                                tts: string;
+                                /** @description Each change of the voice, the last 20 */
+                                ttsChanges?: ({
+                                    /** @description Unix seconds */
+                                    at: number;
+                                    from: string;
+                                    reason: string;
+                                    to: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                /** @description The agent's agentTtsEngine */
+                                ttsRequested?: string;
+                                /** @description Why the call could not start with it (the configured voice spoke instead) */
+                                ttsSubstituted?: string;
+                                /** @description The voice activity detector */
+                                vad?: string;
+                                /** @description The voice: the engine's own id, or default <gender> <language> */
+                                voice?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             startedAt?: number;
                             success: boolean;
                             /** @description What happened, from the analysis after the conversation; absent until it is done */

@@ -3,8 +3,9 @@
 // the worker records it (the pattern of test/modules/call-recording.test.ts). The Live page must
 // show the call's lines as they are said, before the call ends and without a reload, keep going
 // after its stream is cut (reconnecting, then a new snapshot), and link to the conversation once it
-// ends; the conversation page must show the transcript, each turn's latency and the analysis, and
-// play the recording; a room moves to junk and back.
+// ends; the conversation page must show the transcript, each turn's latency, the analysis, and the
+// voice substituted for the one the agent asks for (Cartesia, without its key), and play the
+// recording; a room moves to junk and back.
 // @lane wall
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -74,7 +75,8 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
     reseller = await h.reseller('Northwind Reseller');
     org = await h.organization(reseller.id, { orgName: 'Acme Dental' });
     agent = await h.agent(org.id);
-    await publishAgent(h, agent.token, { welcomeMessage: 'Hello there.', speakingTimeout: 700, callerResponseTimeout: 60, actions: ['hangup'] });
+    // Cartesia asked for, on a process without its key: the configured voice (espeak-ng) speaks, and the conversation says so.
+    await publishAgent(h, agent.token, { welcomeMessage: 'Hello there.', speakingTimeout: 700, callerResponseTimeout: 60, actions: ['hangup'], agentTtsEngine: 'cartesia' });
     assert.equal((await h.call('POST', '/api/v2/sip/ipWhitelist', { token: org.token, body: { ip: CALLER, label: 'PBX' } })).status, 201);
     c = await openConsole(h);
   });
@@ -199,6 +201,17 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
     assert.equal(first[1], timed[0]!.latency!.path);
     assert.equal(first[3], timed[0]!.latency!.sttMs === null ? 'not seen' : `${timed[0]!.latency!.sttMs} ms`);
     assert.equal(first[6], timed[0]!.latency!.totalMs === null ? 'not seen' : `${timed[0]!.latency!.totalMs} ms`);
+
+    // Which engines heard and spoke it: the voice asked for was substituted, and the page says why.
+    const speech = api.body[0].speech as { stt: string; tts: string; ttsRequested?: string; ttsSubstituted?: string };
+    assert.equal(speech.ttsRequested, 'cartesia');
+    assert.match(speech.ttsSubstituted ?? '', /cartesia has no key on this process/);
+    const engines = page.locator('section.card', { has: page.getByRole('heading', { name: 'Speech engines' }) });
+    await engines.waitFor();
+    assert.equal(await engines.locator('dt:text-is("Heard by") + dd').innerText(), speech.stt);
+    assert.ok((await engines.locator('dt:text-is("Spoken by") + dd').innerText()).startsWith(speech.tts), 'the voice that spoke');
+    const substituted = engines.locator('[data-speech="substituted"]');
+    assert.equal(await substituted.innerText(), `Voice substituted The agent asks for cartesia, but ${speech.tts} spoke this call: ${speech.ttsSubstituted}.`);
 
     // The analysis, once done (the page refreshes while it is pending).
     await page.getByText('The caller asked for the opening hours; the agent said nine.').waitFor({ timeout: 15_000 });

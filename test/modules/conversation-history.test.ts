@@ -337,6 +337,30 @@ forEachEngine('conversation history', (h) => {
       bad(await h().call('GET', `/api/v2/conversation/nonsense/${s.conversation.id}`, { token: o.token }), 404, /roomId/);
     });
 
+    it('a call\'s speech engines: state.speech as written by the voice side (times in seconds), null without one, malformed changes left out', async () => {
+      const o = await tenant();
+      const at = Date.now() - 10 * MINUTE;
+      const s = await seed(h(), { orgId: o.id, accountId: o.agentId, counterpart: '+14155550503', channel: 'sip', at, outcome: 'completed', messages: [{ dir: 'inbound', text: 'hi', at }] });
+      const read = async () => (await h().call('GET', `/api/v2/conversation/${s.roomId}/${s.conversation.id}`, { token: o.token })).body[0].speech;
+      assert.equal(await read(), null, 'no voice session wrote one');
+      const change = { at: at + 4000, from: 'deepgram', to: 'pocketsphinx', reason: 'deepgram dropped the socket twice' };
+      await conversationRepo.setState(h().database.db, s.conversation.id, JSON.stringify({
+        transport: 'rtp', noResponse: 1,
+        speech: {
+          stt: 'pocketsphinx', tts: 'espeak-ng', offline: true, vad: 'silero', voice: 'default female en-US', streamed: false,
+          ttsRequested: 'cartesia', ttsSubstituted: 'cartesia has no key on this process (CALLPLANE_CARTESIA_API_KEY)',
+          changes: [change, { at: 'soon', from: 'x' }], ttsChanges: 'not a list',
+        },
+      }), Date.now());
+      assert.deepEqual(await read(), {
+        stt: 'pocketsphinx', tts: 'espeak-ng', offline: true, vad: 'silero', voice: 'default female en-US', streamed: false,
+        ttsRequested: 'cartesia', ttsSubstituted: 'cartesia has no key on this process (CALLPLANE_CARTESIA_API_KEY)',
+        changes: [{ ...change, at: change.at / 1000 }],
+      });
+      await conversationRepo.setState(h().database.db, s.conversation.id, JSON.stringify({ speech: 'text' }), Date.now());
+      assert.equal(await read(), null, 'a speech that is not an object');
+    });
+
     it('a batch: per-item results, unknown and foreign pairs as failed items, stats; 0 or more than 200 items is a 400 naming items', async () => {
       const o = await tenant();
       const foreign = await tenant();

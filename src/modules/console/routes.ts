@@ -12,10 +12,11 @@ import type { TokenService } from '../tokens/service.ts';
 
 /**
  * What the console's pages may load: only their own scripts and styles, from here; no frames,
- * no plugins, no other origin to talk to.
+ * no plugins, no other origin to talk to. Audio may also come over https: a voice's sample is
+ * hosted by its provider (GET /api/v2/voices, previewUrl), fetched only when played.
  */
 export const CONSOLE_CSP = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "media-src 'self' blob:",
+  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "media-src 'self' blob: https:",
   "connect-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
 ].join('; ');
 

@@ -138,12 +138,29 @@ const TranscriptLine = Obj({
     engines: Obj({ stt: Nullable(Type.String()), llm: Nullable(Type.String()), tts: Nullable(Type.String()) }),
   }, 'callplane extension, on the agent\'s spoken replies: how long each step of the turn took, ms; null where the path cannot see it (docs/voice.md)')),
 });
+const SpeechChange = Obj({
+  at: Type.Number({ description: 'Unix seconds' }), from: Type.String(), to: Type.String(), reason: Type.String(),
+}, 'The engine changed mid-call (a provider failed), and why');
+/** state.speech of a call (docs/voice.md, "Choosing a voice"). */
+const Speech = Obj({
+  stt: Type.String({ description: 'The engine hearing the caller now (pocketsphinx, openai, deepgram, …)' }),
+  tts: Type.String({ description: 'The engine speaking now' }),
+  offline: Type.Boolean({ description: 'Both run on this machine' }),
+  vad: Type.Optional(Type.String({ description: 'The voice activity detector' })),
+  voice: Type.Optional(Type.String({ description: 'The voice: the engine\'s own id, or default <gender> <language>' })),
+  streamed: Type.Optional(Type.Boolean({ description: 'Replies are spoken as the model writes them' })),
+  ttsRequested: Type.Optional(Type.String({ description: 'The agent\'s agentTtsEngine' })),
+  ttsSubstituted: Type.Optional(Type.String({ description: 'Why the call could not start with it (the configured voice spoke instead)' })),
+  changes: Type.Optional(Type.Array(SpeechChange, { description: 'Each change of the recogniser, the last 20' })),
+  ttsChanges: Type.Optional(Type.Array(SpeechChange, { description: 'Each change of the voice, the last 20' })),
+}, 'callplane extension: which engines heard and spoke a call, what was substituted and what changed mid-call');
 const Summary = {
   channel: Type.String(), direction: Type.String(), eventType: Type.String({ description: 'call or message' }),
   outcome: Type.String({ description: 'open while it lasts; then completed, ended_by_agent, transferred, no_response, hung_up, failed or voicemail' }),
   answeredBy: Nullable(Type.String({ description: 'Outbound calls screened for voicemail: human, machine or unknown; null when not decided (extension; docs/voice.md, Voicemail)' })),
   answeredByAt: Nullable(Type.Number({ description: 'When who answered was decided (unix seconds, fractional); null when not' })),
   voicemailRecording: Nullable(Type.String({ description: 'The API path of the recording holding the message left on a voicemail; null when none' })),
+  speech: Type.Union([Speech, Type.Null()], { description: 'Which engines heard and spoke the call (extension); null for a conversation no voice session carried' }),
   startedAt: Type.Number({ description: 'Unix seconds' }), endedAt: Nullable(Type.Number({ description: 'Unix seconds; null while open' })),
   truncated: Type.Boolean({ description: 'The transcript has more lines than were answered' }),
   duration: Type.Optional(Type.Number({ description: 'Seconds, once it ended' })),
@@ -165,6 +182,7 @@ const BatchResult = Obj({
   duration: Type.Optional(Type.Number()),
   ...AnalysisFields,
   missedCall: Type.Optional(Type.Boolean()),
+  speech: Type.Optional(Type.Union([Speech, Type.Null()])),
   conversation: Type.Optional(Type.Array(TranscriptLine, { description: 'Absent when the pair was not found' })),
 });
 

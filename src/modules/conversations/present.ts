@@ -262,6 +262,43 @@ export function presentConversationSummary(c: ConversationRow, a: AnalysisView) 
     answeredBy: c.answered_by ?? null,
     answeredByAt: c.answered_by_at != null ? c.answered_by_at / 1000 : null,
     voicemailRecording: c.voicemail_recording ?? null,
+    speech: presentSpeech(c.state),
+  };
+}
+
+const text = (v: unknown, max = 300): string | undefined => (typeof v === 'string' ? v.slice(0, max) : undefined);
+
+/** A call's engine changes as stored (state.speech.changes, .ttsChanges): the well-formed ones, the last 20. */
+function speechChanges(v: unknown) {
+  if (!Array.isArray(v)) return undefined;
+  return v.slice(-20).flatMap((x: unknown) => {
+    const o = x && typeof x === 'object' ? x as Record<string, unknown> : {};
+    return typeof o.at === 'number' && typeof o.from === 'string' && typeof o.to === 'string'
+      ? [{ at: o.at / 1000, from: o.from.slice(0, 100), to: o.to.slice(0, 100), reason: text(o.reason, 500) ?? '' }] : [];
+  });
+}
+
+/**
+ * Which engines heard and spoke a call, as its state says (voice/call-state.ts writes it): the
+ * engines now, what agentTtsEngine asked for, why the call could not start with it, and each change
+ * mid-call (`at` in unix seconds). Null for a conversation no voice session carried.
+ */
+export function presentSpeech(state: string | null) {
+  const parsed = parseJson(state);
+  const raw = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>).speech : undefined;
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const s = raw as Record<string, unknown>;
+  const changes = speechChanges(s.changes);
+  const ttsChanges = speechChanges(s.ttsChanges);
+  return {
+    stt: text(s.stt, 100) ?? '', tts: text(s.tts, 100) ?? '', offline: s.offline === true,
+    ...(text(s.vad, 100) !== undefined ? { vad: text(s.vad, 100) } : {}),
+    ...(text(s.voice, 200) !== undefined ? { voice: text(s.voice, 200) } : {}),
+    ...(typeof s.streamed === 'boolean' ? { streamed: s.streamed } : {}),
+    ...(text(s.ttsRequested, 100) !== undefined ? { ttsRequested: text(s.ttsRequested, 100) } : {}),
+    ...(text(s.ttsSubstituted, 500) !== undefined ? { ttsSubstituted: text(s.ttsSubstituted, 500) } : {}),
+    ...(changes?.length ? { changes } : {}),
+    ...(ttsChanges?.length ? { ttsChanges } : {}),
   };
 }
 

@@ -1,4 +1,5 @@
-// One agent: its staging settings (a form for the common fields and a JSON editor for the rest),
+// One agent: its staging settings (a form for the common fields, its voice picked from the engine's
+// list with samples (voices.tsx), and a JSON editor for the rest),
 // publish and revert, its versions (rename, a side-by-side diff of any two, restore), the
 // organization's knowledge bases and their documents, and a test chat with the staging
 // configuration (POST /api/v2/agent/{agentId}/testMessage).
@@ -12,6 +13,7 @@ import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
 import { lineDiff, pretty } from './diff.ts';
 import Knowledge from './knowledge.tsx';
+import { STT_ENGINES, TTS_ENGINES, VoicePicker } from './voices.tsx';
 import './agents.css';
 
 /** What the shell hands a page (pages/index.ts's PageProps; not imported, to keep the page out of an import circle). */
@@ -81,12 +83,14 @@ function Publishing({ id, staging, live }: { id: number; staging: Config; live: 
   );
 }
 
-const FORM_FIELDS = ['title', 'description', 'agentVoice', 'agentLang', 'agentModel', 'welcomeMessage', 'agentInstructions'] as const;
+const FORM_FIELDS = ['title', 'description', 'agentTtsEngine', 'agentVoice', 'agentSttEngine', 'agentLang', 'agentModel', 'welcomeMessage', 'agentInstructions'] as const;
 type FormField = typeof FORM_FIELDS[number];
+/** The form's strings; agentTtsEngine null (the configured voice) is ''. */
 const formOf = (c: Config): Record<FormField, string> => ({
-  title: c.title, description: c.description, agentVoice: c.agentVoice, agentLang: c.agentLang, agentModel: c.agentModel,
-  welcomeMessage: c.welcomeMessage, agentInstructions: c.agentInstructions,
+  title: c.title, description: c.description, agentTtsEngine: c.agentTtsEngine ?? '', agentVoice: c.agentVoice, agentSttEngine: c.agentSttEngine,
+  agentLang: c.agentLang, agentModel: c.agentModel, welcomeMessage: c.welcomeMessage, agentInstructions: c.agentInstructions,
 });
+const fieldValue = (f: FormField, v: string) => (f === 'agentTtsEngine' && v === '' ? null : v);
 /** Whether what the user typed is a JSON object: its fields are the server's to check (a 400 names the one that is wrong). */
 const isChange = (v: unknown): v is AgentChange => !!v && typeof v === 'object' && !Array.isArray(v);
 
@@ -119,7 +123,7 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
   const submit = (e: FormEvent) => {
     e.preventDefault();
     // Only what changed: a partial update keeps the rest.
-    const body = Object.fromEntries(FORM_FIELDS.filter((f) => form[f] !== initial[f]).map((f) => [f, form[f]]));
+    const body = Object.fromEntries(FORM_FIELDS.filter((f) => form[f] !== initial[f]).map((f) => [f, fieldValue(f, form[f])]));
     save.mutate(body);
   };
   const submitJson = (e: FormEvent) => {
@@ -138,7 +142,12 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
         <form onSubmit={submit} aria-label="Staging settings">
           <Field label="Name (title)" value={form.title} onChange={set('title')} />
           <Field label="Description" value={form.description} onChange={set('description')} />
-          <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')} hint="A voice of the catalog, such as en-US Female" />
+          <Select label="Voice engine" value={form.agentTtsEngine} onChange={set('agentTtsEngine')} options={TTS_ENGINES} />
+          <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')}
+            hint="A catalog voice (en-US Female), or with an engine chosen one of its voice ids: pick one below" />
+          <VoicePicker engine={form.agentTtsEngine} value={form.agentVoice} onPick={(v) => setForm({ ...form, agentVoice: v })} />
+          <Select label="Speech recognition engine" value={form.agentSttEngine} onChange={set('agentSttEngine')} options={STT_ENGINES} />
+          <p className="muted">An engine runs when its key is configured; otherwise the configured recogniser or voice takes its place, and the call&apos;s conversation says which and why.</p>
           <Field label="Language" value={form.agentLang} onChange={set('agentLang')} hint="multi, or a BCP-47 tag such as en-US" />
           {modelOptions.length > 0
             ? <Select label="Model" value={form.agentModel} onChange={set('agentModel')} options={modelOptions} />

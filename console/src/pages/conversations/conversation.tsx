@@ -1,5 +1,6 @@
 // One conversation (GET /api/v2/conversation/{roomId}/{uuid}): what it was, the analysis after it,
-// the voicemail facts, the transcript, each spoken turn's latency, the call's recording played in
+// the voicemail facts, the transcript, each spoken turn's latency, which speech engines heard and
+// spoke it (a substitution or a change mid-call said plainly), the call's recording played in
 // the page (GET …/recording, fetched with the console's header as a Blob), and the agent's answer
 // times over the last day (GET /api/v2/agent/{agentId}/latency).
 import { useQuery } from '@tanstack/react-query';
@@ -10,7 +11,7 @@ import { conversationQueries, type Conversation } from '../../queries/conversati
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { useBlobUrl } from '../../ui/blob-url.ts';
-import { ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
+import { Badge, ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
 import { OutcomeBadge, Transcript, roomPath, whoSaid, type PageProps } from './parts.tsx';
 
 type Conv = Conversation;
@@ -39,6 +40,40 @@ function Recording({ roomId, uuid }: { roomId: string; uuid: string }) {
             <p className="muted">Stereo: the caller on the left, the agent on the right ({Math.round(rec.data.size / 1024)} KB).</p>
           </>
         )}
+    </Section>
+  );
+}
+
+type Speech = NonNullable<Conv['speech']>;
+
+/** Which engines heard and spoke the call (state.speech): a substituted voice and each change mid-call said plainly. */
+function SpeechEngines({ speech }: { speech: Speech }) {
+  const changes = [
+    ...(speech.changes ?? []).map((ch) => ({ ...ch, what: 'The recogniser' })),
+    ...(speech.ttsChanges ?? []).map((ch) => ({ ...ch, what: 'The voice' })),
+  ].sort((a, b) => a.at - b.at);
+  const ran = speech.offline ? 'both on this machine' : 'not both on this machine';
+  return (
+    <Section title="Speech engines">
+      <Facts rows={[
+        ['Heard by', speech.stt || 'not recorded'],
+        ['Spoken by', `${speech.tts || 'not recorded'}${speech.voice ? ` (voice ${speech.voice})` : ''}${speech.streamed ? ', replies streamed' : ''}`],
+        ['Where', ran],
+        ...(speech.vad ? [['Speech detector', speech.vad] as [string, ReactNode]] : []),
+      ]} />
+      {speech.ttsSubstituted ? (
+        <p data-speech="substituted">
+          <Badge tone="warn">Voice substituted</Badge>{' '}
+          The agent asks for {speech.ttsRequested ?? 'another engine'}, but {speech.tts} spoke this call: {speech.ttsSubstituted}.
+        </p>
+      ) : null}
+      {changes.length > 0 ? (
+        <ul aria-label="Engine changes during the call">
+          {changes.map((ch, i) => (
+            <li key={i}><Badge tone="warn">Changed</Badge> {when(ch.at)}: {ch.what} changed from {ch.from} to {ch.to}: {ch.reason || 'no reason given'}.</li>
+          ))}
+        </ul>
+      ) : null}
     </Section>
   );
 }
@@ -126,6 +161,7 @@ export default function ConversationPage({ params }: PageProps) {
             ]} /></div>
         </Section>
       ) : null}
+      {isCall && c.speech ? <SpeechEngines speech={c.speech} /> : null}
       {isCall && c.endedAt !== null && (c.channel === 'sip' || c.voicemailRecording) ? <Recording roomId={roomId} uuid={uuid} /> : null}
       {isCall ? <AgentLatency agentId={agentId} /> : null}
     </Page>
