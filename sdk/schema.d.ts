@@ -5988,6 +5988,10 @@ export interface operations {
                             streamed?: boolean;
                             /** @description The engine hearing the caller now (pocketsphinx, openai, deepgram, …) */
                             stt: string;
+                            /** @description The agent's agentSttEngine */
+                            sttRequested?: string;
+                            /** @description Why the call is not heard by it (the configured recogniser heard instead) */
+                            sttSubstituted?: string;
                             /** @description The engine speaking now */
                             tts: string;
                             /** @description Each change of the voice, the last 20 */
@@ -6273,6 +6277,10 @@ export interface operations {
                                 streamed?: boolean;
                                 /** @description The engine hearing the caller now (pocketsphinx, openai, deepgram, …) */
                                 stt: string;
+                                /** @description The agent's agentSttEngine */
+                                sttRequested?: string;
+                                /** @description Why the call is not heard by it (the configured recogniser heard instead) */
+                                sttSubstituted?: string;
                                 /** @description The engine speaking now */
                                 tts: string;
                                 /** @description Each change of the voice, the last 20 */

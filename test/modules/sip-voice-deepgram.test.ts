@@ -108,7 +108,7 @@ describe('calls heard by Deepgram', { skip: toolsSkip('sipp', 'espeak-ng', 'pock
       assert.equal(r.answer, 'we open at nine');
       assert.equal(r.latency.stt_engine, 'deepgram');
       assert.ok(r.latency.endpoint_ms !== null && Number(r.latency.endpoint_ms) < 2000, `endpoint ${r.latency.endpoint_ms} ms`);
-      assert.deepEqual({ ...r.state.speech, vad: undefined }, { stt: 'deepgram', sttKeySource: 'process', tts: 'espeak-ng', offline: false, vad: undefined, voice: 'default female en-US', streamed: false });
+      assert.deepEqual({ ...r.state.speech, vad: undefined }, { stt: 'deepgram', sttKeySource: 'process', sttRequested: 'deepgram', tts: 'espeak-ng', offline: false, vad: undefined, voice: 'default female en-US', streamed: false });
 
       // One socket for the call, asked for the call's own audio: linear16 at 8 kHz, frame by frame, closed with CloseStream.
       assert.equal(deepgram.connections.length, before + 1);

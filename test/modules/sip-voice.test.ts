@@ -92,7 +92,10 @@ describe('the agent on SIP calls', { skip: toolsSkip('sipp', 'espeak-ng', 'pocke
         assert.deepEqual([c.account_id, c.direction, c.outcome], [called.id, 'inbound', 'ended_by_agent']);
         // Answered only because the source is on the organization's whitelist: its trunk vouches for the caller ID.
         assert.equal(c.caller_verified, 1);
-        assert.deepEqual(JSON.parse(c.state).speech, { stt: 'pocketsphinx', tts: 'espeak-ng', offline: true, vad: 'silero', voice: 'default female en-US', streamed: false });
+        assert.deepEqual(JSON.parse(c.state).speech, {
+          stt: 'pocketsphinx', sttRequested: 'deepgram', sttSubstituted: 'no deepgram key on this process nor of the organization: pocketsphinx hears the call',
+          tts: 'espeak-ng', offline: true, vad: 'silero', voice: 'default female en-US', streamed: false,
+        });
         const room = await db.selectFrom('conversation_rooms').selectAll().where('id', '=', c.room_id).executeTakeFirstOrThrow();
         assert.equal(room.counterpart, '+14155552672');
         const transcript = await messageRepo.ofConversation(db, c.id);

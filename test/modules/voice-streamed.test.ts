@@ -105,7 +105,10 @@ for (const engine of ENGINES) {
       assert.equal(c.transport.of('play').length, sockets.reduce((n, s) => n + s.audioChunks, 0), 'a mark per chunk');
       assert.deepEqual(c.offline.said, [], 'the configured voice said nothing');
       assert.deepEqual((await c.replies()).map((m) => m.text), [text]);
-      assert.deepEqual(await c.speech(), { stt: 'scripted', tts: 'elevenlabs', offline: false, voice: 'default female en-US', streamed: true, ttsRequested: 'elevenlabs', ttsKeySource: 'process' });
+      assert.deepEqual(await c.speech(), {
+        stt: 'scripted', sttRequested: 'deepgram', sttSubstituted: 'no deepgram key on this process nor of the organization: scripted hears the call',
+        tts: 'elevenlabs', offline: false, voice: 'default female en-US', streamed: true, ttsRequested: 'elevenlabs', ttsKeySource: 'process',
+      });
       await c.close();
     });
 

@@ -151,6 +151,8 @@ const Speech = Obj({
   streamed: Type.Optional(Type.Boolean({ description: 'Replies are spoken as the model writes them' })),
   ttsRequested: Type.Optional(Type.String({ description: 'The agent\'s agentTtsEngine' })),
   ttsSubstituted: Type.Optional(Type.String({ description: 'Why the call could not start with it (the configured voice spoke instead)' })),
+  sttRequested: Type.Optional(Type.String({ description: 'The agent\'s agentSttEngine' })),
+  sttSubstituted: Type.Optional(Type.String({ description: 'Why the call is not heard by it (the configured recogniser heard instead)' })),
   changes: Type.Optional(Type.Array(SpeechChange, { description: 'Each change of the recogniser, the last 20' })),
   ttsChanges: Type.Optional(Type.Array(SpeechChange, { description: 'Each change of the voice, the last 20' })),
 }, 'callplane extension: which engines heard and spoke a call, what was substituted and what changed mid-call');

@@ -297,6 +297,8 @@ export function presentSpeech(state: string | null) {
     ...(typeof s.streamed === 'boolean' ? { streamed: s.streamed } : {}),
     ...(text(s.ttsRequested, 100) !== undefined ? { ttsRequested: text(s.ttsRequested, 100) } : {}),
     ...(text(s.ttsSubstituted, 500) !== undefined ? { ttsSubstituted: text(s.ttsSubstituted, 500) } : {}),
+    ...(text(s.sttRequested, 100) !== undefined ? { sttRequested: text(s.sttRequested, 100) } : {}),
+    ...(text(s.sttSubstituted, 500) !== undefined ? { sttSubstituted: text(s.sttSubstituted, 500) } : {}),
     ...(changes?.length ? { changes } : {}),
     ...(ttsChanges?.length ? { ttsChanges } : {}),
   };

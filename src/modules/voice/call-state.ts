@@ -53,6 +53,9 @@ export interface SpeechNote {
   ttsChanges?: SpeechChange[];
   /** Whose key the remote recogniser the call started with uses: the organization's own or the process's (never the key). */
   sttKeySource?: SpeechKeySource;
+  /** The agent's agentSttEngine, and why the call is not heard by it when it is not (no key for it here). */
+  sttRequested?: string;
+  sttSubstituted?: string;
   /** Whose key the remote voice the call started with uses. */
   ttsKeySource?: SpeechKeySource;
 }
@@ -101,7 +104,10 @@ export function countersOf(state: CallState): CallCounters {
 /** The part of a state that says which transport and engines carried the call; `voice` is the call's speaker's note. */
 export function speechNote(
   transport: string,
-  speech: { stt: Pick<SpeechToText, 'name' | 'offline'>; vad?: { status: { engine: string } }; sttKeySource?: SpeechKeySource; changes?: SpeechChange[] },
+  speech: {
+    stt: Pick<SpeechToText, 'name' | 'offline'>; vad?: { status: { engine: string } }; sttKeySource?: SpeechKeySource; changes?: SpeechChange[];
+    sttRequested?: string; sttSubstituted?: string;
+  },
   voice: VoiceNote,
 ): Pick<CallState, 'transport' | 'speech'> {
   return {
@@ -110,6 +116,8 @@ export function speechNote(
       stt: speech.stt.name, offline: speech.stt.offline && voice.offline, ...(speech.vad ? { vad: speech.vad.status.engine } : {}),
       ...(speech.changes?.length ? { changes: speech.changes } : {}),
       ...(speech.sttKeySource ? { sttKeySource: speech.sttKeySource } : {}),
+      ...(speech.sttRequested ? { sttRequested: speech.sttRequested } : {}),
+      ...(speech.sttSubstituted ? { sttSubstituted: speech.sttSubstituted } : {}),
       ...voiceFields(voice),
     },
   };

@@ -89,7 +89,15 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
   let sttOffline = (streaming ?? stt).offline;
   // Which engines heard and spoke, and whose keys they use, for the record (offline ones are labelled so).
   const refused = heard.refused ? [{ at: deps.now(), from: String(call.config.agentSttEngine), to: stt.name, reason: heard.refused }] : undefined;
-  await noteCallState(deps.db, c.id, speechNote(transport.kind, { ...deps, stt: streaming ?? stt, sttKeySource: heard.source, changes: refused }, speaker.note()), deps.now());
+  // An agent whose agentSttEngine no key here gives (the contract's default is deepgram) is heard by
+  // the configured recogniser: said, as the voice's substitution is.
+  const requested = call.config.agentSttEngine ?? undefined;
+  const sttSubstituted = requested && !streaming && !heard.refused && requested !== stt.name
+    ? `no ${requested} key on this process nor of the organization: ${stt.name} hears the call`
+    : undefined;
+  await noteCallState(deps.db, c.id, speechNote(transport.kind, {
+    ...deps, stt: streaming ?? stt, sttKeySource: heard.source, changes: refused, sttRequested: requested, sttSubstituted,
+  }, speaker.note()), deps.now());
   // A streaming recogniser or a provider's voice that fails hands the call to the configured one:
   // each change is recorded, one write after the other.
   let changes = Promise.resolve();

@@ -67,6 +67,12 @@ function SpeechEngines({ speech }: { speech: Speech }) {
           The agent asks for {speech.ttsRequested ?? 'another engine'}, but {speech.tts} spoke this call: {speech.ttsSubstituted}.
         </p>
       ) : null}
+      {speech.sttSubstituted ? (
+        <p data-speech="stt-substituted">
+          <Badge tone="warn">Recogniser substituted</Badge>{' '}
+          The agent asks for {speech.sttRequested ?? 'another engine'}, but {speech.stt} heard this call: {speech.sttSubstituted}.
+        </p>
+      ) : null}
       {changes.length > 0 ? (
         <ul aria-label="Engine changes during the call">
           {changes.map((ch, i) => (
