@@ -87,32 +87,25 @@ export async function fluxCall(h: Harness, deepgram: FakeDeepgram, config: Recor
   return {
     transport, tts, events, session, settings,
     /**
-     * The caller's audio, in real time: 20 ms frames, each sent when the clock reaches it. Resolves
-     * when all of it has gone, with when the caller's last loud frame had been sent (the end of
-     * their last word).
+     * The caller's audio, in real time: 20 ms frames, each sent when the clock reaches it, never
+     * faster (a process too busy to send on time lets the audio slip rather than send a burst the
+     * double would hear as a quicker caller). Resolves when all of it has gone, with when the
+     * caller's last loud frame ended (the end of their last word) on that clock.
      */
     async speak(parts: CallerPart[]): Promise<number> {
-      const frames: Int16Array[] = [];
+      let lastLoudAt = performance.now();
+      let next = lastLoudAt;
       for (const part of parts) {
-        const n = ('talk' in part ? part.talk : part.quiet) / 20;
-        for (let i = 0; i < n; i++) {
+        const loud = 'talk' in part;
+        for (let i = 0; i < (loud ? part.talk : part.quiet) / 20; i++) {
           const f = new Int16Array(FRAME);
-          if ('talk' in part) for (let j = 0; j < FRAME; j++, sample++) f[j] = Math.round(8000 * Math.sin((2 * Math.PI * 300 * sample) / 8000));
-          frames.push(f);
-        }
-      }
-      const start = performance.now();
-      let sent = 0;
-      /** Where the last loud frame's audio ended, on the clock the frames are sent by. */
-      let lastLoudAt = start;
-      while (sent < frames.length) {
-        const due = Math.min(frames.length, Math.floor((performance.now() - start) / 20) + 1);
-        for (; sent < due; sent++) {
-          const f = frames[sent]!;
+          if (loud) for (let j = 0; j < FRAME; j++, sample++) f[j] = Math.round(8000 * Math.sin((2 * Math.PI * 300 * sample) / 8000));
+          while (performance.now() < next) await sleep(Math.min(5, next - performance.now()));
           transport.emit('audio', f);
-          if (f[1] !== 0) lastLoudAt = start + (sent + 1) * 20;
+          // This frame's audio ends 20 ms on; more than two frames late, the clock starts again from now.
+          next = Math.max(next, performance.now() - 40) + 20;
+          if (loud) lastLoudAt = next;
         }
-        await sleep(5);
       }
       return lastLoudAt;
     },

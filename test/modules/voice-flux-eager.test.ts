@@ -30,7 +30,7 @@ for (const engine of ENGINES) {
     it('asks the model at the eager end, before EndOfTurn, and plays the held reply the moment EndOfTurn comes; one inbound message, true stamps', async () => {
       deepgram.hear.push('What time do you open?');
       const c = await fluxCall(h, deepgram, {}, { eager: true });
-      await waitFor('listening', () => c.session.phase === 'listening', 5000, 5);
+      await waitFor('listening', async () => c.session.phase === 'listening', 5000, 5);
       llm.script.push({ text: 'We open at nine.', delayMs: 300 });
       const asked = llm.requests.length;
       const lastWord = await c.speak([{ quiet: 200 }, { talk: 600 }, { quiet: 1500 }]);
@@ -48,7 +48,7 @@ for (const engine of ENGINES) {
       const first = c.transport.playedAt[0]!;
       assert.ok(request.doneT! < end, 'the model had answered before EndOfTurn');
       assert.ok(first >= end, `first audio ${(end - first).toFixed(0)} ms before EndOfTurn`);
-      assert.ok(first - end < 150, `first audio ${(first - end).toFixed(0)} ms after EndOfTurn`);
+      assert.ok(first - end < 250, `first audio ${(first - end).toFixed(0)} ms after EndOfTurn`);
       assert.deepEqual(c.tts.said.map((s) => s.text), ['We open at nine.']);
 
       const messages = await c.messages();
@@ -57,19 +57,19 @@ for (const engine of ENGINES) {
       const [latency] = await c.latency();
       assert.ok(latency, 'the turn\'s latency was recorded');
       assert.equal(Number(latency.llm_first_token_ms), 0);
-      assert.ok(Number(latency.endpoint_ms) >= 600 && Number(latency.endpoint_ms) < 1000, `endpoint ${latency.endpoint_ms} ms`);
-      assert.ok(Math.abs(Number(latency.total_ms) - (first - lastWord)) < 100, `total ${latency.total_ms} ms against ${(first - lastWord).toFixed(0)} ms measured here`);
+      assert.ok(Number(latency.endpoint_ms) >= 600 && Number(latency.endpoint_ms) < 1200, `endpoint ${latency.endpoint_ms} ms`);
+      assert.ok(Math.abs(Number(latency.total_ms) - (first - lastWord)) < 150, `total ${latency.total_ms} ms against ${(first - lastWord).toFixed(0)} ms measured here`);
       await c.close();
     });
 
     it('without the eager end the same turn is asked at EndOfTurn, and its first audio waits for the model', async () => {
       deepgram.hear.push('What time do you open?');
       const c = await fluxCall(h, deepgram, {}, { eager: false });
-      await waitFor('listening', () => c.session.phase === 'listening', 5000, 5);
+      await waitFor('listening', async () => c.session.phase === 'listening', 5000, 5);
       llm.script.push({ text: 'We open at nine.', delayMs: 300 });
       const asked = llm.requests.length;
       await c.speak([{ quiet: 200 }, { talk: 600 }, { quiet: 1500 }]);
-      await waitFor('the reply played', () => c.transport.playedAt.length > 0, 10_000, 10);
+      await waitFor('the reply played', async () => c.transport.playedAt.length > 0, 10_000, 10);
       const end = at(c.events, 'endOfTurn')!;
       assert.ok(at(c.events, 'eagerEndOfTurn') !== undefined, 'the double sent an eager end the session did not see');
       assert.ok(llm.requests[asked]!.t >= end);
@@ -82,7 +82,7 @@ for (const engine of ENGINES) {
       // one of 400 ms (the caller goes on while the model is still thinking), then the end.
       deepgram.hear.push('What time', 'do you open', 'on Sunday?');
       const c = await fluxCall(h, deepgram, {}, { eager: true });
-      await waitFor('listening', () => c.session.phase === 'listening', 5000, 5);
+      await waitFor('listening', async () => c.session.phase === 'listening', 5000, 5);
       llm.script.push({ text: 'Too early.', delayMs: 50 }, { text: 'Still too early.', delayMs: 300 }, { text: 'We open at ten on Sundays.', delayMs: 300 });
       const asked = llm.requests.length;
       await c.speak([{ quiet: 200 }, { talk: 500 }, { quiet: 600 }, { talk: 500 }, { quiet: 400 }, { talk: 500 }, { quiet: 1500 }]);
@@ -97,7 +97,7 @@ for (const engine of ENGINES) {
       assert.ok(quick.doneT! < at(c.events, 'turnResumed', 0)!, 'the first early reply was written before the turn resumed');
       assert.equal(quick.abortedT, undefined);
       // The slow one was given up when the turn resumed, before its answer.
-      await waitFor('the slow request aborted', () => slow.abortedT !== undefined, 2000, 10);
+      await waitFor('the slow request aborted', async () => slow.abortedT !== undefined, 2000, 10);
       const resumed = at(c.events, 'turnResumed', 1)!;
       assert.ok(slow.abortedT! >= resumed && slow.abortedT! - resumed < 200, `aborted ${(slow.abortedT! - resumed).toFixed(0)} ms after TurnResumed`);
       assert.equal(final.abortedT, undefined);
