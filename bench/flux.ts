@@ -39,9 +39,9 @@ try {
   for (const engine of ENGINES) {
     const h = await startHarness(engine, { CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' });
     try {
-      const results: Record<'eager' | 'at EndOfTurn', { v2v: number[]; afterEot: number[]; askedBeforeEot: number[] }> = {
-        eager: { v2v: [], afterEot: [], askedBeforeEot: [] },
-        'at EndOfTurn': { v2v: [], afterEot: [], askedBeforeEot: [] },
+      const results: Record<'eager' | 'at EndOfTurn', { v2v: number[]; afterEot: number[]; askedVsEot: number[] }> = {
+        eager: { v2v: [], afterEot: [], askedVsEot: [] },
+        'at EndOfTurn': { v2v: [], afterEot: [], askedVsEot: [] },
       };
       for (const mode of ['eager', 'at EndOfTurn'] as const) {
         // One call per mode, TURNS turns on it (the history grows as a real call's does).
@@ -61,7 +61,7 @@ try {
             const r = results[mode];
             r.v2v.push(first - lastWord);
             r.afterEot.push(first - end);
-            r.askedBeforeEot.push(end - llm.requests[asked]!.t);
+            r.askedVsEot.push(llm.requests[asked]!.t - end);
           }
         } finally {
           await c.close();
@@ -69,7 +69,7 @@ try {
       }
       for (const [mode, r] of Object.entries(results)) {
         console.log(`[${engine}] model asked ${mode} (${TURNS} turns, model ${MODEL_MS} ms): last word → first audio p50 ${f0(p(r.v2v, 50))} / p95 ${f0(p(r.v2v, 95))} ms; ` +
-          `EndOfTurn → first audio p50 ${f0(p(r.afterEot, 50))} / p95 ${f0(p(r.afterEot, 95))} ms; model asked ${f0(p(r.askedBeforeEot, 50))} ms before EndOfTurn (p50)`);
+          `EndOfTurn → first audio p50 ${f0(p(r.afterEot, 50))} / p95 ${f0(p(r.afterEot, 95))} ms; model asked at EndOfTurn ${p(r.askedVsEot, 50) < 0 ? '−' : '+'}${f0(Math.abs(p(r.askedVsEot, 50)))} ms (p50)`);
         summary.push(`| ${engine}, model asked ${mode} | ${f0(p(r.v2v, 50))} | ${f0(p(r.v2v, 95))} | ${f0(p(r.afterEot, 50))} | ${f0(p(r.afterEot, 95))} |`);
       }
       const saved = p(results['at EndOfTurn'].v2v, 50) - p(results.eager.v2v, 50);
