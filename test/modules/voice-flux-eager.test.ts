@@ -3,7 +3,8 @@
 // turn's TurnResumed when they speak again in between. The session asks the model at the eager
 // end and holds its reply: the first audio goes out as EndOfTurn comes, the caller's words are
 // recorded once, and a resumed turn withdraws the early reply — its model request aborted, or its
-// audio made and never played, nothing of it recorded. Through test/helpers/flux-call.ts (the real
+// audio made and never played, nothing of it recorded; once it plays, a barge-in stops it as any
+// reply. Through test/helpers/flux-call.ts (the real
 // session, turn runner and Flux engine, the caller's audio in real time), on a real database.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -111,6 +112,24 @@ for (const engine of ENGINES) {
       assert.deepEqual(messages.filter((m) => m.direction !== 'tool').map((m) => [m.direction, m.text]),
         [['inbound', 'What time do you open on Sunday?'], ['outbound', 'We open at ten on Sundays.']]);
       assert.equal((await c.latency()).length, 1);
+      await c.close();
+    });
+
+    it('a reply asked early is barged in on like any other once it plays: its queue cleared, kept as interrupted, the next turn answered', async () => {
+      deepgram.hear.push('Tell me your hours.', 'Thanks, bye.');
+      const c = await fluxCall(h, deepgram, { interruptionWordCount: 1, interruptionMinimumSpeakingTime: 0 }, { eager: true });
+      await waitFor('listening', async () => c.session.phase === 'listening', 5000, 5);
+      c.transport.autoPlay = false;
+      llm.script.push({ text: 'We open at nine. We close at five. On Sundays we open at ten.', delayMs: 100 }, { text: 'Goodbye.' });
+      await c.speak([{ quiet: 200 }, { talk: 600 }, { quiet: 900 }]);
+      await waitFor('the reply playing', async () => c.session.reply?.firstAudioAt !== undefined, 5000, 10);
+      await c.speak([{ talk: 600 }, { quiet: 1200 }]);
+      await waitFor('the next reply', async () => (await c.messages()).filter((m) => m.direction === 'outbound').length === 2, 10_000, 10);
+
+      assert.ok(c.transport.of('clear').length >= 1, 'the queued reply was cleared');
+      const messages = (await c.messages()).filter((m) => m.direction !== 'tool');
+      assert.deepEqual(messages.map((m) => [m.direction, m.status === 'interrupted' ? 'interrupted' : m.text]),
+        [['inbound', 'Tell me your hours.'], ['outbound', 'interrupted'], ['inbound', 'Thanks, bye.'], ['outbound', 'Goodbye.']]);
       await c.close();
     });
   });
