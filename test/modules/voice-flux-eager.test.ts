@@ -4,8 +4,8 @@
 // end and holds its reply: the first audio goes out as EndOfTurn comes, the caller's words are
 // recorded once, and a resumed turn withdraws the early reply — its model request aborted, or its
 // audio made and never played, nothing of it recorded; once it plays, a barge-in stops it as any
-// reply. Through test/helpers/flux-call.ts (the real
-// session, turn runner and Flux engine, the caller's audio in real time), on a real database.
+// reply. Through test/helpers/flux-call.ts (the real session, turn runner and Flux engine, the
+// caller's audio in real time), on a real database.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFakeDeepgram, type FakeDeepgram } from '../helpers/fake-deepgram.ts';
