@@ -1,7 +1,8 @@
 // A stand-in for an OpenAI-compatible model server (POST /v1/chat/completions, GET /v1/models) on
 // 127.0.0.1, for the test suite only. The tests script its replies (text, tool calls, an error
 // status, a delay), it streams them as server-sent events the way OpenAI does, and it records
-// every request (headers and JSON body) so a test can check what the service sent the model.
+// every request (headers and JSON body) so a test can check what the service sent the model, and
+// whether the client gave it up before the reply's end.
 // It also answers OpenAI's audio routes (transcriptions, speech): test/helpers/fake-audio.ts.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -21,6 +22,8 @@ export interface RecordedChat {
   /** performance.now() when the request had arrived, and when the reply's last byte was written. */
   t: number;
   doneT?: number;
+  /** performance.now() when the client gave the request up (its connection closed before the reply's end). */
+  abortedT?: number;
 }
 
 export interface ScriptedReply {
@@ -83,6 +86,7 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedChat['body'];
         const recorded: RecordedChat = { headers: req.headers, body, at: Date.now(), t: performance.now() };
         state.requests.push(recorded);
+        res.on('close', () => { if (!res.writableFinished) recorded.abortedT = performance.now(); });
         if (state.refuseResponseFormat && body.response_format !== undefined) {
           res.writeHead(400, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ error: { message: 'response_format is not supported by this server', type: 'invalid_request_error' } }));
@@ -91,6 +95,7 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
         const step = state.script.shift() ?? {};
         if (step.hang) return;
         if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
+        if (recorded.abortedT !== undefined) return;
         if (step.status) {
           res.writeHead(step.status, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ error: { message: `scripted failure ${step.status}`, type: 'server_error' } }));

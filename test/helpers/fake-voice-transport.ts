@@ -4,6 +4,7 @@
 // test speak as the caller: frames of loud synthetic audio then silence, cut into an utterance by
 // the session's own VAD, which the scripted SpeechToText "recognises" as the next scripted text.
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import type { AudioBed, TransferOptions, VoiceTransport, VoiceTransportEvents } from '../../src/media/voice-transport.ts';
 import type { Speech, SpeechToText, TextToSpeech, Transcript } from '../../src/speech/types.ts';
 
@@ -102,6 +103,15 @@ export class FakeVoiceTransport extends EventEmitter<VoiceTransportEvents> imple
     this.hush(100);
     this.talk(ms);
     this.hush(speakingTimeoutMs + 100);
+  }
+}
+
+/** A fake transport that also notes when each piece of audio was queued (performance.now()). */
+export class TimedTransport extends FakeVoiceTransport {
+  readonly playedAt: number[] = [];
+  override play(pcm: Int16Array, mark?: string): void {
+    this.playedAt.push(performance.now());
+    super.play(pcm, mark);
   }
 }
 

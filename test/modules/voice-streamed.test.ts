@@ -21,17 +21,8 @@ import { agentOnCall } from '../helpers/agent-call.ts';
 import { ELEVENLABS_TEST_KEY, FAKE_ELEVENLABS_VOICES, startFakeElevenLabs } from '../helpers/fake-elevenlabs.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { samplesFor, type FakeTtsServer, type RecordedSocket } from '../helpers/fake-tts.ts';
-import { FakeVoiceTransport, ScriptedStt, ShortTts } from '../helpers/fake-voice-transport.ts';
+import { FakeVoiceTransport, ScriptedStt, ShortTts, TimedTransport } from '../helpers/fake-voice-transport.ts';
 import { ENGINES, startHarness, type Harness } from '../helpers/harness.ts';
-
-/** A fake transport that also notes when each piece of audio was queued (performance.now()). */
-class TimedTransport extends FakeVoiceTransport {
-  readonly playedAt: number[] = [];
-  override play(pcm: Int16Array, mark?: string): void {
-    this.playedAt.push(performance.now());
-    super.play(pcm, mark);
-  }
-}
 
 async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
   const deadline = performance.now() + ms;

@@ -88,8 +88,11 @@ export interface TurnInput {
   conversation: ConversationRow;
   room: RoomRow;
   config: AgentSettings;
-  /** What the person just said (already recorded); undefined when the agent speaks first. */
-  inbound?: { id: string; text: string; at: number };
+  /**
+   * What the person just said; undefined when the agent speaks first. `id`: its message, already
+   * recorded (left out of the history); none for a turn asked early (`gate`), recorded at its commit.
+   */
+  inbound?: { id?: string; text: string; at: number };
   /** The turn's queue id: automation requests name it so an answer wakes the turn. */
   turnId?: string;
   resume?: ResumeState;
@@ -101,6 +104,13 @@ export interface TurnInput {
   onText?: (delta: string) => void;
   /** The model has finished: called before the reply is recorded, so a voice call can speak its last words at once. */
   onTextEnd?: () => void;
+  /**
+   * Awaited before the turn keeps anything in the conversation (a tool's run and its record, the
+   * reply): a voice call's turn asked early (Flux's eager end of turn) runs the model while the
+   * caller may still be speaking, and goes no further until that turn is committed. It rejects (and
+   * `signal` aborts) when the turn is withdrawn.
+   */
+  gate?: () => Promise<void>;
 }
 
 export type TurnResult =
@@ -324,6 +334,7 @@ export function turnRunner(deps: TurnDeps) {
       for (;;) {
         // Tool calls of the last answer still to run (after a resume, those after the one that waited).
         while (queue.length > 0) {
+          await input.gate?.();
           const call = queue.shift()!;
           const outcome = await runTool(input, tools, call, { turn: turnKey, call: `${round}.${position}` });
           position++;
@@ -366,6 +377,7 @@ export function turnRunner(deps: TurnDeps) {
         await checkpoint();
       }
       input.onTextEnd?.();
+      await input.gate?.();
       const reply = text || EMPTY_REPLY;
       const messageId = await recordAgentLine(db, conversation, { text: reply, status: input.replyStatus }, deps.now());
       return { kind: 'reply', text: reply, messageId, effects, engine: choice.provider, simulated: choice.engine.simulated, model: choice.model };

@@ -21,14 +21,17 @@ export interface HeardTurn {
   engines: { vad: string; stt: string };
 }
 
-/**
- * What a listener reports, in order. Room left for a streaming recogniser's extras (no listener
- * reports them yet): `interim(text)` (the words so far), and an early end of turn (Flux's
- * EagerEndOfTurn) that a later `resumed()` (TurnResumed) withdraws before the final `heard`.
- */
+/** What a listener reports, in order. */
 export interface CallerTurns {
   /** The caller started speaking (a barge-in counts from here; a pending silence is not one). */
   speechStart(): void;
+  /**
+   * The turn seems to have ended with these words (Flux's EagerEndOfTurn; no other recogniser says
+   * it): the reply may be prepared, not played. `withdrawn` or the final `heard` follows.
+   */
+  tentative?(turn: { text: string }): void;
+  /** The caller went on speaking after a `tentative` turn (Flux's TurnResumed): that turn is not one. */
+  withdrawn?(): void;
   /** The caller's turn, recognised; the listener's next turn waits until this promise settles. */
   heard(turn: HeardTurn): Promise<void>;
   /** A turn with nothing intelligible in it (a cough, the line): not a silence either. */

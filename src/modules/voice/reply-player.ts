@@ -4,7 +4,9 @@
 // a mark, the sentences heard to their end kept in order, the first audio's time, and a barge-in
 // that stops it within a frame (its state is the `ReplyHandle`); `answerTurn` is one reply to the
 // caller: what they said recorded, the agent's turn run under the turn limit (turn-limit.ts) and
-// spoken as it streams, its latency recorded, and the event the call policy decides on next.
+// spoken as it streams, its latency recorded, and the event the call policy decides on next;
+// `askEarly` is the same turn asked before the caller's turn has surely ended (Flux's eager end of
+// turn): the reply made but held, and nothing recorded, until it is committed or withdrawn.
 //
 // Synthesis is a seam with two sides: `bySentence` cuts the streamed text into sentences and
 // synthesizes each in turn (TextToSpeech, resampled to 8 kHz); `byStream`, for a call whose voice
@@ -20,7 +22,7 @@ import { resample } from '../../speech/resample.ts';
 import type { SynthesisStream, SynthesizeOptions, TextToSpeech } from '../../speech/types.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
-import type { TurnRunner } from '../conversations/turn.ts';
+import type { TurnInput, TurnResult, TurnRunner } from '../conversations/turn.ts';
 import type { CallEvent } from './call-policy.ts';
 import type { TurnLatencies, TurnStamps, VoicePath } from './latency.ts';
 import { boundedTurn, turnFailure } from './turn-limit.ts';
@@ -76,9 +78,13 @@ export class CallVoice {
   /** The call is over. */
   get isOver(): boolean { return this.over(); }
 
-  /** Queues audio with a fresh mark. */
-  play(pcm: Int16Array): string {
-    const mark = `m${++this.markSeq}`;
+  /** A fresh mark, for audio queued now or later. */
+  newMark(): string {
+    return `m${++this.markSeq}`;
+  }
+
+  /** Queues audio with `mark` (a fresh one by default). */
+  play(pcm: Int16Array, mark = this.newMark()): string {
     this.transport.play(pcm, mark);
     return mark;
   }
@@ -229,10 +235,17 @@ export interface PlayedReply extends ReplySynthesis {
   bargeIn(callerMs: number | undefined, rule: Pick<VoiceSettings, 'interruptionWords' | 'interruptionMinimumSpeakingMs'>): void;
   /** The turn failed: what is queued is dropped at once (the apology follows). */
   drop(): void;
+  /** A held reply (`held`) goes out: what it made so far is queued now, the rest as it comes. */
+  release(): void;
+  /** A held reply is not wanted: what is being made is aborted and what it made dropped, before any of it was played. */
+  withdraw(): void;
 }
 
-/** Starts speaking one reply; `firstAudio` is told when its first audio goes out. */
-export function playReply(voice: CallVoice, now: () => number, firstAudio: () => void): PlayedReply {
+/**
+ * Starts speaking one reply; `firstAudio` is told when its first audio goes out. A `held` reply is
+ * made (synthesized as the model streams) but kept until `release`: nothing of it is played before.
+ */
+export function playReply(voice: CallVoice, now: () => number, firstAudio: () => void, held = false): PlayedReply {
   const abort = new AbortController();
   // One listener per sentence queued (their marks), which a long reply can exceed ten of.
   setMaxListeners(200, abort.signal);
@@ -245,13 +258,20 @@ export function playReply(voice: CallVoice, now: () => number, firstAudio: () =>
   const onPlayed = (mark: string) => { playedMarks.add(mark); };
   voice.transport.on('played', onPlayed);
   const stopListening = () => { voice.transport.off('played', onPlayed); };
+  /** A held reply's audio, in order, until it is released (then undefined). */
+  let kept: Array<{ pcm: Int16Array; mark: string }> | undefined = held ? [] : undefined;
+  const send = (pcm: Int16Array, mark: string) => {
+    voice.play(pcm, mark);
+    if (handle.firstAudioAt === undefined) {
+      handle.firstAudioAt = now();
+      firstAudio();
+    }
+  };
   const out: PieceOut = {
     audio(pcm) {
-      const mark = voice.play(pcm);
-      if (handle.firstAudioAt === undefined) {
-        handle.firstAudioAt = now();
-        firstAudio();
-      }
+      const mark = voice.newMark();
+      if (kept) kept.push({ pcm, mark });
+      else send(pcm, mark);
       return mark;
     },
     sentence(text, mark) {
@@ -285,6 +305,18 @@ export function playReply(voice: CallVoice, now: () => number, firstAudio: () =>
       voice.transport.clear();
       stopListening();
     },
+    release() {
+      const pieces = kept ?? [];
+      kept = undefined;
+      if (abort.signal.aborted || voice.isOver) return;
+      for (const p of pieces) send(p.pcm, p.mark);
+    },
+    withdraw() {
+      if (!kept) return;
+      kept = [];
+      abort.abort();
+      stopListening();
+    },
   };
 }
 
@@ -315,6 +347,31 @@ export interface ReplyTurns {
   labels(): Omit<VoiceTurnLabels, 'llm'> & { path: VoicePath };
 }
 
+/** An agent's turn under way: its reply, and the model's run that writes it. */
+interface StartedTurn {
+  reply: PlayedReply;
+  run: Promise<TurnResult>;
+  /** When the model's first token came, if it has. */
+  firstTokenAt(): number | undefined;
+}
+
+/** The agent's turn on what the caller said, run under the limit, its reply spoken (or held) as the model streams it. */
+function startTurn(t: ReplyTurns, inbound: NonNullable<TurnInput['inbound']>, firstAudio: () => void, gate?: () => Promise<void>): StartedTurn {
+  const reply = playReply(t.voice, t.now, firstAudio, gate !== undefined);
+  let firstTokenAt: number | undefined;
+  const run = boundedTurn(t.turns, {
+    conversation: t.conversation, room: t.room, config: t.config, inbound, allowAsync: false, replyStatus: 'success', gate,
+    onText: (delta) => {
+      if (firstTokenAt === undefined && delta !== '') firstTokenAt = t.now();
+      reply.write(delta);
+    },
+    // The last words go to synthesis as the stream ends, not after the reply is recorded.
+    onTextEnd: () => reply.end(),
+  }, t.limitMs, reply.handle.abort);
+  run.catch(() => undefined);
+  return { reply, run, firstTokenAt: () => firstTokenAt };
+}
+
 /**
  * The agent's reply to `text` (a heard turn's `stamps` get the first token and first audio):
  * recorded as said, the turn run under the limit and spoken as it streams, heard to its end or cut
@@ -325,21 +382,63 @@ export interface ReplyTurns {
 export async function answerTurn(t: ReplyTurns, text: string, stamps: TurnStamps | undefined, playing: (reply: PlayedReply) => void, firstAudio: () => void): Promise<CallEvent> {
   const at = t.now();
   const inbound = await t.record.heard(text, at);
-  const reply = playReply(t.voice, t.now, firstAudio);
-  playing(reply);
+  const turn = startTurn(t, { id: inbound.id, text, at }, firstAudio);
+  playing(turn.reply);
+  return finishTurn(t, turn, stamps);
+}
+
+/** A reply asked for before the caller's turn has surely ended (Flux's EagerEndOfTurn): see `askEarly`. */
+export interface EarlyTurn {
+  /** What the caller said, as far as the reply was asked for. */
+  readonly text: string;
+  /** The turn ended with these very words: recorded as said, the held reply plays at once; then as answerTurn. */
+  commit(stamps: TurnStamps | undefined, playing: (reply: PlayedReply) => void): Promise<CallEvent>;
+  /** The caller went on (or said something else): the model is aborted and the held reply dropped; nothing was played or recorded. */
+  withdraw(): void;
+}
+
+/**
+ * The agent's turn on `text` asked early: the model runs and its reply is synthesized as it
+ * streams, but nothing is played and nothing kept in the conversation (the caller's words, a tool's
+ * run, the reply: the turn's `gate`) until `commit`; `withdraw` aborts it all. Its turn limit runs
+ * from now. A committed turn's latency stamps are the heard turn's: its first token counts as ready
+ * when the transcript was (it came before), its first audio when the held reply went out.
+ */
+export function askEarly(t: ReplyTurns, text: string, firstAudio: () => void): EarlyTurn {
+  let open!: () => void;
+  let shut!: (err: Error) => void;
+  const committed = new Promise<void>((resolve, reject) => { open = resolve; shut = reject; });
+  committed.catch(() => undefined);
+  const turn = startTurn(t, { text, at: t.now() }, firstAudio, () => committed);
+  return {
+    text,
+    async commit(stamps, playing) {
+      try {
+        await t.record.heard(text, t.now());
+      } catch (err) {
+        this.withdraw();
+        throw err;
+      }
+      open();
+      turn.reply.release();
+      playing(turn.reply);
+      return finishTurn(t, turn, stamps);
+    },
+    withdraw() {
+      shut(new Error('the caller went on speaking'));
+      turn.reply.withdraw();
+    },
+  };
+}
+
+/** The rest of a turn the caller is answered with: its result, its latency, the reply heard to its end or cut short. */
+async function finishTurn(t: ReplyTurns, turn: StartedTurn, stamps: TurnStamps | undefined): Promise<CallEvent> {
+  const { reply } = turn;
   const { handle } = reply;
   let llm: string | null = null;
   let effects: Extract<CallEvent, { kind: 'replied' }>['effects'];
   try {
-    const result = await boundedTurn(t.turns, {
-      conversation: t.conversation, room: t.room, config: t.config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success',
-      onText: (delta) => {
-        if (stamps && stamps.firstTokenAt === undefined && delta !== '') stamps.firstTokenAt = t.now();
-        reply.write(delta);
-      },
-      // The last words go to synthesis as the stream ends, not after the reply is recorded.
-      onTextEnd: () => reply.end(),
-    }, t.limitMs, handle.abort);
+    const result = await turn.run;
     if (result.kind !== 'reply') throw new Error('the turn waits for an automation answer, which a call cannot');
     handle.messageId = result.messageId;
     llm = result.simulated ? 'simulated' : result.engine;
@@ -356,6 +455,8 @@ export async function answerTurn(t: ReplyTurns, text: string, stamps: TurnStamps
   }
   await reply.done;
   // The first audio is out (or none will be): the turn's latency, recorded while the reply plays.
+  const firstTokenAt = turn.firstTokenAt();
+  if (stamps && firstTokenAt !== undefined) stamps.firstTokenAt = Math.max(firstTokenAt, stamps.transcriptAt ?? firstTokenAt);
   if (stamps && handle.messageId && t.latency) {
     await t.latency.record(t.conversation, handle.messageId, { ...t.labels(), llm }, { ...stamps, firstAudioAt: handle.firstAudioAt });
   }

@@ -6,7 +6,9 @@
 // the listener (listener.ts: the caller's audio into turns), the reply player (reply-player.ts:
 // the agent's reply spoken sentence by sentence as the model streams it, barge-in), the opening
 // (opening.ts: keys, pause, notice, greeting, voicemail screen) and the call's transcript, a port
-// (CallTranscript below) the conversations module implements. docs/voice.md, "Voice sessions".
+// (CallTranscript below) the conversations module implements. A listener that knows a turn's end
+// early (Flux) gets the reply asked for then and held (reply-player.ts askEarly): the heard turn
+// commits it, a resumed one withdraws it. docs/voice.md, "Voice sessions".
 import type { ConversationOutcome, ConversationRow, RoomRow } from '../../db/types.ts';
 import type { VoiceTransport } from '../../media/voice-transport.ts';
 import type { SpeechGrammar, StreamingSpeechToText } from '../../speech/types.ts';
@@ -22,7 +24,7 @@ import { utteranceListener, type HeardTurn, type ListenerDeps, type UtteranceLis
 import { prepareOpening, type OpeningInput } from './opening.ts';
 import type { SpeechChange } from './call-state.ts';
 import { streamingListener } from './streaming-listener.ts';
-import { answerTurn, CallVoice, type PlayedReply, type ReplyHandle, type ReplyRecord, type ReplyTurns } from './reply-player.ts';
+import { answerTurn, askEarly, CallVoice, type EarlyTurn, type PlayedReply, type ReplyHandle, type ReplyRecord, type ReplyTurns } from './reply-player.ts';
 import { callSpeaker, type CallSpeaker, type SpeakerDeps } from './speaker.ts';
 
 type Ending = Extract<ConversationOutcome, 'no_response' | 'ended_by_agent' | 'transferred' | 'hung_up' | 'failed' | 'voicemail'>;
@@ -103,16 +105,32 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   const voice = new CallVoice(transport, (text, signal, line) => speaker.audio(text, { signal, line }), ended, speaker);
   /** The engines that heard the turn being answered (a streamed turn, or the batch recogniser's after a fall back). */
   let heardBy: HeardTurn['engines'] | undefined;
+  /** The reply asked early on a tentative turn (Flux's eager end), held until the turn is heard or withdrawn. */
+  let early: EarlyTurn | undefined;
+  const withdrawEarly = () => {
+    early?.withdraw();
+    early = undefined;
+  };
+  const speaking = () => { if (phase === 'thinking') phase = 'speaking'; };
   const listenerOptions: UtteranceListenerOptions = {
     language, grammar: input.grammar, speakingTimeoutMs: settings.speakingTimeoutMs, inTurn: enqueue, warn,
     onFallback: (reason) => deps.log?.warn({ conversation: conversation.id, reason }, 'voice session: the Silero VAD fell back to the energy detector for this call'),
     to: {
       speechStart: () => { if (phase === 'listening') clearTimeout(silenceTimer); },
+      // Only while listening: the reply is asked for now and held; the turn heard commits it (answer below).
+      tentative: (turn) => {
+        withdrawEarly();
+        if (phase === 'listening') early = askEarly(replies, turn.text, speaking);
+      },
+      withdrawn: withdrawEarly,
       heard: (turn) => {
         heardBy = turn.engines;
         return onEvent({ kind: 'heard', text: turn.text }, { ...turn.stamps });
       },
-      unheard: () => { if (phase === 'listening') listen(); },
+      unheard: () => {
+        withdrawEarly();
+        if (phase === 'listening') listen();
+      },
     },
   };
   const listener = input.streaming
@@ -212,6 +230,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     phase = 'ended';
     clearTimeout(silenceTimer);
     listener.stop();
+    withdrawEarly();
     transport.background?.(null);
     reply?.handle.abort.abort();
     await transcript.end(outcome, detail);
@@ -223,7 +242,12 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     if (ended()) return;
     phase = 'thinking';
     clearTimeout(silenceTimer);
-    const event = await answerTurn(replies, text, stamps, (r) => { reply = r; }, () => { if (phase === 'thinking') phase = 'speaking'; });
+    // A reply asked early for these very words plays at once; one for other words is dropped.
+    const asked = early;
+    early = undefined;
+    if (asked && asked.text !== text) asked.withdraw();
+    const playing = (r: PlayedReply) => { reply = r; };
+    const event = asked?.text === text ? await asked.commit(stamps, playing) : await answerTurn(replies, text, stamps, playing, speaking);
     reply = undefined;
     if (phase === 'thinking' || phase === 'speaking') phase = 'listening';
     await onEvent(event);

@@ -3,8 +3,10 @@
 // has that engine (start-call.ts). The stream opens when the call is answered and gets every frame
 // as it comes (linear16 at 8 kHz, the transport's own samples); the recogniser's end of turn
 // (live's speech_final or UtteranceEnd, Flux's EndOfTurn) ends the caller's turn instead of our
-// VAD's silence timer. Our VAD still runs on the same frames: its speech start is a barge-in when
-// it comes before the recogniser's ("whichever is first"), and it keeps the utterance under way.
+// VAD's silence timer. Flux's EagerEndOfTurn is passed on as a tentative turn (the session asks the
+// model early and holds its reply) and its TurnResumed withdraws it. Our VAD still runs on the
+// same frames: its speech start is a barge-in when it comes before the recogniser's ("whichever is
+// first"), and it keeps the utterance under way.
 //
 // A recogniser that refuses, does not open in time or fails mid-call (its second dropped socket, no
 // result in time, an error from the server) never leaves a silent line: from then on the call is
@@ -118,6 +120,8 @@ export function streamingListener(deps: ListenerDeps, o: StreamingListenerOption
     o.onChange({ at: deps.now(), from: engine.name, to: deps.stt.name, reason: reason.slice(0, 500) });
     streamTurnOpen = false;
     speakingSinceMs = undefined;
+    // A reply asked early for the turn under way is not that turn's any more: the batch recogniser hears it again.
+    o.to.withdrawn?.();
     // The turn under way: an utterance our VAD already ended is transcribed now; one still going on is, when it ends.
     const left = unclaimed ?? clearWordless();
     unclaimed = undefined;
@@ -154,6 +158,15 @@ export function streamingListener(deps: ListenerDeps, o: StreamingListenerOption
         });
         return;
       }
+      case 'eagerEndOfTurn': {
+        // Flux thinks the turn is over: the session may ask the model now, and plays nothing before endOfTurn.
+        const text = e.text.trim();
+        if (text) o.to.tentative?.({ text });
+        return;
+      }
+      case 'turnResumed':
+        o.to.withdrawn?.();
+        return;
       case 'reconnected':
         o.warn(new Error(`${e.resentBytes} bytes resent, ${e.droppedBytes} dropped`), `voice session: ${engine.name}'s connection dropped and was replaced`);
         return;
@@ -163,7 +176,7 @@ export function streamingListener(deps: ListenerDeps, o: StreamingListenerOption
         // Closed without an error, and not by us: nothing hears the call any more.
         return fallBack(`${engine.name}'s stream closed`);
       default:
-        // interim words, live's own events, Flux's eager end and resumed turn: not used here.
+        // interim words, live's own events: not used here.
     }
   }
 
