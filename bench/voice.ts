@@ -48,7 +48,7 @@
 //   the media's cost from the sessions'), BENCH_CALL_ENGINE=postgres (the calls' database; needs
 //   BENCH_DATABASE_URL or TEST_DATABASE_URL). streaming: BENCH_STREAMING_CALLS (1,10,50),
 //   BENCH_STREAMING_TURNS (turns per step, 30 or 3 a call whichever is more), BENCH_ENDPOINTING_MS,
-//   BENCH_MODEL_FIRST_TOKEN_MS, BENCH_VOICE_FIRST_BYTE_MS, BENCH_BARGE_TRIALS (5 per sound, rule and way).
+//   BENCH_MODEL_FIRST_TOKEN_MS, BENCH_VOICE_FIRST_BYTE_MS, BENCH_BARGE_TRIALS (5 per sound, rule and way; 0: none).
 import { fork } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -630,7 +630,7 @@ async function streamedCall(rig: StreamingRig, a: Awaited<ReturnType<typeof agen
     now: Date.now, log: { warn: (o, m) => { if (!/aborted/.test(JSON.stringify(o))) console.error(`streaming: ${m}`, o); } },
   }, transport, { conversation: opened.conversation, room: opened.room, config: a.live, settings: voiceSettings(a.live), capabilities: CAPABILITIES.sip, opening: {} });
   return {
-    caller, up,
+    caller, up, conversationId: opened.conversation.id,
     async end() {
       transport.end('bench over');
       await started.done;
@@ -653,7 +653,7 @@ async function streamedTurns(rig: StreamingRig, a: Awaited<ReturnType<typeof age
       v2v.push((await c.caller.firstLoudAfter(end, 'reply')) - end);
       await c.caller.heardOut();
     }
-    return { greeting, v2v };
+    return { greeting, v2v, conversationId: c.conversationId };
   } finally {
     await c.end();
   }
@@ -700,6 +700,13 @@ if (run('streaming')) {
       const three = (xs: number[]) => `${f1(p(xs, 50))} / ${f1(p(xs, 95))} / ${f1(Math.max(...xs))}`;
       console.log(`| ${n} | ${v.length} | ${three(v)} | ${three(ours)} | ${greetings.length ? three(greetings) : '—'} (warm) | ${os.loadavg()[0]!.toFixed(2)} |`);
       summary.push(`| voice to voice, streamed engines, ${n} calls at once | ${f1(p(v, 50))} | ${f1(p(v, 95))} | ${f1(Math.max(...v))} | our share ${f1(p(ours, 50))} / ${f1(p(ours, 95))} ms${n >= 50 ? (p(ours, 95) <= 80 ? ', p95 ≤ 80 ms: yes' : ', p95 ≤ 80 ms: NO') : ''} |`);
+      // The service's own record of the same turns (turn_latencies), where the time went.
+      const rows = await w.h.database.db.selectFrom('turn_latencies').selectAll().where('conversation_id', 'in', results.map((r) => r.conversationId)).execute();
+      const step = (k: 'endpoint_ms' | 'stt_ms' | 'llm_first_token_ms' | 'tts_first_audio_ms' | 'total_ms') => {
+        const xs = rows.map((r) => r[k]).filter((x): x is number => x !== null).map(Number);
+        return `${f1(p(xs, 50))} / ${f1(p(xs, 95))}`;
+      };
+      console.log(`    the service's record of these ${rows.length} turns, p50 / p95 ms: end of speech → recogniser's end of turn ${step('endpoint_ms')}, → transcript ${step('stt_ms')}, → model's first token ${step('llm_first_token_ms')}, → first audio out ${step('tts_first_audio_ms')}; total ${step('total_ms')}`);
       if (greetings.length) summary.push(`| greeting's first sound after answer, streamed voice, warm cache, ${n} calls at once | ${f1(p(greetings, 50))} | ${f1(p(greetings, 95))} | ${f1(Math.max(...greetings))} | ${p(greetings, 95) <= 200 ? 'p95 ≤ 200 ms: yes' : 'p95 ≤ 200 ms: NO'} |`);
     }
     console.log(`greeting's first sound, cold cache (the first call; ElevenLabs synthesizes it): ${f1(cold ?? NaN)} ms; cache ${rig.greetings.stats.hits} hits, ${rig.greetings.stats.misses} misses`);
@@ -709,56 +716,58 @@ if (run('streaming')) {
     // (past the default rule's 3 s of the agent speaking before it can be cut)
     // the caller coughs or says "uh-huh". Cut = the answer's sound stopped (its first 300 ms gap)
     // before 80 % of how long it lasts uncut (measured first, on the same setup).
-    const uhhuh = trimTrailingQuiet(resample((await espeak.synthesize('uh-huh', { language: 'en-US' })).pcm16, said.sampleRate, 8000));
-    await reply('We open at nine in the morning and close at six in the evening, every day but Sunday, and on Saturdays we close at four.');
-    const silero = vadProvider({ vad: 'silero', vadModel: undefined });
-    await silero.ready();
-    console.log(`\nFalse barge-ins: 3.2–3.7 s into the agent's answer, a cough (200 ms of noise) or "uh-huh" (${(uhhuh.length / 8).toFixed(0)} ms, espeak-ng); ${BARGE_TRIALS} trials each; an answer counts as cut when its sound stops before 80 % of its uncut length`);
-    console.log('| interruption rule | heard by | uncut answer ms | cough: answers cut | "uh-huh": answers cut |');
-    console.log('|---|---|---|---|---|');
-    try {
-      for (const [rule, config] of [
-        ['default (3 words, after 3 s)', {}],
-        ['most sensitive (1 word, at once)', { interruptionWordCount: 1, interruptionMinimumSpeakingTime: 0 }],
-      ] as const) {
-        const b = await agentWith(w, { welcomeMessage: 'Hello.', agentSttEngine: 'deepgram', agentTtsEngine: 'elevenlabs', speakingTimeout: 700, callerResponseTimeout: 120, ...config });
-        for (const [by, how] of [
-          ['our VAD alone (energy)', { streaming: false }],
-          ['our VAD alone (Silero)', { streaming: false, vad: silero }],
-          ['Deepgram\'s events and our energy VAD', { streaming: true }],
+    if (BARGE_TRIALS > 0) {
+      const uhhuh = trimTrailingQuiet(resample((await espeak.synthesize('uh-huh', { language: 'en-US' })).pcm16, said.sampleRate, 8000));
+      await reply('We open at nine in the morning and close at six in the evening, every day but Sunday, and on Saturdays we close at four.');
+      const silero = vadProvider({ vad: 'silero', vadModel: undefined });
+      await silero.ready();
+      console.log(`\nFalse barge-ins: 3.2–3.7 s into the agent's answer, a cough (200 ms of noise) or "uh-huh" (${(uhhuh.length / 8).toFixed(0)} ms, espeak-ng); ${BARGE_TRIALS} trials each; an answer counts as cut when its sound stops before 80 % of its uncut length`);
+      console.log('| interruption rule | heard by | uncut answer ms | cough: answers cut | "uh-huh": answers cut |');
+      console.log('|---|---|---|---|---|');
+      try {
+        for (const [rule, config] of [
+          ['default (3 words, after 3 s)', {}],
+          ['most sensitive (1 word, at once)', { interruptionWordCount: 1, interruptionMinimumSpeakingTime: 0 }],
         ] as const) {
-          const answerLength = async (sound?: Int16Array) => {
-            const c = await streamedCall(rig, b, how);
-            try {
-              await c.caller.firstLoudAfter(c.up, 'greeting');
-              await c.caller.heardOut();
-              const first = await c.caller.firstLoudAfter(await c.caller.say(speech), 'answer');
-              if (sound) {
-                await sleep(3200 + crypto.randomInt(0, 500));
-                await c.caller.say(sound);
+          const b = await agentWith(w, { welcomeMessage: 'Hello.', agentSttEngine: 'deepgram', agentTtsEngine: 'elevenlabs', speakingTimeout: 700, callerResponseTimeout: 120, ...config });
+          for (const [by, how] of [
+            ['our VAD alone (energy)', { streaming: false }],
+            ['our VAD alone (Silero)', { streaming: false, vad: silero }],
+            ['Deepgram\'s events and our energy VAD', { streaming: true }],
+          ] as const) {
+            const answerLength = async (sound?: Int16Array) => {
+              const c = await streamedCall(rig, b, how);
+              try {
+                await c.caller.firstLoudAfter(c.up, 'greeting');
+                await c.caller.heardOut();
+                const first = await c.caller.firstLoudAfter(await c.caller.say(speech), 'answer');
+                if (sound) {
+                  await sleep(3200 + crypto.randomInt(0, 500));
+                  await c.caller.say(sound);
+                }
+                return (await c.caller.soundStops(first, 300)) - first;
+              } finally {
+                await c.end();
               }
-              return (await c.caller.soundStops(first, 300)) - first;
-            } finally {
-              await c.end();
-            }
-          };
-          await hear([]);
-          const full = await answerLength();
-          const cut: Record<string, number> = {};
-          for (const [name, sound, words] of [['cough', cough(), ''], ['uh-huh', uhhuh, 'uh-huh']] as const) {
-            cut[name] = 0;
-            for (let i = 0; i < BARGE_TRIALS; i++) {
+            };
+            await hear([]);
+            const full = await answerLength();
+            const cut: Record<string, number> = {};
+            for (const [name, sound, words] of [['cough', cough(), ''], ['uh-huh', uhhuh, 'uh-huh']] as const) {
+              cut[name] = 0;
+              for (let i = 0; i < BARGE_TRIALS; i++) {
               // What Deepgram hears: the question's words, then nothing in a cough, the word in "uh-huh".
-              await hear(['What are your opening hours?', words]);
-              if ((await answerLength(sound)) < 0.8 * full) cut[name]++;
+                await hear(['What are your opening hours?', words]);
+                if ((await answerLength(sound)) < 0.8 * full) cut[name]++;
+              }
             }
+            console.log(`| ${rule} | ${by} | ${f1(full)} | ${cut.cough} of ${BARGE_TRIALS} | ${cut['uh-huh']} of ${BARGE_TRIALS} |`);
+            summary.push(`| false barge-ins (answers cut of ${BARGE_TRIALS}), ${rule.split(' (')[0]} rule, ${by}: cough / "uh-huh" | ${cut.cough} | ${cut['uh-huh']} | | |`);
           }
-          console.log(`| ${rule} | ${by} | ${f1(full)} | ${cut.cough} of ${BARGE_TRIALS} | ${cut['uh-huh']} of ${BARGE_TRIALS} |`);
-          summary.push(`| false barge-ins (answers cut of ${BARGE_TRIALS}), ${rule.split(' (')[0]} rule, ${by}: cough / "uh-huh" | ${cut.cough} | ${cut['uh-huh']} | | |`);
         }
+      } finally {
+        await silero.close();
       }
-    } finally {
-      await silero.close();
     }
   } finally {
     doubles.child.send({ type: 'exit' });
