@@ -27,15 +27,32 @@
 //             carries the agent side only. The child measures how late each of our frames
 //             arrives against its RTP timestamp; N grows until p99 lateness > 20 ms or frames are
 //             missing.
-// Usage: npm run bench:voice [-- latency offline greeting calls]
+//   streaming — voice to voice on the audio with streamed engines, at 1, 10 and 50 calls at once:
+//             each call over real RTP on loopback, started as a call is (start-call.ts: its greeting
+//             from the cache, the session), heard by Deepgram live, answered by the model and spoken
+//             by ElevenLabs, all three doubles in a child process (bench/voice-doubles.ts) with the
+//             vendors' typical timings (recogniser final BENCH_ENDPOINTING_MS (300) after the last
+//             word, model first token 300 ms, voice first byte 100 ms). The caller (an RtpSession in
+//             this process) speaks espeak-ng's "what are your opening hours" and records what it
+//             hears; per turn, voice to voice = first loud frame heard − the caller's last speech
+//             frame sent, and our share = that − the three configured delays. The greeting's first
+//             sound after the call is started (cold cache: the first call; warm: every other).
+//             Then false barge-ins: while the agent speaks, the caller coughs (a 200 ms noise burst)
+//             or says "uh-huh"; how often the reply was cut, heard by our VAD alone (energy; Silero)
+//             and by Deepgram's events, with the default interruption rule and the most sensitive.
+//             SQLite.
+// Usage: npm run bench:voice [-- latency offline greeting calls streaming]
 //   BENCH_TURNS (default 100), BENCH_OFFLINE_TURNS (10), BENCH_CALLS (25,50,100,150,200,300,400),
 //   BENCH_CALL_SECONDS (10: the measured window per step), BENCH_CALL_AGENT=media (the agent side
 //   without voice sessions: RtpSession + RtpTransport only, our side sending silence; to separate
 //   the media's cost from the sessions'), BENCH_CALL_ENGINE=postgres (the calls' database; needs
-//   BENCH_DATABASE_URL or TEST_DATABASE_URL).
+//   BENCH_DATABASE_URL or TEST_DATABASE_URL). streaming: BENCH_STREAMING_CALLS (1,10,50),
+//   BENCH_STREAMING_TURNS (turns per step, 30 or 3 a call whichever is more), BENCH_ENDPOINTING_MS,
+//   BENCH_MODEL_FIRST_TOKEN_MS, BENCH_VOICE_FIRST_BYTE_MS, BENCH_BARGE_TRIALS (5 per sound, rule and way; 0: none).
 import { fork } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { PortPool } from '../src/media/port-pool.ts';
@@ -53,7 +70,7 @@ import { createPlatform, type Platform } from '../src/platform.ts';
 import { EspeakEngine } from '../src/speech/espeak.ts';
 import { PocketsphinxEngine } from '../src/speech/pocketsphinx.ts';
 import { resample } from '../src/speech/resample.ts';
-import type { SpeechGrammar, SpeechToText, TextToSpeech } from '../src/speech/types.ts';
+import type { SpeechGrammar, SpeechToText, StreamingSpeechToText, TextToSpeech } from '../src/speech/types.ts';
 import { vadProvider, type VadProvider } from '../src/speech/detectors.ts';
 import { frameDbfs } from '../src/speech/vad.ts';
 import { guardedDispatcher, policyFromConfig } from '../src/webhooks/ssrf.ts';
@@ -62,6 +79,7 @@ import { ELEVENLABS_TEST_KEY, startFakeElevenLabs } from '../test/helpers/fake-e
 import { GreetingCache } from '../src/modules/voice/greeting-cache.ts';
 import { startCall } from '../src/modules/voice/start-call.ts';
 import { ElevenLabsEngine } from '../src/speech/elevenlabs.ts';
+import { DeepgramLive } from '../src/speech/deepgram.ts';
 import { ENGINES, PG_URL, percentile, type Engine } from './lib.ts';
 import { SimulatedInstantStt, SimulatedInstantTts, TimedStt, TimedTts } from './simulated-speech.ts';
 
@@ -319,6 +337,16 @@ function printTurns(label: string, t: TurnTimes[], speakingTimeout: number) {
   console.log(row('  (aside) model\'s last byte → the turn returned', t.map((x) => x.afterModel)));
 }
 
+/** A child process of this directory's `file`, and its messages one at a time. */
+function forkChild(file: string) {
+  const child = fork(path.join(import.meta.dirname, file), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const messages: any[] = [];
+  const waiters: Array<(m: any) => void> = [];
+  child.on('message', (m) => { const w = waiters.shift(); if (w) w(m); else messages.push(m); });
+  const next = () => new Promise<any>((r) => { const m = messages.shift(); if (m) r(m); else waiters.push(r); });
+  return { child, next };
+}
+
 const summary: string[] = [];
 
 if (run('latency')) {
@@ -452,11 +480,7 @@ interface CallerResult {
 }
 
 if (run('calls')) {
-  const child = fork(path.join(import.meta.dirname, 'voice-callers.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const messages: any[] = [];
-  const waiters: Array<(m: any) => void> = [];
-  child.on('message', (m) => { const w = waiters.shift(); if (w) w(m); else messages.push(m); });
-  const next = () => new Promise<any>((r) => { const m = messages.shift(); if (m) r(m); else waiters.push(r); });
+  const { child, next } = forkChild('voice-callers.ts');
   const { llmBaseUrl } = await next();
   const w = await world(CALL_ENGINE, llmBaseUrl as string);
   const maxN = Math.max(...CALL_STEPS);
@@ -514,6 +538,242 @@ if (run('calls')) {
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
   summary.push(`| calls one worker process carries (${CALL_ENGINE}, ${CALL_AGENT === 'media' ? 'media only' : 'voice sessions'}) with p99 frame lateness ≤ 20 ms and nothing missing | ${holds || 'none of the steps'} | | | |`);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Part 4: streamed engines, voice to voice on the audio, calls at once; false barge-ins.
+
+const STREAMING_STEPS = (process.env.BENCH_STREAMING_CALLS ?? '1,10,50').split(',').map(Number);
+const STREAMING_TURNS = Number(process.env.BENCH_STREAMING_TURNS ?? 30);
+const ENDPOINTING_MS = Number(process.env.BENCH_ENDPOINTING_MS ?? 300);
+const MODEL_FIRST_TOKEN_MS = Number(process.env.BENCH_MODEL_FIRST_TOKEN_MS ?? 300);
+const VOICE_FIRST_BYTE_MS = Number(process.env.BENCH_VOICE_FIRST_BYTE_MS ?? 100);
+const BARGE_TRIALS = Number(process.env.BENCH_BARGE_TRIALS ?? 5);
+/** What the doubles add to every turn: what is left of voice to voice is ours (and the line's). */
+const CONFIGURED_DELAYS_MS = ENDPOINTING_MS + MODEL_FIRST_TOKEN_MS + VOICE_FIRST_BYTE_MS;
+const STREAMING_GREETING = 'Thank you for calling the bakery. How can I help?';
+
+/** Deepgram live as the agent's calls open it, with the endpointing this bench sets (the double's final comes that long after the last word). */
+function withEndpointing(engine: StreamingSpeechToText, endpointingMs: number): StreamingSpeechToText {
+  return { name: engine.name, offline: false, open: (o) => engine.open({ ...o, endpointingMs }), check: (signal) => engine.check(signal) };
+}
+
+/** The caller's end of one call: its RTP session, and when each loud frame it received arrived (performance.now()). */
+class RecordingCaller {
+  readonly loudAt: number[] = [];
+  constructor(readonly rtp: RtpSession) {
+    rtp.on('audio', (f: Int16Array) => { if (loud(f)) this.loudAt.push(performance.now()); });
+  }
+
+  /** The first loud frame heard after `t`. */
+  async firstLoudAfter(t: number, label: string, timeoutMs = 15_000): Promise<number> {
+    for (const until = performance.now() + timeoutMs; performance.now() < until; await sleep(10)) {
+      const at = this.loudAt.find((x) => x > t);
+      if (at !== undefined) return at;
+    }
+    throw new Error(`${label}: nothing heard within ${timeoutMs} ms`);
+  }
+
+  /** Waits until nothing loud came for `quietMs`; returns the last loud frame's time. */
+  async heardOut(quietMs = 400): Promise<number> {
+    while (performance.now() - (this.loudAt.at(-1) ?? 0) < quietMs) await sleep(20);
+    return this.loudAt.at(-1) ?? NaN;
+  }
+
+  /** Once the sound that started at `from` stops (no loud frame for `gapMs`): its last loud frame's time. */
+  async soundStops(from: number, gapMs: number): Promise<number> {
+    for (;;) {
+      const after = this.loudAt.filter((x) => x >= from);
+      const gap = after.findIndex((x, i) => i + 1 < after.length && after[i + 1]! - x >= gapMs);
+      if (gap >= 0) return after[gap]!;
+      if (performance.now() - after.at(-1)! >= gapMs) return after.at(-1)!;
+      await sleep(20);
+    }
+  }
+
+  /** Sends `pcm` in real time; resolves when its last frame went out. */
+  say(pcm: Int16Array): Promise<number> {
+    const drained = new Promise<number>((r) => this.rtp.once('drained', () => r(performance.now())));
+    this.rtp.send(pcm);
+    return drained;
+  }
+}
+
+interface StreamingRig {
+  w: World;
+  pool: PortPool;
+  deepgram: StreamingSpeechToText;
+  elevenlabs: ElevenLabsEngine;
+  greetings: GreetingCache;
+}
+
+/** A call started as a SIP call's is (start-call.ts) on the agent `a`, with a recording caller on the other end of its RTP. */
+async function streamedCall(rig: StreamingRig, a: Awaited<ReturnType<typeof agentWith>>, how: { streaming: boolean; vad?: VadProvider }) {
+  const { w, pool } = rig;
+  const db = w.h.database.db;
+  const { services } = w.platform;
+  const caller = new RecordingCaller(await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 }));
+  const agentSide = await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 });
+  agentSide.setRemote({ address: HOST, port: caller.rtp.port });
+  caller.rtp.setRemote({ address: HOST, port: agentSide.port });
+  const transport = new RtpTransport(agentSide, { transfer: () => Promise.resolve(), hangup: () => Promise.resolve() });
+  const opened = await db.transaction().execute((tx) => services.conversations.open(tx, {
+    agent: a.agent, channel: 'sip', direction: 'inbound', counterpart: `+1415555${String(crypto.randomInt(1000, 9999))}`, counterpartKind: 'phone', fresh: true,
+  }, Date.now()));
+  const up = performance.now();
+  const started = await startCall({
+    db, conversations: services.conversations, turns: w.turns, latency: w.latency, vad: how.vad,
+    // The batch recogniser and the configured voice, used only if a streamed engine fails.
+    stt: new SimulatedInstantStt('what are your opening hours'), tts: new SimulatedInstantTts(200),
+    streaming: how.streaming ? { deepgram: rig.deepgram } : {}, voices: { elevenlabs: rig.elevenlabs }, greetings: rig.greetings,
+    // A call ended by the bench while a turn is under way (after a cough) aborts that turn: not news.
+    now: Date.now, log: { warn: (o, m) => { if (!/aborted/.test(JSON.stringify(o))) console.error(`streaming: ${m}`, o); } },
+  }, transport, { conversation: opened.conversation, room: opened.room, config: a.live, settings: voiceSettings(a.live), capabilities: CAPABILITIES.sip, opening: {} });
+  return {
+    caller, up, conversationId: opened.conversation.id,
+    async end() {
+      transport.end('bench over');
+      await started.done;
+      await caller.rtp.close();
+    },
+  };
+}
+
+/** One call of a step: the greeting, then `turns` turns; voice to voice per turn, on the audio. */
+async function streamedTurns(rig: StreamingRig, a: Awaited<ReturnType<typeof agentWith>>, speech: Int16Array, turns: number, startDelayMs: number) {
+  await sleep(startDelayMs);
+  const c = await streamedCall(rig, a, { streaming: true });
+  try {
+    const greeting = (await c.caller.firstLoudAfter(c.up, 'greeting')) - c.up;
+    await c.caller.heardOut();
+    const v2v: number[] = [];
+    for (let i = 0; i < turns; i++) {
+      await sleep(crypto.randomInt(200, 1200));
+      const end = await c.caller.say(speech);
+      v2v.push((await c.caller.firstLoudAfter(end, 'reply')) - end);
+      await c.caller.heardOut();
+    }
+    return { greeting, v2v, conversationId: c.conversationId };
+  } finally {
+    await c.end();
+  }
+}
+
+/** A cough: 200 ms of noise rising and falling, about as loud as the caller's speech. */
+function cough(): Int16Array {
+  const pcm = noiseBurst(200);
+  for (let i = 0; i < pcm.length; i++) pcm[i] = Math.round(pcm[i]! * Math.sin((Math.PI * i) / pcm.length));
+  return pcm;
+}
+
+if (run('streaming')) {
+  const doubles = forkChild('voice-doubles.ts');
+  const urls = await doubles.next() as { llmBaseUrl: string; deepgramUrl: string; deepgramKey: string; elevenlabsUrl: string };
+  const w = await world('sqlite', urls.llmBaseUrl);
+  const maxN = Math.max(...STREAMING_STEPS);
+  const portMin = 24_000 + 2 * crypto.randomInt(0, 500);
+  const rig: StreamingRig = {
+    w, pool: new PortPool({ portMin, portMax: portMin + 4 * (maxN + 10) }),
+    deepgram: withEndpointing(new DeepgramLive({ apiKey: urls.deepgramKey, baseUrl: urls.deepgramUrl }), ENDPOINTING_MS),
+    elevenlabs: new ElevenLabsEngine({ apiKey: ELEVENLABS_TEST_KEY, baseUrl: urls.elevenlabsUrl, maxRetries: 0, timeoutMs: 5000 }),
+    greetings: new GreetingCache(),
+  };
+  const hear = async (words: string[]) => { doubles.child.send({ type: 'hear', words }); await doubles.next(); };
+  const reply = async (text: string) => { doubles.child.send({ type: 'reply', text }); await doubles.next(); };
+  try {
+    const espeak = new EspeakEngine();
+    const said = await espeak.synthesize('what are your opening hours', { language: 'en-US' });
+    const speech = trimTrailingQuiet(resample(said.pcm16, said.sampleRate, 8000));
+    const a = await agentWith(w, { welcomeMessage: STREAMING_GREETING, agentSttEngine: 'deepgram', agentTtsEngine: 'elevenlabs', speakingTimeout: 5000, callerResponseTimeout: 120, interruptionWordCount: 20 });
+    console.log(`\nStreamed engines (doubles: recogniser final ${ENDPOINTING_MS} ms after the last word, model first token ${MODEL_FIRST_TOKEN_MS} ms, voice first byte ${VOICE_FIRST_BYTE_MS} ms: ${CONFIGURED_DELAYS_MS} ms a turn); load average before: ${os.loadavg().map((x) => x.toFixed(2)).join(', ')}`);
+    console.log(`| calls at once | turns | voice to voice p50 / p95 / max ms | our share p50 / p95 / max ms | greeting's first sound p50 / p95 / max ms | load average (1 min) after |`);
+    console.log('|---|---|---|---|---|---|');
+    let cold: number | undefined;
+    for (const n of STREAMING_STEPS) {
+      const perCall = Math.max(3, Math.ceil(STREAMING_TURNS / n));
+      // Calls start over a second or two, as calls arrive, and talk at their own pace after.
+      const results = await Promise.all(Array.from({ length: n }, () => streamedTurns(rig, a, speech, perCall, crypto.randomInt(0, Math.min(2000, 50 * n + 1)))));
+      const greetings = results.map((r) => r.greeting);
+      if (cold === undefined) cold = greetings.shift();
+      const v = results.flatMap((r) => r.v2v);
+      const ours = v.map((x) => x - CONFIGURED_DELAYS_MS);
+      const three = (xs: number[]) => `${f1(p(xs, 50))} / ${f1(p(xs, 95))} / ${f1(Math.max(...xs))}`;
+      console.log(`| ${n} | ${v.length} | ${three(v)} | ${three(ours)} | ${greetings.length ? three(greetings) : '—'} (warm) | ${os.loadavg()[0]!.toFixed(2)} |`);
+      summary.push(`| voice to voice, streamed engines, ${n} calls at once | ${f1(p(v, 50))} | ${f1(p(v, 95))} | ${f1(Math.max(...v))} | our share ${f1(p(ours, 50))} / ${f1(p(ours, 95))} ms${n >= 50 ? (p(ours, 95) <= 80 ? ', p95 ≤ 80 ms: yes' : ', p95 ≤ 80 ms: NO') : ''} |`);
+      // The service's own record of the same turns (turn_latencies), where the time went.
+      const rows = await w.h.database.db.selectFrom('turn_latencies').selectAll().where('conversation_id', 'in', results.map((r) => r.conversationId)).execute();
+      const step = (k: 'endpoint_ms' | 'stt_ms' | 'llm_first_token_ms' | 'tts_first_audio_ms' | 'total_ms') => {
+        const xs = rows.map((r) => r[k]).filter((x): x is number => x !== null).map(Number);
+        return `${f1(p(xs, 50))} / ${f1(p(xs, 95))}`;
+      };
+      console.log(`    the service's record of these ${rows.length} turns, p50 / p95 ms: end of speech → recogniser's end of turn ${step('endpoint_ms')}, → transcript ${step('stt_ms')}, → model's first token ${step('llm_first_token_ms')}, → first audio out ${step('tts_first_audio_ms')}; total ${step('total_ms')}`);
+      if (greetings.length) summary.push(`| greeting's first sound after answer, streamed voice, warm cache, ${n} calls at once | ${f1(p(greetings, 50))} | ${f1(p(greetings, 95))} | ${f1(Math.max(...greetings))} | ${p(greetings, 95) <= 200 ? 'p95 ≤ 200 ms: yes' : 'p95 ≤ 200 ms: NO'} |`);
+    }
+    console.log(`greeting's first sound, cold cache (the first call; ElevenLabs synthesizes it): ${f1(cold ?? NaN)} ms; cache ${rig.greetings.stats.hits} hits, ${rig.greetings.stats.misses} misses`);
+    summary.push(`| greeting's first sound after answer, streamed voice, cold cache | ${f1(cold ?? NaN)} | | | one call |`);
+
+    // False barge-ins: the caller asks, the agent answers at length, and 3.2–3.7 s into the answer
+    // (past the default rule's 3 s of the agent speaking before it can be cut)
+    // the caller coughs or says "uh-huh". Cut = the answer's sound stopped (its first 300 ms gap)
+    // before 80 % of how long it lasts uncut (measured first, on the same setup).
+    if (BARGE_TRIALS > 0) {
+      const uhhuh = trimTrailingQuiet(resample((await espeak.synthesize('uh-huh', { language: 'en-US' })).pcm16, said.sampleRate, 8000));
+      await reply('We open at nine in the morning and close at six in the evening, every day but Sunday, and on Saturdays we close at four.');
+      const silero = vadProvider({ vad: 'silero', vadModel: undefined });
+      await silero.ready();
+      console.log(`\nFalse barge-ins: 3.2–3.7 s into the agent's answer, a cough (200 ms of noise) or "uh-huh" (${(uhhuh.length / 8).toFixed(0)} ms, espeak-ng); ${BARGE_TRIALS} trials each; an answer counts as cut when its sound stops before 80 % of its uncut length`);
+      console.log('| interruption rule | heard by | uncut answer ms | cough: answers cut | "uh-huh": answers cut |');
+      console.log('|---|---|---|---|---|');
+      try {
+        for (const [rule, config] of [
+          ['default (3 words, after 3 s)', {}],
+          ['most sensitive (1 word, at once)', { interruptionWordCount: 1, interruptionMinimumSpeakingTime: 0 }],
+        ] as const) {
+          const b = await agentWith(w, { welcomeMessage: 'Hello.', agentSttEngine: 'deepgram', agentTtsEngine: 'elevenlabs', speakingTimeout: 700, callerResponseTimeout: 120, ...config });
+          for (const [by, how] of [
+            ['our VAD alone (energy)', { streaming: false }],
+            ['our VAD alone (Silero)', { streaming: false, vad: silero }],
+            ['Deepgram\'s events and our energy VAD', { streaming: true }],
+          ] as const) {
+            const answerLength = async (sound?: Int16Array) => {
+              const c = await streamedCall(rig, b, how);
+              try {
+                await c.caller.firstLoudAfter(c.up, 'greeting');
+                await c.caller.heardOut();
+                const first = await c.caller.firstLoudAfter(await c.caller.say(speech), 'answer');
+                if (sound) {
+                  await sleep(3200 + crypto.randomInt(0, 500));
+                  await c.caller.say(sound);
+                }
+                return (await c.caller.soundStops(first, 300)) - first;
+              } finally {
+                await c.end();
+              }
+            };
+            await hear([]);
+            const full = await answerLength();
+            const cut: Record<string, number> = {};
+            for (const [name, sound, words] of [['cough', cough(), ''], ['uh-huh', uhhuh, 'uh-huh']] as const) {
+              cut[name] = 0;
+              for (let i = 0; i < BARGE_TRIALS; i++) {
+              // What Deepgram hears: the question's words, then nothing in a cough, the word in "uh-huh".
+                await hear(['What are your opening hours?', words]);
+                if ((await answerLength(sound)) < 0.8 * full) cut[name]++;
+              }
+            }
+            console.log(`| ${rule} | ${by} | ${f1(full)} | ${cut.cough} of ${BARGE_TRIALS} | ${cut['uh-huh']} of ${BARGE_TRIALS} |`);
+            summary.push(`| false barge-ins (answers cut of ${BARGE_TRIALS}), ${rule.split(' (')[0]} rule, ${by}: cough / "uh-huh" | ${cut.cough} | ${cut['uh-huh']} | | |`);
+          }
+        }
+      } finally {
+        await silero.close();
+      }
+    }
+  } finally {
+    doubles.child.send({ type: 'exit' });
+    await new Promise((r) => doubles.child.once('exit', r));
+    await w.close();
+  }
 }
 
 /**
