@@ -143,7 +143,13 @@ for (const engine of ENGINES) {
         client.stop();
         const ended = await waitFor('ended', async () => { const c = await conversationRepo.find(h.database.db, call.conversation.id); return c?.ended_at != null && c; });
         assert.equal(ended.outcome, 'hung_up');
-        assert.deepEqual(JSON.parse(ended.state), { transport: 'twilio-media-stream', speech: { stt: 'pocketsphinx', tts: 'espeak-ng', offline: true, vad: 'silero', voice: 'default female en-US', streamed: false } });
+        assert.deepEqual(JSON.parse(ended.state), {
+          transport: 'twilio-media-stream',
+          speech: {
+            stt: 'pocketsphinx', sttRequested: 'deepgram', sttSubstituted: 'no deepgram key on this process nor of the organization: pocketsphinx hears the call',
+            tts: 'espeak-ng', offline: true, vad: 'silero', voice: 'default female en-US', streamed: false,
+          },
+        });
         await waitFor('the session is over', async () => h.services.mediaStreams.running === 0);
       } finally {
         await client.close();

@@ -7,7 +7,7 @@
 // VAD (callerVad), and falls back to this listener's way (transcribeInTurn) when it fails.
 // docs/voice.md, "Voice sessions".
 import type { SpeechGrammar, SpeechToText } from '../../speech/types.ts';
-import { VoiceActivityDetector, type SpeechEnd, type VadOptions, type VoiceActivity } from '../../speech/vad.ts';
+import { EnergyLevels, vadOptions, VoiceActivityDetector, type SpeechEnd, type VadOptions, type VoiceActivity } from '../../speech/vad.ts';
 import type { TurnStamps } from './latency.ts';
 
 const RATE = 8000;
@@ -98,6 +98,11 @@ export function callerVad(
   let stopped = false;
   let heardMs = 0; // caller audio pushed so far, ms
   let speechStartMs: number | undefined;
+  // Where the last voiced frame (by its energy) ended: how long the caller has spoken counts to
+  // there, not through the silence the detector waits for before it ends the utterance, or a short
+  // "uh-huh" over the agent would count as 400 ms and the whole speakingTimeout (a false barge-in).
+  const levels = new EnergyLevels(vadOptions({ sampleRate: RATE }));
+  let lastVoicedMs = 0;
 
   // The detector's events (the energy detector's as the audio is pushed; Silero's once its model has answered).
   vad.on('speechStart', (ev) => {
@@ -118,9 +123,11 @@ export function callerVad(
     hear(frame) {
       if (stopped) return;
       heardMs += (frame.length / RATE) * 1000;
+      if (levels.voiced(levels.observe(frame), speechStartMs !== undefined)) lastVoicedMs = heardMs;
       vad.push(frame);
     },
-    speakingMs: () => (speechStartMs === undefined ? undefined : heardMs - speechStartMs),
+    // A detector that hears speech the energy does not (a quiet caller, Silero) counts as before: to now.
+    speakingMs: () => (speechStartMs === undefined ? undefined : (lastVoicedMs > speechStartMs ? lastVoicedMs : heardMs) - speechStartMs),
     stop() {
       if (stopped) return;
       stopped = true;
