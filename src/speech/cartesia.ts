@@ -19,8 +19,8 @@ import type { Cartesia as CartesiaClient } from '@cartesia/cartesia-js';
 import type { TTSWS, TTSWSContext } from '@cartesia/cartesia-js/resources/tts/index';
 import { synthesisText } from './input.ts';
 import {
-  chooseVoice, collectSpeech, DEFAULT_STREAM_BOUNDS, pcmBody, providerError, ProviderStream, shortText, streamFormat,
-  type StreamBounds, type StreamedVoiceOptions, vendorFailure,
+  chooseVoice, collectSpeech, pcmBody, providerError, ProviderStream, shortText, streamFormat,
+  type StreamBounds, StreamedVoiceEngine, type StreamedVoiceOptions, vendorFailure,
 } from './tts-stream.ts';
 import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type StreamSampleRate, type SynthesisStream,
@@ -67,26 +67,14 @@ function handshakeStatus(message: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-export class CartesiaEngine implements TextToSpeech {
+export class CartesiaEngine extends StreamedVoiceEngine implements TextToSpeech {
   readonly name = CARTESIA;
-  readonly offline = false;
   readonly model: string;
-  private readonly baseUrl: string;
-  private readonly apiKey: string;
-  private readonly voiceDefaults: Readonly<Record<string, { female: string; male: string }>>;
-  private readonly bounds: StreamBounds;
-  private readonly timeoutMs: number;
-  private readonly maxRetries: number;
   private sdkClient: CartesiaClient | undefined;
 
   constructor(opts: CartesiaOptions) {
-    this.apiKey = opts.apiKey;
-    this.baseUrl = (opts.baseUrl ?? CARTESIA_BASE).replace(/\/+$/, '');
+    super(opts, { baseUrl: CARTESIA_BASE, voices: CARTESIA_DEFAULT_VOICES });
     this.model = opts.model ?? CARTESIA_DEFAULT_MODEL;
-    this.voiceDefaults = opts.voices ?? CARTESIA_DEFAULT_VOICES;
-    this.bounds = { ...DEFAULT_STREAM_BOUNDS, ...opts.bounds };
-    this.timeoutMs = opts.timeoutMs ?? 15_000;
-    this.maxRetries = opts.maxRetries ?? 1;
   }
 
   private client(): CartesiaClient {

@@ -15,8 +15,8 @@
 import type { DeepgramClient } from '@deepgram/sdk';
 import { synthesisText } from './input.ts';
 import {
-  chooseVoice, collectSpeech, DEFAULT_STREAM_BOUNDS, pcmBody, providerError, ProviderStream, shortText, socketBase,
-  streamFormat, type StreamBounds, type StreamedVoiceOptions, vendorFailure,
+  chooseVoice, collectSpeech, pcmBody, providerError, ProviderStream, shortText, socketBase,
+  streamFormat, type StreamBounds, StreamedVoiceEngine, type StreamedVoiceOptions, vendorFailure,
 } from './tts-stream.ts';
 import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type StreamSampleRate, type SynthesisStream,
@@ -52,24 +52,12 @@ function handshakeStatus(message: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-export class DeepgramAuraEngine implements TextToSpeech {
+export class DeepgramAuraEngine extends StreamedVoiceEngine implements TextToSpeech {
   readonly name = DEEPGRAM_AURA;
-  readonly offline = false;
-  private readonly baseUrl: string;
-  private readonly apiKey: string;
-  private readonly voiceDefaults: Readonly<Record<string, { female: string; male: string }>>;
-  private readonly bounds: StreamBounds;
-  private readonly timeoutMs: number;
-  private readonly maxRetries: number;
   private client: Promise<DeepgramClient> | undefined;
 
   constructor(opts: DeepgramAuraOptions) {
-    this.apiKey = opts.apiKey;
-    this.baseUrl = (opts.baseUrl ?? DEEPGRAM_BASE).replace(/\/+$/, '');
-    this.voiceDefaults = opts.voices ?? DEEPGRAM_AURA_DEFAULT_VOICES;
-    this.bounds = { ...DEFAULT_STREAM_BOUNDS, ...opts.bounds };
-    this.timeoutMs = opts.timeoutMs ?? 15_000;
-    this.maxRetries = opts.maxRetries ?? 1;
+    super(opts, { baseUrl: DEEPGRAM_BASE, voices: DEEPGRAM_AURA_DEFAULT_VOICES });
   }
 
   private sdkClient(): Promise<DeepgramClient> {

@@ -19,8 +19,8 @@ import WebSocket from 'ws';
 import type { ElevenLabsClient } from '@elevenlabs/elevenlabs-js';
 import { synthesisText } from './input.ts';
 import {
-  chooseVoice, collectSpeech, DEFAULT_STREAM_BOUNDS, pcmBody, providerError, ProviderStream, shortText, socketBase,
-  streamFormat, type StreamBounds, type StreamedVoiceOptions, vendorFailure,
+  chooseVoice, collectSpeech, pcmBody, providerError, ProviderStream, shortText, socketBase,
+  streamFormat, type StreamBounds, StreamedVoiceEngine, type StreamedVoiceOptions, vendorFailure,
 } from './tts-stream.ts';
 import {
   SpeechError, type Speech, type SpeechChunk, type SynthesisEncoding, type SynthesisStream, type SynthesisStreamOptions,
@@ -56,26 +56,14 @@ function outputFormat(encoding: SynthesisEncoding, rate: number): string {
   return encoding === 'mulaw' ? 'ulaw_8000' : `pcm_${rate}`;
 }
 
-export class ElevenLabsEngine implements TextToSpeech {
+export class ElevenLabsEngine extends StreamedVoiceEngine implements TextToSpeech {
   readonly name = ELEVENLABS;
-  readonly offline = false;
   readonly model: string;
-  private readonly baseUrl: string;
-  private readonly apiKey: string;
-  private readonly voiceDefaults: Readonly<Record<string, { female: string; male: string }>>;
-  private readonly bounds: StreamBounds;
-  private readonly timeoutMs: number;
-  private readonly maxRetries: number;
   private client: Promise<ElevenLabsClient> | undefined;
 
   constructor(opts: ElevenLabsOptions) {
-    this.apiKey = opts.apiKey;
-    this.baseUrl = (opts.baseUrl ?? ELEVENLABS_BASE).replace(/\/+$/, '');
+    super(opts, { baseUrl: ELEVENLABS_BASE, voices: ELEVENLABS_DEFAULT_VOICES });
     this.model = opts.model ?? ELEVENLABS_DEFAULT_MODEL;
-    this.voiceDefaults = opts.voices ?? ELEVENLABS_DEFAULT_VOICES;
-    this.bounds = { ...DEFAULT_STREAM_BOUNDS, ...opts.bounds };
-    this.timeoutMs = opts.timeoutMs ?? 15_000;
-    this.maxRetries = opts.maxRetries ?? 1;
   }
 
   private sdkClient(): Promise<ElevenLabsClient> {

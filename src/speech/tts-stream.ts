@@ -92,6 +92,29 @@ export interface StreamedVoiceOptions {
 }
 
 /**
+ * What every streamed voice holds: its key and base URL, the voices standing for the genders, its
+ * stream bounds and its HTTP client's timeout and retries, each with the engine's defaults.
+ */
+export abstract class StreamedVoiceEngine {
+  readonly offline = false;
+  protected readonly apiKey: string;
+  protected readonly baseUrl: string;
+  protected readonly voiceDefaults: Readonly<Record<string, { female: string; male: string }>>;
+  protected readonly bounds: StreamBounds;
+  protected readonly timeoutMs: number;
+  protected readonly maxRetries: number;
+
+  constructor(opts: StreamedVoiceOptions, defaults: { baseUrl: string; voices: Readonly<Record<string, { female: string; male: string }>> }) {
+    this.apiKey = opts.apiKey;
+    this.baseUrl = (opts.baseUrl ?? defaults.baseUrl).replace(/\/+$/, '');
+    this.voiceDefaults = opts.voices ?? defaults.voices;
+    this.bounds = { ...DEFAULT_STREAM_BOUNDS, ...opts.bounds };
+    this.timeoutMs = opts.timeoutMs ?? 15_000;
+    this.maxRetries = opts.maxRetries ?? 1;
+  }
+}
+
+/**
  * A vendor client's failure as a SpeechError naming the engine: ours pass through, an abort is the
  * abort's reason, the client's timeout a `timeout`, its API error by status (`apiStatus` answers
  * for the client's own error class: `{ status }`, else undefined), anything else `failed`.

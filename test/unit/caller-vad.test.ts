@@ -20,7 +20,7 @@ function feed(vad: ReturnType<typeof callerVad>, pcm: Int16Array): void {
 describe('the caller\'s speaking time', () => {
   it('counts to the last voiced frame, not through the silence before the utterance ends', () => {
     const ends: number[] = [];
-    const vad = callerVad({ stt: undefined as never, now: Date.now }, { speakingTimeoutMs: 1200 }, { start: () => {}, end: (ev) => { ends.push(ev.endMs); } });
+    const vad = callerVad({ stt: undefined as never, now: Date.now }, { speakingTimeoutMs: 1200, onFallback: () => {} }, { start: () => {}, end: (ev) => { ends.push(ev.endMs); } });
     feed(vad, silence(600));
     assert.equal(vad.speakingMs(), undefined, 'quiet: not speaking');
     feed(vad, tone(400));
