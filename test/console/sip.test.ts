@@ -105,12 +105,21 @@ describe('web console SIP page (Chromium, Kamailio)', { skip: toolsSkip('chromiu
 
   it('draws the captured REGISTER exchange as a ladder, lists it in words, and offers it as a pcap', async () => {
     const { page } = c;
-    await c.open('/sip', 'SIP');
+    // Captures are written in batches: the page is opened again until the accepting 200 is among them.
     const ladder = page.getByTestId('sip-ladder');
-    await ladder.waitFor({ timeout: 15_000 });
-    // The newest Call-ID is the registration that holds: challenged, answered, accepted.
-    const labels = await ladder.locator('g.ladder-step').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-label')));
-    assert.deepEqual(labels.slice(0, 4), ['REGISTER', '401 Unauthorized', 'REGISTER', '200 OK'], labels.join(', '));
+    let labels: Array<string | null>;
+    const until = Date.now() + 15_000;
+    do {
+      await c.open('/sip', 'SIP');
+      await ladder.waitFor({ timeout: 15_000 });
+      labels = await ladder.locator('g.ladder-step').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-label')));
+    } while (!labels.includes('200 OK') && Date.now() < until && await new Promise((r) => setTimeout(r, 500, true)));
+    // The newest Call-ID is the registration that holds: challenged, answered, accepted. A REGISTER
+    // retransmitted before its 401 came (a loaded machine) draws again with its own 401.
+    const accepted = labels.indexOf('200 OK');
+    assert.ok(accepted >= 3, labels.join(', '));
+    assert.deepEqual(labels.slice(0, 2), ['REGISTER', '401 Unauthorized'], labels.join(', '));
+    assert.equal(labels[accepted - 1], 'REGISTER', labels.join(', '));
     assert.equal(await ladder.locator('g.ladder-step line.ladder-arrow').count(), labels.length, 'an arrow per message');
     // Two parties: our endpoint and Kamailio, each with its lane.
     const lanes = await ladder.locator('g.ladder-party text.ladder-addr').allTextContents();
@@ -118,12 +127,12 @@ describe('web console SIP page (Chromium, Kamailio)', { skip: toolsSkip('chromiu
     assert.equal(lanes[1], `${kam.host}:${kam.port}`);
     // Requests go from our lane to Kamailio's, answers come back.
     const arrows = await ladder.locator('g.ladder-step line.ladder-arrow').evaluateAll((ls) => ls.map((l) => Number(l.getAttribute('x2')) - Number(l.getAttribute('x1'))));
-    assert.ok(arrows[0] > 0 && arrows[1] < 0 && arrows[2] > 0 && arrows[3] < 0, arrows.join(', '));
+    labels.forEach((label, i) => assert.ok(label === 'REGISTER' ? arrows[i]! > 0 : arrows[i]! < 0, `${label}: ${arrows.join(', ')}`));
     const list = page.getByRole('list', { name: /the messages in order/ });
     const items = await list.getByRole('listitem').allInnerTexts();
     assert.match(items[0], /REGISTER\s+callplane 127\.0\.0\.1:\d+ → 127\.0\.0\.24:\d+ \(UDP\)/);
     assert.match(items[1], /401 Unauthorized/);
-    assert.match(items[3], /200 OK/);
+    assert.match(items[accepted], /200 OK/);
 
     const link = page.getByRole('link', { name: /Download these messages as pcap/ });
     assert.match((await link.getAttribute('download'))!, /^sip-.+\.pcap$/);
