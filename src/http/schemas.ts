@@ -43,3 +43,6 @@ export const LimitOffsetQuery = {
 };
 
 export const Security = [{ apiKeyAuth: [] as string[] }];
+
+/** A schema or null (OpenAPI: a union with null), with a description when given. */
+export const Nullable = <T extends TSchema>(schema: T, description?: string) => Type.Union([schema, Type.Null()], description ? { description } : {});

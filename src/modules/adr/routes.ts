@@ -5,11 +5,10 @@
 // docs/billing.md, "Activity records"; docs/api.md, "Billing".
 import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { AccountId, Envelope, errors, Obj, Security, Nullable } from '../../http/schemas.ts';
 import type { AdrService } from './service.ts';
 
 const tags = ['Billing'];
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(s: T) => Type.Union([s, Type.Null()]);
 const TargetQuery = Type.Object({
   targetAccountId: Type.Optional(AccountId('An organization below the token\'s reseller or partner, whose own export this is; default: the token\'s account')),
 });

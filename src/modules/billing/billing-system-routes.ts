@@ -1,16 +1,15 @@
 // POST /api/v2/billing/billingSystemConfig (the contract's), its reading, GET /api/v2/billing/billingSystemSettings (an extension: the contract's path keeps only its POST), and the public
 // ingress each processor posts its webhooks to: /api/v2/billing/webhook/{accountId}/stripe|chargebee.
 // docs/billing.md, "Payment processors"; docs/api.md, "Billing systems".
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../../http/types.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { AccountId, Envelope, errors, Obj, Security, Nullable } from '../../http/schemas.ts';
 import type { BillingSystemService } from './billing-systems.ts';
 import { MAX_WEBHOOK_BYTES, type ProcessorSubscriptions } from './processor-subscriptions.ts';
 import { PROCESSORS, type ProcessorType } from './processors.ts';
 
 const tags = ['Billing'];
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const TargetQuery = Type.Object({
   targetAccountId: Type.Optional(AccountId('The reseller or partner whose billing system it is (a partner acting for one of its resellers); default: the token\'s own')),
 });

@@ -1,13 +1,12 @@
 // The Billing operations of the contract for the catalog and subscriptions (no payment processor
 // yet), and the catalog editing extensions. docs/billing.md and docs/api.md describe them.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { AccountId, Envelope, errors, Obj, Security, Nullable } from '../../http/schemas.ts';
 import { MAX_CONCURRENCY, MAX_DAILY_CAP } from '../limits/task-limits.ts';
 import type { BillingService } from './service.ts';
 
 const tags = ['Billing'];
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 /**
  * A number or null in a request body: `nullable` rather than a union, which type coercion would
  * read as its first member (null sent for "not sold" would become 0).

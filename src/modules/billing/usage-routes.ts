@@ -1,12 +1,11 @@
 // GET /api/v2/stats/usage: what an organization (or a reseller's or partner's organizations) used,
 // and what it costs under their plans; POST /api/v2/billing/billingPeriod: an organization's next
 // billing period, set by its reseller or partner. docs/billing.md ("Usage") and docs/api.md describe it.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
-import { AccountId, Envelope, errors, Security } from '../../http/schemas.ts';
+import { AccountId, Envelope, errors, Security, Nullable } from '../../http/schemas.ts';
 import type { UsageService } from './usage.ts';
 
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Figures = (description: string) => Type.Object({}, {
   additionalProperties: true,
   description: `${description}: callMinutes, texts, tasks, conversations, modelTokens (with allItems also calls, callSeconds, the staging test chat's testConversations, testTokens (never billed), and simulatedCallMinutes, simulatedTexts, simulatedTokens (of the figures above, made by the SIMULATED carrier and model engine), and each speech provider's use in its own unit: speech:<vendor>:audioSeconds (recognised) and speech:<vendor>:characters (synthesized)); with giveCosts or combineCosts the cost:<item>, cost:plan and cost:total keys in the currency's major unit`,

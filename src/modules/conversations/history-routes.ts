@@ -1,14 +1,13 @@
 // The history's operations: the contract's Messaging reads (inbox, junk inbox, recent and room
 // messages, one conversation, a batch of them), Logs (JSON or a streamed CSV), and our extension
 // POST /api/v2/conversations/{roomId}/junk. docs/conversations.md, "History: rooms, messages, logs".
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { AccountId, Envelope, errors, Obj, Security, Nullable } from '../../http/schemas.ts';
 import { BATCH_MAX_ITEMS, INBOX_MAX_PAGE_SIZE, RECENT_MAX, ROOM_MESSAGES_MAX, type HistoryService } from './history.ts';
 import { LOG_MAX_PAGE_SIZE, MAX_UNIX_SECONDS } from './logs-query.ts';
 
 const tags = ['Messaging'];
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Target = {
   targetAccountId: Type.Optional(AccountId('Organization or agent to read (resellers and partners; an organization or agent token reads its own)')),
 };

@@ -1,8 +1,8 @@
 // Every SIP operation of the contract: registration (POST/GET/DELETE, available), IP whitelist,
 // outbound routes and captures. Handlers are a schema and one service call (service.ts).
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { AccountId, Envelope, errors, Obj, Security, Nullable } from '../../http/schemas.ts';
 import type { SipService } from './service.ts';
 
 const tags = ['SIP'];
@@ -10,7 +10,6 @@ const Target = { targetAccountId: Type.Optional(AccountId('Organization (or one 
 const TargetQuery = Type.Object(Target);
 const Str = (description: string, maxLength = 300) => Type.Optional(Type.String({ description, maxLength }));
 
-const Nullable = <T extends TSchema>(schema: T, description?: string) => Type.Union([schema, Type.Null()], description ? { description } : {});
 const Registration = Obj({
   id: Type.Integer(),
   userId: Type.Integer({ description: 'The organization' }),

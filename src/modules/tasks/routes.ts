@@ -1,7 +1,7 @@
 // Every Tasks operation of the contract, plus the agent queueing operations (outboundCall/Sms).
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
-import { AccountId, Envelope, errors, Obj, Security } from '../../http/schemas.ts';
+import { AccountId, Envelope, errors, Obj, Security, Nullable } from '../../http/schemas.ts';
 import { taskCsvRoutes } from './csv.ts';
 import type { TaskService } from './service.ts';
 
@@ -9,7 +9,6 @@ const tags = ['Tasks'];
 const Target = { targetAccountId: Type.Optional(AccountId('Organization or agent to act on (resellers and partners; an organization or agent token acts on itself)')) };
 const TargetQuery = Type.Object(Target);
 const TaskId = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200, description: 'Task ID' }) });
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Seconds = (description: string) => Nullable(Type.Number({ description }));
 const NullableText = (description: string) => Nullable(Type.String({ description }));
 const Task = Obj({

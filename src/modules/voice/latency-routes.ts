@@ -1,11 +1,10 @@
 // GET /api/v2/agent/{agentId}/latency (callplane extension): p50/p95 of each step of an agent's
 // spoken turns over a window (docs/api.md, docs/voice.md "Every turn's latency").
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
-import { Envelope, errors, Security } from '../../http/schemas.ts';
+import { Envelope, errors, Security, Nullable } from '../../http/schemas.ts';
 import { LATENCY_MAX_WINDOW_HOURS, type LatencyService } from './latency.ts';
 
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Step = Type.Object({
   count: Type.Integer({ description: 'Turns that measured this step' }),
   p50: Nullable(Type.Integer({ description: 'ms; null without turns' })),

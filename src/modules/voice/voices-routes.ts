@@ -3,12 +3,10 @@
 // is the process's, not a tenant's.
 import { Type } from '@sinclair/typebox';
 import { StringEnum } from '../../http/checker.ts';
-import { Envelope, errors, Security } from '../../http/schemas.ts';
+import { Envelope, errors, Security, Nullable } from '../../http/schemas.ts';
 import type { App } from '../../http/types.ts';
 import { TTS_ENGINES } from '../agents/catalog.ts';
 import type { VoicesService } from './voices.ts';
-
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
 const Voice = Type.Object({
   id: Type.String({ description: 'What agentVoice takes, with agentTtsEngine set to this engine' }),
