@@ -20,8 +20,9 @@
 // within `endOfTurnTimeoutMs` of the activity's end, or the turn ends with what was heard. A
 // stream that never reports voice activity (a model without it) ends a turn on each final result.
 //
-// Credentials: a service account's key file (GOOGLE_APPLICATION_CREDENTIALS), read and checked
-// here and handed to the client (google-auth-library signs a self-signed JWT with it; nothing is
+// Credentials: a service account's key, from its file (GOOGLE_APPLICATION_CREDENTIALS: the
+// process's) or as the file's JSON text (an organization's own key, stored sealed by the
+// speech-providers module), read and checked here and handed to the client (google-auth-library signs a self-signed JWT with it; nothing is
 // exchanged at a token endpoint). Where the endpoint is `http://` (a local double) the channel is
 // insecure and the token goes as each call's `authorization` metadata; with `https://` the client
 // adds it to the TLS channel itself. A refused credential (UNAUTHENTICATED, PERMISSION_DENIED) is a
@@ -77,9 +78,12 @@ const CODE_NAMES: Record<number, string> = {
   8: 'RESOURCE_EXHAUSTED', 9: 'FAILED_PRECONDITION', 10: 'ABORTED', 11: 'OUT_OF_RANGE', 12: 'UNIMPLEMENTED', 13: 'INTERNAL', 14: 'UNAVAILABLE', 16: 'UNAUTHENTICATED',
 };
 
-export interface GoogleSpeechOptions {
-  /** The service account's key file (GOOGLE_APPLICATION_CREDENTIALS). */
-  keyFile: string;
+/** Where the service account's key comes from: its file, or the file's JSON text. */
+export type GoogleKeySource = { keyFile: string; keyJson?: undefined } | { keyJson: string; keyFile?: undefined };
+
+export type GoogleSpeechOptions = GoogleKeySource & GoogleEngineOptions;
+
+export interface GoogleEngineOptions {
   /** The gRPC endpoint: https://host[:port] (TLS; default https://speech.googleapis.com) or http://host:port (insecure: a local double). */
   url?: string;
   /** The model for every language (default: `telephony` where Google has it, else Google's choice). */
@@ -131,11 +135,13 @@ interface ServiceAccountKey {
   [k: string]: unknown;
 }
 
-/** Reads and checks the key file; errors name the file's problem, never its content. */
-async function readKeyFile(engine: string, file: string): Promise<ServiceAccountKey> {
+/** Reads and checks the key; errors name what is wrong with it, never its content. */
+async function readKey(engine: string, source: GoogleKeySource): Promise<ServiceAccountKey> {
+  if (source.keyJson !== undefined) return checkedKey(engine, source.keyJson, 'the organization\'s Google key');
+  const what = 'the credentials file in GOOGLE_APPLICATION_CREDENTIALS';
   let raw: Buffer;
   try {
-    const h = await fs.open(file, 'r');
+    const h = await fs.open(source.keyFile, 'r');
     try {
       raw = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
       const { bytesRead } = await h.read(raw, 0, raw.length, 0);
@@ -144,17 +150,21 @@ async function readKeyFile(engine: string, file: string): Promise<ServiceAccount
       await h.close();
     }
   } catch (err) {
-    throw new SpeechError(engine, 'unavailable', `the credentials file in GOOGLE_APPLICATION_CREDENTIALS cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new SpeechError(engine, 'unavailable', `${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
-  if (raw.length > MAX_KEY_FILE_BYTES) throw new SpeechError(engine, 'unavailable', 'the credentials file in GOOGLE_APPLICATION_CREDENTIALS is too large for a service account key');
+  return checkedKey(engine, raw.toString('utf8'), what);
+}
+
+function checkedKey(engine: string, raw: string, what: string): ServiceAccountKey {
+  if (Buffer.byteLength(raw) > MAX_KEY_FILE_BYTES) throw new SpeechError(engine, 'unavailable', `${what} is too large for a service account key`);
   let key: Record<string, unknown>;
   try {
-    key = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+    key = JSON.parse(raw) as Record<string, unknown>;
   } catch {
-    throw new SpeechError(engine, 'unavailable', 'the credentials file in GOOGLE_APPLICATION_CREDENTIALS is not JSON');
+    throw new SpeechError(engine, 'unavailable', `${what} is not JSON`);
   }
   if (key === null || typeof key !== 'object' || key.type !== 'service_account' || typeof key.client_email !== 'string' || typeof key.private_key !== 'string') {
-    throw new SpeechError(engine, 'unavailable', 'the credentials file in GOOGLE_APPLICATION_CREDENTIALS is not a service account key (type service_account, client_email, private_key)');
+    throw new SpeechError(engine, 'unavailable', `${what} is not a service account key (type service_account, client_email, private_key)`);
   }
   return key as ServiceAccountKey;
 }
@@ -171,7 +181,7 @@ function lazyGoogle(engine: string, o: GoogleSpeechOptions): () => Promise<Googl
   return () => {
     made ??= (async () => {
       const endpoint = googleEndpoint(o.url ?? GOOGLE_SPEECH_URL);
-      const [{ speech, gax }, key] = await Promise.all([googleModules(), readKeyFile(engine, o.keyFile)]);
+      const [{ speech, gax }, key] = await Promise.all([googleModules(), readKey(engine, o)]);
       // A self-signed JWT from the key (as the client makes for a key file), built here so the
       // key is the one checked above; nothing is exchanged at a token endpoint.
       const jwt = new gax.googleAuthLibrary.JWT({
@@ -220,7 +230,7 @@ function googleError(engine: string, what: string, err: unknown): SpeechError {
   const code = statusCode(err);
   if (code === UNAUTHENTICATED || code === PERMISSION_DENIED) {
     return new SpeechError(engine, 'refused',
-      `${what}: Google refused the credentials (${CODE_NAMES[code]}); check the service account in GOOGLE_APPLICATION_CREDENTIALS and its access to Speech-to-Text`,
+      `${what}: Google refused the credentials (${CODE_NAMES[code]}); check the service account key (GOOGLE_APPLICATION_CREDENTIALS, or the organization's own) and its access to Speech-to-Text`,
       code === UNAUTHENTICATED ? 401 : 403);
   }
   const named = `${CODE_NAMES[code] ?? `code ${code}`}: ${statusDetail(err)}`;
@@ -756,9 +766,9 @@ export class GoogleStreaming implements StreamingSpeechToText {
     return stream;
   }
 
-  /** Reads and checks the key file; spends no request (a refused account shows on the first open()). */
+  /** Reads and checks the key; spends no request (a refused account shows on the first open()). */
   async check(): Promise<void> {
-    await readKeyFile(this.name, this.options.keyFile);
+    await readKey(this.name, this.options);
   }
 }
 
@@ -808,6 +818,6 @@ export class GoogleTranscriber implements SpeechToText {
   }
 
   async check(): Promise<void> {
-    await readKeyFile(this.name, this.options.keyFile);
+    await readKey(this.name, this.options);
   }
 }

@@ -14,7 +14,8 @@
 //   both, and each engine picks its voice from them (espeak-ng: en-US female → en-us+f3; OpenAI:
 //   CALLPLANE_TTS_VOICES, nova for female and onyx for male by default).
 // - An organization's own keys (src/modules/speech-providers/): vendorEngineCache() builds a
-//   vendor's engines for given credentials, once per key, bounded.
+//   vendor's engines for given credentials (Google's: the service account's JSON key), once per
+//   key, bounded.
 import { createHash } from 'node:crypto';
 import type { SpeechConfig } from '../config.ts';
 import { vadProvider, type VadProvider } from './detectors.ts';
@@ -126,7 +127,7 @@ export interface SpeechCredentials {
 /** The engines one vendor's credentials give, by what they do (none of a kind the vendor lacks here). */
 export interface VendorEngines {
   /** Streaming recognisers, by agentSttEngine value. */
-  streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText };
+  streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText; google?: StreamingSpeechToText };
   /** One-utterance recognition. */
   stt?: SpeechToText;
   /** Synthesis. */
@@ -172,8 +173,12 @@ export function vendorEngineCache(config: SpeechConfig, options: VendorEngineCac
           tts: new OpenAISynthesizer({ ...o, model: config.ttsModel, format: config.ttsFormat, voices: config.ttsVoices }),
         };
       }
+      case 'google': {
+        // The key is the service account's JSON; the base URL is its gRPC endpoint.
+        const o = { keyJson: c.apiKey, url: c.baseUrl, requestTimeoutMs: config.timeoutMs };
+        return { streaming: { google: new GoogleStreaming(o) }, stt: new GoogleTranscriber(o) };
+      }
       default:
-        // google: its engines read a key file; an organization's key (the service account's JSON) is not wired to them yet.
         return undefined;
     }
   }

@@ -15,6 +15,7 @@ import { DeepgramLive, DeepgramTranscriber } from '../../src/speech/deepgram.ts'
 import { OpenAISynthesizer } from '../../src/speech/openai-speech.ts';
 import { CartesiaEngine } from '../../src/speech/cartesia.ts';
 import { DeepgramAuraEngine } from '../../src/speech/deepgram-aura.ts';
+import { GoogleStreaming, GoogleTranscriber } from '../../src/speech/google.ts';
 import { vendorEngineCache, type VendorEngines } from '../../src/speech/registry.ts';
 import { TargetRefusedError } from '../../src/webhooks/ssrf.ts';
 import { forEachEngine } from '../helpers/engines.ts';
@@ -39,7 +40,7 @@ const googleKey = (email = 'speech@acme-voice.iam.gserviceaccount.com') => JSON.
 }, null, 2);
 
 describe('engines for given credentials', () => {
-  it('are built once per vendor, URL and key, the least recently used dropped past the bound; vendors this build lacks give none', () => {
+  it('are built once per vendor, URL and key, the least recently used dropped past the bound', () => {
     const speech = loadConfig({}).speech;
     const cache = vendorEngineCache(speech, { max: 2 });
     const a = cache.engineFor('deepgram', { apiKey: 'key-a', baseUrl: 'https://api.deepgram.com' });
@@ -56,7 +57,8 @@ describe('engines for given credentials', () => {
     assert.equal(cache.engineFor('deepgram', { apiKey: 'key-a', baseUrl: 'https://api.deepgram.com' }), a, 'kept');
     assert.notEqual(cache.engineFor('deepgram', { apiKey: 'key-a', baseUrl: 'https://eu.api.deepgram.com' }), moved, 'the least recently used was dropped and is built again');
     assert.ok(cache.engineFor('cartesia', { apiKey: 'c', baseUrl: 'https://api.cartesia.ai' })?.tts instanceof CartesiaEngine);
-    assert.equal(cache.engineFor('google', { apiKey: '{}', baseUrl: 'https://speech.googleapis.com' }), undefined, 'an organization\'s Google key is not wired to engines yet');
+    const google = cache.engineFor('google', { apiKey: '{"type":"service_account"}', baseUrl: 'https://speech.googleapis.com' });
+    assert.ok(google?.streaming.google instanceof GoogleStreaming && google.stt instanceof GoogleTranscriber, 'Google\'s engines take the service account\'s JSON');
   });
 
   it('the process\'s keys come from its configuration', () => {

@@ -5,9 +5,13 @@
 // (CALLPLANE_DEEPGRAM_API_KEY) sees nothing; the call's audio seconds and the characters its voice
 // spoke are in GET /api/v2/stats/usage once it ends, recorded once however often the end is
 // recorded. An organization without a key, or with its key disabled, is heard with the process's.
+// An organization's Google key (a service account's JSON) hears with Google's gRPC double.
 // The real call start (start-call.ts), session, speech-providers service and engines (official
 // clients) run over the fake voice transport (test/helpers/fake-voice-transport.ts).
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { voiceSettings } from '../../src/modules/agents/voice-settings.ts';
 import { conversationRepo, messageRepo } from '../../src/modules/conversations/repository.ts';
@@ -19,6 +23,7 @@ import { startCall } from '../../src/modules/voice/start-call.ts';
 import { agentOnCall } from '../helpers/agent-call.ts';
 import { startFakeDeepgram, type FakeDeepgram } from '../helpers/fake-deepgram.ts';
 import { ELEVENLABS_TEST_KEY, startFakeElevenLabs } from '../helpers/fake-elevenlabs.ts';
+import { makeServiceAccount, startFakeGoogleSpeech, type FakeGoogleSpeech, type ServiceAccount } from '../helpers/fake-google-speech.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import type { FakeTtsServer } from '../helpers/fake-tts.ts';
 import { FakeVoiceTransport, ScriptedStt, ShortTts } from '../helpers/fake-voice-transport.ts';
@@ -36,8 +41,15 @@ for (const engine of ENGINES) {
     let processDg: FakeDeepgram;
     let orgDg: FakeDeepgram;
     let el: FakeTtsServer;
+    let google: FakeGoogleSpeech;
+    let dir: string;
+    let account: ServiceAccount;
     before(async () => {
       llm = await startFakeLlm();
+      google = await startFakeGoogleSpeech();
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-org-google-'));
+      account = makeServiceAccount(dir, 'org-speech');
+      google.trust(account);
       processDg = await startFakeDeepgram({ apiKey: PROCESS_KEY });
       orgDg = await startFakeDeepgram({ apiKey: ORG_KEY });
       el = await startFakeElevenLabs();
@@ -47,16 +59,17 @@ for (const engine of ENGINES) {
       });
     });
     after(async () => {
-      await h?.close(); await llm?.close(); await processDg?.close(); await orgDg?.close(); await el?.close();
+      await h?.close(); await llm?.close(); await processDg?.close(); await orgDg?.close(); await el?.close(); await google?.close();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
     /**
      * A call of a new organization (with `keys` stored first) to an agent heard by Deepgram and
      * spoken by ElevenLabs: the caller says one thing, the agent answers, the call ends.
      */
-    async function call(keys: { vendor: string; apiKey: string; baseUrl: string; enabled?: boolean }[]) {
+    async function call(keys: { vendor: string; apiKey: string; baseUrl: string; enabled?: boolean }[], stt: { engine: 'deepgram' | 'google'; hears?: { hear: string[] } } = { engine: 'deepgram' }) {
       const { db, org, live, opened, http, turns } = await agentOnCall(h, {
-        welcomeMessage: '', agentSttEngine: 'deepgram', agentTtsEngine: 'elevenlabs', speakingTimeout: 5000, callerResponseTimeout: 60,
+        welcomeMessage: '', agentSttEngine: stt.engine, agentTtsEngine: 'elevenlabs', speakingTimeout: 5000, callerResponseTimeout: 60,
       });
       for (const k of keys) {
         const added = await h.call('POST', '/api/v2/speech/providers', { token: org.token, body: k });
@@ -72,7 +85,7 @@ for (const engine of ENGINES) {
       const started = await startCall(deps, transport, { conversation: opened.conversation, room: opened.room, config: live, settings, capabilities: CAPABILITIES.sip, opening: {} });
       const id = opened.conversation.id;
       await waitFor('listening', () => started.session.phase === 'listening', 10_000, 5);
-      (keys.some((k) => k.vendor === 'deepgram' && k.enabled !== false) ? orgDg : processDg).hear.push('When do you open?');
+      (stt.hears ?? (keys.some((k) => k.vendor === 'deepgram' && k.enabled !== false) ? orgDg : processDg)).hear.push('When do you open?');
       llm.script.push({ text: REPLY });
       transport.utter(settings.speakingTimeoutMs, 1500);
       await waitFor('the reply', async () => (await messageRepo.ofConversation(db, id)).some((m) => m.direction === 'outbound'), 15_000, 20);
@@ -118,6 +131,23 @@ for (const engine of ENGINES) {
       await recordCallSpeech(h.database.db, r.id, again, Date.now());
       const u2 = await h.call('GET', '/api/v2/stats/usage', { token: r.org.token, query: { allItems: true } });
       assert.equal((u2.body.usage as Record<string, number>)['speech:deepgram:audioSeconds'], r.usage['speech:deepgram:audioSeconds']);
+    });
+
+    it('an organization\'s Google key (its service account\'s JSON) hears its calls: the token is signed with that account, at the organization\'s endpoint', async () => {
+      const before = google.streams.length;
+      const r = await call([
+        { vendor: 'google', apiKey: fs.readFileSync(account.file, 'utf8'), baseUrl: google.url },
+        { vendor: 'elevenlabs', apiKey: ELEVENLABS_TEST_KEY, baseUrl: el.baseUrl },
+      ], { engine: 'google', hears: google });
+      assert.equal(google.streams.length, before + 1);
+      const stream = google.streams.at(-1)!;
+      assert.equal(stream.claims?.iss, account.email, 'signed with the organization\'s service account');
+      assert.equal((stream.config as { config?: { encoding?: string } }).config?.encoding, 'LINEAR16');
+      assert.equal(r.heardByModel, 'When do you open?');
+      const speech = r.state.speech!;
+      assert.deepEqual([speech.stt, speech.sttKeySource, speech.changes], ['google', 'organization', undefined]);
+      assert.ok(!JSON.stringify(r.state).includes(account.email) && !JSON.stringify(r.state).includes('PRIVATE KEY'));
+      assert.ok(r.usage['speech:google:audioSeconds']! > 1.5, JSON.stringify(r.usage));
     });
 
     it('an organization without a key is heard with the process\'s; a disabled key falls back to it too', async () => {

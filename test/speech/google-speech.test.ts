@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pcm16ToBytes } from '../../src/media/pcm.ts';
-import { GoogleStreaming, GoogleTranscriber, googleEndpoint, googleModelFor, MAX_CHUNK_BYTES, type GoogleSpeechOptions } from '../../src/speech/google.ts';
+import { GoogleStreaming, GoogleTranscriber, googleEndpoint, googleModelFor, MAX_CHUNK_BYTES, type GoogleEngineOptions, type GoogleSpeechOptions } from '../../src/speech/google.ts';
 import { resample } from '../../src/speech/resample.ts';
 import { SpeechError } from '../../src/speech/types.ts';
 import { collect, has, mulawFrames, paced, turns } from '../helpers/recognition.ts';
@@ -26,7 +26,7 @@ describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
   let account: ServiceAccount;
   let hours: Int16Array;
   let book: Int16Array;
-  const opts = (more: Partial<GoogleSpeechOptions> = {}): GoogleSpeechOptions => ({ keyFile: account.file, url: fake.url, ...more });
+  const opts = (more: Partial<GoogleEngineOptions> & { keyFile?: string } = {}): GoogleSpeechOptions => ({ keyFile: account.file, url: fake.url, ...more });
   const mulaw8k = { language: 'en-US', encoding: 'mulaw', sampleRate: 8000 } as const;
 
   before(async () => {
@@ -172,7 +172,7 @@ describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
       assert.ok(e instanceof SpeechError);
       assert.equal(e.kind, 'refused');
       assert.equal(e.status, 401);
-      assert.match(e.message, /Google refused the credentials \(UNAUTHENTICATED\); check the service account in GOOGLE_APPLICATION_CREDENTIALS/);
+      assert.match(e.message, /Google refused the credentials \(UNAUTHENTICATED\); check the service account key \(GOOGLE_APPLICATION_CREDENTIALS, or the organization's own\)/);
       const key = JSON.parse(fs.readFileSync(stranger.file, 'utf8')) as { private_key: string; private_key_id: string };
       assert.ok(!e.message.includes(key.private_key_id) && !e.message.includes('Bearer') && !e.message.includes('BEGIN'));
       return true;
@@ -192,6 +192,24 @@ describe('Google Speech-to-Text', { skip: toolsSkip('espeak-ng') }, () => {
     await assert.rejects(wrong.check(), (e: unknown) => e instanceof SpeechError && e.kind === 'unavailable' && /not a service account key/.test(e.message) && !e.message.includes('secret'));
     await assert.rejects(wrong.open(mulaw8k), (e: unknown) => e instanceof SpeechError && e.kind === 'unavailable');
     await new GoogleStreaming(opts()).check();
+  });
+
+  it('takes the key as the file\'s JSON text (an organization\'s own key): signed and heard the same; a text that is not a key is said so, without its content', async () => {
+    const keyJson = fs.readFileSync(account.file, 'utf8');
+    const stt = new GoogleStreaming({ keyJson, url: fake.url });
+    await stt.check();
+    fake.hear.push('What are your opening hours?');
+    const stream = await stt.open(mulaw8k);
+    const events = collect(stream);
+    for (const f of mulawFrames(hours)) stream.write(f);
+    for (const f of mulawFrames(silence(800))) stream.write(f);
+    await waitFor('the end of the turn', has(events, 'endOfTurn'), 5000);
+    assert.deepEqual(turns(events), ['startOfTurn', 'endOfTurn:What are your opening hours?']);
+    await stream.close();
+    assert.match(fake.streams.at(-1)!.authorization ?? '', /^Bearer /, 'signed with the JSON text\'s key');
+    const stranger = JSON.stringify({ type: 'authorized_user', refresh_token: 'secret-refresh-token' });
+    await assert.rejects(new GoogleTranscriber({ keyJson: stranger, url: fake.url }).transcribe(hours, 8000, { language: 'en-US' }),
+      (e: unknown) => e instanceof SpeechError && e.kind === 'unavailable' && /the organization's Google key is not a service account key/.test(e.message) && !e.message.includes('secret'));
   });
 
   it('bounds a slow first result; a slow answer within the bound is heard, and slow headers do not stop the stream', async () => {

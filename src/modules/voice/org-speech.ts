@@ -49,8 +49,7 @@ export async function callRecogniser(
   if (requested !== 'deepgram' && requested !== 'deepgramflux' && requested !== 'google') return fallback;
   const found = await vendorEngines(deps, orgId, requested === 'google' ? 'google' : 'deepgram');
   if (found && 'refused' in found) return { refused: found.refused };
-  // Google's engines read a key file: an organization's Google key is not used by them yet, and the process's are.
-  const own = requested === 'google' ? undefined : found?.engines.streaming[requested];
+  const own = found?.engines.streaming[requested];
   return own ? { streaming: own, source: found!.source } : fallback;
 }
 
