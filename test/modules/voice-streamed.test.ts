@@ -15,6 +15,7 @@ import { CAPABILITIES } from '../../src/modules/voice/call-policy.ts';
 import { readCallState } from '../../src/modules/voice/call-state.ts';
 import { GreetingCache } from '../../src/modules/voice/greeting-cache.ts';
 import { voiceCalls } from '../../src/modules/voice/sip-calls.ts';
+import { callSpeaker } from '../../src/modules/voice/speaker.ts';
 import { startCall } from '../../src/modules/voice/start-call.ts';
 import { ElevenLabsEngine } from '../../src/speech/elevenlabs.ts';
 import { agentOnCall } from '../helpers/agent-call.ts';
@@ -174,6 +175,24 @@ for (const engine of ENGINES) {
       assert.equal(first.transport.of('play')[0]!.samples, second.transport.of('play')[0]!.samples);
       assert.equal((await second.speech()).voice, 'nPczCjzI2devNBz1zQrb');
       assert.ok(el.requests.filter((r) => r.url.includes('/stream')).every((r) => r.url.includes('/v1/text-to-speech/nPczCjzI2devNBz1zQrb/')), 'the agent\'s own voice id');
+    });
+
+    it('the greeting cache keeps what an organization\'s own key made to that organization: the process\'s key is shared, two organizations\' own keys each synthesize', async () => {
+      const greetings = new GreetingCache();
+      const welcome = `Welcome to the cloned voice ${engine}.`;
+      const asked = () => el.requests.filter((r) => r.url.includes('/stream') && (r.json as { text?: string })?.text === welcome).length;
+      const elevenlabs = new ElevenLabsEngine({ apiKey: ELEVENLABS_TEST_KEY, baseUrl: el.baseUrl, maxRetries: 0, timeoutMs: 5000 });
+      const settings = { ttsEngine: 'elevenlabs' as const, engineVoice: 'nPczCjzI2devNBz1zQrb', language: 'en-US', gender: 'female' as const };
+      const speak = (keys: Parameters<typeof callSpeaker>[3]) => callSpeaker({ tts: new ShortTts(), voices: { elevenlabs }, greetings }, settings, Date.now, keys).audio(welcome, { line: true });
+      const before = asked();
+      await speak({ source: 'process' });
+      await speak({ source: 'process' });
+      assert.equal(asked() - before, 1, 'the process\'s key: one synthesis for every organization');
+      await speak({ source: 'organization', owner: 'organization 1' });
+      await speak({ source: 'organization', owner: 'organization 2' });
+      await speak({ source: 'organization', owner: 'organization 1' });
+      assert.equal(asked() - before, 3, 'each organization\'s own key made its own, and only its calls hear it again');
+      assert.deepEqual(greetings.stats, { hits: 2, misses: 3, evictions: 0 });
     });
 
     it('a SIP call: the greeting synthesized before answering through the cache; a provider past the 3 s wait moves the call to the configured voice, said in state.speech', async () => {

@@ -1,7 +1,7 @@
 // The call lines already synthesized (the greeting first among them), so a call's first sound
 // follows the answer at once instead of after a synthesis: 8 kHz PCM16 keyed by the text, the
-// engine, the voice, the language and the format, least recently used first out past a bound in
-// bytes. Filled on first use (a call that speaks a line not held yet synthesizes it and keeps it),
+// engine, the voice, the language, the format and whose key made it (the process's, shared by every
+// organization, or one organization's own), least recently used first out past a bound in bytes. Filled on first use (a call that speaks a line not held yet synthesizes it and keeps it),
 // so the first call of an agent's published greeting pays for it and every later one does not;
 // a process restart starts empty. Only the call's own lines go through it (the welcome, the
 // recording notice, "are you still there?"), never the model's replies. docs/voice.md, "The
@@ -19,6 +19,11 @@ export interface GreetingKey {
   language: string;
   /** How the audio is kept: `pcm16/8000` (what calls carry). */
   format: string;
+  /**
+   * Whose key made it: `process` (the process's key or an offline engine: one audio for every
+   * organization) or `organization <id>` (its own key: that organization's calls only). Absent: the process's.
+   */
+  keyOwner?: string;
 }
 
 export class GreetingCache {
@@ -33,7 +38,7 @@ export class GreetingCache {
   get size(): number { return this.entries.size; }
 
   static keyOf(k: GreetingKey): string {
-    return JSON.stringify([k.engine, k.voice, k.language, k.format, k.text]);
+    return JSON.stringify([k.keyOwner ?? 'process', k.engine, k.voice, k.language, k.format, k.text]);
   }
 
   /** The audio held for `key` (now the most recently used), or undefined. */

@@ -64,7 +64,7 @@ export async function orgCallSpeaker(deps: SpeakerDeps & OrgSpeechDeps, settings
   const voice = found?.engines.tts;
   if (found && isStreamedVoice(voice)) {
     const voices: StreamedVoices = { ...deps.voices, [asked]: voice };
-    return callSpeaker({ ...deps, voices }, settings, now, { source: found.source });
+    return callSpeaker({ ...deps, voices }, settings, now, { source: found.source, ...(found.source === 'organization' ? { owner: `organization ${orgId}` } : {}) });
   }
   return callSpeaker(deps, settings, now);
 }

@@ -43,6 +43,12 @@ export interface SpeakerDeps {
 export interface VoiceKeys {
   source?: SpeechKeySource;
   refused?: string;
+  /**
+   * Whose key it is when it is not the process's (`organization <id>`): the greeting cache keeps
+   * what one organization's key made apart from every other's, so another organization naming the
+   * same voice id (a voice cloned in that account) never hears it from the cache.
+   */
+  owner?: string;
 }
 
 /** What the call's state says of its voice (state.speech, beside stt and vad). */
@@ -55,6 +61,8 @@ interface Choice {
   voice?: string;
   substituted?: string;
   keySource?: SpeechKeySource;
+  /** Whose key made the audio (VoiceKeys.owner); the process's when absent. */
+  keyOwner?: string;
 }
 
 /** The voice a call with `settings` starts with on a process with `deps`' engines (`keys`: whose key its streamed voice uses). */
@@ -63,7 +71,7 @@ export function chooseVoice(deps: SpeakerDeps, settings: Pick<VoiceSettings, 'tt
   if (asked === null) return { engine: deps.tts };
   if (asked === 'elevenlabs' || asked === 'cartesia' || asked === 'deepgram') {
     const streamed = deps.voices?.[asked];
-    if (streamed) return { engine: streamed, streamed, voice: settings.engineVoice, keySource: keys.source ?? 'process' };
+    if (streamed) return { engine: streamed, streamed, voice: settings.engineVoice, keySource: keys.source ?? 'process', ...(keys.owner ? { keyOwner: keys.owner } : {}) };
     if (keys.refused) return { engine: deps.tts, substituted: `${keys.refused}: the configured voice (${deps.tts.name}) speaks` };
     return { engine: deps.tts, substituted: `${asked} has no key on this process (${KEY_SETTING[asked]}) nor of the organization: the configured voice (${deps.tts.name}) speaks` };
   }
@@ -163,7 +171,7 @@ export class CallSpeaker {
   }
 
   private keyOf(c: Choice, text: string) {
-    return { text, engine: c.engine.name, voice: c.voice ?? this.settings.gender, language: this.settings.language, format: FORMAT };
+    return { text, engine: c.engine.name, voice: c.voice ?? this.settings.gender, language: this.settings.language, format: FORMAT, keyOwner: c.keyOwner ?? 'process' };
   }
 
   private synthesize(c: Choice, text: string, signal: AbortSignal | undefined): Promise<Int16Array> {
