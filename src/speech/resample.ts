@@ -7,11 +7,12 @@
 // of folding it back as aliasing, and going up (8000 → 16000) adds nothing above 4 kHz. The kernel
 // is tabulated once and read with linear interpolation (no trigonometry per tap).
 //
-// It is the platform's one resampler. Every caller converts a whole piece of audio at once (a
-// synthesized sentence, an utterance for the recogniser, a decoded file) and relies on its length
-// and timing being exact. A polyphase streaming resampler that kept its filter state across 20 ms
-// frames stood unused in src/media/resample.ts until issue 34 deleted it; a streaming caller
-// (a synthesizer's pieces resampled as they arrive) would want one back, from git history.
+// It is the platform's one resampler. Most callers convert a whole piece of audio at once (a
+// synthesized sentence, an utterance for the recogniser, a decoded file) and rely on its length
+// and timing being exact. `StreamResampler` is the same filter over audio that arrives in pieces
+// (a synthesizer's answer read as it streams): it keeps the input the kernel still reaches and
+// gives each output sample once every input sample it needs has come, so the pieces it returns,
+// joined, are sample for sample what resample() makes of the whole.
 
 /** Zero crossings of the sinc on each side of the centre: 16 keeps the passband flat to about 90% of Nyquist. */
 const HALF_ZEROS = 16;
@@ -60,26 +61,102 @@ export function resample(pcm: Int16Array, fromRate: number, toRate: number): Int
   if (fromRate === toRate || pcm.length === 0) return pcm;
   const outLen = Math.round((pcm.length * toRate) / fromRate);
   const out = new Int16Array(outLen);
-  const step = fromRate / toRate; // input samples per output sample
-  // The cutoff relative to the input rate: 1 going up, toRate/fromRate going down.
-  const scale = Math.min(1, toRate / fromRate) * ROLLOFF;
-  const reach = HALF_ZEROS / scale; // input samples on each side that the kernel touches
-  const last = pcm.length - 1;
-  for (let n = 0; n < outLen; n++) {
-    const t = n * step;
-    const lo = Math.max(0, Math.ceil(t - reach));
-    const hi = Math.min(last, Math.floor(t + reach));
+  const f = new Filter(fromRate, toRate);
+  for (let n = 0; n < outLen; n++) out[n] = f.sample(pcm, 0, n, pcm.length - 1);
+  return out;
+}
+
+/** The kernel for one pair of rates: output sample `n` from the input samples around it. */
+class Filter {
+  /** Input samples per output sample. */
+  readonly step: number;
+  /** The cutoff relative to the input rate: 1 going up, toRate/fromRate going down. */
+  private readonly scale: number;
+  /** Input samples on each side that the kernel touches. */
+  readonly reach: number;
+
+  constructor(fromRate: number, toRate: number) {
+    this.step = fromRate / toRate;
+    this.scale = Math.min(1, toRate / fromRate) * ROLLOFF;
+    this.reach = HALF_ZEROS / this.scale;
+  }
+
+  /** Output sample `n`, from `pcm` holding input samples from absolute index `base`, the last input sample being `last` (absolute). */
+  sample(pcm: Int16Array, base: number, n: number, last: number): number {
+    const t = n * this.step;
+    const lo = Math.max(0, Math.ceil(t - this.reach));
+    const hi = Math.min(last, Math.floor(t + this.reach));
     let acc = 0;
     let wsum = 0;
     for (let k = lo; k <= hi; k++) {
-      const w = kernelAt((t - k) * scale);
-      acc += w * pcm[k]!;
+      const w = kernelAt((t - k) * this.scale);
+      acc += w * pcm[k - base]!;
       wsum += w;
     }
     // Dividing by the weights' sum keeps the gain at 1 (it also steadies the edges, where the
     // kernel runs off the buffer).
     const v = wsum !== 0 ? acc / wsum : 0;
-    out[n] = v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
+    return v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
   }
-  return out;
+}
+
+/**
+ * resample() over audio that arrives in pieces: push() each piece as it comes and play what it
+ * returns; end() returns the rest. Joined, the output is exactly resample() of the joined input.
+ */
+export class StreamResampler {
+  private readonly filter: Filter | undefined;
+  /** Input kept: absolute samples from `base` on. */
+  private held = new Int16Array(0);
+  private base = 0;
+  /** Input samples received so far. */
+  private received = 0;
+  /** The next output sample to give. */
+  private next = 0;
+
+  constructor(readonly fromRate: number, readonly toRate: number) {
+    checkRate('fromRate', fromRate);
+    checkRate('toRate', toRate);
+    this.filter = fromRate === toRate ? undefined : new Filter(fromRate, toRate);
+  }
+
+  /** The output samples that `pcm` completes (none yet, possibly: the kernel waits for what follows). */
+  push(pcm: Int16Array): Int16Array {
+    if (!this.filter) return pcm;
+    if (pcm.length === 0) return pcm;
+    const joined = new Int16Array(this.held.length + pcm.length);
+    joined.set(this.held);
+    joined.set(pcm, this.held.length);
+    this.held = joined;
+    this.received += pcm.length;
+    const f = this.filter;
+    const out: number[] = [];
+    // Sample n is complete once the last input sample the kernel touches has come.
+    while (Math.floor(this.next * f.step + f.reach) <= this.received - 1) {
+      out.push(f.sample(this.held, this.base, this.next, this.received - 1));
+      this.next++;
+    }
+    this.forget();
+    return Int16Array.from(out);
+  }
+
+  /** The input has ended: the output samples left (the whole output is round(input × toRate / fromRate) long). */
+  end(): Int16Array {
+    if (!this.filter) return new Int16Array(0);
+    const total = Math.round((this.received * this.toRate) / this.fromRate);
+    const out = new Int16Array(Math.max(0, total - this.next));
+    for (let i = 0; i < out.length; i++) out[i] = this.filter.sample(this.held, this.base, this.next + i, this.received - 1);
+    this.next = Math.max(this.next, total);
+    return out;
+  }
+
+  /** Drops the input no output sample still to come can reach. */
+  private forget(): void {
+    const f = this.filter!;
+    const keepFrom = Math.max(0, Math.ceil(this.next * f.step - f.reach));
+    if (keepFrom <= this.base) return;
+    const drop = Math.min(keepFrom - this.base, this.held.length);
+    this.held = this.held.slice(drop);
+    this.base += drop;
+  }
 }

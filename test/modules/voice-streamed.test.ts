@@ -18,7 +18,11 @@ import { voiceCalls } from '../../src/modules/voice/sip-calls.ts';
 import { callSpeaker } from '../../src/modules/voice/speaker.ts';
 import { startCall } from '../../src/modules/voice/start-call.ts';
 import { ElevenLabsEngine } from '../../src/speech/elevenlabs.ts';
+import { OpenAISynthesizer } from '../../src/speech/openai-speech.ts';
+import { resample } from '../../src/speech/resample.ts';
+import type { TextToSpeech } from '../../src/speech/types.ts';
 import { agentOnCall } from '../helpers/agent-call.ts';
+import { fakeSpeechPcm } from '../helpers/fake-audio.ts';
 import { ELEVENLABS_TEST_KEY, FAKE_ELEVENLABS_VOICES, startFakeElevenLabs } from '../helpers/fake-elevenlabs.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import { samplesFor, type FakeTtsServer, type RecordedSocket } from '../helpers/fake-tts.ts';
@@ -56,7 +60,7 @@ for (const engine of ENGINES) {
     });
 
     /** A call to an agent with this configuration; its voice engines: ElevenLabs (with `key`) and an offline stand-in. */
-    async function call(config: Record<string, unknown>, opts: { heard?: string[]; key?: string; greetings?: GreetingCache } = {}) {
+    async function call(config: Record<string, unknown>, opts: { heard?: string[]; key?: string; greetings?: GreetingCache; tts?: TextToSpeech } = {}) {
       const { db, live, opened, http, turns } = await agentOnCall(h, config);
       const transport = new TimedTransport();
       const offline = new ShortTts();
@@ -64,7 +68,7 @@ for (const engine of ENGINES) {
       const settings = voiceSettings(live);
       const log = { warn: (obj: object, msg: string) => { if (process.env.VOICE_DEBUG) console.error(msg, obj); } };
       const started = await startCall({
-        db, conversations: h.services.conversations, turns, stt: new ScriptedStt(opts.heard ?? []), tts: offline,
+        db, conversations: h.services.conversations, turns, stt: new ScriptedStt(opts.heard ?? []), tts: opts.tts ?? offline,
         voices: { elevenlabs }, greetings: opts.greetings, now: Date.now, log,
       }, transport, { conversation: opened.conversation, room: opened.room, config: live, settings, capabilities: CAPABILITIES.sip, opening: {} });
       const id = opened.conversation.id;
@@ -101,6 +105,32 @@ for (const engine of ENGINES) {
         stt: 'scripted', sttRequested: 'deepgram', sttSubstituted: 'no deepgram key on this process nor of the organization: scripted hears the call',
         tts: 'elevenlabs', offline: false, voice: 'default female en-US', streamed: true, ttsRequested: 'elevenlabs', ttsKeySource: 'process',
       });
+      await c.close();
+    });
+
+    it('a configured voice that streams one synthesis (OpenAI-compatible speech) plays each sentence as its audio arrives, not after its last byte', async () => {
+      const openai = new OpenAISynthesizer({ name: 'openai', baseUrl: llm.baseUrl, apiKey: 'sk-speech', timeoutMs: 5000, maxRetries: 0, model: 'tts-1', format: 'pcm' });
+      const text = 'We open at nine today, every day of the week.';
+      llm.script.push({ text });
+      // The speech server sends its first pieces, then holds the rest back for 700 ms.
+      llm.audioScript.push({ stallMs: 700 });
+      const before = llm.audioRequests.length;
+      const c = await call({ welcomeMessage: '', callerResponseTimeout: 60 }, { heard: ['when do you open'], tts: openai });
+      await until('listening', () => c.session.phase === 'listening');
+      c.transport.utter(c.settings.speakingTimeoutMs);
+      await until('the reply recorded and heard', async () => c.session.phase === 'listening' && (await c.replies()).length === 1);
+      const asked = llm.audioRequests.slice(before);
+      assert.deepEqual(asked.map((r) => r.body?.input), [text]);
+      const plays = c.transport.of('play');
+      assert.ok(plays.length >= 2, `${plays.length} pieces`);
+      // The first piece went out before the stall ended, a good part of a second before the last.
+      const spread = c.transport.playedAt.at(-1)! - c.transport.playedAt[0]!;
+      assert.ok(spread >= 500, `first piece ${spread.toFixed(0)} ms before the last (the server held 700 ms)`);
+      // Every sample of the server's 24 kHz answer, resampled to 8 kHz, exactly as the whole would be.
+      assert.equal(plays.reduce((n, p) => n + p.samples, 0), resample(fakeSpeechPcm(text, 24_000), 24_000, 8000).length);
+      const speech = await c.speech();
+      assert.deepEqual([speech.tts, speech.offline, speech.streamed], ['openai', false, false]);
+      assert.deepEqual(c.offline.said, []);
       await c.close();
     });
 

@@ -4,7 +4,7 @@
 // instead of aliased.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resample } from '../../src/speech/resample.ts';
+import { resample, StreamResampler } from '../../src/speech/resample.ts';
 import { asPcm16, buildWav, parseWav, pcm16ToBytes, readWavHeader, WavError } from '../../src/speech/wav.ts';
 
 const sine = (n: number, rate: number, hz: number, a = 10_000) => Int16Array.from({ length: n }, (_, i) => Math.round(a * Math.sin((2 * Math.PI * hz * i) / rate)));
@@ -113,5 +113,34 @@ describe('resample', () => {
     assert.throws(() => resample(new Int16Array(4), 4000, 8000), RangeError);
     assert.throws(() => resample(new Int16Array(4), 8000, 96_000), RangeError);
     assert.throws(() => resample(new Int16Array(4), 8000.5, 16000), RangeError);
+    assert.throws(() => new StreamResampler(8000, 4000), RangeError);
+  });
+
+  it('over audio in pieces of any size gives, joined, exactly what the whole gives, each sample as soon as the input it needs has come', () => {
+    const n = 9001;
+    const src = new Int16Array(n);
+    for (let i = 0; i < n; i++) src[i] = Math.round(9000 * Math.sin(i * 0.05) + 4000 * Math.sin(i * 0.37));
+    for (const [from, to] of [[24_000, 8000], [22_050, 8000], [8000, 16_000], [44_100, 8000], [8000, 8000]] as const) {
+      const r = new StreamResampler(from, to);
+      const parts: Int16Array[] = [];
+      let given = 0;
+      for (let at = 0, k = 1; at < n; k++) {
+        const piece = src.subarray(at, at + ((k * 37) % 481) + 1);
+        const out = r.push(piece);
+        at += piece.length;
+        given += out.length;
+        // Held back: only the samples the kernel still needs input beyond `at` for (about 16 zero crossings' worth).
+        if (from !== to && at < n) assert.ok(Math.round((at * to) / from) - given <= Math.ceil((16 / 0.92) * Math.max(1, to / from)) + 1, `${from}→${to}: ${given} of ${at} given`);
+        parts.push(out);
+      }
+      parts.push(r.end());
+      const joined = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
+      let o = 0;
+      for (const p of parts) {
+        joined.set(p, o);
+        o += p.length;
+      }
+      assert.deepEqual(joined, resample(src, from, to), `${from}→${to}`);
+    }
   });
 });

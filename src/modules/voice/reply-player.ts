@@ -9,7 +9,8 @@
 // turn): the reply made but held, and nothing recorded, until it is committed or withdrawn.
 //
 // Synthesis is a seam with two sides: `bySentence` cuts the streamed text into sentences and
-// synthesizes each in turn (TextToSpeech, resampled to 8 kHz); `byStream`, for a call whose voice
+// synthesizes each in turn (TextToSpeech, resampled to 8 kHz; a voice that streams one synthesis,
+// OpenAI-compatible speech, plays each sentence's audio as it arrives); `byStream`, for a call whose voice
 // is a streamed engine (speaker.ts), hands each sentence to the provider's stream as soon as the
 // model has written it and plays the audio chunks as they arrive (a mark on each), falling back to
 // `bySentence`'s way, in the configured voice, when the provider fails. Both run under the same
@@ -61,6 +62,8 @@ export interface StreamingVoice {
   openStream(signal: AbortSignal): SynthesisStream | undefined;
   /** A stream failed: the configured voice speaks from now on. */
   streamFailed(err: unknown): void;
+  /** One sentence's audio as its pieces arrive (a voice that streams one synthesis), or undefined: synthesize it whole. */
+  piecesOf?(text: string, signal: AbortSignal): AsyncIterable<Int16Array> | undefined;
 }
 
 /** The agent's voice on one call: audio queued with marks, lines synthesized, marks heard. */
@@ -157,8 +160,23 @@ function sentences(speak: (sentence: string) => Promise<void>, finish?: () => vo
   };
 }
 
-/** One sentence synthesized whole and played; undefined audio (the call ended, aborted) plays nothing. */
+/**
+ * One sentence spoken: played piece by piece as its audio arrives where the voice streams one
+ * synthesis (the sentence counts as heard with its last piece), else synthesized whole and played;
+ * nothing plays once the call ended or `signal` aborted.
+ */
 async function wholeSentence(voice: CallVoice, sentence: string, signal: AbortSignal, out: PieceOut): Promise<void> {
+  if (voice.isOver || signal.aborted) return;
+  const pieces = voice.streamed?.piecesOf?.(sentence, signal);
+  if (pieces) {
+    let last: string | undefined;
+    for await (const pcm of pieces) {
+      if (signal.aborted || voice.isOver) break;
+      last = out.audio(pcm);
+    }
+    if (last !== undefined && !signal.aborted) out.sentence(sentence, last);
+    return;
+  }
   const pcm = await voice.audioOf(sentence, signal);
   if (pcm) out.sentence(sentence, out.audio(pcm));
 }

@@ -9,9 +9,13 @@
 // the configured voice for the rest of the call, the line or sentence that failed is spoken again
 // in it, and the change (from, to, why) goes to the call's `state.speech` (call-state.ts).
 // The call's own lines go through the greeting cache (greeting-cache.ts) when the process has one.
+// A voice that streams one synthesis at a time (an OpenAI-compatible server, whose answer is read
+// as it arrives) speaks each reply sentence as its audio comes (`piecesOf`), resampled to 8 kHz
+// piece by piece (StreamResampler), instead of after the sentence's last byte.
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { ESPEAK } from '../../speech/espeak.ts';
 import type { StreamedVoice, StreamedVoices } from '../../speech/registry.ts';
+import { StreamResampler } from '../../speech/resample.ts';
 import type { SynthesisStream, TextToSpeech } from '../../speech/types.ts';
 import type { SpeechKeySource } from '../speech-providers/service.ts';
 import type { SpeechChange, VoiceNote } from './call-state.ts';
@@ -21,6 +25,8 @@ import { SpeechMeter, vendorOf } from './speech-meter.ts';
 
 const RATE = 8000;
 const FORMAT = 'pcm16/8000';
+/** A streamed sentence's audio is played in pieces of at least this many samples (10 ms; the last one may be shorter): what has come is played, but a server's tiny writes are not each a piece. */
+const MIN_PIECE = 80;
 
 /** The key each streamed engine's process setting is named after. */
 const KEY_SETTING: Readonly<Record<string, string>> = {
@@ -149,6 +155,60 @@ export class CallSpeaker {
     } catch (err) {
       this.fellBack(used, err);
       return undefined;
+    }
+  }
+
+  /**
+   * One sentence of a reply as 8 kHz pieces while the voice's server sends it, when the voice now
+   * streams one synthesis (synthesizeStream: OpenAI-compatible speech) and is not a streamed engine
+   * (those take the whole reply: openStream); undefined otherwise (synthesize it whole). A failure
+   * (not an abort) falls back to the configured voice, which says the sentence again, whole.
+   */
+  piecesOf(text: string, signal: AbortSignal): AsyncIterable<Int16Array> | undefined {
+    const used = this.current;
+    if (used.streamed || used.engine.offline || !used.engine.synthesizeStream) return undefined;
+    return this.pieces(used, text, signal);
+  }
+
+  private async *pieces(used: Choice, text: string, signal: AbortSignal): AsyncGenerator<Int16Array> {
+    const { language, gender } = this.settings;
+    const vendor = vendorOf(used.engine);
+    if (vendor) this.meter.add(vendor, 'characters', text.length);
+    let resampler: StreamResampler | undefined;
+    let pending: Int16Array[] = [];
+    let pendingLength = 0;
+    const take = (): Int16Array => {
+      const piece = pending.length === 1 ? pending[0]! : new Int16Array(pendingLength);
+      if (pending.length > 1) {
+        let at = 0;
+        for (const p of pending) {
+          piece.set(p, at);
+          at += p.length;
+        }
+      }
+      pending = [];
+      pendingLength = 0;
+      return piece;
+    };
+    try {
+      for await (const chunk of used.engine.synthesizeStream!(text, { language, gender, ...(used.voice ? { voice: used.voice } : {}), signal })) {
+        resampler ??= new StreamResampler(chunk.sampleRate, RATE);
+        const out = resampler.push(chunk.pcm16);
+        if (out.length === 0) continue;
+        pending.push(out);
+        pendingLength += out.length;
+        if (pendingLength >= MIN_PIECE) yield take();
+      }
+      const rest = resampler?.end();
+      if (rest?.length) {
+        pending.push(rest);
+        pendingLength += rest.length;
+      }
+      if (pendingLength > 0) yield take();
+    } catch (err) {
+      if (signal.aborted) return;
+      this.fellBack(used, err);
+      yield await this.audio(text, { signal });
     }
   }
 
