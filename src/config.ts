@@ -193,6 +193,12 @@ export interface SpeechConfig {
   readonly apiKey: string | undefined;
   /** Transcription model (CALLPLANE_STT_MODEL, default whisper-1). */
   readonly sttModel: string;
+  /**
+   * Whether calls of agents whose agentSttEngine is `openai` stream to the server's Realtime
+   * transcription (CALLPLANE_STT_REALTIME): `auto` (default) for OpenAI's own API only, `on` for
+   * any server that offers it, `off` for the batch transcription after our VAD everywhere.
+   */
+  readonly sttRealtime: 'auto' | 'on' | 'off';
   /** Speech model (CALLPLANE_TTS_MODEL, default tts-1). */
   readonly ttsModel: string;
   /** What the speech route is asked for (CALLPLANE_TTS_FORMAT): wav (default, any server) or pcm (OpenAI's 24 kHz). */
@@ -467,6 +473,7 @@ function speechConfig(env: NodeJS.ProcessEnv): SpeechConfig {
   return Object.freeze({
     stt, tts, baseUrl, apiKey,
     sttModel: modelId(env, 'CALLPLANE_STT_MODEL', 'whisper-1'),
+    sttRealtime: oneOf(env, 'CALLPLANE_STT_REALTIME', ['auto', 'on', 'off'] as const, 'auto'),
     ttsModel: modelId(env, 'CALLPLANE_TTS_MODEL', 'tts-1'),
     ttsFormat: oneOf(env, 'CALLPLANE_TTS_FORMAT', ['wav', 'pcm'] as const, 'wav'),
     ttsVoices: Object.freeze(voices),

@@ -9,7 +9,9 @@
 //   asks for to its caller, and calls stream to it (modules/voice/streaming-listener.ts), falling
 //   back to `engine` if it fails; any other value runs on the configured recogniser, and
 //   `substituted` says so. With GOOGLE_APPLICATION_CREDENTIALS the same holds for Google's
-//   (src/speech/google.ts): the streaming `google` and `google` for one utterance.
+//   (src/speech/google.ts): the streaming `google` and `google` for one utterance. With
+//   CALLPLANE_STT=openai and a server offering Realtime transcription (CALLPLANE_STT_REALTIME,
+//   src/speech/openai-realtime.ts), `openai` streams too; else it is the batch `engine`.
 // - agentVoice (the catalog's `en-US Female`, …) gives a language and a gender: synthesize() takes
 //   both, and each engine picks its voice from them (espeak-ng: en-US female → en-us+f3; OpenAI:
 //   CALLPLANE_TTS_VOICES, nova for female and onyx for male by default).
@@ -22,6 +24,7 @@ import { vadProvider, type VadProvider } from './detectors.ts';
 import { DeepgramFlux, DeepgramLive, DeepgramTranscriber } from './deepgram.ts';
 import { EspeakEngine } from './espeak.ts';
 import { GoogleStreaming, GoogleTranscriber } from './google.ts';
+import { OpenAIRealtimeTranscription, offersRealtime } from './openai-realtime.ts';
 import { OpenAISynthesizer, OpenAITranscriber, type OpenAISpeechOptions } from './openai-speech.ts';
 import { PocketsphinxEngine } from './pocketsphinx.ts';
 import type { SpeechToText, StreamingSpeechToText, TextToSpeech } from './types.ts';
@@ -36,7 +39,7 @@ export interface SpeechEngines {
   /** The voice activity detector calls get (CALLPLANE_VAD: Silero where it loads, else energy). */
   vad: VadProvider;
   /** The streaming recognisers this process has keys for, by agentSttEngine value (none without a key). */
-  streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText; google?: StreamingSpeechToText };
+  streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText; google?: StreamingSpeechToText; openai?: StreamingSpeechToText };
   /** Remote one-utterance recognisers this process has keys for, by agentSttEngine value. */
   transcribers: { deepgram?: SpeechToText; google?: SpeechToText };
   /**
@@ -82,7 +85,14 @@ export function speechEngines(config: SpeechConfig, log?: { warn(obj: object, ms
 function remoteRecognisers(config: SpeechConfig): Pick<SpeechEngines, 'streaming' | 'transcribers'> {
   const deepgram = deepgramEngines(config);
   const google = googleEngines(config);
-  return { streaming: { ...deepgram.streaming, ...google.streaming }, transcribers: { ...deepgram.transcribers, ...google.transcribers } };
+  const openai = config.stt === 'openai' ? realtimeFor(config, config.baseUrl, config.apiKey) : undefined;
+  return { streaming: { ...deepgram.streaming, ...google.streaming, ...(openai ? { openai } : {}) }, transcribers: { ...deepgram.transcribers, ...google.transcribers } };
+}
+
+/** OpenAI's streaming transcription at `baseUrl`, where CALLPLANE_STT_REALTIME says the server offers it. */
+function realtimeFor(config: SpeechConfig, baseUrl: string, apiKey: string | undefined): StreamingSpeechToText | undefined {
+  if (!offersRealtime(baseUrl, config.sttRealtime)) return undefined;
+  return new OpenAIRealtimeTranscription({ name: 'openai', baseUrl, apiKey, model: config.sttModel });
 }
 
 function googleEngines(config: SpeechConfig): Pick<SpeechEngines, 'streaming' | 'transcribers'> {
@@ -108,7 +118,7 @@ function deepgramEngines(config: SpeechConfig): Pick<SpeechEngines, 'streaming' 
  * after it fails), `substituted` true when the agent asked for another, for the records.
  */
 export function sttFor(engines: Pick<SpeechEngines, 'stt' | 'streaming'>, requested: string | null | undefined): { engine: SpeechToText; substituted: boolean; streaming?: StreamingSpeechToText } {
-  const streaming = requested === 'deepgram' || requested === 'deepgramflux' || requested === 'google' ? engines.streaming[requested] : undefined;
+  const streaming = requested === 'deepgram' || requested === 'deepgramflux' || requested === 'google' || requested === 'openai' ? engines.streaming[requested] : undefined;
   return {
     engine: engines.stt,
     substituted: requested != null && requested !== '' && requested !== engines.stt.name,
@@ -127,7 +137,7 @@ export interface SpeechCredentials {
 /** The engines one vendor's credentials give, by what they do (none of a kind the vendor lacks here). */
 export interface VendorEngines {
   /** Streaming recognisers, by agentSttEngine value. */
-  streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText; google?: StreamingSpeechToText };
+  streaming: { deepgram?: StreamingSpeechToText; deepgramflux?: StreamingSpeechToText; google?: StreamingSpeechToText; openai?: StreamingSpeechToText };
   /** One-utterance recognition. */
   stt?: SpeechToText;
   /** Synthesis. */
@@ -167,8 +177,9 @@ export function vendorEngineCache(config: SpeechConfig, options: VendorEngineCac
         return { streaming: {}, tts: new CartesiaEngine({ apiKey: c.apiKey, baseUrl: c.baseUrl, timeoutMs: config.timeoutMs, maxRetries: config.maxRetries }) };
       case 'openai': {
         const o = { name: 'openai', baseUrl: c.baseUrl, apiKey: c.apiKey, timeoutMs: config.timeoutMs, maxRetries: config.maxRetries, ...(options.fetch ? { fetch: options.fetch } : {}) };
+        const realtime = realtimeFor(config, c.baseUrl, c.apiKey);
         return {
-          streaming: {},
+          streaming: realtime ? { openai: realtime } : {},
           stt: new OpenAITranscriber({ ...o, model: config.sttModel }),
           tts: new OpenAISynthesizer({ ...o, model: config.ttsModel, format: config.ttsFormat, voices: config.ttsVoices }),
         };

@@ -5,7 +5,8 @@
 // (CALLPLANE_DEEPGRAM_API_KEY) sees nothing; the call's audio seconds and the characters its voice
 // spoke are in GET /api/v2/stats/usage once it ends, recorded once however often the end is
 // recorded. An organization without a key, or with its key disabled, is heard with the process's.
-// An organization's Google key (a service account's JSON) hears with Google's gRPC double.
+// An organization's Google key (a service account's JSON) hears with Google's gRPC double, and its
+// OpenAI key with the Realtime transcription double.
 // The real call start (start-call.ts), session, speech-providers service and engines (official
 // clients) run over the fake voice transport (test/helpers/fake-voice-transport.ts).
 import assert from 'node:assert/strict';
@@ -24,6 +25,7 @@ import { agentOnCall } from '../helpers/agent-call.ts';
 import { startFakeDeepgram, type FakeDeepgram } from '../helpers/fake-deepgram.ts';
 import { ELEVENLABS_TEST_KEY, startFakeElevenLabs } from '../helpers/fake-elevenlabs.ts';
 import { makeServiceAccount, startFakeGoogleSpeech, type FakeGoogleSpeech, type ServiceAccount } from '../helpers/fake-google-speech.ts';
+import { startFakeOpenAIRealtime, type FakeOpenAIRealtime } from '../helpers/fake-openai-realtime.ts';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.ts';
 import type { FakeTtsServer } from '../helpers/fake-tts.ts';
 import { FakeVoiceTransport, ScriptedStt, ShortTts } from '../helpers/fake-voice-transport.ts';
@@ -42,11 +44,13 @@ for (const engine of ENGINES) {
     let orgDg: FakeDeepgram;
     let el: FakeTtsServer;
     let google: FakeGoogleSpeech;
+    let realtime: FakeOpenAIRealtime;
     let dir: string;
     let account: ServiceAccount;
     before(async () => {
       llm = await startFakeLlm();
       google = await startFakeGoogleSpeech();
+      realtime = await startFakeOpenAIRealtime();
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callplane-org-google-'));
       account = makeServiceAccount(dir, 'org-speech');
       google.trust(account);
@@ -55,11 +59,11 @@ for (const engine of ENGINES) {
       el = await startFakeElevenLabs();
       h = await startHarness(engine, {
         CALLPLANE_LLM_BASE_URL: llm.baseUrl, CALLPLANE_LLM_MODEL: 'fake-model', CALLPLANE_LLM_MAX_RETRIES: '0', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
-        CALLPLANE_DEEPGRAM_API_KEY: PROCESS_KEY, CALLPLANE_DEEPGRAM_URL: processDg.url,
+        CALLPLANE_DEEPGRAM_API_KEY: PROCESS_KEY, CALLPLANE_DEEPGRAM_URL: processDg.url, CALLPLANE_STT_REALTIME: 'on',
       });
     });
     after(async () => {
-      await h?.close(); await llm?.close(); await processDg?.close(); await orgDg?.close(); await el?.close(); await google?.close();
+      await h?.close(); await llm?.close(); await processDg?.close(); await orgDg?.close(); await el?.close(); await google?.close(); await realtime?.close();
       if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
@@ -67,7 +71,7 @@ for (const engine of ENGINES) {
      * A call of a new organization (with `keys` stored first) to an agent heard by Deepgram and
      * spoken by ElevenLabs: the caller says one thing, the agent answers, the call ends.
      */
-    async function call(keys: { vendor: string; apiKey: string; baseUrl: string; enabled?: boolean }[], stt: { engine: 'deepgram' | 'google'; hears?: { hear: string[] } } = { engine: 'deepgram' }) {
+    async function call(keys: { vendor: string; apiKey: string; baseUrl: string; enabled?: boolean }[], stt: { engine: 'deepgram' | 'google' | 'openai'; hears?: { hear: string[] } } = { engine: 'deepgram' }) {
       const { db, org, live, opened, http, turns } = await agentOnCall(h, {
         welcomeMessage: '', agentSttEngine: stt.engine, agentTtsEngine: 'elevenlabs', speakingTimeout: 5000, callerResponseTimeout: 60,
       });
@@ -148,6 +152,21 @@ for (const engine of ENGINES) {
       assert.deepEqual([speech.stt, speech.sttKeySource, speech.changes], ['google', 'organization', undefined]);
       assert.ok(!JSON.stringify(r.state).includes(account.email) && !JSON.stringify(r.state).includes('PRIVATE KEY'));
       assert.ok(r.usage['speech:google:audioSeconds']! > 1.5, JSON.stringify(r.usage));
+    });
+
+    it('an organization\'s OpenAI key streams its calls to its server\'s Realtime transcription (CALLPLANE_STT_REALTIME=on), metered in audio seconds', async () => {
+      const before = realtime.connections.length;
+      const r = await call([
+        { vendor: 'openai', apiKey: realtime.apiKey, baseUrl: realtime.baseUrl },
+        { vendor: 'elevenlabs', apiKey: ELEVENLABS_TEST_KEY, baseUrl: el.baseUrl },
+      ], { engine: 'openai', hears: realtime });
+      assert.equal(realtime.connections.length, before + 1);
+      const conn = realtime.connections.at(-1)!;
+      assert.equal(conn.headers.authorization, `Bearer ${realtime.apiKey}`);
+      assert.equal(r.heardByModel, 'When do you open?');
+      const speech = r.state.speech!;
+      assert.deepEqual([speech.stt, speech.sttKeySource, speech.changes], ['openai', 'organization', undefined]);
+      assert.ok(r.usage['speech:openai:audioSeconds']! > 1.5, JSON.stringify(r.usage));
     });
 
     it('an organization without a key is heard with the process\'s; a disabled key falls back to it too', async () => {

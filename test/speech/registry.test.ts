@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { DeepgramFlux, DeepgramLive, DeepgramTranscriber } from '../../src/speech/deepgram.ts';
 import { EspeakEngine } from '../../src/speech/espeak.ts';
+import { OpenAIRealtimeTranscription } from '../../src/speech/openai-realtime.ts';
 import { GoogleStreaming, GoogleTranscriber } from '../../src/speech/google.ts';
 import { OpenAISynthesizer, OpenAITranscriber } from '../../src/speech/openai-speech.ts';
 import { PocketsphinxEngine } from '../../src/speech/pocketsphinx.ts';
@@ -19,7 +20,7 @@ describe('speech configuration and registry', () => {
     const c = loadConfig({});
     assert.deepEqual(c.speech, {
       stt: 'offline', tts: 'offline', baseUrl: 'https://api.openai.com/v1', apiKey: undefined,
-      sttModel: 'whisper-1', ttsModel: 'tts-1', ttsFormat: 'wav', ttsVoices: { female: 'nova', male: 'onyx' },
+      sttModel: 'whisper-1', sttRealtime: 'auto', ttsModel: 'tts-1', ttsFormat: 'wav', ttsVoices: { female: 'nova', male: 'onyx' },
       timeoutMs: 15_000, maxRetries: 1,
       // The voice activity detector: Silero, its bundled model, loaded by the first call (docs/voice.md).
       vad: 'silero', vadModel: undefined, turnLatencyBudgetMs: 1500,
@@ -138,5 +139,18 @@ describe('speech configuration and registry', () => {
     const both = speechEngines(loadConfig({ GOOGLE_APPLICATION_CREDENTIALS: '/k.json', CALLPLANE_DEEPGRAM_API_KEY: 'dg' }).speech);
     assert.deepEqual(Object.keys(both.streaming).sort(), ['deepgram', 'deepgramflux', 'google']);
     assert.deepEqual(Object.keys(both.transcribers).sort(), ['deepgram', 'google']);
+  });
+
+  it('streams an agent\'s openai to Realtime transcription where the server offers it (CALLPLANE_STT_REALTIME: auto is OpenAI\'s own API), else the batch recogniser hears', () => {
+    const openai = speechEngines(loadConfig({ CALLPLANE_STT: 'openai', CALLPLANE_SPEECH_API_KEY: 'sk-x', CALLPLANE_STT_MODEL: 'gpt-4o-transcribe' }).speech);
+    assert.ok(openai.streaming.openai instanceof OpenAIRealtimeTranscription);
+    assert.equal((openai.streaming.openai as OpenAIRealtimeTranscription).model, 'gpt-4o-transcribe');
+    assert.deepEqual(sttFor(openai, 'openai'), { engine: openai.stt, substituted: false, streaming: openai.streaming.openai });
+    const local = { CALLPLANE_STT: 'openai', CALLPLANE_SPEECH_BASE_URL: 'http://127.0.0.1:8000/v1' };
+    assert.equal(speechEngines(loadConfig(local).speech).streaming.openai, undefined, 'a local server: batch');
+    assert.ok(speechEngines(loadConfig({ ...local, CALLPLANE_STT_REALTIME: 'on' }).speech).streaming.openai instanceof OpenAIRealtimeTranscription);
+    assert.equal(speechEngines(loadConfig({ CALLPLANE_STT: 'openai', CALLPLANE_SPEECH_API_KEY: 'sk-x', CALLPLANE_STT_REALTIME: 'off' }).speech).streaming.openai, undefined);
+    assert.equal(speechEngines(loadConfig({}).speech).streaming.openai, undefined, 'offline: none');
+    assert.throws(() => loadConfig({ CALLPLANE_STT_REALTIME: 'sometimes' }), ConfigError);
   });
 });

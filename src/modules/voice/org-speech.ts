@@ -36,7 +36,8 @@ async function vendorEngines(deps: OrgSpeechDeps, orgId: number | null, vendor: 
 
 /**
  * The streaming recogniser a call of the organization hears with, for agentSttEngine `requested`
- * (deepgram and deepgramflux: Deepgram's; google), and whose key it uses; `refused` (and no
+ * (deepgram and deepgramflux: Deepgram's; google; openai where its server offers Realtime
+ * transcription), and whose key it uses; `refused` (and no
  * engine) when the organization's key may not be used.
  */
 export async function callRecogniser(
@@ -46,8 +47,8 @@ export async function callRecogniser(
 ): Promise<{ streaming?: StreamingSpeechToText; source?: SpeechKeySource; refused?: string }> {
   const processOwn = sttFor({ stt: deps.stt, streaming: deps.streaming ?? {} }, requested).streaming;
   const fallback = processOwn ? { streaming: processOwn, source: 'process' as const } : {};
-  if (requested !== 'deepgram' && requested !== 'deepgramflux' && requested !== 'google') return fallback;
-  const found = await vendorEngines(deps, orgId, requested === 'google' ? 'google' : 'deepgram');
+  if (requested !== 'deepgram' && requested !== 'deepgramflux' && requested !== 'google' && requested !== 'openai') return fallback;
+  const found = await vendorEngines(deps, orgId, requested === 'deepgramflux' ? 'deepgram' : requested);
   if (found && 'refused' in found) return { refused: found.refused };
   const own = found?.engines.streaming[requested];
   return own ? { streaming: own, source: found!.source } : fallback;
