@@ -81,6 +81,14 @@ export function offersRealtime(baseUrl: string, mode: 'auto' | 'on' | 'off'): bo
 
 type Timer = ReturnType<typeof setTimeout>;
 
+/** A server `error` event's code and message, as text (either may be absent or not a string). */
+function errorText(error: unknown): string {
+  const e = (error ?? {}) as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : 'error';
+  const message = typeof e.message === 'string' ? e.message : '';
+  return `${code}: ${message}`.slice(0, 300);
+}
+
 class RealtimeStream implements RecognitionStream {
   state: RecognitionStream['state'] = 'open';
   private readonly listeners: RecognitionListener[] = [];
@@ -249,11 +257,9 @@ class RealtimeStream implements RecognitionStream {
       case 'conversation.item.input_audio_transcription.failed':
         if (!item || item === this.turnItem) this.endTurn(this.heard());
         break;
-      case 'error': {
-        const e = (m.error ?? {}) as { message?: unknown; code?: unknown };
-        this.lastError = `${String(e.code ?? 'error')}: ${String(e.message ?? '')}`.slice(0, 300);
+      case 'error':
+        this.lastError = errorText(m.error);
         break;
-      }
       default:
         break;
     }
@@ -331,14 +337,14 @@ export class OpenAIRealtimeTranscription implements StreamingSpeechToText {
           else resolve();
         };
         const onMessage = (data: Buffer) => {
-          let m: { type?: unknown; error?: { message?: unknown; code?: unknown } };
+          let m: { type?: unknown; error?: unknown };
           try {
             m = JSON.parse(data.toString('utf8')) as typeof m;
           } catch {
             return;
           }
           if (m.type === 'session.updated') settle();
-          else if (m.type === 'error') settle(new SpeechError(this.name, 'failed', `the server refused the transcription session: ${String(m.error?.code ?? '')} ${String(m.error?.message ?? '')}`.trim().slice(0, 300)));
+          else if (m.type === 'error') settle(new SpeechError(this.name, 'failed', `the server refused the transcription session: ${errorText(m.error)}`));
         };
         socket.on('message', onMessage);
         socket.once('open', () => socket.send(JSON.stringify(update)));
