@@ -549,6 +549,8 @@ const ENDPOINTING_MS = Number(process.env.BENCH_ENDPOINTING_MS ?? 300);
 const MODEL_FIRST_TOKEN_MS = Number(process.env.BENCH_MODEL_FIRST_TOKEN_MS ?? 300);
 const VOICE_FIRST_BYTE_MS = Number(process.env.BENCH_VOICE_FIRST_BYTE_MS ?? 100);
 const BARGE_TRIALS = Number(process.env.BENCH_BARGE_TRIALS ?? 5);
+/** Where the streaming steps' callers run: `process` (default, a child of their own) or `inline` (this process, as before). */
+const STREAMING_CALLERS = process.env.BENCH_CALLERS === 'inline' ? 'inline' : 'process';
 /** What the doubles add to every turn: what is left of voice to voice is ours (and the line's). */
 const CONFIGURED_DELAYS_MS = ENDPOINTING_MS + MODEL_FIRST_TOKEN_MS + VOICE_FIRST_BYTE_MS;
 const STREAMING_GREETING = 'Thank you for calling the bakery. How can I help?';
@@ -659,6 +661,50 @@ async function streamedTurns(rig: StreamingRig, a: Awaited<ReturnType<typeof age
   }
 }
 
+/** The streaming steps' callers in their own process (bench/voice-streaming-callers.ts), addressed by call id. */
+function streamingCallers(speech: Int16Array, portMin: number, portMax: number) {
+  const child = fork(path.join(import.meta.dirname, 'voice-streaming-callers.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiting = new Map<string, (m: any) => void>();
+  child.on('message', (m: any) => { waiting.get(m.id ?? '')?.(m); });
+  const ask = (id: string, msg: object) => new Promise<any>((resolve, reject) => {
+    waiting.set(id, (m) => { waiting.delete(id); if (m.type === 'failed') reject(new Error(m.message)); else resolve(m); });
+    child.send({ ...msg, id });
+  });
+  let seq = 0;
+  return {
+    ready: ask('', { type: 'init', speech: Array.from(speech), portMin, portMax }),
+    /** One call of a step with its caller over there: the greeting, then `turns` turns, measured by the caller. */
+    async call(rig: StreamingRig, a: Awaited<ReturnType<typeof agentWith>>, turns: number, startDelayMs: number) {
+      await sleep(startDelayMs);
+      const id = `c${++seq}`;
+      const { port } = await ask(id, { type: 'open' }) as { port: number };
+      const { w, pool } = rig;
+      const db = w.h.database.db;
+      const { services } = w.platform;
+      const agentSide = await RtpSession.open({ host: HOST, pool, codec: PCMU, telephoneEvent: 101 });
+      agentSide.setRemote({ address: HOST, port });
+      const transport = new RtpTransport(agentSide, { transfer: () => Promise.resolve(), hangup: () => Promise.resolve() });
+      const opened = await db.transaction().execute((tx) => services.conversations.open(tx, {
+        agent: a.agent, channel: 'sip', direction: 'inbound', counterpart: `+1415555${String(crypto.randomInt(1000, 9999))}`, counterpartKind: 'phone', fresh: true,
+      }, Date.now()));
+      const measured = ask(id, { type: 'run', agentPort: agentSide.port, turns }) as Promise<{ greeting: number; v2v: number[] }>;
+      const started = await startCall({
+        db, conversations: services.conversations, turns: w.turns, latency: w.latency,
+        stt: new SimulatedInstantStt('what are your opening hours'), tts: new SimulatedInstantTts(200),
+        streaming: { deepgram: rig.deepgram }, voices: { elevenlabs: rig.elevenlabs }, greetings: rig.greetings,
+        now: Date.now, log: { warn: (o, m) => { if (!/aborted/.test(JSON.stringify(o))) console.error(`streaming: ${m}`, o); } },
+      }, transport, { conversation: opened.conversation, room: opened.room, config: a.live, settings: voiceSettings(a.live), capabilities: CAPABILITIES.sip, opening: {} });
+      try {
+        return { ...(await measured), conversationId: opened.conversation.id };
+      } finally {
+        transport.end('bench over');
+        await started.done;
+      }
+    },
+    exit() { child.send({ type: 'exit' }); },
+  };
+}
+
 /** A cough: 200 ms of noise rising and falling, about as loud as the caller's speech. */
 function cough(): Int16Array {
   const pcm = noiseBurst(200);
@@ -689,10 +735,17 @@ if (run('streaming')) {
     console.log(`| calls at once | turns | voice to voice p50 / p95 / max ms | our share p50 / p95 / max ms | greeting's first sound p50 / p95 / max ms | load average (1 min) after |`);
     console.log('|---|---|---|---|---|---|');
     let cold: number | undefined;
+    // The callers in a process of their own (BENCH_CALLERS=inline: in this one, beside the agents).
+    const callers = STREAMING_CALLERS === 'process' ? streamingCallers(speech, portMin + 4 * (maxN + 10) + 2, portMin + 8 * (maxN + 10)) : undefined;
+    await callers?.ready;
+    console.log(`callers: ${callers ? 'in a process of their own' : 'in this process, beside the agents'}`);
     for (const n of STREAMING_STEPS) {
       const perCall = Math.max(3, Math.ceil(STREAMING_TURNS / n));
       // Calls start over a second or two, as calls arrive, and talk at their own pace after.
-      const results = await Promise.all(Array.from({ length: n }, () => streamedTurns(rig, a, speech, perCall, crypto.randomInt(0, Math.min(2000, 50 * n + 1)))));
+      const results = await Promise.all(Array.from({ length: n }, () => {
+        const delay = crypto.randomInt(0, Math.min(2000, 50 * n + 1));
+        return callers ? callers.call(rig, a, perCall, delay) : streamedTurns(rig, a, speech, perCall, delay);
+      }));
       const greetings = results.map((r) => r.greeting);
       if (cold === undefined) cold = greetings.shift();
       const v = results.flatMap((r) => r.v2v);
@@ -709,6 +762,7 @@ if (run('streaming')) {
       console.log(`    the service's record of these ${rows.length} turns, p50 / p95 ms: end of speech → recogniser's end of turn ${step('endpoint_ms')}, → transcript ${step('stt_ms')}, → model's first token ${step('llm_first_token_ms')}, → first audio out ${step('tts_first_audio_ms')}; total ${step('total_ms')}`);
       if (greetings.length) summary.push(`| greeting's first sound after answer, streamed voice, warm cache, ${n} calls at once | ${f1(p(greetings, 50))} | ${f1(p(greetings, 95))} | ${f1(Math.max(...greetings))} | ${p(greetings, 95) <= 200 ? 'p95 ≤ 200 ms: yes' : 'p95 ≤ 200 ms: NO'} |`);
     }
+    callers?.exit();
     console.log(`greeting's first sound, cold cache (the first call; ElevenLabs synthesizes it): ${f1(cold ?? NaN)} ms; cache ${rig.greetings.stats.hits} hits, ${rig.greetings.stats.misses} misses`);
     summary.push(`| greeting's first sound after answer, streamed voice, cold cache | ${f1(cold ?? NaN)} | | | one call |`);
 
