@@ -169,6 +169,8 @@ for (const engine of ENGINES) {
       await until('the reply heard', async () => c.session.phase === 'listening' && (await c.replies()).length === 1);
       assert.deepEqual(c.offline.said.map((s) => s.text), ['Hello there.', 'How can I help?']);
       assert.ok(c.transport.of('play').every((p) => p.samples === 800), 'all of it in the configured voice');
+      // The change is written to the call's state beside the call, not before the reply: wait for it.
+      await until('the change recorded', async () => (await c.speech()).tts === 'short');
       const speech = await c.speech();
       assert.equal(speech.tts, 'short');
       assert.equal(speech.streamed, false);
