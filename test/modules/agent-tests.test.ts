@@ -323,3 +323,123 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+for (const engine of ENGINES) {
+  describe(`agent test runs after a worker died [${engine}]`, () => {
+    let h: Harness;
+    let agentLlm: FakeLlm;
+    let testLlm: FakeLlm;
+    before(async () => {
+      agentLlm = await startFakeLlm({ models: ['agent-model'] });
+      agentLlm.respond = agentReply;
+      testLlm = await startFakeLlm({ models: ['caller-model', 'judge-model'] });
+      testLlm.respond = (b) => (b.model === 'judge-model' ? judgeReply(b) : callerReply(b));
+      // The worker is started by the test, after the "dead" worker took its run; short leases and rescues.
+      h = await startHarness(engine, {
+        CALLPLANE_LLM_BASE_URL: agentLlm.baseUrl, CALLPLANE_LLM_API_KEY: 'sk-fake', CALLPLANE_LLM_MODEL: 'agent-model', CALLPLANE_LLM_MAX_RETRIES: '0',
+        CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true', CALLPLANE_AGENT_TEST_RUNS_PER_ORG: '5',
+      }, { agentTestRuntime: { leaseMs: 600, heartbeatMs: 100, rescueEveryMs: 100, pollMs: 50 } });
+    });
+    after(async () => { await h?.close(); await agentLlm?.close(); await testLlm?.close(); });
+
+    it('a run whose worker died resumes after its recorded verdicts; one whose attempts are spent fails and says why', async () => {
+      const r = await h.reseller();
+      const o = await h.organization(r.id);
+      assert.equal((await h.call('PUT', '/api/v2/llm/providers/tester', { token: o.token, body: { baseUrl: testLlm.baseUrl, apiKey: 'sk-test', models: ['caller-model', 'judge-model'] } })).status, 201);
+      assert.equal((await h.call('POST', '/api/v2/agent', { token: o.token, body: {
+        agentInstructions: 'GOOD: book with book_slot, then confirm the day.', agentModel: 'agent-model', actions: ['hangup'],
+        webhookActions: [{ ...BOOK_SLOT, url: 'http://127.0.0.1:9/book' }],
+      } })).status, 200);
+      const agentId = `camp${o.agentId}`;
+      const created = await h.call('POST', `/api/v2/agent/${agentId}/tests/suites`, { token: o.token, body: {
+        name: 'Crash', settings: { callerModel: 'caller-model', judgeModel: 'judge-model' },
+        scenarios: [{ ...SCENARIO, name: 'first' }, { ...SCENARIO, name: 'second' }],
+      } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const start = async () => {
+        const res = await h.call('POST', `/api/v2/agent/${agentId}/tests/runs`, { token: o.token, body: { suiteId: created.body.suite.id } });
+        assert.equal(res.status, 202, JSON.stringify(res.body));
+        return res.body.run.id as string;
+      };
+      const db = h.database.db;
+      // A worker claims the run, decides the first scenario, and dies (nobody heartbeats its lease).
+      const resumed = await start();
+      const [claimed] = await h.agentTests.engine.claim(db, 1);
+      assert.equal(claimed?.id, resumed);
+      await db.insertInto('agent_test_results').values({
+        run_id: resumed, scenario: 0, iteration: 0, scenario_name: 'first', conversation_id: null, passed: 1,
+        checks: JSON.stringify([{ check: 'said', what: 'decided by the attempt that died', passed: true, reason: 'before the crash', decides: true }]),
+        turns: 2, error: null, created_at: Date.now(),
+      }).execute();
+      // Another, whose attempts are spent when its worker dies.
+      const lost = await start();
+      await db.updateTable('agent_test_runs').set({ max_attempts: 1 }).where('id', '=', lost).execute();
+      const [claimedLost] = await h.agentTests.engine.claim(db, 1);
+      assert.equal(claimedLost?.id, lost);
+
+      h.agentTests.startWorker();
+      const ended = (id: string) => waitFor(`run ${id} to end`, async () => {
+        const res = await h.call('GET', `/api/v2/agent/${agentId}/tests/runs/${id}`, { token: o.token });
+        return ['finished', 'failed'].includes(res.body.run.state) ? res.body : undefined;
+      }, 30_000, 50);
+      const done = await ended(resumed);
+      assert.equal(done.run.state, 'finished', JSON.stringify(done.run));
+      assert.equal(done.run.attempt, 2, 'the second attempt finished it');
+      assert.deepEqual(done.run.progress, { done: 2, total: 2 });
+      assert.equal(done.run.passed, true, JSON.stringify(done.results));
+      const [first, second] = done.results.scenarios;
+      assert.equal(first.iterations[0].checks[0].what, 'decided by the attempt that died', 'the recorded verdict stands');
+      assert.equal(first.iterations[0].conversationId, null, 'the first scenario was not run again');
+      assert.ok(second.iterations[0].conversationId, 'the second was run by the new attempt');
+      const rooms = await db.selectFrom('conversation_rooms').select('counterpart').where('org_id', '=', o.id).execute();
+      assert.deepEqual(rooms.map((x) => x.counterpart).filter((c) => c.includes(resumed)), [`web:agent-test-${resumed}-1-0`]);
+
+      const failed = await ended(lost);
+      assert.equal(failed.run.state, 'failed');
+      assert.equal(failed.run.passed, null);
+      assert.match(failed.run.lastError, /stopped before it finished .* attempts are spent/);
+    });
+  });
+
+  describe(`agent tests on the SIMULATED engine [${engine}]`, () => {
+    let h: Harness;
+    before(async () => { h = await startHarness(engine, {}, { agentTests: true, agentTestRuntime: { pollMs: 50 } }); });
+    after(async () => { await h?.close(); });
+
+    it('the judge and the caller are labelled simulated and do not decide; the deterministic checks do', async () => {
+      const r = await h.reseller();
+      const o = await h.organization(r.id);
+      assert.equal((await h.call('POST', '/api/v2/agent', { token: o.token, body: { actions: ['hangup'] } })).status, 200);
+      const agentId = `camp${o.agentId}`;
+      const created = await h.call('POST', `/api/v2/agent/${agentId}/tests/suites`, { token: o.token, body: {
+        name: 'Offline',
+        scenarios: [
+          { name: 'says goodbye', persona: { instructions: 'You say goodbye.', opening: 'Goodbye!' }, checks: [{ endedCall: true }, { said: 'simulated' }, { judge: 'The agent was polite' }] },
+          { name: 'never ends', persona: { instructions: 'You chat.', opening: 'Hello there' }, maxTurns: 2, checks: [{ endedCall: true }, { judge: 'The agent was polite' }] },
+        ],
+      } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const started = await h.call('POST', `/api/v2/agent/${agentId}/tests/runs`, { token: o.token, body: { suiteId: created.body.suite.id } });
+      assert.equal(started.status, 202, JSON.stringify(started.body));
+      const done = await waitFor('the run to end', async () => {
+        const res = await h.call('GET', `/api/v2/agent/${agentId}/tests/runs/${started.body.run.id}`, { token: o.token });
+        return ['finished', 'failed'].includes(res.body.run.state) ? res.body : undefined;
+      }, 30_000, 50);
+      assert.equal(done.run.state, 'finished');
+      const [bye, chat] = done.results.scenarios;
+      assert.equal(bye.passed, true, JSON.stringify(bye));
+      assert.equal(chat.passed, false, 'endedCall decided it');
+      for (const s of [bye, chat]) {
+        const judged = s.iterations[0].checks.filter((v: { check: string }) => v.check === 'judge');
+        assert.equal(judged.length, 2, 'the criterion and the simulated caller');
+        for (const v of judged) {
+          assert.equal(v.simulated, true);
+          assert.equal(v.decides, false);
+          assert.equal(v.passed, null);
+          assert.match(v.reason, /^SIMULATED: /);
+        }
+      }
+      assert.equal(chat.iterations[0].turns, 2);
+    });
+  });
+}

@@ -11,7 +11,8 @@ import { setMaxListeners } from 'node:events';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/types.ts';
 import { ModelError } from '../../llm/types.ts';
-import { DurableQueue, type DurableQueueDeps } from '../../queue/durable-queue.ts';
+import { DurableQueue, endedStamp, type DurableQueueDeps } from '../../queue/durable-queue.ts';
+import { QueueEngine } from '../../queue/engine.ts';
 import { QueueProducer } from '../../queue/producer.ts';
 import type { HandlerContext, Outcome } from '../../queue/runner.ts';
 import type { Wakeups } from '../../queue/waker.ts';
@@ -52,9 +53,17 @@ export interface AgentTestQueueDeps extends DurableQueueDeps {
   backoff?: (attempt: number) => number;
 }
 
+/** What a run's status says when the rescuer gives up on it (its workers kept dying). */
+export const LOST_RUN = 'the worker running this run stopped before it finished (its lease expired) and its attempts are spent';
+
 export function agentTestQueue(deps: AgentTestQueueDeps): AgentTestQueue {
   return new DurableQueue(deps, {
     producer: deps.producer, name: 'agent-tests', leaseMs: deps.config.taskLeaseMs, concurrency: RUN_CONCURRENCY, backoff: deps.backoff,
+    // A run the rescuer fails (its last worker died) says why, as every other failed run does.
+    engine: (base) => new QueueEngine<typeof AGENT_TEST_RUNS>({
+      table: AGENT_TEST_RUNS, ...base, backoff: deps.backoff,
+      stamp: (t) => ({ ...endedStamp(t), ...(t.cause === 'rescue' && t.to === 'failed' ? { last_error: LOST_RUN } : {}) }),
+    }),
     worker: (now) => ({ handler: createRunHandler({ ...deps.handler, now }) }),
   });
 }
