@@ -190,6 +190,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/agent/{agentId}/tests/scenarioFromConversation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * callplane extension: a draft scenario from one of the agent's conversations (its person's lines as the persona and opening)
+         * @description Nothing is stored: add checks to the answered scenario and put it in a suite (PUT …/suites/{suiteId}). 404 for a conversation not of this agent, 400 when the person said nothing in it.
+         */
+        post: operations["agentTestScenarioFromConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/agent/{agentId}/tests/suites": {
         parameters: {
             query?: never;
@@ -4093,6 +4113,128 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         })[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    agentTestScenarioFromConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The conversation uuid */
+                    conversationId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        conversationId: string;
+                        message?: string;
+                        scenario: {
+                            callerNumber?: string;
+                            checks: ({
+                                analysis?: {
+                                    equals: unknown;
+                                    field: string;
+                                };
+                                endedCall?: boolean;
+                                judge?: string;
+                                maxTurns?: number;
+                                neverSaid?: string;
+                                outcome?: string;
+                                said?: string;
+                                toolCalled?: string | {
+                                    args?: {
+                                        [key: string]: unknown;
+                                    };
+                                    name: string;
+                                    not?: boolean;
+                                };
+                                turnLatencyMs?: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            context?: string;
+                            maxTurns?: number;
+                            name: string;
+                            persona: {
+                                instructions: string;
+                                language?: string;
+                                opening?: string;
+                                voice?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            toolMocks?: ({
+                                args?: {
+                                    [key: string]: unknown;
+                                };
+                                result: unknown;
+                                tool: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            variables?: {
+                                [key: string]: string | number | boolean;
+                            };
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        success: boolean;
                     } & {
                         [key: string]: unknown;
                     };

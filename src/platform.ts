@@ -334,7 +334,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     latency: latencyService({ db }),
     voices: voicesService({ tts: speech.tts, voices: speech.voices, now: Date.now }),
     vad: speech.vad,
-    agentTests: agentTestService({ db, agents: base.agents, runs: agentTestsDue, runsPerOrg: config.agentTestRunsPerOrg }),
+    agentTests: agentTestService({ db, agents: base.agents, models: base.models, runs: agentTestsDue, runsPerOrg: config.agentTestRunsPerOrg }),
   };
   // The agent talks on SIP calls (the worker answers them, and the SIP carrier places them).
   const sip = deps.sip === false || deps.sip === undefined ? undefined

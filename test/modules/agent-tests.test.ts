@@ -272,6 +272,7 @@ for (const engine of ENGINES) {
       await bad(one({ persona: { instructions: '' } }), /^scenarios\[0\]\.persona\.instructions must not be empty/);
       await bad(one({ maxTurns: 0 }), /^scenarios\[0\]\.maxTurns must be an integer from 1 to 30/);
       await bad({ name: 'Bad', scenarios: [SCENARIO, SCENARIO] }, /^scenarios\[1\]\.name repeats/);
+      await bad({ name: 'Bad', settings: { judgeModel: 'no-such-model' }, scenarios: [SCENARIO] }, /^settings\.judgeModel "no-such-model" is not a model this organization can use/);
       const badYaml = await h.call('POST', `/api/v2/agent/${agentId}/tests/suites/import`, { token: o.token, body: { format: 'yaml', document: 'name: [unclosed' } });
       assert.equal(badYaml.status, 400);
       assert.match(badYaml.body.message, /^document is not valid YAML/);
@@ -301,6 +302,21 @@ for (const engine of ENGINES) {
         assert.equal(res.status, 404, JSON.stringify(res.body));
         assert.equal(res.body.success, false);
       }
+      // A conversation becomes a draft scenario (the person's lines as persona and opening); not another tenant's.
+      const conversationId = started.results.scenarios[0].iterations[0].conversationId as string;
+      const draft = await h.call('POST', `/api/v2/agent/${mine.agentId}/tests/scenarioFromConversation`, { token: mine.o.token, body: { conversationId } });
+      assert.equal(draft.status, 200, JSON.stringify(draft.body));
+      assert.equal(draft.body.scenario.persona.opening, 'Hi, I would like to book a cleaning on Tuesday.');
+      assert.match(draft.body.scenario.persona.instructions, /- Great, thanks, bye\./);
+      assert.deepEqual(draft.body.scenario.checks, []);
+      const withChecks = { ...draft.body.scenario, checks: [{ toolCalled: 'book_slot' }] };
+      const put = await h.call('PUT', `/api/v2/agent/${mine.agentId}/tests/suites/${suite.id}`, { token: mine.o.token, body: { ...suiteDoc(), scenarios: [SCENARIO, withChecks] } });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+      for (const [agentId, token] of [[other.agentId, other.o.token], [mine.agentId, other.o.token]] as const) {
+        const theirs = await h.call('POST', `/api/v2/agent/${agentId}/tests/scenarioFromConversation`, { token, body: { conversationId } });
+        assert.equal(theirs.status, 404, JSON.stringify(theirs.body));
+      }
+
       // My reseller (an ancestor) reads and runs my agent's tests.
       const list = await h.call('GET', `/api/v2/agent/${mine.agentId}/tests/runs`, { token: mine.r.token });
       assert.equal(list.status, 200);

@@ -127,6 +127,14 @@ export async function agentTestRoutes(app: App, { agentTests }: { agentTests: Ag
       response: { 200: Envelope({ format: Format, version: Type.Integer(), document: Type.String() }), ...errors(400, 403, 404) } },
   }, async (req) => agentTests.exportSuite(req.scope, req.params.agentId, req.params.suiteId, req.query.format === 'json' ? 'json' : 'yaml', req.query.version));
 
+  app.post(`${base}/scenarioFromConversation`, {
+    schema: { operationId: 'agentTestScenarioFromConversation', tags, security: Security,
+      summary: 'callplane extension: a draft scenario from one of the agent\'s conversations (its person\'s lines as the persona and opening)',
+      description: 'Nothing is stored: add checks to the answered scenario and put it in a suite (PUT …/suites/{suiteId}). 404 for a conversation not of this agent, 400 when the person said nothing in it.',
+      params: AgentParams, body: Type.Object({ conversationId: Type.String({ maxLength: 64, description: 'The conversation uuid' }) }),
+      response: { 200: Envelope({ scenario: Scenario, conversationId: Type.String() }), ...errors(400, 403, 404) } },
+  }, async (req) => agentTests.scenarioFromConversation(req.scope, req.params.agentId, req.body.conversationId));
+
   app.post(`${base}/runs`, {
     schema: { operationId: 'startAgentTestRun', tags, security: Security, summary: 'callplane extension: run a test suite (a durable job)',
       description: 'Against the staging configuration (default), the live one, or a stored version (its versionId). Answers 202 with the run; '

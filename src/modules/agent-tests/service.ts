@@ -10,7 +10,9 @@ import type { AgentService, PublishGate } from '../agents/service.ts';
 import { agentIdOf } from '../agents/service.ts';
 import { configHash } from '../agents/settings.ts';
 import type { Verdict } from './checks.ts';
-import { checkSuite, formatSuite, parseSuite, type DocumentFormat, type SuiteDocument } from './document.ts';
+import { messageRepo, conversationRepo } from '../conversations/repository.ts';
+import type { ModelsService } from '../models/service.ts';
+import { checkSuite, formatSuite, LIMITS, parseSuite, type DocumentFormat, type Scenario, type SuiteDocument } from './document.ts';
 import { resultRepo, runRepo, suiteRepo, type ResultRow, type RunRow, type SuiteRow } from './repository.ts';
 import type { AgentTestProducer } from './run-queue.ts';
 
@@ -23,6 +25,8 @@ const MAX_LISTED_RUNS = 100;
 export interface AgentTestServiceDeps {
   db: Db;
   agents: Pick<AgentService, 'agent' | 'testTarget'>;
+  /** The organization's model catalog: a suite's callerModel and judgeModel must be in it. */
+  models: Pick<ModelsService, 'modelIds'>;
   runs: AgentTestProducer;
   /** Runs one organization may have queued or running (CALLPLANE_AGENT_TEST_RUNS_PER_ORG). */
   runsPerOrg: number;
@@ -127,6 +131,14 @@ export function agentTestService(deps: AgentTestServiceDeps) {
 
   /** Creates the suite, or (`replace`) writes the next version of the one with its name. */
   async function store(account: AccountRow, doc: SuiteDocument, existingId?: string): Promise<SuiteRow> {
+    // The models it names must be the organization's to use (as an agent's agentModel).
+    const named = (['callerModel', 'judgeModel'] as const).filter((k) => doc.settings?.[k] !== undefined);
+    if (named.length > 0) {
+      const catalog = await deps.models.modelIds(account.org_id!);
+      for (const k of named) {
+        if (!catalog.has(doc.settings![k]!)) throw new Invalid(`settings.${k} ${JSON.stringify(doc.settings![k])} is not a model this organization can use (GET /api/v2/models/supported lists them)`);
+      }
+    }
     const now = clock();
     const document = JSON.stringify(doc);
     return db.transaction().execute(async (tx) => {
@@ -232,6 +244,34 @@ export function agentTestService(deps: AgentTestServiceDeps) {
       };
       await deps.runs.enqueue(db, async (tx) => { await runRepo.insert(tx, row); return true; });
       return { success: true as const, run: presentRun((await runRepo.find(db, row.id))!) };
+    },
+
+    /**
+     * A draft scenario from one of the agent's conversations (docs/testing-agents.md, "From a
+     * conversation"): the person's lines become the persona and the opening; the reviewer adds the
+     * checks and puts it in a suite. Nothing is stored.
+     */
+    async scenarioFromConversation(scope: Scope, agentId: string, conversationId: string) {
+      const account = await agents.agent(scope, agentId);
+      const c = /^[0-9a-f-]{36}$/i.test(conversationId) ? await conversationRepo.find(db, conversationId) : undefined;
+      if (!c || c.account_id !== account.id) throw new NotFound(`conversationId ${conversationId} was not found among agent ${agentIdOf(account.id)}'s conversations`);
+      const said = (await messageRepo.ofConversation(db, c.id)).filter((m) => m.direction === 'inbound' && m.text.trim() !== '').map((m) => m.text.trim());
+      if (said.length === 0) throw new Invalid(`conversationId ${conversationId}: the person said nothing in it, so there is no caller to play`);
+      const head = `You are the person in a real conversation (${c.channel}, ${new Date(c.started_at).toISOString().slice(0, 10)}). `
+        + 'Say what they said, in this order, one line at a time, and adapt when the agent answers differently than it did then:\n';
+      let lines = '';
+      for (const line of said) {
+        const next = `- ${line.replace(/\s+/g, ' ').slice(0, 500)}\n`;
+        if (head.length + lines.length + next.length > LIMITS.personaChars) break;
+        lines += next;
+      }
+      const scenario: Scenario = {
+        name: `From conversation ${c.id.slice(0, 8)}`.slice(0, LIMITS.nameChars),
+        persona: { instructions: (head + lines).trim(), opening: said[0]!.slice(0, LIMITS.openingChars) },
+        maxTurns: Math.min(LIMITS.maxTurns, said.length + 2),
+        checks: [],
+      };
+      return { success: true as const, scenario, conversationId: c.id };
     },
 
     async listRuns(scope: Scope, agentId: string, suiteId?: string) {

@@ -141,29 +141,38 @@ export function textRunner(deps: TextRunnerDeps): ScenarioRunner & {
       });
       const lines: Observation['lines'] = welcome ? [{ who: 'agent', text: welcome }] : [];
       const maxTurns = s.maxTurns ?? DEFAULT_MAX_TURNS;
-      let turns = 0;
-      let ended = false;
-      let said: string | undefined = s.persona.opening ?? await callerLine(caller, r, lines);
-      while (said !== undefined && turns < maxTurns) {
-        r.signal.throwIfAborted();
-        const text = said;
-        const at = deps.now();
-        const inbound = await db.transaction().execute((tx) => deps.conversations.recordInbound(tx, o, { text }, at));
-        lines.push({ who: 'caller', text });
-        const result = await deps.turns.run({
-          conversation: o.conversation, room: o.room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: r.signal,
-          test: { as, ...(about ? { task: about } : {}), mock: (call, args) => mockAnswer(s, call.name, args) },
-        });
-        if (result.kind !== 'reply') throw new Error('the agent\'s turn waited for an asynchronous action, which a test does not offer');
-        turns++;
-        lines.push({ who: 'agent', text: result.text });
-        if (result.effects.some((e) => e.kind === 'end' || e.kind === 'transfer')) {
-          ended = true;
-          break;
+      /** The caller and the agent take turns until the agent ends it, the caller is done, or maxTurns. */
+      const talk = async () => {
+        let said: string | undefined = s.persona.opening ?? await callerLine(caller, r, lines);
+        let turns = 0;
+        while (said !== undefined && turns < maxTurns) {
+          r.signal.throwIfAborted();
+          const text = said;
+          const at = deps.now();
+          const inbound = await db.transaction().execute((tx) => deps.conversations.recordInbound(tx, o, { text }, at));
+          lines.push({ who: 'caller', text });
+          const result = await deps.turns.run({
+            conversation: o.conversation, room: o.room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: r.signal,
+            test: { as, ...(about ? { task: about } : {}), mock: (call, args) => mockAnswer(s, call.name, args) },
+          });
+          if (result.kind !== 'reply') throw new Error('the agent\'s turn waited for an asynchronous action, which a test does not offer');
+          turns++;
+          lines.push({ who: 'agent', text: result.text });
+          if (result.effects.some((e) => e.kind === 'end' || e.kind === 'transfer')) return { turns, ended: true, said };
+          if (turns >= maxTurns) break;
+          said = await callerLine(caller, r, lines);
         }
-        if (turns >= maxTurns) break;
-        said = await callerLine(caller, r, lines);
+        return { turns, ended: false, said };
+      };
+      let talked: Awaited<ReturnType<typeof talk>>;
+      try {
+        talked = await talk();
+      } catch (err) {
+        // A model that failed (or the run stopped): the conversation ends here, saying so.
+        await deps.conversations.end(o.conversation.id, 'failed', `agent test stopped: ${err instanceof Error ? err.message.slice(0, 200) : String(err)}`);
+        throw err;
       }
+      const { turns, ended, said } = talked;
       await deps.conversations.end(o.conversation.id, ended ? 'ended_by_agent' : 'completed', ended ? null : `agent test: ${said === undefined ? 'the simulated caller was done' : `turn limit (${maxTurns}) reached`}`);
       const [messages, conversation] = await Promise.all([messageRepo.ofConversation(db, o.conversation.id), conversationRepo.find(db, o.conversation.id)]);
       const mockedTools = new Set((s.toolMocks ?? []).map((m) => m.tool));
