@@ -243,7 +243,10 @@ export interface paths {
         /** callplane extension: replace a test suite's document (its next version; the same document again changes nothing) */
         put: operations["replaceAgentTestSuite"];
         post?: never;
-        /** callplane extension: delete a test suite with its versions and runs */
+        /**
+         * callplane extension: delete a test suite with its versions and runs
+         * @description 409 while one of its runs is queued or running.
+         */
         delete: operations["deleteAgentTestSuite"];
         options?: never;
         head?: never;
@@ -5008,6 +5011,15 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -172,7 +172,7 @@ for (const engine of ENGINES) {
       const suite = await createSuite(o.token, agentId);
       res = await publish();
       assert.equal(res.status, 409);
-      assert.match(res.body.message, /suite 'Booking' has no finished run on this staging configuration/);
+      assert.match(res.body.message, /suite 'Booking' has no finished run of its version 1 on this staging configuration/);
       const failed = await run(o.token, agentId, { suiteId: suite.id });
       assert.equal(failed.run.passed, false);
       res = await publish();
@@ -186,10 +186,17 @@ for (const engine of ENGINES) {
       await stage(o.token, 'GOOD: book with book_slot, then confirm the day. Be brief.', { testGate: true });
       res = await publish();
       assert.equal(res.status, 409);
-      assert.match(res.body.message, /has no finished run on this staging configuration/);
+      assert.match(res.body.message, /has no finished run of its version 1 on this staging configuration/);
       const again = await run(o.token, agentId, { suiteId: suite.id });
       assert.equal(again.run.passed, true);
       assert.equal(again.run.configHash !== passed.run.configHash, true);
+      // A change of the suite after the passing run: its new version must run too.
+      const edited = await h.call('PUT', `/api/v2/agent/${agentId}/tests/suites/${suite.id}`, { token: o.token, body: { ...suiteDoc(), description: 'v2' } });
+      assert.equal(edited.body.suite.version, 2);
+      res = await publish();
+      assert.equal(res.status, 409);
+      assert.match(res.body.message, /has no finished run of its version 2 on this staging configuration/);
+      await run(o.token, agentId, { suiteId: suite.id });
       res = await publish();
       assert.equal(res.status, 200, JSON.stringify(res.body));
 
@@ -330,12 +337,19 @@ for (const engine of ENGINES) {
       const scenarios = Array.from({ length: 10 }, (_, i) => ({ ...SCENARIO, name: `scenario ${i + 1}` }));
       const suite = await createSuite(o.token, agentId, { ...suiteDoc(scenarios, 'Ten'), settings: { callerModel: 'caller-model', judgeModel: 'judge-model', concurrency: 5 } } as never);
       const started = Date.now();
-      const done = await run(o.token, agentId, { suiteId: suite.id });
+      const pending = run(o.token, agentId, { suiteId: suite.id });
+      await waitFor('the run to start', async () => (await h.call('GET', `/api/v2/agent/${agentId}/tests/runs`, { token: o.token })).body.runs.length > 0);
+      const early = await h.call('DELETE', `/api/v2/agent/${agentId}/tests/suites/${suite.id}`, { token: o.token });
+      assert.equal(early.status, 409, 'not while its run is queued or running');
+      const done = await pending;
       const took = Date.now() - started;
       assert.equal(done.run.passed, true, JSON.stringify(done.run));
       assert.deepEqual(done.run.progress, { done: 10, total: 10 });
       assert.equal(done.results.scenarios.length, 10);
       assert.ok(took < 15_000, `took ${took} ms`);
+      const gone = await h.call('DELETE', `/api/v2/agent/${agentId}/tests/suites/${suite.id}`, { token: o.token });
+      assert.equal(gone.status, 200);
+      assert.equal((await h.call('GET', `/api/v2/agent/${agentId}/tests/runs/${done.run.id}`, { token: o.token })).status, 404, 'its runs went with it');
     });
   });
 }

@@ -92,13 +92,24 @@ export const runRepo = {
     return Number(r.n);
   },
 
-  /** The latest finished run of a suite on a target (and a configuration's hash, when given), before `before` (a run's created_at) when given. */
-  async latestFinished(db: Executor, suiteId: string, target: RunRow['target'], opts: { configHash?: string; before?: { at: number; id: string } } = {}): Promise<RunRow | undefined> {
+  /**
+   * The latest finished run of a suite on a target (and of a configuration's hash and a suite
+   * version, when given), before `before` (a run's created_at and id) when given.
+   */
+  async latestFinished(db: Executor, suiteId: string, target: RunRow['target'], opts: { configHash?: string; suiteVersion?: number; before?: { at: number; id: string } } = {}): Promise<RunRow | undefined> {
     let q = db.selectFrom('agent_test_runs').selectAll().where('suite_id', '=', suiteId).where('target', '=', target).where('state', '=', 'finished');
     if (opts.configHash) q = q.where('config_hash', '=', opts.configHash);
+    if (opts.suiteVersion !== undefined) q = q.where('suite_version', '=', opts.suiteVersion);
     if (opts.before) q = q.where((eb) => eb.or([eb('created_at', '<', opts.before!.at), eb.and([eb('created_at', '=', opts.before!.at), eb('id', '<', opts.before!.id)])]));
     const r = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
     return r && runOf(r);
+  },
+
+  /** The suite's runs not yet finished. */
+  async openOfSuite(db: Executor, suiteId: string): Promise<number> {
+    const r = await db.selectFrom('agent_test_runs').select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('suite_id', '=', suiteId).where('state', 'in', ['pending', 'running']).executeTakeFirstOrThrow();
+    return Number(r.n);
   },
 
   async progress(db: Executor, id: string, done: number, now: number): Promise<void> {

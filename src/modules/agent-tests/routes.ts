@@ -110,7 +110,8 @@ export async function agentTestRoutes(app: App, { agentTests }: { agentTests: Ag
 
   app.delete(`${base}/suites/:suiteId`, {
     schema: { operationId: 'deleteAgentTestSuite', tags, security: Security, summary: 'callplane extension: delete a test suite with its versions and runs',
-      params: SuiteParams, response: { 200: Envelope({}), ...errors(400, 403, 404) } },
+      description: '409 while one of its runs is queued or running.',
+      params: SuiteParams, response: { 200: Envelope({}), ...errors(400, 403, 404, 409) } },
   }, async (req) => agentTests.deleteSuite(req.scope, req.params.agentId, req.params.suiteId));
 
   app.post(`${base}/suites/import`, {

@@ -4,7 +4,7 @@
 // the previous run on the published (live) configuration, and the publish gate (publishGate).
 import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
-import { Invalid, NotFound, TooManyRequests } from '../../http/errors.ts';
+import { Conflict, Invalid, NotFound, TooManyRequests } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { AgentService, PublishGate } from '../agents/service.ts';
 import { agentIdOf } from '../agents/service.ts';
@@ -101,9 +101,9 @@ export function testPublishGate(): PublishGate {
     if (suites.length === 0) return 'testGate is on, but the agent has no test suite: add one, run it on the staging configuration, then publish (docs/testing-agents.md)';
     const problems: string[] = [];
     for (const suite of suites) {
-      const run = await runRepo.latestFinished(tx, suite.id, 'staging', { configHash: hash });
+      const run = await runRepo.latestFinished(tx, suite.id, 'staging', { configHash: hash, suiteVersion: suite.version });
       if (!run) {
-        problems.push(`suite '${suite.name}' has no finished run on this staging configuration (staging changed since its last run, or it never ran)`);
+        problems.push(`suite '${suite.name}' has no finished run of its version ${suite.version} on this staging configuration (staging or the suite changed since its last run, or it never ran)`);
       } else if (run.passed !== 1) {
         const failed = [...new Set((await resultRepo.ofRun(tx, run.id)).filter((r) => r.passed !== 1).map((r) => r.scenario_name))];
         problems.push(`suite '${suite.name}' run ${run.id} failed scenarios: ${failed.map((n) => `'${n}'`).join(', ')}`);
@@ -195,7 +195,12 @@ export function agentTestService(deps: AgentTestServiceDeps) {
     async deleteSuite(scope: Scope, agentId: string, suiteId: string) {
       const account = await agents.agent(scope, agentId);
       await suiteOf(account, suiteId);
-      await suiteRepo.remove(db, account.id, suiteId);
+      // With the suite's row locked: a run started meanwhile waits for this, and finds it gone.
+      await db.transaction().execute(async (tx) => {
+        if (!await suiteRepo.lock(tx, account.id, suiteId)) throw new NotFound(`suiteId ${suiteId} was not found`);
+        if (await runRepo.openOfSuite(tx, suiteId) > 0) throw new Conflict(`suiteId ${suiteId} has a run queued or running: delete it once the run ends`);
+        await suiteRepo.remove(tx, account.id, suiteId);
+      });
       return { success: true as const, message: `Suite ${suiteId} deleted` };
     },
 
@@ -242,7 +247,12 @@ export function agentTestService(deps: AgentTestServiceDeps) {
         config: JSON.stringify(config), config_hash: configHash(config), mode: 'text' as const, iterations, concurrency, total,
         run_at: now, created_at: now, updated_at: now,
       };
-      await deps.runs.enqueue(db, async (tx) => { await runRepo.insert(tx, row); return true; });
+      await deps.runs.enqueue(db, async (tx) => {
+        // The suite's row locked: a deletion racing this start goes first (then 404) or after (then 409).
+        if (!await suiteRepo.lock(tx, account.id, suite.id)) throw new NotFound(`suiteId ${suite.id} was not found`);
+        await runRepo.insert(tx, row);
+        return true;
+      });
       return { success: true as const, run: presentRun((await runRepo.find(db, row.id))!) };
     },
 
