@@ -444,8 +444,8 @@ for (const engine of ENGINES) {
       const created = await h.call('POST', `/api/v2/agent/${agentId}/tests/suites`, { token: o.token, body: {
         name: 'Offline',
         scenarios: [
-          { name: 'says goodbye', persona: { instructions: 'You say goodbye.', opening: 'Goodbye!' }, checks: [{ endedCall: true }, { said: 'simulated' }, { judge: 'The agent was polite' }] },
-          { name: 'never ends', persona: { instructions: 'You chat.', opening: 'Hello there' }, maxTurns: 2, checks: [{ endedCall: true }, { judge: 'The agent was polite' }] },
+          { name: 'says goodbye', persona: { instructions: 'You say goodbye.', opening: 'Goodbye!' }, checks: [{ endedCall: true }, { said: 'simulated' }, { outcome: 'resolved' }, { judge: 'The agent was polite' }] },
+          { name: 'never ends', persona: { instructions: 'You chat.', opening: 'Please call me back tomorrow' }, maxTurns: 2, checks: [{ endedCall: true }, { outcome: 'resolved' }, { judge: 'The agent was polite' }] },
         ],
       } });
       assert.equal(created.status, 201, JSON.stringify(created.body));
@@ -470,6 +470,11 @@ for (const engine of ENGINES) {
         }
       }
       assert.equal(chat.iterations[0].turns, 2);
+      // The outcome check had the conversation analysed (by the rules, on the SIMULATED engine).
+      const outcomeOf = (x: { iterations: Array<{ checks: Array<{ check: string; passed: boolean; reason: string }> }> }) => x.iterations[0]!.checks.find((v) => v.check === 'outcome')!;
+      assert.equal(outcomeOf(bye).passed, true);
+      assert.equal(outcomeOf(chat).passed, false);
+      assert.equal(outcomeOf(chat).reason, 'the outcome was callback-requested, not resolved');
     });
   });
 }
