@@ -135,6 +135,161 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/agent/{agentId}/tests/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** callplane extension: an agent's test runs, newest first (100 at most) */
+        get: operations["listAgentTestRuns"];
+        put?: never;
+        /**
+         * callplane extension: run a test suite (a durable job)
+         * @description Against the staging configuration (default), the live one, or a stored version (its versionId). Answers 202 with the run; GET the run for its progress and results. 429 when the organization has CALLPLANE_AGENT_TEST_RUNS_PER_ORG runs queued or running.
+         */
+        post: operations["startAgentTestRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/agent/{agentId}/tests/runs/{runId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** callplane extension: a test run's state, progress and results */
+        get: operations["getAgentTestRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/agent/{agentId}/tests/runs/{runId}/comparison": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** callplane extension: a run against the previous run of its suite on the published configuration */
+        get: operations["compareAgentTestRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/agent/{agentId}/tests/scenarioFromConversation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * callplane extension: a draft scenario from one of the agent's conversations (its person's lines as the persona and opening)
+         * @description Nothing is stored: add checks to the answered scenario and put it in a suite (PUT …/suites/{suiteId}). 404 for a conversation not of this agent, 400 when the person said nothing in it.
+         */
+        post: operations["agentTestScenarioFromConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/agent/{agentId}/tests/suites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** callplane extension: list an agent's test suites */
+        get: operations["listAgentTestSuites"];
+        put?: never;
+        /**
+         * callplane extension: create a test suite (version 1)
+         * @description The body is the suite document; a refusal names the field's path inside it (scenarios[0].checks[1].said).
+         */
+        post: operations["createAgentTestSuite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/agent/{agentId}/tests/suites/{suiteId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** callplane extension: a test suite, its document and versions */
+        get: operations["getAgentTestSuite"];
+        /** callplane extension: replace a test suite's document (its next version; the same document again changes nothing) */
+        put: operations["replaceAgentTestSuite"];
+        post?: never;
+        /**
+         * callplane extension: delete a test suite with its versions and runs
+         * @description 409 while one of its runs is queued or running.
+         */
+        delete: operations["deleteAgentTestSuite"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/agent/{agentId}/tests/suites/{suiteId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** callplane extension: a suite's document as YAML or JSON text */
+        get: operations["exportAgentTestSuite"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/agent/{agentId}/tests/suites/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * callplane extension: import a suite from YAML or JSON text
+         * @description A new suite, or the next version of the agent's suite with the document's name. The text is parsed off the event loop with limits; a refusal names the field's path.
+         */
+        post: operations["importAgentTestSuite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/agent/{agentId}/versions": {
         parameters: {
             query?: never;
@@ -267,7 +422,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Publish the staging agent to live (the replaced live is kept as a version) */
+        /**
+         * Publish the staging agent to live (the replaced live is kept as a version)
+         * @description With the staging configuration's testGate on (extension), 409 naming the failed scenarios unless the latest test run of each of the agent's suites on this staging configuration passed (docs/testing-agents.md).
+         */
         post: operations["publishAgent"];
         delete?: never;
         options?: never;
@@ -2314,6 +2472,8 @@ export interface components {
             speechProcessingDelayInterruptionStep: number;
             /** @description Interruptions that raise the delay, at most */
             speechProcessingDelayMaxMultiplier: number;
+            /** @description POST /api/v2/agent/publish refuses (409) unless the latest test run of each of the agent's test suites on this staging configuration passed (extension; docs/testing-agents.md) */
+            testGate?: boolean;
             /**
              * Format: iana-timezone
              * @description IANA time zone the agent operates in
@@ -3001,6 +3161,8 @@ export interface operations {
                     speechProcessingDelayInterruptionStep?: number;
                     /** @description Interruptions that raise the delay, at most */
                     speechProcessingDelayMaxMultiplier?: number;
+                    /** @description POST /api/v2/agent/publish refuses (409) unless the latest test run of each of the agent's test suites on this staging configuration passed (extension; docs/testing-agents.md) */
+                    testGate?: boolean;
                     /**
                      * Format: iana-timezone
                      * @description IANA time zone the agent operates in
@@ -3467,6 +3629,1655 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listAgentTestRuns: {
+        parameters: {
+            query?: {
+                /** @description Suite id (ats_…) */
+                suiteId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        runs: ({
+                            agentId: string;
+                            /** @description The stored version run against (target version) */
+                            agentVersion: number | null;
+                            attempt: number;
+                            concurrency: number;
+                            /** @description SHA-256 of the configuration run against (the publish gate compares it with staging's) */
+                            configHash: string;
+                            createdAt: number;
+                            finishedAt: number | null;
+                            id: string;
+                            iterations: number;
+                            /** @description Why the run failed (or its last attempt did) */
+                            lastError: string | null;
+                            /** @enum {string} */
+                            mode: "text";
+                            /** @description Every scenario passed; null until the run finished */
+                            passed: boolean | null;
+                            progress: {
+                                done: number;
+                                total: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            state: "pending" | "running" | "finished" | "failed" | "canceled";
+                            suiteId: string;
+                            suiteVersion: number;
+                            /** @enum {string} */
+                            target: "staging" | "live" | "version";
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startAgentTestRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Conversations at once (default the suite's settings, else 4) */
+                    concurrency?: number;
+                    /** @description Runs of each scenario (default the suite's settings, else 1) */
+                    iterations?: number;
+                    /**
+                     * @description text (voice is not available yet)
+                     * @enum {string}
+                     */
+                    mode?: "text";
+                    /** @description Suite id (ats_…) */
+                    suiteId: string;
+                    /** @description staging (default), live, or a stored version's versionId */
+                    version?: string | number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        run: {
+                            agentId: string;
+                            /** @description The stored version run against (target version) */
+                            agentVersion: number | null;
+                            attempt: number;
+                            concurrency: number;
+                            /** @description SHA-256 of the configuration run against (the publish gate compares it with staging's) */
+                            configHash: string;
+                            createdAt: number;
+                            finishedAt: number | null;
+                            id: string;
+                            iterations: number;
+                            /** @description Why the run failed (or its last attempt did) */
+                            lastError: string | null;
+                            /** @enum {string} */
+                            mode: "text";
+                            /** @description Every scenario passed; null until the run finished */
+                            passed: boolean | null;
+                            progress: {
+                                done: number;
+                                total: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            state: "pending" | "running" | "finished" | "failed" | "canceled";
+                            suiteId: string;
+                            suiteVersion: number;
+                            /** @enum {string} */
+                            target: "staging" | "live" | "version";
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAgentTestRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+                /** @description Run id (atr_…) */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        results: {
+                            passRate: number | null;
+                            scenarios: ({
+                                checks: ({
+                                    check: string;
+                                    passRate: number | null;
+                                    simulated: boolean;
+                                    what: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                index: number;
+                                iterations: ({
+                                    checks: ({
+                                        check: string;
+                                        /** @description false: shown, not counted (a SIMULATED judge or caller, a latency check in text mode) */
+                                        decides: boolean;
+                                        passed: boolean | null;
+                                        reason: string;
+                                        simulated?: boolean;
+                                        what: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    /** @description The test conversation (GET /api/v2/conversations/{uuid}/messages) */
+                                    conversationId: string | null;
+                                    error: string | null;
+                                    iteration: number;
+                                    passed: boolean;
+                                    turns: number;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                name: string;
+                                passed: boolean;
+                                passRate: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        run: {
+                            agentId: string;
+                            /** @description The stored version run against (target version) */
+                            agentVersion: number | null;
+                            attempt: number;
+                            concurrency: number;
+                            /** @description SHA-256 of the configuration run against (the publish gate compares it with staging's) */
+                            configHash: string;
+                            createdAt: number;
+                            finishedAt: number | null;
+                            id: string;
+                            iterations: number;
+                            /** @description Why the run failed (or its last attempt did) */
+                            lastError: string | null;
+                            /** @enum {string} */
+                            mode: "text";
+                            /** @description Every scenario passed; null until the run finished */
+                            passed: boolean | null;
+                            progress: {
+                                done: number;
+                                total: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            state: "pending" | "running" | "finished" | "failed" | "canceled";
+                            suiteId: string;
+                            suiteVersion: number;
+                            /** @enum {string} */
+                            target: "staging" | "live" | "version";
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    compareAgentTestRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+                /** @description Run id (atr_…) */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        added: string[];
+                        /** @description The previous finished run of the suite on the live configuration; null when there is none */
+                        baseline: ({
+                            agentId: string;
+                            /** @description The stored version run against (target version) */
+                            agentVersion: number | null;
+                            attempt: number;
+                            concurrency: number;
+                            /** @description SHA-256 of the configuration run against (the publish gate compares it with staging's) */
+                            configHash: string;
+                            createdAt: number;
+                            finishedAt: number | null;
+                            id: string;
+                            iterations: number;
+                            /** @description Why the run failed (or its last attempt did) */
+                            lastError: string | null;
+                            /** @enum {string} */
+                            mode: "text";
+                            /** @description Every scenario passed; null until the run finished */
+                            passed: boolean | null;
+                            progress: {
+                                done: number;
+                                total: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            state: "pending" | "running" | "finished" | "failed" | "canceled";
+                            suiteId: string;
+                            suiteVersion: number;
+                            /** @enum {string} */
+                            target: "staging" | "live" | "version";
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        improved: ({
+                            after: number;
+                            before: number;
+                            name: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        message?: string;
+                        regressed: ({
+                            after: number;
+                            before: number;
+                            name: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        removed: string[];
+                        run: {
+                            agentId: string;
+                            /** @description The stored version run against (target version) */
+                            agentVersion: number | null;
+                            attempt: number;
+                            concurrency: number;
+                            /** @description SHA-256 of the configuration run against (the publish gate compares it with staging's) */
+                            configHash: string;
+                            createdAt: number;
+                            finishedAt: number | null;
+                            id: string;
+                            iterations: number;
+                            /** @description Why the run failed (or its last attempt did) */
+                            lastError: string | null;
+                            /** @enum {string} */
+                            mode: "text";
+                            /** @description Every scenario passed; null until the run finished */
+                            passed: boolean | null;
+                            progress: {
+                                done: number;
+                                total: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            state: "pending" | "running" | "finished" | "failed" | "canceled";
+                            suiteId: string;
+                            suiteVersion: number;
+                            /** @enum {string} */
+                            target: "staging" | "live" | "version";
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        success: boolean;
+                        unchanged: ({
+                            after: number;
+                            before: number;
+                            name: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    agentTestScenarioFromConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The conversation uuid */
+                    conversationId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        conversationId: string;
+                        message?: string;
+                        scenario: {
+                            callerNumber?: string;
+                            checks: ({
+                                analysis?: {
+                                    equals: unknown;
+                                    field: string;
+                                };
+                                endedCall?: boolean;
+                                judge?: string;
+                                maxTurns?: number;
+                                neverSaid?: string;
+                                outcome?: string;
+                                said?: string;
+                                toolCalled?: string | {
+                                    args?: {
+                                        [key: string]: unknown;
+                                    };
+                                    name: string;
+                                    not?: boolean;
+                                };
+                                turnLatencyMs?: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            context?: string;
+                            maxTurns?: number;
+                            name: string;
+                            persona: {
+                                instructions: string;
+                                language?: string;
+                                opening?: string;
+                                voice?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            toolMocks?: ({
+                                args?: {
+                                    [key: string]: unknown;
+                                };
+                                result: unknown;
+                                tool: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            variables?: {
+                                [key: string]: string | number | boolean;
+                            };
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listAgentTestSuites: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        success: boolean;
+                        suites: ({
+                            agentId: string;
+                            createdAt: number;
+                            id: string;
+                            name: string;
+                            /** @description Scenarios in the current version */
+                            scenarios: number;
+                            updatedAt: number;
+                            /** @description Bumped by every change; earlier versions are kept */
+                            version: number;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createAgentTestSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        /** @description A suite document (docs/testing-agents.md, "The suite document"): at most 100 scenarios; checked in full, each refusal naming the field's path */
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string;
+                    name: string;
+                    scenarios: ({
+                        callerNumber?: string;
+                        checks: ({
+                            analysis?: {
+                                equals: unknown;
+                                field: string;
+                            };
+                            endedCall?: boolean;
+                            judge?: string;
+                            maxTurns?: number;
+                            neverSaid?: string;
+                            outcome?: string;
+                            said?: string;
+                            toolCalled?: string | {
+                                args?: {
+                                    [key: string]: unknown;
+                                };
+                                name: string;
+                                not?: boolean;
+                            };
+                            turnLatencyMs?: number;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        context?: string;
+                        maxTurns?: number;
+                        name: string;
+                        persona: {
+                            instructions: string;
+                            language?: string;
+                            opening?: string;
+                            voice?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        toolMocks?: ({
+                            args?: {
+                                [key: string]: unknown;
+                            };
+                            result: unknown;
+                            tool: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        variables?: {
+                            [key: string]: string | number | boolean;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    settings?: {
+                        callerModel?: string;
+                        concurrency?: number;
+                        iterations?: number;
+                        judgeModel?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        success: boolean;
+                        suite: {
+                            agentId: string;
+                            createdAt: number;
+                            /** @description A suite document (docs/testing-agents.md, "The suite document"): at most 100 scenarios; checked in full, each refusal naming the field's path */
+                            document: {
+                                description?: string;
+                                name: string;
+                                scenarios: ({
+                                    callerNumber?: string;
+                                    checks: ({
+                                        analysis?: {
+                                            equals: unknown;
+                                            field: string;
+                                        };
+                                        endedCall?: boolean;
+                                        judge?: string;
+                                        maxTurns?: number;
+                                        neverSaid?: string;
+                                        outcome?: string;
+                                        said?: string;
+                                        toolCalled?: string | {
+                                            args?: {
+                                                [key: string]: unknown;
+                                            };
+                                            name: string;
+                                            not?: boolean;
+                                        };
+                                        turnLatencyMs?: number;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    context?: string;
+                                    maxTurns?: number;
+                                    name: string;
+                                    persona: {
+                                        instructions: string;
+                                        language?: string;
+                                        opening?: string;
+                                        voice?: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                    toolMocks?: ({
+                                        args?: {
+                                            [key: string]: unknown;
+                                        };
+                                        result: unknown;
+                                        tool: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    variables?: {
+                                        [key: string]: string | number | boolean;
+                                    };
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                settings?: {
+                                    callerModel?: string;
+                                    concurrency?: number;
+                                    iterations?: number;
+                                    judgeModel?: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            id: string;
+                            name: string;
+                            /** @description Scenarios in the current version */
+                            scenarios: number;
+                            /** @description The version whose document is shown, when one was asked for */
+                            shownVersion?: number;
+                            updatedAt: number;
+                            /** @description Bumped by every change; earlier versions are kept */
+                            version: number;
+                            /** @description Every version, newest first */
+                            versions: ({
+                                createdAt: number;
+                                version: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAgentTestSuite: {
+        parameters: {
+            query?: {
+                /** @description An earlier version of the suite */
+                version?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+                /** @description Suite id (ats_…) */
+                suiteId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        success: boolean;
+                        suite: {
+                            agentId: string;
+                            createdAt: number;
+                            /** @description A suite document (docs/testing-agents.md, "The suite document"): at most 100 scenarios; checked in full, each refusal naming the field's path */
+                            document: {
+                                description?: string;
+                                name: string;
+                                scenarios: ({
+                                    callerNumber?: string;
+                                    checks: ({
+                                        analysis?: {
+                                            equals: unknown;
+                                            field: string;
+                                        };
+                                        endedCall?: boolean;
+                                        judge?: string;
+                                        maxTurns?: number;
+                                        neverSaid?: string;
+                                        outcome?: string;
+                                        said?: string;
+                                        toolCalled?: string | {
+                                            args?: {
+                                                [key: string]: unknown;
+                                            };
+                                            name: string;
+                                            not?: boolean;
+                                        };
+                                        turnLatencyMs?: number;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    context?: string;
+                                    maxTurns?: number;
+                                    name: string;
+                                    persona: {
+                                        instructions: string;
+                                        language?: string;
+                                        opening?: string;
+                                        voice?: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                    toolMocks?: ({
+                                        args?: {
+                                            [key: string]: unknown;
+                                        };
+                                        result: unknown;
+                                        tool: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    variables?: {
+                                        [key: string]: string | number | boolean;
+                                    };
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                settings?: {
+                                    callerModel?: string;
+                                    concurrency?: number;
+                                    iterations?: number;
+                                    judgeModel?: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            id: string;
+                            name: string;
+                            /** @description Scenarios in the current version */
+                            scenarios: number;
+                            /** @description The version whose document is shown, when one was asked for */
+                            shownVersion?: number;
+                            updatedAt: number;
+                            /** @description Bumped by every change; earlier versions are kept */
+                            version: number;
+                            /** @description Every version, newest first */
+                            versions: ({
+                                createdAt: number;
+                                version: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    replaceAgentTestSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+                /** @description Suite id (ats_…) */
+                suiteId: string;
+            };
+            cookie?: never;
+        };
+        /** @description A suite document (docs/testing-agents.md, "The suite document"): at most 100 scenarios; checked in full, each refusal naming the field's path */
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string;
+                    name: string;
+                    scenarios: ({
+                        callerNumber?: string;
+                        checks: ({
+                            analysis?: {
+                                equals: unknown;
+                                field: string;
+                            };
+                            endedCall?: boolean;
+                            judge?: string;
+                            maxTurns?: number;
+                            neverSaid?: string;
+                            outcome?: string;
+                            said?: string;
+                            toolCalled?: string | {
+                                args?: {
+                                    [key: string]: unknown;
+                                };
+                                name: string;
+                                not?: boolean;
+                            };
+                            turnLatencyMs?: number;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        context?: string;
+                        maxTurns?: number;
+                        name: string;
+                        persona: {
+                            instructions: string;
+                            language?: string;
+                            opening?: string;
+                            voice?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        toolMocks?: ({
+                            args?: {
+                                [key: string]: unknown;
+                            };
+                            result: unknown;
+                            tool: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        variables?: {
+                            [key: string]: string | number | boolean;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    settings?: {
+                        callerModel?: string;
+                        concurrency?: number;
+                        iterations?: number;
+                        judgeModel?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        success: boolean;
+                        suite: {
+                            agentId: string;
+                            createdAt: number;
+                            /** @description A suite document (docs/testing-agents.md, "The suite document"): at most 100 scenarios; checked in full, each refusal naming the field's path */
+                            document: {
+                                description?: string;
+                                name: string;
+                                scenarios: ({
+                                    callerNumber?: string;
+                                    checks: ({
+                                        analysis?: {
+                                            equals: unknown;
+                                            field: string;
+                                        };
+                                        endedCall?: boolean;
+                                        judge?: string;
+                                        maxTurns?: number;
+                                        neverSaid?: string;
+                                        outcome?: string;
+                                        said?: string;
+                                        toolCalled?: string | {
+                                            args?: {
+                                                [key: string]: unknown;
+                                            };
+                                            name: string;
+                                            not?: boolean;
+                                        };
+                                        turnLatencyMs?: number;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    context?: string;
+                                    maxTurns?: number;
+                                    name: string;
+                                    persona: {
+                                        instructions: string;
+                                        language?: string;
+                                        opening?: string;
+                                        voice?: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                    toolMocks?: ({
+                                        args?: {
+                                            [key: string]: unknown;
+                                        };
+                                        result: unknown;
+                                        tool: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    variables?: {
+                                        [key: string]: string | number | boolean;
+                                    };
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                settings?: {
+                                    callerModel?: string;
+                                    concurrency?: number;
+                                    iterations?: number;
+                                    judgeModel?: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            id: string;
+                            name: string;
+                            /** @description Scenarios in the current version */
+                            scenarios: number;
+                            /** @description The version whose document is shown, when one was asked for */
+                            shownVersion?: number;
+                            updatedAt: number;
+                            /** @description Bumped by every change; earlier versions are kept */
+                            version: number;
+                            /** @description Every version, newest first */
+                            versions: ({
+                                createdAt: number;
+                                version: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteAgentTestSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+                /** @description Suite id (ats_…) */
+                suiteId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    exportAgentTestSuite: {
+        parameters: {
+            query?: {
+                format?: "yaml" | "json";
+                version?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+                /** @description Suite id (ats_…) */
+                suiteId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        document: string;
+                        /**
+                         * @default yaml
+                         * @enum {string}
+                         */
+                        format: "yaml" | "json";
+                        message?: string;
+                        success: boolean;
+                        version: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    importAgentTestSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The suite document as YAML or JSON text */
+                    document: string;
+                    /**
+                     * @default yaml
+                     * @enum {string}
+                     */
+                    format?: "yaml" | "json";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created: boolean;
+                        message?: string;
+                        success: boolean;
+                        suite: {
+                            agentId: string;
+                            createdAt: number;
+                            /** @description A suite document (docs/testing-agents.md, "The suite document"): at most 100 scenarios; checked in full, each refusal naming the field's path */
+                            document: {
+                                description?: string;
+                                name: string;
+                                scenarios: ({
+                                    callerNumber?: string;
+                                    checks: ({
+                                        analysis?: {
+                                            equals: unknown;
+                                            field: string;
+                                        };
+                                        endedCall?: boolean;
+                                        judge?: string;
+                                        maxTurns?: number;
+                                        neverSaid?: string;
+                                        outcome?: string;
+                                        said?: string;
+                                        toolCalled?: string | {
+                                            args?: {
+                                                [key: string]: unknown;
+                                            };
+                                            name: string;
+                                            not?: boolean;
+                                        };
+                                        turnLatencyMs?: number;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    context?: string;
+                                    maxTurns?: number;
+                                    name: string;
+                                    persona: {
+                                        instructions: string;
+                                        language?: string;
+                                        opening?: string;
+                                        voice?: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                    toolMocks?: ({
+                                        args?: {
+                                            [key: string]: unknown;
+                                        };
+                                        result: unknown;
+                                        tool: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    variables?: {
+                                        [key: string]: string | number | boolean;
+                                    };
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                settings?: {
+                                    callerModel?: string;
+                                    concurrency?: number;
+                                    iterations?: number;
+                                    judgeModel?: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            id: string;
+                            name: string;
+                            /** @description Scenarios in the current version */
+                            scenarios: number;
+                            /** @description The version whose document is shown, when one was asked for */
+                            shownVersion?: number;
+                            updatedAt: number;
+                            /** @description Bumped by every change; earlier versions are kept */
+                            version: number;
+                            /** @description Every version, newest first */
+                            versions: ({
+                                createdAt: number;
+                                version: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4397,6 +6208,15 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -25,6 +25,7 @@ import { opsRoutes } from './modules/ops/routes.ts';
 import { accountRoutes } from './modules/tenancy/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
 import { agentRoutes, agentUrlRoutes } from './modules/agents/routes.ts';
+import { agentTestRoutes } from './modules/agent-tests/routes.ts';
 import { AgentSettingsSchema } from './modules/agents/validation.ts';
 import { memberRoutes } from './modules/members/routes.ts';
 import { modelsRoutes } from './modules/models/routes.ts';
@@ -270,6 +271,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(agentRoutes, { agents: services.agents });
   await app.register(conversationRoutes, { conversations: services.conversations });
   await app.register(stagingChatRoutes, { stagingChat: services.stagingChat });
+  await app.register(agentTestRoutes, { agentTests: services.agentTests });
   await app.register(historyRoutes, { history: services.history });
   await app.register(liveRoutes, { live: services.live });
   await app.register(latencyRoutes, { latency: services.latency });

@@ -124,6 +124,8 @@ export interface Config {
   readonly inlineTurnsConcurrent: number;
   /** Inline model turns one organization may start per minute (CALLPLANE_INLINE_TURNS_PER_MINUTE). */
   readonly inlineTurnsPerMinute: number;
+  /** Agent test runs one organization may have queued or running at once (CALLPLANE_AGENT_TEST_RUNS_PER_ORG; docs/testing-agents.md). */
+  readonly agentTestRunsPerOrg: number;
   /** Records SIP calls as stereo WAV files under dataDir/recordings (CALLPLANE_CALL_RECORDING=on; docs/voice.md, "Recording"). */
   readonly callRecording: boolean;
   /** Days a call recording is kept (CALLPLANE_RECORDING_RETENTION_DAYS). */
@@ -604,6 +606,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     conversationIdleMinutes: int(env, 'CALLPLANE_CONVERSATION_IDLE_MINUTES', 30, 1, 10_080),
     inlineTurnsConcurrent: int(env, 'CALLPLANE_INLINE_TURNS_CONCURRENT', 4, 1, 1000),
     inlineTurnsPerMinute: int(env, 'CALLPLANE_INLINE_TURNS_PER_MINUTE', 60, 1, 100_000),
+    agentTestRunsPerOrg: int(env, 'CALLPLANE_AGENT_TEST_RUNS_PER_ORG', 2, 1, 100),
     callRecording: oneOf(env, 'CALLPLANE_CALL_RECORDING', ['off', 'on'] as const, 'off') === 'on',
     recordingRetentionDays: int(env, 'CALLPLANE_RECORDING_RETENTION_DAYS', 30, 1, 36_500),
     recordingMaxSeconds: int(env, 'CALLPLANE_RECORDING_MAX_SECONDS', 14_400, 1, 86_400),

@@ -101,8 +101,9 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     platform.numberReleases.startWorker();
     platform.analyses.startWorker();
     platform.adr.startWorker();
+    platform.agentTests.startWorker();
     // Side by side: each waits up to 12 s for its handlers, and shutdown is forced at 15 s.
-    stops.push(async () => void (await Promise.all([tasks.stop(), deliveries.stop(), platform.turns.stop(), platform.numberReleases.stop(), platform.analyses.stop(), platform.adr.stop()])));
+    stops.push(async () => void (await Promise.all([tasks.stop(), deliveries.stop(), platform.turns.stop(), platform.numberReleases.stop(), platform.analyses.stop(), platform.adr.stop(), platform.agentTests.stop()])));
     // After the task workers, so calls in progress end before the endpoint goes.
     if (sip) stops.push(() => sip.stop());
     stops.push(() => platform.close());

@@ -50,6 +50,9 @@ import { chooseCarrier } from './modules/numbering-providers/carriers.ts';
 import { integrationService, type IntegrationService } from './modules/integrations/service.ts';
 import { knowledgeService, type KnowledgeService } from './modules/knowledge/service.ts';
 import { agentService, type AgentService } from './modules/agents/service.ts';
+import { agentTestProducer, agentTestQueue, type AgentTestQueue, type AgentTestQueueDeps } from './modules/agent-tests/run-queue.ts';
+import { agentTestService, testPublishGate, type AgentTestService } from './modules/agent-tests/service.ts';
+import { textRunner } from './modules/agent-tests/text-runner.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { modelsService, type ModelsService } from './modules/models/service.ts';
 import { processSpeechKeys, speechProvidersService, type SpeechProvidersService } from './modules/speech-providers/service.ts';
@@ -97,6 +100,8 @@ export interface PlatformDeps {
   numberReleases?: Partial<Omit<NumberReleaseQueueDeps, 'database' | 'wakeups' | 'handler'>> & { backoff?: (attempt: number) => number };
   /** Test settings of the queue of analyses after conversations (shorter leases, a fast backoff). */
   analyses?: Partial<Omit<AnalysisQueueDeps, 'database' | 'config' | 'wakeups' | 'producer' | 'handler'>>;
+  /** Test settings of the agent test runs' queue (shorter leases, a fast backoff). */
+  agentTests?: Partial<Omit<AgentTestQueueDeps, 'database' | 'config' | 'wakeups' | 'producer' | 'handler'>>;
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
   sipWorkerWaitMs?: number;
   /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
@@ -159,6 +164,8 @@ export interface Services {
   /** Which voice activity detector calls get (GET /readyz says). */
   vad: Pick<SpeechEngines['vad'], 'status'>;
   adr: AdrService;
+  /** Agents' test suites and runs (docs/testing-agents.md). */
+  agentTests: AgentTestService;
 }
 
 export interface Platform {
@@ -174,6 +181,8 @@ export interface Platform {
   analyses: AnalysisQueue;
   /** Activity-record export windows; its worker (window maker and shipper) runs in worker processes. */
   adr: AdrQueue;
+  /** Agent test runs; its worker runs in worker processes. */
+  agentTests: AgentTestQueue;
   sip?: SipWorker;
   services: Services;
   /** The process's metrics (hand them to buildApp, which serves /metrics). */
@@ -201,6 +210,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // last, take the same producers.
   const turnsDue = turnProducer(wakeups);
   const analysesDue = analysisProducer(wakeups);
+  // Agent test runs: the service starts them with this producer; their queue, built last, runs them.
+  const agentTestsDue = agentTestProducer(wakeups);
   // The task queue comes first: the task service (and through it the agent's tools) adds tasks to
   // it, the Twilio callbacks settle them. What its worker does with a claimed task, its carrier, is
   // joined last (taskWorker, below): a SIP call talks through the agent, which is built on the task service.
@@ -236,7 +247,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     }),
     context: contextService({ db }),
     integrations: integrationService({ db, box }),
-    agents: agentService({ db, wakeDeliveries, models }),
+    // Publishing asks the agent tests' gate (a port: agent-tests is above agents).
+    agents: agentService({ db, wakeDeliveries, models, publishGate: testPublishGate() }),
     models,
     speechProviders: speechProvidersService({
       db, box, policy, processKeys: processSpeechKeys(config.speech), speech: config.speech, log: child('speech-providers'),
@@ -283,6 +295,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // The text channel: texts to our numbers (checked by the twilio module) and text tasks' texts.
   const sms = smsService({ db, config, conversations, turns: turnsDue, wakeDeliveries });
   // One organization's inline model turns (the staging test chat and the web chat page together).
+  // Agent tests' text mode: a simulated caller and the agent, through the one turn runner.
+  const testText = textRunner({ db, models: base.models, conversations, turns: runner, now: Date.now });
   const inlineLimits = new InlineTurnLimits({ concurrent: config.inlineTurnsConcurrent, perMinute: config.inlineTurnsPerMinute });
   const services: Services = {
     ...base,
@@ -320,6 +334,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     latency: latencyService({ db }),
     voices: voicesService({ tts: speech.tts, voices: speech.voices, now: Date.now }),
     vad: speech.vad,
+    agentTests: agentTestService({ db, agents: base.agents, models: base.models, runs: agentTestsDue, runsPerOrg: config.agentTestRunsPerOrg }),
   };
   // The agent talks on SIP calls (the worker answers them, and the SIP carrier places them).
   const sip = deps.sip === false || deps.sip === undefined ? undefined
@@ -352,6 +367,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
     handler: { db, models: base.models, conversations, wakeDeliveries, log: child('analyses') },
   });
 
+  const agentTests = agentTestQueue({
+    database, config, wakeups, producer: agentTestsDue, log: child('agent-tests'), ...deps.agentTests,
+    handler: { db, models: base.models, text: testText, log: child('agent-tests') },
+  });
+
   const { backoff: releaseBackoff, ...releaseSettings } = deps.numberReleases ?? {};
   const numberReleases = numberReleaseQueue({
     database, wakeups, log: child('number-releases'), ...releaseSettings,
@@ -360,7 +380,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   let listener: Listener | undefined;
   return {
-    wakeups, tasks, deliveries, turns, numberReleases, analyses, adr, sip, services, metrics, vad: speech.vad,
+    wakeups, tasks, deliveries, turns, numberReleases, analyses, adr, agentTests, sip, services, metrics, vad: speech.vad,
     async listen() {
       listener ??= await listenForWakeups(database, wakeups, child('listener'));
     },

@@ -46,6 +46,7 @@ Through the API (--url or CALLPLANE_URL; the token in CALLPLANE_TOKEN or a file,
   tokens create|list|revoke       an account's API tokens
   tasks import FILE.csv           queue tasks from a CSV file, with progress and the per-row report
   agents publish AGENT_ID         publish an agent's staging configuration to live
+  agents test AGENT_ID            run an agent's test suites; exit 0 when every scenario passed
   calls watch                     live calls and their latest transcript lines, until Ctrl-C
 
 \`callplane <command> --help\` says more about each.`,
@@ -78,9 +79,18 @@ accepted, 1 when some were refused or reading stopped early, 2 for a wrong comma
 
 ${API}`,
   agents: `usage: callplane agents publish AGENT_ID
+       callplane agents test AGENT_ID [--suite FILE.yaml | --suite-id ID] [--version staging|live|N]
+                                       [--mode text] [--iterations N] [--junit OUT.xml] [--timeout SECONDS]
 
-Publishes the agent's staging configuration to live (POST /api/v2/agent/publish); the replaced
-live configuration is kept as a version, whose id is printed (restore it to undo).
+publish: publishes the agent's staging configuration to live (POST /api/v2/agent/publish); the
+replaced live configuration is kept as a version, whose id is printed (restore it to undo).
+
+test: runs the agent's test suites (docs/testing-agents.md) against its staging configuration, the
+live one or a stored version (--version), and prints each scenario's verdict with the reasons of
+what failed. --suite imports a suite from a YAML (or .json) file first (the agent's suite of the
+same name gets the next version) and runs only it; --junit writes JUnit XML for CI. Progress goes
+to stderr. Exit code 0 when every scenario passed, 1 when one failed (or a run did not finish
+within --timeout, default 1800), 2 for a wrong command line.
 
 ${API}`,
   calls: `usage: callplane calls watch [--interval SECONDS] [--lines N] [--account ID]

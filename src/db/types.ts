@@ -753,8 +753,11 @@ export interface ToolEffectsTable {
   conversation_id: string;
   tool: string;
   tool_call_id: string;
-  /** 'started': the effect may have happened, its answer is not recorded; 'refused': nothing was done. */
-  state: 'started' | 'done' | 'refused';
+  /**
+   * 'started': the effect may have happened, its answer is not recorded; 'refused': nothing was done;
+   * 'mocked': an agent test's turn, answered by the scenario's mock (or "not mocked"), nothing was done.
+   */
+  state: 'started' | 'done' | 'refused' | 'mocked';
   /** JSON: what the model was told. */
   outcome: string | null;
   created_at: number;
@@ -897,6 +900,69 @@ export interface PhoneNumbersTable {
 }
 
 /** Issue 25 (0032-number-releases): a deleted holder's number to release at its provider (a queue). */
+/** Issue 36 (0040-agent-tests): an agent's test suite, its document as of its current version. */
+export interface AgentTestSuitesTable {
+  id: string;
+  org_id: number;
+  account_id: number;
+  name: string;
+  version: number;
+  document: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Every version of a suite's document (the current one included). */
+export interface AgentTestSuiteVersionsTable {
+  suite_id: string;
+  version: number;
+  document: string;
+  created_at: number;
+}
+
+/** A run of a suite against one agent configuration: a durable job. */
+export interface AgentTestRunsTable {
+  id: string;
+  org_id: number;
+  account_id: number;
+  suite_id: string;
+  suite_version: number;
+  target: 'staging' | 'live' | 'version';
+  agent_version: number | null;
+  config: string;
+  config_hash: string;
+  mode: 'text';
+  iterations: number;
+  concurrency: number;
+  total: number;
+  done: ColumnType<number, number | undefined, number>;
+  passed: number | null;
+  state: ColumnType<QueueState, QueueState | undefined, QueueState>;
+  run_at: number;
+  attempt: ColumnType<number, number | undefined, number>;
+  max_attempts: ColumnType<number, number | undefined, number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+/** One scenario iteration's verdict in a run. */
+export interface AgentTestResultsTable {
+  run_id: string;
+  scenario: number;
+  iteration: number;
+  scenario_name: string;
+  conversation_id: string | null;
+  passed: number;
+  checks: string;
+  turns: number;
+  error: string | null;
+  created_at: number;
+}
+
 export interface NumberReleasesTable {
   id: string;
   number: string;
@@ -988,6 +1054,10 @@ export interface BillingEventsTable {
 export interface DB {
   phone_numbers: PhoneNumbersTable;
   number_releases: NumberReleasesTable;
+  agent_test_suites: AgentTestSuitesTable;
+  agent_test_suite_versions: AgentTestSuiteVersionsTable;
+  agent_test_runs: AgentTestRunsTable;
+  agent_test_results: AgentTestResultsTable;
   catalog_items: CatalogItemsTable;
   subscriptions: SubscriptionsTable;
   billing_systems: BillingSystemsTable;

@@ -48,6 +48,11 @@ export interface FakeLlm extends FakeAudioState {
   modelListRequests: number;
   /** Replies used in order; when none is left the server answers `reply to: <last user message>`. */
   script: ScriptedReply[];
+  /**
+   * Answers a request from what it carries (its model, its messages) before the script is asked:
+   * for conversations that run side by side, whose requests come in no fixed order. Undefined: the script answers.
+   */
+  respond?: (body: RecordedChat['body']) => ScriptedReply | undefined;
   models: string[];
   /**
    * Answer a request that asks for structured output (`response_format`) with a 400, as servers
@@ -92,7 +97,7 @@ export async function startFakeLlm(opts: { models?: string[] } = {}): Promise<Fa
           res.end(JSON.stringify({ error: { message: 'response_format is not supported by this server', type: 'invalid_request_error' } }));
           return;
         }
-        const step = state.script.shift() ?? {};
+        const step = state.respond?.(body) ?? state.script.shift() ?? {};
         if (step.hang) return;
         if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
         if (recorded.abortedT !== undefined) return;

@@ -17,6 +17,7 @@ import type { DeliveryQueue } from '../../src/modules/webhooks/delivery-queue.ts
 import type { TurnQueue } from '../../src/modules/conversations/turn-queue.ts';
 import type { AnalysisQueue } from '../../src/modules/conversations/analysis-queue.ts';
 import type { AdrQueue } from '../../src/modules/adr/adr-queue.ts';
+import type { AgentTestQueue } from '../../src/modules/agent-tests/run-queue.ts';
 import type { SipWorker } from '../../src/modules/sip/sip-worker.ts';
 import { createPlatform, type Platform, type PlatformDeps, type Services } from '../../src/platform.ts';
 
@@ -57,6 +58,8 @@ export interface Harness {
   analyses: AnalysisQueue;
   /** The activity-record export queue; its worker runs only when started with `adr: true`. */
   adr: AdrQueue;
+  /** Agent test runs; its worker runs only when started with `agentTests: true`. */
+  agentTests: AgentTestQueue;
   /** The SIP runtime (endpoint, registration owner), when started with `sip`. */
   sip?: SipWorker;
   /** The platform's services (the same the app's routes use). */
@@ -101,6 +104,9 @@ export interface HarnessOptions {
   adr?: boolean;
   /** A moved clock, a fast retry schedule … for export tests. */
   adrRuntime?: PlatformDeps['adr'];
+  /** Run the agent test runs' worker; `agentTestRuntime` shortens its leases. */
+  agentTests?: boolean;
+  agentTestRuntime?: PlatformDeps['agentTests'];
   /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
@@ -144,9 +150,10 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     voiceGrammar: opts.voiceGrammar,
     numberReleases: typeof opts.numberReleases === 'object' ? opts.numberReleases : undefined,
     live: opts.liveRuntime,
+    agentTests: opts.agentTestRuntime,
   });
   const { tasks, deliveries, sip } = platform;
-  if (opts.worker || opts.deliveries || opts.turns || opts.numberReleases || opts.analyses || sip) await platform.listen();
+  if (opts.worker || opts.deliveries || opts.turns || opts.numberReleases || opts.analyses || opts.agentTests || sip) await platform.listen();
   if (sip) await sip.start();
   if (opts.worker) tasks.startWorker();
   if (opts.deliveries) deliveries.startWorker();
@@ -154,6 +161,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
   if (opts.numberReleases) platform.numberReleases.startWorker();
   if (opts.analyses) platform.analyses.startWorker();
   if (opts.adr) platform.adr.startWorker();
+  if (opts.agentTests) platform.agentTests.startWorker();
   const app = await buildApp({ config, database, services: platform.services, schemas: opts.schemas, metrics: platform.metrics });
   await app.ready();
   const adminToken = newToken!;
@@ -181,7 +189,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
 
   let n = 0;
   return {
-    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, analyses: platform.analyses, adr: platform.adr, services: platform.services, vad: platform.vad,
+    engine, app, database, config, box, partnerId, adminToken, call, tokenFor, tasks, deliveries, sip, turns: platform.turns, analyses: platform.analyses, adr: platform.adr, agentTests: platform.agentTests, services: platform.services, vad: platform.vad,
     async reseller(name) {
       const r = await call('POST', '/api/v2/createReseller', { query: { targetPartnerId: partnerId }, body: { resellerName: name ?? `Reseller ${++n}` } });
       if (r.status !== 201) throw new Error(`reseller: ${r.status} ${JSON.stringify(r.body)}`);
@@ -205,6 +213,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
       await platform.numberReleases.stop();
       await platform.analyses.stop();
       await platform.adr.stop();
+      await platform.agentTests.stop();
       await sip?.stop();
       await platform.close();
       await app.close();

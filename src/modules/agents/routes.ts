@@ -93,7 +93,8 @@ export async function agentRoutes(app: App, { agents }: { agents: AgentService }
 
   app.post('/api/v2/agent/publish', {
     schema: { operationId: 'publishAgent', tags, security: Security, summary: 'Publish the staging agent to live (the replaced live is kept as a version)',
-      querystring: TargetAccount, response: { 200: Envelope({ previousVersionId: Type.Integer() }), ...errors(400, 403, 404) } },
+      description: 'With the staging configuration\'s testGate on (extension), 409 naming the failed scenarios unless the latest test run of each of the agent\'s suites on this staging configuration passed (docs/testing-agents.md).',
+      querystring: TargetAccount, response: { 200: Envelope({ previousVersionId: Type.Integer() }), ...errors(400, 403, 404, 409) } },
   }, async (req) => agents.publish(req.scope, req.query.targetAccountId));
 
   app.post('/api/v2/agent/revert', {

@@ -27,8 +27,16 @@ export interface AgentServiceDeps {
   wakeDeliveries: () => void;
   /** The organization's model catalog (which models an agent may name) and the model that reviews. */
   models: Pick<ModelsService, 'modelIds' | 'resolve'>;
+  /**
+   * The agent tests' publish gate (a port: agent-tests is above agents, docs/testing-agents.md):
+   * asked, in the publish's transaction, about an agent whose staging configuration has testGate
+   * on; what it answers is why the publish is refused (409), undefined when it may go.
+   */
+  publishGate?: PublishGate;
   now?: () => number;
 }
+
+export type PublishGate = (tx: Executor, account: AccountRow, staging: AgentSettings) => Promise<string | undefined>;
 
 export const agentIdOf = (accountId: number) => `camp${accountId}`;
 
@@ -256,6 +264,23 @@ export function agentService(deps: AgentServiceDeps) {
       return { account, config: resolveAgentSettings((await slots(account)).staging) };
     },
 
+    /** The agent a path's agentId names (in the caller's subtree): 404 otherwise. */
+    agent: (scope: Scope, agentId: string): Promise<AccountRow> => named(scope, agentId),
+
+    /**
+     * The configuration an agent test talks to (docs/testing-agents.md): the agent's staging or
+     * live slot, or a stored version (404 naming `version` when the agent has no such version).
+     */
+    async testTarget(account: AccountRow, target: 'staging' | 'live' | number): Promise<AgentSettings> {
+      if (target === 'staging' || target === 'live') {
+        const s = await slots(account);
+        return resolveAgentSettings(target === 'staging' ? s.staging : s.live);
+      }
+      const v = await versionRepo.find(db, account.id, target);
+      if (!v) throw new NotFound(`version ${target} was not found among agent ${agentIdOf(account.id)}'s versions`);
+      return resolveAgentSettings(parse(account, v.snapshot));
+    },
+
     /** Checks (and normalises) a partial configuration as POST /api/v2/agent takes it; 400 naming the field. */
     checkConfig: (body: unknown) => checkConfig(body),
 
@@ -294,7 +319,14 @@ export function agentService(deps: AgentServiceDeps) {
 
     async publish(scope: Scope, targetAccountId?: number) {
       const account = await resolve(scope, targetAccountId);
-      const previous = await locked(account, (tx, row, now, fx) => setLive(tx, account, row, row.staging, 'agent.published', 'staging', now, fx));
+      const previous = await locked(account, async (tx, row, now, fx) => {
+        const staging = resolveAgentSettings(parse(account, row.staging));
+        if (staging.testGate && deps.publishGate) {
+          const refused = await deps.publishGate(tx, account, staging);
+          if (refused !== undefined) throw new Conflict(refused);
+        }
+        return setLive(tx, account, row, row.staging, 'agent.published', 'staging', now, fx);
+      });
       return { success: true, message: `Agent ${agentIdOf(account.id)} published`, previousVersionId: previous.versionId };
     },
 

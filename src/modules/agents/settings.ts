@@ -4,6 +4,7 @@
 // checks it (validation.ts, checkField), an integer outside its range is clamped into it, and
 // anything else the table refuses reads as the field's default. Readers (prompts, tools, analysis, every voice
 // path) take these settings and never re-read the stored JSON themselves.
+import crypto from 'node:crypto';
 import { Invalid } from '../../http/errors.ts';
 import { checkField, defaultConfig, FIELDS, type AgentConfig, type AgentField, type AgentFields } from './validation.ts';
 
@@ -32,7 +33,7 @@ interface Normalised {
 /** Every field of an agent, resolved (see the top of this file). */
 export type AgentSettings = Readonly<Omit<{ [K in AgentField]-?: Exclude<AgentFields[K], undefined> }, keyof Normalised> & Normalised>;
 
-const DEFAULTS: Required<AgentConfig> = { ...defaultConfig(''), analysisOutcomes: [], analysisFields: {}, postCallAnalysis: true } as Required<AgentConfig>;
+const DEFAULTS: Required<AgentConfig> = { ...defaultConfig(''), analysisOutcomes: [], analysisFields: {}, postCallAnalysis: true, testGate: false } as Required<AgentConfig>;
 const KEYS = Object.keys(FIELDS) as AgentField[];
 /** Settings already resolved: resolving them again is free (voiceSettings takes either). */
 const resolved = new WeakSet<object>();
@@ -65,3 +66,13 @@ export function resolveAgentSettings(config: AgentConfig | AgentSettings): Agent
 
 /** The settings of a call or conversation without an agent: every default. */
 export const DEFAULT_SETTINGS: AgentSettings = resolveAgentSettings({});
+
+/**
+ * The hash of a configuration as it runs (its resolved settings, testGate left out: turning the
+ * gate on is no change to what is tested). An agent test run keeps the hash of the configuration it
+ * talked to; the publish gate compares it with the staging configuration's (docs/testing-agents.md).
+ */
+export function configHash(config: AgentConfig | AgentSettings): string {
+  const { testGate: _gate, ...rest } = resolveAgentSettings(config);
+  return crypto.createHash('sha256').update(JSON.stringify(rest)).digest('hex');
+}

@@ -223,6 +223,7 @@ export const FIELDS = {
       description: 'The analysis after each conversation: true (default: every one), false (none), or the share of conversations analysed in percent, 0–100, chosen by the conversation id (extension; docs/agents.md)',
     }), { type: POST_CALL_ANALYSIS }),
   },
+  testGate: { schema: B('POST /api/v2/agent/publish refuses (409) unless the latest test run of each of the agent\'s test suites on this staging configuration passed (extension; docs/testing-agents.md)') },
   requireVerifiedCallerForTexts: { schema: B('Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md)') },
   autoRecordingNotification: { schema: E('true, false or always', ['true', 'false', 'always']) },
   recordingNotificationPhrase: { schema: S('Phrase announcing the recording', { minLength: 1, maxLength: 500 }) },
@@ -307,8 +308,8 @@ export function defaultConfig(title: string): AgentConfig {
 }
 
 /** The fields without a default (a new agent's configuration leaves them out): optional in an answer. */
-type UnsetFields = 'analysisOutcomes' | 'analysisFields' | 'postCallAnalysis';
-const UNSET: readonly UnsetFields[] = ['analysisOutcomes', 'analysisFields', 'postCallAnalysis'];
+type UnsetFields = 'analysisOutcomes' | 'analysisFields' | 'postCallAnalysis' | 'testGate';
+const UNSET: readonly UnsetFields[] = ['analysisOutcomes', 'analysisFields', 'postCallAnalysis', 'testGate'];
 type FieldSchemas = { [K in Exclude<AgentField, UnsetFields>]: FieldTable[K]['schema'] } & { [K in UnsetFields]: TOptional<FieldTable[K]['schema']> };
 const FIELD_SCHEMAS = Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, (UNSET as readonly string[]).includes(k) ? Type.Optional(f.schema) : f.schema])) as FieldSchemas;
 

@@ -302,10 +302,10 @@ export const toolEffectRepo = {
   async lockConversation(tx: Executor, conversationId: string): Promise<void> {
     await tx.selectFrom('conversations').select('id').where('id', '=', conversationId).forUpdate().execute();
   },
-  /** The conversation's recorded calls of these tools that were not refused (started or done). */
+  /** The conversation's recorded calls of these tools that were not refused or mocked (started or done). */
   async countOf(db: Executor, conversationId: string, tools: readonly string[]): Promise<number> {
     const r = await db.selectFrom('tool_effects').select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('conversation_id', '=', conversationId).where('tool', 'in', [...tools]).where('state', '<>', 'refused')
+      .where('conversation_id', '=', conversationId).where('tool', 'in', [...tools]).where('state', 'not in', ['refused', 'mocked'])
       .executeTakeFirstOrThrow();
     return Number(r.n);
   },
@@ -314,6 +314,11 @@ export const toolEffectRepo = {
     const r = await db.insertInto('tool_effects').values({ ...row, state: 'started', outcome: null, updated_at: row.created_at })
       .onConflict((oc) => oc.columns(['turn_key', 'call_key']).doNothing()).executeTakeFirst();
     return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
+  },
+  /** Records an agent test's call, answered by its mock (or that it had none): nothing was done, and no cap counts it. */
+  async mocked(db: Executor, row: Omit<ToolEffectRow, 'state' | 'updated_at'>): Promise<void> {
+    await db.insertInto('tool_effects').values({ ...row, state: 'mocked', updated_at: row.created_at })
+      .onConflict((oc) => oc.columns(['turn_key', 'call_key']).doNothing()).execute();
   },
   /** Records what the call answered (`refused`: it did nothing, and no cap counts it). */
   async finish(db: Executor, turnKey: string, callKey: string, state: 'done' | 'refused', outcome: string, now: number): Promise<void> {

@@ -22,7 +22,7 @@ import crypto from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { usageRepo } from '../billing/repository.ts';
 import { HttpError } from '../../http/errors.ts';
-import type { ConversationRow, Db, MessageRow, RoomRow } from '../../db/types.ts';
+import type { ConversationChannel, ConversationRow, Db, MessageRow, RoomRow } from '../../db/types.ts';
 import type { ChatMessage, ToolCall, ToolSpec } from '../../llm/types.ts';
 import { deliverOnce, signatureHeaders } from '../../webhooks/deliver.ts';
 import type { AgentSettings } from '../agents/settings.ts';
@@ -111,7 +111,27 @@ export interface TurnInput {
    * `signal` aborts) when the turn is withdrawn.
    */
   gate?: () => Promise<void>;
+  /** An agent test's turn (src/modules/agent-tests): tools answered by the scenario's mocks, never run. */
+  test?: TestTurn;
 }
+
+/**
+ * What an agent test's turn changes (docs/testing-agents.md): every tool call with an outside or
+ * asking effect (texts, follow-ups, transfers, webhook actions) is answered by `mock` and recorded
+ * in tool_effects as `mocked`, never run; end_conversation and search_knowledge (no effect outside
+ * the conversation) run as usual unless the scenario mocks them. The prompt and the tools offered
+ * are those of the channel and caller the test stands for (`as`), and the task's context comes
+ * from the scenario, not a task row.
+ */
+export interface TestTurn {
+  as: { channel: ConversationChannel; counterpart: string };
+  task?: { context: string | null; taskContext: string | null; content: string | null };
+  /** The scenario's answer to a checked call; undefined: run it as usual (only for tools without an outside effect). */
+  mock(call: ToolCall, args: Record<string, unknown>): string | undefined;
+}
+
+/** Built-in tools with no effect outside the conversation: a test runs them unless its scenario mocks them. */
+const INSIDE_TOOLS = new Set(['end_conversation', 'search_knowledge']);
 
 export type TurnResult =
   | { kind: 'reply'; text: string; messageId: string; effects: ToolEffect[]; engine: string; simulated: boolean; model: string }
@@ -196,6 +216,10 @@ export function turnRunner(deps: TurnDeps) {
     const checked = checkArguments(call, tool);
     if (!checked.ok) return { refused: true, result: `refused: ${checked.message}` };
     const args = checked.args;
+    if (input.test) {
+      const mocked = input.test.mock(call, args);
+      if (mocked !== undefined || !INSIDE_TOOLS.has(call.name)) return mockedTool(input, call, key, mocked);
+    }
     switch (call.name) {
       case 'end_conversation':
         return { result: 'ok: the conversation ends after your reply', effect: { kind: 'end', reason: typeof args.reason === 'string' ? args.reason : 'ended by the agent' } };
@@ -231,6 +255,29 @@ export function turnRunner(deps: TurnDeps) {
         return once(input, call, key, false, (idempotencyKey) => callWebhookAction(input, action, call, args, idempotencyKey));
       }
     }
+  }
+
+  /**
+   * A test's tool call: answered by its mock, or that it was not mocked, and recorded as `mocked`;
+   * nothing leaves. A mocked end_conversation or transfer_call still has its effect in the conversation.
+   */
+  async function mockedTool(input: TurnInput, call: ToolCall, key: CallKey, mocked: string | undefined): Promise<ToolOutcome> {
+    const { conversation } = input;
+    const outcome: ToolOutcome = mocked !== undefined
+      ? { result: clip(mocked, MAX_TOOL_RESULT_CHARS) }
+      : { result: `not mocked in this test: ${call.name} has no mock for these arguments in the scenario, and nothing was done` };
+    if (mocked !== undefined && call.name === 'end_conversation') outcome.effect = { kind: 'end', reason: 'ended by the agent' };
+    if (mocked !== undefined && call.name === 'transfer_call') {
+      const destination = (JSON.parse(call.arguments || '{}') as { destination?: unknown }).destination;
+      const d = transferDestinations(input.config).find((x) => x.name === destination);
+      if (d) outcome.effect = { kind: 'transfer', destination: d.destination, name: d.name };
+    }
+    const now = deps.now();
+    await toolEffectRepo.mocked(db, {
+      turn_key: key.turn, call_key: key.call, org_id: conversation.org_id, conversation_id: conversation.id,
+      tool: call.name, tool_call_id: call.id.slice(0, 200), outcome: JSON.stringify(outcome), created_at: now,
+    });
+    return outcome;
   }
 
   async function callWebhookAction(input: TurnInput, action: ReturnType<typeof webhookActions>[number], call: ToolCall, args: Record<string, unknown>, idempotencyKey: string): Promise<ToolOutcome> {
@@ -287,7 +334,9 @@ export function turnRunner(deps: TurnDeps) {
       if (conversation.engine !== (choice.engine.simulated ? 'simulated' : 'model') || conversation.model !== choice.model) {
         await conversationRepo.setEngine(db, conversation.id, { engine: choice.engine.simulated ? 'simulated' : 'model', provider: choice.provider, model: choice.model }, deps.now());
       }
-      const tools = grantedTools({ config, channel: conversation.channel, counterpart: conversation.counterpart })
+      // A test stands for a channel and caller (its conversation is on the `test` channel).
+      const as = input.test?.as ?? { channel: conversation.channel, counterpart: conversation.counterpart };
+      const tools = grantedTools({ config, channel: as.channel, counterpart: as.counterpart })
         .filter((t) => input.allowAsync || !webhookActions(config).some((a) => a.name === t.name && a.async));
       // A queued turn's calls are recorded under its queue id; an inline one (a call, the web chat)
       // is not run again by anyone, so its own key per run.
@@ -320,15 +369,16 @@ export function turnRunner(deps: TurnDeps) {
         }
       } else {
         const [notes, knowledge, history, task] = await Promise.all([
-          conversation.counterpart.startsWith('web:') ? '' : deps.context.forPerson(conversation.org_id, conversation.counterpart.toLowerCase()),
+          conversation.counterpart.startsWith('web:') || input.test ? '' : deps.context.forPerson(conversation.org_id, conversation.counterpart.toLowerCase()),
           input.inbound ? deps.knowledge.retrieve(conversation.org_id, knowledgeBases(config), input.inbound.text, PROMPT_LIMITS.knowledgePassages) : [],
           config.noConvoHistory ? [] : messageRepo.recentInRoom(db, room.id, input.inbound?.at ?? deps.now() + 1, PROMPT_LIMITS.historyMessages + 1),
           conversation.task_id ? taskRepo.find(db, conversation.org_id, conversation.task_id) : undefined,
         ]);
+        const about = input.test ? input.test.task : task ? { context: task.context, taskContext: task.task_context, content: task.content } : undefined;
         messages = buildMessages({
-          config, channel: conversation.channel, counterpart: conversation.counterpart, now: deps.now(), notes, knowledge,
+          config, channel: as.channel, counterpart: as.counterpart, now: deps.now(), notes, knowledge,
           history: history.filter((m) => m.id !== input.inbound?.id), inbound: input.inbound?.text,
-          ...(task ? { task: { context: task.context, taskContext: task.task_context, content: task.content } } : {}),
+          ...(about ? { task: about } : {}),
         });
       }
       for (;;) {
