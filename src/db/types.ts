@@ -900,7 +900,7 @@ export interface PhoneNumbersTable {
 }
 
 /** Issue 25 (0032-number-releases): a deleted holder's number to release at its provider (a queue). */
-/** Issue 36 (0040-agent-tests): an agent's test suite, its document as of its current version. */
+/** Issue 36 (0038-agent-tests): an agent's test suite, its document as of its current version. */
 export interface AgentTestSuitesTable {
   id: string;
   org_id: number;
