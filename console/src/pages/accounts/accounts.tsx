@@ -132,6 +132,7 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
             { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
             { key: 'actions', label: 'Actions', cell: (r) => (
               <div className="actions">
+                <Link to={`/o/${r.id}`} aria-label={`Open organization ${r.name}`}>Open</Link>
                 <Link to={here({ org: r.id })} aria-label={`Agents of ${r.name}`}>Agents</Link>
                 <Link to={here({ tokens: r.id })} aria-label={`Tokens of ${r.name}`}>Tokens</Link>
                 <Link to={here({ link: r.id })} aria-label={`Sign-in link for ${r.name}`}>Sign-in link</Link>
@@ -151,9 +152,6 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
 
 function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSuspend: boolean }) {
   const client = useQueryClient();
-  const session = useSession();
-  // Above organizations, the agent page acts on the organization chosen at the top: this one.
-  const actOnThis = () => { if (canSuspend && session.orgId !== orgId) session.setOrgId(orgId); };
   const list = useQuery(accountQueries.agents(orgId));
   const [name, setName] = useState('');
   const changed = () => void agentsChanged(client, orgId);
@@ -185,7 +183,7 @@ function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSus
             { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
             { key: 'actions', label: 'Actions', cell: (r) => (
               <div className="actions">
-                <Link to={`/agents/${r.id}`} onClick={actOnThis} aria-label={`Open agent ${r.name}`}>Open</Link>
+                <Link to={`/o/${orgId}/agents/${r.id}`} aria-label={`Open agent ${r.name}`}>Open</Link>
                 <Link to={here({ tokens: r.id })} aria-label={`Tokens of ${r.name}`}>Tokens</Link>
                 {canSuspend ? (
                   <Button disabled={setActive.isPending} onClick={() => setActive.mutate({ id: r.id, active: r.active === false })}
