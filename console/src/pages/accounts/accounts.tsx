@@ -10,6 +10,7 @@ import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
+import { useAccountName } from '../../ui/names.tsx';
 import { ActiveBadge, CopyButton, TokensPanel } from './parts.tsx';
 import './accounts.css';
 
@@ -26,6 +27,8 @@ export default function Accounts({ query }: PageProps) {
   const orgId = account.kind === 'organization' ? account.id : num(query.get('org'));
   const tokensOf = num(query.get('tokens'));
   const linkFor = num(query.get('link'));
+  const tokensName = useAccountName(tokensOf);
+  const linkName = useAccountName(linkFor);
   /** The page's address with some parameters changed (undefined drops one). */
   const here = (patch: Record<string, number | undefined>) => {
     const q = new URLSearchParams(query);
@@ -40,12 +43,12 @@ export default function Accounts({ query }: PageProps) {
       {resellerId !== undefined && account.kind !== 'organization' ? <Organizations resellerId={resellerId} here={here} chosen={orgId} /> : null}
       {orgId !== undefined ? <Agents orgId={orgId} here={here} canSuspend={account.kind !== 'organization'} /> : null}
       {tokensOf !== undefined ? (
-        <Section title={`Tokens of account #${tokensOf}`} actions={<Link to={here({ tokens: undefined })}>Close tokens</Link>}>
+        <Section title={`Tokens of ${tokensName}`} actions={<Link to={here({ tokens: undefined })}>Close tokens</Link>}>
           <TokensPanel accountId={tokensOf} self={tokensOf === account.id} />
         </Section>
       ) : null}
       {linkFor !== undefined && resellerId !== undefined ? (
-        <Section title={`Sign-in link for organization #${linkFor}`} actions={<Link to={here({ link: undefined })}>Close sign-in link</Link>}>
+        <Section title={`Sign-in link for ${linkName}`} actions={<Link to={here({ link: undefined })}>Close sign-in link</Link>}>
           <SignInLink orgId={linkFor} />
         </Section>
       ) : null}
@@ -94,6 +97,7 @@ function Resellers({ partnerId, here, chosen }: { partnerId: number; here: Here;
 function Organizations({ resellerId, here, chosen }: { resellerId: number; here: Here; chosen?: number }) {
   const client = useQueryClient();
   const list = useQuery(accountQueries.organizations(resellerId));
+  const resellerName = useAccountName(resellerId);
   const [orgName, setOrgName] = useState('');
   const [email, setEmail] = useState('');
   const [agentName, setAgentName] = useState('');
@@ -115,7 +119,7 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
   });
   const submit = (e: FormEvent) => { e.preventDefault(); create.mutate(); };
   return (
-    <Section title={`Organizations of reseller #${resellerId}`}>
+    <Section title={`Organizations of ${resellerName}`}>
       <form className="inline-form" onSubmit={submit} aria-label="Create an organization">
         <Field label="Organization name" value={orgName} onChange={(e) => setOrgName(e.target.value)} />
         <Field label="Owner's email (optional)" type="email" value={email} onChange={(e) => setEmail(e.target.value)} hint="Invited as the organization's admin member" />
@@ -153,6 +157,7 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
 function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSuspend: boolean }) {
   const client = useQueryClient();
   const list = useQuery(accountQueries.agents(orgId));
+  const orgName = useAccountName(orgId);
   const [name, setName] = useState('');
   const changed = () => void agentsChanged(client, orgId);
   const create = useMutation({
@@ -169,7 +174,7 @@ function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSus
   });
   const submit = (e: FormEvent) => { e.preventDefault(); create.mutate(); };
   return (
-    <Section title={`Agents of organization #${orgId}`}>
+    <Section title={`Agents of ${orgName}`}>
       <form className="inline-form" onSubmit={submit} aria-label="Create an agent">
         <Field label="Agent name" value={name} onChange={(e) => setName(e.target.value)} />
         <Button kind="primary" type="submit" disabled={create.isPending}>Create agent</Button>

@@ -32,7 +32,7 @@ export default function AgentPage({ params, query }: PageProps) {
   const agent = useQuery(agentQueries.settings(id));
   const live = agent.data?.sponsorship;
   const staging = live?.staging;
-  const title = live?.title ?? `Agent camp${id}`;
+  const title = live?.title ?? '';
   return (
     <Page title={`Agent ${title}`} actions={<Link to="/agents">All agents</Link>}>
       <nav aria-label="Agent sections" className="tabs">
