@@ -3,6 +3,7 @@
 // beside the form). Loaded only when the overview shows it (lazy, off the first screen).
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { paths } from '../../../sdk/schema.d.ts';
 import { api, ok } from '../api.ts';
 import { accountQueries, agentsChanged, organizationsChanged, resellersChanged } from '../queries/accounts.ts';
 import { agentQueries, agentVersionsChanged } from '../queries/agents.ts';
@@ -155,7 +156,7 @@ function Publish({ agent }: { agent: { id: number; name: string } }) {
   );
 }
 
-interface Found { number: string; country?: string; locality?: string | null; region?: string | null; simulated?: boolean; monthlyPrice?: { amount: string | number; currency: string } | null }
+type Found = paths['/api/v2/phoneNumber/search/local/prefix']['post']['responses'][200]['content']['application/json']['numbers'][number];
 
 function GetNumber({ agent }: { agent: { id: number; name: string } }) {
   const session = useSession();
@@ -165,11 +166,11 @@ function GetNumber({ agent }: { agent: { id: number; name: string } }) {
     mutationFn: () => ok(api.POST('/api/v2/phoneNumber/search/local/prefix', { params: { query: { ...session.target } }, body: { country: 'US', prefix: prefix.trim(), strict: false } })),
   });
   const buy = useMutation({
-    mutationFn: (n: Found) => ok(api.POST('/api/v2/phoneNumber/assign', { params: { query: { targetAccountId: agent.id } }, body: { number: n.number, country: n.country ?? 'US' } })),
+    mutationFn: (n: Found) => ok(api.POST('/api/v2/phoneNumber/assign', { params: { query: { targetAccountId: agent.id } }, body: { number: n.number, country: n.country } })),
     onSuccess: () => void numbersChanged(client, session.orgId),
   });
   const submit = (e: FormEvent) => { e.preventDefault(); search.mutate(); };
-  const found = (search.data?.phoneNumbers ?? []) as Found[];
+  const found: Found[] = search.data?.numbers ?? [];
   return (
     <div className="stack">
       <form className="inline-form" onSubmit={submit} aria-label="Find a number">
