@@ -218,7 +218,8 @@ function SignInLink({ orgId }: { orgId: number }) {
     <div className="stack">
       <form className="inline-form" onSubmit={submit}>
         <Field label="Member's email" type="email" value={email} onChange={(e) => setEmail(e.target.value)} required
-          hint="A member of the organization (its owner, or one invited on its Members page)" />
+          hint="A member of the organization: its owner, or one invited in its Settings, Members" />
+        <Link to={`/o/${orgId}/settings`}>Members of the organization</Link>
         <Button kind="primary" type="submit" disabled={make.isPending}>Make sign-in link</Button>
       </form>
       <ErrorNote error={make.error} />
