@@ -406,8 +406,8 @@ function WebChat({ id }: { id: number }) {
         <Field label={current.data ? 'New address name' : 'Address name'} value={slug} onChange={(e) => setSlug(e.target.value)}
           hint="3–40 of a–z and 0–9, single hyphens between; the old address stops working when replaced" />
         <Button kind="primary" type="submit" disabled={save.isPending}>Save address</Button>
+        <ErrorNote error={save.error} />
       </form>
-      <ErrorNote error={save.error} />
     </Section>
   );
 }
