@@ -145,7 +145,6 @@ describe('web console: accounts (Chromium)', { skip: toolsSkip('chromium') }, ()
   });
 
   it('finds an account by name (searchAccounts) and opens it on the ladder', async () => {
-    const org = (await orgs()).find((o) => o.name === 'Bluebird Clinic')!;
     await c.open('/accounts', 'Accounts');
     await c.page.getByLabel('Name, email or external id').fill('bluebird');
     await c.page.getByRole('button', { name: 'Find', exact: true }).click();

@@ -138,43 +138,45 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
   const modelIds = Object.keys((models.data ?? {}) as Record<string, unknown>).filter((k) => k !== 'success' && k !== 'message');
   const modelOptions = modelIds.includes(form.agentModel) || !form.agentModel ? modelIds : [form.agentModel, ...modelIds];
   return (
-    <div className="grid-2 agent-settings">
-      <Section title="Staging settings">
-        <form onSubmit={submit} aria-label="Staging settings">
-          <Field label="Name (title)" value={form.title} onChange={set('title')} />
-          <Field label="Description" value={form.description} onChange={set('description')} />
-          <Select label="Voice engine" value={form.agentTtsEngine} onChange={set('agentTtsEngine')} options={TTS_ENGINES} />
-          <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')}
-            hint="A catalog voice (en-US Female), or with an engine chosen one of its voice ids: pick one below" />
-          <VoicePicker engine={form.agentTtsEngine} value={form.agentVoice} onPick={(v) => setForm({ ...form, agentVoice: v })} />
-          <Select label="Speech recognition engine" value={form.agentSttEngine} onChange={set('agentSttEngine')} options={STT_ENGINES} />
-          <SpeechTruth agentId={id} tts={form.agentTtsEngine} stt={form.agentSttEngine} />
-          <Field label="Language" value={form.agentLang} onChange={set('agentLang')} hint="multi, or a BCP-47 tag such as en-US" />
-          {modelOptions.length > 0
-            ? <Select label="Model" value={form.agentModel} onChange={set('agentModel')} options={modelOptions} />
-            : <Field label="Model" value={form.agentModel} onChange={set('agentModel')} />}
-          <ModelTruth agentId={id} model={form.agentModel} />
-          <TextArea label="Greeting (welcome message)" value={form.welcomeMessage} onChange={set('welcomeMessage')} rows={2} />
-          <TextArea label="Prompt (instructions)" value={form.agentInstructions} onChange={set('agentInstructions')} rows={10} />
-          <div className="actions"><Button kind="primary" type="submit" disabled={save.isPending}>Save staging</Button></div>
-          {save.isSuccess && !save.isPending ? <Note>Staging saved.</Note> : null}
-          <ErrorNote error={save.error} />
-        </form>
-      </Section>
+    <>
+      <div className="grid-2 agent-settings">
+        <Section title="Staging settings">
+          <form onSubmit={submit} aria-label="Staging settings">
+            <Field label="Name (title)" value={form.title} onChange={set('title')} />
+            <Field label="Description" value={form.description} onChange={set('description')} />
+            <Select label="Voice engine" value={form.agentTtsEngine} onChange={set('agentTtsEngine')} options={TTS_ENGINES} />
+            <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')}
+              hint="A catalog voice (en-US Female), or with an engine chosen one of its voice ids: pick one below" />
+            <VoicePicker engine={form.agentTtsEngine} value={form.agentVoice} onPick={(v) => setForm({ ...form, agentVoice: v })} />
+            <Select label="Speech recognition engine" value={form.agentSttEngine} onChange={set('agentSttEngine')} options={STT_ENGINES} />
+            <SpeechTruth agentId={id} tts={form.agentTtsEngine} stt={form.agentSttEngine} />
+            <Field label="Language" value={form.agentLang} onChange={set('agentLang')} hint="multi, or a BCP-47 tag such as en-US" />
+            {modelOptions.length > 0
+              ? <Select label="Model" value={form.agentModel} onChange={set('agentModel')} options={modelOptions} />
+              : <Field label="Model" value={form.agentModel} onChange={set('agentModel')} />}
+            <ModelTruth agentId={id} model={form.agentModel} />
+            <TextArea label="Greeting (welcome message)" value={form.welcomeMessage} onChange={set('welcomeMessage')} rows={2} />
+            <TextArea label="Prompt (instructions)" value={form.agentInstructions} onChange={set('agentInstructions')} rows={10} />
+            <div className="actions"><Button kind="primary" type="submit" disabled={save.isPending}>Save staging</Button></div>
+            {save.isSuccess && !save.isPending ? <Note>Staging saved.</Note> : null}
+            <ErrorNote error={save.error} />
+          </form>
+        </Section>
+        <Section title="Staging configuration as JSON">
+          <form onSubmit={submitJson} aria-label="Staging configuration as JSON">
+            <TextArea label="Configuration (JSON)" value={json} onChange={(e) => setJson(e.target.value)} rows={24} spellCheck={false}
+              hint="Every field of the agent (docs/agents.md); fields left out keep their value." />
+            <div className="actions">
+              <Button kind="primary" type="submit" disabled={saveJson.isPending}>Save JSON to staging</Button>
+              <Button onClick={() => { setJson(pretty(staging)); setJsonError(null); }}>Reset to staging</Button>
+            </div>
+            {saveJson.isSuccess && !saveJson.isPending ? <Note>Staging saved.</Note> : null}
+            <ErrorNote error={jsonError ?? saveJson.error} />
+          </form>
+        </Section>
+      </div>
       <WebChat id={id} />
-      <Section title="Staging configuration as JSON">
-        <form onSubmit={submitJson} aria-label="Staging configuration as JSON">
-          <TextArea label="Configuration (JSON)" value={json} onChange={(e) => setJson(e.target.value)} rows={24} spellCheck={false}
-            hint="Every field of the agent (docs/agents.md); fields left out keep their value." />
-          <div className="actions">
-            <Button kind="primary" type="submit" disabled={saveJson.isPending}>Save JSON to staging</Button>
-            <Button onClick={() => { setJson(pretty(staging)); setJsonError(null); }}>Reset to staging</Button>
-          </div>
-          {saveJson.isSuccess && !saveJson.isPending ? <Note>Staging saved.</Note> : null}
-          <ErrorNote error={jsonError ?? saveJson.error} />
-        </form>
-      </Section>
-    </div>
+    </>
   );
 }
 
