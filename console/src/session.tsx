@@ -83,6 +83,8 @@ export function SessionProvider({ account, addressOrg, children }: { account: Ac
       const qs = query.toString();
       const rest = section === path ? `${path}${qs ? `?${qs}` : ''}` : section;
       if (id === undefined) return navigate(rest, { raw: true });
+      // Kept at once, not after the next render: a link opened right after still finds it.
+      window.sessionStorage.setItem(LAST_ORG_KEY, String(id));
       const to = withOrg(rest, id);
       // From a page of no organization (Accounts), to the organization's overview.
       navigate(to === rest ? `/o/${id}` : to, { raw: true });
