@@ -202,7 +202,7 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     c.page.on('request', (r) => { if (r.url().startsWith('https://storage.example/')) samples.push(r.url()); });
     await c.open(`/agents/${org.agentId}?tab=settings`);
     const form = c.page.getByRole('form', { name: 'Staging settings' });
-    await form.getByText('The configured voice speaks').waitFor();
+    await form.getByText('The configured voice speaks, in the catalog voice chosen above').waitFor();
     await form.getByLabel('Voice engine').selectOption('elevenlabs');
     const table = form.locator('.table-wrap[aria-label="Voices of elevenlabs"]');
     await table.locator('tbody tr').first().waitFor();
@@ -235,7 +235,8 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     await form.getByText(/This process cannot speak with cartesia/).waitFor();
     await truth.getByText('Neither the organization nor this service has a cartesia key: the configured voice speaks instead.').waitFor();
     await form.getByLabel('Voice engine').selectOption('');
-    await form.getByLabel('Voice', { exact: true }).fill('en-US Male');
+    // The configured voice: the voice is one of the catalog's, chosen from a list (no free text).
+    await form.getByLabel('Voice', { exact: true }).selectOption('en-US Male');
     await form.getByRole('button', { name: 'Save staging' }).click();
     await c.page.waitForFunction(() => !document.querySelector('form[aria-label="Staging settings"] button[type="submit"]')?.hasAttribute('disabled'));
     await form.getByText('Staging saved.').waitFor();

@@ -15,6 +15,7 @@ import { foldUnchanged, lineDiff, pretty, type Row as DiffRow } from './diff.ts'
 import Knowledge from './knowledge.tsx';
 import { STT_ENGINES, TTS_ENGINES, VoicePicker } from './voices.tsx';
 import { SpeechTruth } from './truth.tsx';
+import { CATALOG_VOICES } from './catalog-voices.ts';
 import './agents.css';
 
 /** What the shell hands a page (pages/index.ts's PageProps; not imported, to keep the page out of an import circle). */
@@ -145,8 +146,11 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
             <Field label="Name (title)" value={form.title} onChange={set('title')} />
             <Field label="Description" value={form.description} onChange={set('description')} />
             <Select label="Voice engine" value={form.agentTtsEngine} onChange={set('agentTtsEngine')} options={TTS_ENGINES} />
-            <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')}
-              hint="A catalog voice (en-US Female), or with an engine chosen one of its voice ids: pick one below" />
+            {form.agentTtsEngine === ''
+              ? <Select label="Voice" value={form.agentVoice} onChange={set('agentVoice')}
+                options={[...(CATALOG_VOICES.some((v) => v.id === form.agentVoice) ? [] : [{ value: form.agentVoice, label: `${form.agentVoice} (not a catalog voice)` }]),
+                  ...CATALOG_VOICES.map((v) => ({ value: v.id, label: `${v.id} (${v.lang}, ${v.gender})` }))]} />
+              : <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')} hint="One of the engine's voice ids: pick one below" />}
             <VoicePicker engine={form.agentTtsEngine} value={form.agentVoice} onPick={(v) => setForm({ ...form, agentVoice: v })} />
             <Select label="Speech recognition engine" value={form.agentSttEngine} onChange={set('agentSttEngine')} options={STT_ENGINES} />
             <SpeechTruth agentId={id} tts={form.agentTtsEngine} stt={form.agentSttEngine} />
