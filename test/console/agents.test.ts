@@ -203,6 +203,8 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     await c.open(`/agents/${org.agentId}?tab=settings`);
     const form = c.page.getByRole('form', { name: 'Staging settings' });
     await form.getByText('The configured voice speaks, in the catalog voice chosen above').waitFor();
+    // Staging read again after the page opened from the cache would reset the form: let it settle.
+    await c.page.waitForLoadState('networkidle');
     await form.getByLabel('Voice engine').selectOption('elevenlabs');
     const table = form.locator('.table-wrap[aria-label="Voices of elevenlabs"]');
     await table.locator('tbody tr').first().waitFor();
