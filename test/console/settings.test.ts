@@ -133,6 +133,16 @@ describe('web console: settings (Chromium)', { skip: toolsSkip('chromium') }, ()
     assert.notEqual(cfg.password, 'export-password-77');
     assert.ok(!(await page.locator('main').innerText()).includes('export-password-77'));
     await c.shot('settings-export');
+    // At 320 CSS px (400 % zoom) the page folds to one column, with no sideways scrolling.
+    await page.setViewportSize({ width: 320, height: 800 });
+    try {
+      await page.waitForTimeout(200);
+      const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+      const culprits = await page.evaluate(() => [...document.querySelectorAll('body *')].filter((e) => !e.closest('.table-wrap') && e.getBoundingClientRect().right > 320).slice(0, 8).map((e) => `${e.tagName}.${e.className} ${e.getBoundingClientRect().right} ${(e.textContent ?? '').slice(0, 40)}`));
+      assert.ok(wide <= 320, `the settings page is ${wide} px wide: ${culprits.join(' | ')}`);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
     assert.deepEqual(c.problems, []);
   });
 

@@ -12,7 +12,6 @@ import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table }
 import { Confirm } from '../../ui/confirm.tsx';
 import { useAccountName } from '../../ui/names.tsx';
 import { ActiveBadge, CopyButton, TokensPanel } from './parts.tsx';
-import './accounts.css';
 
 /** What the shell hands a page (pages/index.ts's PageProps; not imported, to keep the page out of an import circle). */
 interface PageProps { params: Record<string, string>; query: URLSearchParams }

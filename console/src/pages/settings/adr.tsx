@@ -32,7 +32,7 @@ export function AdrExport({ accountId, title }: { accountId: number | undefined;
       {config.isPending ? <Loading /> : config.error ? <ErrorNote error={config.error} /> : (
         <>
           {config.data ? (
-            <p>
+            <p className="wrap-any">
               {config.data.enabled ? <Badge tone="good">On</Badge> : <Badge tone="warn">Off</Badge>}{' '}
               {config.data.deliveryProtocol}://{config.data.username}@{config.data.host}:{config.data.port}{config.data.path ? `/${String(config.data.path).replace(/^\//, '')}` : ''}
               {', every '}{config.data.rotationMinutes} minutes; password {config.data.password ?? 'stored'}{config.data.hostKeyFingerprint ? `; host key ${config.data.hostKeyFingerprint}` : ''}.

@@ -139,7 +139,7 @@ function Numbering({ org, above }: { org: OrgDetails; above: boolean }) {
       <Table<Provider> caption="Numbering providers" rows={providers} rowKey={(p) => p.providerId} empty="No numbering provider."
         columns={[
           { key: 'id', label: 'Provider', cell: (p) => (p.providerId === 'simulated' ? <Badge tone="warn">SIMULATED</Badge> : p.providerId) },
-          { key: 'config', label: 'Settings (secrets masked)', cell: (p) => Object.entries(p.config).map(([k, v]) => `${k}: ${v}`).join(', ') || '—' },
+          { key: 'config', label: 'Settings (secrets masked)', cell: (p) => <span className="wrap-any">{Object.entries(p.config).map(([k, v]) => `${k}: ${v}`).join(', ') || '—'}</span> },
           { key: 'state', label: 'State', cell: (p) => <>{p.enabled ? <Badge tone="good">Enabled</Badge> : <Badge tone="warn">Disabled</Badge>}{p.default ? ' default' : ''}</> },
           ...(above ? [{ key: 'actions', label: 'Actions', cell: (p: Provider) => (
             <Button disabled={toggle.isPending} onClick={() => toggle.mutate(p)} aria-label={`${p.enabled ? 'Disable' : 'Enable'} ${p.providerId}`}>{p.enabled ? 'Disable' : 'Enable'}</Button>
