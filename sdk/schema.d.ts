@@ -1342,6 +1342,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/models/answering": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which model and provider would answer for a model id (callplane extension)
+         * @description How the organization's agents naming `model` are answered: the model and provider chosen (docs/conversations.md, "Which model answers"), `simulated` when no provider is configured and the SIMULATED engine answers, `substituted` when another model answers instead.
+         */
+        get: operations["getAnsweringModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/models/supported": {
         parameters: {
             query?: never;
@@ -11514,6 +11534,76 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     })[];
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAnsweringModel: {
+        parameters: {
+            query: {
+                /** @description A model id, as agentModel names it */
+                model: string;
+                /** @description Organization (or agent) whose agents it is for; required for resellers and partners */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        model: string;
+                        provider: string;
+                        simulated: boolean;
+                        substituted: boolean;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description Every error has this shape. */

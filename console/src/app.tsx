@@ -4,8 +4,8 @@ import { Suspense, useEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { CallplaneError } from './api.ts';
 import { accountQueries } from './queries/accounts.ts';
-import { Link, match, useRoute } from './router.tsx';
-import { SessionProvider, useSession, useSessionQuery, type Account } from './session.tsx';
+import { Link, match, navigate, setActingOrg, useRoute, type Route } from './router.tsx';
+import { lastOrg, SessionProvider, useSession, useSessionQuery, type Account } from './session.tsx';
 import { PAGES, type PageDef } from './pages/index.ts';
 import SignIn from './pages/sign-in.tsx';
 import { Button, ErrorNote, Loading, Note } from './ui/parts.tsx';
@@ -22,8 +22,8 @@ export function App() {
     return <main id="main"><ErrorNote error={session.error} /></main>;
   }
   return (
-    <SessionProvider account={session.data.account}>
-      <Shell />
+    <SessionProvider account={session.data.account} addressOrg={route.orgId}>
+      <Shell route={route} />
     </SessionProvider>
   );
 }
@@ -36,10 +36,16 @@ function findPage(path: string): { page: PageDef; params: Record<string, string>
   return undefined;
 }
 
-function Shell() {
+/** The overview and every page that acts on an organization carry it in the address. */
+const isOrgPage = (path: string) => path === '/' || !!findPage(path)?.page.needsOrg;
+
+function Shell({ route }: { route: Route }) {
   const { account, orgId, signOut } = useSession();
-  const route = useRoute();
   const found = findPage(route.path === '/sign-in' ? '/' : route.path);
+  // Links and navigate() of the pages below keep the organization in the address (router.tsx).
+  setActingOrg(orgId, isOrgPage);
+  const below = account.kind === 'partner' || account.kind === 'reseller';
+  const foreign = account.kind === 'organization' && route.orgId !== undefined && route.orgId !== account.id;
   const heading = useRef<string>('');
   const nav = PAGES.filter((p) => p.nav && (!p.kinds || p.kinds.includes(account.kind)));
 
@@ -71,37 +77,62 @@ function Shell() {
       <main id="main" tabIndex={-1}>
         <Suspense fallback={<Loading />}>
           {!found ? <Note>There is no page at {route.path}.</Note>
-            : found.page.needsOrg && orgId === undefined ? <Note>Choose an organization at the top to see its {found.page.title.toLowerCase()}.</Note>
-              : <found.page.component params={found.params} query={route.query} />}
+            : foreign ? <Note>This link is for organization #{route.orgId}; you are signed in as organization {account.name} (#{account.id}). Sign in as that organization, or its reseller, to open it.</Note>
+              : found.page.needsOrg && orgId === undefined && below ? <FindOrganization route={route} title={found.page.title} params={found.params} />
+                : found.page.needsOrg && orgId === undefined ? <Note>Choose an organization at the top to see its {found.page.title.toLowerCase()}.</Note>
+                  : <found.page.component params={found.params} query={route.query} />}
         </Suspense>
       </main>
     </div>
   );
 }
 
-/** Signed in above organizations: which one the organization pages act on. */
+/**
+ * An organization page opened without an organization in its address (an old link, `#/agents/4`,
+ * or a click in the navigation): the agent's own organization when the page names an agent, else
+ * the last one opened in this tab; the address is replaced with the one that names it.
+ */
+function FindOrganization({ route, title, params }: { route: Route; title: string; params: Record<string, string> }) {
+  const agentId = route.path.startsWith('/agents/') && /^(camp)?\d+$/.test(params.agentId ?? '') ? Number(params.agentId.replace(/^camp/, '')) : undefined;
+  const agent = useQuery({ ...accountQueries.account(agentId), enabled: agentId !== undefined });
+  const found = agentId !== undefined ? agent.data?.organizationId : lastOrg();
+  useEffect(() => {
+    if (found === undefined) return;
+    const qs = route.query.toString();
+    navigate(`/o/${found}${route.path}${qs ? `?${qs}` : ''}`, { replace: true, raw: true });
+  }, [found, route.path, route.query]);
+  if (agentId !== undefined && agent.isPending) return <Loading what="Finding the agent's organization" />;
+  if (agentId !== undefined && agent.error) return <ErrorNote error={agent.error} />;
+  if (found !== undefined) return <Loading what="Opening the organization" />;
+  return <Note>Choose an organization at the top to see its {title.toLowerCase()}, or open one on the <Link to="/accounts">Accounts</Link> page.</Note>;
+}
+
+/** Signed in above organizations: which one the organization pages act on (the one in the address). */
 function OrgPicker({ account }: { account: Account }) {
   const { orgId, setOrgId } = useSession();
-  const [resellerId, setResellerId] = useState<number | undefined>(account.kind === 'reseller' ? account.id : undefined);
+  // The reseller shown: the one of the organization in the address, else the one picked here.
+  const [picked, setPicked] = useState<number | undefined>(undefined);
+  const org = useQuery({ ...accountQueries.account(orgId), enabled: account.kind === 'partner' && orgId !== undefined });
+  const resellerId = account.kind === 'reseller' ? account.id : orgId !== undefined ? org.data?.resellerId : picked;
   const resellers = useQuery({ ...accountQueries.resellers(account.id), enabled: account.kind === 'partner' });
   const orgs = useQuery({ ...accountQueries.organizations(resellerId), enabled: resellerId !== undefined });
   return (
     <div className="picker">
       {account.kind === 'partner' ? (
         <label>Reseller{' '}
-          <select value={resellerId ?? ''} onChange={(e) => { setResellerId(e.target.value ? Number(e.target.value) : undefined); setOrgId(undefined); }}>
+          <select value={resellerId ?? ''} onChange={(e) => { setPicked(e.target.value ? Number(e.target.value) : undefined); setOrgId(undefined); }}>
             <option value="">Choose…</option>
             {(resellers.data?.resellers ?? []).map((r) => <option key={r.id} value={r.id}>{r.name} (#{r.id})</option>)}
           </select>
         </label>
       ) : null}
       <label>Organization{' '}
-        <select value={orgId ?? ''} onChange={(e) => setOrgId(e.target.value ? Number(e.target.value) : undefined)} disabled={resellerId === undefined}>
+        <select value={orgs.data && orgId !== undefined ? orgId : ''} onChange={(e) => setOrgId(e.target.value ? Number(e.target.value) : undefined)} disabled={resellerId === undefined}>
           <option value="">Choose…</option>
           {(orgs.data?.organizations ?? []).map((o) => <option key={o.id} value={o.id}>{o.name} (#{o.id})</option>)}
         </select>
       </label>
-      <ErrorNote error={resellers.error ?? orgs.error} />
+      <ErrorNote error={resellers.error ?? orgs.error ?? org.error} />
     </div>
   );
 }

@@ -1,8 +1,9 @@
 // Who is signed in, and which organization the organization pages work on. The sign-in itself is
 // an HttpOnly cookie (src/modules/console/routes.ts): the page only ever learns the account.
-import { createContext, useContext, useMemo, useState, type ReactNode } from 'react';
+import { createContext, useContext, useEffect, useMemo, useRef, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { consoleRequest } from './api.ts';
+import { currentRoute, navigate, withOrg } from './router.tsx';
 
 export type AccountKind = 'partner' | 'reseller' | 'organization' | 'agent';
 export interface Account { id: number; kind: AccountKind; label: string; name: string }
@@ -40,36 +41,62 @@ export function useSessionQuery(enabled = true) {
   });
 }
 
-/** The organization chosen below a reseller or partner is kept for the tab (an id, no secret). */
-const ORG_KEY = 'callplane.console.org';
+/**
+ * The organization a reseller or partner acts on is in the address (`#/o/<orgId>/…`, router.tsx):
+ * a link names it, a reload keeps it. The last one opened is kept for the tab (an id, no secret) so
+ * that an old link without it (`#/agents/4`) and the navigation's first click still find one.
+ */
+export const LAST_ORG_KEY = 'callplane.console.org';
 
-export function SessionProvider({ account, children }: { account: Account; children: ReactNode }) {
+export function lastOrg(): number | undefined {
+  const v = Number(window.sessionStorage.getItem(LAST_ORG_KEY));
+  return Number.isSafeInteger(v) && v > 0 ? v : undefined;
+}
+
+/** The page path of the address kept, or its section's first page when it names something of another organization. */
+function sectionOf(path: string): string {
+  const first = path.split('/').filter(Boolean)[0];
+  return first ? `/${first}` : '/';
+}
+
+export function SessionProvider({ account, addressOrg, children }: { account: Account; addressOrg: number | undefined; children: ReactNode }) {
   const client = useQueryClient();
   const below = account.kind === 'partner' || account.kind === 'reseller';
-  const [chosen, setChosen] = useState<number | undefined>(() => {
-    const v = Number(window.sessionStorage.getItem(ORG_KEY));
-    return below && Number.isSafeInteger(v) && v > 0 ? v : undefined;
-  });
-  const value = useMemo<SessionValue>(() => {
-    const orgId = below ? chosen : account.kind === 'organization' ? account.id : undefined;
-    return {
-      account,
-      orgId,
-      setOrgId(id) {
-        if (id === undefined) window.sessionStorage.removeItem(ORG_KEY);
-        else window.sessionStorage.setItem(ORG_KEY, String(id));
-        setChosen(id);
-        client.removeQueries({ predicate: (q) => q.queryKey[0] !== SESSION_KEY[0] });
-      },
-      target: below && chosen !== undefined ? { targetAccountId: chosen } : {},
-      async signOut() {
-        await consoleRequest('DELETE', '/console/session').catch(() => undefined);
-        window.sessionStorage.removeItem(ORG_KEY);
-        client.clear();
-        window.location.hash = '/sign-in';
-        window.location.reload();
-      },
-    };
-  }, [account, below, chosen, client]);
+  const orgId = below ? addressOrg : account.kind === 'organization' ? account.id : undefined;
+  useEffect(() => {
+    if (below && addressOrg !== undefined) window.sessionStorage.setItem(LAST_ORG_KEY, String(addressOrg));
+  }, [below, addressOrg]);
+  // Another organization: nothing read for the one before is shown for it.
+  const previous = useRef(orgId);
+  useEffect(() => {
+    if (previous.current !== orgId && previous.current !== undefined) {
+      client.removeQueries({ predicate: (q) => q.queryKey[0] !== SESSION_KEY[0] && q.queryKey[0] !== 'accounts' });
+    }
+    previous.current = orgId;
+  }, [orgId, client]);
+  const value = useMemo<SessionValue>(() => ({
+    account,
+    orgId,
+    setOrgId(id) {
+      const { path, query } = currentRoute();
+      const section = sectionOf(path);
+      const qs = query.toString();
+      const rest = section === path ? `${path}${qs ? `?${qs}` : ''}` : section;
+      if (id === undefined) return navigate(rest, { raw: true });
+      // Kept at once, not after the next render: a link opened right after still finds it.
+      window.sessionStorage.setItem(LAST_ORG_KEY, String(id));
+      const to = withOrg(rest, id);
+      // From a page of no organization (Accounts), to the organization's overview.
+      navigate(to === rest ? `/o/${id}` : to, { raw: true });
+    },
+    target: below && orgId !== undefined ? { targetAccountId: orgId } : {},
+    async signOut() {
+      await consoleRequest('DELETE', '/console/session').catch(() => undefined);
+      window.sessionStorage.removeItem(LAST_ORG_KEY);
+      client.clear();
+      window.location.hash = '/sign-in';
+      window.location.reload();
+    },
+  }), [account, below, orgId, client]);
   return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
 }

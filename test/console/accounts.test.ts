@@ -128,7 +128,7 @@ describe('web console: accounts (Chromium)', { skip: toolsSkip('chromium') }, ()
     const org = (await orgs()).find((o) => o.name === 'Bluebird Clinic')!;
     await c.open('/accounts', 'Accounts');
     await c.page.getByRole('link', { name: 'Agents of Bluebird Clinic' }).click();
-    await c.page.getByRole('heading', { name: `Agents of organization #${org.id}` }).waitFor();
+    await c.page.getByRole('heading', { name: 'Agents of Bluebird Clinic' }).waitFor();
     await c.page.getByLabel('Agent name').fill('Night line');
     await c.page.getByRole('button', { name: 'Create agent' }).click();
     await c.page.getByRole('cell', { name: 'Night line', exact: true }).waitFor();
@@ -138,16 +138,18 @@ describe('web console: accounts (Chromium)', { skip: toolsSkip('chromium') }, ()
     // Opening an agent from here acts on its organization (the picker at the top follows).
     await c.page.getByRole('link', { name: 'Open agent Night line' }).click();
     await c.page.getByRole('heading', { level: 1, name: /^Agent Night line/ }).waitFor();
+    // …in its address too: a link to send.
+    assert.equal(new URL(c.page.url()).hash.split('/agents/')[0], `#/o/${org.id}`);
+    await c.page.getByLabel('Organization').locator(`option[value="${org.id}"]`).waitFor({ state: 'attached' });
     assert.equal(await c.page.getByLabel('Organization').inputValue(), String(org.id));
   });
 
   it('finds an account by name (searchAccounts) and opens it on the ladder', async () => {
-    const org = (await orgs()).find((o) => o.name === 'Bluebird Clinic')!;
     await c.open('/accounts', 'Accounts');
     await c.page.getByLabel('Name, email or external id').fill('bluebird');
     await c.page.getByRole('button', { name: 'Find', exact: true }).click();
     await c.page.getByRole('link', { name: 'Bluebird Clinic', exact: true }).click();
-    await c.page.getByRole('heading', { name: `Agents of organization #${org.id}` }).waitFor();
+    await c.page.getByRole('heading', { name: 'Agents of Bluebird Clinic' }).waitFor();
     await c.shot('accounts-search');
     await c.page.setViewportSize({ width: 320, height: 800 });
     try {

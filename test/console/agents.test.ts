@@ -72,7 +72,11 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     const live = (await h.call('GET', '/api/v2/agentEventRules/default', { token: org.token })).body.agent;
     assert.equal(live.agentInstructions, PROMPT);
     await c.open(`/agents/${org.agentId}?tab=versions`);
-    await c.page.getByRole('cell', { name: String(after[0]!.versionId), exact: true }).waitFor();
+    // Versions are named by number (the oldest is 1) and date, not by their millisecond ids.
+    await c.page.getByRole('cell', { name: `Version ${after.length}`, exact: true }).waitFor();
+    assert.equal(await c.page.getByRole('cell', { name: String(after[0]!.versionId), exact: true }).count(), 0);
+    const option = await c.page.getByLabel('Left').locator(`option[value="${after[0]!.versionId}"]`).innerText();
+    assert.match(option, new RegExp(`^Version ${after.length}, .*\\d{4}`));
   });
 
   it('diffs two versions side by side, renames one, and restores one to staging', async () => {
@@ -92,6 +96,13 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     assert.match(await diff.locator('pre.ins').allInnerTexts().then((t) => t.join('\n')), /agentInstructions": "You are Ada/);
     assert.match(await diff.locator('pre.del').allInnerTexts().then((t) => t.join('\n')), /agentInstructions": ""/);
     assert.match(await c.page.locator('.diff-view figcaption').innerText(), /changed line/);
+    // Unchanged lines are folded, each fold saying how many; opened, its lines are shown.
+    const folds = diff.getByRole('button', { name: /^Show \d+ unchanged lines$/ });
+    assert.ok(await folds.count() > 0, 'some unchanged lines are folded');
+    const rowsBefore = await diff.locator('.diff-row').count();
+    const hidden = Number((await folds.first().innerText()).match(/\d+/)![0]);
+    await folds.first().click();
+    assert.equal(await diff.locator('.diff-row').count(), rowsBefore - 1 + hidden);
     await c.page.locator('.diff-view').scrollIntoViewIfNeeded();
     await c.shot('agents-versions-diff');
 
@@ -135,6 +146,43 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     assert.equal((await h.call('GET', `/api/v2/kb/knowledgebase/${kbs[0].id}/documents/list`, { token: org.token })).body.documents.length, 0);
   });
 
+  it('says, before any message, that replies will be SIMULATED: no model is configured', async () => {
+    await c.open(`/agents/${org.agentId}?tab=settings`);
+    const truth = c.page.getByTestId('model-truth');
+    await truth.waitFor();
+    assert.match(await truth.innerText(), /No language model is configured: replies will be SIMULATED/);
+  });
+
+  it('gives the agent a web chat address (agentUrl), the API\'s refusal beside the form, read back and served', async () => {
+    await c.open(`/agents/${org.agentId}?tab=settings`);
+    const form = c.page.getByRole('form', { name: 'Web chat address' });
+    await c.page.getByText('No address yet').waitFor();
+    await form.getByLabel('Address name').fill('a!');
+    await form.getByRole('button', { name: 'Save address' }).click();
+    await form.getByRole('alert').waitFor();
+    assert.match(await form.getByRole('alert').innerText(), /slug/);
+    await form.getByLabel('Address name').fill('acme-front-desk');
+    await form.getByRole('button', { name: 'Save address' }).click();
+    const link = c.page.getByTestId('web-chat-address');
+    await link.waitFor();
+    assert.equal(await link.innerText(), `${c.base}/a/acme-front-desk`);
+    const api = await h.call('GET', '/api/v2/agentUrl', { token: org.token, query: { targetUsername: `camp${org.agentId}` } });
+    assert.equal(api.body.slug, 'acme-front-desk');
+    assert.equal((await fetch(`${c.base}/a/acme-front-desk`)).status, 200, 'the chat page is served there');
+    await c.shot('agents-web-chat');
+  });
+
+  it('creates an agent from the Agents page and opens it', async () => {
+    await c.open('/agents', 'Agents');
+    await c.page.getByLabel('New agent\'s name').fill('Billing line');
+    await c.page.getByRole('button', { name: 'Create agent' }).click();
+    await c.page.getByRole('heading', { level: 1, name: 'Agent Billing line' }).waitFor();
+    const listed = await h.call('GET', '/api/v2/listAccounts', { token: org.token, query: { targetOrganizationId: org.id } });
+    const made = listed.body.accounts.find((a: { name: string }) => a.name === 'Billing line');
+    assert.ok(made, JSON.stringify(listed.body));
+    assert.match(c.page.url(), new RegExp(`#/o/${org.id}/agents/${made.id}$`));
+  });
+
   it('chats with the staging configuration (the SIMULATED engine answers)', async () => {
     // A greeting only staging has: the chat's first answer shows it.
     assert.equal((await h.call('POST', '/api/v2/agent', { token: org.token, body: { welcomeMessage: 'Staged hello, this is Ada.' } })).status, 200);
@@ -154,7 +202,9 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     c.page.on('request', (r) => { if (r.url().startsWith('https://storage.example/')) samples.push(r.url()); });
     await c.open(`/agents/${org.agentId}?tab=settings`);
     const form = c.page.getByRole('form', { name: 'Staging settings' });
-    await form.getByText('The configured voice speaks').waitFor();
+    await form.getByText('The configured voice speaks, in the catalog voice chosen above').waitFor();
+    // Staging read again after the page opened from the cache would reset the form: let it settle.
+    await c.page.waitForLoadState('networkidle');
     await form.getByLabel('Voice engine').selectOption('elevenlabs');
     const table = form.locator('.table-wrap[aria-label="Voices of elevenlabs"]');
     await table.locator('tbody tr').first().waitFor();
@@ -170,7 +220,12 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     await form.getByRole('button', { name: 'Use voice Brian' }).click();
     assert.equal(await form.getByLabel('Voice', { exact: true }).inputValue(), 'nPczCjzI2devNBz1zQrb');
     await table.getByText('chosen').waitFor();
+    const truth = form.getByTestId('speech-truth');
+    await truth.getByText('elevenlabs speaks, with this service\'s key').waitFor();
     await form.getByLabel('Speech recognition engine').selectOption('deepgramflux');
+    // No Deepgram key anywhere: what hears instead is said, marked Replaced (words, not colour).
+    await truth.getByText(/Neither the organization nor this service has a Deepgram key: the configured recogniser/).waitFor();
+    assert.match(await truth.innerText(), /Replaced\s+Hearing/);
     await c.shot('agents-voice-picker');
     await form.getByRole('button', { name: 'Save staging' }).click();
     await form.getByText('Staging saved.').waitFor();
@@ -180,8 +235,10 @@ describe('web console: agents (Chromium)', { skip: toolsSkip('chromium') }, () =
     // An engine this process has no key for: said plainly; back to the configured voice saves null.
     await form.getByLabel('Voice engine').selectOption('cartesia');
     await form.getByText(/This process cannot speak with cartesia/).waitFor();
+    await truth.getByText('Neither the organization nor this service has a cartesia key: the configured voice speaks instead.').waitFor();
     await form.getByLabel('Voice engine').selectOption('');
-    await form.getByLabel('Voice', { exact: true }).fill('en-US Male');
+    // The configured voice: the voice is one of the catalog's, chosen from a list (no free text).
+    await form.getByLabel('Voice', { exact: true }).selectOption('en-US Male');
     await form.getByRole('button', { name: 'Save staging' }).click();
     await c.page.waitForFunction(() => !document.querySelector('form[aria-label="Staging settings"] button[type="submit"]')?.hasAttribute('disabled'));
     await form.getByText('Staging saved.').waitFor();

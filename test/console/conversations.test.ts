@@ -151,7 +151,8 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
       await page.getByRole('heading', { name: 'Ended while this page was open (1)' }).waitFor();
       const link = ended.getByRole('link', { name: 'Open the full conversation' });
       const href = (await link.getAttribute('href'))!;
-      const m = /^#\/conversations\/([^/]+)\/([^/]+)$/.exec(href);
+      // The link names the organization too (docs/console.md, "Acting on an organization").
+      const m = new RegExp(`^#/o/${org.id}/conversations/([^/]+)/([^/]+)$`).exec(href);
       assert.ok(m, href);
       call = { roomId: decodeURIComponent(m[1]!), uuid: decodeURIComponent(m[2]!) };
       assert.equal(call.uuid, row.id);
@@ -176,7 +177,7 @@ describe('web console: live calls and conversations (Chromium)', { skip: toolsSk
     await c.shot('conversations-room');
     await page.getByRole('link', { name: /^Open conversation of / }).first().click();
     await page.getByRole('heading', { level: 1, name: /^Call of / }).waitFor();
-    assert.ok(page.url().endsWith(`#/conversations/${encodeURIComponent(call.roomId)}/${call.uuid}`), page.url());
+    assert.ok(page.url().endsWith(`#/o/${org.id}/conversations/${encodeURIComponent(call.roomId)}/${call.uuid}`), `${page.url()} ${JSON.stringify(call)}`);
 
     const transcript = page.getByRole('list', { name: 'Transcript' });
     await transcript.locator('li').first().waitFor();

@@ -71,7 +71,7 @@ describe('web console shell (Chromium)', { skip: toolsSkip('chromium') }, () => 
     await c.signIn(reseller.token);
     await c.page.getByLabel('Organization').selectOption(String(org.id));
     await c.page.getByRole('heading', { name: 'Tasks' }).waitFor();
-    assert.match(await c.page.locator('main').innerText(), new RegExp(`Acting on organization #${org.id}`));
+    assert.match(await c.page.locator('main').innerText(), new RegExp(`Acting on organization Acme Dental \\(#${org.id}\\)`));
   });
 
   it('can be used from the keyboard: the first Tab reaches "Skip to content", which moves focus to the page', async () => {

@@ -74,7 +74,8 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
     await c.page.getByText('Tasks 1–1 of 1').waitFor();
     assert.equal(await c.page.getByRole('row').filter({ hasText: 'tsk_' }).count(), 1);
     // The filters are in the address: a reload (or a link) shows the same list.
-    assert.match(c.page.url(), /#\/tasks\?type=ping$/);
+    // (with the organization in it: docs/console.md, "Acting on an organization").
+    assert.match(c.page.url(), new RegExp(`#/o/${org.id}/tasks\\?type=ping$`));
     await c.page.reload();
     await c.page.getByText('Tasks 1–1 of 1').waitFor();
     assert.equal(await filters.getByLabel('Type').inputValue(), 'ping');

@@ -132,6 +132,20 @@ forEachEngine('models without a provider', (h) => {
     }
   });
 
+  it('models/answering (extension) says the SIMULATED engine answers; a reseller names the organization, another tenant\'s is 404', async () => {
+    const { r, o } = await tenant();
+    const own = await h().call('GET', '/api/v2/models/answering', { token: o.token, query: { model: 'gpt-4o' } });
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.deepEqual({ ...own.body, message: undefined }, { success: true, message: undefined, model: 'simulated', provider: 'simulated', simulated: true, substituted: true });
+    const above = await h().call('GET', '/api/v2/models/answering', { token: r.token, query: { model: 'gpt-4o', targetAccountId: o.agentId } });
+    assert.equal(above.status, 200, JSON.stringify(above.body));
+    assert.equal(above.body.simulated, true);
+    expectError(await h().call('GET', '/api/v2/models/answering', { token: r.token, query: { model: 'gpt-4o' } }), 400, 'targetAccountId');
+    expectError(await h().call('GET', '/api/v2/models/answering', { token: o.token, query: {} }), 400, 'model');
+    const other = await tenant();
+    assert.equal((await h().call('GET', '/api/v2/models/answering', { token: r.token, query: { model: 'gpt-4o', targetAccountId: other.o.id } })).status, 404);
+  });
+
   it('POST /agent accepts catalog models and refuses others, naming the field and models/supported', async () => {
     const { o } = await tenant();
     const ok = await h().call('POST', '/api/v2/agent', { token: o.token, body: { agentModel: 'gpt-4.1', agentThinkingModel: 'gemini-2.5-pro' } });
@@ -337,6 +351,19 @@ for (const engine of ENGINES) {
       const r = await h.reseller();
       return h.organization(r.id);
     }
+
+    it('models/answering: a declared model by its provider; a model no provider serves, substituted by the deployment\'s', async () => {
+      const o = await org();
+      const declared = await h.call('GET', '/api/v2/models/answering', { token: o.token, query: { model: 'fake-declared' } });
+      assert.equal(declared.status, 200, JSON.stringify(declared.body));
+      assert.equal(declared.body.simulated, false);
+      assert.equal(declared.body.substituted, false);
+      assert.equal(declared.body.model, 'fake-declared');
+      const hosted = await h.call('GET', '/api/v2/models/answering', { token: o.token, query: { model: 'claude-sonnet-4-5' } });
+      assert.equal(hosted.status, 200, JSON.stringify(hosted.body));
+      assert.deepEqual([hosted.body.simulated, hosted.body.substituted, hosted.body.model], [false, true, 'fake-declared']);
+      assert.equal(hosted.body.provider, declared.body.provider);
+    });
 
     it('models/supported: declared and listed models, reasoning from the configuration, a provider that is down or hangs left out, lists cached', async () => {
       const o = await org();

@@ -25,7 +25,7 @@ export default function SignIn({ oneTime }: { oneTime?: string }) {
     try {
       const signedIn = await consoleRequest<{ account: Account }>('POST', '/console/session', { token: value });
       client.setQueryData(SESSION_KEY, { account: signedIn.account });
-      navigate('/', { replace: true });
+      navigate('/', { replace: true, raw: true });
     } catch (err) {
       setError(err);
     } finally {
@@ -62,7 +62,7 @@ export default function SignIn({ oneTime }: { oneTime?: string }) {
   function stay(account: Account) {
     setAsk(null);
     client.setQueryData(SESSION_KEY, { account });
-    navigate('/', { replace: true });
+    navigate('/', { replace: true, raw: true });
   }
 
   const submit = (e: FormEvent) => {

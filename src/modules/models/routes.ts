@@ -51,6 +51,19 @@ export async function modelsRoutes(app: App, { models }: { models: ModelsService
     },
   }, async (req) => models.supported(req.scope, req.query.targetAccountId));
 
+  app.get('/api/v2/models/answering', {
+    schema: {
+      operationId: 'getAnsweringModel', tags: ['Models'], security: Security, summary: 'Which model and provider would answer for a model id (callplane extension)',
+      description: 'How the organization\'s agents naming `model` are answered: the model and provider chosen (docs/conversations.md, "Which model answers"), '
+        + '`simulated` when no provider is configured and the SIMULATED engine answers, `substituted` when another model answers instead.',
+      querystring: Type.Object({
+        model: Type.String({ minLength: 1, maxLength: 200, description: 'A model id, as agentModel names it' }),
+        targetAccountId: Type.Optional(AccountId('Organization (or agent) whose agents it is for; required for resellers and partners')),
+      }),
+      response: { 200: Envelope({ model: Type.String(), provider: Type.String(), simulated: Type.Boolean(), substituted: Type.Boolean() }), ...errors(400, 403, 404) },
+    },
+  }, async (req) => models.answering(req.scope, req.query.targetAccountId, req.query.model));
+
   const tags = ['Language model providers'];
   app.get('/api/v2/llm/providers', {
     schema: {

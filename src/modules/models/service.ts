@@ -152,7 +152,7 @@ export function modelsService(deps: ModelsServiceDeps) {
     return { baseUrl: body.baseUrl.trim().replace(/\/+$/, ''), models: [...new Set(body.models)] };
   }
 
-  return {
+  const self = {
     /** Closes the connections kept to organizations' own providers (at shutdown). */
     async close(): Promise<void> {
       engines.clear();
@@ -189,6 +189,18 @@ export function modelsService(deps: ModelsServiceDeps) {
       const first = deployment[0]!;
       const model = config.llmDefaultModel ?? first.config.models[0] ?? agentModel ?? FALLBACK_MODEL;
       return { engine: first.engine, model, provider: first.config.name };
+    },
+
+    /**
+     * GET /api/v2/models/answering (extension): which engine would answer `model` for the organization
+     * the operation names, and whether that is the SIMULATED engine (no provider configured), so a
+     * form can say so before the first message. Nothing is asked of a provider beyond its cached list.
+     */
+    async answering(scope: Scope, targetAccountId: number | undefined, model: string) {
+      const orgId = await orgOf(scope, targetAccountId);
+      if (orgId === undefined) throw new Invalid('targetAccountId is required for a reseller or partner: the organization or agent whose model it is');
+      const choice = await self.resolve(orgId, model);
+      return { success: true, message: 'Success', model: choice.model, provider: choice.provider, simulated: choice.provider === SIMULATED, substituted: choice.model !== model };
     },
 
     /** GET /api/v2/models/supported: the catalog of the caller's organization (or the deployment's, for a reseller or partner without targetAccountId). */
@@ -241,6 +253,7 @@ export function modelsService(deps: ModelsServiceDeps) {
       return { success: true, message: `Provider ${rawName} deleted` };
     },
   };
+  return self;
 }
 
 export type ModelsService = ReturnType<typeof modelsService>;

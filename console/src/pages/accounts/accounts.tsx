@@ -10,8 +10,8 @@ import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
+import { useAccountName } from '../../ui/names.tsx';
 import { ActiveBadge, CopyButton, TokensPanel } from './parts.tsx';
-import './accounts.css';
 
 /** What the shell hands a page (pages/index.ts's PageProps; not imported, to keep the page out of an import circle). */
 interface PageProps { params: Record<string, string>; query: URLSearchParams }
@@ -26,6 +26,8 @@ export default function Accounts({ query }: PageProps) {
   const orgId = account.kind === 'organization' ? account.id : num(query.get('org'));
   const tokensOf = num(query.get('tokens'));
   const linkFor = num(query.get('link'));
+  const tokensName = useAccountName(tokensOf);
+  const linkName = useAccountName(linkFor);
   /** The page's address with some parameters changed (undefined drops one). */
   const here = (patch: Record<string, number | undefined>) => {
     const q = new URLSearchParams(query);
@@ -40,12 +42,12 @@ export default function Accounts({ query }: PageProps) {
       {resellerId !== undefined && account.kind !== 'organization' ? <Organizations resellerId={resellerId} here={here} chosen={orgId} /> : null}
       {orgId !== undefined ? <Agents orgId={orgId} here={here} canSuspend={account.kind !== 'organization'} /> : null}
       {tokensOf !== undefined ? (
-        <Section title={`Tokens of account #${tokensOf}`} actions={<Link to={here({ tokens: undefined })}>Close tokens</Link>}>
+        <Section title={`Tokens of ${tokensName}`} actions={<Link to={here({ tokens: undefined })}>Close tokens</Link>}>
           <TokensPanel accountId={tokensOf} self={tokensOf === account.id} />
         </Section>
       ) : null}
       {linkFor !== undefined && resellerId !== undefined ? (
-        <Section title={`Sign-in link for organization #${linkFor}`} actions={<Link to={here({ link: undefined })}>Close sign-in link</Link>}>
+        <Section title={`Sign-in link for ${linkName}`} actions={<Link to={here({ link: undefined })}>Close sign-in link</Link>}>
           <SignInLink orgId={linkFor} />
         </Section>
       ) : null}
@@ -94,6 +96,7 @@ function Resellers({ partnerId, here, chosen }: { partnerId: number; here: Here;
 function Organizations({ resellerId, here, chosen }: { resellerId: number; here: Here; chosen?: number }) {
   const client = useQueryClient();
   const list = useQuery(accountQueries.organizations(resellerId));
+  const resellerName = useAccountName(resellerId);
   const [orgName, setOrgName] = useState('');
   const [email, setEmail] = useState('');
   const [agentName, setAgentName] = useState('');
@@ -115,7 +118,7 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
   });
   const submit = (e: FormEvent) => { e.preventDefault(); create.mutate(); };
   return (
-    <Section title={`Organizations of reseller #${resellerId}`}>
+    <Section title={`Organizations of ${resellerName}`}>
       <form className="inline-form" onSubmit={submit} aria-label="Create an organization">
         <Field label="Organization name" value={orgName} onChange={(e) => setOrgName(e.target.value)} />
         <Field label="Owner's email (optional)" type="email" value={email} onChange={(e) => setEmail(e.target.value)} hint="Invited as the organization's admin member" />
@@ -132,6 +135,7 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
             { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
             { key: 'actions', label: 'Actions', cell: (r) => (
               <div className="actions">
+                <Link to={`/o/${r.id}`} aria-label={`Open organization ${r.name}`}>Open</Link>
                 <Link to={here({ org: r.id })} aria-label={`Agents of ${r.name}`}>Agents</Link>
                 <Link to={here({ tokens: r.id })} aria-label={`Tokens of ${r.name}`}>Tokens</Link>
                 <Link to={here({ link: r.id })} aria-label={`Sign-in link for ${r.name}`}>Sign-in link</Link>
@@ -151,10 +155,8 @@ function Organizations({ resellerId, here, chosen }: { resellerId: number; here:
 
 function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSuspend: boolean }) {
   const client = useQueryClient();
-  const session = useSession();
-  // Above organizations, the agent page acts on the organization chosen at the top: this one.
-  const actOnThis = () => { if (canSuspend && session.orgId !== orgId) session.setOrgId(orgId); };
   const list = useQuery(accountQueries.agents(orgId));
+  const orgName = useAccountName(orgId);
   const [name, setName] = useState('');
   const changed = () => void agentsChanged(client, orgId);
   const create = useMutation({
@@ -171,7 +173,7 @@ function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSus
   });
   const submit = (e: FormEvent) => { e.preventDefault(); create.mutate(); };
   return (
-    <Section title={`Agents of organization #${orgId}`}>
+    <Section title={`Agents of ${orgName}`}>
       <form className="inline-form" onSubmit={submit} aria-label="Create an agent">
         <Field label="Agent name" value={name} onChange={(e) => setName(e.target.value)} />
         <Button kind="primary" type="submit" disabled={create.isPending}>Create agent</Button>
@@ -185,7 +187,7 @@ function Agents({ orgId, here, canSuspend }: { orgId: number; here: Here; canSus
             { key: 'state', label: 'State', cell: (r) => <ActiveBadge active={r.active} /> },
             { key: 'actions', label: 'Actions', cell: (r) => (
               <div className="actions">
-                <Link to={`/agents/${r.id}`} onClick={actOnThis} aria-label={`Open agent ${r.name}`}>Open</Link>
+                <Link to={`/o/${orgId}/agents/${r.id}`} aria-label={`Open agent ${r.name}`}>Open</Link>
                 <Link to={here({ tokens: r.id })} aria-label={`Tokens of ${r.name}`}>Tokens</Link>
                 {canSuspend ? (
                   <Button disabled={setActive.isPending} onClick={() => setActive.mutate({ id: r.id, active: r.active === false })}
@@ -215,7 +217,8 @@ function SignInLink({ orgId }: { orgId: number }) {
     <div className="stack">
       <form className="inline-form" onSubmit={submit}>
         <Field label="Member's email" type="email" value={email} onChange={(e) => setEmail(e.target.value)} required
-          hint="A member of the organization (its owner, or one invited on its Members page)" />
+          hint="A member of the organization: its owner, or one invited in its Settings, Members" />
+        <Link to={`/o/${orgId}/settings`}>Members of the organization</Link>
         <Button kind="primary" type="submit" disabled={make.isPending}>Make sign-in link</Button>
       </form>
       <ErrorNote error={make.error} />

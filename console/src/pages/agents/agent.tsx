@@ -3,17 +3,19 @@
 // publish and revert, its versions (rename, a side-by-side diff of any two, restore), the
 // organization's knowledge bases and their documents, and a test chat with the staging
 // configuration (POST /api/v2/agent/{agentId}/testMessage).
-import { useMemo, useRef, useState, type FormEvent } from 'react';
+import { Fragment, useMemo, useRef, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { components, paths } from '../../../../sdk/schema.d.ts';
-import { api, ok, when } from '../../api.ts';
+import { api, CallplaneError, ok, when } from '../../api.ts';
 import { agentQueries, agentSaved, agentVersionsChanged, versionRenamed } from '../../queries/agents.ts';
 import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
-import { lineDiff, pretty } from './diff.ts';
+import { foldUnchanged, lineDiff, pretty, type Row as DiffRow } from './diff.ts';
 import Knowledge from './knowledge.tsx';
 import { STT_ENGINES, TTS_ENGINES, VoicePicker } from './voices.tsx';
+import { SpeechTruth } from './truth.tsx';
+import { CATALOG_VOICES } from './catalog-voices.ts';
 import './agents.css';
 
 /** What the shell hands a page (pages/index.ts's PageProps; not imported, to keep the page out of an import circle). */
@@ -32,7 +34,7 @@ export default function AgentPage({ params, query }: PageProps) {
   const agent = useQuery(agentQueries.settings(id));
   const live = agent.data?.sponsorship;
   const staging = live?.staging;
-  const title = live?.title ?? `Agent camp${id}`;
+  const title = live?.title ?? '';
   return (
     <Page title={`Agent ${title}`} actions={<Link to="/agents">All agents</Link>}>
       <nav aria-label="Agent sections" className="tabs">
@@ -137,43 +139,53 @@ function Settings({ id, staging }: { id: number; staging: Config }) {
   const modelIds = Object.keys((models.data ?? {}) as Record<string, unknown>).filter((k) => k !== 'success' && k !== 'message');
   const modelOptions = modelIds.includes(form.agentModel) || !form.agentModel ? modelIds : [form.agentModel, ...modelIds];
   return (
-    <div className="grid-2 agent-settings">
-      <Section title="Staging settings">
-        <form onSubmit={submit} aria-label="Staging settings">
-          <Field label="Name (title)" value={form.title} onChange={set('title')} />
-          <Field label="Description" value={form.description} onChange={set('description')} />
-          <Select label="Voice engine" value={form.agentTtsEngine} onChange={set('agentTtsEngine')} options={TTS_ENGINES} />
-          <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')}
-            hint="A catalog voice (en-US Female), or with an engine chosen one of its voice ids: pick one below" />
-          <VoicePicker engine={form.agentTtsEngine} value={form.agentVoice} onPick={(v) => setForm({ ...form, agentVoice: v })} />
-          <Select label="Speech recognition engine" value={form.agentSttEngine} onChange={set('agentSttEngine')} options={STT_ENGINES} />
-          <p className="muted">An engine runs when its key is configured; otherwise the configured recogniser or voice takes its place, and the call&apos;s conversation says which and why.</p>
-          <Field label="Language" value={form.agentLang} onChange={set('agentLang')} hint="multi, or a BCP-47 tag such as en-US" />
-          {modelOptions.length > 0
-            ? <Select label="Model" value={form.agentModel} onChange={set('agentModel')} options={modelOptions} />
-            : <Field label="Model" value={form.agentModel} onChange={set('agentModel')} />}
-          <TextArea label="Greeting (welcome message)" value={form.welcomeMessage} onChange={set('welcomeMessage')} rows={2} />
-          <TextArea label="Prompt (instructions)" value={form.agentInstructions} onChange={set('agentInstructions')} rows={10} />
-          <div className="actions"><Button kind="primary" type="submit" disabled={save.isPending}>Save staging</Button></div>
-          {save.isSuccess && !save.isPending ? <Note>Staging saved.</Note> : null}
-          <ErrorNote error={save.error} />
-        </form>
-      </Section>
-      <Section title="Staging configuration as JSON">
-        <form onSubmit={submitJson} aria-label="Staging configuration as JSON">
-          <TextArea label="Configuration (JSON)" value={json} onChange={(e) => setJson(e.target.value)} rows={24} spellCheck={false}
-            hint="Every field of the agent (docs/agents.md); fields left out keep their value." />
-          <div className="actions">
-            <Button kind="primary" type="submit" disabled={saveJson.isPending}>Save JSON to staging</Button>
-            <Button onClick={() => { setJson(pretty(staging)); setJsonError(null); }}>Reset to staging</Button>
-          </div>
-          {saveJson.isSuccess && !saveJson.isPending ? <Note>Staging saved.</Note> : null}
-          <ErrorNote error={jsonError ?? saveJson.error} />
-        </form>
-      </Section>
-    </div>
+    <>
+      <div className="grid-2 agent-settings">
+        <Section title="Staging settings">
+          <form onSubmit={submit} aria-label="Staging settings">
+            <Field label="Name (title)" value={form.title} onChange={set('title')} />
+            <Field label="Description" value={form.description} onChange={set('description')} />
+            <Select label="Voice engine" value={form.agentTtsEngine} onChange={set('agentTtsEngine')} options={TTS_ENGINES} />
+            {form.agentTtsEngine === ''
+              ? <Select label="Voice" value={form.agentVoice} onChange={set('agentVoice')}
+                options={[...(CATALOG_VOICES.some((v) => v.id === form.agentVoice) ? [] : [{ value: form.agentVoice, label: `${form.agentVoice} (not a catalog voice)` }]),
+                  ...CATALOG_VOICES.map((v) => ({ value: v.id, label: `${v.id} (${v.lang}, ${v.gender})` }))]} />
+              : <Field label="Voice" value={form.agentVoice} onChange={set('agentVoice')} hint="One of the engine's voice ids: pick one below" />}
+            <VoicePicker engine={form.agentTtsEngine} value={form.agentVoice} onPick={(v) => setForm({ ...form, agentVoice: v })} />
+            <Select label="Speech recognition engine" value={form.agentSttEngine} onChange={set('agentSttEngine')} options={STT_ENGINES} />
+            <SpeechTruth agentId={id} tts={form.agentTtsEngine} stt={form.agentSttEngine} />
+            <Field label="Language" value={form.agentLang} onChange={set('agentLang')} hint="multi, or a BCP-47 tag such as en-US" />
+            {modelOptions.length > 0
+              ? <Select label="Model" value={form.agentModel} onChange={set('agentModel')} options={modelOptions} />
+              : <Field label="Model" value={form.agentModel} onChange={set('agentModel')} />}
+            <ModelTruth agentId={id} model={form.agentModel} />
+            <TextArea label="Greeting (welcome message)" value={form.welcomeMessage} onChange={set('welcomeMessage')} rows={2} />
+            <TextArea label="Prompt (instructions)" value={form.agentInstructions} onChange={set('agentInstructions')} rows={10} />
+            <div className="actions"><Button kind="primary" type="submit" disabled={save.isPending}>Save staging</Button></div>
+            {save.isSuccess && !save.isPending ? <Note>Staging saved.</Note> : null}
+            <ErrorNote error={save.error} />
+          </form>
+        </Section>
+        <Section title="Staging configuration as JSON">
+          <form onSubmit={submitJson} aria-label="Staging configuration as JSON">
+            <TextArea label="Configuration (JSON)" value={json} onChange={(e) => setJson(e.target.value)} rows={24} spellCheck={false}
+              hint="Every field of the agent (docs/agents.md); fields left out keep their value." />
+            <div className="actions">
+              <Button kind="primary" type="submit" disabled={saveJson.isPending}>Save JSON to staging</Button>
+              <Button onClick={() => { setJson(pretty(staging)); setJsonError(null); }}>Reset to staging</Button>
+            </div>
+            {saveJson.isSuccess && !saveJson.isPending ? <Note>Staging saved.</Note> : null}
+            <ErrorNote error={jsonError ?? saveJson.error} />
+          </form>
+        </Section>
+      </div>
+      <WebChat id={id} />
+    </>
   );
 }
+
+/** A version by its number (the oldest is 1) and date, then its title: `Version 3, 29/11/2026 12:40 (Before the new greeting)`. */
+const versionName = (n: number, v: { createdAt: number; title: string }) => `Version ${n}, ${when(v.createdAt)}${v.title ? ` (${v.title})` : ''}`;
 
 type VersionRow = paths['/api/v2/agent/{agentId}/versions']['get']['responses'][200]['content']['application/json']['versions'][number];
 
@@ -196,7 +208,7 @@ function Versions({ id, staging, live }: { id: number; staging: Config; live: Li
   const sources: { value: string; label: string; config: Config | Record<string, never> }[] = [
     { value: 'staging', label: 'Staging', config: staging },
     { value: 'live', label: 'Live', config: liveOnly(live) },
-    ...rows.map((v) => ({ value: String(v.versionId), label: `${v.title} (${v.versionId})`, config: v.snapshot ?? {} })),
+    ...rows.map((v, i) => ({ value: String(v.versionId), label: versionName(rows.length - i, v), config: v.snapshot ?? {} })),
   ];
   const [left, setLeft] = useState('');
   const [right, setRight] = useState('staging');
@@ -212,8 +224,8 @@ function Versions({ id, staging, live }: { id: number; staging: Config; live: Li
         {versions.isPending ? <Loading /> : versions.error ? <ErrorNote error={versions.error} /> : (
           <Table<VersionRow> caption="Versions, newest first" rows={rows} rowKey={(v) => v.versionId} empty="No versions yet: publishing stores the replaced live configuration as one."
             columns={[
+              { key: 'id', label: 'Version', cell: (v) => `Version ${rows.length - rows.indexOf(v)}` },
               { key: 'title', label: 'Title', cell: (v) => <VersionTitle id={id} v={v} /> },
-              { key: 'id', label: 'Version', cell: (v) => v.versionId },
               { key: 'at', label: 'Stored', cell: (v) => when(v.createdAt) },
               { key: 'actions', label: 'Actions', cell: (v) => (
                 <div className="actions">
@@ -266,6 +278,9 @@ function VersionTitle({ id, v }: { id: number; v: VersionRow }) {
 
 function Diff({ left, right, leftLabel, rightLabel }: { left: object; right: object; leftLabel: string; rightLabel: string }) {
   const rows = useMemo(() => lineDiff(pretty(left), pretty(right)), [left, right]);
+  const chunks = useMemo(() => foldUnchanged(rows), [rows]);
+  // Folds opened by the reader, by the row they start at.
+  const [open, setOpen] = useState<ReadonlySet<number>>(new Set());
   const changes = rows.filter((r) => r.left?.kind !== 'same').length;
   const mark = (k: string) => (k === 'del' ? '− ' : k === 'ins' ? '+ ' : '  ');
   return (
@@ -276,15 +291,27 @@ function Diff({ left, right, leftLabel, rightLabel }: { left: object; right: obj
           <div role="row" className="diff-row"><span role="columnheader">{leftLabel}</span><span role="columnheader">{rightLabel}</span></div>
         </div>
         <div role="rowgroup">
-          {rows.map((r, i) => (
-            <div role="row" className="diff-row" key={i}>
-              <pre role="cell" className={r.left?.kind ?? 'gap'}>{r.left ? mark(r.left.kind) + r.left.text : ''}</pre>
-              <pre role="cell" className={r.right?.kind ?? 'gap'}>{r.right ? mark(r.right.kind) + r.right.text : ''}</pre>
-            </div>
-          ))}
+          {chunks.map((c) => (c.kind === 'fold' && !open.has(c.from)
+            ? (
+              <div role="row" className="diff-row diff-fold" key={`f${c.from}`}>
+                <span role="cell">
+                  <Button onClick={() => setOpen(new Set([...open, c.from]))}>Show {c.rows.length} unchanged lines</Button>
+                </span>
+              </div>
+            )
+            : <Fragment key={`r${c.from}`}>{c.rows.map((r, i) => <DiffLine key={c.from + i} r={r} mark={mark} />)}</Fragment>))}
         </div>
       </div>
     </figure>
+  );
+}
+
+function DiffLine({ r, mark }: { r: DiffRow; mark: (k: string) => string }) {
+  return (
+    <div role="row" className="diff-row">
+      <pre role="cell" className={r.left?.kind ?? 'gap'}>{r.left ? mark(r.left.kind) + r.left.text : ''}</pre>
+      <pre role="cell" className={r.right?.kind ?? 'gap'}>{r.right ? mark(r.right.kind) + r.right.text : ''}</pre>
+    </div>
   );
 }
 
@@ -334,6 +361,59 @@ function Chat({ id }: { id: number }) {
         <Button kind="primary" type="submit" disabled={send.isPending || ended}>Send</Button>
       </form>
       <ErrorNote error={send.error} />
+    </Section>
+  );
+}
+
+/** Which model will answer replies: GET /api/v2/models/answering (SIMULATED when no provider is configured). */
+function ModelTruth({ agentId, model }: { agentId: number; model: string }) {
+  const q = useQuery({
+    queryKey: ['agent', agentId, 'answering', model],
+    queryFn: () => ok(api.GET('/api/v2/models/answering', { params: { query: { model, targetAccountId: agentId } } })),
+    enabled: model !== '',
+    staleTime: 30_000,
+  });
+  if (!model || q.isPending) return null;
+  if (q.error) return <ErrorNote error={q.error} />;
+  const a = q.data;
+  if (a.simulated) {
+    return <p className="note" role="status" data-testid="model-truth"><Badge tone="warn">SIMULATED</Badge> No language model is configured: replies will be SIMULATED (a fixed text that says so), whichever model is chosen here. Configure a provider (CALLPLANE_LLM_API_KEY, or the organization&apos;s own in the API) for real replies.</p>;
+  }
+  if (a.substituted) return <p className="note" role="status" data-testid="model-truth">{model} is not served here: {a.model} on {a.provider} answers instead.</p>;
+  return <p className="muted" data-testid="model-truth">Replies come from {a.model} on {a.provider}.</p>;
+}
+
+/** The agent's web chat address: its slug (GET/POST /api/v2/agentUrl), the page at /a/<slug>. */
+function WebChat({ id }: { id: number }) {
+  const client = useQueryClient();
+  const key = ['agent', id, 'url'] as const;
+  const current = useQuery({
+    queryKey: key,
+    queryFn: async () => {
+      try { return (await ok(api.GET('/api/v2/agentUrl', { params: { query: { targetUsername: `camp${id}` } } }))).slug; } catch (err) {
+        if (err instanceof CallplaneError && err.status === 404) return null;
+        throw err;
+      }
+    },
+  });
+  const [slug, setSlug] = useState('');
+  const save = useMutation({
+    mutationFn: () => ok(api.POST('/api/v2/agentUrl', { body: { targetUsername: `camp${id}`, slug: slug.trim() } })),
+    onSuccess: () => { setSlug(''); void client.invalidateQueries({ queryKey: key }); },
+  });
+  const submit = (e: FormEvent) => { e.preventDefault(); save.mutate(); };
+  const address = current.data ? `${window.location.origin}/a/${current.data}` : null;
+  return (
+    <Section title="Web chat address">
+      {current.isPending ? <Loading /> : current.error ? <ErrorNote error={current.error} /> : address
+        ? <p>Anyone with the address can chat with the live configuration: <a href={address} target="_blank" rel="noopener noreferrer" data-testid="web-chat-address">{address}</a></p>
+        : <p className="muted">No address yet: choose one to give the agent a public chat page.</p>}
+      <form className="inline-form" onSubmit={submit} aria-label="Web chat address">
+        <Field label={current.data ? 'New address name' : 'Address name'} value={slug} onChange={(e) => setSlug(e.target.value)}
+          hint="3–40 of a–z and 0–9, single hyphens between; the old address stops working when replaced" />
+        <Button kind="primary" type="submit" disabled={save.isPending}>Save address</Button>
+        <ErrorNote error={save.error} />
+      </form>
     </Section>
   );
 }

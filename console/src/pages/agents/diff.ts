@@ -57,3 +57,36 @@ export function lineDiff(a: string, b: string): Row[] {
   flush();
   return rows;
 }
+
+/** A run of rows shown as they are, or unchanged lines folded into one row that says how many. */
+export type Chunk = { kind: 'rows'; rows: Row[]; from: number } | { kind: 'fold'; rows: Row[]; from: number };
+
+/**
+ * The rows with every run of unchanged lines longer than `context` lines on each side of a change
+ * folded: `context` lines are kept next to each change, the rest become one fold.
+ */
+export function foldUnchanged(rows: Row[], context = 2): Chunk[] {
+  const same = (r: Row) => r.left?.kind === 'same' && r.right?.kind === 'same';
+  const chunks: Chunk[] = [];
+  let i = 0;
+  while (i < rows.length) {
+    if (!same(rows[i]!)) {
+      const start = i;
+      while (i < rows.length && !same(rows[i]!)) i++;
+      chunks.push({ kind: 'rows', rows: rows.slice(start, i), from: start });
+      continue;
+    }
+    const start = i;
+    while (i < rows.length && same(rows[i]!)) i++;
+    const keepBefore = start === 0 ? 0 : context;
+    const keepAfter = i === rows.length ? 0 : context;
+    if (i - start <= keepBefore + keepAfter + 1) {
+      chunks.push({ kind: 'rows', rows: rows.slice(start, i), from: start });
+    } else {
+      if (keepBefore) chunks.push({ kind: 'rows', rows: rows.slice(start, start + keepBefore), from: start });
+      chunks.push({ kind: 'fold', rows: rows.slice(start + keepBefore, i - keepAfter), from: start + keepBefore });
+      if (keepAfter) chunks.push({ kind: 'rows', rows: rows.slice(i - keepAfter, i), from: i - keepAfter });
+    }
+  }
+  return chunks;
+}

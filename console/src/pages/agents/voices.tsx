@@ -26,7 +26,7 @@ export const STT_ENGINES: readonly { value: string; label: string }[] = [
 
 /** The voices of `engine` ('' : the configured voice, named by a catalog voice such as en-US Female). */
 export function VoicePicker({ engine, value, onPick }: { engine: string; value: string; onPick: (id: string) => void }) {
-  if (!engine) return <p className="muted">The configured voice speaks; Voice names a catalog voice (en-US Female, es-MX Female, …). Choose an engine to pick one of its own voices.</p>;
+  if (!engine) return <p className="muted">The configured voice speaks, in the catalog voice chosen above. Choose an engine to pick one of its own voices.</p>;
   return <EngineVoices engine={engine as TtsEngine} value={value} onPick={onPick} />;
 }
 

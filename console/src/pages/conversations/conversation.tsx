@@ -12,6 +12,7 @@ import { Link } from '../../router.tsx';
 import { useSession } from '../../session.tsx';
 import { useBlobUrl } from '../../ui/blob-url.ts';
 import { Badge, ErrorNote, Loading, Page, Section, Table } from '../../ui/parts.tsx';
+import { useAccountName } from '../../ui/names.tsx';
 import { OutcomeBadge, Transcript, roomPath, whoSaid, type PageProps } from './parts.tsx';
 
 type Conv = Conversation;
@@ -86,9 +87,10 @@ function SpeechEngines({ speech }: { speech: Speech }) {
 
 function AgentLatency({ agentId }: { agentId: number }) {
   const summary = useQuery(agentQueries.latency(agentId));
+  const agentName = useAccountName(agentId);
   const steps: [string, string][] = [['endpointMs', 'End of speech to end of turn'], ['sttMs', 'Speech to text'], ['llmFirstTokenMs', 'Model\'s first token'], ['ttsFirstAudioMs', 'First audio out'], ['totalMs', 'Total']];
   return (
-    <Section title={`Agent camp${agentId}: answer times, last 24 hours`}>
+    <Section title={`${agentName}: answer times, last 24 hours`}>
       {summary.isPending ? <Loading /> : summary.error ? <ErrorNote error={summary.error} /> : (
         <>
           <p className="muted">{summary.data.turns} spoken {summary.data.turns === 1 ? 'turn' : 'turns'}{summary.data.truncated ? ' (the newest 50,000 read)' : ''}.</p>

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'react';
 import { useSession } from '../../session.tsx';
 import { Link } from '../../router.tsx';
 import { Badge, Note, Page, Section } from '../../ui/parts.tsx';
+import { AccountName } from '../../ui/names.tsx';
 import { when } from '../../api.ts';
 import { applyEvent, followLive, type FeedStatus, type LiveCall } from './live-feed.ts';
 import { OutcomeBadge, Transcript, conversationPath } from './parts.tsx';
@@ -28,7 +29,7 @@ function CallCard({ call }: { call: LiveCall }) {
       actions={call.gone && call.endedAt === null ? <Badge tone="neutral">No longer in progress</Badge> : <OutcomeBadge outcome={call.outcome} />}
     >
       <p className="muted">
-        {call.channel} · agent {call.agentId} · started {when(call.startedAt)}
+        {call.channel} · agent <AccountName id={Number(String(call.agentId).replace(/^camp/, ''))} /> · started {when(call.startedAt)}
         {call.answeredBy ? ` · answered by ${call.answeredBy}` : ''}
         {call.endedAt !== null ? ` · ended ${when(call.endedAt)}${call.duration !== null ? ` after ${call.duration} s` : ''}` : ''}
       </p>

@@ -8,6 +8,7 @@ import { taskQueries, tasksChanged } from '../../queries/tasks.ts';
 import { useSession } from '../../session.tsx';
 import { ErrorNote, Loading, Note, Page, Section } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
+import { AccountName } from '../../ui/names.tsx';
 import { StateBadge, type Task } from './common.tsx';
 import { TaskNav } from './list.tsx';
 
@@ -72,7 +73,7 @@ function Facts({ task: t }: { task: Task }) {
     <dl className="kv">
       <dt>Type</dt><dd>{t.type}</dd>
       <dt>Target</dt><dd>{t.target ?? '—'}</dd>
-      <dt>Agent</dt><dd>#{t.accountId}</dd>
+      <dt>Agent</dt><dd><AccountName id={t.accountId} /></dd>
       <dt>Attempts</dt><dd>{t.attempts} of {t.maxAttempts}</dd>
       <dt>Provider</dt><dd>{t.provider ?? '—'}{t.providerRef ? ` (${t.providerRef})` : ''}</dd>
       <dt>Created</dt><dd>{when(t.createdAt)}</dd>
