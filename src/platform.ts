@@ -18,6 +18,7 @@ import { cachedEntitlements, planAllowance } from './modules/billing/entitlement
 import { adrService, type AdrService } from './modules/adr/service.ts';
 import { adrQueue, type AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
+import { complianceService, type ComplianceService } from './modules/compliance/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { conversationService, type ConversationService } from './modules/conversations/service.ts';
 import { analysisProducer, analysisQueue, type AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
@@ -123,6 +124,8 @@ export interface Services {
   subscriptions: SubscriptionService;
   sip: SipService;
   context: ContextService;
+  /** Do-not-call lists and organizations' compliance settings (issue 37). */
+  compliance: ComplianceService;
   integrations: IntegrationService;
   knowledge: KnowledgeService;
   agents: AgentService;
@@ -235,6 +238,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       workerWaitMs: deps.sipWorkerWaitMs,
     }),
     context: contextService({ db }),
+    compliance: complianceService({ db }),
     integrations: integrationService({ db, box }),
     agents: agentService({ db, wakeDeliveries, models }),
     models,
