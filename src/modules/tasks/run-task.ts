@@ -17,6 +17,7 @@ import { outcomeRetryDelayMs } from '../limits/task-limits.ts';
 import { TWILIO_AMD_PATH, TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from '../../providers/twilio/paths.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 import { MAX_CONTENT } from './validation.ts';
+import { doNotCallAtSending } from './do-not-call.ts';
 
 type Row = QueueRow<'tasks'>;
 
@@ -138,6 +139,9 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   }
 
   async function carrierTask(row: Row, signal: AbortSignal): Promise<Outcome<Row>> {
+    // A number listed after submission is never reached (docs/campaigns-part-b.md, "Do-not-call").
+    const listed = await doNotCallAtSending(db, row);
+    if (listed) return { kind: 'complete', state: 'canceled', set: { error: listed } };
     const carrier = await chooseCarrier({ db, box, config, carrierOptions: deps.carrierOptions, sipCallPlan: (orgId) => sipCallPlan(db, box, orgId) }, row.org_id, row.type as 'call' | 'text');
     const who = { provider: carrier.name };
     const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
@@ -147,6 +151,9 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     if (row.type === 'text') {
       const body = row.content ?? await composed(row, signal);
       if (typeof body !== 'string') return body;
+      // Writing the text took a while: the list is asked again just before it goes.
+      const listedNow = row.content === null ? await doNotCallAtSending(db, row) : null;
+      if (listedNow) return { kind: 'complete', state: 'canceled', set: { error: listedNow } };
       const sent = await carrier.sendText({ taskId: row.id, to: row.target!, ...sender, body, statusCallbackUrl }, signal);
       await deps.textSent?.({
         taskId: row.id, orgId: row.org_id, accountId: row.account_id, to: row.target!, body, provider: sent.provider,
