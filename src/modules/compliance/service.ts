@@ -60,6 +60,11 @@ export function presentSettings(row: ComplianceSettingsRow | undefined): Complia
   };
 }
 
+/** Whether an organization has its messages' personal data redacted before they are stored. */
+export async function redactsPersonalData(db: Executor, orgId: number): Promise<boolean> {
+  return (await complianceSettingsRepo.load(db, orgId))?.redact_personal_data === 1;
+}
+
 /** An organization's compliance settings (defaults when it never set them). */
 export async function complianceSettingsOf(db: Executor, orgId: number): Promise<ComplianceSettings> {
   return presentSettings(await complianceSettingsRepo.load(db, orgId));

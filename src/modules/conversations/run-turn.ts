@@ -133,10 +133,12 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
     }
     if (target.kind !== 'webhook') return { kind: 'complete', state: 'finished', set: { resume: null } };
     await messageRepo.setStatus(db, result.messageId, 'success');
+    // The reply as stored (redacted when the organization has redaction on), never more.
+    const stored = (await messageRepo.find(db, result.messageId))?.text ?? result.text;
     return {
       kind: 'complete', state: 'finished', set: { resume: null }, settled: deps.wakeDeliveries,
       after: webhookAfter(row, target, {
-        type: 'message', success: true, messageUuid: result.messageId, message: result.text,
+        type: 'message', success: true, messageUuid: result.messageId, message: stored,
         agentId: agentIdOf(agent.id), roomId: roomIdOf(conversation), conversationUuid: conversation.id,
         engine: result.simulated ? 'simulated' : 'model', provider: result.engine, model: result.model,
         ...(result.simulated ? { simulated: true } : {}),

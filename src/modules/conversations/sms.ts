@@ -169,14 +169,14 @@ export function smsService(deps: SmsServiceDeps) {
           const o = await conversations.open(tx, {
             agent, channel: 'sms', direction: 'outbound', counterpart: address, counterpartKind: kind, taskId: t.taskId, carrierRef: t.providerRef,
           }, now);
-          await messageRepo.insert(tx, {
+          const stored = await messageRepo.insert(tx, {
             id, conversation_id: o.conversation.id, room_id: o.room.id, org_id: o.room.org_id, direction: 'outbound', text: t.body,
             source: 'sms', status: t.failed ? 'failed' : 'success', attachments: '[]',
             data: JSON.stringify({ taskId: t.taskId, provider: t.provider, carrierRef: t.providerRef, ...(t.simulated ? { simulated: true } : {}) }),
             at: now,
           });
           await conversationRepo.count(tx, o.conversation.id, now, { out: 1 });
-          await roomRepo.touch(tx, o.room.id, t.body, now, false);
+          await roomRepo.touch(tx, o.room.id, stored, now, false);
         });
       } catch (err) {
         if (!isUniqueViolation(err)) throw err; // recorded by a concurrent attempt
