@@ -107,6 +107,7 @@ export const BASE_OUTCOMES: readonly { name: string; description: string }[] = [
   { name: 'callback-requested', description: 'the person asked to be called or contacted again later' },
   { name: 'transferred', description: 'the conversation was handed to someone else' },
   { name: 'not-interested', description: 'the person declined or said they were not interested' },
+  { name: 'do-not-call', description: 'the person asked not to be called or texted again (take me off your list, remove my number): their number goes on the do-not-call list' },
   { name: 'voicemail', description: 'an answering machine or voicemail greeting answered, not a person' },
   { name: 'no-answer', description: 'nobody answered, or the person never said anything' },
   { name: 'failed', description: 'the conversation could not reach any result (the agent could not help, trouble on the line)' },
