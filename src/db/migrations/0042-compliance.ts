@@ -4,7 +4,7 @@
 //   ancestors' (src/modules/compliance/repository.ts). `source` says how a number came
 //   (api, csv, sms-stop, call-analysis) and `evidence` names the conversation it came from.
 // - compliance_settings: per organization, the answer to HELP by text and the redaction of
-//   personal data before it is stored (off by default), with whether recordings are kept then.
+//   personal data before it is stored (off by default), and whether calls are recorded at all.
 import type { Kysely } from 'kysely';
 
 export function compliance() {
@@ -26,7 +26,7 @@ export function compliance() {
         // null: the default help text (src/modules/compliance/settings.ts).
         .addColumn('sms_help_text', 'text')
         .addColumn('redact_personal_data', 'integer', (c) => c.notNull().defaultTo(0))
-        // With redaction on: whether a call's recording is kept (1) or not written (0).
+        // Whether calls are recorded (1) or no recording is written (0), whatever the process allows.
         .addColumn('keep_recordings', 'integer', (c) => c.notNull().defaultTo(1))
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute();

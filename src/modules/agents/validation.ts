@@ -225,6 +225,9 @@ export const FIELDS = {
     }), { type: POST_CALL_ANALYSIS }),
   },
   requireVerifiedCallerForTexts: { schema: B('Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md)') },
+  aiDisclosure: { schema: S('What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns-part-b.md); empty: none', { maxLength: 500 }) },
+  recordingConsent: { schema: E('Recording consent on calls (extension; docs/campaigns-part-b.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call\'s recording, recorded on the conversation)', ['off', 'announce', 'ask']) },
+  recordingConsentQuestion: { schema: S('The question asked when recordingConsent is ask (extension)', { minLength: 1, maxLength: 500 }) },
   autoRecordingNotification: { schema: E('true, false or always', ['true', 'false', 'always']) },
   recordingNotificationPhrase: { schema: S('Phrase announcing the recording', { minLength: 1, maxLength: 500 }) },
   preAnswerRingTime: { schema: nullable(I('Seconds of ringing before the agent answers', 1, 60)), nullable: true },
@@ -289,6 +292,9 @@ export function checkVoiceChoice(config: AgentConfig, root = ''): void {
   if (!form.pattern.test(voice)) throw new Invalid(`${root}agentVoice '${voice}' is not a ${engine} voice id (such as ${form.example}), which agentTtsEngine ${engine} needs`);
 }
 
+/** What recordingConsent `ask` asks by default. */
+export const DEFAULT_CONSENT_QUESTION = 'This call may be recorded. Is that all right with you?';
+
 /** A new agent's configuration (both slots). */
 export function defaultConfig(title: string): AgentConfig {
   return {
@@ -304,6 +310,7 @@ export function defaultConfig(title: string): AgentConfig {
     cnamAutoTransferDestination: null, confirmTransfers: false, monitorTransfers: false, attendedTransfers: false,
     attendedTransferBridgeTrigger: null, transferConfirmTimeout: 30, apps: [], knowledgeBases: [],
     requireVerifiedCallerForTexts: false, voicemailAction: 'continue', voicemailMessage: '',
+    aiDisclosure: '', recordingConsent: 'off', recordingConsentQuestion: DEFAULT_CONSENT_QUESTION,
   };
 }
 

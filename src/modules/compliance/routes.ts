@@ -22,7 +22,7 @@ const Entry = Obj({
 const Settings = Obj({
   smsHelpText: Type.String({ description: 'What a HELP by text is answered with' }),
   redactPersonalData: Type.Boolean({ description: 'Card numbers, SSNs, emails, phone numbers and street addresses replaced by [card], [ssn], [email], [phone], [address] before messages are stored' }),
-  keepRecordings: Type.Boolean({ description: 'With redaction on: whether call recordings are kept (false: not written)' }),
+  keepRecordings: Type.Boolean({ description: 'Whether calls are recorded at all (false: no recording is written, whatever the process\'s CALLPLANE_CALL_RECORDING says)' }),
 }, 'An organization\'s compliance settings');
 
 export async function complianceRoutes(app: App, { compliance }: { compliance: ComplianceService }): Promise<void> {
