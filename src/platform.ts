@@ -20,6 +20,7 @@ import { adrQueue, type AdrQueue, type AdrQueueDeps } from './modules/adr/adr-qu
 import { contextService, type ContextService } from './modules/context/service.ts';
 import { complianceService, type ComplianceService } from './modules/compliance/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
+import { accountRepo } from './modules/accounts/repository.ts';
 import { conversationService, type ConversationService } from './modules/conversations/service.ts';
 import { analysisProducer, analysisQueue, type AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
@@ -335,6 +336,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
     textSent: (text) => services.sms.recordTextTask(text),
     // A text task without content: its agent writes the text (docs/tasks.md, "Text tasks").
     composeText: (row, signal) => textTasks.compose(row, signal),
+    // The agent's AI disclosure starts each text task's text (docs/campaigns-part-b.md).
+    textDisclosure: async (row) => {
+      const agent = await accountRepo.findById(db, row.account_id);
+      return agent ? (await services.agents.liveConfig(agent)).aiDisclosure : '';
+    },
     // What a call does when a voicemail answers (the call policy's plan for the task and its
     // agent), and who decides it on the path the call will take: a Twilio call streams or gathers
     // as its organization does; any other carrier's call is one whose audio we carry (SIP).

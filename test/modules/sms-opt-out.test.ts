@@ -100,6 +100,35 @@ for (const engine of ENGINES) {
       assert.equal(await listed(o.id, from), undefined);
     });
 
+    it('the agent\'s aiDisclosure is what it writes first in a text thread: before its first reply, and at the start of a text task\'s text', async () => {
+      const r = await h().reseller();
+      const o = await h().organization(r.id);
+      const agentToken = await h().tokenFor(o.agentId);
+      const disclosure = 'This is an AI assistant of Acme Dental.';
+      assert.equal((await h().call('POST', '/api/v2/agent', { token: agentToken, body: { aiDisclosure: disclosure } })).status, 200);
+      assert.equal((await h().call('POST', '/api/v2/agent/publish', { token: agentToken })).status, 200);
+      const ours = '+13125550131';
+      assert.equal((await n.assign(o.token, { number: ours, country: 'US' })).status, 200);
+      const from = person();
+      const text = async (body: string) => {
+        const res = await h().call('POST', '/api/v2/phoneNumber/simulate/text', { token: o.token, body: { number: ours, from, body } });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+      };
+      await text('hi, are you open?');
+      await turnsSettled(o.id, 1);
+      await text('and on sundays?');
+      await turnsSettled(o.id, 2);
+      const out = outbound(await messages(o.id, from));
+      assert.deepEqual(out.map((m) => (m.data ? JSON.parse(m.data).kind : null) ?? 'reply').sort(), ['ai_disclosure', 'reply', 'reply'], 'one disclosure in the thread');
+      assert.equal(out.find((m) => m.data !== null && JSON.parse(m.data).kind === 'ai_disclosure')!.text, disclosure);
+      // A text task's text starts with the disclosure.
+      const other = person();
+      const task = await h().call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'text', target: other, content: 'Your appointment is tomorrow at 9.' } });
+      assert.equal(task.status, 201, JSON.stringify(task.body));
+      const sent = await waitFor('the text task recorded', async () => outbound(await messages(o.id, other))[0]);
+      assert.equal(sent.text, `${disclosure}\n\nYour appointment is tomorrow at 9.`);
+    });
+
     it('through Twilio\'s signed webhook: STOP, START and HELP are answered through the Messages API, once each', async () => {
       const r = await h().reseller();
       const o = await h().organization(r.id);
@@ -140,6 +169,20 @@ for (const engine of ENGINES) {
       assert.equal(await listed(o.id, from), undefined);
       await turnsSettled(o.id, 3);
       assert.equal([...fake.messages.values()].filter((m) => m.to === from).length, 3, 'each keyword answered once');
+      // The agent's disclosure, as the carrier was given it: before its first reply in a new thread.
+      const agentToken = await h().tokenFor(o.agentId);
+      assert.equal((await h().call('POST', '/api/v2/agent', { token: agentToken, body: { aiDisclosure: 'This is an AI assistant.' } })).status, 200);
+      assert.equal((await h().call('POST', '/api/v2/agent/publish', { token: agentToken })).status, 200);
+      const newcomer = person();
+      const sid = `SM${crypto.randomBytes(16).toString('hex')}`;
+      const params = { MessageSid: sid, SmsSid: sid, AccountSid: fake.accountSid, From: newcomer, To: ours, Body: 'hi', NumMedia: '0' };
+      const res = await h().app.inject({
+        method: 'POST', url: SMS_PATH, payload: new URLSearchParams(params).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(fake.authToken, `${PUBLIC}${SMS_PATH}`, params) },
+      });
+      assert.equal(res.statusCode, 200);
+      const first = await waitFor('the reply to the newcomer', async () => [...fake.messages.values()].find((m) => m.to === newcomer));
+      assert.match(first.body, /^This is an AI assistant\.\n\n\[simulated reply/);
     });
   });
 }

@@ -54,6 +54,8 @@ export interface TaskHandlerDeps {
    * Throws when the model fails; the answer may be empty (then nothing is sent).
    */
   composeText?: (row: Row, signal: AbortSignal) => Promise<string>;
+  /** The task's agent's aiDisclosure ('' for none): a text task's text starts with it (docs/campaigns-part-b.md). */
+  textDisclosure?: (row: Row) => Promise<string>;
   log?: { warn(obj: object, msg: string): void };
 }
 
@@ -149,11 +151,14 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const from = await agentCallerId(db, row.org_id, row.account_id, carrier);
     const sender = from ? { from } : {};
     if (row.type === 'text') {
-      const body = row.content ?? await composed(row, signal);
-      if (typeof body !== 'string') return body;
+      const written = row.content ?? await composed(row, signal);
+      if (typeof written !== 'string') return written;
+      let body = written;
       // Writing the text took a while: the list is asked again just before it goes.
       const listedNow = row.content === null ? await doNotCallAtSending(db, row) : null;
       if (listedNow) return { kind: 'complete', state: 'canceled', set: { error: listedNow } };
+      const disclosure = (await deps.textDisclosure?.(row))?.trim();
+      if (disclosure) body = `${disclosure}\n\n${body}`;
       const sent = await carrier.sendText({ taskId: row.id, to: row.target!, ...sender, body, statusCallbackUrl }, signal);
       await deps.textSent?.({
         taskId: row.id, orgId: row.org_id, accountId: row.account_id, to: row.target!, body, provider: sent.provider,
