@@ -240,7 +240,7 @@ export const DO_NOT_CALL_PHRASES = new RegExp([
   "\\b(?:do not|don'?t|never) (?:ever )?(?:call|text|phone|contact|message) (?:me|us|this number) (?:again|anymore|any more|ever)\\b",
   '\\b(?:take|remove|delete|drop|get) (?:me|my (?:phone )?number|this number|us) (?:off|from) (?:your|the|this) (?:(?:calling|call|contact|phone|mailing) )?list\\b',
   '\\bremove my (?:phone )?number\\b',
-  "\\b(?:put|add|place) (?:me|my (?:phone )?number|this number) (?:on|to) (?:your|the) do[ -]not[ -]call list\\b",
+  '\\b(?:put|add|place) (?:me|my (?:phone )?number|this number) (?:on|to) (?:your|the) do[ -]not[ -]call list\\b',
   '\\bstop (?:calling|texting|contacting) (?:me|us|this number)\\b',
   "\\b(?:i|we) (?:do not|don'?t) want to be (?:called|texted|contacted)(?: again| anymore)?\\b",
   "\\b(?:i|we) don'?t want (?:any more|anymore|more|to (?:get|receive) (?:any more|more)?) ?(?:calls|texts|messages)\\b",
