@@ -111,8 +111,9 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
     noted('recogniser', () => noteSpeechChange(deps.db, c.id, change, sttOffline && speaker.note().offline, deps.now()));
   };
   speaker.onChange = (note) => noted('voice', () => noteVoiceChange(deps.db, c.id, note, sttOffline, deps.now()));
-  // An organization that redacts personal data may have recordings dropped too (docs/campaigns-part-b.md, "Redaction").
-  let where = caps.recording && (await complianceSettingsOf(deps.db, c.org_id)).keepRecordings ? deps.recording : undefined;
+  // An organization may have no call recorded at all (keepRecordings; docs/campaigns-part-b.md, "Redaction").
+  const keep = (await complianceSettingsOf(deps.db, c.org_id)).keepRecordings;
+  let where = caps.recording && keep ? deps.recording : undefined;
   let recorder = record(deps, transport, c, where);
   let screen: VoicemailScreen | undefined;
   // An outbound call is screened for voicemail from its first frame (docs/voice.md, Voicemail).
@@ -121,7 +122,7 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
       conversationId: c.id, plan: call.voicemail.plan, language: call.settings.language, onVerdict: call.voicemail.onVerdict,
       // The message left is recorded: by the call's own recording, else from here.
       onMessage: () => {
-        if (recorder || !caps.recording) return;
+        if (recorder || !caps.recording || !keep) return;
         where = deps.messageRecording;
         recorder = record(deps, transport, c, where);
       },
