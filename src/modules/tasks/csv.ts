@@ -208,7 +208,7 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
     }
     batch = [];
     // A number on a do-not-call list refuses its row (docs/campaigns-part-b.md); the rest go in.
-    const listed = await service.doNotCallRefusals(tenant.org.id, rows);
+    const listed = await service.doNotCallRefusals(tenant.org, rows);
     for (const [i, message] of listed) bad(lines[i]!, message);
     valid += rows.length - listed.size;
     const accepted = listed.size > 0 ? rows.filter((_, i) => !listed.has(i)) : rows;

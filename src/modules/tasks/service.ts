@@ -274,7 +274,7 @@ export function taskService(deps: TaskServiceDeps) {
       if (existing) return presentTask(existing);
       const checked = checkTask(body, await itemContext({ org, agent }, [body], Date.now()));
       if (!checked.ok) throw new Invalid(checked.message);
-      const listed = (await doNotCallRefusals(db, org.id, [checked.task])).get(0);
+      const listed = (await doNotCallRefusals(db, org, [checked.task])).get(0);
       if (listed) throw new HttpError(422, listed, { number: checked.task.target });
       if (idempotencyKey) {
         checked.task.idempotency_key = idempotencyKey;
@@ -299,7 +299,7 @@ export function taskService(deps: TaskServiceDeps) {
       const checked = checkTask(body, await itemContext(t, [body], now));
       if (!checked.ok) throw new Invalid(checked.message);
       const task = checked.task;
-      const listed = (await doNotCallRefusals(db, t.org.id, [task])).get(0);
+      const listed = (await doNotCallRefusals(db, t.org, [task])).get(0);
       if (listed) throw new HttpError(422, listed, { number: task.target });
       const make = async () => (await submit([task]))[0];
       let row: TaskRow;
@@ -363,7 +363,7 @@ export function taskService(deps: TaskServiceDeps) {
         warnings.push(...checked.notes);
       }
       // A listed number refuses its own item only (docs/campaigns-part-b.md, "Do-not-call").
-      const listed = await doNotCallRefusals(db, t.org.id, rows);
+      const listed = await doNotCallRefusals(db, t.org, rows);
       const inserted = await submit(rows.filter((_, i) => !listed.has(i)));
       const refused = [...listed].map(([index, message]) => ({ index, target: rows[index]!.target!, message }));
       return {
@@ -380,7 +380,7 @@ export function taskService(deps: TaskServiceDeps) {
     insertChecked: insert,
     itemContext,
     /** Which of an organization's checked rows go to a number on a do-not-call list, with why (by index). */
-    doNotCallRefusals: (orgId: number, rows: readonly TaskRow[]) => doNotCallRefusals(db, orgId, rows),
+    doNotCallRefusals: (org: AccountRow, rows: readonly TaskRow[]) => doNotCallRefusals(db, org, rows),
 
     async list(scope: Scope, q: ListQuery) {
       const t = await tenant(scope, q.targetAccountId);
