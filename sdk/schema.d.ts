@@ -697,6 +697,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/compliance/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Fetch an organization's compliance settings (callplane extension; docs/campaigns-part-b.md) */
+        get: operations["getComplianceSettings"];
+        put?: never;
+        /** Change an organization's compliance settings (callplane extension; docs/campaigns-part-b.md) */
+        post: operations["updateComplianceSettings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/context": {
         parameters: {
             query?: never;
@@ -932,6 +950,68 @@ export interface paths {
         post?: never;
         /** Delete an organization and everything under it (agents, tokens, members, settings) in one transaction */
         delete: operations["deleteOrganization"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/do-not-call": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Fetch a do-not-call list, newest first (callplane extension; docs/campaigns-part-b.md) */
+        get: operations["listDoNotCall"];
+        put?: never;
+        /**
+         * Add numbers to a do-not-call list (callplane extension; docs/campaigns-part-b.md)
+         * @description Tasks to these numbers are refused from now on, and pending ones are not dialled or sent: they end canceled.
+         */
+        post: operations["addDoNotCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/do-not-call/{number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a number from a do-not-call list (callplane extension; docs/campaigns-part-b.md) */
+        delete: operations["removeDoNotCall"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/do-not-call/csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export a do-not-call list as CSV (callplane extension; docs/campaigns-part-b.md)
+         * @description Columns number, source, evidence, note, createdAt (ISO 8601), listOf; oldest first. Numbers are written '+1… so spreadsheets keep them as text; the import reads them back.
+         */
+        get: operations["exportDoNotCall"];
+        put?: never;
+        /**
+         * Add numbers to a do-not-call list from a CSV file (callplane extension; docs/campaigns-part-b.md)
+         * @description multipart/form-data with the file in field csv (at most 10 MB): the number in the first column, an optional header row (number, note). Refused rows are listed with their line; the rest are added.
+         */
+        post: operations["importDoNotCall"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2385,6 +2465,8 @@ export interface components {
             agentTtsEngine: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram" | null;
             /** @description Voice: a catalog voice (en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female; GET /api/v2/models/supported), or, with agentTtsEngine, that engine's own voice id (GET /api/v2/voices) */
             agentVoice: string;
+            /** @description What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns-part-b.md); empty: none */
+            aiDisclosure: string;
             /** @description Fields the analysis after each conversation extracts (at most 10; string, number, boolean or enum; extension; docs/agents.md) */
             analysisFields?: {
                 [key: string]: ("string" | "number" | "boolean" | "enum") | {
@@ -2480,6 +2562,13 @@ export interface components {
             preAnswerRingTime: number | null;
             /** @description Pre-answer function results go straight to the context */
             preAnswerSkipProcessingResults: boolean;
+            /**
+             * @description Recording consent on calls (extension; docs/campaigns-part-b.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call's recording, recorded on the conversation)
+             * @enum {string}
+             */
+            recordingConsent: "off" | "announce" | "ask";
+            /** @description The question asked when recordingConsent is ask (extension) */
+            recordingConsentQuestion: string;
             /** @description Phrase announcing the recording */
             recordingNotificationPhrase: string;
             /** @description Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md) */
@@ -3074,6 +3163,8 @@ export interface operations {
                     agentTtsEngine?: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram" | null;
                     /** @description Voice: a catalog voice (en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female; GET /api/v2/models/supported), or, with agentTtsEngine, that engine's own voice id (GET /api/v2/voices) */
                     agentVoice?: string;
+                    /** @description What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns-part-b.md); empty: none */
+                    aiDisclosure?: string;
                     /** @description Fields the analysis after each conversation extracts (at most 10; string, number, boolean or enum; extension; docs/agents.md) */
                     analysisFields?: {
                         [key: string]: ("string" | "number" | "boolean" | "enum") | {
@@ -3169,6 +3260,13 @@ export interface operations {
                     preAnswerRingTime?: number | null;
                     /** @description Pre-answer function results go straight to the context */
                     preAnswerSkipProcessingResults?: boolean;
+                    /**
+                     * @description Recording consent on calls (extension; docs/campaigns-part-b.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call's recording, recorded on the conversation)
+                     * @enum {string}
+                     */
+                    recordingConsent?: "off" | "announce" | "ask";
+                    /** @description The question asked when recordingConsent is ask (extension) */
+                    recordingConsentQuestion?: string;
                     /** @description Phrase announcing the recording */
                     recordingNotificationPhrase?: string;
                     /** @description Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md) */
@@ -5898,6 +5996,15 @@ export interface operations {
                     "application/json": {
                         inserted: number;
                         message?: string;
+                        /** @description Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns-part-b.md) */
+                        refused?: ({
+                            /** @description The item of targets (0 for target) */
+                            index: number;
+                            message: string;
+                            target: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         success: boolean;
                         tasks: ({
                             /** @description The agent that runs it */
@@ -6062,6 +6169,15 @@ export interface operations {
                     "application/json": {
                         inserted: number;
                         message?: string;
+                        /** @description Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns-part-b.md) */
+                        refused?: ({
+                            /** @description The item of targets (0 for target) */
+                            index: number;
+                            message: string;
+                            target: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         success: boolean;
                         tasks: ({
                             /** @description The agent that runs it */
@@ -7492,6 +7608,156 @@ export interface operations {
                         available: boolean;
                         message?: string;
                         slug: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getComplianceSettings: {
+        parameters: {
+            query?: {
+                /** @description The organization (resellers and partners) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        /** @description An organization's compliance settings */
+                        settings: {
+                            /** @description Whether calls are recorded at all (false: no recording is written, whatever the process's CALLPLANE_CALL_RECORDING says) */
+                            keepRecordings: boolean;
+                            /** @description Card numbers, SSNs, emails, phone numbers and street addresses replaced by [card], [ssn], [email], [phone], [address] before messages are stored */
+                            redactPersonalData: boolean;
+                            /** @description What a HELP by text is answered with */
+                            smsHelpText: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateComplianceSettings: {
+        parameters: {
+            query?: {
+                /** @description The organization (resellers and partners) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    keepRecordings?: boolean;
+                    redactPersonalData?: boolean;
+                    /** @description null: the default */
+                    smsHelpText?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        /** @description An organization's compliance settings */
+                        settings: {
+                            /** @description Whether calls are recorded at all (false: no recording is written, whatever the process's CALLPLANE_CALL_RECORDING says) */
+                            keepRecordings: boolean;
+                            /** @description Card numbers, SSNs, emails, phone numbers and street addresses replaced by [card], [ssn], [email], [phone], [address] before messages are stored */
+                            redactPersonalData: boolean;
+                            /** @description What a HELP by text is answered with */
+                            smsHelpText: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
                         success: boolean;
                     } & {
                         [key: string]: unknown;
@@ -9005,6 +9271,399 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listDoNotCall: {
+        parameters: {
+            query?: {
+                /** @description At most this many (default 100) */
+                limit?: number;
+                /** @description Only this number (any way of writing it) */
+                number?: string;
+                offset?: number;
+                /** @description The partner, reseller or organization whose list this is (default: your own) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        limit: number;
+                        message?: string;
+                        numbers: ({
+                            /** @description Unix seconds */
+                            createdAt: number;
+                            /** @description The conversation it came from */
+                            evidence: string | null;
+                            /** @description The account whose list holds it */
+                            listOf: number;
+                            note: string | null;
+                            /** @description E.164 */
+                            number: string;
+                            /** @description How it came: api, csv, sms-stop (a STOP by text) or call-analysis (a spoken request the analysis recognised) */
+                            source: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        offset: number;
+                        success: boolean;
+                        total: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    addDoNotCall: {
+        parameters: {
+            query?: {
+                /** @description The partner, reseller or organization whose list this is (default: your own) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    note?: string;
+                    /** @description One number */
+                    number?: string;
+                    /** @description Up to 1000 numbers */
+                    numbers?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Numbers that were not on the list yet */
+                        added: number;
+                        message?: string;
+                        numbers: string[];
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    removeDoNotCall: {
+        parameters: {
+            query?: {
+                /** @description The partner, reseller or organization whose list this is (default: your own) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The number (E.164; URL-encode the +) */
+                number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    exportDoNotCall: {
+        parameters: {
+            query?: {
+                /** @description The partner, reseller or organization whose list this is (default: your own) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/csv */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    importDoNotCall: {
+        parameters: {
+            query?: {
+                /** @description The partner, reseller or organization whose list this is (default: your own) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description CSV file
+                     */
+                    csv: string;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        added: number;
+                        complete: boolean;
+                        errors: ({
+                            line: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        invalid: number;
+                        message?: string;
+                        rows: number;
+                        success: boolean;
+                        valid: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -37,6 +37,7 @@ import { twilioRoutes } from './modules/twilio/routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
 import { contextRoutes } from './modules/context/routes.ts';
+import { complianceRoutes } from './modules/compliance/routes.ts';
 import { numbersRoutes } from './modules/phone-numbers/routes.ts';
 import { conversationRoutes, stagingChatRoutes } from './modules/conversations/routes.ts';
 import { webChatRoutes } from './modules/conversations/web-chat-routes.ts';
@@ -265,6 +266,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(sipRoutes, { sip: services.sip });
   await app.register(subscriptionRoutes, { subscriptions: services.subscriptions });
   await app.register(contextRoutes, { context: services.context });
+  await app.register(complianceRoutes, { compliance: services.compliance });
   await app.register(numbersRoutes, { numbers: services.numbers, sms: services.sms });
   await app.register(integrationRoutes, { integrations: services.integrations });
   await app.register(knowledgeRoutes, { knowledge: services.knowledge });

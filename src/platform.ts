@@ -18,7 +18,9 @@ import { cachedEntitlements, planAllowance } from './modules/billing/entitlement
 import { adrService, type AdrService } from './modules/adr/service.ts';
 import { adrQueue, type AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
 import { contextService, type ContextService } from './modules/context/service.ts';
+import { complianceService, type ComplianceService } from './modules/compliance/service.ts';
 import { messageSecret } from './modules/accounts/message-secret.ts';
+import { accountRepo } from './modules/accounts/repository.ts';
 import { conversationService, type ConversationService } from './modules/conversations/service.ts';
 import { analysisProducer, analysisQueue, type AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
@@ -128,6 +130,8 @@ export interface Services {
   subscriptions: SubscriptionService;
   sip: SipService;
   context: ContextService;
+  /** Do-not-call lists and organizations' compliance settings (issue 37). */
+  compliance: ComplianceService;
   integrations: IntegrationService;
   knowledge: KnowledgeService;
   agents: AgentService;
@@ -246,6 +250,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       workerWaitMs: deps.sipWorkerWaitMs,
     }),
     context: contextService({ db }),
+    compliance: complianceService({ db }),
     integrations: integrationService({ db, box }),
     // Publishing asks the agent tests' gate (a port: agent-tests is above agents).
     agents: agentService({ db, wakeDeliveries, models, publishGate: testPublishGate() }),
@@ -346,6 +351,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
     textSent: (text) => services.sms.recordTextTask(text),
     // A text task without content: its agent writes the text (docs/tasks.md, "Text tasks").
     composeText: (row, signal) => textTasks.compose(row, signal),
+    // The agent's AI disclosure starts each text task's text (docs/campaigns-part-b.md).
+    textDisclosure: async (row) => {
+      const agent = await accountRepo.findById(db, row.account_id);
+      return agent ? (await services.agents.liveConfig(agent)).aiDisclosure : '';
+    },
     // What a call does when a voicemail answers (the call policy's plan for the task and its
     // agent), and who decides it on the path the call will take: a Twilio call streams or gathers
     // as its organization does; any other carrier's call is one whose audio we carry (SIP).

@@ -1149,3 +1149,34 @@ export interface DB {
 export type AdrConfigRow = Selectable<AdrConfigsTable>;
 export type AdrWindowRow = Selectable<AdrWindowsTable>;
 export type AdrShipmentRow = Selectable<AdrShipmentsTable>;
+
+/** A number on an account's do-not-call list (migration 0042; src/modules/compliance/). */
+export interface DoNotCallTable {
+  /** The partner, reseller or organization whose list it is. */
+  owner_id: number;
+  /** E.164. */
+  number: string;
+  /** How it came: api, csv, sms-stop, call-analysis. */
+  source: string;
+  /** The conversation it came from (sms-stop, call-analysis). */
+  evidence: string | null;
+  note: string | null;
+  created_at: number;
+}
+
+/** An organization's compliance settings (migration 0042): HELP by text, redaction of personal data. */
+export interface ComplianceSettingsTable {
+  org_id: number;
+  sms_help_text: string | null;
+  redact_personal_data: ColumnType<Flag, Flag | undefined, Flag>;
+  keep_recordings: ColumnType<Flag, Flag | undefined, Flag>;
+  updated_at: number;
+}
+
+export interface DB {
+  do_not_call: DoNotCallTable;
+  compliance_settings: ComplianceSettingsTable;
+}
+
+export type DoNotCallRow = Selectable<DoNotCallTable>;
+export type ComplianceSettingsRow = Selectable<ComplianceSettingsTable>;

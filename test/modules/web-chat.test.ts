@@ -193,6 +193,18 @@ for (const engine of ENGINES) {
       assert.equal(llm.requests.filter((r) => JSON.stringify(r.body).includes('hello?')).length, 0, 'no refused message reached the model');
     });
 
+    it('the agent\'s aiDisclosure comes first: on the page and in the recorded opening, before the welcome (issue 37)', async () => {
+      const a = await chatAgent({ aiDisclosure: 'You are chatting with an AI assistant.' });
+      const p = await page(a.slug, address());
+      assert.match(p.body, /data-welcome="You are chatting with an AI assistant\.\n\nHi! I am Ada\. How can I help\?"/);
+      const v = await visitor(a.slug);
+      llm.script.push({ text: 'Sure.' });
+      const first = await say(a.slug, v.ip, v.id, { text: 'hello' });
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      assert.equal(first.body.welcome, 'You are chatting with an AI assistant.\n\nHi! I am Ada. How can I help?');
+      assert.equal(llm.requests.at(-1)!.body.messages[1]!.content, 'You are chatting with an AI assistant.\n\nHi! I am Ada. How can I help?');
+    });
+
     it('the reply comes from the model with the LIVE configuration; the welcome message opens the conversation; bad input is a 400', async () => {
       const a = await chatAgent();
       assert.equal((await h.call('POST', '/api/v2/agent', { token: a.agentToken, body: { agentInstructions: 'STAGING ONLY: talk like a pirate.' } })).status, 200);

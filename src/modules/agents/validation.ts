@@ -107,6 +107,7 @@ export const BASE_OUTCOMES: readonly { name: string; description: string }[] = [
   { name: 'callback-requested', description: 'the person asked to be called or contacted again later' },
   { name: 'transferred', description: 'the conversation was handed to someone else' },
   { name: 'not-interested', description: 'the person declined or said they were not interested' },
+  { name: 'do-not-call', description: 'the person asked not to be called or texted again (take me off your list, remove my number): their number goes on the do-not-call list' },
   { name: 'voicemail', description: 'an answering machine or voicemail greeting answered, not a person' },
   { name: 'no-answer', description: 'nobody answered, or the person never said anything' },
   { name: 'failed', description: 'the conversation could not reach any result (the agent could not help, trouble on the line)' },
@@ -225,6 +226,9 @@ export const FIELDS = {
   },
   testGate: { schema: B('POST /api/v2/agent/publish refuses (409) unless the latest test run of each of the agent\'s test suites on this staging configuration passed (extension; docs/testing-agents.md)') },
   requireVerifiedCallerForTexts: { schema: B('Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md)') },
+  aiDisclosure: { schema: S('What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns-part-b.md); empty: none', { maxLength: 500 }) },
+  recordingConsent: { schema: E('Recording consent on calls (extension; docs/campaigns-part-b.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call\'s recording, recorded on the conversation)', ['off', 'announce', 'ask']) },
+  recordingConsentQuestion: { schema: S('The question asked when recordingConsent is ask (extension)', { minLength: 1, maxLength: 500 }) },
   autoRecordingNotification: { schema: E('true, false or always', ['true', 'false', 'always']) },
   recordingNotificationPhrase: { schema: S('Phrase announcing the recording', { minLength: 1, maxLength: 500 }) },
   preAnswerRingTime: { schema: nullable(I('Seconds of ringing before the agent answers', 1, 60)), nullable: true },
@@ -289,6 +293,9 @@ export function checkVoiceChoice(config: AgentConfig, root = ''): void {
   if (!form.pattern.test(voice)) throw new Invalid(`${root}agentVoice '${voice}' is not a ${engine} voice id (such as ${form.example}), which agentTtsEngine ${engine} needs`);
 }
 
+/** What recordingConsent `ask` asks by default. */
+export const DEFAULT_CONSENT_QUESTION = 'This call may be recorded. Is that all right with you?';
+
 /** A new agent's configuration (both slots). */
 export function defaultConfig(title: string): AgentConfig {
   return {
@@ -304,6 +311,7 @@ export function defaultConfig(title: string): AgentConfig {
     cnamAutoTransferDestination: null, confirmTransfers: false, monitorTransfers: false, attendedTransfers: false,
     attendedTransferBridgeTrigger: null, transferConfirmTimeout: 30, apps: [], knowledgeBases: [],
     requireVerifiedCallerForTexts: false, voicemailAction: 'continue', voicemailMessage: '',
+    aiDisclosure: '', recordingConsent: 'off', recordingConsentQuestion: DEFAULT_CONSENT_QUESTION,
   };
 }
 

@@ -55,6 +55,12 @@ export interface VoiceSettings {
   recordingNotification: 'true' | 'false' | 'always';
   /** recordingNotificationPhrase, trimmed; the default when empty. */
   recordingNotificationPhrase: string;
+  /** aiDisclosure, trimmed: said first on every call ('' for none). */
+  aiDisclosure: string;
+  /** recordingConsent: off, announce (the notice on every recorded call) or ask (recordingConsentQuestion; a "no" stops the recording). */
+  recordingConsent: 'off' | 'announce' | 'ask';
+  /** recordingConsentQuestion, trimmed; the default when empty. */
+  recordingConsentQuestion: string;
   /** backgroundAudio with the contract's defaults (loop, gain 0, after the greeting, bg); null for none. */
   backgroundAudio: BackgroundSetting | null;
   /** voicemailAction: what an outbound call does when a machine answers (voice/call-policy.ts voicemailPlan). */
@@ -95,6 +101,9 @@ export function voiceSettings(config: AgentConfig | AgentSettings): VoiceSetting
     attendedTransfers: s.attendedTransfers,
     recordingNotification: s.autoRecordingNotification === 'always' || s.autoRecordingNotification === 'false' ? s.autoRecordingNotification : 'true',
     recordingNotificationPhrase: s.recordingNotificationPhrase.trim() || DEFAULT_SETTINGS.recordingNotificationPhrase,
+    aiDisclosure: s.aiDisclosure.trim(),
+    recordingConsent: s.recordingConsent === 'announce' || s.recordingConsent === 'ask' ? s.recordingConsent : 'off',
+    recordingConsentQuestion: s.recordingConsentQuestion.trim() || DEFAULT_SETTINGS.recordingConsentQuestion,
     backgroundAudio: background(s.backgroundAudio),
     voicemailAction: s.voicemailAction === 'hangup' || s.voicemailAction === 'leave-message' ? s.voicemailAction : 'continue',
     voicemailMessage: s.voicemailMessage.trim(),

@@ -231,6 +231,26 @@ export function analysisMessages(c: Pick<ConversationRow, 'channel' | 'direction
   return [{ role: 'system', content: ANALYSIS_SYSTEM_PROMPT }, { role: 'user', content: JSON.stringify(doc) }];
 }
 
+/**
+ * A clear request not to be called or texted again, as the SIMULATED analysis recognises it
+ * offline (a deterministic list of phrases, not a model): "don't call me again", "take me off
+ * your list", "remove my number", "put me on your do-not-call list", "stop calling me"…
+ */
+export const DO_NOT_CALL_PHRASES = new RegExp([
+  "\\b(?:do not|don'?t|never) (?:ever )?(?:call|text|phone|contact|message) (?:me|us|this number) (?:again|anymore|any more|ever)\\b",
+  '\\b(?:take|remove|delete|drop|get) (?:me|my (?:phone )?number|this number|us) (?:off|from) (?:your|the|this) (?:(?:calling|call|contact|phone|mailing) )?list\\b',
+  '\\bremove my (?:phone )?number\\b',
+  '\\b(?:put|add|place) (?:me|my (?:phone )?number|this number) (?:on|to) (?:your|the) do[ -]not[ -]call list\\b',
+  '\\bstop (?:calling|texting|contacting) (?:me|us|this number)\\b',
+  "\\b(?:i|we) (?:do not|don'?t) want to be (?:called|texted|contacted)(?: again| anymore)?\\b",
+  "\\b(?:i|we) don'?t want (?:any more|anymore|more|to (?:get|receive) (?:any more|more)?) ?(?:calls|texts|messages)\\b",
+].join('|'), 'i');
+
+/** Whether what the person said holds a clear request not to be called again (the SIMULATED analysis's rule). */
+export function asksNotToBeCalled(said: readonly string[]): boolean {
+  return said.some((s) => DO_NOT_CALL_PHRASES.test(s));
+}
+
 const CALLBACK = /\b(call|ring|text|contact) (me|us) (back|later|tomorrow|again|another time)\b|\bcall ?back\b/i;
 const DECLINED = /\b(not interested|no thanks|no,? thank you|stop (calling|texting)|unsubscribe|do not (call|text)|don'?t (call|text))\b/i;
 
@@ -250,6 +270,10 @@ export function rulesAnalysis(messages: readonly Pick<MessageRow, 'direction' | 
     outcome = facts.outcome;
     leadRating = 3;
     leadRatingReason = `rules: the ${facts.outcome} outcome is a fact of the conversation, the person's interest is unknown`;
+  } else if (asksNotToBeCalled(said)) {
+    outcome = 'do-not-call';
+    leadRating = 1;
+    leadRatingReason = 'rules: the person asked not to be called again (a phrase such as "don\'t call me again" or "take me off your list"); the number goes on the do-not-call list';
   } else if (DECLINED.test(all)) {
     outcome = 'not-interested';
     leadRating = 1;

@@ -3,6 +3,8 @@
 // conversation_turns (the queue's own columns are src/queue/engine.ts's), automation_requests,
 // tool_effects and turn_latencies.
 import { sql } from 'kysely';
+import { redactsPersonalData } from '../compliance/service.ts';
+import { redactData, redactPersonalData } from '../compliance/redact.ts';
 import { notify } from '../../db/index.ts';
 import { ENDED_ROWS } from '../../queue/engine.ts';
 import type {
@@ -154,16 +156,24 @@ export const conversationRepo = {
 };
 
 export const messageRepo = {
-  async insert(db: Executor, row: Omit<MessageRow, 'attachments'> & { attachments?: string }): Promise<void> {
-    await db.insertInto('conversation_messages').values(row).execute();
+  /**
+   * The one place a message is stored: with the organization's redaction on, its text and data
+   * have their personal data replaced by placeholders first (compliance/redact.ts), so every
+   * reader sees them redacted. Answers the text as stored.
+   */
+  async insert(db: Executor, row: Omit<MessageRow, 'attachments'> & { attachments?: string }): Promise<string> {
+    const stored = await redactsPersonalData(db, row.org_id) ? { ...row, text: redactPersonalData(row.text), data: redactData(row.data) } : row;
+    await db.insertInto('conversation_messages').values(stored).execute();
     await liveChange(db, 'm', row.id);
+    return stored.text;
   },
   async find(db: Executor, id: string): Promise<MessageRow | undefined> {
     return db.selectFrom('conversation_messages').selectAll().where('id', '=', id).executeTakeFirst();
   },
   /** An agent's reply cut short by the caller: only what was heard stays (status `interrupted`). */
-  async interrupt(db: Executor, id: string, heard: string): Promise<void> {
-    await db.updateTable('conversation_messages').set({ text: heard, status: 'interrupted' }).where('id', '=', id).execute();
+  async interrupt(db: Executor, orgId: number, id: string, heard: string): Promise<void> {
+    const text = await redactsPersonalData(db, orgId) ? redactPersonalData(heard) : heard;
+    await db.updateTable('conversation_messages').set({ text, status: 'interrupted' }).where('id', '=', id).where('org_id', '=', orgId).execute();
     await liveChange(db, 'm', id);
   },
   async setStatus(db: Executor, id: string, status: MessageRow['status']): Promise<void> {

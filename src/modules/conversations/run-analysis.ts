@@ -25,6 +25,8 @@ import {
   plainSchema, rulesAnalysis, type AnalysisAnswer,
 } from './analysis.ts';
 import { recordAnalysisEvent } from './events.ts';
+import { normalizePhone } from '../../lib/phone.ts';
+import { doNotCallRepo } from '../compliance/repository.ts';
 import { analysisRepo, conversationRepo, historyRepo } from './repository.ts';
 import type { ConversationService } from './service.ts';
 
@@ -126,11 +128,26 @@ export function createAnalysisHandler(deps: AnalysisHandlerDeps) {
     return askModel(row, c, config, choice, analysisMessages(c, config, messages, decided), decided.outcome, signal);
   }
 
+  /**
+   * A spoken (or written) request not to be called again — the outcome `do-not-call`, from the
+   * model or the SIMULATED rules — puts the person's number on the organization's list, with this
+   * conversation as evidence, in the settle's transaction (a retried settle adds nothing twice).
+   */
+  async function optOut(tx: Transaction<DB>, c: ConversationRow, written: AnalysisRow): Promise<void> {
+    if (written.answer === null || (JSON.parse(written.answer) as AnalysisAnswer).outcome !== 'do-not-call') return;
+    const phone = normalizePhone(c.counterpart);
+    if (!phone.ok) return;
+    await doNotCallRepo.add(tx, [{ owner_id: c.org_id, number: phone.e164, source: 'call-analysis', evidence: c.id, note: null, created_at: deps.now() }]);
+  }
+
   /** Settles the row and, in the same transaction, queues the `conversation.analyzed` event. */
   function settle(c: ConversationRow, state: 'finished' | 'failed', error: string | null): AnalysisOutcome {
     return {
       kind: 'complete', state, set: { last_error: error },
-      after: async (tx: Transaction<DB>, written: AnalysisRow) => { await recordAnalysisEvent(tx, c, written, deps.now()); },
+      after: async (tx: Transaction<DB>, written: AnalysisRow) => {
+        await optOut(tx, c, written);
+        await recordAnalysisEvent(tx, c, written, deps.now());
+      },
       settled: deps.wakeDeliveries,
     };
   }

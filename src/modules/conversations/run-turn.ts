@@ -4,7 +4,7 @@
 // to the queue until it is answered or its deadline passes; a model that keeps failing is retried
 // on the queue's backoff, and after the last attempt the person's platform is told it failed.
 import type { Transaction } from 'kysely';
-import type { DB, Db, TurnRow } from '../../db/types.ts';
+import type { ConversationRow, DB, Db, TurnRow } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import { CarrierError, TransientCarrierError, type Carrier } from '../../providers/index.ts';
@@ -15,7 +15,7 @@ import { agentIdOf } from '../agents/service.ts';
 import { queueMessageDelivery } from '../webhooks/deliveries.ts';
 import { roomIdOf } from './events.ts';
 import { conversationRepo, messageRepo, roomRepo, turnRepo } from './repository.ts';
-import type { ConversationService, ReplyTarget } from './service.ts';
+import { recordAgentLine, type ConversationService, type ReplyTarget } from './service.ts';
 import { MAX_SMS_CHARS } from './sms.ts';
 import type { TurnRunner } from './turn.ts';
 
@@ -91,6 +91,21 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
     }
   }
 
+  /**
+   * The disclosure to put before this reply: when the agent has one and has written nothing in
+   * this conversation yet but the disclosure itself (recorded here once, as the thread's first
+   * agent line, so a retried turn finds it and still sends it first), else ''.
+   */
+  async function disclosed(conversation: ConversationRow, text: string, after: number): Promise<string> {
+    if (!text) return '';
+    const said = (await messageRepo.ofConversation(db, conversation.id)).filter((m) => m.direction === 'outbound');
+    const kind = (m: { data: string | null }) => (m.data ? (JSON.parse(m.data) as { kind?: string }).kind : undefined);
+    if (said.some((m) => kind(m) !== 'ai_disclosure')) return '';
+    // A millisecond before the reply it precedes (and not before the message that started the turn), so transcripts list it first.
+    if (said.length === 0) await db.transaction().execute((tx) => recordAgentLine(tx, conversation, { text, kind: 'ai_disclosure' }, Math.max(after, deps.now() - 1)));
+    return text;
+  }
+
   return async (row: TurnRow, ctx: HandlerContext): Promise<TurnOutcome> => {
     // Independent reads side by side (PostgreSQL runs them on several pooled connections).
     const [conversation, inbound] = await Promise.all([conversationRepo.find(db, row.conversation_id), messageRepo.find(db, row.message_id)]);
@@ -102,6 +117,8 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
     const unsent = target.kind === 'sms' ? unsentSms(row.resume) : undefined;
     if (target.kind === 'sms' && unsent) return sendSms(row, target, unsent, ctx.signal);
     const config = await deps.conversations.liveConfig(agent);
+    // The agent's aiDisclosure is what it writes first in a text thread (docs/campaigns-part-b.md).
+    const disclosure = target.kind === 'sms' || target.kind === 'webhook' ? await disclosed(conversation, config.aiDisclosure.trim(), inbound?.at ?? 0) : '';
     let result;
     try {
       result = await deps.turns.run({
@@ -127,16 +144,18 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
     }
     if (result.effects.some((e) => e.kind === 'end')) await deps.conversations.end(conversation.id, 'ended_by_agent', null);
     if (target.kind === 'sms') {
-      const reply = { messageId: result.messageId, body: smsBody(result.text) };
+      const reply = { messageId: result.messageId, body: smsBody(disclosure ? `${disclosure}\n\n${result.text}` : result.text) };
       await turnRepo.setResume(db, row.id, JSON.stringify({ unsentSms: reply }), deps.now());
       return sendSms(row, target, reply, ctx.signal);
     }
     if (target.kind !== 'webhook') return { kind: 'complete', state: 'finished', set: { resume: null } };
     await messageRepo.setStatus(db, result.messageId, 'success');
+    // The reply as stored (redacted when the organization has redaction on), never more.
+    const stored = (await messageRepo.find(db, result.messageId))?.text ?? result.text;
     return {
       kind: 'complete', state: 'finished', set: { resume: null }, settled: deps.wakeDeliveries,
       after: webhookAfter(row, target, {
-        type: 'message', success: true, messageUuid: result.messageId, message: result.text,
+        type: 'message', success: true, messageUuid: result.messageId, message: disclosure ? `${disclosure}\n\n${stored}` : stored,
         agentId: agentIdOf(agent.id), roomId: roomIdOf(conversation), conversationUuid: conversation.id,
         engine: result.simulated ? 'simulated' : 'model', provider: result.engine, model: result.model,
         ...(result.simulated ? { simulated: true } : {}),

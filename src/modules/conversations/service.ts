@@ -108,12 +108,12 @@ export interface AgentLineRecord {
  */
 export async function recordAgentLine(tx: Executor, c: Pick<ConversationRow, 'id' | 'room_id' | 'org_id' | 'channel'>, line: AgentLineRecord, at: number): Promise<string> {
   const id = crypto.randomUUID();
-  await messageRepo.insert(tx, {
+  const stored = await messageRepo.insert(tx, {
     id, conversation_id: c.id, room_id: c.room_id, org_id: c.org_id, direction: 'outbound', text: line.text,
     source: c.channel, status: line.status ?? 'success', data: line.kind ? JSON.stringify({ kind: line.kind }) : null, at,
   });
   await conversationRepo.count(tx, c.id, at, { out: 1 });
-  await roomRepo.touch(tx, c.room_id, line.text, at, false);
+  await roomRepo.touch(tx, c.room_id, stored, at, false);
   return id;
 }
 
@@ -144,20 +144,20 @@ export function conversationService(deps: ConversationServiceDeps) {
   /** Records what the person said (the room counts it unread); an inbound conversation just opened emits `incoming`. */
   async function recordInbound(tx: Executor, o: Opened, m: { id?: string; text: string; attachments?: unknown[]; data?: unknown }, now: number): Promise<{ id: string; queued: boolean }> {
     const id = m.id ?? crypto.randomUUID();
-    await messageRepo.insert(tx, {
+    const stored = await messageRepo.insert(tx, {
       id, conversation_id: o.conversation.id, room_id: o.room.id, org_id: o.room.org_id, direction: 'inbound', text: m.text,
       source: o.conversation.channel, status: 'received', attachments: JSON.stringify(m.attachments ?? []),
       data: m.data === undefined ? null : JSON.stringify(m.data), at: now,
     });
     await conversationRepo.count(tx, o.conversation.id, now, { in: 1 });
-    await roomRepo.touch(tx, o.room.id, m.text, now, true);
+    await roomRepo.touch(tx, o.room.id, stored, now, true);
     // The junk rules, with the agent's live configuration (its cnamAutoRejectRegex may have changed since the room opened).
     const agent = await accountRepo.findById(tx, o.room.account_id);
     if (agent) {
       const decided = decideJunk({ counterpart: o.room.counterpart, displayName: o.room.display_name, channel: o.conversation.channel, override: o.room.junk_override }, await agents.liveConfig(agent, tx));
       if (decided.junk !== o.room.junk || decided.reason !== o.room.junk_reason) await roomRepo.setJunk(tx, o.room.id, decided.junk, decided.reason, now);
     }
-    const queued = o.opened && o.conversation.direction === 'inbound' && o.conversation.channel !== 'test' ? await recordIncomingEvent(tx, o.conversation, m.text, now) : false;
+    const queued = o.opened && o.conversation.direction === 'inbound' && o.conversation.channel !== 'test' ? await recordIncomingEvent(tx, o.conversation, stored, now) : false;
     return { id, queued };
   }
 
@@ -204,7 +204,7 @@ export function conversationService(deps: ConversationServiceDeps) {
       said: async (line: AgentLineRecord, at: number): Promise<void> => {
         await db.transaction().execute((tx) => recordAgentLine(tx, o.conversation, line, at));
       },
-      interrupted: (messageId: string, heard: string): Promise<void> => messageRepo.interrupt(db, messageId, heard),
+      interrupted: (messageId: string, heard: string): Promise<void> => messageRepo.interrupt(db, o.conversation.org_id, messageId, heard),
       end: async (outcome: ConversationOutcome, detail: string | null): Promise<void> => {
         await end(o.conversation.id, outcome, detail);
       },

@@ -6,7 +6,7 @@
 // docs/conversations.md, "Text messages (SMS)".
 import crypto from 'node:crypto';
 import type { Config } from '../../config.ts';
-import type { AccountRow, Db } from '../../db/types.ts';
+import type { AccountRow, Db, Executor } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { Invalid } from '../../http/errors.ts';
 import type { QueueProducer } from '../../queue/producer.ts';
@@ -14,8 +14,10 @@ import { SIMULATED_NUMBERS, TWILIO } from '../../providers/index.ts';
 import { first, type TwilioParams } from '../../providers/twilio/form.ts';
 import { accountRepo } from '../accounts/repository.ts';
 import type { TextSent } from '../tasks/run-task.ts';
-import { conversationRepo, messageRepo, roomRepo } from './repository.ts';
-import { normaliseAddress, type ConversationService } from './service.ts';
+import { doNotCallRepo } from '../compliance/repository.ts';
+import { complianceSettingsOf, listsOf } from '../compliance/service.ts';
+import { conversationRepo, messageRepo, roomRepo, turnRepo } from './repository.ts';
+import { normaliseAddress, recordAgentLine, type ConversationService } from './service.ts';
 
 /** Twilio's own limit on a message body; a longer one is cut here. */
 export const MAX_SMS_CHARS = 1600;
@@ -29,7 +31,26 @@ export type InboundSmsResult =
   | { kind: 'queued'; orgId: number; messageId: string; conversationId: string }
   | { kind: 'duplicate'; orgId: number; messageId: string }
   /** Verified, but the organization has no agent to answer: nothing recorded. */
-  | { kind: 'no-agent'; orgId: number };
+  | { kind: 'no-agent'; orgId: number }
+  /** From a number on a do-not-call list, and no keyword: recorded, not answered (docs/campaigns-part-b.md). */
+  | { kind: 'recorded'; orgId: number; messageId: string; conversationId: string };
+
+/** The opt-out keywords by text (CTIA's), each the whole message, any case, surrounding spaces ignored. */
+export const STOP_WORDS = ['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT'] as const;
+export const START_WORDS = ['START', 'UNSTOP'] as const;
+export type SmsKeyword = 'stop' | 'start' | 'help';
+
+/** The keyword a text is, or null when it is anything else. */
+export function smsKeyword(body: string): SmsKeyword | null {
+  const word = body.trim().toUpperCase();
+  if ((STOP_WORDS as readonly string[]).includes(word)) return 'stop';
+  if ((START_WORDS as readonly string[]).includes(word)) return 'start';
+  if (word === 'HELP') return 'help';
+  return null;
+}
+
+export const STOP_CONFIRMATION = 'You have been unsubscribed and will receive no further messages from this number. Reply START to resubscribe.';
+export const START_CONFIRMATION = 'You have been resubscribed and may receive messages from this number again. Reply STOP to unsubscribe.';
 
 export interface SmsServiceDeps {
   db: Db;
@@ -113,16 +134,30 @@ export function smsService(deps: SmsServiceDeps) {
       provider, ...(provider === SIMULATED_NUMBERS ? { simulated: true } : {}), messageSid: sid, accountSid: first(form, 'AccountSid') ?? null, from, to,
       ...(body.length > MAX_SMS_CHARS ? { truncated: true, length: body.length } : {}),
     };
-    let done: { conversationId: string; incoming: boolean } | null;
+    const keyword = smsKeyword(body);
+    let done: { conversationId: string; incoming: boolean; answered: boolean } | null;
     try {
       done = await deps.turns.enqueue(db, async (tx) => {
         if (await messageRepo.find(tx, messageId)) return null;
         const o = await conversations.open(tx, { agent, channel: 'sms', direction: 'inbound', counterpart: address, counterpartKind: kind }, now);
         // TODO(junk): when src/modules/conversations/junk.ts lands, judge a room that was just
         // opened here (o.room, the first text) with its rules.
-        const r = await conversations.recordInbound(tx, o, { id: messageId, text, attachments, data }, now);
-        await conversations.queueTurn(tx, o.conversation, messageId, { kind: 'sms', to: from, from: to, inReplyTo: messageId }, now);
-        return { conversationId: o.conversation.id, incoming: r.queued };
+        const r = await conversations.recordInbound(tx, o, { id: messageId, text, attachments, data: keyword ? { ...data, keyword } : data }, now);
+        const replyTo = { kind: 'sms' as const, to: from, from: to, inReplyTo: messageId };
+        if (keyword) {
+          // STOP, START and HELP are answered by the platform, once, never by the agent: the
+          // answer is recorded and its turn queued already holding it, so the turn only sends it.
+          const answer = await keywordAnswer(tx, orgId, keyword, address, o.conversation.id, now);
+          const answerId = await recordAgentLine(tx, o.conversation, { text: answer, status: 'pending', kind: `sms_${keyword}` }, now);
+          const turnId = await conversations.queueTurn(tx, o.conversation, messageId, replyTo, now);
+          await turnRepo.setResume(tx, turnId, JSON.stringify({ unsentSms: { messageId: answerId, body: answer } }), now);
+          return { conversationId: o.conversation.id, incoming: r.queued, answered: true };
+        }
+        // A person who opted out is not answered until they text START (docs/campaigns-part-b.md).
+        const org = await accountRepo.findById(tx, orgId);
+        const listed = org && kind === 'phone' ? (await doNotCallRepo.blocked(tx, listsOf(org), [address])).size > 0 : false;
+        if (!listed) await conversations.queueTurn(tx, o.conversation, messageId, replyTo, now);
+        return { conversationId: o.conversation.id, incoming: r.queued, answered: !listed };
       });
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
@@ -130,7 +165,23 @@ export function smsService(deps: SmsServiceDeps) {
     }
     if (!done) return { kind: 'duplicate', orgId, messageId };
     if (done.incoming) deps.wakeDeliveries();
+    if (!done.answered) return { kind: 'recorded', orgId, messageId, conversationId: done.conversationId };
     return { kind: 'queued', orgId, messageId, conversationId: done.conversationId };
+  }
+
+  /**
+   * What a keyword does, in the transaction that records it, and the answer: STOP puts the number
+   * on the organization's own list (source sms-stop, this conversation as evidence), START takes it
+   * off that list (a reseller's or partner's entry stays), HELP answers the organization's help text.
+   */
+  async function keywordAnswer(tx: Executor, orgId: number, keyword: SmsKeyword, address: string, conversationId: string, now: number): Promise<string> {
+    if (keyword === 'help') return (await complianceSettingsOf(tx, orgId)).smsHelpText;
+    if (keyword === 'stop') {
+      await doNotCallRepo.add(tx, [{ owner_id: orgId, number: address, source: 'sms-stop', evidence: conversationId, note: null, created_at: now }]);
+      return STOP_CONFIRMATION;
+    }
+    await doNotCallRepo.remove(tx, orgId, address);
+    return START_CONFIRMATION;
   }
 
   return {
@@ -169,14 +220,14 @@ export function smsService(deps: SmsServiceDeps) {
           const o = await conversations.open(tx, {
             agent, channel: 'sms', direction: 'outbound', counterpart: address, counterpartKind: kind, taskId: t.taskId, carrierRef: t.providerRef,
           }, now);
-          await messageRepo.insert(tx, {
+          const stored = await messageRepo.insert(tx, {
             id, conversation_id: o.conversation.id, room_id: o.room.id, org_id: o.room.org_id, direction: 'outbound', text: t.body,
             source: 'sms', status: t.failed ? 'failed' : 'success', attachments: '[]',
             data: JSON.stringify({ taskId: t.taskId, provider: t.provider, carrierRef: t.providerRef, ...(t.simulated ? { simulated: true } : {}) }),
             at: now,
           });
           await conversationRepo.count(tx, o.conversation.id, now, { out: 1 });
-          await roomRepo.touch(tx, o.room.id, t.body, now, false);
+          await roomRepo.touch(tx, o.room.id, stored, now, false);
         });
       } catch (err) {
         if (!isUniqueViolation(err)) throw err; // recorded by a concurrent attempt

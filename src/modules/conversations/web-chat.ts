@@ -130,7 +130,8 @@ export function webChatService(deps: WebChatServiceDeps) {
       const { account, slug } = await agentOf(rawSlug);
       const config = await agents.liveConfig(account);
       const issued = crossSite || visitorOf(account, client.visitor) ? undefined : issue(account, client, now);
-      return { slug, title: config.title.trim() || 'Chat', welcome: config.welcomeMessage.trim(), issued };
+      // The aiDisclosure first, as the conversation records it (inline-turn.ts).
+      return { slug, title: config.title.trim() || 'Chat', welcome: [config.aiDisclosure.trim(), config.welcomeMessage.trim()].filter((t) => t !== '').join('\n\n'), issued };
     },
 
     /**

@@ -14,7 +14,7 @@ import type { NumbersService } from './service.ts';
  */
 export interface SimulatedTexts {
   receiveSimulated(orgId: number, holder: number | null, text: { from: string; to: string; body: string }, log: { warn(obj: object, msg: string): void }):
-  Promise<{ kind: 'queued'; messageId: string; conversationId: string } | { kind: 'duplicate' | 'no-agent' }>;
+  Promise<{ kind: 'queued' | 'recorded'; messageId: string; conversationId: string } | { kind: 'duplicate' | 'no-agent' }>;
 }
 
 const tags = ['Phone Numbers'];
@@ -107,8 +107,10 @@ export async function numbersRoutes(app: App, { numbers, sms }: { numbers: Numbe
   }, async (req) => {
     const held = await numbers.simulatedHolder(req.scope, req.query.targetAccountId, req.body.number);
     const r = await sms.receiveSimulated(held.orgId, held.agentId, { from: req.body.from, to: held.number, body: req.body.body }, req.log);
-    if (r.kind !== 'queued') throw new Conflict(`organization ${held.orgId} has no agent to answer the text`);
-    return { success: true, message: `Text to ${held.number} received (simulated)`, simulated: true, conversationId: r.conversationId, messageId: r.messageId };
+    if (r.kind !== 'queued' && r.kind !== 'recorded') throw new Conflict(`organization ${held.orgId} has no agent to answer the text`);
+    return {
+      success: true, simulated: true,
+      message: `Text to ${held.number} received (simulated)${r.kind === 'recorded' ? '; not answered: the sender is on a do-not-call list' : ''}`, conversationId: r.conversationId, messageId: r.messageId };
   });
 
   app.get('/api/v2/phoneNumbers', {

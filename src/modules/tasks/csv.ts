@@ -190,6 +190,7 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
     const now = Date.now();
     const ctx = await service.itemContext(tenant, batch.flatMap((b) => typeof b.raw === 'string' ? [] : [b.raw]), now);
     const rows: TaskRow[] = [];
+    const lines: number[] = [];
     let checkedInSlice = 0;
     for (const { line, raw } of batch) {
       // Checking a row (its phone number above all) costs up to a millisecond: a whole batch at
@@ -201,12 +202,17 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
       if (typeof raw === 'string') { bad(line, raw); continue; }
       const checked = checkTask(raw, ctx);
       if (!checked.ok) { bad(line, checked.message); continue; }
-      valid++;
       for (const note of checked.notes) warn(line, note);
       rows.push(checked.task);
+      lines.push(line);
     }
     batch = [];
-    if (!dryRun && rows.length > 0) inserted += (await service.insertChecked(rows, now)).length;
+    // A number on a do-not-call list refuses its row (docs/campaigns-part-b.md); the rest go in.
+    const listed = await service.doNotCallRefusals(tenant.org, rows);
+    for (const [i, message] of listed) bad(lines[i]!, message);
+    valid += rows.length - listed.size;
+    const accepted = listed.size > 0 ? rows.filter((_, i) => !listed.has(i)) : rows;
+    if (!dryRun && accepted.length > 0) inserted += (await service.insertChecked(accepted, now)).length;
   };
 
   type Item = { record: string[]; info: { lines: number } } | { skip: CsvError };

@@ -217,7 +217,9 @@ export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: Task
   }, async (req) => tasks.remove(req.scope, req.query.targetAccountId, req.params.taskId));
 
   const Warnings = Type.Optional(Type.Array(Type.String(), { description: 'What was accepted but is worth knowing: a number that is possible but not assigned, a schedule moved to now' }));
-  const Batch = Envelope({ inserted: Type.Integer(), tasks: Type.Array(Task), warnings: Warnings });
+  const Refused = Type.Optional(Type.Array(Obj({ index: Type.Integer({ description: 'The item of targets (0 for target)' }), target: Type.String(), message: Type.String() }),
+    { description: 'Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns-part-b.md)' }));
+  const Batch = Envelope({ inserted: Type.Integer(), tasks: Type.Array(Task), warnings: Warnings, refused: Refused });
   app.post('/api/v2/agent/outboundCall', {
     schema: {
       operationId: 'agentOutboundCall', tags: ['Agents'], security: Security, summary: 'Queue outbound call(s) from your agent',

@@ -17,6 +17,7 @@ import { outcomeRetryDelayMs } from '../limits/task-limits.ts';
 import { TWILIO_AMD_PATH, TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from '../../providers/twilio/paths.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 import { MAX_CONTENT } from './validation.ts';
+import { doNotCallAtSending } from './do-not-call.ts';
 
 type Row = QueueRow<'tasks'>;
 
@@ -53,6 +54,8 @@ export interface TaskHandlerDeps {
    * Throws when the model fails; the answer may be empty (then nothing is sent).
    */
   composeText?: (row: Row, signal: AbortSignal) => Promise<string>;
+  /** The task's agent's aiDisclosure ('' for none): a text task's text starts with it (docs/campaigns-part-b.md). */
+  textDisclosure?: (row: Row) => Promise<string>;
   log?: { warn(obj: object, msg: string): void };
 }
 
@@ -138,6 +141,9 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   }
 
   async function carrierTask(row: Row, signal: AbortSignal): Promise<Outcome<Row>> {
+    // A number listed after submission is never reached (docs/campaigns-part-b.md, "Do-not-call").
+    const listed = await doNotCallAtSending(db, row);
+    if (listed) return { kind: 'complete', state: 'canceled', set: { error: listed } };
     const carrier = await chooseCarrier({ db, box, config, carrierOptions: deps.carrierOptions, sipCallPlan: (orgId) => sipCallPlan(db, box, orgId) }, row.org_id, row.type as 'call' | 'text');
     const who = { provider: carrier.name };
     const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
@@ -145,8 +151,14 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const from = await agentCallerId(db, row.org_id, row.account_id, carrier);
     const sender = from ? { from } : {};
     if (row.type === 'text') {
-      const body = row.content ?? await composed(row, signal);
-      if (typeof body !== 'string') return body;
+      const written = row.content ?? await composed(row, signal);
+      if (typeof written !== 'string') return written;
+      let body = written;
+      // Writing the text took a while: the list is asked again just before it goes.
+      const listedNow = row.content === null ? await doNotCallAtSending(db, row) : null;
+      if (listedNow) return { kind: 'complete', state: 'canceled', set: { error: listedNow } };
+      const disclosure = (await deps.textDisclosure?.(row))?.trim();
+      if (disclosure) body = `${disclosure}\n\n${body}`;
       const sent = await carrier.sendText({ taskId: row.id, to: row.target!, ...sender, body, statusCallbackUrl }, signal);
       await deps.textSent?.({
         taskId: row.id, orgId: row.org_id, accountId: row.account_id, to: row.target!, body, provider: sent.provider,

@@ -18,6 +18,7 @@ import { presentLimits, presentTask } from './present.ts';
 import { limitRepo, taskRepo } from './repository.ts';
 import type { TaskQueue } from './task-queue.ts';
 import { normalizeScheduledFor, normalizeSpacing } from './schedule.ts';
+import { doNotCallRefusals } from './do-not-call.ts';
 
 /** How long an Idempotency-Key holds its first answer. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
@@ -273,6 +274,8 @@ export function taskService(deps: TaskServiceDeps) {
       if (existing) return presentTask(existing);
       const checked = checkTask(body, await itemContext({ org, agent }, [body], Date.now()));
       if (!checked.ok) throw new Invalid(checked.message);
+      const listed = (await doNotCallRefusals(db, org, [checked.task])).get(0);
+      if (listed) throw new HttpError(422, listed, { number: checked.task.target });
       if (idempotencyKey) {
         checked.task.idempotency_key = idempotencyKey;
         checked.task.request_hash = requestHash(body);
@@ -296,6 +299,8 @@ export function taskService(deps: TaskServiceDeps) {
       const checked = checkTask(body, await itemContext(t, [body], now));
       if (!checked.ok) throw new Invalid(checked.message);
       const task = checked.task;
+      const listed = (await doNotCallRefusals(db, t.org, [task])).get(0);
+      if (listed) throw new HttpError(422, listed, { number: task.target });
       const make = async () => (await submit([task]))[0];
       let row: TaskRow;
       let replayed = false;
@@ -357,19 +362,25 @@ export function taskService(deps: TaskServiceDeps) {
         rows.push(checked.task);
         warnings.push(...checked.notes);
       }
-      const inserted = await submit(rows);
+      // A listed number refuses its own item only (docs/campaigns-part-b.md, "Do-not-call").
+      const listed = await doNotCallRefusals(db, t.org, rows);
+      const inserted = await submit(rows.filter((_, i) => !listed.has(i)));
+      const refused = [...listed].map(([index, message]) => ({ index, target: rows[index]!.target!, message }));
       return {
         success: true,
-        message: type === 'call' ? 'Outbound call initiated.' : 'Outbound SMS initiated.',
+        message: (type === 'call' ? 'Outbound call initiated.' : 'Outbound SMS initiated.') + (refused.length ? ` ${refused.length} refused (see refused).` : ''),
         inserted: inserted.length,
         tasks: inserted.map(presentTask),
         ...(warnings.length ? { warnings: warnings.slice(0, 100) } : {}),
+        ...(refused.length ? { refused } : {}),
       };
     },
 
     /** Inserts rows already checked (the CSV import); one transaction per call. */
     insertChecked: insert,
     itemContext,
+    /** Which of an organization's checked rows go to a number on a do-not-call list, with why (by index). */
+    doNotCallRefusals: (org: AccountRow, rows: readonly TaskRow[]) => doNotCallRefusals(db, org, rows),
 
     async list(scope: Scope, q: ListQuery) {
       const t = await tenant(scope, q.targetAccountId);

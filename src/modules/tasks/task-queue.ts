@@ -48,6 +48,8 @@ export interface TaskWorkerDeps {
   voicemailPlan?: TaskHandlerDeps['voicemailPlan'];
   /** Writes a text task's text when it has no content (the agent's model). */
   composeText?: TaskHandlerDeps['composeText'];
+  /** The agent's AI disclosure, which starts a text task's text. */
+  textDisclosure?: TaskHandlerDeps['textDisclosure'];
   log?: TaskHandlerDeps['log'];
 }
 

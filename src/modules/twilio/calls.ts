@@ -131,7 +131,7 @@ export function twilioVoice(deps: TwilioVoiceDeps) {
 
   /** The opening's lines (the recording notice, the greeting), as the gather path says them at once. */
   async function recordOpening(tx: Parameters<typeof recordAgentLine>[0], c: ConversationRow, opening: ReturnType<typeof callOpening>, at: number): Promise<void> {
-    for (const line of [opening.notice, opening.greeting]) if (line) await recordAgentLine(tx, c, line, at);
+    for (const line of [opening.disclosure, opening.notice, opening.greeting]) if (line) await recordAgentLine(tx, c, line, at);
   }
 
   const service = {

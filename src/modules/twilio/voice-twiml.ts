@@ -75,7 +75,7 @@ function listen(style: VoiceStyle, action: string, lines: string[]): string[] {
 export function renderOpening(style: VoiceStyle, opening: CallOpening, action: string, ringMs = 0): string {
   return twimlDocument(
     ringBeforeAnswer(ringMs), playDigits(opening.digits), pause(opening.pauseMs / 1000),
-    ...listen(style, action, [opening.notice?.text ?? '', opening.greeting?.text ?? '']),
+    ...listen(style, action, [opening.disclosure?.text ?? '', opening.notice?.text ?? '', opening.greeting?.text ?? '']),
   );
 }
 

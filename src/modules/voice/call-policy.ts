@@ -95,7 +95,7 @@ export function transferAnnouncement(language: string, name: string | undefined)
 /** A line the call says, and the kind it is recorded as (messages.data.kind). */
 export interface AgentLine {
   text: string;
-  kind: 'welcome' | 'recording_notice' | 'still_there' | 'no_response' | 'apology' | 'failed' | 'transfer_refused' | 'transfer_failed' | 'voicemail_message';
+  kind: 'ai_disclosure' | 'consent_question' | 'welcome' | 'recording_notice' | 'still_there' | 'no_response' | 'apology' | 'failed' | 'transfer_refused' | 'transfer_failed' | 'voicemail_message';
 }
 
 /** What a path can and cannot do; the policy and the docs read it, the renderers obey it. */
@@ -142,24 +142,34 @@ export interface CallOpening {
   pauseMs: number;
   /** postAnswerDtmf as written (0-9 * # A-D, w or , for half a second); each path plays what it can. */
   digits: string;
+  /** The agent's aiDisclosure: said before anything else. */
+  disclosure?: AgentLine;
   notice?: AgentLine;
   greeting?: AgentLine;
+  /** recordingConsent `ask` on a recorded call: the question, after the greeting; the caller's first words answer it (start-call.ts). */
+  consentQuestion?: AgentLine;
 }
 
 /**
  * The opening rule, once: the task's greeting, else welcomeMessage; waitOnAnswer's pause, else
  * DEFAULT_WAIT_TO_GREET_SECONDS when the task lets the callee speak first (waitToGreet); the
- * recording notice when autoRecordingNotification is `always`, or `true` and the call is recorded.
+ * recording notice when autoRecordingNotification is `always`, or `true` (or recordingConsent
+ * `announce`) and the call is recorded; the agent's aiDisclosure before all of it; with
+ * recordingConsent `ask` on a recorded call, the consent question after the greeting instead of the notice.
  */
 export function callOpening(settings: VoiceSettings, opts: { taskGreeting?: string | null; waitToGreet?: boolean; recorded: boolean }): CallOpening {
   const greeting = opts.taskGreeting?.trim() || settings.welcomeMessage;
   const pauseMs = Math.min(settings.waitOnAnswerMs, MAX_OPENING_PAUSE_MS) || (opts.waitToGreet ? DEFAULT_WAIT_TO_GREET_SECONDS * 1000 : 0);
-  const announce = settings.recordingNotification === 'always' || (settings.recordingNotification === 'true' && opts.recorded);
+  const consent = settings.recordingConsent ?? 'off';
+  // recordingConsent `ask` asks instead of announcing; `announce` announces every recorded call.
+  const announce = consent !== 'ask' && (settings.recordingNotification === 'always' || ((settings.recordingNotification === 'true' || consent === 'announce') && opts.recorded));
   return {
     pauseMs,
     digits: settings.postAnswerDtmf,
+    ...(settings.aiDisclosure ? { disclosure: { text: settings.aiDisclosure, kind: 'ai_disclosure' as const } } : {}),
     ...(announce ? { notice: { text: settings.recordingNotificationPhrase, kind: 'recording_notice' as const } } : {}),
     ...(greeting ? { greeting: { text: greeting, kind: 'welcome' as const } } : {}),
+    ...(consent === 'ask' && opts.recorded ? { consentQuestion: { text: settings.recordingConsentQuestion, kind: 'consent_question' as const } } : {}),
   };
 }
 
@@ -355,4 +365,17 @@ export function heardVoicemailCue(text: string, language: string): boolean {
   const lang = language.slice(0, 2).toLowerCase();
   const lists = [VOICEMAIL_CUES.en, ...(lang !== 'en' && Object.hasOwn(VOICEMAIL_CUES, lang) ? [VOICEMAIL_CUES[lang as keyof typeof VOICEMAIL_CUES]] : [])];
   return lists.some((cues) => cues.some((cue) => t.includes(` ${cue} `)));
+}
+
+/**
+ * The caller's answer to the recording-consent question (recordingConsent `ask`), from their first
+ * words after it: `no` stops and discards the call's recording; anything else leaves it running
+ * (`unclear` says nobody said yes). "No problem" and "no worries" are a yes.
+ */
+export function consentAnswer(text: string): 'yes' | 'no' | 'unclear' {
+  const t = text.toLowerCase().replace(/[^a-z' ]+/g, ' ').replace(/\s+/g, ' ').trim();
+  if (/\bno (problem|worries)\b/.test(t) || /^(yes|yeah|yep|sure|ok|okay|fine|that's fine|go ahead|of course|i agree|absolutely)\b/.test(t)) return 'yes';
+  if (/\b(no|nope|nah|don't|do not|dont|not okay|not ok|not all right|not alright|rather not|object|refuse|decline)\b/.test(t)) return 'no';
+  if (/\b(yes|yeah|sure|okay|ok|fine|agree)\b/.test(t)) return 'yes';
+  return 'unclear';
 }

@@ -81,6 +81,8 @@ export interface CallState {
   recording?: RecordingNote;
   /** Set once the call's speech use has been counted into the usage rollups (never counted twice). */
   speechUsage?: SpeechUsageNote;
+  /** recordingConsent `ask`: how the caller answered (consentAnswer) and whether the recording was stopped and discarded. */
+  recordingConsent?: { answer: 'yes' | 'no' | 'unclear'; at: number; recordingStopped: boolean };
   /** The call policy's counters, on Gather (kept between its requests). */
   noResponse?: number;
   failures?: number;

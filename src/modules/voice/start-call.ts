@@ -6,6 +6,7 @@
 // call ends, recording what is said through the conversations module's transcript of the call;
 // then the recording is kept. The path itself only finds (or opens) the conversation and builds
 // the transport.
+import fs from 'node:fs';
 import type { AnsweredBy, ConversationRow, Db, RoomRow } from '../../db/types.ts';
 import { CallRecorder } from '../../media/call-recorder.ts';
 import type { AudioBed, VoiceTransport } from '../../media/voice-transport.ts';
@@ -15,7 +16,8 @@ import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import { conversationRepo } from '../conversations/repository.ts';
 import type { ConversationService } from '../conversations/service.ts';
-import { callOpening, type PathCapabilities, type VoicemailPlan } from './call-policy.ts';
+import { callOpening, consentAnswer, type PathCapabilities, type VoicemailPlan } from './call-policy.ts';
+import { complianceSettingsOf } from '../compliance/service.ts';
 import { noteCallState, noteSpeechChange, noteVoiceChange, speechNote, type SpeechChange } from './call-state.ts';
 import { recordingPath, type RecordingStore } from './recordings.ts';
 import { startVoiceSession, type VoiceSession, type VoiceSessionDeps } from './session.ts';
@@ -109,7 +111,9 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
     noted('recogniser', () => noteSpeechChange(deps.db, c.id, change, sttOffline && speaker.note().offline, deps.now()));
   };
   speaker.onChange = (note) => noted('voice', () => noteVoiceChange(deps.db, c.id, note, sttOffline, deps.now()));
-  let where = caps.recording ? deps.recording : undefined;
+  // An organization may have no call recorded at all (keepRecordings; docs/campaigns-part-b.md, "Redaction").
+  const keep = (await complianceSettingsOf(deps.db, c.org_id)).keepRecordings;
+  let where = caps.recording && keep ? deps.recording : undefined;
   let recorder = record(deps, transport, c, where);
   let screen: VoicemailScreen | undefined;
   // An outbound call is screened for voicemail from its first frame (docs/voice.md, Voicemail).
@@ -118,7 +122,7 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
       conversationId: c.id, plan: call.voicemail.plan, language: call.settings.language, onVerdict: call.voicemail.onVerdict,
       // The message left is recorded: by the call's own recording, else from here.
       onMessage: () => {
-        if (recorder || !caps.recording) return;
+        if (recorder || !caps.recording || !keep) return;
         where = deps.messageRecording;
         recorder = record(deps, transport, c, where);
       },
@@ -127,8 +131,33 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
   let session: VoiceSession;
   try {
     const opening = callOpening(call.settings, { taskGreeting: call.opening.taskGreeting, waitToGreet: call.opening.waitToGreet, recorded: recorder !== undefined });
+    let transcript = deps.conversations.callTranscript({ room: call.room, conversation: c });
+    if (opening.consentQuestion) {
+      // recordingConsent `ask`: the caller's first words answer the question; a "no" stops the
+      // recording and discards what it held, and the answer is recorded on the conversation.
+      const plain = transcript;
+      let answered = false;
+      transcript = {
+        ...plain,
+        heard: async (text, at) => {
+          const r = await plain.heard(text, at);
+          if (!answered) {
+            answered = true;
+            const answer = consentAnswer(text);
+            const stopped = answer === 'no' && recorder !== undefined;
+            if (stopped) {
+              const r0 = await recorder!.stop();
+              recorder = undefined;
+              if (r0) await fs.promises.unlink(r0.file).catch(() => {});
+            }
+            await noteCallState(deps.db, c.id, { recordingConsent: { answer, at, recordingStopped: stopped } }, deps.now());
+          }
+          return r;
+        },
+      };
+    }
     session = startVoiceSession({ ...deps, stt }, {
-      transport, transcript: deps.conversations.callTranscript({ room: call.room, conversation: c }), conversation: c, room: call.room, config: call.config, settings: call.settings,
+      transport, transcript, conversation: c, room: call.room, config: call.config, settings: call.settings,
       opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
       capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen, speaker,
       streaming: streaming && { engine: streaming, onChange },
