@@ -39,6 +39,7 @@ import { consoleSessions } from './migrations/0034-console-sessions.ts';
 import { sipRouteCredentials } from './migrations/0035-sip-route-credentials.ts';
 import { billingAddonCheckout } from './migrations/0036-billing-addon-checkout.ts';
 import { speechProviders } from './migrations/0037-speech-providers.ts';
+import { jobLeases } from './migrations/0043-job-leases.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -79,6 +80,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0035-sip-route-credentials': sipRouteCredentials(),
     '0036-billing-addon-checkout': billingAddonCheckout(),
     '0037-speech-providers': speechProviders(),
+    '0043-job-leases': jobLeases(),
   };
 }
 
@@ -91,6 +93,17 @@ export async function migrateToLatest(database: Database): Promise<string[]> {
   const { error, results } = await migrator(database).migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * The migrations of this release not applied yet, in order (what a process started with
+ * CALLPLANE_AUTO_MIGRATE=false refuses to serve with). On PostgreSQL, Kysely's migrator holds a
+ * session advisory lock while it migrates, so processes migrating together never race: the others
+ * wait, then find nothing left to apply.
+ */
+export async function pendingMigrations(database: Database): Promise<string[]> {
+  const all = await migrator(database).getMigrations();
+  return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
 /** True when every known migration has been applied (used by /readyz). */

@@ -1079,3 +1079,19 @@ export interface DB {
 export type AdrConfigRow = Selectable<AdrConfigsTable>;
 export type AdrWindowRow = Selectable<AdrWindowsTable>;
 export type AdrShipmentRow = Selectable<AdrShipmentsTable>;
+
+/**
+ * The periodic jobs' turns across processes (src/db/job-leases.ts, migration 0043): one row per
+ * job name, the process that last took a turn and when the next turn is due. A worker runs a job
+ * only when it moves `due_at` forward itself, so N workers run each job once per period.
+ */
+export interface JobLeasesTable {
+  name: string;
+  holder: string;
+  /** Unix ms: before this, no process takes the job's turn. */
+  due_at: number;
+}
+
+export interface DB {
+  job_leases: JobLeasesTable;
+}
