@@ -23,7 +23,9 @@ COPY bin ./bin
 COPY sdk ./sdk
 COPY src ./src
 COPY console ./console
-RUN npm rebuild \
+# Native modules build against the image's own Node headers (nodedir: the prefix node is installed
+# under), never against headers downloaded at build time.
+RUN npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" npm rebuild \
  && npm run build \
  && npm prune --omit=dev --no-audit --no-fund
 
