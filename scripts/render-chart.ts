@@ -65,7 +65,8 @@ export function renderTemplate(text: string, ctx: RenderContext, name = 'templat
     if (!value) throw new Error(`${where}: unsupported template construct '{{ ${expr} }}'`);
     const v = lookup(ctx, value[1]!, where);
     if (v !== null && typeof v === 'object') throw new Error(`${where}: ${value[1]} is a map or list (toYaml is not supported: name each field)`);
-    if (active()) out += value[2] === 'quote' ? JSON.stringify(String(v ?? '')) : String(v ?? '');
+    const shown = v === null || v === undefined ? '' : String(v as string | number | boolean);
+    if (active()) out += value[2] === 'quote' ? JSON.stringify(shown) : shown;
   }
   if (open.length > 0) throw new Error(`${name}: {{ if }} without {{ end }}`);
   let rest = text.slice(last);
@@ -90,7 +91,7 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
   return out;
 }
 
-export interface RenderedDocument { template: string; object: Record<string, unknown> }
+export interface RenderedDocument { template: string; object: Record<string, any> }
 
 /** Every template of the chart rendered with its values.yaml, `overrides` on top; the objects parsed. */
 export function renderChart(opts: { overrides?: Record<string, unknown>; set?: string[]; name?: string; namespace?: string } = {}): { text: string; documents: RenderedDocument[] } {
@@ -114,7 +115,7 @@ export function renderChart(opts: { overrides?: Record<string, unknown>; set?: s
     parts.push(`---\n# Source: ${chart.name}/templates/${file}\n${rendered.trim()}\n`);
     for (const doc of YAML.parseAllDocuments(rendered)) {
       if (doc.errors.length) throw new Error(`templates/${file}: the rendered YAML does not parse: ${doc.errors[0]!.message}`);
-      const object = doc.toJS() as Record<string, unknown> | null;
+      const object = doc.toJS() as RenderedDocument['object'] | null;
       if (object) documents.push({ template: file, object });
     }
   }
