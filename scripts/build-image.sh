@@ -19,8 +19,8 @@ IMAGE=${IMAGE:-localhost/callplane:dev}
 WORK=${WORK:-/var/tmp/callplane-image}
 have() { command -v "$1" >/dev/null 2>&1; }
 
-if ! have buildah || ! have debootstrap; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah debootstrap fuse-overlayfs >/dev/null
+if ! have buildah || ! have podman || ! have debootstrap; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah podman debootstrap fuse-overlayfs >/dev/null
 fi
 mkdir -p "$WORK"
 
@@ -40,10 +40,15 @@ if ! buildah inspect --type image "$BASE" >/dev/null 2>&1; then
   ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/bin/npm"
   ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/bin/npx"
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | buildah import - "$BASE" >/dev/null 2>&1 || {
-    # buildah has no import: podman's does the same from the same storage.
-    tar -C "$rootfs" -c . | podman import - "$BASE" >/dev/null
-  }
+  # A site whose traffic goes through its own TLS proxy gives its base image its CA (npm ci in the
+  # build would fail otherwise); this machine's, when Node is told of one.
+  change=()
+  if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
+    install -D -m 0644 "$NODE_EXTRA_CA_CERTS" "$rootfs/usr/local/share/ca-certificates/site-extra-ca.crt"
+    change=(--change "ENV NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/site-extra-ca.crt")
+  fi
+  # buildah has no import; podman's writes to the same storage.
+  tar -C "$rootfs" -c . | podman import "${change[@]}" - "$BASE" >/dev/null
   rm -rf "$rootfs"
 fi
 
