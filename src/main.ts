@@ -211,7 +211,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     }
     stopping = true;
     draining = true;
-    log.info({ signal, drainSeconds: config.drainSeconds }, 'shutting down');
+    log.info({ drainSeconds: config.drainSeconds, signal }, 'shutting down');
     // The drain, the wrap-up of calls still up, and 15 s for the rest; then it is forced.
     const force = setTimeout(() => process.exit(1), drainMs + WRAP_UP_MS + 15_000).unref();
     for (const stop of stops) await stop().catch((err) => log.error({ err }, 'shutdown step failed'));
