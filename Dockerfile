@@ -25,9 +25,13 @@ COPY src ./src
 COPY console ./console
 # Native modules build against the image's own Node headers (nodedir: the prefix node is installed
 # under), never against headers downloaded at build time.
+# onnxruntime-node (the Silero VAD) ships its library for every OS and CPU, about 290 MB: only this
+# image's is kept.
 RUN npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" npm rebuild \
  && npm run build \
- && npm prune --omit=dev --no-audit --no-fund
+ && npm prune --omit=dev --no-audit --no-fund \
+ && find node_modules/onnxruntime-node/bin -mindepth 2 -maxdepth 2 ! -name linux -exec rm -rf {} + \
+ && find node_modules/onnxruntime-node/bin -mindepth 3 -maxdepth 3 -path '*/linux/*' ! -name "$(node -p process.arch)" -exec rm -rf {} +
 
 # --- runtime: Node, the offline speech engines, the built service -------------------------------
 FROM ${NODE_IMAGE}

@@ -53,7 +53,7 @@ if ! buildah inspect --type image "$BASE" >/dev/null 2>&1; then
 fi
 
 start=$(date +%s)
-buildah bud --isolation chroot --layers --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" \
+buildah bud --isolation chroot --layers --format docker --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" \
   --build-arg "NODE_IMAGE=$BASE" -t "$IMAGE" -f Dockerfile . >"$WORK/build.log" 2>&1 \
   || { tail -40 "$WORK/build.log" >&2; exit 1; }
 echo "build-image: $IMAGE built in $(( $(date +%s) - start )) s; size $(buildah images --format '{{.Size}}' "$IMAGE" | head -1)"
