@@ -2412,7 +2412,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Readiness: the database answers and every migration is applied. */
+        /** @description Readiness: the process is not shutting down, the database answers and every migration is applied. */
         get: operations["readyz"];
         put?: never;
         post?: never;

@@ -65,6 +65,8 @@ export interface AppDeps {
   /** A pino logger; without one the app logs nothing (tests). */
   logger?: FastifyBaseLogger;
   metrics?: Metrics;
+  /** True once the process is stopping: /readyz answers 503 (docs/deploy.md). */
+  draining?: () => boolean;
   /** Compilers of the routes' schemas (compiled on first use); given by a test that compiles them all. */
   schemas?: LazySchemas;
 }
@@ -252,7 +254,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   const { services } = deps;
-  await app.register(opsRoutes, { database, metrics, vad: services.vad });
+  await app.register(opsRoutes, { database, metrics, vad: services.vad, draining: deps.draining });
   await app.register(tokenRoutes, { tokens: services.tokens });
   await app.register(accountRoutes, { accounts: services.accounts });
   await app.register(memberRoutes, { members: services.members });

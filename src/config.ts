@@ -86,6 +86,23 @@ export interface Config {
   readonly sipHost: string;
   /** UDP and TCP port of the SIP listener (CALLPLANE_SIP_PORT, default 5060; 0 picks a free one). */
   readonly sipPort: number;
+  /**
+   * Apply pending migrations when `serve` starts (CALLPLANE_AUTO_MIGRATE, default true: `npm start`
+   * on a laptop migrates by itself). False: a process that finds the schema older than its
+   * release refuses to start, and `callplane migrate` is a deploy step (docs/deploy.md).
+   */
+  readonly autoMigrate: boolean;
+  /**
+   * Port of the metrics listener (/metrics, /healthz, /readyz) of a `--role worker` process, which
+   * has no HTTP server of its own (CALLPLANE_METRICS_PORT, default 9464; 0 picks a free one;
+   * `off` serves none). API processes serve /metrics on their own port.
+   */
+  readonly metricsPort: number | undefined;
+  /**
+   * How long a process stopping (SIGTERM, SIGINT) lets calls in progress run to their end before
+   * the agent says a closing line and hangs up (CALLPLANE_DRAIN_SECONDS, default 30; docs/deploy.md).
+   */
+  readonly drainSeconds: number;
   /** The host peers should reach us at, put in Via and Contact (CALLPLANE_SIP_ADVERTISE_HOST). */
   readonly sipAdvertiseHost: string | undefined;
   /** PEM file of the CAs trusted for outbound SIP over TLS (CALLPLANE_SIP_TLS_CA); default Node's. */
@@ -590,6 +607,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sipEnabled: boolOn(env, 'CALLPLANE_SIP_ENABLED'),
     sipHost,
     sipPort: int(env, 'CALLPLANE_SIP_PORT', 5060, 0, 65535),
+    autoMigrate: boolOn(env, 'CALLPLANE_AUTO_MIGRATE'),
+    metricsPort: (env.CALLPLANE_METRICS_PORT ?? '').trim().toLowerCase() === 'off' ? undefined : int(env, 'CALLPLANE_METRICS_PORT', 9464, 0, 65535),
+    drainSeconds: int(env, 'CALLPLANE_DRAIN_SECONDS', 30, 0, 86_400),
     sipAdvertiseHost,
     sipTlsCa: env.CALLPLANE_SIP_TLS_CA || undefined,
     sipTlsRejectUnauthorized: boolOn(env, 'CALLPLANE_SIP_TLS_REJECT_UNAUTHORIZED'),

@@ -9,11 +9,13 @@ import pino from 'pino';
 import { buildApp, redactUrl } from './app.ts';
 import { ConfigError, loadConfig, type Config, type Role } from './config.ts';
 import { openDatabase, type Database } from './db/index.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { migrateToLatest, pendingMigrations } from './db/migrate.ts';
 import { loadSecretKey, SecretBox } from './lib/crypto.ts';
 import { DataDirLocked, lockDataDir } from './lib/data-dir-lock.ts';
 import { bootstrapAdmin } from './modules/tokens/service.ts';
-import { maintenanceJobs, Maintenance } from './maintenance.ts';
+import { databaseJobTurns, maintenanceJobs, Maintenance } from './maintenance.ts';
+import { startOpsServer, type OpsServer } from './modules/ops/server.ts';
+import { newWorkerId } from './queue/runner.ts';
 import { createPlatform } from './platform.ts';
 import { HELP, isClientCommand, reportUsageError, UsageError } from './cli/usage.ts';
 
@@ -44,8 +46,27 @@ async function migrate(database: Database): Promise<string[]> {
   }
 }
 
-async function prepare(config: Config, database: Database, log: pino.Logger): Promise<void> {
-  const applied = await migrate(database);
+/**
+ * `serve` with CALLPLANE_AUTO_MIGRATE=false: a schema older than this release is refused (the
+ * deploy runs `callplane migrate` first, docs/deploy.md), rather than served half-migrated.
+ */
+async function requireCurrentSchema(database: Database): Promise<void> {
+  let pending: string[];
+  try {
+    pending = await pendingMigrations(database);
+  } catch (err) {
+    await database.close().catch(() => {});
+    throw new StartupError(`cannot use the database ${database.description}: ${(err as Error).message}`);
+  }
+  if (pending.length === 0) return;
+  await database.close().catch(() => {});
+  throw new StartupError(`the database schema is older than this release: ${pending.length} migration(s) pending (${pending.join(', ')}). `
+    + 'Run `callplane migrate` first, or set CALLPLANE_AUTO_MIGRATE=true to let serve apply them.');
+}
+
+async function prepare(config: Config, database: Database, log: pino.Logger, opts: { migrate?: boolean } = {}): Promise<void> {
+  if (opts.migrate === false) await requireCurrentSchema(database);
+  const applied = opts.migrate === false ? [] : await migrate(database);
   if (applied.length) log.info({ applied }, 'migrations applied');
   const { partnerId, newToken } = await bootstrapAdmin(database.db, config.adminToken);
   if (newToken) {
@@ -55,6 +76,22 @@ async function prepare(config: Config, database: Database, log: pino.Logger): Pr
     // Printed once, on the first start only; it is stored as a hash from now on.
     process.stdout.write(`\n  callplane partner account ${partnerId} created.\n  Admin token (shown once, also written to ${file}):\n\n    ${newToken}\n\n`);
   }
+}
+
+/** Longest the closing lines of calls still up at the end of the drain may take. */
+const WRAP_UP_MS = 15_000;
+
+/**
+ * Waits for the calls this process carries to end by themselves, up to `drainMs`; those still up
+ * then end politely (the agent's closing line and a hang-up), for up to WRAP_UP_MS.
+ */
+async function drainCalls(voice: { readonly active?: number; wrapUpAll?(): Promise<void> }, drainMs: number, log: pino.Logger): Promise<void> {
+  const until = Date.now() + drainMs;
+  if (voice.active) log.info({ calls: voice.active, drainSeconds: drainMs / 1000 }, 'draining: waiting for calls in progress to end');
+  while ((voice.active ?? 0) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  if (!voice.active || !voice.wrapUpAll) return;
+  log.info({ calls: voice.active }, 'draining: the drain time has passed; ending the calls still up with a closing line');
+  await Promise.race([voice.wrapUpAll(), new Promise((r) => setTimeout(r, WRAP_UP_MS).unref())]);
 }
 
 /** The URL the service answers on: CALLPLANE_PUBLIC_URL when set, else localhost on the port it listens on (CALLPLANE_PORT=0 picks one). */
@@ -73,7 +110,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   }
   const database = open(config, log);
   log.info({ database: database.description, role }, 'starting');
-  await prepare(config, database, log);
+  await prepare(config, database, log, { migrate: config.autoMigrate });
   const { key } = loadSecretKey(config.secretKey, config.dataDir);
   if (!config.secretKey && config.databaseUrl) {
     log.warn('CALLPLANE_SECRET_KEY is not set: using a key file in DATA_DIR; every process sharing this database needs the same key');
@@ -81,6 +118,10 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   const box = new SecretBox(key);
   const stops: (() => Promise<void>)[] = [];
   let port: number | undefined;
+  let metricsPort: number | undefined;
+  /** SIGTERM or SIGINT has come: /readyz answers 503 and nothing new is taken (docs/deploy.md). */
+  let draining = false;
+  const drainMs = config.drainSeconds * 1000;
   // One SIP endpoint per worker process (API-only processes never bind the SIP port).
   const platform = createPlatform({ config, database, box, log, sip: role !== 'api' && config.sipEnabled ? {} : false });
   const { tasks, deliveries, sip } = platform;
@@ -102,8 +143,18 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     platform.analyses.startWorker();
     platform.adr.startWorker();
     platform.agentTests.startWorker();
-    // Side by side: each waits up to 12 s for its handlers, and shutdown is forced at 15 s.
-    stops.push(async () => void (await Promise.all([tasks.stop(), deliveries.stop(), platform.turns.stop(), platform.numberReleases.stop(), platform.analyses.stop(), platform.adr.stop(), platform.agentTests.stop()])));
+    // Draining (docs/deploy.md): every queue stops claiming at once, the SIP side answers new
+    // INVITEs 503, and calls in progress run to their end for up to CALLPLANE_DRAIN_SECONDS; then
+    // the agent says its closing line on those still up and hangs up. A call task's handler ends
+    // with its call, so the task queue's wait is the drain time and the wrap-up together.
+    stops.push(async () => {
+      sip?.drain();
+      const queues = Promise.all([
+        tasks.stop({ timeoutMs: drainMs + WRAP_UP_MS }), deliveries.stop(), platform.turns.stop(), platform.numberReleases.stop(), platform.analyses.stop(), platform.adr.stop(), platform.agentTests.stop(),
+      ]);
+      await drainCalls(platform.services.voiceCalls, drainMs, log);
+      await queues;
+    });
     // After the task workers, so calls in progress end before the endpoint goes.
     if (sip) stops.push(() => sip.stop());
     stops.push(() => platform.close());
@@ -112,15 +163,29 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
       closeIdleConversations: () => platform.services.conversations.closeIdle(),
       sweepRecordings: () => platform.services.recordings.sweep(),
       rateLimitWindowSeconds: config.rateLimitWindowSeconds,
-    }), log.child({ component: 'maintenance' }));
+    }), log.child({ component: 'maintenance' }), databaseJobTurns(database, newWorkerId('maintenance')));
     maintenance.start();
     // The maintenance timers are unref'd (so tests and embedders are never held open); without a
     // listening server nothing else keeps a worker-only process alive until it is told to stop.
     const keepAlive = setInterval(() => {}, 1 << 30);
     stops.push(async () => { clearInterval(keepAlive); await maintenance.stop(); });
+    // A worker-only process has no HTTP server: its /metrics, /healthz and /readyz get their own port.
+    if (role === 'worker' && config.metricsPort !== undefined) {
+      let ops: OpsServer;
+      try {
+        ops = await startOpsServer({ database, metrics: platform.metrics, vad: platform.services.vad, draining: () => draining }, { host: config.host, port: config.metricsPort });
+      } catch (err) {
+        for (const stop of stops) await stop().catch(() => {});
+        await database.close().catch(() => {});
+        throw new StartupError(`cannot serve metrics on ${config.host}:${config.metricsPort}: ${(err as Error).message} (set CALLPLANE_METRICS_PORT, or off)`);
+      }
+      metricsPort = ops.port;
+      // Last: Prometheus and the probes see the drain until the process is gone.
+      stops.push(() => ops.close());
+    }
   }
   if (role === 'api' || role === 'all') {
-    const app = await buildApp({ config, database, services: platform.services, logger: log, metrics: platform.metrics });
+    const app = await buildApp({ config, database, services: platform.services, logger: log, metrics: platform.metrics, draining: () => draining });
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (err) {
@@ -129,16 +194,27 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
       throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
     }
     // Streamed calls end (and are recorded) before the server and then the database go.
-    stops.unshift(async () => { await platform.services.mediaStreams.close(); await app.close(); });
+    // Live-feed streams are told to connect again (to another process) first: they never end by themselves.
+    stops.unshift(async () => {
+      platform.services.live.closeStreams();
+      await platform.services.mediaStreams.close();
+      await app.close();
+    });
     port = (app.server.address() as AddressInfo).port;
   }
 
   let stopping = false;
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    // A second signal (Ctrl-C again) does not wait for the drain.
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting without waiting for the drain');
+      process.exit(1);
+    }
     stopping = true;
-    log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 15_000).unref();
+    draining = true;
+    log.info({ drainSeconds: config.drainSeconds, signal }, 'shutting down');
+    // The drain, the wrap-up of calls still up, and 15 s for the rest; then it is forced.
+    const force = setTimeout(() => process.exit(1), drainMs + WRAP_UP_MS + 15_000).unref();
     for (const stop of stops) await stop().catch((err) => log.error({ err }, 'shutdown step failed'));
     await database.close();
     clearTimeout(force);
@@ -148,7 +224,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
   process.on('SIGINT', () => void shutdown('SIGINT'));
   // One line an operator (or a test) can wait for: everything this role runs has started.
   const consoleUrl = port === undefined ? undefined : `${startedUrl(config, port)}/console/`;
-  log.info({ role, ...(port === undefined ? {} : { port, console: consoleUrl }) }, 'ready');
+  log.info({ role, ...(port === undefined ? {} : { port, console: consoleUrl }), ...(metricsPort === undefined ? {} : { metricsPort }) }, 'ready');
   // Where to go next, for whoever started it (the README's first steps).
   const lines = [
     ...(consoleUrl ? [`web console: ${consoleUrl}   (API: ${startedUrl(config, port!)}/api/v2, reference: ${startedUrl(config, port!)}/docs)`] : []),

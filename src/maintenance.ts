@@ -3,9 +3,12 @@
 // events, ended conversation turns, call recordings, rate-limit counters of ended windows,
 // finished releases of numbers, ended activity-record export windows with their shipment log) and
 // end message conversations that have gone quiet. Each
-// deletes in small batches, so no run holds a long transaction.
+// deletes in small batches, so no run holds a long transaction. Every worker process schedules
+// every job; with `turns` (main.ts gives the database's, src/db/job-leases.ts) each job's turn is
+// taken by one process per period, so N workers do the work of one (docs/deploy.md, "No singletons").
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from './db/index.ts';
+import { takeJobTurn } from './db/job-leases.ts';
 import { pruneEndedWindows } from './db/rate-limit-counters.ts';
 import { adrWindowRepo } from './modules/adr/repository.ts';
 import { renewSubscriptions } from './modules/billing/renewals.ts';
@@ -97,16 +100,30 @@ export function maintenanceJobs(database: Database, opts: {
   ];
 }
 
+/** Who runs a job's turn among the processes sharing a database: true when this one does now. */
+export type JobTurns = (job: PeriodicJob) => Promise<boolean>;
+
+/** The database's job turns (src/db/job-leases.ts) for the process `holder`. */
+export function databaseJobTurns(database: Database, holder: string, now: () => number = Date.now): JobTurns {
+  return (job) => takeJobTurn(database.db, job.name, holder, now(), job.everyMs);
+}
+
 export class Maintenance {
   #timers: NodeJS.Timeout[] = [];
   #running = new Set<Promise<unknown>>();
 
-  constructor(private readonly jobs: PeriodicJob[], private readonly log: Pick<FastifyBaseLogger, 'info' | 'error'>) {}
+  constructor(
+    private readonly jobs: PeriodicJob[],
+    private readonly log: Pick<FastifyBaseLogger, 'info' | 'error'>,
+    /** Without it every tick runs (one process, tests). */
+    private readonly turns?: JobTurns,
+  ) {}
 
   start(): void {
     for (const job of this.jobs) {
+      const run = async () => (this.turns && !(await this.turns(job)) ? undefined : job.run());
       const tick = () => {
-        const p = job.run()
+        const p = run()
           .then((n) => { if (typeof n === 'number' && n > 0) this.log.info({ job: job.name, n }, 'job done'); })
           .catch((err) => this.log.error({ err, job: job.name }, 'job failed'))
           .finally(() => this.#running.delete(p));

@@ -322,7 +322,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       },
     }),
     voiceCalls: voiceCalls({
-      db, conversations, turns: runner, ...speech, greetings, speechKeys: base.speechProviders, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('voice'),
+      db, conversations, turns: runner, ...speech, greetings, speechKeys: base.speechProviders, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('voice'), metrics,
       background: backgroundAudio({ http: actionHttp, policy, now: Date.now }),
       recording: config.callRecording ? { store: recordings, maxMs: config.recordingMaxSeconds * 1000 } : undefined,
       // A message left on a voicemail is recorded even when calls are not (docs/voice.md, Voicemail).

@@ -78,7 +78,7 @@ async function serve(name: string, role: 'api' | 'worker', env: Record<string, s
   const port = await freePort();
   const child = spawn(process.execPath, ['--enable-source-maps', DIST_MAIN, 'serve', '--role', role], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', CALLPLANE_METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

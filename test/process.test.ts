@@ -51,7 +51,7 @@ async function launch(argv: string[], env: Record<string, string>): Promise<Proc
   const port = await freePort();
   const child = spawn(argv[0], argv.slice(1), {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', CALLPLANE_SIP_PORT: '0', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', CALLPLANE_METRICS_PORT: '0', CALLPLANE_SIP_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);

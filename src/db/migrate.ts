@@ -41,6 +41,7 @@ import { billingAddonCheckout } from './migrations/0036-billing-addon-checkout.t
 import { speechProviders } from './migrations/0037-speech-providers.ts';
 import { agentTests } from './migrations/0038-agent-tests.ts';
 import { compliance } from './migrations/0039-compliance.ts';
+import { jobLeases } from './migrations/0040-job-leases.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -83,6 +84,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0037-speech-providers': speechProviders(),
     '0038-agent-tests': agentTests(),
     '0039-compliance': compliance(),
+    '0040-job-leases': jobLeases(),
   };
 }
 
@@ -95,6 +97,17 @@ export async function migrateToLatest(database: Database): Promise<string[]> {
   const { error, results } = await migrator(database).migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * The migrations of this release not applied yet, in order (what a process started with
+ * CALLPLANE_AUTO_MIGRATE=false refuses to serve with). On PostgreSQL, Kysely's migrator holds a
+ * session advisory lock while it migrates, so processes migrating together never race: the others
+ * wait, then find nothing left to apply.
+ */
+export async function pendingMigrations(database: Database): Promise<string[]> {
+  const all = await migrator(database).getMigrations();
+  return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
 /** True when every known migration has been applied (used by /readyz). */

@@ -1150,7 +1150,7 @@ export type AdrConfigRow = Selectable<AdrConfigsTable>;
 export type AdrWindowRow = Selectable<AdrWindowsTable>;
 export type AdrShipmentRow = Selectable<AdrShipmentsTable>;
 
-/** A number on an account's do-not-call list (migration 0042; src/modules/compliance/). */
+/** A number on an account's do-not-call list (migration 0039; src/modules/compliance/). */
 export interface DoNotCallTable {
   /** The partner, reseller or organization whose list it is. */
   owner_id: number;
@@ -1164,7 +1164,7 @@ export interface DoNotCallTable {
   created_at: number;
 }
 
-/** An organization's compliance settings (migration 0042): HELP by text, redaction of personal data. */
+/** An organization's compliance settings (migration 0039): HELP by text, redaction of personal data. */
 export interface ComplianceSettingsTable {
   org_id: number;
   sms_help_text: string | null;
@@ -1180,3 +1180,19 @@ export interface DB {
 
 export type DoNotCallRow = Selectable<DoNotCallTable>;
 export type ComplianceSettingsRow = Selectable<ComplianceSettingsTable>;
+
+/**
+ * The periodic jobs' turns across processes (src/db/job-leases.ts, migration 0040): one row per
+ * job name, the process that last took a turn and when the next turn is due. A worker runs a job
+ * only when it moves `due_at` forward itself, so N workers run each job once per period.
+ */
+export interface JobLeasesTable {
+  name: string;
+  holder: string;
+  /** Unix ms: before this, no process takes the job's turn. */
+  due_at: number;
+}
+
+export interface DB {
+  job_leases: JobLeasesTable;
+}

@@ -26,6 +26,10 @@ export interface Metrics {
   observeRequest(method: string, route: string, status: number, seconds: number): void;
   /** One spoken turn (docs/voice.md, "Every turn's latency"). */
   observeVoiceTurn(labels: VoiceTurnLabels, steps: VoiceTurnSteps): void;
+  /** A call whose audio this process carries has started (`direction`: inbound, outbound). */
+  callStarted(direction: string): void;
+  /** That call has ended after `seconds`, with its conversation's outcome (or `failed` when it could not start). */
+  callEnded(direction: string, outcome: string, seconds: number): void;
 }
 
 /** Seconds, from a fast endpoint to a slow model. */
@@ -53,6 +57,14 @@ export function createMetrics(): Metrics {
     help: 'Spoken turns: end of the caller\'s speech to the first audio out (gather: the request to our answer), by path and engines',
     labelNames: ['path', 'stt_engine', 'llm_engine', 'tts_engine'], buckets: TURN_BUCKETS, registers: [registry],
   });
+  const callsActive = new client.Gauge({
+    name: 'callplane_calls_active', help: 'Calls whose audio this process carries now (SIP), by direction',
+    labelNames: ['direction'], registers: [registry],
+  });
+  const callSeconds = new client.Histogram({
+    name: 'callplane_call_duration_seconds', help: 'Calls whose audio this process carried, from the session\'s start to its end, by direction and outcome',
+    labelNames: ['direction', 'outcome'], buckets: [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600], registers: [registry],
+  });
   const observe = (h: client.Histogram<'path' | 'engine'>, path: string, engine: string | null, ms: number | null) => {
     if (ms !== null) h.labels(path, engine ?? 'none').observe(ms / 1000);
   };
@@ -67,6 +79,13 @@ export function createMetrics(): Metrics {
       observe(llm, l.path, l.llm, s.llmFirstTokenMs);
       observe(tts, l.path, l.tts, s.ttsFirstAudioMs);
       if (s.totalMs !== null) total.labels(l.path, l.stt ?? 'none', l.llm ?? 'none', l.tts ?? 'none').observe(s.totalMs / 1000);
+    },
+    callStarted(direction) {
+      callsActive.labels(direction).inc();
+    },
+    callEnded(direction, outcome, seconds) {
+      callsActive.labels(direction).dec();
+      callSeconds.labels(direction, outcome).observe(seconds);
     },
   };
 }

@@ -106,4 +106,11 @@ export interface VoiceCalls {
     /** What the call does when a voicemail answers (the call policy's plan); absent: nothing is screened. */
     voicemail?: { action: 'hangup' | 'leave-message' | 'continue'; message: string | null; holdGreeting: boolean };
   }): Promise<PreparedVoiceCall | null>;
+  /** Calls of this process whose agent is talking now (what a stopping worker waits for). */
+  readonly active?: number;
+  /**
+   * The process is stopping and the drain time has passed: every call in progress ends politely
+   * (the agent's closing line, then a hang-up). Resolves when they have all ended.
+   */
+  wrapUpAll?(): Promise<void>;
 }

@@ -156,7 +156,7 @@ for (const engine of ENGINES) {
       const port = await freePort();
       serverEnv = {
         DATA_DIR: dataDir, ...(databaseUrl ? { DATABASE_URL: databaseUrl, CALLPLANE_SECRET_KEY: 'ab'.repeat(32) } : {}),
-        HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', CALLPLANE_SIP_PORT: '0',
+        HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', CALLPLANE_METRICS_PORT: '0', CALLPLANE_SIP_PORT: '0',
         // Long enough for calls watch to see the call in progress.
         CALLPLANE_SIMULATED_CALL_SECONDS: '20',
         CALLPLANE_LLM_BASE_URL: fakeLlm.baseUrl, CALLPLANE_LLM_MODEL: 'fake-model',

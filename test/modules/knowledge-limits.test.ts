@@ -193,7 +193,7 @@ describe('the built service, SIGTERM while a PDF bomb is read', () => {
     const port = await freePort();
     const child = spawn(process.execPath, ['--enable-source-maps', DIST_MAIN, 'serve'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', CALLPLANE_SIP_PORT: '0', DATA_DIR: dataDir },
+      env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', CALLPLANE_METRICS_PORT: '0', CALLPLANE_SIP_PORT: '0', DATA_DIR: dataDir },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

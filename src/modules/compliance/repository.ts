@@ -1,5 +1,5 @@
 // Queries on do_not_call (the numbers each partner's, reseller's and organization's list holds)
-// and compliance_settings (an organization's HELP text and redaction), migration 0042.
+// and compliance_settings (an organization's HELP text and redaction), migration 0039.
 import type { ComplianceSettingsRow, DoNotCallRow, Executor } from '../../db/types.ts';
 
 /** Numbers asked about, or inserted, per statement. */

@@ -5,7 +5,15 @@ import { migrationsApplied } from '../../db/migrate.ts';
 import type { Metrics } from '../../http/metrics.ts';
 import type { App } from '../../http/types.ts';
 
-export async function opsRoutes(app: App, ctx: { database: Database; metrics: Metrics; vad?: { readonly status: object } }): Promise<void> {
+export interface OpsContext {
+  database: Database;
+  metrics: Metrics;
+  vad?: { readonly status: object };
+  /** True once the process is stopping (SIGTERM): /readyz answers 503 so no new work is sent here. */
+  draining?: () => boolean;
+}
+
+export async function opsRoutes(app: App, ctx: OpsContext): Promise<void> {
   const open = { config: { public: true } };
 
   app.get('/healthz', {
@@ -16,10 +24,12 @@ export async function opsRoutes(app: App, ctx: { database: Database; metrics: Me
 
   app.get('/readyz', {
     ...open,
-    schema: { operationId: 'readyz', tags: ['Operations'], description: 'Readiness: the database answers and every migration is applied.',
+    schema: { operationId: 'readyz', tags: ['Operations'], description: 'Readiness: the process is not shutting down, the database answers and every migration is applied.',
       response: { 200: Type.Object({ status: Type.String(), database: Type.String() }, { additionalProperties: true }),
         503: Type.Object({ status: Type.String(), reason: Type.String() }) } },
   }, async (_req, reply) => {
+    // Draining (docs/deploy.md): calls and requests in progress still run here; new ones go elsewhere.
+    if (ctx.draining?.()) return reply.status(503).send({ status: 'draining', reason: 'shutting down' });
     try {
       await ctx.database.ping();
       if (!(await migrationsApplied(ctx.database))) {

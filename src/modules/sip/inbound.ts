@@ -23,6 +23,9 @@ import { comesFromRegistrar } from './registrations.ts';
 import { sipRepo } from './repository.ts';
 import type { SipWorkerDeps, WorkerState } from './worker-deps.ts';
 
+/** Retry-After of the 503 a draining worker answers new INVITEs with (seconds). */
+export const DRAIN_RETRY_AFTER_SECONDS = 5;
+
 export class InboundCalls {
   /** The INVITEs on their way to an answer (CANCEL finds them there) and the calls answered. */
   readonly #answering = new SipAnswering();
@@ -44,6 +47,14 @@ export class InboundCalls {
         endpoint.respond(req, ctx, 200, 'OK', { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS', Accept: 'application/sdp' });
         return;
       case 'INVITE':
+        // Draining (docs/deploy.md): a new call is turned away with 503 and Retry-After, which a
+        // trunk or proxy with more than one target takes as "try another" (RFC 3261 §21.5.4);
+        // calls in progress are not affected (their requests are in-dialog).
+        if (this.worker.draining) {
+          endpoint.respond(req, ctx, 503, 'Service Unavailable', { 'Retry-After': String(DRAIN_RETRY_AFTER_SECONDS) });
+          this.deps.log?.info({ source: ctx.remote.address, callId: req.headers.get('call-id') }, 'inbound SIP INVITE refused: this worker is draining');
+          return;
+        }
         return this.#onInvite(endpoint, req, ctx);
       case 'ACK':
         return;

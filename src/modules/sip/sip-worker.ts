@@ -39,6 +39,7 @@ export class SipWorker implements WorkerState {
   readonly ownerId: string;
   #endpoint: SipEndpoint | undefined;
   #stopping = false;
+  #draining = false;
   readonly #waker = new Waker();
   #loop: Promise<void> | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -72,6 +73,19 @@ export class SipWorker implements WorkerState {
   /** stop() has begun. */
   get stopping(): boolean {
     return this.#stopping;
+  }
+
+  /** drain() has been called: new INVITEs are answered 503 (inbound.ts). */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /**
+   * The process is stopping (SIGTERM): from now on new INVITEs are answered 503 with Retry-After;
+   * calls in progress, registrations and outbound calls go on until stop().
+   */
+  drain(): void {
+    this.#draining = true;
   }
 
   /** Bytes of messages held while nobody knows their organization yet (bounded; for tests and metrics). */
@@ -109,6 +123,7 @@ export class SipWorker implements WorkerState {
     await endpoint.start();
     this.#endpoint = endpoint;
     this.#stopping = false;
+    this.#draining = false;
     this.#unsubscribe = this.deps.wakeups.on(SIP_REGISTRATIONS, () => this.#waker.notify());
     this.#flushTimer = setInterval(() => void this.#captures.flush(), CAPTURE_FLUSH_MS);
     this.#flushTimer.unref();

@@ -50,6 +50,8 @@ export interface WorkerState {
   readonly endpoint: SipEndpoint | undefined;
   /** stop() has begun: nothing new is started. */
   readonly stopping: boolean;
+  /** The process is draining (SIGTERM): new INVITEs are answered 503 with Retry-After; calls in progress go on. */
+  readonly draining?: boolean;
   /** The process's RTP ports. */
   readonly ports: PortPool;
 }

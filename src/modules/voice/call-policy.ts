@@ -29,6 +29,8 @@ export interface Phrases {
   noResponseGoodbye: string;
   apology: string;
   failedGoodbye: string;
+  /** Said when the process carrying the call stops and the drain time has passed (docs/deploy.md). */
+  shutdownGoodbye: string;
   cannotTransfer: string;
   transferFailed: string;
   /** What an attended transfer's destination hears before it is joined; `{name}` is the destination's name. */
@@ -43,6 +45,7 @@ const PHRASES: Record<'en' | 'es' | 'fr' | 'de', Phrases> = {
     noResponseGoodbye: 'I haven\'t heard anything, so I\'ll end the call now. Goodbye.',
     apology: 'Sorry, I\'m having trouble answering right now. Could you say that again?',
     failedGoodbye: 'Sorry, something went wrong on our side. Please try again later. Goodbye.',
+    shutdownGoodbye: 'I\'m sorry, I have to end our call now. Please call back if there is anything else. Goodbye.',
     cannotTransfer: 'Sorry, I can\'t transfer this call.',
     transferFailed: 'Sorry, I could not transfer your call. How else can I help?',
     transferAnnouncement: 'Hello, I have a caller for {name} on the line. Connecting you now.',
@@ -53,6 +56,7 @@ const PHRASES: Record<'en' | 'es' | 'fr' | 'de', Phrases> = {
     noResponseGoodbye: 'No he escuchado nada, así que voy a terminar la llamada. Adiós.',
     apology: 'Disculpe, tengo problemas para responder en este momento. ¿Podría repetirlo?',
     failedGoodbye: 'Disculpe, algo salió mal de nuestro lado. Inténtelo más tarde. Adiós.',
+    shutdownGoodbye: 'Lo siento, tengo que terminar la llamada ahora. Vuelva a llamar si necesita algo más. Adiós.',
     cannotTransfer: 'Disculpe, no puedo transferir esta llamada.',
     transferFailed: 'Disculpe, no pude transferir su llamada. ¿En qué más puedo ayudarle?',
     transferAnnouncement: 'Hola, tengo en la línea una llamada para {name}. Le comunico ahora.',
@@ -63,6 +67,7 @@ const PHRASES: Record<'en' | 'es' | 'fr' | 'de', Phrases> = {
     noResponseGoodbye: 'Je n\'entends rien, je vais donc raccrocher. Au revoir.',
     apology: 'Désolé, j\'ai du mal à répondre pour le moment. Pouvez-vous répéter ?',
     failedGoodbye: 'Désolé, un problème est survenu de notre côté. Réessayez plus tard. Au revoir.',
+    shutdownGoodbye: 'Désolé, je dois mettre fin à notre appel maintenant. Rappelez-nous si besoin. Au revoir.',
     cannotTransfer: 'Désolé, je ne peux pas transférer cet appel.',
     transferFailed: 'Désolé, je n\'ai pas pu transférer votre appel. Puis-je vous aider autrement ?',
     transferAnnouncement: 'Bonjour, j\'ai un appel pour {name} en ligne. Je vous mets en relation.',
@@ -73,6 +78,7 @@ const PHRASES: Record<'en' | 'es' | 'fr' | 'de', Phrases> = {
     noResponseGoodbye: 'Ich höre nichts mehr, deshalb beende ich jetzt den Anruf. Auf Wiederhören.',
     apology: 'Entschuldigung, ich kann gerade nicht antworten. Können Sie das bitte wiederholen?',
     failedGoodbye: 'Entschuldigung, bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es später noch einmal. Auf Wiederhören.',
+    shutdownGoodbye: 'Entschuldigung, ich muss unser Gespräch jetzt beenden. Rufen Sie gern wieder an. Auf Wiederhören.',
     cannotTransfer: 'Entschuldigung, ich kann diesen Anruf nicht weiterleiten.',
     transferFailed: 'Entschuldigung, ich konnte Ihren Anruf nicht weiterleiten. Wie kann ich Ihnen sonst helfen?',
     transferAnnouncement: 'Hallo, ich habe einen Anrufer für {name} in der Leitung. Ich verbinde jetzt.',
@@ -95,7 +101,7 @@ export function transferAnnouncement(language: string, name: string | undefined)
 /** A line the call says, and the kind it is recorded as (messages.data.kind). */
 export interface AgentLine {
   text: string;
-  kind: 'ai_disclosure' | 'consent_question' | 'welcome' | 'recording_notice' | 'still_there' | 'no_response' | 'apology' | 'failed' | 'transfer_refused' | 'transfer_failed' | 'voicemail_message';
+  kind: 'ai_disclosure' | 'consent_question' | 'welcome' | 'recording_notice' | 'still_there' | 'no_response' | 'apology' | 'failed' | 'transfer_refused' | 'transfer_failed' | 'voicemail_message' | 'shutdown';
 }
 
 /** What a path can and cannot do; the policy and the docs read it, the renderers obey it. */

@@ -17,7 +17,7 @@ import type { AgentSettings } from '../agents/settings.ts';
 import type { TurnRunner } from '../conversations/turn.ts';
 import type { TurnLatencies, TurnStamps } from './latency.ts';
 import {
-  decide, freshCounters, transferAnnouncement, VOICE_TURN_TIMEOUT_MS,
+  decide, freshCounters, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS,
   type AgentLine, type CallDecision, type CallEvent, type PathCapabilities,
 } from './call-policy.ts';
 import { utteranceListener, type HeardTurn, type ListenerDeps, type UtteranceListenerOptions } from './listener.ts';
@@ -78,6 +78,12 @@ export interface VoiceSession {
   readonly phase: VoicePhase;
   /** The reply being spoken, if any. */
   readonly reply: ReplyHandle | undefined;
+  /**
+   * Ends the call politely because the process is stopping: the reply being spoken (or thought)
+   * is cut, the agent says its closing line (Phrases.shutdownGoodbye) and hangs up, `ended_by_agent`.
+   * Resolves when the call has ended.
+   */
+  wrapUp(): Promise<void>;
 }
 
 export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInput): VoiceSession {
@@ -274,5 +280,15 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
     done,
     get phase() { return phase; },
     get reply() { return reply?.handle; },
+    wrapUp() {
+      if (ended()) return done;
+      withdrawEarly();
+      reply?.handle.abort.abort();
+      enqueue(() => render({
+        next: 'hangup', say: { text: phrasesFor(language).shutdownGoodbye, kind: 'shutdown' },
+        outcome: 'ended_by_agent', detail: 'the process carrying the call stopped (CALLPLANE_DRAIN_SECONDS passed)',
+      }, undefined));
+      return done;
+    },
   };
 }

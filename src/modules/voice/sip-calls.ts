@@ -15,6 +15,7 @@ import { admissionSettings, voiceSettings } from '../agents/voice-settings.ts';
 import { bedFrom, type BackgroundAudio } from './background-audio.ts';
 import { CAPABILITIES, callAdmission, callOpening } from './call-policy.ts';
 import { normaliseAddress, type ConversationService, type OpenRequest } from '../conversations/service.ts';
+import { conversationRepo } from '../conversations/repository.ts';
 import { orgCallSpeaker } from './org-speech.ts';
 import type { CallSpeaker } from './speaker.ts';
 import { startCall, type StartCallDeps, type StartedCall } from './start-call.ts';
@@ -24,6 +25,8 @@ export interface VoiceCallsDeps extends StartCallDeps {
   conversations: Pick<ConversationService, 'open' | 'callTranscript' | 'liveConfig'>;
   /** Loads agents' backgroundAudio; without it, none plays. */
   background?: BackgroundAudio;
+  /** Where calls' starts and ends are counted (/metrics: callplane_calls_active, callplane_call_duration_seconds). */
+  metrics?: { callStarted(direction: string): void; callEnded(direction: string, outcome: string, seconds: number): void };
 }
 
 /**
@@ -46,6 +49,8 @@ const SIP_REASONS: Record<number, string> = {
 
 export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   const { db } = deps;
+  /** The calls of this process whose sessions run (a stopping worker waits for them, then wraps them up). */
+  const live = new Set<StartedCall>();
 
   /** The greeting as 8 kHz audio in the call's voice (from the greeting cache when it holds it), or undefined when it could not be made in time (the session retries). */
   async function synthesize(text: string | undefined, speaker: CallSpeaker): Promise<Int16Array | undefined> {
@@ -78,6 +83,10 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
     return {
       start(transport: VoiceTransport, { callId }) {
         let started: StartedCall | undefined;
+        const direction = call.direction;
+        const since = deps.now();
+        deps.metrics?.callStarted(direction);
+        let outcome = 'failed';
         const done = (async () => {
           const opened = await db.transaction().execute((tx) => deps.conversations.open(tx, { ...call, agent, channel: 'sip', fresh: true, carrierRef: callId }, deps.now()));
           started = await startCall(deps, transport, {
@@ -85,8 +94,14 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
             opening: { taskGreeting: opts.greeting, waitToGreet: opts.waitToGreet }, greetingAudio, background, speaker,
             voicemail: opts.voicemail ? { plan: opts.voicemail } : undefined,
           });
-          await started.done;
-        })();
+          live.add(started);
+          try {
+            await started.done;
+          } finally {
+            live.delete(started);
+          }
+          outcome = (await conversationRepo.find(db, opened.conversation.id))?.outcome ?? 'ended';
+        })().finally(() => deps.metrics?.callEnded(direction, outcome, (deps.now() - since) / 1000));
         // The call's end is the session's business; a failure to open is logged and the call hung up.
         const guarded = done.catch(async (err: Error) => {
           deps.log?.warn({ callId, err: err.message }, 'voice call: the session could not start');
@@ -98,6 +113,15 @@ export function voiceCalls(deps: VoiceCallsDeps): VoiceCalls {
   }
 
   return {
+    get active() {
+      return live.size;
+    },
+
+    async wrapUpAll() {
+      await Promise.allSettled([...live].map((c) => c.session.wrapUp()));
+      await Promise.allSettled([...live].map((c) => c.done));
+    },
+
     async inbound(call: InboundVoiceCall): Promise<PreparedVoiceCall | InboundRefusal | null> {
       // A callee that is a held number (docs/numbers.md, Arriving): its agent, if the organization
       // that admitted the call holds it; another organization's number, or one not active, is a 404.
