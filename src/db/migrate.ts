@@ -39,6 +39,7 @@ import { consoleSessions } from './migrations/0034-console-sessions.ts';
 import { sipRouteCredentials } from './migrations/0035-sip-route-credentials.ts';
 import { billingAddonCheckout } from './migrations/0036-billing-addon-checkout.ts';
 import { speechProviders } from './migrations/0037-speech-providers.ts';
+import { campaignRules } from './migrations/0041-campaign-rules.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -79,6 +80,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0035-sip-route-credentials': sipRouteCredentials(),
     '0036-billing-addon-checkout': billingAddonCheckout(),
     '0037-speech-providers': speechProviders(),
+    '0041-campaign-rules': campaignRules(),
   };
 }
 

@@ -35,9 +35,9 @@ const FRAMING_BYTES = 64 * 1024;
 /** Header names (compared case-insensitively) → the task field they fill. */
 const COLUMNS: Record<string, keyof RawTask> = Object.fromEntries(
   (['type', 'target', 'context', 'taskContext', 'greeting', 'waitToGreet', 'accountId', 'scheduledFor',
-    'message', 'content', 'externalTaskId', 'meta', 'voicemail'] as const).map((c) => [c.toLowerCase(), c]),
+    'message', 'content', 'externalTaskId', 'meta', 'voicemail', 'callingWindow', 'retryRules'] as const).map((c) => [c.toLowerCase(), c]),
 );
-const KNOWN = 'type, target, context, taskContext, greeting, waitToGreet, accountId, scheduledFor, message (or content), externalTaskId, meta, voicemail';
+const KNOWN = 'type, target, context, taskContext, greeting, waitToGreet, accountId, scheduledFor, message (or content), externalTaskId, meta, voicemail, callingWindow, retryRules';
 
 export interface LineMessage { line: number; message: string }
 

@@ -48,10 +48,12 @@ export interface TaskWorkerDeps {
   voicemailPlan?: TaskHandlerDeps['voicemailPlan'];
   /** Writes a text task's text when it has no content (the agent's model). */
   composeText?: TaskHandlerDeps['composeText'];
+  /** The latest conversation of a task since a time: what an attempt records as its conversation. */
+  conversationOf?: TaskHandlerDeps['conversationOf'];
   log?: TaskHandlerDeps['log'];
 }
 
 /** What a worker does with a claimed task (TaskQueue.join). */
 export function taskWorker(deps: TaskWorkerDeps): WorkerFactory<typeof TASKS> {
-  return () => ({ handler: createTaskHandler(deps) });
+  return (now) => ({ handler: createTaskHandler({ ...deps, now }) });
 }
