@@ -521,7 +521,7 @@ export function admission(kind: TaskKind, nowMs: number, limits: Readonly<TaskLi
     // Not before every window is open: the business hours and the recipient's calling window.
     const opens = nextOpeningInAll(until, windows);
     code = hours && !isOpen(until, hours) ? 'business_hours' : 'calling_window';
-    until = opens ?? until + DAY_MS;
+    until = opens ?? until; // windows that never meet: looked at again at the binding time
   }
   return { admit: false, until, code, reason: blocks.map((b) => b.reason).join('; ') };
 }
