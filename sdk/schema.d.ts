@@ -2250,10 +2250,29 @@ export interface components {
                 /** Format: http-url */
                 url: string;
             };
+            /**
+             * @description The number a call goes out from: agent (the agent's own number, else the provider's) or nearest (the organization's number nearest the recipient: same area code, else time zone, else country; extension; docs/campaigns.md)
+             * @enum {string}
+             */
+            callerIdStrategy: "agent" | "nearest";
             /** @description Seconds of caller silence before "are you still there?" */
             callerResponseTimeout: number;
             /** @description Times the agent asks before hanging up */
             callerResponseTimeoutHangupCounter: number;
+            /** @description When this agent's calls and texts may go out, in the recipient's local time (extension; docs/campaigns.md); null: the organization's callingWindow */
+            callingWindow: {
+                /** @description 0 = Sunday … 6 = Saturday */
+                days: number[];
+                /** @description HH:MM, after start; 24:00 is the end of the day */
+                end: string;
+                /** @description HH:MM */
+                start: string;
+                /**
+                 * Format: iana-timezone
+                 * @description Read in this zone instead of the recipient's
+                 */
+                timezone?: string;
+            } | null;
             /** @description SIP code of such a rejection */
             cnamAutoRejectCode: number;
             /**
@@ -2306,6 +2325,15 @@ export interface components {
             recordingNotificationPhrase: string;
             /** @description Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md) */
             requireVerifiedCallerForTexts: boolean;
+            /** @description Which call results try again, after what delays, up to how many attempts, always within the calling window (extension; docs/campaigns.md); null: the organization's retries */
+            retryRules: {
+                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                delaysSec: number[];
+                /** @description Attempts in all, the first included */
+                maxAttempts: number;
+                /** @description Results that try again */
+                on: ("no-answer" | "busy" | "failed" | "voicemail")[];
+            } | null;
             /** @description Milliseconds of silence that end the caller's turn */
             speakingTimeout: number;
             /** @description Milliseconds before speech goes to the LLM */
@@ -2937,10 +2965,29 @@ export interface operations {
                         /** Format: http-url */
                         url: string;
                     };
+                    /**
+                     * @description The number a call goes out from: agent (the agent's own number, else the provider's) or nearest (the organization's number nearest the recipient: same area code, else time zone, else country; extension; docs/campaigns.md)
+                     * @enum {string}
+                     */
+                    callerIdStrategy?: "agent" | "nearest";
                     /** @description Seconds of caller silence before "are you still there?" */
                     callerResponseTimeout?: number;
                     /** @description Times the agent asks before hanging up */
                     callerResponseTimeoutHangupCounter?: number;
+                    /** @description When this agent's calls and texts may go out, in the recipient's local time (extension; docs/campaigns.md); null: the organization's callingWindow */
+                    callingWindow?: {
+                        /** @description 0 = Sunday … 6 = Saturday */
+                        days: number[];
+                        /** @description HH:MM, after start; 24:00 is the end of the day */
+                        end: string;
+                        /** @description HH:MM */
+                        start: string;
+                        /**
+                         * Format: iana-timezone
+                         * @description Read in this zone instead of the recipient's
+                         */
+                        timezone?: string;
+                    } | null;
                     /** @description SIP code of such a rejection */
                     cnamAutoRejectCode?: number;
                     /**
@@ -2993,6 +3040,15 @@ export interface operations {
                     recordingNotificationPhrase?: string;
                     /** @description Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md) */
                     requireVerifiedCallerForTexts?: boolean;
+                    /** @description Which call results try again, after what delays, up to how many attempts, always within the calling window (extension; docs/campaigns.md); null: the organization's retries */
+                    retryRules?: {
+                        /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                        delaysSec: number[];
+                        /** @description Attempts in all, the first included */
+                        maxAttempts: number;
+                        /** @description Results that try again */
+                        on: ("no-answer" | "busy" | "failed" | "voicemail")[];
+                    } | null;
                     /** @description Milliseconds of silence that end the caller's turn */
                     speakingTimeout?: number;
                     /** @description Milliseconds before speech goes to the LLM */
@@ -4030,6 +4086,8 @@ export interface operations {
                     accountId?: number | string;
                     /** @description Agent for every item (alias of accountId) */
                     agentId?: number | string;
+                    /** @description Calling window for every item (extension; docs/campaigns.md) */
+                    callingWindow?: unknown;
                     /** @description Message for every item (outboundSms) */
                     content?: string;
                     /** @description Context for every item */
@@ -4039,6 +4097,8 @@ export interface operations {
                     /** @description Greeting for every item */
                     greeting?: string;
                     meta?: unknown;
+                    /** @description Retry rules for every call (extension; docs/campaigns.md) */
+                    retryRules?: unknown;
                     /** @description Unix seconds for every item */
                     scheduledFor?: number | string;
                     /** @description Stagger item n by n × this many seconds */
@@ -4071,7 +4131,39 @@ export interface operations {
                         tasks: ({
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -4105,6 +4197,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -4194,6 +4297,8 @@ export interface operations {
                     accountId?: number | string;
                     /** @description Agent for every item (alias of accountId) */
                     agentId?: number | string;
+                    /** @description Calling window for every item (extension; docs/campaigns.md) */
+                    callingWindow?: unknown;
                     /** @description Message for every item (outboundSms) */
                     content?: string;
                     /** @description Context for every item */
@@ -4203,6 +4308,8 @@ export interface operations {
                     /** @description Greeting for every item */
                     greeting?: string;
                     meta?: unknown;
+                    /** @description Retry rules for every call (extension; docs/campaigns.md) */
+                    retryRules?: unknown;
                     /** @description Unix seconds for every item */
                     scheduledFor?: number | string;
                     /** @description Stagger item n by n × this many seconds */
@@ -4235,7 +4342,39 @@ export interface operations {
                         tasks: ({
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -4269,6 +4408,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -13964,7 +14114,39 @@ export interface operations {
                         tasks: ({
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -13998,6 +14180,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -14084,6 +14277,8 @@ export interface operations {
                 "application/json": {
                     /** @description Agent of the organization that runs the task (default: the organization's first agent) */
                     accountId?: number | string;
+                    /** @description Call and text tasks: {days [0–6], start "HH:MM", end "HH:MM", timezone (optional)}, when it may go out in the recipient's local time, over its agent's and organization's; null: no window (extension; docs/campaigns.md) */
+                    callingWindow?: unknown;
                     /** @description The message of a text task (also accepted as message) */
                     content?: string;
                     /** @description Context for the agent */
@@ -14096,6 +14291,8 @@ export interface operations {
                     message?: string;
                     /** @description Your metadata (a JSON object) */
                     meta?: unknown;
+                    /** @description Call tasks: {on [no-answer, busy, failed, voicemail], delaysSec [..], maxAttempts}, over its agent's (extension; docs/campaigns.md) */
+                    retryRules?: unknown;
                     /** @description Unix seconds; absent or 0 = now */
                     scheduledFor?: number | string;
                     /** @description Phone number (E.164, or international format; required for call and text), or for a ping the username of an agent of the organization */
@@ -14127,7 +14324,39 @@ export interface operations {
                         task: {
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -14161,6 +14390,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -14279,7 +14519,39 @@ export interface operations {
                         task: {
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -14313,6 +14585,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -14419,7 +14702,39 @@ export interface operations {
                         task: {
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -14453,6 +14768,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -14831,6 +15157,19 @@ export interface operations {
                             } & {
                                 [key: string]: unknown;
                             };
+                            /** @description callplane extension: the organization's default calling window, in the recipient's local time (docs/campaigns.md); absent when not set */
+                            callingWindow?: {
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
                             concurrencyPerRun: number;
                             /** @description Seconds between attempts to the same target; absent when not set */
                             cooldowns: {
@@ -14909,6 +15248,8 @@ export interface operations {
                 "application/json": {
                     /** @description {timezone, days [0–6, 0 = Sunday], start "HH:MM", end "HH:MM"}, or null */
                     businessHours?: unknown;
+                    /** @description callplane extension: {days [0–6], start "HH:MM", end "HH:MM", timezone (optional)}: when calls and texts may go out in the recipient's local time; null removes it (docs/campaigns.md) */
+                    callingWindow?: unknown;
                     /** @description Tasks running at once (resellers and partners only) */
                     concurrencyPerRun?: unknown;
                     /** @description {calls, texts}: seconds between attempts to the same number */
@@ -14939,6 +15280,19 @@ export interface operations {
                                 start: string;
                                 /** @description IANA time zone */
                                 timezone: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @description callplane extension: the organization's default calling window, in the recipient's local time (docs/campaigns.md); absent when not set */
+                            callingWindow?: {
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
                             } & {
                                 [key: string]: unknown;
                             };
