@@ -250,4 +250,25 @@ forEachEngine('campaign rules: calling windows, retry rules, caller ID', (h) => 
     const read = await h().call('GET', '/api/v2/tasks/limits', { token: org.token });
     assert.equal(read.body.limits.callingWindow, undefined, 'absent while not set');
   });
+
+  it('a CSV upload takes callingWindow and retryRules as JSON cells, refusing a bad one by its line', async () => {
+    const org = await tenant('America/New_York');
+    const q = (o: unknown) => `"${JSON.stringify(o).replaceAll('"', '""')}"`;
+    const csv = [
+      'type,target,callingWindow,retryRules',
+      `call,+14155550120,${q({ days: [1, 2], start: '09:00', end: '17:00' })},${q({ on: ['busy'], delaysSec: [60], maxAttempts: 2 })}`,
+      'call,+14155550121,null,',
+      `call,+14155550122,${q({ days: [1], start: '09:00' })},`,
+    ].join('\n') + '\n';
+    const boundary = '----campaigns';
+    const payload = `--${boundary}\r\nContent-Disposition: form-data; name="csv"; filename="t.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}\r\n--${boundary}--\r\n`;
+    const res = await h().call('POST', '/api/v2/tasks/csv', { token: org.token, payload, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual([res.body.inserted, res.body.invalid], [2, 1]);
+    assert.equal(res.body.errors[0].line, 4);
+    assert.match(res.body.errors[0].message, /callingWindow\.end is required/);
+    const list = (await h().call('GET', '/api/v2/tasks', { token: org.token, query: { sort: 'createdAt', order: 'asc' } })).body.tasks;
+    assert.deepEqual(list.map((t: { callingWindow?: unknown }) => t.callingWindow), [{ days: [1, 2], start: '09:00', end: '17:00' }, null]);
+    assert.deepEqual(list[0].retryRules, { on: ['busy'], delaysSec: [60], maxAttempts: 2 });
+  });
 }, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2' });

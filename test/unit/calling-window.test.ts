@@ -9,7 +9,8 @@ import { parsePhoneNumber } from 'libphonenumber-js';
 import { numberTimeZones } from '../../src/lib/phone-zones.ts';
 import { describeWindow, recipientWindow, retryDecision, retryResultOf, validateRetryRules, windowZones } from '../../src/modules/limits/calling-window.ts';
 import { admission, DEFAULT_LIMITS, isOpenInAll, nextOpeningInAll } from '../../src/modules/limits/task-limits.ts';
-import { attemptNumber, effectKey, endingAttempt, withAttempt } from '../../src/modules/tasks/attempts.ts';
+import { attemptNumber, effectKey, endingAttempt, taskWindow, withAttempt } from '../../src/modules/tasks/attempts.ts';
+import type { Executor } from '../../src/db/types.ts';
 import { nearestNumber } from '../../src/modules/phone-numbers/holders.ts';
 
 const WEEKDAYS = { days: [1, 2, 3, 4, 5], start: '09:00', end: '20:00' };
@@ -74,6 +75,20 @@ describe('which zones a window is read in', () => {
     assert.equal(describeWindow({ days: [1, 3, 5], start: '09:00', end: '12:00' }), 'Mon, Wed, Fri 09:00–12:00');
     const overlap = admission('call', MON_15, { ...limits, businessHours: { ...limits.businessHours, end: '18:00' } }, { today: {}, dayTimezone: 'UTC', running: 0 }, w);
     assert.ok(!overlap.admit && overlap.until === Date.UTC(2026, 10, 30, 17, 0) && overlap.code === 'calling_window');
+  });
+});
+
+describe('a task\'s own window', () => {
+  // A task that sets its own window is decided without its agent's settings: no database is read.
+  const noDatabase = {} as Executor;
+  const own = (target: string, window: object) => ({ account_id: 1, target, campaign: JSON.stringify({ callingWindow: window }) });
+  it('a SIP extension or URI is windowed only when the window names its zone; a number in its zone', async () => {
+    assert.equal(await taskWindow(noDatabase, own('sip:100@pbx.example', WEEKDAYS), DEFAULT_LIMITS, 'UTC', MON_15), undefined);
+    const zoned = await taskWindow(noDatabase, own('sip:100@pbx.example', { ...WEEKDAYS, timezone: 'Europe/Paris' }), DEFAULT_LIMITS, 'UTC', MON_15);
+    assert.deepEqual(zoned?.hours.map((h) => h.timezone), ['Europe/Paris']);
+    const number = await taskWindow(noDatabase, own('+14155550100', WEEKDAYS), DEFAULT_LIMITS, 'UTC', MON_15);
+    assert.deepEqual(number?.hours.map((h) => h.timezone), ['America/Los_Angeles']);
+    assert.equal(await taskWindow(noDatabase, own('+14155550100', null as unknown as object), DEFAULT_LIMITS, 'UTC', MON_15), undefined, 'null: no window');
   });
 });
 

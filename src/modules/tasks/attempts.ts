@@ -8,6 +8,7 @@ import type { AttemptEntry } from './present.ts';
 
 export type { AttemptEntry };
 import { readJsonObject } from '../../db/json-columns.ts';
+import { isE164 } from '../../lib/phone.ts';
 import { numberTimeZones } from '../../lib/phone-zones.ts';
 import { agentRepo } from '../agents/repository.ts';
 import { recipientWindow, retryDecision, retryResultOf, type CallingWindow, type RetryRules } from '../limits/calling-window.ts';
@@ -70,6 +71,9 @@ export async function taskWindow(
   if (own.callingWindow !== undefined) window = own.callingWindow;
   else window = (agent ?? await agentCampaignIn(tx, row.account_id)).callingWindow ?? limits.callingWindow ?? null;
   if (!window) return undefined;
+  // A target that is not a phone number (a SIP extension or URI) says nothing of where it rings:
+  // windowed only when the window names its own zone.
+  if (!window.timezone && !(row.target && isE164(row.target))) return undefined;
   const zones = !window.timezone && row.target ? await numberTimeZones(row.target) : [];
   return recipientWindow(window, zones, orgZone, now);
 }
