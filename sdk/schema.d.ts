@@ -4179,7 +4179,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -4390,7 +4390,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -14162,7 +14162,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -14372,7 +14372,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -14567,7 +14567,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -14750,7 +14750,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;

@@ -42,7 +42,7 @@ const Task = Obj({
   meta: Nullable(Obj({}, 'Your metadata, as given')),
   scheduledFor: Seconds('Requested start (unix seconds); null: as soon as possible'),
   runAt: Seconds('While pending: when the queue next considers it (unix seconds)'),
-  heldReason: NullableText('While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise'),
+  heldReason: NullableText('While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient\'s time, a cooldown, concurrency); null otherwise'),
   createdAt: Type.Number(),
   updatedAt: Type.Number(),
   startedAt: Seconds('First start (unix seconds)'),
