@@ -94,7 +94,7 @@ forEachEngine('campaign rules: calling windows, retry rules, caller ID', (h) => 
     assert.equal(wall(held.run_at, 'America/Los_Angeles'), 'Mon 09:00', 'held until 09:00 in the recipient\'s time');
     assert.ok(held.run_at > clock.now());
     const v = await view(org.token, la);
-    assert.match(v.heldReason, /outside the calling window \(Mon–Fri 09:00–17:00, America\/Los_Angeles, the recipient's time; opens /);
+    assert.match(v.heldReason, /outside the calling window \(Mon–Fri 09:00–17:00 \(the organization's\), America\/Los_Angeles, the recipient's time; opens /);
     assert.ok(v.heldReason.includes(new Date(held.run_at).toISOString()), v.heldReason);
     assert.equal(v.runAt, held.run_at / 1000);
 
@@ -186,7 +186,7 @@ forEachEngine('campaign rules: calling windows, retry rules, caller ID', (h) => 
     assert.equal(row.state, 'pending');
     assert.equal(wall(row.run_at, 'America/New_York'), 'Tue 09:00', 'moved to the next opening');
     assert.ok(row.run_at - clock.now() > HOUR);
-    assert.match(row.error ?? '', /moved to the calling window's opening \(Mon–Fri 09:00–17:00, America\/New_York, the window's own zone\)/);
+    assert.match(row.error ?? '', /moved to the calling window's opening \(Mon–Fri 09:00–17:00 \(the task's\), America\/New_York, the window's own zone\)/);
     clock.advance(row.run_at - clock.now());
     const [again] = await claim([id]);
     const last = await run(again);

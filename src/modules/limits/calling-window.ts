@@ -116,10 +116,10 @@ export function windowZones(window: CallingWindow, numberZones: readonly string[
 }
 
 /** The window admission checks for a task (RecipientWindow of task-limits.ts). */
-export function recipientWindow(window: CallingWindow, numberZones: readonly string[], fallback: string, at: number): RecipientWindow {
+export function recipientWindow(window: CallingWindow, numberZones: readonly string[], fallback: string, at: number, source?: 'task' | 'agent' | 'organization'): RecipientWindow {
   const { zones, basis } = windowZones(window, numberZones, fallback, at);
   const hours: BusinessHours[] = zones.map((timezone) => ({ timezone, days: window.days, start: window.start, end: window.end }));
-  return { hours, label: `${describeWindow(window)}, ${basis}` };
+  return { hours, label: `${describeWindow(window)}${source ? ` (the ${source}'s)` : ''}, ${basis}` };
 }
 
 /** What a finished or failed call attempt's outcome counts as for retry rules, or null (it never retries). */

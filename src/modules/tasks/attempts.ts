@@ -68,14 +68,19 @@ export async function taskWindow(
 ): Promise<RecipientWindow | undefined> {
   const own = taskCampaign(row);
   let window: CallingWindow | null;
+  let source: 'task' | 'agent' | 'organization' = 'task';
   if (own.callingWindow !== undefined) window = own.callingWindow;
-  else window = (agent ?? await agentCampaignIn(tx, row.account_id)).callingWindow ?? limits.callingWindow ?? null;
+  else {
+    window = (agent ?? await agentCampaignIn(tx, row.account_id)).callingWindow;
+    source = 'agent';
+    if (!window) { window = limits.callingWindow ?? null; source = 'organization'; }
+  }
   if (!window) return undefined;
   // A target that is not a phone number (a SIP extension or URI) says nothing of where it rings:
   // windowed only when the window names its own zone.
   if (!window.timezone && !(row.target && isE164(row.target))) return undefined;
   const zones = !window.timezone && row.target ? await numberTimeZones(row.target) : [];
-  return recipientWindow(window, zones, orgZone, now);
+  return recipientWindow(window, zones, orgZone, now, source);
 }
 
 /**

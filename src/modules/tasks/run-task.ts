@@ -66,7 +66,7 @@ export interface TaskHandlerDeps {
 }
 
 /** What a call or text attempt records of itself (attempts.ts): all but how it ended and its conversation. */
-interface AttemptStart { n: number; at: number; callerId: string | null; callerIdBasis: CallerIdBasis; agent: AgentCampaign }
+interface AttemptStart { n: number; at: number; callerId: string | null; callerIdBasis: CallerIdBasis; agent: AgentCampaign; simulated: boolean }
 
 const done = (outcome: TaskOutcome, extra: Patch<Row> = {}): Outcome<Row> => ({
   kind: 'complete',
@@ -163,7 +163,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     if (row.type === 'call' && agent.callerIdStrategy === 'nearest') ({ from, basis } = await nearestCallerId(db, row.org_id, row.account_id, row.target!, carrier));
     else { from = await agentCallerId(db, row.org_id, row.account_id, carrier); basis = from ? 'agent' : 'default'; }
     const sender = from ? { from } : {};
-    const started: AttemptStart = { n: attemptNumber(row), at: clock(), callerId: from ?? null, callerIdBasis: basis, agent };
+    const started: AttemptStart = { n: attemptNumber(row), at: clock(), callerId: from ?? null, callerIdBasis: basis, agent, simulated: carrier.simulated };
     if (row.type === 'text') {
       const body = row.content ?? await composed(row, signal);
       if (typeof body !== 'string') return body;
@@ -199,9 +199,12 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     };
   }
 
-  /** The attempt log with this attempt ended (`result`), and the conversation it held. */
+  /**
+   * The attempt log with this attempt ended (`result`), and the conversation it held (none on the
+   * SIMULATED carrier, which holds no conversation: not looked for).
+   */
   async function recorded(row: Row, signal: AbortSignal, started: AttemptStart, result: string, providerRef: string | null): Promise<string> {
-    const conversationId = deps.conversationOf ? await afterSending(row, signal, () => deps.conversationOf!(row.id, started.at)) : null;
+    const conversationId = deps.conversationOf && !started.simulated ? await afterSending(row, signal, () => deps.conversationOf!(row.id, started.at)) : null;
     return withAttempt(row, entryOf(started, result, providerRef, conversationId));
   }
 
