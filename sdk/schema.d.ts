@@ -704,10 +704,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Fetch an organization's compliance settings (callplane extension; docs/campaigns-part-b.md) */
+        /** Fetch an organization's compliance settings (callplane extension; docs/campaigns.md) */
         get: operations["getComplianceSettings"];
         put?: never;
-        /** Change an organization's compliance settings (callplane extension; docs/campaigns-part-b.md) */
+        /** Change an organization's compliance settings (callplane extension; docs/campaigns.md) */
         post: operations["updateComplianceSettings"];
         delete?: never;
         options?: never;
@@ -962,11 +962,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Fetch a do-not-call list, newest first (callplane extension; docs/campaigns-part-b.md) */
+        /** Fetch a do-not-call list, newest first (callplane extension; docs/campaigns.md) */
         get: operations["listDoNotCall"];
         put?: never;
         /**
-         * Add numbers to a do-not-call list (callplane extension; docs/campaigns-part-b.md)
+         * Add numbers to a do-not-call list (callplane extension; docs/campaigns.md)
          * @description Tasks to these numbers are refused from now on, and pending ones are not dialled or sent: they end canceled.
          */
         post: operations["addDoNotCall"];
@@ -986,7 +986,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a number from a do-not-call list (callplane extension; docs/campaigns-part-b.md) */
+        /** Remove a number from a do-not-call list (callplane extension; docs/campaigns.md) */
         delete: operations["removeDoNotCall"];
         options?: never;
         head?: never;
@@ -1001,13 +1001,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Export a do-not-call list as CSV (callplane extension; docs/campaigns-part-b.md)
+         * Export a do-not-call list as CSV (callplane extension; docs/campaigns.md)
          * @description Columns number, source, evidence, note, createdAt (ISO 8601), listOf; oldest first. Numbers are written '+1… so spreadsheets keep them as text; the import reads them back.
          */
         get: operations["exportDoNotCall"];
         put?: never;
         /**
-         * Add numbers to a do-not-call list from a CSV file (callplane extension; docs/campaigns-part-b.md)
+         * Add numbers to a do-not-call list from a CSV file (callplane extension; docs/campaigns.md)
          * @description multipart/form-data with the file in field csv (at most 10 MB): the number in the first column, an optional header row (number, note). Refused rows are listed with their line; the rest are added.
          */
         post: operations["importDoNotCall"];
@@ -2465,7 +2465,7 @@ export interface components {
             agentTtsEngine: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram" | null;
             /** @description Voice: a catalog voice (en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female; GET /api/v2/models/supported), or, with agentTtsEngine, that engine's own voice id (GET /api/v2/voices) */
             agentVoice: string;
-            /** @description What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns-part-b.md); empty: none */
+            /** @description What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns.md); empty: none */
             aiDisclosure: string;
             /** @description Fields the analysis after each conversation extracts (at most 10; string, number, boolean or enum; extension; docs/agents.md) */
             analysisFields?: {
@@ -2510,10 +2510,29 @@ export interface components {
                 /** Format: http-url */
                 url: string;
             };
+            /**
+             * @description The number a call goes out from: agent (the agent's own number, else the provider's) or nearest (the organization's number nearest the recipient: same area code, else time zone, else country; extension; docs/campaigns.md)
+             * @enum {string}
+             */
+            callerIdStrategy: "agent" | "nearest";
             /** @description Seconds of caller silence before "are you still there?" */
             callerResponseTimeout: number;
             /** @description Times the agent asks before hanging up */
             callerResponseTimeoutHangupCounter: number;
+            /** @description When this agent's calls and texts may go out, in the recipient's local time (extension; docs/campaigns.md); null: the organization's callingWindow */
+            callingWindow: {
+                /** @description 0 = Sunday … 6 = Saturday */
+                days: number[];
+                /** @description HH:MM, after start; 24:00 is the end of the day */
+                end: string;
+                /** @description HH:MM */
+                start: string;
+                /**
+                 * Format: iana-timezone
+                 * @description Read in this zone instead of the recipient's
+                 */
+                timezone?: string;
+            } | null;
             /** @description SIP code of such a rejection */
             cnamAutoRejectCode: number;
             /**
@@ -2563,7 +2582,7 @@ export interface components {
             /** @description Pre-answer function results go straight to the context */
             preAnswerSkipProcessingResults: boolean;
             /**
-             * @description Recording consent on calls (extension; docs/campaigns-part-b.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call's recording, recorded on the conversation)
+             * @description Recording consent on calls (extension; docs/campaigns.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call's recording, recorded on the conversation)
              * @enum {string}
              */
             recordingConsent: "off" | "announce" | "ask";
@@ -2573,6 +2592,15 @@ export interface components {
             recordingNotificationPhrase: string;
             /** @description Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md) */
             requireVerifiedCallerForTexts: boolean;
+            /** @description Which call results try again, after what delays, up to how many attempts, always within the calling window (extension; docs/campaigns.md); null: the organization's retries */
+            retryRules: {
+                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                delaysSec: number[];
+                /** @description Attempts in all, the first included */
+                maxAttempts: number;
+                /** @description Results that try again */
+                on: ("no-answer" | "busy" | "failed" | "voicemail")[];
+            } | null;
             /** @description Milliseconds of silence that end the caller's turn */
             speakingTimeout: number;
             /** @description Milliseconds before speech goes to the LLM */
@@ -3163,7 +3191,7 @@ export interface operations {
                     agentTtsEngine?: "espeak" | "openai" | "elevenlabs" | "cartesia" | "deepgram" | null;
                     /** @description Voice: a catalog voice (en-US Female, en-US Male, en-GB Female, en-GB Male, es-US Female, es-US Male, es-MX Female, es-ES Female, fr-FR Female, de-DE Female; GET /api/v2/models/supported), or, with agentTtsEngine, that engine's own voice id (GET /api/v2/voices) */
                     agentVoice?: string;
-                    /** @description What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns-part-b.md); empty: none */
+                    /** @description What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns.md); empty: none */
                     aiDisclosure?: string;
                     /** @description Fields the analysis after each conversation extracts (at most 10; string, number, boolean or enum; extension; docs/agents.md) */
                     analysisFields?: {
@@ -3208,10 +3236,29 @@ export interface operations {
                         /** Format: http-url */
                         url: string;
                     };
+                    /**
+                     * @description The number a call goes out from: agent (the agent's own number, else the provider's) or nearest (the organization's number nearest the recipient: same area code, else time zone, else country; extension; docs/campaigns.md)
+                     * @enum {string}
+                     */
+                    callerIdStrategy?: "agent" | "nearest";
                     /** @description Seconds of caller silence before "are you still there?" */
                     callerResponseTimeout?: number;
                     /** @description Times the agent asks before hanging up */
                     callerResponseTimeoutHangupCounter?: number;
+                    /** @description When this agent's calls and texts may go out, in the recipient's local time (extension; docs/campaigns.md); null: the organization's callingWindow */
+                    callingWindow?: {
+                        /** @description 0 = Sunday … 6 = Saturday */
+                        days: number[];
+                        /** @description HH:MM, after start; 24:00 is the end of the day */
+                        end: string;
+                        /** @description HH:MM */
+                        start: string;
+                        /**
+                         * Format: iana-timezone
+                         * @description Read in this zone instead of the recipient's
+                         */
+                        timezone?: string;
+                    } | null;
                     /** @description SIP code of such a rejection */
                     cnamAutoRejectCode?: number;
                     /**
@@ -3261,7 +3308,7 @@ export interface operations {
                     /** @description Pre-answer function results go straight to the context */
                     preAnswerSkipProcessingResults?: boolean;
                     /**
-                     * @description Recording consent on calls (extension; docs/campaigns-part-b.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call's recording, recorded on the conversation)
+                     * @description Recording consent on calls (extension; docs/campaigns.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call's recording, recorded on the conversation)
                      * @enum {string}
                      */
                     recordingConsent?: "off" | "announce" | "ask";
@@ -3271,6 +3318,15 @@ export interface operations {
                     recordingNotificationPhrase?: string;
                     /** @description Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md) */
                     requireVerifiedCallerForTexts?: boolean;
+                    /** @description Which call results try again, after what delays, up to how many attempts, always within the calling window (extension; docs/campaigns.md); null: the organization's retries */
+                    retryRules?: {
+                        /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                        delaysSec: number[];
+                        /** @description Attempts in all, the first included */
+                        maxAttempts: number;
+                        /** @description Results that try again */
+                        on: ("no-answer" | "busy" | "failed" | "voicemail")[];
+                    } | null;
                     /** @description Milliseconds of silence that end the caller's turn */
                     speakingTimeout?: number;
                     /** @description Milliseconds before speech goes to the LLM */
@@ -5959,6 +6015,8 @@ export interface operations {
                     accountId?: number | string;
                     /** @description Agent for every item (alias of accountId) */
                     agentId?: number | string;
+                    /** @description Calling window for every item (extension; docs/campaigns.md) */
+                    callingWindow?: unknown;
                     /** @description Message for every item (outboundSms) */
                     content?: string;
                     /** @description Context for every item */
@@ -5968,6 +6026,8 @@ export interface operations {
                     /** @description Greeting for every item */
                     greeting?: string;
                     meta?: unknown;
+                    /** @description Retry rules for every call (extension; docs/campaigns.md) */
+                    retryRules?: unknown;
                     /** @description Unix seconds for every item */
                     scheduledFor?: number | string;
                     /** @description Stagger item n by n × this many seconds */
@@ -5996,7 +6056,7 @@ export interface operations {
                     "application/json": {
                         inserted: number;
                         message?: string;
-                        /** @description Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns-part-b.md) */
+                        /** @description Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns.md) */
                         refused?: ({
                             /** @description The item of targets (0 for target) */
                             index: number;
@@ -6009,7 +6069,39 @@ export interface operations {
                         tasks: ({
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -6025,7 +6117,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -6043,6 +6135,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -6132,6 +6235,8 @@ export interface operations {
                     accountId?: number | string;
                     /** @description Agent for every item (alias of accountId) */
                     agentId?: number | string;
+                    /** @description Calling window for every item (extension; docs/campaigns.md) */
+                    callingWindow?: unknown;
                     /** @description Message for every item (outboundSms) */
                     content?: string;
                     /** @description Context for every item */
@@ -6141,6 +6246,8 @@ export interface operations {
                     /** @description Greeting for every item */
                     greeting?: string;
                     meta?: unknown;
+                    /** @description Retry rules for every call (extension; docs/campaigns.md) */
+                    retryRules?: unknown;
                     /** @description Unix seconds for every item */
                     scheduledFor?: number | string;
                     /** @description Stagger item n by n × this many seconds */
@@ -6169,7 +6276,7 @@ export interface operations {
                     "application/json": {
                         inserted: number;
                         message?: string;
-                        /** @description Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns-part-b.md) */
+                        /** @description Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns.md) */
                         refused?: ({
                             /** @description The item of targets (0 for target) */
                             index: number;
@@ -6182,7 +6289,39 @@ export interface operations {
                         tasks: ({
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -6198,7 +6337,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -6216,6 +6355,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -16533,7 +16683,39 @@ export interface operations {
                         tasks: ({
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -16549,7 +16731,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -16567,6 +16749,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -16653,6 +16846,8 @@ export interface operations {
                 "application/json": {
                     /** @description Agent of the organization that runs the task (default: the organization's first agent) */
                     accountId?: number | string;
+                    /** @description Call and text tasks: {days [0–6], start "HH:MM", end "HH:MM", timezone (optional)}, when it may go out in the recipient's local time, over its agent's and organization's; null: no window (extension; docs/campaigns.md) */
+                    callingWindow?: unknown;
                     /** @description The message of a text task (also accepted as message) */
                     content?: string;
                     /** @description Context for the agent */
@@ -16665,6 +16860,8 @@ export interface operations {
                     message?: string;
                     /** @description Your metadata (a JSON object) */
                     meta?: unknown;
+                    /** @description Call tasks: {on [no-answer, busy, failed, voicemail], delaysSec [..], maxAttempts}, over its agent's (extension; docs/campaigns.md) */
+                    retryRules?: unknown;
                     /** @description Unix seconds; absent or 0 = now */
                     scheduledFor?: number | string;
                     /** @description Phone number (E.164, or international format; required for call and text), or for a ping the username of an agent of the organization */
@@ -16696,7 +16893,39 @@ export interface operations {
                         task: {
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -16712,7 +16941,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -16730,6 +16959,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -16848,7 +17088,39 @@ export interface operations {
                         task: {
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -16864,7 +17136,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -16882,6 +17154,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -16988,7 +17271,39 @@ export interface operations {
                         task: {
                             /** @description The agent that runs it */
                             accountId: number;
+                            /** @description callplane extension: each call or text attempt that went out (docs/campaigns.md) */
+                            attemptLog: ({
+                                /** @description When it went out (unix seconds) */
+                                at: number;
+                                /** @description Its number among the attempts that went out, from 1 */
+                                attempt: number;
+                                /** @description The number it went out from, when one was chosen (else the provider's default) */
+                                callerId: string | null;
+                                /** @description Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest) */
+                                callerIdBasis?: string;
+                                /** @description The conversation it held, if any */
+                                conversationId: string | null;
+                                /** @description The carrier's id for it */
+                                providerRef: string | null;
+                                /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
+                                result: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                             attempts: number;
+                            /** @description callplane extension: the task's own calling window (null: none), over its agent's and organization's; absent when it set none (docs/campaigns.md) */
+                            callingWindow?: ({
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description Set when a running task was asked to stop (unix seconds) */
                             cancelRequestedAt: number | null;
                             /** @description The message of a text */
@@ -17004,7 +17319,7 @@ export interface operations {
                             finishedAt: number | null;
                             /** @description What the agent opens with */
                             greeting: string | null;
-                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise */
+                            /** @description While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient's time, a cooldown, concurrency); null otherwise */
                             heldReason: string | null;
                             /** @description tsk_ + a time-sortable id */
                             id: string;
@@ -17022,6 +17337,17 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description callplane extension: the call's own retry rules, over its agent's; absent when it set none (docs/campaigns.md) */
+                            retryRules?: ({
+                                /** @description Seconds before retry n: delaysSec[n − 1], the last repeating */
+                                delaysSec: number[];
+                                /** @description Attempts in all, the first included */
+                                maxAttempts: number;
+                                /** @description Results that try again: no-answer, busy, failed, voicemail */
+                                on: string[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
                             /** @description While pending: when the queue next considers it (unix seconds) */
                             runAt: number | null;
                             /** @description Requested start (unix seconds); null: as soon as possible */
@@ -17400,6 +17726,19 @@ export interface operations {
                             } & {
                                 [key: string]: unknown;
                             };
+                            /** @description callplane extension: the organization's default calling window, in the recipient's local time (docs/campaigns.md); absent when not set */
+                            callingWindow?: {
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
                             concurrencyPerRun: number;
                             /** @description Seconds between attempts to the same target; absent when not set */
                             cooldowns: {
@@ -17478,6 +17817,8 @@ export interface operations {
                 "application/json": {
                     /** @description {timezone, days [0–6, 0 = Sunday], start "HH:MM", end "HH:MM"}, or null */
                     businessHours?: unknown;
+                    /** @description callplane extension: {days [0–6], start "HH:MM", end "HH:MM", timezone (optional)}: when calls and texts may go out in the recipient's local time; null removes it (docs/campaigns.md) */
+                    callingWindow?: unknown;
                     /** @description Tasks running at once (resellers and partners only) */
                     concurrencyPerRun?: unknown;
                     /** @description {calls, texts}: seconds between attempts to the same number */
@@ -17508,6 +17849,19 @@ export interface operations {
                                 start: string;
                                 /** @description IANA time zone */
                                 timezone: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @description callplane extension: the organization's default calling window, in the recipient's local time (docs/campaigns.md); absent when not set */
+                            callingWindow?: {
+                                /** @description 0 = Sunday … 6 = Saturday */
+                                days: number[];
+                                /** @description HH:MM (24:00 = end of day) */
+                                end: string;
+                                /** @description HH:MM */
+                                start: string;
+                                /** @description Read in this IANA zone instead of the recipient's */
+                                timezone?: string;
                             } & {
                                 [key: string]: unknown;
                             };

@@ -22,6 +22,7 @@ import { complianceService, type ComplianceService } from './modules/compliance/
 import { messageSecret } from './modules/accounts/message-secret.ts';
 import { accountRepo } from './modules/accounts/repository.ts';
 import { conversationService, type ConversationService } from './modules/conversations/service.ts';
+import { conversationRepo } from './modules/conversations/repository.ts';
 import { analysisProducer, analysisQueue, type AnalysisQueue, type AnalysisQueueDeps } from './modules/conversations/analysis-queue.ts';
 import { smsService, type SmsService } from './modules/conversations/sms.ts';
 import { historyService, type HistoryService } from './modules/conversations/history.ts';
@@ -351,11 +352,13 @@ export function createPlatform(deps: PlatformDeps): Platform {
     textSent: (text) => services.sms.recordTextTask(text),
     // A text task without content: its agent writes the text (docs/tasks.md, "Text tasks").
     composeText: (row, signal) => textTasks.compose(row, signal),
-    // The agent's AI disclosure starts each text task's text (docs/campaigns-part-b.md).
+    // The agent's AI disclosure starts each text task's text (docs/campaigns.md).
     textDisclosure: async (row) => {
       const agent = await accountRepo.findById(db, row.account_id);
       return agent ? (await services.agents.liveConfig(agent)).aiDisclosure : '';
     },
+    // The conversation an attempt held, recorded in the task's attempt log (docs/campaigns.md).
+    conversationOf: (taskId, since) => conversationRepo.latestOfTask(db, taskId, since),
     // What a call does when a voicemail answers (the call policy's plan for the task and its
     // agent), and who decides it on the path the call will take: a Twilio call streams or gathers
     // as its organization does; any other carrier's call is one whose audio we carry (SIP).

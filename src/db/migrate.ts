@@ -42,6 +42,7 @@ import { speechProviders } from './migrations/0037-speech-providers.ts';
 import { agentTests } from './migrations/0038-agent-tests.ts';
 import { compliance } from './migrations/0039-compliance.ts';
 import { jobLeases } from './migrations/0040-job-leases.ts';
+import { campaignRules } from './migrations/0041-campaign-rules.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -85,6 +86,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0038-agent-tests': agentTests(),
     '0039-compliance': compliance(),
     '0040-job-leases': jobLeases(),
+    '0041-campaign-rules': campaignRules(),
   };
 }
 

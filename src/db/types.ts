@@ -344,6 +344,10 @@ export interface TasksTable {
   parked: ColumnType<Flag, Flag | undefined, Flag>;
   /** While pending: why a limit holds it back (migration 0028); null otherwise. */
   held_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON `{callingWindow, retryRules}`: the task's own campaign rules, over its agent's and organization's (migration 0041; docs/campaigns.md). */
+  campaign: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON array of the task's call or text attempts: time, result, caller ID, conversation (migration 0041). */
+  attempt_log: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The outbox: one row per state change, written in the transaction that made it. */

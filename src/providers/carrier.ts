@@ -23,8 +23,13 @@ export type CallOutcome = 'completed' | 'busy' | 'no-answer' | 'declined' | 'fai
 export type TextOutcome = 'delivered' | 'sent' | 'read' | 'undelivered' | 'failed' | 'canceled' | 'accepted';
 
 export interface PlaceCallRequest {
-  /** Our task id: the idempotency key we hand to the carrier where its API takes one. */
+  /** Our task id: the idempotency key we hand to the carrier where its API takes one (unless `effectKey` is given). */
   taskId: string;
+  /**
+   * The idempotency key of this attempt (src/modules/tasks/attempts.ts, effectKey): a deliberate
+   * retry of the task is a new call, a queue rerun of the same attempt is not. Default: taskId.
+   */
+  effectKey?: string;
   /** The agent that talks on the call (carriers that carry its audio themselves: SIP). */
   agentId?: number;
   orgId?: number;

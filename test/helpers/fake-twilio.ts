@@ -34,6 +34,8 @@ export interface FakeCall {
   asyncAmd?: string;
   amdCallback?: string;
   amdCallbackMethod?: string;
+  /** The I-Twilio-Idempotency-Token it was created with: the same token again answers this call instead of placing another. */
+  idempotencyToken?: string;
 }
 
 export interface FakeMessage {
@@ -242,7 +244,7 @@ export class FakeTwilio {
       return this.#error(res, 404, 20404, `The requested resource ${path} was not found`);
     }
     const rest = path.slice(prefix.length);
-    if (rest === 'Calls.json') return this.#createCall(res, form);
+    if (rest === 'Calls.json') return this.#createCall(res, form, req.headers['i-twilio-idempotency-token'] as string | undefined);
     if (rest === 'Messages.json') return this.#createMessage(res, form);
     const m = /^Calls\/([^/]+)\.json$/.exec(rest);
     if (m) return this.#updateCall(res, decodeURIComponent(m[1]), form, path);
@@ -340,7 +342,10 @@ export class FakeTwilio {
     };
   }
 
-  #createCall(res: http.ServerResponse, form: URLSearchParams): void {
+  #createCall(res: http.ServerResponse, form: URLSearchParams, token?: string): void {
+    // Twilio's idempotency: a request repeated with its token answers what the first one did.
+    const earlier = token ? [...this.calls.values()].find((c) => c.idempotencyToken === token) : undefined;
+    if (earlier) return this.#json(res, 201, this.#callJson(earlier));
     const to = form.get('To');
     const from = form.get('From');
     if (!to) return this.#error(res, 400, 21201, "No 'To' number is specified");
@@ -353,6 +358,7 @@ export class FakeTwilio {
       url: form.get('Url') ?? undefined, sequence: 0,
       machineDetection: form.get('MachineDetection') ?? undefined, asyncAmd: form.get('AsyncAmd') ?? undefined,
       amdCallback: form.get('AsyncAmdStatusCallback') ?? undefined, amdCallbackMethod: form.get('AsyncAmdStatusCallbackMethod') ?? undefined,
+      idempotencyToken: token,
     };
     // Twilio refuses a MachineDetection it does not know (error 21214-like: the parameter is invalid).
     if (call.machineDetection !== undefined && !['Enable', 'DetectMessageEnd'].includes(call.machineDetection)) {

@@ -1,4 +1,4 @@
-// Issue 37 in conversations (docs/campaigns-part-b.md): a request not to be called again,
+// Issue 37 in conversations (docs/campaigns.md): a request not to be called again,
 // recognised by the analysis after the conversation (the SIMULATED rules offline, or a model's
 // answer), puts the number on the organization's do-not-call list with the conversation as
 // evidence; and redaction (an organization setting) replaces personal data before messages are

@@ -1,4 +1,4 @@
-// Do-not-call lists (issue 37, docs/campaigns-part-b.md): managed through the API (add, remove,
+// Do-not-call lists (issue 37, docs/campaigns.md): managed through the API (add, remove,
 // list with paging, CSV import and export), per organization and per reseller (a reseller's list
 // binds its organizations), checked at submission (one task: 422 naming the number; a batch and a
 // CSV: a refusal per row, the rest queued) and again when the task is about to dial or send (the

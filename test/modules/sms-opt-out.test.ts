@@ -1,4 +1,4 @@
-// Opt-outs by text (issue 37, docs/campaigns-part-b.md "Opt-outs by text"), on both engines and on
+// Opt-outs by text (issue 37, docs/campaigns.md "Opt-outs by text"), on both engines and on
 // both ways a text arrives: a SIMULATED number's (the organization posts it) and Twilio's signed
 // messaging webhook (the fake Twilio signs and records what is sent back). STOP (and its
 // synonyms, any case, spaces around) puts the sender on the organization's list with the

@@ -1,4 +1,4 @@
-// A spoken opt-out in a real call, offline (issue 37, docs/campaigns-part-b.md): a call task to a
+// A spoken opt-out in a real call, offline (issue 37, docs/campaigns.md): a call task to a
 // new number is answered on the fake Twilio server and streamed to us (test/helpers/live-call.ts);
 // the callee says "please take me off your list" (espeak-ng), the agent's voice session hears it
 // (VAD, pocketsphinx with the phrases as its grammar) and answers on the SIMULATED engine (no model

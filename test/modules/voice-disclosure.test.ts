@@ -1,4 +1,4 @@
-// AI disclosure and recording consent on calls (issue 37, docs/campaigns-part-b.md "Disclosure and
+// AI disclosure and recording consent on calls (issue 37, docs/campaigns.md "Disclosure and
 // consent"): the real call start (start-call.ts), voice session and opening over the fake voice
 // transport, with the process's recording store: the agent's aiDisclosure is the first thing said
 // and recorded, before the greeting; recordingConsent `ask` asks after the greeting and a "no"

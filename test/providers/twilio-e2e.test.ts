@@ -188,6 +188,28 @@ forEachEngine('twilio end to end', (h) => {
     });
   }
 
+  it('retry rules over Twilio: a no-answer status callback sends the call back to the queue, the retry is a new call (its own idempotency token), each attempt logged', async () => {
+    const o = await t.org(fake);
+    const first = await t.runningCall(fake, o, { retryRules: { on: ['no-answer'], delaysSec: [1], maxAttempts: 2 } });
+    assert.equal(first.call.idempotencyToken, first.id, 'the first attempt keeps the task id as its key');
+    assert.equal((await fake.progressCall(first.sid, 'no-answer')).status, 204);
+    const waiting = await t.until(o, first.id, 'pending');
+    assert.match(waiting.error, /^no-answer on attempt 1 of 2; next attempt at /);
+    assert.deepEqual(waiting.attemptLog.map((a: { result: string; providerRef: string }) => [a.result, a.providerRef]), [['no-answer', first.sid]]);
+    const second = await waitFor('the second call', async () => {
+      const v = await t.get(o, first.id);
+      return v.state === 'running' && v.providerRef && v.providerRef !== first.sid && v;
+    });
+    const call2 = fake.calls.get(second.providerRef)!;
+    assert.equal(call2.idempotencyToken, `${first.id}:attempt-2`);
+    assert.equal((await fake.progressCall(second.providerRef, 'no-answer')).status, 204);
+    const done = await t.until(o, first.id, 'finished');
+    assert.equal(done.result.stopReason, 'retries exhausted after 2 attempts: no-answer');
+    assert.deepEqual(done.attemptLog.map((a: { attempt: number; result: string; providerRef: string }) => [a.attempt, a.result, a.providerRef]),
+      [[1, 'no-answer', first.sid], [2, 'no-answer', second.providerRef]]);
+    await t.idle();
+  });
+
   it('a failed call fails the task, with Twilio\'s error code', async () => {
     const o = await t.org(fake);
     const { id, sid } = await t.runningCall(fake, o);

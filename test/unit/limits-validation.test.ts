@@ -155,7 +155,7 @@ describe('mergeLimits', () => {
   it('starts from the defaults: no window, no caps, concurrency 5, no cooldowns', () => {
     assert.deepEqual(DEFAULT_LIMITS, {
       businessHours: null, daily: { calls: null, texts: null, tasks: null }, concurrencyPerRun: 5, cooldowns: { calls: null, texts: null },
-      retries: { busy: null, noAnswer: null, delaySec: null },
+      retries: { busy: null, noAnswer: null, delaySec: null }, callingWindow: null,
     });
     assert.ok(Object.isFrozen(DEFAULT_LIMITS) && Object.isFrozen(DEFAULT_LIMITS.daily));
   });
@@ -222,7 +222,7 @@ describe('mergeLimits', () => {
     const merged = mergeLimits(DEFAULT_LIMITS, (r as { limits: LimitsPatch }).limits);
     assert.deepEqual(merged, {
       businessHours: { ...HOURS, days: [1, 5] }, daily: { calls: 7, texts: null, tasks: null }, concurrencyPerRun: 5,
-      cooldowns: { calls: null, texts: null }, retries: { busy: null, noAnswer: null, delaySec: null },
+      cooldowns: { calls: null, texts: null }, retries: { busy: null, noAnswer: null, delaySec: null }, callingWindow: null,
     });
   });
 });

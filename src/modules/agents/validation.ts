@@ -11,6 +11,7 @@ import type { TypeCheck } from '@sinclair/typebox/compiler';
 import { lazyCheck, refusalOf, refusing, StringEnum } from '../../http/checker.ts';
 import { Invalid } from '../../http/errors.ts';
 import { canonicalLanguageTag, canonicalTimeZone } from '../../http/formats.ts';
+import { MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_SEC, MAX_RETRY_DELAYS, RETRY_RESULTS, validateCallingWindow, validateRetryRules } from '../limits/calling-window.ts';
 import { catalogVoice, DEFAULT_MODEL, DEFAULT_THINKING_MODEL, DEFAULT_VOICE, TTS_ENGINES, VOICE_ID_FORMS, VOICE_IDS, type TtsEngineName } from './catalog.ts';
 
 /**
@@ -170,6 +171,14 @@ const Destination = { maxLength: 40, format: 'transfer-destination' };
 /** A catalog voice (`en-US Female`) or an engine's voice id (letters, digits, - _ . + and the catalog's space). */
 const VOICE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9 _.+-]{0,99}$';
 
+/** HH:MM from 00:00 to 23:59, or 24:00 (the end of a day). */
+const CLOCK = '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$';
+/** A campaign rule's own check (src/modules/limits/calling-window.ts) as the field table throws it. */
+const checked = <T>(c: { ok: true; value: T } | { ok: false; message: string }): T => {
+  if (!c.ok) throw new Invalid(c.message);
+  return c.value;
+};
+
 const POST_CALL_ANALYSIS = 'must be true, false or a whole percentage from 0 to 100';
 
 export const FIELDS = {
@@ -226,8 +235,8 @@ export const FIELDS = {
   },
   testGate: { schema: B('POST /api/v2/agent/publish refuses (409) unless the latest test run of each of the agent\'s test suites on this staging configuration passed (extension; docs/testing-agents.md)') },
   requireVerifiedCallerForTexts: { schema: B('Refuse send_text and queue_follow_up to an inbound caller whose caller ID was not verified (docs/conversations.md)') },
-  aiDisclosure: { schema: S('What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns-part-b.md); empty: none', { maxLength: 500 }) },
-  recordingConsent: { schema: E('Recording consent on calls (extension; docs/campaigns-part-b.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call\'s recording, recorded on the conversation)', ['off', 'announce', 'ask']) },
+  aiDisclosure: { schema: S('What the agent says first on every call and writes first in a text thread, before anything else: that the person is talking with an AI (extension; docs/campaigns.md); empty: none', { maxLength: 500 }) },
+  recordingConsent: { schema: E('Recording consent on calls (extension; docs/campaigns.md): off; announce (recordingNotificationPhrase said at the start of every recorded call, whatever autoRecordingNotification says); ask (recordingConsentQuestion asked after the greeting: a "no" stops and discards the call\'s recording, recorded on the conversation)', ['off', 'announce', 'ask']) },
   recordingConsentQuestion: { schema: S('The question asked when recordingConsent is ask (extension)', { minLength: 1, maxLength: 500 }) },
   autoRecordingNotification: { schema: E('true, false or always', ['true', 'false', 'always']) },
   recordingNotificationPhrase: { schema: S('Phrase announcing the recording', { minLength: 1, maxLength: 500 }) },
@@ -244,6 +253,28 @@ export const FIELDS = {
   transferConfirmTimeout: { schema: I('Seconds to wait for a transfer\'s confirmation', 5, 120) },
   voicemailAction: { schema: E('What an outbound call does when a voicemail answers: hangup, leave-message or continue (extension; docs/voice.md, Voicemail)', ['hangup', 'leave-message', 'continue']) },
   voicemailMessage: { schema: S('The message left on a voicemail (extension); empty: the welcomeMessage', { maxLength: 1000 }) },
+  callingWindow: {
+    schema: nullable(refusing(Type.Object({
+      days: Type.Array(Type.Integer({ minimum: 0, maximum: 6 }), { minItems: 1, maxItems: 7, description: '0 = Sunday … 6 = Saturday' }),
+      start: Type.String({ pattern: CLOCK, description: 'HH:MM' }),
+      end: Type.String({ pattern: CLOCK, description: 'HH:MM, after start; 24:00 is the end of the day' }),
+      timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, format: 'iana-timezone', description: 'Read in this zone instead of the recipient\'s' })),
+    }, { additionalProperties: false, description: 'When this agent\'s calls and texts may go out, in the recipient\'s local time (extension; docs/campaigns.md); null: the organization\'s callingWindow' }),
+    { type: 'must be an object {days, start, end, timezone}' })),
+    nullable: true,
+    after: (v: unknown, f: string) => checked(validateCallingWindow(v, f)),
+  },
+  retryRules: {
+    schema: nullable(refusing(Type.Object({
+      on: Type.Array(StringEnum(RETRY_RESULTS), { maxItems: RETRY_RESULTS.length, description: 'Results that try again' }),
+      delaysSec: Type.Array(Type.Integer({ minimum: 0, maximum: MAX_RETRY_DELAY_SEC }), { minItems: 1, maxItems: MAX_RETRY_DELAYS, description: 'Seconds before retry n: delaysSec[n − 1], the last repeating' }),
+      maxAttempts: Type.Integer({ minimum: 1, maximum: MAX_RETRY_ATTEMPTS, description: 'Attempts in all, the first included' }),
+    }, { additionalProperties: false, description: 'Which call results try again, after what delays, up to how many attempts, always within the calling window (extension; docs/campaigns.md); null: the organization\'s retries' }),
+    { type: 'must be an object {on, delaysSec, maxAttempts}' })),
+    nullable: true,
+    after: (v: unknown, f: string) => checked(validateRetryRules(v, f)),
+  },
+  callerIdStrategy: { schema: E('The number a call goes out from: agent (the agent\'s own number, else the provider\'s) or nearest (the organization\'s number nearest the recipient: same area code, else time zone, else country; extension; docs/campaigns.md)', ['agent', 'nearest']) },
   apps: { schema: Type.Array(refusing(Type.Object({
     appId: Type.String({ minLength: 1, maxLength: 100 }), version: Type.String({ minLength: 1, maxLength: 20 }), instructions: Type.String({ maxLength: 10_000 }),
   }, { additionalProperties: false }), { type: 'must be an object' }), { maxItems: 50, description: 'Apps enabled for the agent' }) },
@@ -312,6 +343,7 @@ export function defaultConfig(title: string): AgentConfig {
     attendedTransferBridgeTrigger: null, transferConfirmTimeout: 30, apps: [], knowledgeBases: [],
     requireVerifiedCallerForTexts: false, voicemailAction: 'continue', voicemailMessage: '',
     aiDisclosure: '', recordingConsent: 'off', recordingConsentQuestion: DEFAULT_CONSENT_QUESTION,
+    callingWindow: null, retryRules: null, callerIdStrategy: 'agent',
   };
 }
 

@@ -1,7 +1,7 @@
 // Do-not-call lists as CSV: the import (POST /api/v2/do-not-call/csv, read in a worker thread:
 // csv-worker.ts) and the export (GET /api/v2/do-not-call/csv, streamed a page at a time).
 // The file's first column is the number; a header row (`number`, optionally `note`) may name the
-// columns, and is recognised by its first cell not being a number. docs/campaigns-part-b.md.
+// columns, and is recognised by its first cell not being a number. docs/campaigns.md.
 import { invalidPhoneMessage, normalizePhone } from '../../lib/phone.ts';
 import { csvRow } from '../../lib/csv-cell.ts';
 import type { DoNotCallRow } from '../../db/types.ts';

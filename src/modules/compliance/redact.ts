@@ -1,4 +1,4 @@
-// Redaction of personal data (an organization setting, off by default; docs/campaigns-part-b.md,
+// Redaction of personal data (an organization setting, off by default; docs/campaigns.md,
 // "Redaction"): card numbers (13–19 digits that pass the Luhn check), US social security numbers,
 // email addresses, phone numbers and street addresses are replaced by typed placeholders —
 // [card], [ssn], [email], [phone], [address] — before a message is stored, so every reader

@@ -1,4 +1,4 @@
-// Do-not-call lists and compliance settings (extension operations; docs/campaigns-part-b.md).
+// Do-not-call lists and compliance settings (extension operations; docs/campaigns.md).
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { App } from '../../http/types.ts';
@@ -8,7 +8,7 @@ import { DNC_CSV_MAX_BYTES } from './csv.ts';
 import { MAX_DNC_NOTE, MAX_DNC_NUMBERS, MAX_HELP_TEXT, type ComplianceService } from './service.ts';
 
 const tags = ['Do-not-call'];
-const ext = ' (callplane extension; docs/campaigns-part-b.md)';
+const ext = ' (callplane extension; docs/campaigns.md)';
 const Target = { targetAccountId: Type.Optional(AccountId('The partner, reseller or organization whose list this is (default: your own)')) };
 const Phone = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
 const Entry = Obj({

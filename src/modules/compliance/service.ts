@@ -1,4 +1,4 @@
-// Do-not-call lists and an organization's compliance settings (docs/campaigns-part-b.md).
+// Do-not-call lists and an organization's compliance settings (docs/campaigns.md).
 // A list belongs to a partner, a reseller or an organization; an organization's calls and texts
 // are checked against its own list and its ancestors' (`listsOf`): at submission (the tasks
 // module) and again at the moment of dialling or sending (run-task.ts). Numbers come by API, CSV,

@@ -42,7 +42,7 @@ export async function runInlineTurn(deps: InlineTurnDeps, a: InlineTurnInput) {
 
 async function inlineTurn(deps: InlineTurnDeps, a: InlineTurnInput) {
   const { conversations } = deps;
-  // The agent's aiDisclosure is what it writes first (docs/campaigns-part-b.md): before the welcome, in the same line.
+  // The agent's aiDisclosure is what it writes first (docs/campaigns.md): before the welcome, in the same line.
   const welcome = [a.config.aiDisclosure.trim(), a.config.welcomeMessage.trim()].filter((t) => t !== '').join('\n\n');
   const { o, inbound, welcomed, queued } = await deps.db.transaction().execute(async (tx) => {
     const channel = a.channel ?? 'web';

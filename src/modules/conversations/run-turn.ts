@@ -117,7 +117,7 @@ export function createTurnHandler(deps: TurnHandlerDeps) {
     const unsent = target.kind === 'sms' ? unsentSms(row.resume) : undefined;
     if (target.kind === 'sms' && unsent) return sendSms(row, target, unsent, ctx.signal);
     const config = await deps.conversations.liveConfig(agent);
-    // The agent's aiDisclosure is what it writes first in a text thread (docs/campaigns-part-b.md).
+    // The agent's aiDisclosure is what it writes first in a text thread (docs/campaigns.md).
     const disclosure = target.kind === 'sms' || target.kind === 'webhook' ? await disclosed(conversation, config.aiDisclosure.trim(), inbound?.at ?? 0) : '';
     let result;
     try {

@@ -32,7 +32,7 @@ export type InboundSmsResult =
   | { kind: 'duplicate'; orgId: number; messageId: string }
   /** Verified, but the organization has no agent to answer: nothing recorded. */
   | { kind: 'no-agent'; orgId: number }
-  /** From a number on a do-not-call list, and no keyword: recorded, not answered (docs/campaigns-part-b.md). */
+  /** From a number on a do-not-call list, and no keyword: recorded, not answered (docs/campaigns.md). */
   | { kind: 'recorded'; orgId: number; messageId: string; conversationId: string };
 
 /** The opt-out keywords by text (CTIA's), each the whole message, any case, surrounding spaces ignored. */
@@ -153,7 +153,7 @@ export function smsService(deps: SmsServiceDeps) {
           await turnRepo.setResume(tx, turnId, JSON.stringify({ unsentSms: { messageId: answerId, body: answer } }), now);
           return { conversationId: o.conversation.id, incoming: r.queued, answered: true };
         }
-        // A person who opted out is not answered until they text START (docs/campaigns-part-b.md).
+        // A person who opted out is not answered until they text START (docs/campaigns.md).
         const org = await accountRepo.findById(tx, orgId);
         const listed = org && kind === 'phone' ? (await doNotCallRepo.blocked(tx, listsOf(org), [address])).size > 0 : false;
         if (!listed) await conversations.queueTurn(tx, o.conversation, messageId, replyTo, now);

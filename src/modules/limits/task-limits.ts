@@ -14,6 +14,21 @@ export interface BusinessHours {
   end: string;
 }
 
+/**
+ * Days and hours a call or text may go out, read in the recipient's local time unless `timezone`
+ * names a zone (docs/campaigns.md; the rules of it are in ./calling-window.ts).
+ */
+export interface CallingWindow {
+  /** 0 = Sunday … 6 = Saturday, ascending and unique. */
+  days: number[];
+  /** "HH:MM". */
+  start: string;
+  /** "HH:MM", after start; "24:00" is the end of the day. */
+  end: string;
+  /** Read in this zone instead of the recipient's (a SIP extension, a number whose zone is known better). */
+  timezone?: string;
+}
+
 export interface DailyCaps { calls: number | null; texts: number | null; tasks: number | null }
 export interface Cooldowns { calls: number | null; texts: number | null }
 /**
@@ -30,6 +45,8 @@ export interface TaskLimits {
   /** Seconds between two attempts to the same target. */
   cooldowns: Cooldowns;
   retries: OutcomeRetries;
+  /** The organization's default calling window (extension; agents and tasks may set their own): null, none. */
+  callingWindow: CallingWindow | null;
 }
 
 /**
@@ -44,6 +61,7 @@ export interface LimitsPatch {
   concurrencyPerRun?: number | null;
   cooldowns?: Partial<Cooldowns> | null;
   retries?: Partial<OutcomeRetries> | null;
+  callingWindow?: CallingWindow | null;
 }
 
 export const DEFAULT_CONCURRENCY = 5;
@@ -63,6 +81,7 @@ export const DEFAULT_LIMITS: Readonly<TaskLimits> = Object.freeze({
   concurrencyPerRun: DEFAULT_CONCURRENCY,
   cooldowns: Object.freeze({ calls: null, texts: null }),
   retries: Object.freeze({ busy: null, noAnswer: null, delaySec: null }),
+  callingWindow: null,
 }) as Readonly<TaskLimits>;
 
 const DAY_MS = 86_400_000;
@@ -120,6 +139,11 @@ export function validateLimits(input: unknown): { ok: true; limits: LimitsPatch 
     if (!retries.ok) return retries;
     patch.retries = retries.value;
   }
+  if ('callingWindow' in input && input.callingWindow !== undefined) {
+    const window = validateHours(input.callingWindow, 'callingWindow', false);
+    if (!window.ok) return window;
+    patch.callingWindow = window.value;
+  }
   return { ok: true, limits: patch };
 }
 
@@ -131,7 +155,9 @@ export function mergeLimits(current: Readonly<TaskLimits>, patch: LimitsPatch): 
     concurrencyPerRun: current.concurrencyPerRun,
     cooldowns: { ...current.cooldowns },
     retries: { ...DEFAULT_LIMITS.retries, ...current.retries },
+    callingWindow: current.callingWindow ? { ...current.callingWindow, days: [...current.callingWindow.days] } : null,
   };
+  if (patch.callingWindow !== undefined) merged.callingWindow = patch.callingWindow;
   if (patch.businessHours !== undefined) {
     merged.businessHours = patch.businessHours ? { ...patch.businessHours, days: [...patch.businessHours.days] } : null;
   }
@@ -146,43 +172,57 @@ export function mergeLimits(current: Readonly<TaskLimits>, patch: LimitsPatch): 
 }
 
 function validateBusinessHours(value: unknown): Checked<BusinessHours | null> {
+  const hours = validateHours(value, 'businessHours', true);
+  return hours.ok && hours.value ? { ok: true, value: hours.value as BusinessHours } : hours as Checked<null>;
+}
+
+/**
+ * A window of days and hours named `field` (business hours, or a calling window whose zone is
+ * optional: `zoneRequired` false), checked field by field; null as a whole is allowed.
+ */
+export function validateHours(value: unknown, field: string, zoneRequired: boolean): Checked<(Omit<BusinessHours, 'timezone'> & { timezone?: string }) | null> {
   if (value === null) return { ok: true, value: null };
-  if (!isPlainObject(value)) return fail('businessHours must be an object or null');
+  if (!isPlainObject(value)) return fail(`${field} must be an object or null`);
   for (const key of Object.keys(value)) {
-    if (!(HOURS_KEYS as readonly string[]).includes(key)) return fail(`businessHours.${key} is not allowed`);
+    if (!(HOURS_KEYS as readonly string[]).includes(key)) return fail(`${field}.${key} is not allowed`);
   }
   for (const key of HOURS_KEYS) {
-    if (value[key] === undefined || value[key] === null) return fail(`businessHours.${key} is required`);
+    if (key === 'timezone' && !zoneRequired) continue;
+    if (value[key] === undefined || value[key] === null) return fail(`${field}.${key} is required`);
   }
 
-  const zone = validTimeZone(value.timezone);
-  if (!zone.ok) return fail(`businessHours.timezone ${zone.message}`);
+  let timezone: string | undefined;
+  if (value.timezone !== undefined && value.timezone !== null) {
+    const zone = validTimeZone(value.timezone);
+    if (!zone.ok) return fail(`${field}.timezone ${zone.message}`);
+    timezone = zone.value;
+  }
 
-  if (!Array.isArray(value.days)) return fail('businessHours.days must be an array of days (0 = Sunday … 6 = Saturday)');
-  if (value.days.length === 0) return fail('businessHours.days must have at least one day');
+  if (!Array.isArray(value.days)) return fail(`${field}.days must be an array of days (0 = Sunday … 6 = Saturday)`);
+  if (value.days.length === 0) return fail(`${field}.days must have at least one day`);
   const days: number[] = [];
   for (let i = 0; i < value.days.length; i++) {
     const day = asInteger(value.days[i]);
     if (day === undefined || day < 0 || day > 6) {
-      return fail(`businessHours.days[${i}] must be an integer from 0 (Sunday) to 6 (Saturday)`);
+      return fail(`${field}.days[${i}] must be an integer from 0 (Sunday) to 6 (Saturday)`);
     }
-    if (days.includes(day)) return fail(`businessHours.days must not repeat a day (${day} appears twice)`);
+    if (days.includes(day)) return fail(`${field}.days must not repeat a day (${day} appears twice)`);
     days.push(day);
   }
   days.sort((a, b) => a - b);
 
   const start = parseClock(value.start, false);
-  if (start === undefined) return fail('businessHours.start must be a time as HH:MM, from 00:00 to 23:59');
+  if (start === undefined) return fail(`${field}.start must be a time as HH:MM, from 00:00 to 23:59`);
   const end = parseClock(value.end, true);
-  if (end === undefined) return fail('businessHours.end must be a time as HH:MM, from 00:01 to 24:00');
+  if (end === undefined) return fail(`${field}.end must be a time as HH:MM, from 00:01 to 24:00`);
   // A window that crosses midnight (22:00–06:00) is refused, not supported: "days" would then be
   // ambiguous (the day it opens or the day it closes?), and two windows on adjacent days say the
   // same thing without the ambiguity. "24:00" as end keeps "until midnight" expressible.
   if (end <= start) {
-    return fail(`businessHours.end must be after businessHours.start (${value.start as string}); ` +
+    return fail(`${field}.end must be after ${field}.start (${value.start as string}); ` +
       'windows that cross midnight are not supported, use 24:00 as the end of a day');
   }
-  return { ok: true, value: { timezone: zone.value, days, start: formatClock(start), end: formatClock(end) } };
+  return { ok: true, value: { ...(timezone ? { timezone } : {}), days, start: formatClock(start), end: formatClock(end) } };
 }
 
 /** An object whose listed keys are each null (no limit) or pass `check`; null as a whole is allowed. */
@@ -343,6 +383,32 @@ export function nextOpening(nowMs: number, hours: BusinessHours | null | undefin
   return nowMs + DAY_MS; // not reachable with validated hours and real zone data: look again tomorrow
 }
 
+/** Whether every window of `all` is open at `nowMs` (true for none). */
+export function isOpenInAll(nowMs: number, all: readonly BusinessHours[]): boolean {
+  return all.every((h) => isOpen(nowMs, h));
+}
+
+/**
+ * The first instant at or after `nowMs` when every window of `all` is open at once (a calling
+ * window read in each of a number's zones, with the organization's business hours): each closed
+ * window moves the candidate to its next opening, until none is closed. Null when no such instant
+ * comes within eight days (windows that never overlap).
+ */
+export function nextOpeningInAll(nowMs: number, all: readonly BusinessHours[]): number | null {
+  let t = nowMs;
+  const limit = nowMs + 8 * DAY_MS;
+  for (let pass = 0; pass < 64 && t <= limit; pass++) {
+    let moved = false;
+    for (const h of all) {
+      if (isOpen(t, h)) continue;
+      t = nextOpening(t, h);
+      moved = true;
+    }
+    if (!moved) return t;
+  }
+  return null;
+}
+
 function clockMinutes(clock: string): number {
   return clock === '24:00' ? 1440 : Number(clock.slice(0, 2)) * 60 + Number(clock.slice(3, 5));
 }
@@ -351,7 +417,13 @@ function clockMinutes(clock: string): number {
 // Admission
 
 export type TaskKind = 'call' | 'text' | 'ping';
-export type DeferCode = 'business_hours' | 'daily_cap' | 'cooldown' | 'concurrency';
+export type DeferCode = 'business_hours' | 'calling_window' | 'daily_cap' | 'cooldown' | 'concurrency';
+
+/**
+ * A task's calling window as admission reads it: the window in each zone it applies in (the
+ * recipient's, docs/campaigns.md), all of which must be open, and how a hold names it.
+ */
+export interface RecipientWindow { hours: readonly BusinessHours[]; label: string }
 
 /** What the claim transaction knows about the organization when it considers one task. */
 export interface AdmissionCounters {
@@ -396,7 +468,7 @@ export function dayTimeZone(orgTimezone: string | null | undefined, limits: Pick
  * The semaphore and counter updates in the claim transaction stay the authority; this decides
  * only whether to try them and, if not, when to look again.
  */
-export function admission(kind: TaskKind, nowMs: number, limits: Readonly<TaskLimits>, counters: AdmissionCounters): Admission {
+export function admission(kind: TaskKind, nowMs: number, limits: Readonly<TaskLimits>, counters: AdmissionCounters, recipient?: RecipientWindow): Admission {
   if (kind === 'ping') return { admit: true };
   const plural = kind === 'call' ? 'calls' : 'texts';
   const blocks: { code: DeferCode; until: number; reason: string }[] = [];
@@ -405,6 +477,12 @@ export function admission(kind: TaskKind, nowMs: number, limits: Readonly<TaskLi
   if (hours && !isOpen(nowMs, hours)) {
     const opens = nextOpening(nowMs, hours);
     blocks.push({ code: 'business_hours', until: opens, reason: `outside business hours (opens ${new Date(opens).toISOString()})` });
+  }
+  if (recipient && !isOpenInAll(nowMs, recipient.hours)) {
+    const opens = nextOpeningInAll(nowMs, recipient.hours);
+    blocks.push(opens === null
+      ? { code: 'calling_window', until: nowMs + DAY_MS, reason: `outside the calling window (${recipient.label}), which does not open within eight days; looked at again in a day` }
+      : { code: 'calling_window', until: opens, reason: `outside the calling window (${recipient.label}; opens ${new Date(opens).toISOString()})` });
   }
 
   const cap = limits.daily[plural];
@@ -438,9 +516,12 @@ export function admission(kind: TaskKind, nowMs: number, limits: Readonly<TaskLi
   for (const b of blocks) if (b.until > binding.until) binding = b;
   let until = binding.until;
   let code = binding.code;
-  if (hours && !isOpen(until, hours)) {
-    until = nextOpening(until, hours);
-    code = 'business_hours';
+  const windows = recipient ? [...(hours ? [hours] : []), ...recipient.hours] : hours ? [hours] : [];
+  if (!isOpenInAll(until, windows)) {
+    // Not before every window is open: the business hours and the recipient's calling window.
+    const opens = nextOpeningInAll(until, windows);
+    code = hours && !isOpen(until, hours) ? 'business_hours' : 'calling_window';
+    until = opens ?? until; // windows that never meet: looked at again at the binding time
   }
   return { admit: false, until, code, reason: blocks.map((b) => b.reason).join('; ') };
 }

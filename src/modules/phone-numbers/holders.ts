@@ -4,6 +4,7 @@
 // because it reads both.
 import type { Db } from '../../db/types.ts';
 import { normalizePhone } from '../../lib/phone.ts';
+import { numberTimeZones } from '../../lib/phone-zones.ts';
 import type { Carrier } from '../../providers/index.ts';
 import { digitsOf, orgsOwningNumber } from '../numbering-providers/carriers.ts';
 import { phoneNumberRepo } from './repository.ts';
@@ -63,4 +64,53 @@ export async function numberTakenElsewhere(db: Db, orgId: number, number: string
 export async function agentCallerId(db: Db, orgId: number, agentId: number, carrier: Pick<Carrier, 'name'>): Promise<string | undefined> {
   const rows = await phoneNumberRepo.listForOrg(db, orgId, agentId);
   return rows.find((r) => r.state === 'active' && r.kind === 'bought' && r.provider === carrier.name)?.number;
+}
+
+/** How a caller ID was chosen (docs/campaigns.md, "Caller ID"). */
+export type CallerIdBasis = 'agent' | 'area-code' | 'time-zone' | 'country' | 'default';
+
+/** The area code of a NANP number (+1 NPA …), the only plan whose area codes the kept data names; else undefined. */
+function nanpAreaCode(e164: string): string | undefined {
+  return /^\+1\d{10}$/.test(e164) ? e164.slice(2, 5) : undefined;
+}
+
+/**
+ * Among `numbers` (E.164, in the organization's order), the one nearest `target`: the same area
+ * code (NANP), else the same single time zone (the kept numbering data maps numbers to zones, not
+ * to states or regions: the zone stands in for the region), else the same country; undefined when
+ * none is near. Pure apart from the zone table (lib/phone-zones.ts).
+ */
+export async function nearestNumber(target: string, numbers: readonly string[]): Promise<{ number: string; basis: Exclude<CallerIdBasis, 'agent' | 'default'> } | undefined> {
+  const area = nanpAreaCode(target);
+  if (area) {
+    const same = numbers.find((n) => nanpAreaCode(n) === area);
+    if (same) return { number: same, basis: 'area-code' };
+  }
+  const zones = await numberTimeZones(target);
+  if (zones.length === 1) {
+    for (const n of numbers) {
+      const z = await numberTimeZones(n);
+      if (z.length === 1 && z[0] === zones[0]) return { number: n, basis: 'time-zone' };
+    }
+  }
+  const country = normalizePhone(target);
+  if (country.ok && country.country) {
+    const same = numbers.find((n) => { const p = normalizePhone(n); return p.ok && p.country === country.country; });
+    if (same) return { number: same, basis: 'country' };
+  }
+  return undefined;
+}
+
+/**
+ * The number a call to `target` goes out from under the agent's callerIdStrategy `nearest`: among
+ * the organization's active numbers bought at `carrier`'s provider (any of its agents'), the
+ * nearest (nearestNumber); else the agent's own (agentCallerId) or the provider's default.
+ */
+export async function nearestCallerId(db: Db, orgId: number, agentId: number, target: string, carrier: Pick<Carrier, 'name'>): Promise<{ from: string | undefined; basis: CallerIdBasis }> {
+  const rows = await phoneNumberRepo.listForOrg(db, orgId);
+  const usable = rows.filter((r) => r.state === 'active' && r.kind === 'bought' && r.provider === carrier.name).map((r) => r.number);
+  const near = await nearestNumber(target, usable);
+  if (near) return { from: near.number, basis: near.basis };
+  const own = await agentCallerId(db, orgId, agentId, carrier);
+  return { from: own, basis: own ? 'agent' : 'default' };
 }

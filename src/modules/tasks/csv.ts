@@ -35,9 +35,9 @@ const FRAMING_BYTES = 64 * 1024;
 /** Header names (compared case-insensitively) → the task field they fill. */
 const COLUMNS: Record<string, keyof RawTask> = Object.fromEntries(
   (['type', 'target', 'context', 'taskContext', 'greeting', 'waitToGreet', 'accountId', 'scheduledFor',
-    'message', 'content', 'externalTaskId', 'meta', 'voicemail'] as const).map((c) => [c.toLowerCase(), c]),
+    'message', 'content', 'externalTaskId', 'meta', 'voicemail', 'callingWindow', 'retryRules'] as const).map((c) => [c.toLowerCase(), c]),
 );
-const KNOWN = 'type, target, context, taskContext, greeting, waitToGreet, accountId, scheduledFor, message (or content), externalTaskId, meta, voicemail';
+const KNOWN = 'type, target, context, taskContext, greeting, waitToGreet, accountId, scheduledFor, message (or content), externalTaskId, meta, voicemail, callingWindow, retryRules';
 
 export interface LineMessage { line: number; message: string }
 
@@ -207,7 +207,7 @@ export async function importCsv(opts: CsvImportOptions): Promise<Omit<CsvResult,
       lines.push(line);
     }
     batch = [];
-    // A number on a do-not-call list refuses its row (docs/campaigns-part-b.md); the rest go in.
+    // A number on a do-not-call list refuses its row (docs/campaigns.md); the rest go in.
     const listed = await service.doNotCallRefusals(tenant.org, rows);
     for (const [i, message] of listed) bad(lines[i]!, message);
     valid += rows.length - listed.size;

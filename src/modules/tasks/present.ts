@@ -3,6 +3,21 @@ import type { TaskRow } from '../../db/types.ts';
 import { bool } from '../../db/flags.ts';
 import { toUnixSeconds } from '../../lib/time.ts';
 import type { TaskLimits } from '../limits/task-limits.ts';
+import type { CallingWindow, RetryRules } from '../limits/calling-window.ts';
+
+/** One call or text that went out (docs/campaigns.md, "Retry rules"). */
+export interface AttemptEntry {
+  /** Its number among the attempts that went out, from 1. */
+  attempt: number;
+  /** Unix seconds. */
+  at: number;
+  /** How it ended (the outcome, or failed / canceled); null while under way. */
+  result: string | null;
+  callerId: string | null;
+  callerIdBasis?: string;
+  conversationId: string | null;
+  providerRef: string | null;
+}
 
 function json(text: string | null): unknown {
   if (text === null) return null;
@@ -46,6 +61,19 @@ export function presentTask(row: TaskRow) {
     providerRef: row.provider_ref,
     result: json(row.result),
     error: row.error,
+    ...campaignOf(row.campaign),
+    /** Each call or text attempt that went out: time, result, caller ID, conversation (extension; docs/campaigns.md). */
+    attemptLog: (row.attempt_log ? json(row.attempt_log) : []) as AttemptEntry[],
+  };
+}
+
+/** The task's own campaign rules, as sent (docs/campaigns.md): only the keys it set. */
+function campaignOf(text: string | null | undefined): { callingWindow?: CallingWindow | null; retryRules?: RetryRules | null } {
+  if (!text) return {};
+  const c = json(text) as { callingWindow?: CallingWindow | null; retryRules?: RetryRules | null };
+  return {
+    ...(c.callingWindow !== undefined ? { callingWindow: c.callingWindow } : {}),
+    ...(c.retryRules !== undefined ? { retryRules: c.retryRules } : {}),
   };
 }
 
@@ -68,5 +96,6 @@ export function presentLimits(limits: Readonly<TaskLimits>) {
     concurrencyPerRun: limits.concurrencyPerRun,
     cooldowns: setOnly(limits.cooldowns),
     retries: setOnly(limits.retries),
+    ...(limits.callingWindow ? { callingWindow: limits.callingWindow } : {}),
   };
 }

@@ -1,6 +1,6 @@
 // The task queue: the generic engine (src/queue/) bound to the tasks table, with the hooks that
 // make it a task queue. In the claim transaction: the organization's limits (semaphore, daily caps,
-// business hours, cooldowns) and its plan's included amounts. On every state change: the semaphore release, the per-state counts
+// business hours, cooldowns, the calling window in the recipient's time: attempts.ts) and its plan's included amounts. On every state change: the semaphore release, the per-state counts
 // and the outbox event, all in the transaction of the change itself.
 import type { ExpressionBuilder, Transaction } from 'kysely';
 import type { DB, Executor, QueueState, TaskRow } from '../../db/types.ts';
@@ -10,6 +10,7 @@ import { accountRepo } from '../accounts/repository.ts';
 import { admission, dayTimeZone, localDay } from '../limits/task-limits.ts';
 import { firstStartedAt, limitRepo, taskRepo, type TaskEventType } from './repository.ts';
 import type { TaskSubscribers } from './subscribers.ts';
+import { taskWindow } from './attempts.ts';
 import { SIMULATED } from '../../providers/simulated.ts';
 
 export const TASKS = 'tasks';
@@ -34,7 +35,7 @@ export interface PlanAllowance {
 }
 
 /** What admission reads of a due task: the claim selects only these (QueueHooks.candidateColumns). */
-const CANDIDATE_COLUMNS = ['org_id', 'type', 'target'] as const;
+const CANDIDATE_COLUMNS = ['org_id', 'account_id', 'type', 'target', 'campaign'] as const;
 type TaskCandidate = Pick<TaskRow, 'id' | 'run_at' | (typeof CANDIDATE_COLUMNS)[number]>;
 
 /**
@@ -71,7 +72,9 @@ async function admit(tx: Transaction<DB>, row: TaskCandidate, now: number, allow
   const today = await limitRepo.countsOn(tx, row.org_id, day, [plural, 'tasks']);
   const lastAttemptAt = limits.cooldowns[plural] && row.target
     ? await limitRepo.lastAttemptAt(tx, row.org_id, plural, row.target) : null;
-  const verdict = admission(kind, now, limits, { today, dayTimezone: dayTz, running: sem.running, lastAttemptAt });
+  // The calling window in the recipient's time (docs/campaigns.md): the task's, its agent's or the organization's.
+  const window = await taskWindow(tx, row, limits, dayTz, now);
+  const verdict = admission(kind, now, limits, { today, dayTimezone: dayTz, running: sem.running, lastAttemptAt }, window);
   if (!verdict.admit) {
     if (verdict.code !== 'concurrency') return deferUntil(verdict.until, { held_reason: verdict.reason });
     // Only the semaphore stands in the way (any other limit ends sooner): parked, and the release

@@ -11,6 +11,19 @@ const TargetQuery = Type.Object(Target);
 const TaskId = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200, description: 'Task ID' }) });
 const Seconds = (description: string) => Nullable(Type.Number({ description }));
 const NullableText = (description: string) => Nullable(Type.String({ description }));
+/** A calling window as answered (docs/campaigns.md). */
+const CallingWindow = (description: string) => Obj({
+  days: Type.Array(Type.Integer(), { description: '0 = Sunday … 6 = Saturday' }),
+  start: Type.String({ description: 'HH:MM' }),
+  end: Type.String({ description: 'HH:MM (24:00 = end of day)' }),
+  timezone: Type.Optional(Type.String({ description: 'Read in this IANA zone instead of the recipient\'s' })),
+}, description);
+const RetryRules = (description: string) => Obj({
+  on: Type.Array(Type.String(), { description: 'Results that try again: no-answer, busy, failed, voicemail' }),
+  delaysSec: Type.Array(Type.Integer(), { description: 'Seconds before retry n: delaysSec[n − 1], the last repeating' }),
+  maxAttempts: Type.Integer({ description: 'Attempts in all, the first included' }),
+}, description);
+
 const Task = Obj({
   id: Type.String({ description: 'tsk_ + a time-sortable id' }),
   type: Type.String({ description: 'call, text or ping' }),
@@ -29,7 +42,7 @@ const Task = Obj({
   meta: Nullable(Obj({}, 'Your metadata, as given')),
   scheduledFor: Seconds('Requested start (unix seconds); null: as soon as possible'),
   runAt: Seconds('While pending: when the queue next considers it (unix seconds)'),
-  heldReason: NullableText('While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, a cooldown, concurrency); null otherwise'),
+  heldReason: NullableText('While pending: why a limit holds it back (an included amount of the plan used, a daily cap, business hours, the calling window in the recipient\'s time, a cooldown, concurrency); null otherwise'),
   createdAt: Type.Number(),
   updatedAt: Type.Number(),
   startedAt: Seconds('First start (unix seconds)'),
@@ -41,6 +54,17 @@ const Task = Obj({
   providerRef: NullableText('The carrier\'s id for the call or message'),
   result: Nullable(Obj({}, 'The outcome (see docs/tasks.md)')),
   error: NullableText('Why it failed'),
+  callingWindow: Type.Optional(Nullable(CallingWindow('callplane extension: the task\'s own calling window (null: none), over its agent\'s and organization\'s; absent when it set none (docs/campaigns.md)'))),
+  retryRules: Type.Optional(Nullable(RetryRules('callplane extension: the call\'s own retry rules, over its agent\'s; absent when it set none (docs/campaigns.md)'))),
+  attemptLog: Type.Array(Obj({
+    attempt: Type.Integer({ description: 'Its number among the attempts that went out, from 1' }),
+    at: Type.Number({ description: 'When it went out (unix seconds)' }),
+    result: NullableText('How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way'),
+    callerId: NullableText('The number it went out from, when one was chosen (else the provider\'s default)'),
+    callerIdBasis: Type.Optional(Type.String({ description: 'Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest)' })),
+    conversationId: NullableText('The conversation it held, if any'),
+    providerRef: NullableText('The carrier\'s id for it'),
+  }), { description: 'callplane extension: each call or text attempt that went out (docs/campaigns.md)' }),
 }, 'A task; times are unix seconds. See docs/tasks.md for every field.');
 const Text = (description: string) => Type.Optional(Type.String({ description }));
 const LooseInt = (description: string) => Type.Optional(Type.Union([Type.Integer(), Type.String()], { description }));
@@ -59,6 +83,8 @@ const TaskBody = Type.Object({
   scheduledFor: LooseInt('Unix seconds; absent or 0 = now'),
   meta: Type.Optional(Type.Unknown({ description: 'Your metadata (a JSON object)' })),
   externalTaskId: Text('Your identifier for the task'),
+  callingWindow: Type.Optional(Type.Unknown({ description: 'Call and text tasks: {days [0–6], start "HH:MM", end "HH:MM", timezone (optional)}, when it may go out in the recipient\'s local time, over its agent\'s and organization\'s; null: no window (extension; docs/campaigns.md)' })),
+  retryRules: Type.Optional(Type.Unknown({ description: 'Call tasks: {on [no-answer, busy, failed, voicemail], delaysSec [..], maxAttempts}, over its agent\'s (extension; docs/campaigns.md)' })),
 }, { additionalProperties: true });
 
 const BatchBody = Type.Object({
@@ -76,6 +102,8 @@ const BatchBody = Type.Object({
   scheduleSpacingSec: LooseInt('Stagger item n by n × this many seconds'),
   meta: Type.Optional(Type.Unknown()),
   externalTaskId: Text('Identifier for every created task'),
+  callingWindow: Type.Optional(Type.Unknown({ description: 'Calling window for every item (extension; docs/campaigns.md)' })),
+  retryRules: Type.Optional(Type.Unknown({ description: 'Retry rules for every call (extension; docs/campaigns.md)' })),
 }, { additionalProperties: true });
 
 const ListQuery = Type.Object({
@@ -118,12 +146,14 @@ const Limits = Obj({
     'Seconds between attempts to the same target; absent when not set'),
   retries: Obj({ busy: Type.Optional(Type.Number()), noAnswer: Type.Optional(Type.Number()), delaySec: Type.Optional(Type.Number()) },
     'callplane extension: further attempts after busy or no-answer; absent when not set'),
+  callingWindow: Type.Optional(CallingWindow('callplane extension: the organization\'s default calling window, in the recipient\'s local time (docs/campaigns.md); absent when not set')),
 });
 const LimitsBody = Type.Object({
   businessHours: Type.Optional(Type.Unknown({ description: '{timezone, days [0–6, 0 = Sunday], start "HH:MM", end "HH:MM"}, or null' })),
   daily: Type.Optional(Type.Unknown({ description: '{calls, texts, tasks}: caps per local day (resellers and partners only)' })),
   concurrencyPerRun: Type.Optional(Type.Unknown({ description: 'Tasks running at once (resellers and partners only)' })),
   cooldowns: Type.Optional(Type.Unknown({ description: '{calls, texts}: seconds between attempts to the same number' })),
+  callingWindow: Type.Optional(Type.Unknown({ description: 'callplane extension: {days [0–6], start "HH:MM", end "HH:MM", timezone (optional)}: when calls and texts may go out in the recipient\'s local time; null removes it (docs/campaigns.md)' })),
 }, { additionalProperties: true });
 
 export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: TaskService; csvMaxBytes: number }): Promise<void> {
@@ -218,7 +248,7 @@ export async function taskRoutes(app: App, { tasks, csvMaxBytes }: { tasks: Task
 
   const Warnings = Type.Optional(Type.Array(Type.String(), { description: 'What was accepted but is worth knowing: a number that is possible but not assigned, a schedule moved to now' }));
   const Refused = Type.Optional(Type.Array(Obj({ index: Type.Integer({ description: 'The item of targets (0 for target)' }), target: Type.String(), message: Type.String() }),
-    { description: 'Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns-part-b.md)' }));
+    { description: 'Items refused because their number is on a do-not-call list; the others were queued (callplane extension; docs/campaigns.md)' }));
   const Batch = Envelope({ inserted: Type.Integer(), tasks: Type.Array(Task), warnings: Warnings, refused: Refused });
   app.post('/api/v2/agent/outboundCall', {
     schema: {

@@ -11,7 +11,9 @@ import { CarrierError, TransientCarrierError, type Carrier, type CarrierOptions,
 import { exponentialBackoff, type Patch, type QueueRow } from '../../queue/engine.ts';
 import { QueueAbortError, type HandlerContext, type Outcome } from '../../queue/runner.ts';
 import { chooseCarrier } from '../numbering-providers/carriers.ts';
-import { agentCallerId } from '../phone-numbers/holders.ts';
+import { agentCallerId, nearestCallerId, type CallerIdBasis } from '../phone-numbers/holders.ts';
+import { retryDecision, retryResultOf } from '../limits/calling-window.ts';
+import { agentCampaign, attemptNumber, effectKey, retryOpening, retryRulesOf, withAttempt, type AgentCampaign, type AttemptEntry } from './attempts.ts';
 import { sipCallPlan } from '../sip/calls.ts';
 import { outcomeRetryDelayMs } from '../limits/task-limits.ts';
 import { TWILIO_AMD_PATH, TWILIO_STATUS_PATH, TWILIO_TWIML_PATH } from '../../providers/twilio/paths.ts';
@@ -54,10 +56,20 @@ export interface TaskHandlerDeps {
    * Throws when the model fails; the answer may be empty (then nothing is sent).
    */
   composeText?: (row: Row, signal: AbortSignal) => Promise<string>;
-  /** The task's agent's aiDisclosure ('' for none): a text task's text starts with it (docs/campaigns-part-b.md). */
+  /** The task's agent's aiDisclosure ('' for none): a text task's text starts with it (docs/campaigns.md). */
   textDisclosure?: (row: Row) => Promise<string>;
+  /**
+   * The latest conversation a task's call or text held since `since` (ms): the conversations
+   * module's, handed in (it sits above tasks). Without it an attempt records none.
+   */
+  conversationOf?: (taskId: string, since: number) => Promise<string | null>;
+  /** The queue's clock (ms): retries' times and the attempts' record. Default Date.now. */
+  now?: () => number;
   log?: { warn(obj: object, msg: string): void };
 }
+
+/** What a call or text attempt records of itself (attempts.ts): all but how it ended and its conversation. */
+interface AttemptStart { n: number; at: number; callerId: string | null; callerIdBasis: CallerIdBasis; agent: AgentCampaign; simulated: boolean }
 
 const done = (outcome: TaskOutcome, extra: Patch<Row> = {}): Outcome<Row> => ({
   kind: 'complete',
@@ -79,6 +91,7 @@ function until(signal: AbortSignal, ms: number): Promise<'aborted' | 'timeout'> 
 
 export function createTaskHandler(deps: TaskHandlerDeps) {
   const { db, box, config } = deps;
+  const clock = deps.now ?? Date.now;
   const callMaxMs = config.callMaxSeconds * 1000;
 
   /**
@@ -141,15 +154,22 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   }
 
   async function carrierTask(row: Row, signal: AbortSignal): Promise<Outcome<Row>> {
-    // A number listed after submission is never reached (docs/campaigns-part-b.md, "Do-not-call").
+    // A number listed after submission is never reached (docs/campaigns.md, "Do-not-call").
     const listed = await doNotCallAtSending(db, row);
     if (listed) return { kind: 'complete', state: 'canceled', set: { error: listed } };
     const carrier = await chooseCarrier({ db, box, config, carrierOptions: deps.carrierOptions, sipCallPlan: (orgId) => sipCallPlan(db, box, orgId) }, row.org_id, row.type as 'call' | 'text');
     const who = { provider: carrier.name };
     const statusCallbackUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_STATUS_PATH}`;
     // The agent's own number at this carrier, when it holds one; else the provider's default sender.
-    const from = await agentCallerId(db, row.org_id, row.account_id, carrier);
+    // With the agent's callerIdStrategy `nearest`, a call goes out from the organization's number
+    // nearest the recipient (docs/campaigns.md, "Caller ID").
+    const agent = await agentCampaign(db, row.account_id);
+    let from: string | undefined;
+    let basis: CallerIdBasis;
+    if (row.type === 'call' && agent.callerIdStrategy === 'nearest') ({ from, basis } = await nearestCallerId(db, row.org_id, row.account_id, row.target!, carrier));
+    else { from = await agentCallerId(db, row.org_id, row.account_id, carrier); basis = from ? 'agent' : 'default'; }
     const sender = from ? { from } : {};
+    const started: AttemptStart = { n: attemptNumber(row), at: clock(), callerId: from ?? null, callerIdBasis: basis, agent, simulated: carrier.simulated };
     if (row.type === 'text') {
       const written = row.content ?? await composed(row, signal);
       if (typeof written !== 'string') return written;
@@ -165,20 +185,39 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
         simulated: sent.simulated, providerRef: sent.providerRef, failed: sent.final !== null && sent.final.state !== 'finished',
       }).catch((err: unknown) => deps.log?.warn({ err, taskId: row.id }, 'recording the text in its conversation failed'));
       const ref = { ...who, provider_ref: sent.providerRef };
-      if (sent.final) return done(sent.final, ref);
-      await note(row, signal, { ...ref, result: JSON.stringify({ provider: sent.provider, providerRef: sent.providerRef, status: sent.status }) });
+      if (sent.final) {
+        const ended = sent.final.state === 'finished' ? String(sent.final.result.outcome) : sent.final.state;
+        return done(sent.final, { ...ref, attempt_log: await recorded(row, signal, started, ended, sent.providerRef) });
+      }
+      await note(row, signal, { ...ref, result: JSON.stringify({ provider: sent.provider, providerRef: sent.providerRef, status: sent.status }), attempt_log: withAttempt(row, entryOf(started, null, sent.providerRef, null)) });
       return awaitFinal(row, carrier, sent.providerRef, signal, ref);
     }
     const twimlUrl = carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_TWIML_PATH}?taskId=${encodeURIComponent(row.id)}`;
     const voicemail = await deps.voicemailPlan?.(row, carrier.name);
     const call = await carrier.placeCall({
-      taskId: row.id, agentId: row.account_id, orgId: row.org_id, ...sender, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
+      taskId: row.id, effectKey: effectKey(row.id, started.n), agentId: row.account_id, orgId: row.org_id, ...sender, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
       statusCallbackUrl, twimlUrl, voicemail, amdCallbackUrl: carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_AMD_PATH}`,
     }, signal);
     const ref = { ...who, provider_ref: call.providerRef };
-    if (call.final) return settleCall(row, call.final, ref, signal);
-    await note(row, signal, { ...ref, result: JSON.stringify({ provider: call.provider, providerRef: call.providerRef, status: call.status }) });
+    if (call.final) return settleCall(row, call.final, ref, signal, started);
+    await note(row, signal, { ...ref, result: JSON.stringify({ provider: call.provider, providerRef: call.providerRef, status: call.status }), attempt_log: withAttempt(row, entryOf(started, null, call.providerRef, null)) });
     return awaitFinal(row, carrier, call.providerRef, signal, ref);
+  }
+
+  function entryOf(started: AttemptStart, result: string | null, providerRef: string | null, conversationId: string | null): AttemptEntry {
+    return {
+      attempt: started.n, at: Math.floor(started.at / 1000), result, callerId: started.callerId, callerIdBasis: started.callerIdBasis,
+      conversationId, providerRef,
+    };
+  }
+
+  /**
+   * The attempt log with this attempt ended (`result`), and the conversation it held (none on the
+   * SIMULATED carrier, which holds no conversation: not looked for).
+   */
+  async function recorded(row: Row, signal: AbortSignal, started: AttemptStart, result: string, providerRef: string | null): Promise<string> {
+    const conversationId = deps.conversationOf && !started.simulated ? await afterSending(row, signal, () => deps.conversationOf!(row.id, started.at)) : null;
+    return withAttempt(row, entryOf(started, result, providerRef, conversationId));
   }
 
   /**
@@ -207,18 +246,41 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
   }
 
   /**
-   * A call's outcome, or one more attempt later when it was busy or unanswered and the
-   * organization's limits ask for retries (the attempt budget grows to allow it).
+   * A call's outcome, recorded in the attempt log, or one more attempt later: under the call's
+   * retry rules (its own, else its agent's: docs/campaigns.md), when its result is one they name
+   * and attempts remain, at the next delay moved into the calling window; without rules, when it
+   * was busy or unanswered and the organization's `retries` ask for it. The attempt budget grows
+   * to allow it.
    */
-  async function settleCall(row: Row, outcome: TaskOutcome, ref: Patch<Row>, signal: AbortSignal): Promise<Outcome<Row>> {
+  async function settleCall(row: Row, outcome: TaskOutcome, ref: Patch<Row>, signal: AbortSignal, started: AttemptStart): Promise<Outcome<Row>> {
     const kind = String(outcome.result.outcome);
+    const ended = outcome.state === 'finished' ? kind : outcome.state;
+    const log = await recorded(row, signal, started, ended, typeof ref.provider_ref === 'string' ? ref.provider_ref : null);
+    const rules = retryRulesOf(row, started.agent);
+    if (rules) {
+      const decision = retryDecision(rules, retryResultOf(outcome.state, outcome.result.outcome), started.n);
+      if (decision === null) return done(outcome, { ...ref, attempt_log: log });
+      if ('stop' in decision) {
+        const error = outcome.state === 'failed' ? `${decision.stop}${outcome.error ? ` (${outcome.error})` : ''}` : outcome.error ?? null;
+        return done({ ...outcome, result: { ...outcome.result, stopReason: decision.stop }, error: error ?? undefined }, { ...ref, attempt_log: log });
+      }
+      const due = clock() + decision.retryInMs;
+      const opening = await afterSending(row, signal, () => retryOpening(db, row, started.agent, due));
+      const runAt = opening?.at ?? due;
+      const moved = opening && runAt !== due ? `, moved to the calling window's opening (${opening.window.label})` : '';
+      await note(row, signal, { max_attempts: Math.max(row.max_attempts, row.attempt + 1) });
+      return {
+        kind: 'retry', runAt,
+        set: { ...ref, result: JSON.stringify(outcome.result), attempt_log: log, error: `${ended} on attempt ${started.n} of ${rules.maxAttempts}; next attempt at ${new Date(runAt).toISOString()}${moved}` },
+      };
+    }
     const delay = outcome.state === 'finished' && (kind === 'busy' || kind === 'no-answer')
       ? outcomeRetryDelayMs(await afterSending(row, signal, () => limitRepo.load(db, row.org_id)), kind, row.attempt) : null;
-    if (delay === null) return done(outcome, ref);
+    if (delay === null) return done(outcome, { ...ref, attempt_log: log });
     await note(row, signal, { max_attempts: Math.max(row.max_attempts, row.attempt + 1) });
     return {
-      kind: 'retry', runAt: Date.now() + delay,
-      set: { ...ref, result: JSON.stringify(outcome.result), error: `${outcome.result.outcome} on attempt ${row.attempt}; trying again in ${delay / 1000} s` },
+      kind: 'retry', runAt: clock() + delay,
+      set: { ...ref, result: JSON.stringify(outcome.result), attempt_log: log, error: `${outcome.result.outcome} on attempt ${row.attempt}; trying again in ${delay / 1000} s` },
     };
   }
 

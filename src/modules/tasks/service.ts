@@ -362,7 +362,7 @@ export function taskService(deps: TaskServiceDeps) {
         rows.push(checked.task);
         warnings.push(...checked.notes);
       }
-      // A listed number refuses its own item only (docs/campaigns-part-b.md, "Do-not-call").
+      // A listed number refuses its own item only (docs/campaigns.md, "Do-not-call").
       const listed = await doNotCallRefusals(db, t.org, rows);
       const inserted = await submit(rows.filter((_, i) => !listed.has(i)));
       const refused = [...listed].map(([index, message]) => ({ index, target: rows[index]!.target!, message }));

@@ -50,10 +50,12 @@ export interface TaskWorkerDeps {
   composeText?: TaskHandlerDeps['composeText'];
   /** The agent's AI disclosure, which starts a text task's text. */
   textDisclosure?: TaskHandlerDeps['textDisclosure'];
+  /** The latest conversation of a task since a time: what an attempt records as its conversation. */
+  conversationOf?: TaskHandlerDeps['conversationOf'];
   log?: TaskHandlerDeps['log'];
 }
 
 /** What a worker does with a claimed task (TaskQueue.join). */
 export function taskWorker(deps: TaskWorkerDeps): WorkerFactory<typeof TASKS> {
-  return () => ({ handler: createTaskHandler(deps) });
+  return (now) => ({ handler: createTaskHandler({ ...deps, now }) });
 }

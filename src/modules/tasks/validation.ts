@@ -6,6 +6,7 @@ import { invalidPhoneMessage, normalizePhone } from '../../lib/phone.ts';
 import { flag } from '../../db/flags.ts';
 import { MAX_JSON_DEPTH, tooDeep } from '../../lib/json.ts';
 import { normalizeScheduledFor, staggered, type Scheduled } from './schedule.ts';
+import { validateCallingWindow, validateRetryRules, type CallingWindow, type RetryRules } from '../limits/calling-window.ts';
 
 export const TASK_TYPES: readonly TaskType[] = ['call', 'text', 'ping'];
 export const MAX_TEXT = 10_000;
@@ -31,6 +32,10 @@ export interface RawTask {
   externalTaskId?: unknown;
   /** A call's own voicemail choice `{action, message}` (extension; docs/tasks.md). */
   voicemail?: unknown;
+  /** The task's own calling window, over its agent's and organization's; null: none (extension; docs/campaigns.md). */
+  callingWindow?: unknown;
+  /** A call's own retry rules, over its agent's (extension; docs/campaigns.md). */
+  retryRules?: unknown;
 }
 
 /** What a call does when a voicemail answers (the call policy's VOICEMAIL_ACTIONS; tasks never import conversations). */
@@ -178,6 +183,9 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
   if (!voicemail.ok) return fail(voicemail.message);
   if (voicemail.value !== null && type !== 'call') return fail(`${f}voicemail applies to call tasks only`);
 
+  const campaign = readCampaign(raw, f, type);
+  if (!campaign.ok) return campaign;
+
   let accountId = targetAgent ?? ctx.defaultAccountId;
   if (raw.accountId !== undefined && raw.accountId !== null && raw.accountId !== '') {
     const id = readInt(raw.accountId);
@@ -245,6 +253,42 @@ export function checkTask(raw: RawTask, ctx: ItemContext): Checked {
       finished_at: null,
       parked: 0,
       held_reason: null,
+      campaign: campaign.value,
+      attempt_log: null,
     },
   };
+}
+
+/** A CSV cell's JSON, or the value as sent; undefined for an empty cell. */
+function jsonCell(v: unknown): { ok: true; value: unknown } | { ok: false } {
+  if (v === '' || v === undefined) return { ok: true, value: undefined };
+  if (typeof v !== 'string') return { ok: true, value: v };
+  if (v.trim() === 'null') return { ok: true, value: null };
+  try { return { ok: true, value: JSON.parse(v) as unknown }; } catch { return { ok: false }; }
+}
+
+/**
+ * The task's own campaign rules (docs/campaigns.md) as stored (JSON, keys present only when sent),
+ * or null when it sends none: `callingWindow` (an object, or null for no window at all) and, on
+ * calls, `retryRules`.
+ */
+function readCampaign(raw: RawTask, f: string, type: TaskType): { ok: true; value: string | null } | { ok: false; message: string } {
+  const out: { callingWindow?: CallingWindow | null; retryRules?: RetryRules | null } = {};
+  const window = jsonCell(raw.callingWindow);
+  if (!window.ok) return fail(`${f}callingWindow must be an object {days, start, end, timezone} or null`);
+  if (window.value !== undefined) {
+    if (type === 'ping') return fail(`${f}callingWindow applies to call and text tasks only`);
+    const checked = validateCallingWindow(window.value, `${f}callingWindow`);
+    if (!checked.ok) return checked;
+    out.callingWindow = checked.value;
+  }
+  const rules = jsonCell(raw.retryRules);
+  if (!rules.ok) return fail(`${f}retryRules must be an object {on, delaysSec, maxAttempts} or null`);
+  if (rules.value !== undefined) {
+    if (type !== 'call') return fail(`${f}retryRules applies to call tasks only`);
+    const checked = validateRetryRules(rules.value, `${f}retryRules`);
+    if (!checked.ok) return checked;
+    out.retryRules = checked.value;
+  }
+  return { ok: true, value: Object.keys(out).length > 0 ? JSON.stringify(out) : null };
 }

@@ -12,6 +12,8 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { callOutcome, parseStatusCallback, TWILIO } from '../../providers/index.ts';
 import { first, type TwilioParams } from '../../providers/twilio/form.ts';
 import { taskRepo } from '../tasks/repository.ts';
+import { openAttemptStart, settleByCallback } from '../tasks/attempts.ts';
+import { conversationRepo } from '../conversations/repository.ts';
 import type { TaskQueue } from '../tasks/task-queue.ts';
 import { refuseTwilioRequest, verifyTwilioRequest, type TwilioRequest } from './verify.ts';
 import { readJsonObject } from '../../db/json-columns.ts';
@@ -136,11 +138,18 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
       // After a cancel request the call was ended by us (Twilio reports that hang-up as
       // `completed`): a call that ended normally is then canceled; one that failed stays failed.
       const state = cancelRequested && event.final.state === 'finished' ? 'canceled' : event.final.state;
+      // The attempt ends in the task's attempt log; a call whose retry rules name its result goes
+      // back to the queue for the next attempt (docs/campaigns.md, "Retry rules").
+      const now = Date.now();
+      const conversationId = task.type === 'call' && task.state === 'running'
+        ? await conversationRepo.latestOfTask(db, task.id, openAttemptStart(task)) : null;
+      const settled = task.state === 'running'
+        ? await settleByCallback(db, task, state, event.final.result, state === 'failed' ? event.final.error ?? null : null, now, conversationId)
+        : { to: state, set: { result: JSON.stringify(event.final.result), error: state === 'failed' ? event.final.error ?? null : null } };
       // Only a running task moves: a duplicate, or a callback after the task ended (or after it
       // went back to the queue), changes nothing.
-      const moved = await queue.engine.transition(db, task.id, ['running'], state, {
-        result: JSON.stringify(event.final.result),
-        error: state === 'failed' ? event.final.error ?? null : null,
+      const moved = await queue.engine.transition(db, task.id, ['running'], settled.to, {
+        ...settled.set,
         provider: TWILIO,
         provider_ref: event.providerRef,
       });

@@ -79,7 +79,7 @@ export function prepareOpening(call: OpeningCall, input: OpeningInput): { run():
       if (held && await screened(screen!)) return false;
       // A greeting held for the screen has listened already: no pause on top.
       if (opening.pauseMs > 0 && !held) transport.play(new Int16Array(Math.round((opening.pauseMs / 1000) * RATE)));
-      // The AI disclosure comes before anything else the agent says (docs/campaigns-part-b.md).
+      // The AI disclosure comes before anything else the agent says (docs/campaigns.md).
       if (opening.disclosure) await call.say(opening.disclosure);
       if (opening.notice) await call.say(opening.notice);
       if (opening.greeting) await call.say(opening.greeting, input.greetingAudio);

@@ -111,7 +111,7 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
     noted('recogniser', () => noteSpeechChange(deps.db, c.id, change, sttOffline && speaker.note().offline, deps.now()));
   };
   speaker.onChange = (note) => noted('voice', () => noteVoiceChange(deps.db, c.id, note, sttOffline, deps.now()));
-  // An organization may have no call recorded at all (keepRecordings; docs/campaigns-part-b.md, "Redaction").
+  // An organization may have no call recorded at all (keepRecordings; docs/campaigns.md, "Redaction").
   const keep = (await complianceSettingsOf(deps.db, c.org_id)).keepRecordings;
   let where = caps.recording && keep ? deps.recording : undefined;
   let recorder = record(deps, transport, c, where);

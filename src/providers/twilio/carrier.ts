@@ -76,7 +76,7 @@ export class TwilioCarrier implements Carrier {
       form.set('AsyncAmdStatusCallback', withTaskId(req.amdCallbackUrl, req.taskId));
       form.set('AsyncAmdStatusCallbackMethod', 'POST');
     }
-    const json = await this.#post(this.#accountPath('Calls.json'), form, req.taskId, signal);
+    const json = await this.#post(this.#accountPath('Calls.json'), form, req.effectKey ?? req.taskId, signal);
     const { sid, status } = this.#sidAndStatus(json, 'CA');
     const base = { provider: TWILIO, providerRef: sid, from, to: req.to };
     // Without a status callback nothing will tell us how the call ends: the task ends when Twilio
