@@ -494,6 +494,9 @@ if (run('calls')) {
   try {
     for (const n of CALL_STEPS) {
       const calls: AgentCall[] = [];
+      // Memory a call holds: the process's resident set and heap with the step's calls up, less before them.
+      (globalThis as { gc?: () => void }).gc?.();
+      const mem0 = process.memoryUsage();
       for (let i = 0; i < n; i++) calls.push(await agentCall(w, a, pool, stt, tts, undefined, CALL_AGENT === 'media'));
       child.send({ type: 'start', agentPorts: calls.map((c) => c.agentSide.port) });
       const { callerPorts } = await next();
@@ -516,6 +519,9 @@ if (run('calls')) {
       child.send({ type: 'stop' });
       const r = (await next()) as CallerResult & { turns: number };
       const elapsed = (performance.now() - t0) / 1000;
+      (globalThis as { gc?: () => void }).gc?.();
+      const mem1 = process.memoryUsage();
+      const perCall = (k: 'rss' | 'heapUsed' | 'external') => ((mem1[k] - mem0[k]) / n / 1024 / 1024).toFixed(2);
       const cpu = process.cpuUsage(cpu0);
       loop.disable();
       gc.disconnect();
@@ -523,7 +529,7 @@ if (run('calls')) {
       const cpuShare = (cpu.user + cpu.system) / 1e6 / elapsed;
       const ok = r.lateP99 <= 20 && r.missing === 0 && r.lost === 0;
       if (ok && n > holds) holds = n;
-      rows.push(`| ${n} | ${f1(r.lateP50)} / ${f1(r.lateP99)} / ${f1(r.lateMax)} | ${r.missing} + ${r.lost} of ${r.frames} | ${f1(loop.percentile(99) / 1e6)} / ${f1(loop.max / 1e6)} | ${(cpuShare * 100).toFixed(0)} % (${(cpuShare * 100 / n).toFixed(2)} % a call) | ${f1(gcMax)} / ${(gcTotal / elapsed / 10).toFixed(1)} % | ${(r.turns / elapsed).toFixed(1)} | ${f1(r.childLoopP99)} / ${(r.childCpu * 100).toFixed(0)} % | ${ok ? 'holds' : 'LATE'} |`);
+      rows.push(`| ${n} | ${f1(r.lateP50)} / ${f1(r.lateP99)} / ${f1(r.lateMax)} | ${r.missing} + ${r.lost} of ${r.frames} | ${f1(loop.percentile(99) / 1e6)} / ${f1(loop.max / 1e6)} | ${(cpuShare * 100).toFixed(0)} % (${(cpuShare * 100 / n).toFixed(2)} % a call) | ${f1(gcMax)} / ${(gcTotal / elapsed / 10).toFixed(1)} % | ${(r.turns / elapsed).toFixed(1)} | ${f1(r.childLoopP99)} / ${(r.childCpu * 100).toFixed(0)} % | ${perCall('rss')} / ${perCall('heapUsed')} / ${perCall('external')} | ${ok ? 'holds' : 'LATE'} |`);
       console.log(rows.at(-1));
       await sleep(500);
       if (!ok && CALL_STEPS.indexOf(n) < CALL_STEPS.length - 1 && r.lateP99 > 100) break;
@@ -534,8 +540,8 @@ if (run('calls')) {
     await w.close();
   }
   console.log(`\nCalls at once in this process (${CALL_ENGINE}; agent side: ${CALL_AGENT === 'media' ? 'RtpSession + RtpTransport only, no voice session' : 'voice sessions'}; callers and the model server in a child process):`);
-  console.log('| calls | our frames late at the caller, p50 / p99 / max ms | missing (skipped) + lost of received | agent event-loop delay p99 / max ms | agent CPU of one core | agent GC longest pause ms / share of time | turns/s | caller process loop p99 ms / CPU | |');
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('| calls | our frames late at the caller, p50 / p99 / max ms | missing (skipped) + lost of received | agent event-loop delay p99 / max ms | agent CPU of one core | agent GC longest pause ms / share of time | turns/s | caller process loop p99 ms / CPU | memory a call: RSS / heap / external MB | |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
   summary.push(`| calls one worker process carries (${CALL_ENGINE}, ${CALL_AGENT === 'media' ? 'media only' : 'voice sessions'}) with p99 frame lateness ≤ 20 ms and nothing missing | ${holds || 'none of the steps'} | | | |`);
 }
