@@ -17,6 +17,7 @@ import { databaseJobTurns, maintenanceJobs, Maintenance } from './maintenance.ts
 import { startOpsServer, type OpsServer } from './modules/ops/server.ts';
 import { newWorkerId } from './queue/runner.ts';
 import { createPlatform } from './platform.ts';
+import { drainCalls, WRAP_UP_MS } from './lib/drain-calls.ts';
 import { HELP, isClientCommand, reportUsageError, UsageError } from './cli/usage.ts';
 
 /** A failure at boot that the operator must fix; printed as one line, without a stack. */
@@ -76,22 +77,6 @@ async function prepare(config: Config, database: Database, log: pino.Logger, opt
     // Printed once, on the first start only; it is stored as a hash from now on.
     process.stdout.write(`\n  callplane partner account ${partnerId} created.\n  Admin token (shown once, also written to ${file}):\n\n    ${newToken}\n\n`);
   }
-}
-
-/** Longest the closing lines of calls still up at the end of the drain may take. */
-const WRAP_UP_MS = 15_000;
-
-/**
- * Waits for the calls this process carries to end by themselves, up to `drainMs`; those still up
- * then end politely (the agent's closing line and a hang-up), for up to WRAP_UP_MS.
- */
-async function drainCalls(voice: { readonly active?: number; wrapUpAll?(): Promise<void> }, drainMs: number, log: pino.Logger): Promise<void> {
-  const until = Date.now() + drainMs;
-  if (voice.active) log.info({ calls: voice.active, drainSeconds: drainMs / 1000 }, 'draining: waiting for calls in progress to end');
-  while ((voice.active ?? 0) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-  if (!voice.active || !voice.wrapUpAll) return;
-  log.info({ calls: voice.active }, 'draining: the drain time has passed; ending the calls still up with a closing line');
-  await Promise.race([voice.wrapUpAll(), new Promise((r) => setTimeout(r, WRAP_UP_MS).unref())]);
 }
 
 /** The URL the service answers on: CALLPLANE_PUBLIC_URL when set, else localhost on the port it listens on (CALLPLANE_PORT=0 picks one). */
@@ -195,8 +180,11 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     }
     // Streamed calls end (and are recorded) before the server and then the database go.
     // Live-feed streams are told to connect again (to another process) first: they never end by themselves.
+    // Streamed calls (Twilio Media Streams) drain like a worker's SIP calls: they run to their end
+    // for up to CALLPLANE_DRAIN_SECONDS (readyz already says draining), then hear the closing line.
     stops.unshift(async () => {
       platform.services.live.closeStreams();
+      await drainCalls(platform.services.mediaStreams, drainMs, log);
       await platform.services.mediaStreams.close();
       await app.close();
     });

@@ -49,6 +49,7 @@ describe('the Helm chart', () => {
     const drain = Number(env(config, 'CALLPLANE_DRAIN_SECONDS'));
     assert.ok(drain >= 60);
     assert.ok(worker.spec.template.spec.terminationGracePeriodSeconds >= drain + 45, 'the worker is killed before its drain and closing lines are over');
+    assert.ok(api.spec.template.spec.terminationGracePeriodSeconds >= drain + 45, 'the API (its Twilio Media Streams drain too) is killed before its drain is over');
     assert.equal(worker.spec.template.spec.hostNetwork, true);
     assert.equal(env(config, 'CALLPLANE_AUTO_MIGRATE'), 'false');
     const [wc] = worker.spec.template.spec.containers;
@@ -105,6 +106,8 @@ describe('compose and systemd', () => {
       assert.equal(svc.environment.CALLPLANE_AUTO_MIGRATE, 'false', name);
       assert.deepEqual(svc.env_file, ['callplane.env']);
       assert.ok(svc.volumes.includes('data:/var/lib/callplane'), name);
+      // Every process drains its calls (an API its Twilio Media Streams): 30 s unless its environment says.
+      assert.ok(seconds(svc.stop_grace_period) >= Number(svc.environment?.CALLPLANE_DRAIN_SECONDS ?? 30) + 45, `${name}'s stop_grace_period covers its drain`);
       if (!name.startsWith('worker')) continue;
       const e = svc.environment;
       const min = Number(e.CALLPLANE_RTP_PORT_MIN), max = Number(e.CALLPLANE_RTP_PORT_MAX);
@@ -123,6 +126,7 @@ describe('compose and systemd', () => {
     const worker = read('callplane-worker@.service');
     const drain = Number(/CALLPLANE_DRAIN_SECONDS=(\d+)/.exec(worker)?.[1]);
     assert.ok(Number(/^TimeoutStopSec=(\d+)/m.exec(worker)?.[1]) >= drain + 45);
+    assert.ok(Number(/^TimeoutStopSec=(\d+)/m.exec(read('callplane-api.service'))?.[1]) >= 30 + 45, 'the API unit waits for its streamed calls\' drain (30 s by default)');
     for (const f of ['callplane-api.service', 'callplane-worker@.service']) {
       const unit = read(f);
       assert.match(unit, /^Requires=callplane-migrate\.service$/m, f);

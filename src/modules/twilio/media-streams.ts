@@ -192,6 +192,19 @@ export function mediaStreams(deps: MediaStreamDeps) {
       return live.size;
     },
 
+    /** Calls running here, as the drain on SIGTERM counts them (src/main.ts, docs/deploy.md). */
+    get active(): number {
+      return live.size;
+    },
+
+    /** The drain time has passed: every streamed call still up hears the agent's closing line and ends. */
+    async wrapUpAll(): Promise<void> {
+      const sessions = [...live.values()];
+      const running = sessions.flatMap((e) => (e.session ? [e.session] : []));
+      await Promise.allSettled(running.map((s) => s.wrapUp()));
+      await Promise.allSettled(running.map((s) => s.done));
+    },
+
     /** Ends every call this process streams and waits (a few seconds at most) until they are recorded. */
     async close(): Promise<void> {
       const sessions = [...live.values()];
