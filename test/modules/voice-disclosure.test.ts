@@ -52,7 +52,8 @@ for (const engine of ENGINES) {
       const started = await startCall(deps, transport, { conversation: opened.conversation, room: opened.room, config: live, settings, capabilities: CAPABILITIES.sip, opening: {} });
       await waitFor('listening', () => started.session.phase === 'listening', 10_000, 5);
       const file = h.services.recordings.fileOf(org.id, id)!;
-      const recordingWhileListening = fs.existsSync(`${file}.part`);
+      // The recorder opens its file beside the call's start: give it a moment under load (2 s; a call not recorded never makes one).
+      const recordingWhileListening = await waitFor('the recording under way', () => fs.existsSync(`${file}.part`), 2000, 10).then(() => true, () => false);
       transport.utter(settings.speakingTimeoutMs, 600);
       await waitFor('the answer heard', async () => (await messageRepo.ofConversation(db, id)).some((m) => m.direction === 'inbound'), 10_000, 20);
       await waitFor('listening again', () => started.session.phase === 'listening', 10_000, 5);
