@@ -198,6 +198,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
     stops.unshift(async () => {
       platform.services.live.closeStreams();
       await platform.services.mediaStreams.close();
+      platform.services.browserCalls.close();
       await app.close();
     });
     port = (app.server.address() as AddressInfo).port;
