@@ -15,24 +15,33 @@ const SPEECH_RMS = 300;
 interface Line { key: string; from: 'caller' | 'agent'; text: string; interrupted?: boolean }
 type State = 'idle' | 'connecting' | 'live' | 'ended';
 
-/** Linear resampling of microphone blocks to 16 kHz, its position kept across blocks. */
+/**
+ * Microphone blocks (the audio context's rate, 44.1 or 48 kHz) to 16 kHz: each output sample the
+ * mean of the input samples within half a step of it (a box filter, so what 16 kHz cannot carry is
+ * damped rather than folded back), the input's tail carried across blocks.
+ */
 class Downsampler {
+  private carry = new Float32Array(0);
+  /** Where the next output sample falls, in samples of the carried tail joined to the next block. */
   private pos = 0;
-  private last = 0;
   constructor(private readonly from: number) {}
   push(input: Float32Array): Int16Array {
+    const buf = new Float32Array(this.carry.length + input.length);
+    buf.set(this.carry);
+    buf.set(input, this.carry.length);
     const step = this.from / RATE;
+    const half = Math.max(0.5, step / 2);
     const out: number[] = [];
-    // pos is where the next output sample falls, relative to input[0] (may be negative: between the last block's end and this one's start).
-    for (; this.pos < input.length - 1; this.pos += step) {
-      const i = Math.floor(this.pos);
-      const f = this.pos - i;
-      const a = i < 0 ? this.last : input[i]!;
-      const b = input[i + 1]!;
-      out.push(a + (b - a) * f);
+    for (; this.pos + half < buf.length; this.pos += step) {
+      const lo = Math.max(0, Math.ceil(this.pos - half));
+      const hi = Math.min(buf.length - 1, Math.floor(this.pos + half));
+      let sum = 0;
+      for (let i = lo; i <= hi; i++) sum += buf[i]!;
+      out.push(hi >= lo ? sum / (hi - lo + 1) : buf[Math.min(buf.length - 1, Math.round(this.pos))]!);
     }
-    this.pos -= input.length;
-    this.last = input[input.length - 1] ?? 0;
+    const keep = Math.min(buf.length, Math.ceil(half) + 2);
+    this.carry = buf.slice(buf.length - keep);
+    this.pos -= buf.length - keep;
     const pcm = new Int16Array(out.length);
     for (let k = 0; k < out.length; k++) pcm[k] = Math.max(-32768, Math.min(32767, Math.round(out[k]! * 32767)));
     return pcm;
