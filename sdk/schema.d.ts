@@ -115,6 +115,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/agent/{agentId}/talk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * callplane extension: a token for one spoken test call with the agent's staging configuration, from the browser
+         * @description Answers a token (valid for 60 s, used once) and the WebSocket path to open with it: GET this same path with ?token=, upgraded. The socket carries PCM16 little-endian mono at sampleRate both ways in binary messages (at most 1 s each) and JSON messages (ready, transcript, clear, ended; the browser may send {"type":"hangup"}). One test call per account at a time; the call runs the agent's STAGING configuration through the same voice session and call policy as a phone call (no keys, no transfer), and is recorded on the test channel. `simulated` says the replies will come from the SIMULATED engine (no model configured). Any token whose subtree holds the agent; 409 while a call of yours runs.
+         */
+        post: operations["startAgentTalk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/agent/{agentId}/testMessage": {
         parameters: {
             query?: never;
@@ -3705,6 +3725,98 @@ export interface operations {
             };
             /** @description Every error has this shape. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startAgentTalk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent id: camp<accountId>, or the account id */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The socket's audio rate, Hz: 8000 or 16000 (default 16000) */
+                    sampleRate?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description model, or simulated when no model provider is configured */
+                        engine: string;
+                        /** @description Unix seconds */
+                        expiresAt: number;
+                        /** @description The longest call */
+                        maxSeconds: number;
+                        message: string;
+                        model: string;
+                        /** @description The WebSocket path, token included */
+                        path: string;
+                        sampleRate: number;
+                        /** @description The replies are SIMULATED: no model provider is configured */
+                        simulated: boolean;
+                        success: boolean;
+                        /** @description Opens one call within 60 s */
+                        token: string;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -33,7 +33,10 @@ import { speechProviderRoutes } from './modules/speech-providers/routes.ts';
 import { numberingRoutes } from './modules/numbering-providers/routes.ts';
 import { taskRoutes } from './modules/tasks/routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
+import websocket from '@fastify/websocket';
+import { MAX_STREAM_MESSAGE_BYTES } from './providers/twilio/media-stream.ts';
 import { twilioRoutes } from './modules/twilio/routes.ts';
+import { browserCallRoutes } from './modules/voice/browser-routes.ts';
 import { relayRoutes } from './modules/webhooks/relays/routes.ts';
 import { sipRoutes } from './modules/sip/routes.ts';
 import { contextRoutes } from './modules/context/routes.ts';
@@ -260,9 +263,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(memberRoutes, { members: services.members });
   await app.register(numberingRoutes, { numbering: services.numbering });
   await app.register(taskRoutes, { tasks: services.tasks, csvMaxBytes: config.csvMaxBytes });
-  // Every path Twilio calls us on (src/modules/twilio/): one plugin, its form parser and WebSocket scoped to it.
-  await app.register(twilioRoutes, {
-    twilioCallbacks: services.twilioCallbacks, twilioVoice: services.twilioVoice, mediaStreams: services.mediaStreams, twilioTexts: services.twilioTexts,
+  // The routes that take WebSockets, in one context with the WebSocket support registered once
+  // (two registrations would both answer every upgrade): every path Twilio calls us on
+  // (src/modules/twilio/: one plugin, its form parser scoped to it) and the browser's test call.
+  await app.register(async (sockets) => {
+    // Larger messages close the socket (1009) before anything reads them.
+    await sockets.register(websocket, { options: { maxPayload: MAX_STREAM_MESSAGE_BYTES, perMessageDeflate: false } });
+    await sockets.register(twilioRoutes, {
+      twilioCallbacks: services.twilioCallbacks, twilioVoice: services.twilioVoice, mediaStreams: services.mediaStreams, twilioTexts: services.twilioTexts,
+    });
+    await sockets.register(browserCallRoutes, { browserCalls: services.browserCalls });
   });
   await app.register(relayRoutes, { relays: services.relays, config });
   await app.register(sipRoutes, { sip: services.sip });

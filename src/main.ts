@@ -186,6 +186,7 @@ async function serve(config: Config, role: Role, log: pino.Logger): Promise<void
       platform.services.live.closeStreams();
       await drainCalls(platform.services.mediaStreams, drainMs, log);
       await platform.services.mediaStreams.close();
+      platform.services.browserCalls.close();
       await app.close();
     });
     port = (app.server.address() as AddressInfo).port;

@@ -44,6 +44,7 @@ import { GreetingCache } from './modules/voice/greeting-cache.ts';
 import { voicesService, type VoicesService } from './modules/voice/voices.ts';
 import { backgroundAudio } from './modules/voice/background-audio.ts';
 import { mediaStreams, type MediaStreams } from './modules/twilio/media-streams.ts';
+import { browserCalls, type BrowserCalls } from './modules/voice/browser-calls.ts';
 import type { VoiceCalls } from './media/voice-transport.ts';
 import { TWILIO, type CarrierOptions } from './providers/index.ts';
 import { speechEngines, type SpeechEngines } from './speech/registry.ts';
@@ -151,6 +152,7 @@ export interface Services {
   voiceCalls: VoiceCalls;
   /** Twilio Media Streams (CALLPLANE_TWILIO_VOICE=stream): the calls whose voice sessions run in this process. */
   mediaStreams: MediaStreams;
+  browserCalls: BrowserCalls;
   /** Call recordings on disk (DATA_DIR/recordings), written by workers, served by the API, swept by maintenance. */
   recordings: RecordingStore;
   history: HistoryService;
@@ -313,6 +315,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
     twilioTexts: twilioTexts({ db, box, config, sms, relays: base.relays }),
     twilioVoice: gather,
     mediaStreams: streams,
+    // The console's "talk to this agent": the same voice sessions, over the browser's WebSocket.
+    browserCalls: browserCalls({
+      db, box, agents: base.agents, models: base.models, conversations, turns: runner, speech, greetings, speechKeys: base.speechProviders, latency,
+      turnTimeoutMs: turnLimitMs, grammar: deps.voiceGrammar, now: Date.now, log: child('browser-calls'),
+    }),
     // Calls' conversations: the gather path's, and Twilio's answering-machine verdicts rendered on the call.
     twilioCallbacks: twilioCallbacks({
       db, box, config, queue: taskQueue,

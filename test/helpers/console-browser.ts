@@ -35,12 +35,12 @@ export async function listening(h: Harness): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-export async function openConsole(h: Harness, opts: { width?: number; height?: number } = {}): Promise<ConsoleBrowser> {
+export async function openConsole(h: Harness, opts: { width?: number; height?: number; args?: string[] } = {}): Promise<ConsoleBrowser> {
   const base = await listening(h);
   const browser = await chromium.launch({
     executablePath: which('chromium', ['/usr/bin'])!,
     // No background connections: this machine's network is closed, and they only add noise.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...(opts.args ?? [])],
   });
   const context = await browser.newContext({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 860 } });
   const page = await context.newPage();

@@ -6,14 +6,13 @@
 // X-Twilio-Signature, a stream by the token of its TwiML in its `start` message.
 //
 // A form is read one way here: its exact bytes are kept (a twilioSMS relay forwards them
-// unchanged) and parsed by src/providers/twilio/form.ts. The parser, like the WebSocket support,
-// is scoped to this plugin: the rest of the API stays JSON-only.
-import websocket from '@fastify/websocket';
+// unchanged) and parsed by src/providers/twilio/form.ts. The parser is scoped to this plugin: the
+// rest of the API stays JSON-only. The WebSocket support is registered around it, once, with the
+// browser's talk socket (app.ts): one upgrade listener for the server.
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../../http/types.ts';
 import { EMPTY_TWIML } from '../../providers/index.ts';
 import { parseForm, type TwilioForm } from '../../providers/twilio/form.ts';
-import { MAX_STREAM_MESSAGE_BYTES } from '../../providers/twilio/media-stream.ts';
 import { signatureHeader } from '../../providers/twilio/signature.ts';
 import type { TwilioVoice } from './calls.ts';
 import type { MediaStreams } from './media-streams.ts';
@@ -57,8 +56,6 @@ export async function twilioRoutes(app: App, deps: TwilioRouteDeps): Promise<voi
   const { twilioCallbacks: callbacks, twilioVoice: calls, mediaStreams, twilioTexts: texts } = deps;
   // The app's body limit applies (CALLPLANE_BODY_LIMIT_BYTES).
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => done(null, new PostedForm(body as Buffer)));
-  // Larger messages close the socket (1009) before anything reads them.
-  await app.register(websocket, { options: { maxPayload: MAX_STREAM_MESSAGE_BYTES, perMessageDeflate: false } });
   const route = { config: { public: true }, schema: { hide: true } } as const;
 
   // A task's call or text.

@@ -106,7 +106,7 @@ export interface AgentLine {
 
 /** What a path can and cannot do; the policy and the docs read it, the renderers obey it. */
 export interface PathCapabilities {
-  path: 'gather' | 'media-stream' | 'sip';
+  path: 'gather' | 'media-stream' | 'sip' | 'browser';
   /** The caller can cut the agent short (the reply stops, only what was heard is kept). */
   bargeIn: boolean;
   /** backgroundAudio is mixed under the agent. */
@@ -140,6 +140,10 @@ export const CAPABILITIES: Readonly<Record<PathCapabilities['path'], PathCapabil
   // admission transfer (cnamAutoTransferRegex) cannot happen before answering here: the call is
   // answered and REFERred at once (sip-calls.ts).
   sip: { path: 'sip', bargeIn: true, backgroundAudio: true, keys: true, streamsReply: true, recording: true, canTransferTo: () => true, voicemailDetection: 'audio' },
+  // Our voice session over the console's WebSocket (browser-calls.ts): someone trying an agent
+  // from its page. No keypad, nowhere to transfer to, nothing recorded but the transcript; the call
+  // is inbound, so no voicemail is screened.
+  browser: { path: 'browser', bargeIn: true, backgroundAudio: false, keys: false, streamsReply: true, recording: false, canTransferTo: () => false, voicemailDetection: 'audio' },
 });
 
 /** How the call opens once answered: a pause, keys, the recording notice, then the greeting. */

@@ -3,7 +3,7 @@
 // publish and revert, its versions (rename, a side-by-side diff of any two, restore), the
 // organization's knowledge bases and their documents, and a test chat with the staging
 // configuration (POST /api/v2/agent/{agentId}/testMessage).
-import { Fragment, useMemo, useRef, useState, type FormEvent } from 'react';
+import { Fragment, lazy, Suspense, useMemo, useRef, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { components, paths } from '../../../../sdk/schema.d.ts';
 import { api, CallplaneError, ok, when } from '../../api.ts';
@@ -26,7 +26,9 @@ type Config = components['schemas']['AgentSettings'];
 /** A partial change, as POST /api/v2/agent takes it. */
 type AgentChange = paths['/api/v2/agent']['post']['requestBody']['content']['application/json'];
 type Live = paths['/api/v2/agent/{agentId}']['get']['responses'][200]['content']['application/json']['sponsorship'];
-const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['knowledge', 'Knowledge bases'], ['chat', 'Test chat']] as const;
+const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['knowledge', 'Knowledge bases'], ['chat', 'Test chat'], ['talk', 'Test call']] as const;
+/** The spoken test call (talk.tsx): loaded with its tab only. */
+const TalkPanel = lazy(() => import('./talk.tsx'));
 
 export default function AgentPage({ params, query }: PageProps) {
   const id = Number(String(params.agentId).replace(/^camp/, ''));
@@ -49,6 +51,7 @@ export default function AgentPage({ params, query }: PageProps) {
           {tab === 'versions' ? <Versions id={id} staging={staging!} live={live!} /> : null}
           {tab === 'knowledge' ? <Knowledge agentId={id} staging={staging!} /> : null}
           {tab === 'chat' ? <Chat id={id} /> : null}
+          {tab === 'talk' ? <Suspense fallback={<Loading />}><TalkPanel id={id} /></Suspense> : null}
         </>
       )}
     </Page>
