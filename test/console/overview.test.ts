@@ -142,6 +142,18 @@ describe('web console: overview across organizations (Chromium)', { skip: toolsS
     assert.equal(liveCells[4], last.text.replace(/\s+/g, ' ').trim(), 'the last line is the agent\'s answer');
     await c.shot('overview-across');
 
+    // 400 % zoom (320 CSS pixels): nothing wider than the window but the tables' and charts' own scrolling boxes.
+    await page.setViewportSize({ width: 320, height: 640 });
+    await c.shot('overview-across-320');
+    const { scroll, width, wide } = await page.evaluate(() => ({
+      scroll: document.documentElement.scrollWidth, width: window.innerWidth,
+      wide: [...document.querySelectorAll('main *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.table-wrap, .chart'))
+        .slice(0, 5).map((e) => `${e.tagName}.${e.className}`),
+    }));
+    assert.deepEqual(wide, []);
+    assert.ok(scroll <= width + 1, `page is ${scroll}px wide in a ${width}px window`);
+    await page.setViewportSize({ width: 1280, height: 860 });
+
     // Near the limits: Acme used 4 of its 2 included tasks; the link opens Acme's Billing page.
     const near = page.getByRole('list', { name: "Organizations near their plan's limits" });
     assert.deepEqual((await near.getByRole('listitem').allInnerTexts()).map((s) => s.trim()), ['Past Acme Dental: 4 of 2 tasks (200 %)']);
