@@ -86,7 +86,7 @@ const layering = {
  */
 const MODULE_ORDER = [
   'members', 'accounts', 'tokens', 'context', 'knowledge', 'models', 'limits', 'numbering-providers', 'integrations', 'phone-numbers',
-  'webhooks', 'sip', 'agents', 'compliance', 'tasks', 'billing', 'speech-providers', 'conversations', 'agent-tests', 'voice', 'twilio', 'adr', 'tenancy', 'console', 'ops',
+  'webhooks', 'sip', 'agents', 'compliance', 'tasks', 'billing', 'speech-providers', 'conversations', 'agent-tests', 'voice', 'twilio', 'adr', 'overview', 'tenancy', 'console', 'ops',
 ];
 
 // Every module folder has its place in the order, and every name in it is a folder.

@@ -2002,6 +2002,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/stats/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A reseller's or partner's overview across its organizations (callplane extension)
+         * @description Per organization (paged, by id) and in total over a window of local days: calls, texts, minutes, model tokens, conversations, the success rate of the analysed conversations, cost and cost per call; calls and texts per day; and the organizations whose usage in the window reached nearLimitShare of an amount their plan includes. The totals and days are GET /api/v2/stats/usage's for the same account and window. Resellers and partners only (an organization or agent: 403; it reads its own with GET /api/v2/stats/usage). docs/api.md, "Overview".
+         */
+        get: operations["viewOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/stats/usage": {
         parameters: {
             query?: never;
@@ -16590,6 +16610,158 @@ export interface operations {
                     "application/json": {
                         message?: string;
                         success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    viewOverview: {
+        parameters: {
+            query?: {
+                /** @description ISO date or date-time; default: today */
+                endDate?: string;
+                /** @description Organizations per page (1–100, default 25) */
+                limit?: number;
+                /** @description The share of an included amount that puts an organization on the near-limit list (default 0.8) */
+                nearLimitShare?: number;
+                /** @description Organizations skipped (by id) */
+                offset?: number;
+                /** @description ISO date or date-time; default: the first day of the current month in the account's time zone */
+                startDate?: string;
+                /** @description A reseller below the partner to read for; default: the token's own account */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: number;
+                        accountType: string;
+                        days: {
+                            calls: number;
+                            date: string;
+                            texts: number;
+                        }[];
+                        limit: number;
+                        message?: string;
+                        /** @description Fullest first, at most 100 */
+                        nearLimit: {
+                            /** @description What the plan and add-ons include for a term */
+                            included: number;
+                            /** @description callMinutes, texts, tasks, conversations or modelTokens */
+                            item: string;
+                            name: string;
+                            organizationId: number;
+                            /** @description used ÷ included */
+                            share: number;
+                            /** @description Used in the window */
+                            used: number;
+                        }[];
+                        nearLimitShare: number;
+                        offset: number;
+                        organizations: {
+                            active: boolean;
+                            /** @description Conversations whose analysis finished in the window */
+                            analysed: number;
+                            callMinutes: number;
+                            /** @description Calls (the usage rollups' calls) */
+                            calls: number;
+                            conversations: number;
+                            /** @description As GET /api/v2/stats/usage costs it (cost:total): plan and add-on prices plus usage past the included amounts, in the currency's major unit; null without a plan (or, in totals, with mixed currencies) */
+                            cost: number | null;
+                            /** @description cost ÷ calls; null without calls or a cost */
+                            costPerCall: number | null;
+                            currency: string | null;
+                            modelTokens: number;
+                            name: string;
+                            organizationId: number;
+                            productPlanId: string | null;
+                            /** @description Of those, the ones whose outcome is in successOutcomes */
+                            succeeded: number;
+                            /** @description succeeded ÷ analysed (0–1); null when nothing was analysed */
+                            successRate: number | null;
+                            texts: number;
+                        }[];
+                        success: boolean;
+                        /** @description The analysis outcomes counted as a success */
+                        successOutcomes: string[];
+                        /** @description The zone the days are in (the account's) */
+                        timezone: string;
+                        /** @description Organizations in all */
+                        total: number;
+                        totals: {
+                            /** @description Conversations whose analysis finished in the window */
+                            analysed: number;
+                            callMinutes: number;
+                            /** @description Calls (the usage rollups' calls) */
+                            calls: number;
+                            conversations: number;
+                            /** @description As GET /api/v2/stats/usage costs it (cost:total): plan and add-on prices plus usage past the included amounts, in the currency's major unit; null without a plan (or, in totals, with mixed currencies) */
+                            cost: number | null;
+                            /** @description cost ÷ calls; null without calls or a cost */
+                            costPerCall: number | null;
+                            currency: string | null;
+                            modelTokens: number;
+                            organizations: number;
+                            /** @description Of those, the ones whose outcome is in successOutcomes */
+                            succeeded: number;
+                            /** @description succeeded ÷ analysed (0–1); null when nothing was analysed */
+                            successRate: number | null;
+                            texts: number;
+                        };
+                        window: {
+                            /** @description YYYY-MM-DD */
+                            endDate: string;
+                            /** @description YYYY-MM-DD */
+                            startDate: string;
+                        };
                     } & {
                         [key: string]: unknown;
                     };

@@ -52,6 +52,7 @@ import { integrationRoutes } from './modules/integrations/routes.ts';
 import { subscriptionRoutes } from './modules/webhooks/subscriptions/routes.ts';
 import { billingRoutes } from './modules/billing/routes.ts';
 import { usageRoutes } from './modules/billing/usage-routes.ts';
+import { overviewRoutes } from './modules/overview/routes.ts';
 import { billingSystemRoutes } from './modules/billing/billing-system-routes.ts';
 import { adrRoutes } from './modules/adr/routes.ts';
 import { CONSOLE_CSP, consoleRoutes } from './modules/console/routes.ts';
@@ -292,6 +293,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(voicesRoutes, { voices: services.voices });
   await app.register(billingRoutes, { billing: services.billing });
   await app.register(usageRoutes, { usage: services.usage });
+  await app.register(overviewRoutes, { overview: services.overview });
   await app.register(billingSystemRoutes, { billingSystems: services.billingSystems, processorSubscriptions: services.processorSubscriptions });
   await app.register(adrRoutes, { adr: services.adr });
   await app.register(agentUrlRoutes, { agents: services.agents });

@@ -14,6 +14,7 @@ import { billingService, type BillingService } from './modules/billing/service.t
 import { billingSystemService, type BillingSystemService } from './modules/billing/billing-systems.ts';
 import { processorSubscriptions, type ProcessorSubscriptions } from './modules/billing/processor-subscriptions.ts';
 import { usageService, type UsageService } from './modules/billing/usage.ts';
+import { overviewService, type OverviewService } from './modules/overview/service.ts';
 import { cachedEntitlements, planAllowance } from './modules/billing/entitlements.ts';
 import { adrService, type AdrService } from './modules/adr/service.ts';
 import { adrQueue, type AdrQueue, type AdrQueueDeps } from './modules/adr/adr-queue.ts';
@@ -164,6 +165,7 @@ export interface Services {
   /** Subscriptions through a billing system, and its webhooks. */
   processorSubscriptions: ProcessorSubscriptions;
   usage: UsageService;
+  overview: OverviewService;
   /** Spoken turns' latencies per agent (GET /api/v2/agent/{agentId}/latency). */
   latency: LatencyService;
   /** The voices agents can name (GET /api/v2/voices). */
@@ -309,6 +311,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const services: Services = {
     ...base,
     conversations,
+    // A reseller's overview across its organizations: the usage service's figures with the analyses' outcomes.
+    overview: overviewService({ db, usage: base.usage }),
     webChat: webChatService({ db, box, agents: base.agents, conversations, turns: runner, wakeDeliveries, inlineLimits, log: child('web-chat') }),
     stagingChat: stagingChatService({ db, agents: base.agents, conversations, turns: runner, wakeDeliveries, inlineLimits, log: child('staging-chat') }),
     sms,

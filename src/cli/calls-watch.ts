@@ -5,7 +5,9 @@
 // with outcome=open, eventType=call, each with its transcript's last lines from GET
 // /api/v2/conversation/{roomId}/{uuid}). Conversations are joined to their tasks by task id. A
 // terminal is redrawn; anything else gets one line per change. SIGINT (Ctrl-C) ends it with exit
-// code 0.
+// code 0. A reseller's or partner's token without --account has no tasks of its own (they are an
+// organization's: the API answers 403): it follows the live feed across every organization below
+// it, each call named with its organization, and says how each ended from the feed.
 import { parseArgs } from 'node:util';
 import { CallplaneError, liveEvents, ok, type CallplaneClient, type LiveConversation, type LiveEvent } from '../../sdk/client.js';
 import { accountId, API_OPTIONS, apiClient } from './api-client.ts';
@@ -23,6 +25,8 @@ interface LiveCall {
   state: string;
   startedAt: number | null;
   lines: Line[];
+  /** The organization it belongs to, shown when watching across organizations. */
+  orgId?: number;
 }
 
 /** At most this many open conversations are followed per poll (each costs one request for its transcript). */
@@ -42,6 +46,7 @@ interface OpenCall {
   via: string;
   startedAt: number | null;
   lines: Line[];
+  orgId?: number;
 }
 
 const lineOf = (l: { uuid: string; direction: string; message: string }): Line => ({ uuid: l.uuid, direction: l.direction, message: l.message.replace(/\s+/g, ' ') });
@@ -94,7 +99,7 @@ function joined(tasks: Map<string, LiveCall>, open: OpenCall[], lineCount: numbe
   for (const c of open) {
     const key = c.taskId && calls.has(`task:${c.taskId}`) ? `task:${c.taskId}` : `conversation:${c.uuid}`;
     const call: LiveCall = calls.get(key) ?? {
-      key, taskId: c.taskId, party: c.party, direction: c.direction, via: c.via, state: 'in progress', startedAt: c.startedAt, lines: [],
+      key, taskId: c.taskId, party: c.party, direction: c.direction, via: c.via, state: 'in progress', startedAt: c.startedAt, lines: [], orgId: c.orgId,
     };
     calls.set(key, { ...call, uuid: c.uuid, roomId: c.roomId, lines: c.lines.slice(-lineCount) });
   }
@@ -109,13 +114,15 @@ class LiveFeedState {
   calls: Map<string, OpenCall> | undefined;
   /** The server has no live feed (an older callplane): poll. */
   offered = true;
+  /** How the calls the feed saw end ended (its `conversation` event), by uuid: the last 1,000. */
+  readonly ended = new Map<string, string>();
 
   constructor(private readonly lineCount: number) {}
 
   #open(c: LiveConversation, lines: Line[]): OpenCall {
     return {
       uuid: c.uuid, roomId: c.roomId, taskId: c.taskId ?? undefined, party: c.counterpartName ?? c.counterpart, direction: c.direction,
-      via: c.channel, startedAt: c.startedAt, lines,
+      via: c.channel, startedAt: c.startedAt, lines, orgId: c.orgId,
     };
   }
 
@@ -129,7 +136,11 @@ class LiveFeedState {
     if (!this.calls) return false;
     if (e.event === 'conversation') {
       if (e.data.eventType !== 'call') return false;
-      if (e.data.outcome !== 'open') return this.calls.delete(e.data.uuid);
+      if (e.data.outcome !== 'open') {
+        this.ended.set(e.data.uuid, e.data.outcomeDetail ? `${e.data.outcome}: ${e.data.outcomeDetail}` : e.data.outcome);
+        if (this.ended.size > 1000) this.ended.delete(this.ended.keys().next().value!);
+        return this.calls.delete(e.data.uuid);
+      }
       this.calls.set(e.data.uuid, this.#open(e.data, this.calls.get(e.data.uuid)?.lines ?? []));
       return true;
     }
@@ -171,13 +182,16 @@ async function follow(client: CallplaneClient, target: number | undefined, state
   }
 }
 
-function describe(call: LiveCall): string {
+function describe(call: LiveCall, acrossOrgs = false): string {
   const id = call.taskId ?? call.uuid ?? call.key;
-  return `call ${id} ${call.direction === 'inbound' ? 'from' : 'to'} ${call.party || '?'} via ${call.via}: ${call.state} since ${clock(call.startedAt)}`;
+  const org = acrossOrgs && call.orgId !== undefined ? ` (organization ${call.orgId})` : '';
+  return `call ${id}${org} ${call.direction === 'inbound' ? 'from' : 'to'} ${call.party || '?'} via ${call.via}: ${call.state} since ${clock(call.startedAt)}`;
 }
 
 /** How a call that is no longer live ended (its task's or its conversation's outcome). */
-async function ending(client: CallplaneClient, call: LiveCall, target: number | undefined): Promise<string> {
+async function ending(client: CallplaneClient, call: LiveCall, target: number | undefined, feed: LiveFeedState, acrossOrgs: boolean): Promise<string> {
+  // Across organizations, the feed's own end event says (a task or conversation is read per organization).
+  if (acrossOrgs) return (call.uuid && feed.ended.get(call.uuid)) || 'ended';
   try {
     if (call.taskId) {
       const { task } = await ok(client.GET('/api/v2/tasks/{taskId}', { params: { path: { taskId: call.taskId }, query: { targetAccountId: target } } }));
@@ -227,17 +241,32 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
   /** The lines written so far (not on a terminal), by uuid: the last 10,000. */
   const printed = new Set<string>();
   let problem = '';
+  /** A reseller's or partner's token without --account: no tasks of its own; the feed across its organizations. */
+  let acrossOrgs = false;
   try {
     for (let running = true; running;) {
       let current: Map<string, LiveCall> | undefined;
       try {
         // Tasks are polled every interval (a stream event in between redraws with those last read).
-        if (!tasks || Date.now() - tasks.at >= interval * 1000 * 0.9) tasks = { at: Date.now(), calls: await runningTasks(client, target) };
+        if (!acrossOrgs && (!tasks || Date.now() - tasks.at >= interval * 1000 * 0.9)) {
+          try {
+            tasks = { at: Date.now(), calls: await runningTasks(client, target) };
+          } catch (e) {
+            // Tasks are an organization's: a reseller's or partner's own token is refused them (403).
+            if (!(target === undefined && e instanceof CallplaneError && e.status === 403 && feed.offered)) throw e;
+            acrossOrgs = true;
+            tasks = { at: Date.now(), calls: new Map() };
+            err.write('this account has no tasks of its own: following the live feed across the organizations below it (--account ID for one organization and its tasks)\n');
+          }
+        }
         const pushed = feed.calls;
-        const mode = pushed ? 'following the live feed' : feed.offered ? '' : 'the server has no live feed: polling';
+        const mode = pushed ? 'following the live feed' : acrossOrgs ? (feed.offered ? 'the live feed is away: waiting for it' : '') : feed.offered ? '' : 'the server has no live feed: polling';
         if (mode && mode !== said) err.write(`${mode}\n`);
         said = mode;
-        current = joined(tasks.calls, pushed ? [...pushed.values()] : await polledConversations(client, target, lineCount), lineCount);
+        // Across organizations only the feed tells (the polled operations are an organization's).
+        if (acrossOrgs && !feed.offered) throw new CallplaneError(404, { success: false, message: 'the server has no live feed, and tasks and conversations are read per organization: give --account ID' });
+        current = acrossOrgs && !pushed ? undefined
+          : joined(tasks!.calls, pushed ? [...pushed.values()] : await polledConversations(client, target, lineCount), lineCount);
         if (problem) err.write('the API answers again\n');
         problem = '';
       } catch (e) {
@@ -253,7 +282,7 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
           const width = out.columns ?? 100;
           const screen = [`\x1b[H\x1b[2J${current.size} live call${current.size === 1 ? '' : 's'} — ${new Date().toISOString().slice(11, 19)} UTC — Ctrl-C to stop`, ''];
           for (const call of current.values()) {
-            screen.push(describe(call).slice(0, width));
+            screen.push(describe(call, acrossOrgs).slice(0, width));
             for (const l of call.lines) screen.push(`    ${who(l.direction)}: ${l.message}`.slice(0, width));
           }
           out.write(screen.join('\n') + '\n');
@@ -261,7 +290,7 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
           for (const call of current.values()) {
             const before = previous.get(call.key);
             // New (+), or its state or carrier changed (~: a carrier is named once it reports the call).
-            if (!before || before.state !== call.state || before.via !== call.via) out.write(`${before ? '~' : '+'} ${describe(call)}\n`);
+            if (!before || before.state !== call.state || before.via !== call.via) out.write(`${before ? '~' : '+'} ${describe(call, acrossOrgs)}\n`);
             // Each line once, by its uuid, however the call was seen meanwhile (a feed that started
             // over, a poll in between, the call named by its task once the carrier reported it).
             for (const l of call.lines) {
@@ -272,7 +301,7 @@ export async function callsCommand(argv: string[], out: NodeJS.WritableStream & 
             }
           }
           for (const call of previous.values()) {
-            if (!current.has(call.key)) out.write(`- call ${call.taskId ?? call.uuid} ended: ${await ending(client, call, target)}\n`);
+            if (!current.has(call.key)) out.write(`- call ${call.taskId ?? call.uuid} ended: ${await ending(client, call, target, feed, acrossOrgs)}\n`);
           }
         }
         previous = current;

@@ -100,6 +100,8 @@ each call's state and its latest transcript lines (--lines, default 3). Conversa
 lines come pushed from the server's live feed as they are spoken (polled, on a server without
 one); running call tasks are polled every --interval seconds (default 2). On a terminal the screen
 is redrawn; otherwise each change is printed as a line. Ctrl-C (SIGINT) ends it with exit code 0.
+A reseller's or partner's token without --account follows the live feed across every
+organization below it, each call named with its organization.
 
 ${API}`,
   doctor: `usage: callplane doctor [--timeout SECONDS]

@@ -43,6 +43,7 @@ import { agentTests } from './migrations/0038-agent-tests.ts';
 import { compliance } from './migrations/0039-compliance.ts';
 import { jobLeases } from './migrations/0040-job-leases.ts';
 import { campaignRules } from './migrations/0041-campaign-rules.ts';
+import { overviewIndex } from './migrations/0042-overview-index.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -87,6 +88,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0039-compliance': compliance(),
     '0040-job-leases': jobLeases(),
     '0041-campaign-rules': campaignRules(),
+    '0042-overview-index': overviewIndex(),
   };
 }
 

@@ -398,6 +398,12 @@ for (const engine of ENGINES) {
 
       const watch = start(['calls', 'watch', '--interval', '0.3', '--lines', '5'], { CALLPLANE_URL: url, CALLPLANE_TOKEN: token });
       await watch.waitFor(/watching live calls/);
+      // The reseller above it watches too, with its own token and no --account (issue 38: a 403 before):
+      // across its organizations, from the live feed alone.
+      const resellerToken = (await ok(admin.POST('/api/v2/tokens', { params: { query: { targetAccountId: resellerId } }, body: { type: 'admin', description: 'watch' } }))).token.token;
+      const across = start(['calls', 'watch', '--interval', '0.3', '--lines', '5'], { CALLPLANE_URL: url, CALLPLANE_TOKEN: resellerToken });
+      await across.waitFor(/this account has no tasks of its own: following the live feed across the organizations below it/);
+      await across.waitFor(/^following the live feed$/m);
       const { task } = await ok(org.POST('/api/v2/tasks', { body: { type: 'call', target: '+14155552691' } }));
       const sid = await waitFor('the call placed on the fake Twilio', async () => {
         const { task: t } = await ok(org.GET('/api/v2/tasks/{taskId}', { params: { path: { taskId: task.id } } }));
@@ -422,6 +428,14 @@ for (const engine of ENGINES) {
       await watch.waitFor(new RegExp(`^- call ${task.id} ended: finished \\(completed\\) on twilio$`, 'm'));
       watch.child.kill('SIGINT');
       assert.equal((await watch.exit(10_000)).code, 0);
+      // The reseller saw the same call, named with its organization, its lines, and its end (the feed's).
+      await across.waitFor(new RegExp(`^- call ${task.id} ended: \\S+`, 'm'));
+      across.child.kill('SIGINT');
+      assert.equal((await across.exit(10_000)).code, 0);
+      assert.match(across.stdout(), new RegExp(`^\\+ call ${task.id} \\(organization ${voiceOrg}\\) to \\+14155552691 via voice: in progress since `, 'm'));
+      assert.match(across.stdout(), new RegExp(`^  ${task.id} agent: Hello, this is Ada from Acme Dental\\.$`, 'm'));
+      assert.match(across.stdout(), new RegExp(`^  ${task.id} caller: I would like an appointment$`, 'm'));
+      assert.doesNotMatch(across.stderr(), /the API answered|polling/);
       // Each line once: the transcript is printed as it grows, not again on every poll.
       assert.equal(watch.stdout().split('\n').filter((l) => l.endsWith('caller: I would like an appointment')).length, 1);
       // The lines came pushed, from the live feed (GET /api/v2/conversations/live), not polled.

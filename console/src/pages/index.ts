@@ -25,6 +25,8 @@ const ORG_AND_ABOVE: AccountKind[] = ['partner', 'reseller', 'organization'];
 export const PAGES: PageDef[] = [
   // The first screen comes with the entry script rather than after it (docs/performance.md, bench/console).
   { path: '/', title: 'Overview', nav: true, component: Overview },
+  // Partners and resellers: every organization below them at once (not an organization page).
+  { path: '/overview', title: 'Across organizations', nav: true, kinds: ['partner', 'reseller'], component: lazy(() => import('./across/across.tsx')) },
   { path: '/accounts', title: 'Accounts', nav: true, kinds: ORG_AND_ABOVE, component: lazy(() => import('./accounts/accounts.tsx')) },
   { path: '/agents', title: 'Agents', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./agents/agents.tsx')) },
   { path: '/agents/:agentId', title: 'Agent', needsOrg: true, component: lazy(() => import('./agents/agent.tsx')) },

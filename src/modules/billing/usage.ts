@@ -135,7 +135,48 @@ export function usageService(deps: UsageServiceDeps) {
     return found;
   }
 
+  /**
+   * Each organization's figures over local days `fromDay`..`toDay` (the days as `zone` counts them),
+   * costed as GET /api/v2/stats/usage costs them (issue 38, the reseller's overview): its plan's
+   * price and its add-ons' for the term, plus what its usage past the included amounts costs, in
+   * its own plan's currency (null without a plan). One query each for the rollups, the
+   * subscriptions and the add-ons of all `orgs`; plans once per catalog.
+   */
+  async function byOrganization(orgs: readonly AccountRow[], fromDay: string, toDay: string, zone: string): Promise<Map<number, OrgFigures>> {
+    const ids = orgs.map((o) => o.id);
+    const out = new Map<number, OrgFigures>();
+    const rows = await usageRepo.sums(db, ids, fromDay, toDay, 0, [...BILLED, ...EXTRA]);
+    const used = new Map<number, Totals>();
+    for (const r of rows) {
+      const t = used.get(r.org_id) ?? {};
+      t[r.metric as UsageMetric] = (t[r.metric as UsageMetric] ?? 0) + Number(r.n);
+      used.set(r.org_id, t);
+    }
+    const subs = await subscriptionRepo.currentOf(db, ids);
+    const range = { fromMs: localDayStart(fromDay, zone), toMs: localDayStart(addDays(toDay, 1), zone) };
+    const addonRows = await addonRepo.of(db, ids, range);
+    const cache = new Map<string, Promise<Plan | null>>();
+    for (const org of orgs) {
+      const t = used.get(org.id) ?? {};
+      const sub = subs.get(org.id);
+      const plan = await planOf(org, sub, cache);
+      if (!plan) { out.set(org.id, { used: t, productPlanId: org.product_plan_id, included: null, currency: null, cost: null }); continue; }
+      const addons = addonsFitting(addonRows.filter((r) => r.org_id === org.id), plan.productPlanId);
+      const included = includedOver(plan, sub?.term === 'year' ? 12 : 1, addons);
+      const digits = fractionDigits(plan.currency);
+      const price = (p: { monthlyPrice: number; yearlyPrice: number }) => BigInt(Math.round((sub?.term === 'year' ? p.yearlyPrice : p.monthlyPrice) * 10 ** digits));
+      let minor = price(plan);
+      for (const a of addons) minor += price(a);
+      const over = overageNano(plan, included, t);
+      for (const m of BILLED) minor += toMinor(over[m], digits);
+      out.set(org.id, { used: t, productPlanId: plan.productPlanId, included, currency: plan.currency, cost: Number(minor) / 10 ** digits });
+    }
+    return out;
+  }
+
   return {
+    byOrganization,
+
     /**
      * Starts an organization's next billing period (a reseller or partner for one below it): the
      * period must begin after the current one began and no later than it ends (earlier closes the
@@ -355,3 +396,14 @@ export function usageService(deps: UsageServiceDeps) {
 }
 
 export type UsageService = ReturnType<typeof usageService>;
+
+/** One organization's usage over a range and what it costs (usageService.byOrganization). */
+export interface OrgFigures {
+  used: Partial<Record<UsageMetric, number>>;
+  productPlanId: string | null;
+  /** What its plan and add-ons include over a term (null per item = unlimited; null = no plan). */
+  included: Record<(typeof BILLED)[number], number | null> | null;
+  currency: string | null;
+  /** Plan, add-ons and usage past the included amounts, in the currency's major unit; null without a plan. */
+  cost: number | null;
+}

@@ -7,6 +7,7 @@ import { redactsPersonalData } from '../compliance/service.ts';
 import { redactData, redactPersonalData } from '../compliance/redact.ts';
 import { notify } from '../../db/index.ts';
 import { ENDED_ROWS } from '../../queue/engine.ts';
+import { engineOf } from '../../db/fulltext.ts';
 import type {
   AccountRow, AnalysisRow, AnsweredBy, AutomationRequestRow, ConversationOutcome, ConversationRow, Db, Executor, MessageRow, RoomRow, ToolEffectRow, TurnLatencyRow, TurnRow,
 } from '../../db/types.ts';
@@ -15,6 +16,11 @@ type NewRoom = Pick<RoomRow, 'org_id' | 'account_id' | 'counterpart' | 'counterp
 type NewConversation = Omit<ConversationRow, 'messages_in' | 'messages_out' | 'model_calls' | 'tokens_in' | 'tokens_out' | 'ended_at' | 'outcome' | 'outcome_detail' | 'duration_ms' | 'caller_verified'
   | 'answered_by' | 'answered_by_at' | 'voicemail_recording'>
   & Partial<Pick<ConversationRow, 'caller_verified'>>;
+
+/** An ancestor's column on the organizations' rows (`o.` joined). */
+const ANCESTOR_COLUMN_OF = {
+  partner: 'o.partner_id', reseller: 'o.reseller_id', organization: 'o.org_id', agent: 'o.id',
+} as const;
 
 /**
  * The channel the live feed listens on (live.ts): `c:<conversation id>` when a conversation opened
@@ -261,6 +267,22 @@ export const analysisRepo = {
         ...(skipped ? { state: 'canceled' as const, last_error: skipped, finished_at: now } : {}) })
       .onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
     return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
+  },
+  /**
+   * The analyses finished in [fromMs, toMs) of the organizations below `within` (the accounts'
+   * ancestor column), counted by organization and outcome (the answer's JSON `outcome`): one
+   * grouped query, read through conversation_analyses_org_finished (migration 0042).
+   */
+  async outcomeCounts(db: Executor, within: Pick<AccountRow, 'id' | 'kind'>, fromMs: number, toMs: number): Promise<{ org_id: number; outcome: string | null; n: number }[]> {
+    const outcome = engineOf(db) === 'postgres' ? sql<string | null>`(a.answer::json ->> 'outcome')` : sql<string | null>`json_extract(a.answer, '$.outcome')`;
+    const rows = await db.selectFrom('conversation_analyses as a').innerJoin('accounts as o', 'o.id', 'a.org_id')
+      .select(['a.org_id', outcome.as('outcome'), (eb) => eb.fn.countAll<number | string>().as('n')])
+      .where(ANCESTOR_COLUMN_OF[within.kind], '=', within.id)
+      .where('a.state', '=', 'finished').where('a.answer', 'is not', null)
+      .where('a.finished_at', '>=', fromMs).where('a.finished_at', '<', toMs)
+      .groupBy(['a.org_id', outcome])
+      .execute();
+    return rows.map((r) => ({ org_id: Number(r.org_id), outcome: r.outcome, n: Number(r.n) }));
   },
   async find(db: Executor, id: string): Promise<AnalysisRow | undefined> {
     return db.selectFrom('conversation_analyses').selectAll().where('id', '=', id).executeTakeFirst();
