@@ -53,6 +53,7 @@ import { agentService, type AgentService } from './modules/agents/service.ts';
 import { agentTestProducer, agentTestQueue, type AgentTestQueue, type AgentTestQueueDeps } from './modules/agent-tests/run-queue.ts';
 import { agentTestService, testPublishGate, type AgentTestService } from './modules/agent-tests/service.ts';
 import { textRunner } from './modules/agent-tests/text-runner.ts';
+import { simulatedCalls, type SimulatedCallDeps } from './modules/agent-tests/simulated-call.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { modelsService, type ModelsService } from './modules/models/service.ts';
 import { processSpeechKeys, speechProvidersService, type SpeechProvidersService } from './modules/speech-providers/service.ts';
@@ -102,6 +103,8 @@ export interface PlatformDeps {
   analyses?: Partial<Omit<AnalysisQueueDeps, 'database' | 'config' | 'wakeups' | 'producer' | 'handler'>>;
   /** Test settings of the agent test runs' queue (shorter leases, a fast backoff). */
   agentTests?: Partial<Omit<AgentTestQueueDeps, 'database' | 'config' | 'wakeups' | 'producer' | 'handler'>>;
+  /** A SIMULATED call's bounds (tests shorten them). */
+  simulatedCalls?: Pick<SimulatedCallDeps, 'maxTurns' | 'maxMs'>;
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
   sipWorkerWaitMs?: number;
   /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
@@ -297,6 +300,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // One organization's inline model turns (the staging test chat and the web chat page together).
   // Agent tests' text mode: a simulated caller and the agent, through the one turn runner.
   const testText = textRunner({ db, models: base.models, conversations, turns: runner, now: Date.now });
+  // A call task on the SIMULATED carrier: the same simulated caller talks with the agent (docs/tasks.md, "Simulated calls").
+  const simulatedCallTalk = simulatedCalls({ db, models: base.models, conversations, turns: runner, now: Date.now, ...deps.simulatedCalls });
   const inlineLimits = new InlineTurnLimits({ concurrent: config.inlineTurnsConcurrent, perMinute: config.inlineTurnsPerMinute });
   const services: Services = {
     ...base,
@@ -346,6 +351,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     textSent: (text) => services.sms.recordTextTask(text),
     // A text task without content: its agent writes the text (docs/tasks.md, "Text tasks").
     composeText: (row, signal) => textTasks.compose(row, signal),
+    ...(config.simulatedCallConversations ? { simulatedCall: async (row, signal) => ({ ...await simulatedCallTalk.run(row, signal) }) } : {}),
     // What a call does when a voicemail answers (the call policy's plan for the task and its
     // agent), and who decides it on the path the call will take: a Twilio call streams or gathers
     // as its organization does; any other carrier's call is one whose audio we carry (SIP).

@@ -626,7 +626,8 @@ export type KbDocumentRow = Selectable<KbDocumentsTable>;
 
 // Conversations (migration 0013).
 /** `test`: the staging test chat's sessions (docs/conversations.md), kept out of customer views and billed usage. */
-export type ConversationChannel = 'api' | 'sms' | 'voice' | 'web' | 'sip' | 'test';
+/** `simulated`: a call task's call on the SIMULATED carrier, talked by a simulated caller (docs/tasks.md). */
+export type ConversationChannel = 'api' | 'sms' | 'voice' | 'web' | 'sip' | 'test' | 'simulated';
 export type ConversationOutcome = 'completed' | 'ended_by_agent' | 'transferred' | 'no_response' | 'hung_up' | 'failed' | 'voicemail';
 /** Who answered an outbound call (docs/voice.md, Voicemail). */
 export type AnsweredBy = 'human' | 'machine' | 'unknown';

@@ -48,6 +48,8 @@ export interface TaskWorkerDeps {
   voicemailPlan?: TaskHandlerDeps['voicemailPlan'];
   /** Writes a text task's text when it has no content (the agent's model). */
   composeText?: TaskHandlerDeps['composeText'];
+  /** A SIMULATED call's conversation with a simulated caller. */
+  simulatedCall?: TaskHandlerDeps['simulatedCall'];
   log?: TaskHandlerDeps['log'];
 }
 
