@@ -54,6 +54,10 @@ import { agentTestProducer, agentTestQueue, type AgentTestQueue, type AgentTestQ
 import { agentTestService, testPublishGate, type AgentTestService } from './modules/agent-tests/service.ts';
 import { textRunner } from './modules/agent-tests/text-runner.ts';
 import { simulatedCalls, type SimulatedCallDeps } from './modules/agent-tests/simulated-call.ts';
+import { voiceRunner } from './modules/agent-tests/voice-runner.ts';
+import { callerPorts } from './modules/agent-tests/sip-caller.ts';
+import { voiceTestCalls } from './modules/voice/test-calls.ts';
+import { PortPool } from './media/port-pool.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { modelsService, type ModelsService } from './modules/models/service.ts';
 import { processSpeechKeys, speechProvidersService, type SpeechProvidersService } from './modules/speech-providers/service.ts';
@@ -303,6 +307,16 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // A call task on the SIMULATED carrier: the same simulated caller talks with the agent (docs/tasks.md, "Simulated calls").
   const simulatedCallTalk = simulatedCalls({ db, models: base.models, conversations, turns: runner, now: Date.now, ...deps.simulatedCalls });
   const inlineLimits = new InlineTurnLimits({ concurrent: config.inlineTurnsConcurrent, perMinute: config.inlineTurnsPerMinute });
+  // Agent tests' voice mode: a real call into the agent over a loopback SIP leg (the agent's side is
+  // the voice module's test call; the caller's, the agent tests' own), on the process's RTP range.
+  const rtpRange = { portMin: config.rtpPortMin, portMax: config.rtpPortMax };
+  const testVoice = voiceRunner({
+    db, models: base.models, conversations, stt: speech.stt, tts: speech.tts, ports: callerPorts(rtpRange), now: Date.now,
+    answerer: voiceTestCalls({
+      db, conversations, turns: runner, ...speech, greetings, speechKeys: base.speechProviders, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('agent-tests'),
+      ports: new PortPool(rtpRange), maxDurationMs: config.callMaxSeconds * 1000,
+    }),
+  });
   const services: Services = {
     ...base,
     conversations,
@@ -375,7 +389,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   const agentTests = agentTestQueue({
     database, config, wakeups, producer: agentTestsDue, log: child('agent-tests'), ...deps.agentTests,
-    handler: { db, models: base.models, text: testText, log: child('agent-tests') },
+    handler: { db, models: base.models, text: testText, voice: testVoice, log: child('agent-tests') },
   });
 
   const { backoff: releaseBackoff, ...releaseSettings } = deps.numberReleases ?? {};

@@ -40,6 +40,7 @@ import { sipRouteCredentials } from './migrations/0035-sip-route-credentials.ts'
 import { billingAddonCheckout } from './migrations/0036-billing-addon-checkout.ts';
 import { speechProviders } from './migrations/0037-speech-providers.ts';
 import { agentTests } from './migrations/0038-agent-tests.ts';
+import { agentTestVoice } from './migrations/0044-agent-test-voice.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -81,6 +82,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0036-billing-addon-checkout': billingAddonCheckout(),
     '0037-speech-providers': speechProviders(),
     '0038-agent-tests': agentTests(),
+    '0044-agent-test-voice': agentTestVoice(),
   };
 }
 

@@ -932,7 +932,7 @@ export interface AgentTestRunsTable {
   agent_version: number | null;
   config: string;
   config_hash: string;
-  mode: 'text';
+  mode: 'text' | 'voice';
   iterations: number;
   concurrency: number;
   total: number;
@@ -961,6 +961,8 @@ export interface AgentTestResultsTable {
   checks: string;
   turns: number;
   error: string | null;
+  /** 0044, JSON: a voice-mode result's measures (each turn's latency, barge-ins, what the caller heard); null in text mode. */
+  voice: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
 }
 

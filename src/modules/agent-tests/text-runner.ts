@@ -16,7 +16,7 @@ import {
 } from '../conversations/analysis.ts';
 import { conversationRepo, historyRepo, messageRepo } from '../conversations/repository.ts';
 import type { ConversationService, Opened } from '../conversations/service.ts';
-import type { TestTurn, TurnRunner } from '../conversations/turn.ts';
+import { INSIDE_TOOLS, type TestTurn, type TurnRunner } from '../conversations/turn.ts';
 import type { ModelChoice, ModelsService } from '../models/service.ts';
 import type { Observation } from './checks.ts';
 import { argsMatch } from './checks.ts';
@@ -117,7 +117,7 @@ export interface Conversing {
   test: TestTurn;
   signal: AbortSignal;
   /** Adds the caller model's tokens to usage. */
-  countCaller(tokens: number): Promise<void>;
+  countCaller: (tokens: number) => Promise<void>;
 }
 
 export type ConverseDeps = Pick<TextRunnerDeps, 'db' | 'conversations' | 'turns' | 'now'>;
@@ -175,6 +175,16 @@ function toolCallsOf(messages: readonly MessageRow[], mocked: ReadonlySet<string
   return out;
 }
 
+/** The tool calls a test conversation recorded, each saying whether the test answered it (mocked) or it ran. */
+export function observedTools(messages: readonly MessageRow[], s: Scenario): Observation['toolCalls'] {
+  const mockedTools = new Set<string>();
+  // Every tool a test answers instead of running is mocked, not just those with a mock.
+  for (const m of messages) if (m.direction === 'tool' && m.data) mockedTools.add(String((JSON.parse(m.data) as { name?: string }).name));
+  for (const t of INSIDE_TOOLS) mockedTools.delete(t);
+  for (const t of s.toolMocks ?? []) mockedTools.add(t.tool);
+  return toolCallsOf(messages, mockedTools);
+}
+
 export function textRunner(deps: TextRunnerDeps): ScenarioRunner & {
   analyse(c: ConversationRow, config: AgentSettings, signal: AbortSignal): Promise<Observation['analysis']>;
 } {
@@ -217,15 +227,9 @@ export function textRunner(deps: TextRunnerDeps): ScenarioRunner & {
       const { turns, ended, said } = talked;
       await deps.conversations.end(o.conversation.id, ended ? 'ended_by_agent' : 'completed', ended ? null : `agent test: ${said === undefined ? 'the simulated caller was done' : `turn limit (${maxTurns}) reached`}`);
       const [messages, conversation] = await Promise.all([messageRepo.ofConversation(db, o.conversation.id), conversationRepo.find(db, o.conversation.id)]);
-      const mockedTools = new Set((s.toolMocks ?? []).map((m) => m.tool));
-      // Every tool a test answers instead of running is mocked, not just those with a mock.
-      for (const m of messages) if (m.direction === 'tool' && m.data) mockedTools.add(String((JSON.parse(m.data) as { name?: string }).name));
-      mockedTools.delete('end_conversation');
-      mockedTools.delete('search_knowledge');
-      for (const t of s.toolMocks ?? []) mockedTools.add(t.tool);
       return {
         conversation: conversation ?? o.conversation,
-        observation: { lines, toolCalls: toolCallsOf(messages, mockedTools), ended, turns },
+        observation: { lines, toolCalls: observedTools(messages, s), ended, turns },
         simulatedCaller: caller.engine.simulated,
       };
     },
