@@ -3,7 +3,7 @@
 // publish and revert, its versions (rename, a side-by-side diff of any two, restore), the
 // organization's knowledge bases and their documents, and a test chat with the staging
 // configuration (POST /api/v2/agent/{agentId}/testMessage).
-import { useMemo, useRef, useState, type FormEvent } from 'react';
+import { lazy, Suspense, useMemo, useRef, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { components, paths } from '../../../../sdk/schema.d.ts';
 import { api, ok, when } from '../../api.ts';
@@ -24,7 +24,9 @@ type Config = components['schemas']['AgentSettings'];
 /** A partial change, as POST /api/v2/agent takes it. */
 type AgentChange = paths['/api/v2/agent']['post']['requestBody']['content']['application/json'];
 type Live = paths['/api/v2/agent/{agentId}']['get']['responses'][200]['content']['application/json']['sponsorship'];
-const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['knowledge', 'Knowledge bases'], ['chat', 'Test chat']] as const;
+const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['knowledge', 'Knowledge bases'], ['chat', 'Test chat'], ['tests', 'Tests']] as const;
+/** The Tests tab (tests.tsx), loaded when first opened. */
+const Tests = lazy(() => import('./tests.tsx'));
 
 export default function AgentPage({ params, query }: PageProps) {
   const id = Number(String(params.agentId).replace(/^camp/, ''));
@@ -47,6 +49,7 @@ export default function AgentPage({ params, query }: PageProps) {
           {tab === 'versions' ? <Versions id={id} staging={staging!} live={live!} /> : null}
           {tab === 'knowledge' ? <Knowledge agentId={id} staging={staging!} /> : null}
           {tab === 'chat' ? <Chat id={id} /> : null}
+          {tab === 'tests' ? <Suspense fallback={<Loading />}><Tests agentId={id} /></Suspense> : null}
         </>
       )}
     </Page>
