@@ -114,4 +114,18 @@ describe('web console: agent tests (Chromium)', { skip: toolsSkip('chromium') },
     await c.shot('agent-tests-results');
     assert.deepEqual(c.problems, []);
   });
+
+  it('folds to one column at 320 CSS px with no sideways scrolling of the page, results shown', async () => {
+    await c.page.setViewportSize({ width: 320, height: 800 });
+    try {
+      await c.page.getByRole('region', { name: 'Regressions' }).waitFor();
+      await c.page.waitForTimeout(200);
+      const wide = await c.page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(wide <= 320, `the page is ${wide} px wide`);
+      await c.shot('agent-tests-narrow');
+    } finally {
+      await c.page.setViewportSize({ width: 1280, height: 860 });
+    }
+    assert.deepEqual(c.problems, [], c.problems.join('\n'));
+  });
 });

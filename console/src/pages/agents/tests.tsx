@@ -12,6 +12,7 @@ import { api, ok, when } from '../../api.ts';
 import { agentTestQueries, runsChanged, suitesChanged } from '../../queries/agent-tests.ts';
 import { useBlobUrl } from '../../ui/blob-url.ts';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
+import './tests.css';
 
 type Runs = Awaited<ReturnType<NonNullable<ReturnType<typeof agentTestQueries.runs>['queryFn']>>>;
 type RunRow = Runs['runs'][number];
@@ -39,12 +40,12 @@ const pct = (n: number | null | undefined) => (n === null || n === undefined ? '
 export default function Tests({ agentId }: { agentId: number }) {
   const [runId, setRunId] = useState<string | null>(null);
   return (
-    <>
+    <div className="agent-tests">
       <Suites agentId={agentId} />
       <StartRun agentId={agentId} onStarted={setRunId} />
       <RunsList agentId={agentId} selected={runId} onSelect={setRunId} />
       {runId ? <RunResults agentId={agentId} runId={runId} /> : null}
-    </>
+    </div>
   );
 }
 
