@@ -53,7 +53,7 @@ export interface PlaceCallRequest {
   /**
    * The SIMULATED carrier only (others ignore it): what the answered call does — a simulated
    * caller's conversation with the agent (docs/tasks.md, "Simulated calls"). Its answer goes into
-   * the result as `conversation`; it rejects only when `signal` aborts.
+   * the result as `conversation` (`{error}` when it could not run).
    */
   simulatedConversation?: (signal: AbortSignal) => Promise<Record<string, unknown>>;
 }

@@ -136,13 +136,17 @@ export class SimulatedCarrier implements Carrier {
     return { provider: SIMULATED, simulated: true, providerRef, status: final.result.status, final };
   }
 
-  /** The answered call's conversation; a cancel during it is the call's cancel (null: it stopped). */
+  /**
+   * The answered call's conversation; a cancel during it is the call's cancel (undefined: it
+   * stopped). One that could not run at all (its agent gone) is said in the result, and the
+   * simulated call still completes: nothing was dialled, so there is nothing to try again.
+   */
   async #converse(run: NonNullable<PlaceCallRequest['simulatedConversation']>, signal: AbortSignal, hangup: AbortSignal): Promise<Record<string, unknown> | undefined> {
     try {
       return await run(AbortSignal.any([signal, hangup]));
     } catch (err) {
       if (signal.aborted || hangup.aborted) return undefined;
-      throw err;
+      return { error: `SIMULATED: the simulated caller could not talk with the agent: ${err instanceof Error ? err.message.slice(0, 300) : String(err)}` };
     }
   }
 
