@@ -3982,7 +3982,7 @@ export interface operations {
                             /** @description Why the run failed (or its last attempt did) */
                             lastError: string | null;
                             /** @enum {string} */
-                            mode: "text";
+                            mode: "text" | "voice";
                             /** @description Every scenario passed; null until the run finished */
                             passed: boolean | null;
                             progress: {
@@ -4062,10 +4062,10 @@ export interface operations {
                     /** @description Runs of each scenario (default the suite's settings, else 1) */
                     iterations?: number;
                     /**
-                     * @description text (voice is not available yet)
+                     * @description text (default): the caller and the agent exchange text through the turn runner; voice: the caller speaks into a real call into the agent over a loopback SIP leg and hears it through the configured recogniser (docs/testing-agents.md, "Voice mode")
                      * @enum {string}
                      */
-                    mode?: "text";
+                    mode?: "text" | "voice";
                     /** @description Suite id (ats_…) */
                     suiteId: string;
                     /** @description staging (default), live, or a stored version's versionId */
@@ -4097,7 +4097,7 @@ export interface operations {
                             /** @description Why the run failed (or its last attempt did) */
                             lastError: string | null;
                             /** @enum {string} */
-                            mode: "text";
+                            mode: "text" | "voice";
                             /** @description Every scenario passed; null until the run finished */
                             passed: boolean | null;
                             progress: {
@@ -4220,6 +4220,23 @@ export interface operations {
                                     iteration: number;
                                     passed: boolean;
                                     turns: number;
+                                    /** @description Voice mode only: what the call measured */
+                                    voice?: {
+                                        /** @description Agent replies the caller cut short */
+                                        bargeIns: number;
+                                        /** @description The call as the caller heard it: the agent's lines through the recogniser, its own as it said them */
+                                        heard: ({
+                                            text: string;
+                                            /** @enum {string} */
+                                            who: "agent" | "caller";
+                                        } & {
+                                            [key: string]: unknown;
+                                        })[];
+                                        /** @description Each agent turn's latency as the caller heard it: from the end of its line to the agent's first sound */
+                                        latenciesMs: number[];
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
                                 } & {
                                     [key: string]: unknown;
                                 })[];
@@ -4247,7 +4264,7 @@ export interface operations {
                             /** @description Why the run failed (or its last attempt did) */
                             lastError: string | null;
                             /** @enum {string} */
-                            mode: "text";
+                            mode: "text" | "voice";
                             /** @description Every scenario passed; null until the run finished */
                             passed: boolean | null;
                             progress: {
@@ -4347,7 +4364,7 @@ export interface operations {
                             /** @description Why the run failed (or its last attempt did) */
                             lastError: string | null;
                             /** @enum {string} */
-                            mode: "text";
+                            mode: "text" | "voice";
                             /** @description Every scenario passed; null until the run finished */
                             passed: boolean | null;
                             progress: {
@@ -4396,7 +4413,7 @@ export interface operations {
                             /** @description Why the run failed (or its last attempt did) */
                             lastError: string | null;
                             /** @enum {string} */
-                            mode: "text";
+                            mode: "text" | "voice";
                             /** @description Every scenario passed; null until the run finished */
                             passed: boolean | null;
                             progress: {
@@ -11721,7 +11738,7 @@ export interface operations {
             query?: {
                 /** @description Only this agent (camp<accountId> or the account id) */
                 agentId?: string;
-                /** @description api, sms, voice, web, sip, test (comma list; test: the staging test chat, left out unless named or includeTest) */
+                /** @description api, sms, voice, web, sip, test, simulated (comma list; test: the staging test chat, left out unless named or includeTest; simulated: a call task's SIMULATED call) */
                 channel?: string;
                 /** @description One counterpart: a phone number (any format) or an address */
                 counterpart?: string;
@@ -12282,7 +12299,7 @@ export interface operations {
                         roomId: string;
                         /** @description Who first made contact: the counterpart's name or the agent's */
                         roomInitiator?: string;
-                        /** @description The channel: api, sms, voice, web or sip */
+                        /** @description The channel: api, sms, voice, web, sip, or simulated (a SIMULATED call) */
                         source: string;
                         /** @description success (delivered; every inbound message), pending, failed or interrupted */
                         status: string;
@@ -12449,7 +12466,7 @@ export interface operations {
                         roomId: string;
                         /** @description Always false */
                         selfCall: boolean;
-                        /** @description The channel: api, sms, voice, web or sip */
+                        /** @description The channel: api, sms, voice, web, sip, or simulated (a SIMULATED call) */
                         source: string;
                         /** @description success (delivered; every inbound message), pending, failed or interrupted */
                         status: string;

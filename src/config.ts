@@ -40,6 +40,11 @@ export interface Config {
   readonly taskLeaseMs: number;
   /** How long an answered SIMULATED call lasts, in seconds (CALLPLANE_SIMULATED_CALL_SECONDS). */
   readonly simulatedCallSeconds: number;
+  /**
+   * An answered SIMULATED call is a conversation between a simulated caller and the agent
+   * (CALLPLANE_SIMULATED_CALL_CONVERSATIONS, on unless false; docs/tasks.md, "Simulated calls").
+   */
+  readonly simulatedCallConversations: boolean;
   /** Longest a call is followed before we end it or give up waiting for its final status. */
   readonly callMaxSeconds: number;
   /**
@@ -593,6 +598,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: int(env, 'CALLPLANE_WORKER_CONCURRENCY', 50, 1, 1000),
     taskLeaseMs: int(env, 'CALLPLANE_TASK_LEASE_MS', 30_000, 1000, 3_600_000),
     simulatedCallSeconds: num(env, 'CALLPLANE_SIMULATED_CALL_SECONDS', 3, 0, 9999),
+    simulatedCallConversations: boolOn(env, 'CALLPLANE_SIMULATED_CALL_CONVERSATIONS'),
     callMaxSeconds: int(env, 'CALLPLANE_CALL_MAX_SECONDS', 3600, 1, 86_400),
     allowPrivateTargets: privateTargetsAllowed.all,
     privateTargetCidrs: Object.freeze(privateTargetsAllowed.cidrs),

@@ -58,6 +58,11 @@ import { agentService, type AgentService } from './modules/agents/service.ts';
 import { agentTestProducer, agentTestQueue, type AgentTestQueue, type AgentTestQueueDeps } from './modules/agent-tests/run-queue.ts';
 import { agentTestService, testPublishGate, type AgentTestService } from './modules/agent-tests/service.ts';
 import { textRunner } from './modules/agent-tests/text-runner.ts';
+import { simulatedCalls, type SimulatedCallDeps } from './modules/agent-tests/simulated-call.ts';
+import { voiceRunner } from './modules/agent-tests/voice-runner.ts';
+import { callerPorts } from './modules/agent-tests/sip-caller.ts';
+import { voiceTestCalls } from './modules/voice/test-calls.ts';
+import { PortPool } from './media/port-pool.ts';
 import { memberService, type MemberService } from './modules/members/service.ts';
 import { modelsService, type ModelsService } from './modules/models/service.ts';
 import { processSpeechKeys, speechProvidersService, type SpeechProvidersService } from './modules/speech-providers/service.ts';
@@ -107,6 +112,8 @@ export interface PlatformDeps {
   analyses?: Partial<Omit<AnalysisQueueDeps, 'database' | 'config' | 'wakeups' | 'producer' | 'handler'>>;
   /** Test settings of the agent test runs' queue (shorter leases, a fast backoff). */
   agentTests?: Partial<Omit<AgentTestQueueDeps, 'database' | 'config' | 'wakeups' | 'producer' | 'handler'>>;
+  /** A SIMULATED call's bounds (tests shorten them). */
+  simulatedCalls?: Pick<SimulatedCallDeps, 'maxTurns' | 'maxMs'>;
   /** How long SIP registration POST/DELETE wait for the owning worker (tests shorten it). */
   sipWorkerWaitMs?: number;
   /** How long a spoken turn may take (VOICE_TURN_TIMEOUT_MS; tests shorten it). */
@@ -307,7 +314,19 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // One organization's inline model turns (the staging test chat and the web chat page together).
   // Agent tests' text mode: a simulated caller and the agent, through the one turn runner.
   const testText = textRunner({ db, models: base.models, conversations, turns: runner, now: Date.now });
+  // A call task on the SIMULATED carrier: the same simulated caller talks with the agent (docs/tasks.md, "Simulated calls").
+  const simulatedCallTalk = simulatedCalls({ db, models: base.models, conversations, turns: runner, now: Date.now, ...deps.simulatedCalls });
   const inlineLimits = new InlineTurnLimits({ concurrent: config.inlineTurnsConcurrent, perMinute: config.inlineTurnsPerMinute });
+  // Agent tests' voice mode: a real call into the agent over a loopback SIP leg (the agent's side is
+  // the voice module's test call; the caller's, the agent tests' own), on the process's RTP range.
+  const rtpRange = { portMin: config.rtpPortMin, portMax: config.rtpPortMax };
+  const testVoice = voiceRunner({
+    db, models: base.models, conversations, stt: speech.stt, tts: speech.tts, ports: callerPorts(rtpRange), now: Date.now,
+    answerer: voiceTestCalls({
+      db, conversations, turns: runner, ...speech, greetings, speechKeys: base.speechProviders, latency, turnTimeoutMs: turnLimitMs, now: Date.now, log: child('agent-tests'),
+      ports: new PortPool(rtpRange), maxDurationMs: config.callMaxSeconds * 1000,
+    }),
+  });
   const services: Services = {
     ...base,
     conversations,
@@ -370,6 +389,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     },
     // The conversation an attempt held, recorded in the task's attempt log (docs/campaigns.md).
     conversationOf: (taskId, since) => conversationRepo.latestOfTask(db, taskId, since),
+    ...(config.simulatedCallConversations ? { simulatedCall: async (row, signal) => ({ ...await simulatedCallTalk.run(row, signal) }) } : {}),
     // What a call does when a voicemail answers (the call policy's plan for the task and its
     // agent), and who decides it on the path the call will take: a Twilio call streams or gathers
     // as its organization does; any other carrier's call is one whose audio we carry (SIP).
@@ -393,7 +413,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   const agentTests = agentTestQueue({
     database, config, wakeups, producer: agentTestsDue, log: child('agent-tests'), ...deps.agentTests,
-    handler: { db, models: base.models, text: testText, log: child('agent-tests') },
+    handler: { db, models: base.models, text: testText, voice: testVoice, log: child('agent-tests') },
   });
 
   const { backoff: releaseBackoff, ...releaseSettings } = deps.numberReleases ?? {};

@@ -61,7 +61,8 @@ export function junitXml(runs: Array<{ suite: string; answer: Run }>): string {
 }
 
 async function agentsTest(agent: number, values: TestOptions, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<number> {
-  if (values.mode !== undefined && values.mode !== 'text') throw new UsageError(`--mode ${values.mode}: only text is available (voice mode is not built yet)`, HELP.agents);
+  if (values.mode !== undefined && values.mode !== 'text' && values.mode !== 'voice') throw new UsageError(`--mode ${values.mode}: text or voice`, HELP.agents);
+  const mode = values.mode === 'voice' ? 'voice' as const : 'text' as const;
   if (values.suite !== undefined && values['suite-id'] !== undefined) throw new UsageError('pass --suite FILE or --suite-id ID, not both', HELP.agents);
   let iterations: number | undefined;
   if (values.iterations !== undefined) {
@@ -103,7 +104,7 @@ async function agentsTest(agent: number, values: TestOptions, out: NodeJS.Writab
   for (const suite of suites) {
     const started = await ok(client.POST('/api/v2/agent/{agentId}/tests/runs', {
       params: { path: { agentId } },
-      body: { suiteId: suite.id, ...(version !== undefined ? { version } : {}), ...(iterations !== undefined ? { iterations } : {}), mode: 'text' },
+      body: { suiteId: suite.id, ...(version !== undefined ? { version } : {}), ...(iterations !== undefined ? { iterations } : {}), mode },
     }));
     const runId = started.run.id;
     err.write(`suite '${suite.name}': run ${runId} against ${version ?? 'staging'}\n`);

@@ -80,14 +80,15 @@ accepted, 1 when some were refused or reading stopped early, 2 for a wrong comma
 ${API}`,
   agents: `usage: callplane agents publish AGENT_ID
        callplane agents test AGENT_ID [--suite FILE.yaml | --suite-id ID] [--version staging|live|N]
-                                       [--mode text] [--iterations N] [--junit OUT.xml] [--timeout SECONDS]
+                                       [--mode text|voice] [--iterations N] [--junit OUT.xml] [--timeout SECONDS]
 
 publish: publishes the agent's staging configuration to live (POST /api/v2/agent/publish); the
 replaced live configuration is kept as a version, whose id is printed (restore it to undo).
 
 test: runs the agent's test suites (docs/testing-agents.md) against its staging configuration, the
 live one or a stored version (--version), and prints each scenario's verdict with the reasons of
-what failed. --suite imports a suite from a YAML (or .json) file first (the agent's suite of the
+what failed. --mode voice calls the agent over a loopback SIP leg (spoken caller, each turn's
+latency measured) instead of exchanging text. --suite imports a suite from a YAML (or .json) file first (the agent's suite of the
 same name gets the next version) and runs only it; --junit writes JUnit XML for CI. Progress goes
 to stderr. Exit code 0 when every scenario passed, 1 when one failed (or a run did not finish
 within --timeout, default 1800), 2 for a wrong command line.

@@ -44,6 +44,7 @@ import { compliance } from './migrations/0039-compliance.ts';
 import { jobLeases } from './migrations/0040-job-leases.ts';
 import { campaignRules } from './migrations/0041-campaign-rules.ts';
 import { overviewIndex } from './migrations/0042-overview-index.ts';
+import { agentTestVoice } from './migrations/0043-agent-test-voice.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -89,6 +90,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0040-job-leases': jobLeases(),
     '0041-campaign-rules': campaignRules(),
     '0042-overview-index': overviewIndex(),
+    '0043-agent-test-voice': agentTestVoice(),
   };
 }
 

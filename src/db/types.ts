@@ -630,7 +630,8 @@ export type KbDocumentRow = Selectable<KbDocumentsTable>;
 
 // Conversations (migration 0013).
 /** `test`: the staging test chat's sessions (docs/conversations.md), kept out of customer views and billed usage. */
-export type ConversationChannel = 'api' | 'sms' | 'voice' | 'web' | 'sip' | 'test';
+/** `simulated`: a call task's call on the SIMULATED carrier, talked by a simulated caller (docs/tasks.md). */
+export type ConversationChannel = 'api' | 'sms' | 'voice' | 'web' | 'sip' | 'test' | 'simulated';
 export type ConversationOutcome = 'completed' | 'ended_by_agent' | 'transferred' | 'no_response' | 'hung_up' | 'failed' | 'voicemail';
 /** Who answered an outbound call (docs/voice.md, Voicemail). */
 export type AnsweredBy = 'human' | 'machine' | 'unknown';
@@ -935,7 +936,7 @@ export interface AgentTestRunsTable {
   agent_version: number | null;
   config: string;
   config_hash: string;
-  mode: 'text';
+  mode: 'text' | 'voice';
   iterations: number;
   concurrency: number;
   total: number;
@@ -964,6 +965,8 @@ export interface AgentTestResultsTable {
   checks: string;
   turns: number;
   error: string | null;
+  /** 0044, JSON: a voice-mode result's measures (each turn's latency, barge-ins, what the caller heard); null in text mode. */
+  voice: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
 }
 

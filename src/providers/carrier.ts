@@ -55,6 +55,12 @@ export interface PlaceCallRequest {
   voicemail?: { action: 'hangup' | 'leave-message' | 'continue'; message: string | null; holdGreeting: boolean; detection: 'carrier' | 'audio' };
   /** Where the carrier reports answering-machine detection (Twilio's AsyncAmdStatusCallback); the task id is added. */
   amdCallbackUrl?: string;
+  /**
+   * The SIMULATED carrier only (others ignore it): what the answered call does — a simulated
+   * caller's conversation with the agent (docs/tasks.md, "Simulated calls"). Its answer goes into
+   * the result as `conversation` (`{error}` when it could not run).
+   */
+  simulatedConversation?: (signal: AbortSignal) => Promise<Record<string, unknown>>;
 }
 
 export interface SendTextRequest {

@@ -29,6 +29,7 @@ export const SIMULATED_TEST_NUMBERS = {
 const DEFAULT_FROM = '+15005550006';
 const NOTE_CALL = 'SIMULATED: no real call was placed';
 const NOTE_TEXT = 'SIMULATED: no real text was sent';
+const NOTE_CONVERSATION = 'SIMULATED: no real call was placed; a simulated caller answered and talked with the agent (see conversation)';
 
 export interface SimulatedOptions {
   /** How long an answered call lasts, in seconds (fractions allowed). Default 3. */
@@ -112,14 +113,18 @@ export class SimulatedCarrier implements Carrier {
         const how = await wait(this.callMs, [signal, hangup.signal]);
         final = how === 0 ? this.#canceled(base, started) : callOutcome('no-answer', { ...base, durationSeconds: 0 })!;
       } else {
-        const how = await wait(this.callMs, [signal, hangup.signal]);
+        const talked = req.simulatedConversation ? await this.#converse(req.simulatedConversation, signal, hangup.signal) : undefined;
+        // The call lasts callMs at least (a conversation may be quicker), ended early only by a cancel or endCall.
+        const how = signal.aborted ? 0 : hangup.signal.aborted ? 1 : await wait(Math.max(0, this.callMs - (Date.now() - started)), [signal, hangup.signal]);
         if (how === 0) {
           final = this.#canceled(base, started);
+          if (talked) final.result.conversation = talked;
         } else {
           // Answered: the greeting was spoken (after listening first when waitToGreet); ended by
           // the far end after callMs, or early by endCall (Twilio also reports that as completed).
           const result: ResultBase = {
             ...base, durationSeconds: round(Date.now() - started), greeted: Boolean(req.greeting), waitedToGreet: Boolean(req.waitToGreet),
+            ...(talked ? { conversation: talked, note: NOTE_CONVERSATION } : {}),
           };
           if (how === 1) result.endedBy = 'us';
           final = callOutcome('completed', result)!;
@@ -129,6 +134,20 @@ export class SimulatedCarrier implements Carrier {
       this.#active.delete(providerRef);
     }
     return { provider: SIMULATED, simulated: true, providerRef, status: final.result.status, final };
+  }
+
+  /**
+   * The answered call's conversation; a cancel during it is the call's cancel (undefined: it
+   * stopped). One that could not run at all (its agent gone) is said in the result, and the
+   * simulated call still completes: nothing was dialled, so there is nothing to try again.
+   */
+  async #converse(run: NonNullable<PlaceCallRequest['simulatedConversation']>, signal: AbortSignal, hangup: AbortSignal): Promise<Record<string, unknown> | undefined> {
+    try {
+      return await run(AbortSignal.any([signal, hangup]));
+    } catch (err) {
+      if (signal.aborted || hangup.aborted) return undefined;
+      return { error: `SIMULATED: the simulated caller could not talk with the agent: ${err instanceof Error ? err.message.slice(0, 300) : String(err)}` };
+    }
   }
 
   #canceled(base: ResultBase, started: number): TaskOutcome {

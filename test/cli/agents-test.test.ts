@@ -113,7 +113,7 @@ for (const engine of ENGINES) {
       assert.match(live.stderr, /against live/);
       assert.equal(hook.requests.length, 0, 'no webhook action left');
 
-      await assert.rejects(cli(['test', String(o.agentId), '--mode', 'voice', ...api]), (e: unknown) => e instanceof UsageError && /only text/.test(e.message));
+      await assert.rejects(cli(['test', String(o.agentId), '--mode', 'video', ...api]), (e: unknown) => e instanceof UsageError && /text or voice/.test(e.message));
       await assert.rejects(cli(['test', String(o.agentId), '--iterations', '0', ...api]), UsageError);
       await assert.rejects(cli(['test', String(o.agentId), '--suite', path.join(dir, 'nope.yaml'), ...api]), (e: unknown) => e instanceof UsageError && /cannot read/.test(e.message));
     });

@@ -107,6 +107,8 @@ export interface HarnessOptions {
   /** Run the agent test runs' worker; `agentTestRuntime` shortens its leases. */
   agentTests?: boolean;
   agentTestRuntime?: PlatformDeps['agentTests'];
+  /** A SIMULATED call's bounds (its turn and time limits). */
+  simulatedCalls?: PlatformDeps['simulatedCalls'];
   /** How long a spoken turn may take before the caller hears an apology (default 10 s). */
   voiceTurnTimeoutMs?: number;
   /** Recognition of streamed Twilio calls restricted to these (deterministic tests). */
@@ -151,6 +153,7 @@ export async function startHarness(engine: Engine, env: Record<string, string> =
     numberReleases: typeof opts.numberReleases === 'object' ? opts.numberReleases : undefined,
     live: opts.liveRuntime,
     agentTests: opts.agentTestRuntime,
+    simulatedCalls: opts.simulatedCalls,
   });
   const { tasks, deliveries, sip } = platform;
   if (opts.worker || opts.deliveries || opts.turns || opts.numberReleases || opts.analyses || opts.agentTests || sip) await platform.listen();

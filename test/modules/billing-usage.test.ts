@@ -223,4 +223,6 @@ forEachEngine('billing usage', (h) => {
       query: { targetAccountId: o.id }, body: { startDateTimestamp: s0 + 40 * DAY, endDateTimestamp: s0 + 70 * DAY, allowGap: true },
     }));
   });
-}, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true' }, { worker: true, turns: true, runtime: { carrierOptions: { simulated: { textSeconds: 0.02 } } } });
+  // The counts above are of the records these tests make; a SIMULATED call's own conversation (and
+  // its simulated caller's tokens) are counted in test/modules/simulated-calls.test.ts.
+}, { CALLPLANE_SIMULATED_CALL_SECONDS: '0.2', CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true', CALLPLANE_SIMULATED_CALL_CONVERSATIONS: 'false' }, { worker: true, turns: true, runtime: { carrierOptions: { simulated: { textSeconds: 0.02 } } } });

@@ -144,4 +144,33 @@ describe('simulated carrier', () => {
     assert.equal(value.final?.state, 'canceled');
     assert.ok(ms < 1000);
   });
+  describe('an answered call\'s simulated conversation (docs/tasks.md, "Simulated calls")', () => {
+    it('runs in place of the call, lasts callSeconds at least, and its answer goes into the result', async () => {
+      let asked = 0;
+      const { value, ms } = await timed(fast().placeCall({ taskId: 'tsk_c', to: '+14155550100', simulatedConversation: async () => { asked++; return { conversationId: 'c1', turns: 2 }; } }, never()));
+      assert.equal(asked, 1);
+      assert.ok(ms >= CALL_SECONDS * 1000 - 5, `returned after ${ms} ms`);
+      assert.equal(value.final?.result.outcome, 'completed');
+      assert.deepEqual(value.final?.result.conversation, { conversationId: 'c1', turns: 2 });
+      assert.match(String(value.final?.result.note), /^SIMULATED: .*simulated caller answered/);
+    });
+
+    it('one that cannot run is said in the result, and the call still completes', async () => {
+      const { value } = await timed(fast().placeCall({ taskId: 'tsk_e', to: '+14155550100', simulatedConversation: async () => { throw new Error('the task\'s agent is gone'); } }, never()));
+      assert.equal(value.final?.state, 'finished');
+      assert.deepEqual(value.final?.result.conversation, { error: 'SIMULATED: the simulated caller could not talk with the agent: the task\'s agent is gone' });
+    });
+
+    it('a cancel during it cancels the call; the busy and no-answer numbers never talk', async () => {
+      const cancel = new AbortController();
+      const talking = fast().placeCall({ taskId: 'tsk_x', to: '+14155550100', simulatedConversation: (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true })) }, cancel.signal);
+      setTimeout(() => cancel.abort(), 20);
+      assert.equal((await talking).final?.state, 'canceled');
+      let asked = 0;
+      const talk = async () => { asked++; return {}; };
+      assert.equal((await fast().placeCall({ taskId: 'tsk_b2', to: SIMULATED_TEST_NUMBERS.busy, simulatedConversation: talk }, never())).final?.result.outcome, 'busy');
+      assert.equal((await fast().placeCall({ taskId: 'tsk_n2', to: SIMULATED_TEST_NUMBERS.noAnswer, simulatedConversation: talk }, never())).final?.result.outcome, 'no-answer');
+      assert.equal(asked, 0);
+    });
+  });
 });

@@ -16,6 +16,8 @@ export interface Observation {
   turns: number;
   /** Each agent turn's latency (voice mode); none in text mode. */
   latenciesMs?: number[];
+  /** What voice mode measured: each turn's latency, the barge-ins, what the caller heard (its lines as the recogniser gave them). */
+  voice?: { latenciesMs: number[]; bargeIns: number; heard: Array<{ who: 'agent' | 'caller'; text: string }> };
   /** The analysis of the conversation, made only when a check asks for it. */
   analysis?: { outcome: string; fields: Record<string, unknown> } | { error: string };
 }

@@ -55,7 +55,7 @@ const Run = Obj({
   id: Type.String(), agentId: Type.String(), suiteId: Type.String(), suiteVersion: Type.Integer(),
   target: Type.String({ enum: ['staging', 'live', 'version'] }), agentVersion: Nullable(Type.Integer(), 'The stored version run against (target version)'),
   configHash: Type.String({ description: 'SHA-256 of the configuration run against (the publish gate compares it with staging\'s)' }),
-  mode: Type.String({ enum: ['text'] }), iterations: Type.Integer(), concurrency: Type.Integer(),
+  mode: Type.String({ enum: ['text', 'voice'] }), iterations: Type.Integer(), concurrency: Type.Integer(),
   state: Type.String({ enum: ['pending', 'running', 'finished', 'failed', 'canceled'] }),
   progress: Obj({ done: Type.Integer(), total: Type.Integer() }),
   passed: Nullable(Type.Boolean(), 'Every scenario passed; null until the run finished'),
@@ -75,6 +75,11 @@ const Results = Obj({
     iterations: Type.Array(Obj({
       iteration: Type.Integer(), passed: Type.Boolean(), conversationId: Nullable(Type.String(), 'The test conversation (GET /api/v2/conversations/{uuid}/messages)'),
       turns: Type.Integer(), error: Nullable(Type.String()), checks: Type.Array(Verdict),
+      voice: Type.Optional(Obj({
+        latenciesMs: Type.Array(Type.Integer(), { description: 'Each agent turn\'s latency as the caller heard it: from the end of its line to the agent\'s first sound' }),
+        bargeIns: Type.Integer({ description: 'Agent replies the caller cut short' }),
+        heard: Type.Array(Obj({ who: Type.String({ enum: ['agent', 'caller'] }), text: Type.String() }), { description: 'The call as the caller heard it: the agent\'s lines through the recogniser, its own as it said them' }),
+      }, 'Voice mode only: what the call measured')),
     })),
   })),
 });
@@ -146,7 +151,7 @@ export async function agentTestRoutes(app: App, { agentTests }: { agentTests: Ag
         version: Type.Optional(Type.Union([Type.String({ maxLength: 20 }), Type.Integer({ minimum: 1 })], { description: 'staging (default), live, or a stored version\'s versionId' })),
         iterations: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.iterations, description: 'Runs of each scenario (default the suite\'s settings, else 1)' })),
         concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.concurrency, description: 'Conversations at once (default the suite\'s settings, else 4)' })),
-        mode: Type.Optional(Type.String({ enum: ['text'], description: 'text (voice is not available yet)' })),
+        mode: Type.Optional(Type.String({ enum: ['text', 'voice'], description: 'text (default): the caller and the agent exchange text through the turn runner; voice: the caller speaks into a real call into the agent over a loopback SIP leg and hears it through the configured recogniser (docs/testing-agents.md, "Voice mode")' })),
       }),
       response: { 202: Envelope({ run: Run }), ...errors(400, 403, 404, 429) } },
   }, async (req, reply) => reply.status(202).send(await agentTests.startRun(req.scope, req.params.agentId, req.body)));

@@ -42,6 +42,8 @@ export interface RunHandlerDeps {
   models: Pick<ModelsService, 'resolve'>;
   /** The text mode's runner (its `analyse` makes the analysis outcome checks read). */
   text: ReturnType<typeof textRunner>;
+  /** Voice mode's runner (a call over a loopback SIP leg); without it a voice run fails saying so. */
+  voice?: ScenarioRunner;
   now(): number;
   log?: { warn(obj: object, msg: string): void };
 }
@@ -97,7 +99,8 @@ export function createRunHandler(deps: RunHandlerDeps) {
     if (!account || documentText === undefined) return { kind: 'complete', state: 'canceled', set: { last_error: 'the agent or the suite was deleted' } };
     const doc = JSON.parse(documentText) as SuiteDocument;
     const config: AgentSettings = resolveAgentSettings(JSON.parse(row.config) as AgentConfig);
-    const runner: ScenarioRunner = deps.text;
+    if (row.mode === 'voice' && !deps.voice) return { kind: 'complete', state: 'failed', set: { last_error: 'voice mode is not available on this worker (it runs no voice engines)' } };
+    const runner: ScenarioRunner = row.mode === 'voice' ? deps.voice! : deps.text;
     const decided = new Set((await resultRepo.ofRun(db, row.id)).map((r) => `${r.scenario}.${r.iteration}`));
     const jobs: Array<{ index: number; iteration: number }> = [];
     doc.scenarios.forEach((_, index) => {
@@ -112,6 +115,7 @@ export function createRunHandler(deps: RunHandlerDeps) {
       let conversationId: string | null = null;
       let turns = 0;
       let error: string | null = null;
+      let voice: string | null = null;
       // The iteration's own signal, aborted with the run's: every model request of its conversation listens on it.
       const job = new AbortController();
       setMaxListeners(100, job.signal);
@@ -123,6 +127,7 @@ export function createRunHandler(deps: RunHandlerDeps) {
         conversationId = out.conversation.id;
         turns = out.observation.turns;
         const o = out.observation;
+        if (o.voice) voice = JSON.stringify(o.voice);
         if (scenario.checks.some((c) => 'outcome' in c || 'analysis' in c)) o.analysis = await deps.text.analyse(out.conversation, config, signal);
         verdicts = [];
         for (const c of scenario.checks) {
@@ -148,7 +153,7 @@ export function createRunHandler(deps: RunHandlerDeps) {
       }
       await resultRepo.insert(db, {
         run_id: row.id, scenario: index, iteration, scenario_name: scenario.name, conversation_id: conversationId,
-        passed: passes(verdicts) ? 1 : 0, checks: JSON.stringify(verdicts), turns, error, created_at: deps.now(),
+        passed: passes(verdicts) ? 1 : 0, checks: JSON.stringify(verdicts), turns, error, voice, created_at: deps.now(),
       });
       await runRepo.progress(db, row.id, await resultRepo.count(db, row.id), deps.now());
     });

@@ -9,7 +9,7 @@ import { newId } from '../../lib/ids.ts';
 import type { AgentService, PublishGate } from '../agents/service.ts';
 import { agentIdOf } from '../agents/service.ts';
 import { configHash } from '../agents/settings.ts';
-import type { Verdict } from './checks.ts';
+import type { Observation, Verdict } from './checks.ts';
 import { messageRepo, conversationRepo } from '../conversations/repository.ts';
 import type { ModelsService } from '../models/service.ts';
 import { checkSuite, formatSuite, LIMITS, parseSuite, type DocumentFormat, type Scenario, type SuiteDocument } from './document.ts';
@@ -71,6 +71,7 @@ export function summarise(results: readonly ResultRow[]) {
     const iterations = rows.map((r) => ({
       iteration: r.iteration, passed: r.passed === 1, conversationId: r.conversation_id, turns: r.turns, error: r.error,
       checks: JSON.parse(r.checks) as Verdict[],
+      ...(r.voice ? { voice: JSON.parse(r.voice) as NonNullable<Observation['voice']> } : {}),
     }));
     const checks = new Map<string, { check: string; what: string; passed: number; decided: number; simulated: boolean }>();
     for (const it of iterations) {
@@ -224,7 +225,8 @@ export function agentTestService(deps: AgentTestServiceDeps) {
     async startRun(scope: Scope, agentId: string, body: StartRunBody) {
       const account = await agents.agent(scope, agentId);
       const suite = await suiteOf(account, body.suiteId);
-      if (body.mode !== undefined && body.mode !== 'text') throw new Invalid(`mode '${body.mode}' is not available here: text (voice mode is not built yet)`);
+      if (body.mode !== undefined && body.mode !== 'text' && body.mode !== 'voice') throw new Invalid(`mode '${body.mode}' must be text or voice`);
+      const mode: 'text' | 'voice' = body.mode === 'voice' ? 'voice' : 'text';
       const v = body.version ?? 'staging';
       let target: 'staging' | 'live' | number;
       if (v === 'staging' || v === 'live') target = v;
@@ -244,7 +246,7 @@ export function agentTestService(deps: AgentTestServiceDeps) {
       const row = {
         id: newId('atr', now), org_id: account.org_id!, account_id: account.id, suite_id: suite.id, suite_version: suite.version,
         target: typeof target === 'number' ? 'version' as const : target, agent_version: typeof target === 'number' ? target : null,
-        config: JSON.stringify(config), config_hash: configHash(config), mode: 'text' as const, iterations, concurrency, total,
+        config: JSON.stringify(config), config_hash: configHash(config), mode, iterations, concurrency, total,
         run_at: now, created_at: now, updated_at: now,
       };
       await deps.runs.enqueue(db, async (tx) => {

@@ -15,8 +15,8 @@ import {
   analysisMessages, answerSchema, BadAnswer, checkAnswer, factsOf, factsOfConversation, MAX_TRANSCRIPT_MESSAGES, plainSchema, rulesAnalysis,
 } from '../conversations/analysis.ts';
 import { conversationRepo, historyRepo, messageRepo } from '../conversations/repository.ts';
-import type { ConversationService } from '../conversations/service.ts';
-import type { TurnRunner } from '../conversations/turn.ts';
+import type { ConversationService, Opened } from '../conversations/service.ts';
+import { INSIDE_TOOLS, type TestTurn, type TurnRunner } from '../conversations/turn.ts';
 import type { ModelChoice, ModelsService } from '../models/service.ts';
 import type { Observation } from './checks.ts';
 import { argsMatch } from './checks.ts';
@@ -61,22 +61,94 @@ export interface TextRunnerDeps {
   now(): number;
 }
 
-function callerPrompt(s: Scenario, config: AgentSettings): string {
-  const language = s.persona.language ?? (config.agentLang === 'multi' ? 'en-US' : config.agentLang);
+/** Who the simulated caller is: a persona's instructions and language (a scenario's, or a simulated call's). */
+export interface CallerPersona {
+  instructions: string;
+  language?: string;
+}
+
+function callerPrompt(p: CallerPersona, config: AgentSettings): string {
+  const language = p.language ?? (config.agentLang === 'multi' ? 'en-US' : config.agentLang);
   return [
     'You are playing a caller in a test of an AI phone agent. Stay in your role; never say you are an AI or a test.',
-    `## Who you are and what you want\n${s.persona.instructions}`,
+    `## Who you are and what you want\n${p.instructions}`,
     `Speak ${language}. Say one short line at a time, as a person on the phone would, with no stage directions.`,
     `When what you wanted is settled, or the agent has said goodbye, answer exactly ${END_MARK} and nothing else.`,
   ].join('\n\n');
 }
 
 /** The caller model's view: the agent's lines are what it hears (user), its own lines what it said (assistant). */
-function callerMessages(s: Scenario, config: AgentSettings, lines: Observation['lines']): ChatMessage[] {
-  const out: ChatMessage[] = [{ role: 'system', content: callerPrompt(s, config) }];
+export function callerMessages(p: CallerPersona, config: AgentSettings, lines: Observation['lines']): ChatMessage[] {
+  const out: ChatMessage[] = [{ role: 'system', content: callerPrompt(p, config) }];
   if (lines.length === 0 || lines[0]!.who === 'caller') out.push({ role: 'user', content: '(The call has connected. Say your first line.)' });
   for (const l of lines) out.push({ role: l.who === 'agent' ? 'user' : 'assistant', content: l.text });
   return out;
+}
+
+/**
+ * The simulated caller's next line, or undefined when it is done (it answered END_MARK, or nothing).
+ * `count` adds its tokens to usage as the caller's use says (test tokens in a run).
+ */
+export async function nextCallerLine(
+  choice: ModelChoice, persona: CallerPersona, config: AgentSettings, lines: Observation['lines'], signal: AbortSignal, count: (tokens: number) => Promise<void>,
+): Promise<string | undefined> {
+  const res = await choice.engine.chat({ model: choice.model, messages: callerMessages(persona, config, lines), temperature: 0.3, signal });
+  await count(res.usage.input + res.usage.output);
+  const text = res.text.trim();
+  if (text.includes(END_MARK)) {
+    const rest = text.replace(END_MARK, '').trim();
+    return rest === '' ? undefined : rest;
+  }
+  return text === '' ? undefined : text.slice(0, 2000);
+}
+
+/** One conversation between the simulated caller and the agent, on a conversation already opened. */
+export interface Conversing {
+  opened: Opened;
+  config: AgentSettings;
+  persona: CallerPersona;
+  caller: ModelChoice;
+  /** The caller's first line as written; else the caller model says it. */
+  opening?: string;
+  /** The lines already said (the agent's welcome). */
+  lines: Observation['lines'];
+  maxTurns: number;
+  /** The turn's test part: the channel and caller the conversation stands for, the task's context, the mocks. */
+  test: TestTurn;
+  signal: AbortSignal;
+  /** Adds the caller model's tokens to usage. */
+  countCaller: (tokens: number) => Promise<void>;
+}
+
+export type ConverseDeps = Pick<TextRunnerDeps, 'db' | 'conversations' | 'turns' | 'now'>;
+
+/**
+ * The caller and the agent take turns through the turn runner until the agent ends it (end or
+ * transfer), the caller is done, or maxTurns agent turns; `lines` grows as they speak. `said` is
+ * the caller's last line (undefined when it was done).
+ */
+export async function converse(deps: ConverseDeps, c: Conversing): Promise<{ turns: number; ended: boolean; said: string | undefined }> {
+  const { db } = deps;
+  const { opened: o, lines } = c;
+  let said: string | undefined = c.opening ?? await nextCallerLine(c.caller, c.persona, c.config, lines, c.signal, c.countCaller);
+  let turns = 0;
+  while (said !== undefined && turns < c.maxTurns) {
+    c.signal.throwIfAborted();
+    const text = said;
+    const at = deps.now();
+    const inbound = await db.transaction().execute((tx) => deps.conversations.recordInbound(tx, o, { text }, at));
+    lines.push({ who: 'caller', text });
+    const result = await deps.turns.run({
+      conversation: o.conversation, room: o.room, config: c.config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: c.signal, test: c.test,
+    });
+    if (result.kind !== 'reply') throw new Error('the agent\'s turn waited for an asynchronous action, which a simulated caller does not offer');
+    turns++;
+    lines.push({ who: 'agent', text: result.text });
+    if (result.effects.some((e) => e.kind === 'end' || e.kind === 'transfer')) return { turns, ended: true, said };
+    if (turns >= c.maxTurns) break;
+    said = await nextCallerLine(c.caller, c.persona, c.config, lines, c.signal, c.countCaller);
+  }
+  return { turns, ended: false, said };
 }
 
 /** The scenario's answer to a tool call: the first mock naming the tool whose arguments match. */
@@ -103,6 +175,16 @@ function toolCallsOf(messages: readonly MessageRow[], mocked: ReadonlySet<string
   return out;
 }
 
+/** The tool calls a test conversation recorded, each saying whether the test answered it (mocked) or it ran. */
+export function observedTools(messages: readonly MessageRow[], s: Scenario): Observation['toolCalls'] {
+  const mockedTools = new Set<string>();
+  // Every tool a test answers instead of running is mocked, not just those with a mock.
+  for (const m of messages) if (m.direction === 'tool' && m.data) mockedTools.add(String((JSON.parse(m.data) as { name?: string }).name));
+  for (const t of INSIDE_TOOLS) mockedTools.delete(t);
+  for (const t of s.toolMocks ?? []) mockedTools.add(t.tool);
+  return toolCallsOf(messages, mockedTools);
+}
+
 export function textRunner(deps: TextRunnerDeps): ScenarioRunner & {
   analyse(c: ConversationRow, config: AgentSettings, signal: AbortSignal): Promise<Observation['analysis']>;
 } {
@@ -110,17 +192,6 @@ export function textRunner(deps: TextRunnerDeps): ScenarioRunner & {
 
   async function countTestTokens(orgId: number, tokens: number): Promise<void> {
     if (tokens > 0) await db.transaction().execute((tx) => usageRepo.add(tx, orgId, deps.now(), { testTokens: tokens }));
-  }
-
-  async function callerLine(choice: ModelChoice, r: ScenarioRun, lines: Observation['lines']): Promise<string | undefined> {
-    const res = await choice.engine.chat({ model: choice.model, messages: callerMessages(r.scenario, r.config, lines), temperature: 0.3, signal: r.signal });
-    await countTestTokens(r.account.org_id!, res.usage.input + res.usage.output);
-    const text = res.text.trim();
-    if (text.includes(END_MARK)) {
-      const rest = text.replace(END_MARK, '').trim();
-      return rest === '' ? undefined : rest;
-    }
-    return text === '' ? undefined : text.slice(0, 2000);
   }
 
   return {
@@ -141,32 +212,13 @@ export function textRunner(deps: TextRunnerDeps): ScenarioRunner & {
       });
       const lines: Observation['lines'] = welcome ? [{ who: 'agent', text: welcome }] : [];
       const maxTurns = s.maxTurns ?? DEFAULT_MAX_TURNS;
-      /** The caller and the agent take turns until the agent ends it, the caller is done, or maxTurns. */
-      const talk = async () => {
-        let said: string | undefined = s.persona.opening ?? await callerLine(caller, r, lines);
-        let turns = 0;
-        while (said !== undefined && turns < maxTurns) {
-          r.signal.throwIfAborted();
-          const text = said;
-          const at = deps.now();
-          const inbound = await db.transaction().execute((tx) => deps.conversations.recordInbound(tx, o, { text }, at));
-          lines.push({ who: 'caller', text });
-          const result = await deps.turns.run({
-            conversation: o.conversation, room: o.room, config, inbound: { id: inbound.id, text, at }, allowAsync: false, replyStatus: 'success', signal: r.signal,
-            test: { as, ...(about ? { task: about } : {}), mock: (call, args) => mockAnswer(s, call.name, args) },
-          });
-          if (result.kind !== 'reply') throw new Error('the agent\'s turn waited for an asynchronous action, which a test does not offer');
-          turns++;
-          lines.push({ who: 'agent', text: result.text });
-          if (result.effects.some((e) => e.kind === 'end' || e.kind === 'transfer')) return { turns, ended: true, said };
-          if (turns >= maxTurns) break;
-          said = await callerLine(caller, r, lines);
-        }
-        return { turns, ended: false, said };
-      };
-      let talked: Awaited<ReturnType<typeof talk>>;
+      let talked: Awaited<ReturnType<typeof converse>>;
       try {
-        talked = await talk();
+        talked = await converse(deps, {
+          opened: o, config, persona: s.persona, caller, opening: s.persona.opening, lines, maxTurns, signal: r.signal,
+          test: { as, ...(about ? { task: about } : {}), mock: (call, args) => mockAnswer(s, call.name, args) },
+          countCaller: (tokens) => countTestTokens(account.org_id!, tokens),
+        });
       } catch (err) {
         // A model that failed (or the run stopped): the conversation ends here, saying so.
         await deps.conversations.end(o.conversation.id, 'failed', `agent test stopped: ${err instanceof Error ? err.message.slice(0, 200) : String(err)}`);
@@ -175,15 +227,9 @@ export function textRunner(deps: TextRunnerDeps): ScenarioRunner & {
       const { turns, ended, said } = talked;
       await deps.conversations.end(o.conversation.id, ended ? 'ended_by_agent' : 'completed', ended ? null : `agent test: ${said === undefined ? 'the simulated caller was done' : `turn limit (${maxTurns}) reached`}`);
       const [messages, conversation] = await Promise.all([messageRepo.ofConversation(db, o.conversation.id), conversationRepo.find(db, o.conversation.id)]);
-      const mockedTools = new Set((s.toolMocks ?? []).map((m) => m.tool));
-      // Every tool a test answers instead of running is mocked, not just those with a mock.
-      for (const m of messages) if (m.direction === 'tool' && m.data) mockedTools.add(String((JSON.parse(m.data) as { name?: string }).name));
-      mockedTools.delete('end_conversation');
-      mockedTools.delete('search_knowledge');
-      for (const t of s.toolMocks ?? []) mockedTools.add(t.tool);
       return {
         conversation: conversation ?? o.conversation,
-        observation: { lines, toolCalls: toolCallsOf(messages, mockedTools), ended, turns },
+        observation: { lines, toolCalls: observedTools(messages, s), ended, turns },
         simulatedCaller: caller.engine.simulated,
       };
     },

@@ -77,7 +77,7 @@ export function analysisWanted(config: AgentSettings, conversationId: string): b
   return crypto.createHash('sha256').update(conversationId, 'utf8').digest().readUInt32BE(0) % 100 < v;
 }
 
-export const isCall = (channel: ConversationRow['channel']) => channel === 'voice' || channel === 'sip';
+export const isCall = (channel: ConversationRow['channel']) => channel === 'voice' || channel === 'sip' || channel === 'simulated';
 
 /** A call (voice or SIP) that ended without a word from the other side: the contract's missedCall. */
 export function missedCall(c: Pick<ConversationRow, 'channel' | 'ended_at' | 'messages_in'>): boolean {

@@ -79,7 +79,7 @@ const MessageFields = {
   roomId: Type.String(),
   status: Type.String({ description: 'success (delivered; every inbound message), pending, failed or interrupted' }),
   uuid: Type.String({ description: 'The message\'s id' }),
-  source: Type.String({ description: 'The channel: api, sms, voice, web or sip' }),
+  source: Type.String({ description: 'The channel: api, sms, voice, web, sip, or simulated (a SIMULATED call)' }),
   direction: Type.String({ description: 'inbound (from the counterpart) or outbound (from the agent)' }),
   conversationUuid: Type.String({ description: 'The conversation it belongs to (GET /api/v2/conversation/{roomId}/{uuid})' }),
 };
@@ -200,7 +200,7 @@ const LogsQuery = Type.Object({
   includeFields: Type.Optional(Type.String({ maxLength: 10, description: 'true or 1: answer the list of fields as schema' })),
   agentId: Filter('Only this agent (camp<accountId> or the account id)'),
   direction: Filter('inbound or outbound'),
-  channel: Filter('api, sms, voice, web, sip, test (comma list; test: the staging test chat, left out unless named or includeTest)'),
+  channel: Filter('api, sms, voice, web, sip, test, simulated (comma list; test: the staging test chat, left out unless named or includeTest; simulated: a call task\'s SIMULATED call)'),
   includeTest: Type.Optional(Type.String({ maxLength: 10, description: 'true or 1: also the staging test chat\'s conversations (channel test), left out by default' })),
   eventType: Filter('call or message (comma list)'),
   outcome: Filter('open, completed, ended_by_agent, transferred, no_response, hung_up, failed (comma list)'),

@@ -27,7 +27,7 @@ export const LOG_DEFAULT_WINDOW_S = 7 * 86_400;
 export const MAX_UNIX_SECONDS = 253_402_300_799;
 
 const DIRECTIONS: readonly ConversationRow['direction'][] = ['inbound', 'outbound'];
-const CHANNELS: readonly ConversationRow['channel'][] = ['api', 'sms', 'voice', 'web', 'sip', 'test'];
+const CHANNELS: readonly ConversationRow['channel'][] = ['api', 'sms', 'voice', 'web', 'sip', 'test', 'simulated'];
 const ENGINES: readonly ConversationRow['engine'][] = ['model', 'simulated'];
 const OUTCOMES: readonly (ConversationOutcome | 'open')[] = ['open', 'completed', 'ended_by_agent', 'transferred', 'no_response', 'hung_up', 'failed', 'voicemail'];
 const EVENT_TYPES = ['call', 'message'] as const;

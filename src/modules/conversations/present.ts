@@ -14,7 +14,7 @@ export const roomKey = (room: Pick<RoomRow, 'account_id' | 'id'>) => `${room.acc
 
 /** `call` for the voice channels, `message` for the others (logs' eventType, messages' type). */
 export const eventTypeOf = (channel: ConversationRow['channel']): 'call' | 'message' =>
-  (channel === 'voice' || channel === 'sip' ? 'call' : 'message');
+  (channel === 'voice' || channel === 'sip' || channel === 'simulated' ? 'call' : 'message');
 
 /** A message's delivery as the contract says it: `success` once delivered (an inbound message reached us). */
 export function messageStatus(status: MessageRow['status']): string {

@@ -23,6 +23,8 @@ export const PROMPT_LIMITS = Object.freeze({
 const CHANNEL_WORDS: Record<ConversationChannel, string> = {
   voice: 'a phone call (your replies are spoken aloud: short sentences, no lists, no markdown, no emoji)',
   sip: 'a phone call (your replies are spoken aloud: short sentences, no lists, no markdown, no emoji)',
+  // A SIMULATED call (a call task on the simulated carrier): the agent answers as on a real call.
+  simulated: 'a phone call (your replies are spoken aloud: short sentences, no lists, no markdown, no emoji)',
   sms: 'text messages (SMS: keep replies short, plain text)',
   web: 'a chat on the agent\'s web page',
   // The staging test chat stands in for the web chat: the agent answers as it would there.

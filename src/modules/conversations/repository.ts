@@ -104,6 +104,12 @@ export const conversationRepo = {
       .where('ended_at', 'is', null).where('last_activity_at', '>=', since)
       .orderBy('last_activity_at', 'desc').limit(1).executeTakeFirst();
   },
+  /** The conversations a task's call opened, newest first (a SIMULATED call's attempts). */
+  async ofTask(db: Executor, orgId: number, taskId: string): Promise<ConversationRow[]> {
+    return db.selectFrom('conversations').selectAll()
+      .where('org_id', '=', orgId).where('task_id', '=', taskId)
+      .orderBy('started_at', 'desc').limit(10).execute();
+  },
   async byCarrierRef(db: Executor, orgId: number, carrierRef: string): Promise<ConversationRow | undefined> {
     return db.selectFrom('conversations').selectAll()
       .where('carrier_ref', '=', carrierRef).where('org_id', '=', orgId).executeTakeFirst();

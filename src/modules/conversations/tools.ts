@@ -38,7 +38,7 @@ const GRANTS: Record<string, readonly string[]> = {
 };
 
 const norm = (s: string) => s.toLowerCase().replace(/[-_\s]/g, '');
-const VOICE: readonly ConversationChannel[] = ['voice', 'sip'];
+const VOICE: readonly ConversationChannel[] = ['voice', 'sip', 'simulated'];
 
 export interface ToolSetContext {
   config: AgentSettings;

@@ -131,7 +131,7 @@ export interface TestTurn {
 }
 
 /** Built-in tools with no effect outside the conversation: a test runs them unless its scenario mocks them. */
-const INSIDE_TOOLS = new Set(['end_conversation', 'search_knowledge']);
+export const INSIDE_TOOLS: ReadonlySet<string> = new Set(['end_conversation', 'search_knowledge']);
 
 export type TurnResult =
   | { kind: 'reply'; text: string; messageId: string; effects: ToolEffect[]; engine: string; simulated: boolean; model: string }

@@ -65,6 +65,13 @@ export interface TaskHandlerDeps {
   conversationOf?: (taskId: string, since: number) => Promise<string | null>;
   /** The queue's clock (ms): retries' times and the attempts' record. Default Date.now. */
   now?: () => number;
+  /**
+   * A call on the SIMULATED carrier, once "answered": a simulated caller talks with the agent and
+   * the conversation is recorded (src/modules/agent-tests/simulated-call.ts; docs/tasks.md,
+   * "Simulated calls"). Answers what the conversation was, for the task's result; rejects only when
+   * the signal aborts. Without it a simulated call is the fixed wait it always was.
+   */
+  simulatedCall?: (row: Row, signal: AbortSignal) => Promise<Record<string, unknown>>;
   log?: { warn(obj: object, msg: string): void };
 }
 
@@ -197,6 +204,7 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     const call = await carrier.placeCall({
       taskId: row.id, effectKey: effectKey(row.id, started.n), agentId: row.account_id, orgId: row.org_id, ...sender, to: row.target!, greeting: row.greeting ?? undefined, waitToGreet: bool(row.wait_to_greet),
       statusCallbackUrl, twimlUrl, voicemail, amdCallbackUrl: carrier.simulated ? undefined : `${config.publicUrl}${TWILIO_AMD_PATH}`,
+      ...(carrier.simulated && deps.simulatedCall ? { simulatedConversation: (s: AbortSignal) => deps.simulatedCall!(row, s) } : {}),
     }, signal);
     const ref = { ...who, provider_ref: call.providerRef };
     if (call.final) return settleCall(row, call.final, ref, signal, started);

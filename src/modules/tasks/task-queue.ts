@@ -52,6 +52,8 @@ export interface TaskWorkerDeps {
   textDisclosure?: TaskHandlerDeps['textDisclosure'];
   /** The latest conversation of a task since a time: what an attempt records as its conversation. */
   conversationOf?: TaskHandlerDeps['conversationOf'];
+  /** A SIMULATED call's conversation with a simulated caller. */
+  simulatedCall?: TaskHandlerDeps['simulatedCall'];
   log?: TaskHandlerDeps['log'];
 }
 

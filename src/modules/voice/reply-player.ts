@@ -23,7 +23,7 @@ import { resample } from '../../speech/resample.ts';
 import type { SynthesisStream, SynthesizeOptions, TextToSpeech } from '../../speech/types.ts';
 import type { AgentSettings } from '../agents/settings.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
-import type { TurnInput, TurnResult, TurnRunner } from '../conversations/turn.ts';
+import type { TestTurn, TurnInput, TurnResult, TurnRunner } from '../conversations/turn.ts';
 import type { CallEvent } from './call-policy.ts';
 import type { TurnLatencies, TurnStamps, VoicePath } from './latency.ts';
 import { boundedTurn, turnFailure } from './turn-limit.ts';
@@ -363,6 +363,8 @@ export interface ReplyTurns {
   latency?: Pick<TurnLatencies, 'record'>;
   /** The path and the engines a turn's latency is labelled with (the model's is the turn's own). */
   labels(): Omit<VoiceTurnLabels, 'llm'> & { path: VoicePath };
+  /** An agent test's call: tools answered by the scenario's mocks (TestTurn). */
+  test?: TestTurn;
 }
 
 /** An agent's turn under way: its reply, and the model's run that writes it. */
@@ -379,6 +381,7 @@ function startTurn(t: ReplyTurns, inbound: NonNullable<TurnInput['inbound']>, fi
   let firstTokenAt: number | undefined;
   const run = boundedTurn(t.turns, {
     conversation: t.conversation, room: t.room, config: t.config, inbound, allowAsync: false, replyStatus: 'success', gate,
+    ...(t.test ? { test: t.test } : {}),
     onText: (delta) => {
       if (firstTokenAt === undefined && delta !== '') firstTokenAt = t.now();
       reply.write(delta);

@@ -14,7 +14,7 @@ import type { VoiceTransport } from '../../media/voice-transport.ts';
 import type { SpeechGrammar, StreamingSpeechToText } from '../../speech/types.ts';
 import type { VoiceSettings } from '../agents/voice-settings.ts';
 import type { AgentSettings } from '../agents/settings.ts';
-import type { TurnRunner } from '../conversations/turn.ts';
+import type { TestTurn, TurnRunner } from '../conversations/turn.ts';
 import type { TurnLatencies, TurnStamps } from './latency.ts';
 import {
   decide, freshCounters, phrasesFor, transferAnnouncement, VOICE_TURN_TIMEOUT_MS,
@@ -67,6 +67,8 @@ export interface VoiceSessionInput extends OpeningInput {
    * has it: streaming-listener.ts); without it, our VAD and the batch recogniser (listener.ts).
    */
   streaming?: { engine: StreamingSpeechToText; onChange: (change: SpeechChange) => void };
+  /** An agent test's call (voice mode, src/modules/agent-tests): its turns' tools answered by the scenario's mocks. */
+  test?: TestTurn;
 }
 
 export type VoicePhase = 'opening' | 'listening' | 'thinking' | 'speaking' | 'transferring' | 'ending' | 'ended';
@@ -146,6 +148,7 @@ export function startVoiceSession(deps: VoiceSessionDeps, input: VoiceSessionInp
   const replies: ReplyTurns = {
     voice, turns: deps.turns, record: transcript, conversation, room, config, limitMs: deps.turnTimeoutMs ?? VOICE_TURN_TIMEOUT_MS, now: deps.now, warn,
     latency: deps.latency, labels: () => ({ path, ...(heardBy ?? listener.engines), tts: speaker.name }),
+    ...(input.test ? { test: input.test } : {}),
   };
 
   /** A line the call says (not the model's): recorded, then spoken to its end. */

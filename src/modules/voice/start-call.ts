@@ -20,7 +20,7 @@ import { callOpening, consentAnswer, type PathCapabilities, type VoicemailPlan }
 import { complianceSettingsOf } from '../compliance/service.ts';
 import { noteCallState, noteSpeechChange, noteVoiceChange, speechNote, type SpeechChange } from './call-state.ts';
 import { recordingPath, type RecordingStore } from './recordings.ts';
-import { startVoiceSession, type VoiceSession, type VoiceSessionDeps } from './session.ts';
+import { startVoiceSession, type VoiceSession, type VoiceSessionDeps, type VoiceSessionInput } from './session.ts';
 import { callRecogniser, orgCallSpeaker, type SpeechKeys } from './org-speech.ts';
 import type { CallSpeaker } from './speaker.ts';
 import { recordCallSpeech } from './speech-meter.ts';
@@ -66,6 +66,8 @@ export interface CallStart {
   grammar?: SpeechGrammar;
   /** The call's voice, when the path chose it already (to synthesize the greeting before answering); chosen here otherwise. */
   speaker?: CallSpeaker;
+  /** An agent test's call (voice mode): its turns' tools answered by the scenario's mocks. */
+  test?: VoiceSessionInput['test'];
 }
 
 export interface StartedCall {
@@ -161,6 +163,7 @@ export async function startCall(deps: StartCallDeps, transport: VoiceTransport, 
       opening: call.opening.keysSent ? { ...opening, digits: '' } : opening,
       capabilities: caps, grammar: call.grammar, greetingAudio: call.greetingAudio, background: call.background, voicemail: screen, speaker,
       streaming: streaming && { engine: streaming, onChange },
+      ...(call.test ? { test: call.test } : {}),
     });
   } catch (err) {
     await recorder?.stop();

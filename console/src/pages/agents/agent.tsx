@@ -26,9 +26,11 @@ type Config = components['schemas']['AgentSettings'];
 /** A partial change, as POST /api/v2/agent takes it. */
 type AgentChange = paths['/api/v2/agent']['post']['requestBody']['content']['application/json'];
 type Live = paths['/api/v2/agent/{agentId}']['get']['responses'][200]['content']['application/json']['sponsorship'];
-const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['knowledge', 'Knowledge bases'], ['chat', 'Test chat'], ['talk', 'Test call']] as const;
+const TABS = [['settings', 'Staging settings'], ['versions', 'Versions'], ['knowledge', 'Knowledge bases'], ['chat', 'Test chat'], ['talk', 'Test call'], ['tests', 'Tests']] as const;
 /** The spoken test call (talk.tsx): loaded with its tab only. */
 const TalkPanel = lazy(() => import('./talk.tsx'));
+/** The Tests tab (tests.tsx), loaded when first opened. */
+const Tests = lazy(() => import('./tests.tsx'));
 
 export default function AgentPage({ params, query }: PageProps) {
   const id = Number(String(params.agentId).replace(/^camp/, ''));
@@ -52,6 +54,7 @@ export default function AgentPage({ params, query }: PageProps) {
           {tab === 'knowledge' ? <Knowledge agentId={id} staging={staging!} /> : null}
           {tab === 'chat' ? <Chat id={id} /> : null}
           {tab === 'talk' ? <Suspense fallback={<Loading />}><TalkPanel id={id} /></Suspense> : null}
+          {tab === 'tests' ? <Suspense fallback={<Loading />}><Tests agentId={id} /></Suspense> : null}
         </>
       )}
     </Page>
