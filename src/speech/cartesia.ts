@@ -137,6 +137,12 @@ export class CartesiaEngine extends StreamedVoiceEngine implements TextToSpeech 
   }
 
   /** The voices the key can use (GET /voices, every page up to a thousand voices). */
+  /** Loads the vendor's client (TextToSpeech.ready). */
+  ready(): Promise<void> {
+    this.client();
+    return Promise.resolve();
+  }
+
   async listVoices(signal?: AbortSignal): Promise<VoiceInfo[]> {
     const out: VoiceInfo[] = [];
     try {

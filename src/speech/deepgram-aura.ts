@@ -115,6 +115,11 @@ export class DeepgramAuraEngine extends StreamedVoiceEngine implements TextToSpe
   }
 
   /** Aura's voices (the `tts` models of GET /v1/models); the id is the model's canonical name. */
+  /** Loads the vendor's client (TextToSpeech.ready). */
+  async ready(): Promise<void> {
+    await this.sdkClient();
+  }
+
   async listVoices(signal?: AbortSignal): Promise<VoiceInfo[]> {
     try {
       const r = await (await this.sdkClient()).manage.v1.models.list({}, { ...(signal ? { abortSignal: signal } : {}) });

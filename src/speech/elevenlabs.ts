@@ -117,6 +117,11 @@ export class ElevenLabsEngine extends StreamedVoiceEngine implements TextToSpeec
   }
 
   /** The voices of the account (GET /v1/voices): premade, cloned and library voices added to it. */
+  /** Loads the vendor's client (TextToSpeech.ready). */
+  async ready(): Promise<void> {
+    await this.sdkClient();
+  }
+
   async listVoices(signal?: AbortSignal): Promise<VoiceInfo[]> {
     try {
       const r = await (await this.sdkClient()).voices.getAll({}, { ...(signal ? { abortSignal: signal } : {}) });

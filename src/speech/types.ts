@@ -107,6 +107,12 @@ export interface TextToSpeech {
   openStream?(opts: SynthesisStreamOptions): SynthesisStream;
   /** The voices the engine's account can use, from the provider's list where it has one. */
   listVoices?(signal?: AbortSignal): Promise<VoiceInfo[]>;
+  /**
+   * Loads what the engine needs before its first request (a vendor's client, loaded on first use),
+   * so a caller can start a request's time limit after it: loading a large client under load can
+   * take seconds the provider did not spend.
+   */
+  ready?(): Promise<void>;
 }
 
 /**

@@ -67,6 +67,8 @@ export function voicesService(deps: VoicesDeps): VoicesService {
     const hit = kept.get(engine);
     if (hit && deps.now() - hit.at < VOICE_LIST_TTL_MS) return { voices: hit.voices, about: { engine, available: true } };
     try {
+      // The time limit is the provider's: the vendor's client is loaded first.
+      await tts.ready?.();
       const listed = await tts.listVoices(AbortSignal.timeout(VOICE_LIST_TIMEOUT_MS));
       const voices = listed.slice(0, MAX_VOICES_PER_ENGINE).map((v: VoiceInfo): ListedVoice => ({
         id: v.id, name: v.name, engine, language: v.language ?? null, gender: v.gender ?? null, previewUrl: v.previewUrl ?? null,
