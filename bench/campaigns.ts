@@ -237,5 +237,6 @@ async function bench(engine: Engine): Promise<void> {
   }
 }
 
-console.log(`# bench/campaigns — engines: ${ENGINES.join(', ')}; ${fmt(N)} call tasks; load average at start ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
-for (const engine of ENGINES.filter((e) => !process.env.BENCH_ENGINE || e === process.env.BENCH_ENGINE)) await bench(engine);
+const engines = ENGINES.filter((e) => !process.env.BENCH_ENGINE || e === process.env.BENCH_ENGINE);
+console.log(`# bench/campaigns — engines: ${engines.join(', ')}; ${fmt(N)} call tasks; load average at start ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
+for (const engine of engines) await bench(engine);
