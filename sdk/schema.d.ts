@@ -17543,9 +17543,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Call and text tasks: the task's own calling window {days, start, end, timezone}; null: no window. A task held by a window is looked at again at once (extension; docs/campaigns.md) */
+                    callingWindow?: unknown;
                     content?: string | null;
                     context?: string | null;
                     greeting?: string | null;
+                    /** @description Call tasks: the call's own retry rules {on, delaysSec, maxAttempts}; null: none (extension; docs/campaigns.md) */
+                    retryRules?: unknown;
                     scheduledFor?: number | string | (never | null);
                     /** @description "canceled" cancels the task */
                     state?: string;

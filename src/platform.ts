@@ -75,7 +75,7 @@ import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/se
 import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { sipCallPlan } from './modules/sip/calls.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
-import { taskService, type TaskService } from './modules/tasks/service.ts';
+import { agentHeldTasks, taskService, type TaskService } from './modules/tasks/service.ts';
 import { taskQueue as createTaskQueue, taskWorker, type TaskQueue, type TaskQueueDeps } from './modules/tasks/task-queue.ts';
 import { twilioCallbacks, type TwilioCallbacks } from './modules/twilio/task-callbacks.ts';
 import { twilioTexts, type TwilioTexts } from './modules/twilio/texts.ts';
@@ -265,7 +265,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     compliance: complianceService({ db }),
     integrations: integrationService({ db, box }),
     // Publishing asks the agent tests' gate (a port: agent-tests is above agents).
-    agents: agentService({ db, wakeDeliveries, models, publishGate: testPublishGate() }),
+    // and a change of its calling window looks again at the tasks it holds (tasks is above agents).
+    agents: agentService({ db, wakeDeliveries, models, publishGate: testPublishGate(), heldTasks: agentHeldTasks(taskQueue) }),
     models,
     speechProviders: speechProvidersService({
       db, box, policy, processKeys: processSpeechKeys(config.speech), speech: config.speech, log: child('speech-providers'),

@@ -1,7 +1,8 @@
 // Agents: each agent account's configuration in two slots (staging, edited by POST /api/v2/agent;
 // live, the contract's "default", changed only by publish and by restoring a version to it) and
 // its stored versions. The agent id is `camp<accountId>` (docs/agents.md); either form is accepted.
-import type { AccountRow, Db, Executor } from '../../db/types.ts';
+import type { Transaction } from 'kysely';
+import type { AccountRow, DB, Db, Executor } from '../../db/types.ts';
 import type { Scope } from '../../http/auth.ts';
 import { numberHolders } from '../phone-numbers/holders.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -33,10 +34,24 @@ export interface AgentServiceDeps {
    * on; what it answers is why the publish is refused (409), undefined when it may go.
    */
   publishGate?: PublishGate;
+  /**
+   * The tasks an agent's calling window holds (a port: tasks is above agents, docs/campaigns.md):
+   * when a publish or a restore changes the live window, `recheck` makes them due again in that
+   * transaction, and `wake` tells this process's task queue after the commit.
+   */
+  heldTasks?: HeldTasks;
   now?: () => number;
 }
 
 export type PublishGate = (tx: Executor, account: AccountRow, staging: AgentSettings) => Promise<string | undefined>;
+
+export interface HeldTasks {
+  recheck: (tx: Transaction<DB>, agent: AccountRow, now: number) => Promise<void>;
+  wake: () => void;
+}
+
+/** The calling window a stored configuration sets (its JSON, for comparing two), or 'null'. */
+const windowOf = (config: string): string => JSON.stringify(readJsonObject(config).callingWindow ?? null);
 
 export const agentIdOf = (accountId: number) => `camp${accountId}`;
 
@@ -136,10 +151,10 @@ export function agentService(deps: AgentServiceDeps) {
   }
 
   /** What a transaction did that matters after its commit. */
-  interface Effects { queued: boolean }
+  interface Effects { queued: boolean; tasks?: boolean }
 
   /** Runs `fn` in a transaction with the agent's row locked (created when missing); wakes deliveries after commit. */
-  async function locked<T>(account: AccountRow, fn: (tx: Executor, row: AgentRow, now: number, fx: Effects) => Promise<T>): Promise<T> {
+  async function locked<T>(account: AccountRow, fn: (tx: Transaction<DB>, row: AgentRow, now: number, fx: Effects) => Promise<T>): Promise<T> {
     const fx: Effects = { queued: false };
     const result = await db.transaction().execute(async (tx) => {
       const now = clock();
@@ -147,6 +162,7 @@ export function agentService(deps: AgentServiceDeps) {
       return fn(tx, row, now, fx);
     });
     if (fx.queued) wakeDeliveries();
+    if (fx.tasks) deps.heldTasks?.wake();
     return result;
   }
 
@@ -163,9 +179,15 @@ export function agentService(deps: AgentServiceDeps) {
   }
 
   /** Replaces live with `next`, keeping the replaced live as an automatic version, and queues the `agent` event. */
-  async function setLive(tx: Executor, account: AccountRow, row: AgentRow, next: string, type: AgentEventType, source: 'staging' | number, now: number, fx: Effects) {
+  async function setLive(tx: Transaction<DB>, account: AccountRow, row: AgentRow, next: string, type: AgentEventType, source: 'staging' | number, now: number, fx: Effects) {
     const previous = await storeVersion(tx, account.id, undefined, row.live, now);
     await agentRepo.update(tx, account.id, { live: next, published_at: now }, now);
+    // Its tasks held by the old window are looked at again under the new one at once, not at the
+    // opening the old one named.
+    if (deps.heldTasks && windowOf(row.live) !== windowOf(next)) {
+      await deps.heldTasks.recheck(tx, account, now);
+      fx.tasks = true;
+    }
     if (await recordAgentEvent(tx, account.org_id!, type, { agentId: agentIdOf(account.id), accountId: account.id, source, previousVersionId: previous.versionId }, now)) {
       fx.queued = true;
     }

@@ -28,6 +28,11 @@ function taskCampaign(row: Pick<TaskRow, 'campaign'>): TaskCampaign {
   return row.campaign ? readJsonObject(row.campaign) as TaskCampaign : {};
 }
 
+/** The campaign rules a task set for itself (its `campaign` column), as sent: keys only when set. */
+export function storedCampaign(campaign: string | null): TaskCampaign {
+  return taskCampaign({ campaign });
+}
+
 /**
  * The campaign settings of an agent's live configuration, read as its field table stored them
  * (checked on every write; a value of another shape reads as unset). Agents without a stored

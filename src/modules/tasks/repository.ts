@@ -172,6 +172,23 @@ export const taskRepo = {
   },
 
   /**
+   * Calls and texts held back by a limit (held_reason set, not parked for a concurrency slot) are
+   * due again at `now`, to be admitted or held anew under campaign rules that changed: one task's
+   * (`id`) or an agent's (`accountId`). Their held_reason stays until admission decides again.
+   * Answers how many were moved.
+   */
+  async recheckHeld(db: Executor, which: { orgId: number; id?: string; accountId?: number }, now: number): Promise<number> {
+    let q = db.updateTable('tasks').set({ run_at: now })
+      .where('org_id', '=', which.orgId).where('state', '=', 'pending')
+      .where('held_reason', 'is not', null).where('parked', '=', 0).where('run_at', '>', now)
+      .where('type', 'in', ['call', 'text']);
+    if (which.id !== undefined) q = q.where('id', '=', which.id);
+    if (which.accountId !== undefined) q = q.where('account_id', '=', which.accountId);
+    const res = await q.executeTakeFirst();
+    return Number(res.numUpdatedRows);
+  },
+
+  /**
    * The `n` longest parked tasks of an organization (parked for its concurrency: queue-hooks.ts)
    * are due again at `now`: a release freed as many slots. Through the partial index of parked rows.
    */

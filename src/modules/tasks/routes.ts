@@ -128,6 +128,8 @@ const UpdateBody = Type.Object({
   waitToGreet: Type.Optional(Type.Boolean()),
   voicemail: Type.Optional(Type.Unknown({ description: 'Call tasks: {action: hangup|leave-message|continue, message} when a voicemail answers; null: the agent\'s voicemailAction (extension; docs/tasks.md)' })),
   scheduledFor: Type.Optional(Type.Union([Type.Integer(), Type.String(), Type.Null()])),
+  callingWindow: Type.Optional(Type.Unknown({ description: 'Call and text tasks: the task\'s own calling window {days, start, end, timezone}; null: no window. A task held by a window is looked at again at once (extension; docs/campaigns.md)' })),
+  retryRules: Type.Optional(Type.Unknown({ description: 'Call tasks: the call\'s own retry rules {on, delaysSec, maxAttempts}; null: none (extension; docs/campaigns.md)' })),
 }, { additionalProperties: true });
 
 // Limits as answered: a limit that is not set is left out (never null: the contract types these

@@ -19,6 +19,8 @@ import { limitRepo, taskRepo } from './repository.ts';
 import type { TaskQueue } from './task-queue.ts';
 import { normalizeScheduledFor, normalizeSpacing } from './schedule.ts';
 import { doNotCallRefusals } from './do-not-call.ts';
+import { storedCampaign } from './attempts.ts';
+import type { HeldTasks } from '../agents/service.ts';
 
 /** How long an Idempotency-Key holds its first answer. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
@@ -68,6 +70,10 @@ export interface UpdateBody {
   scheduledFor?: unknown;
   /** A call's own voicemail choice `{action, message}`; null goes back to the agent's (docs/tasks.md). */
   voicemail?: unknown;
+  /** The task's own calling window; null: none (extension; docs/campaigns.md). */
+  callingWindow?: unknown;
+  /** A call's own retry rules; null: none, the organization's retries (extension; docs/campaigns.md). */
+  retryRules?: unknown;
 }
 
 export interface BatchBody extends RawTask {
@@ -76,7 +82,7 @@ export interface BatchBody extends RawTask {
   scheduleSpacingSec?: unknown;
 }
 
-const UPDATABLE = ['context', 'taskContext', 'greeting', 'content', 'waitToGreet', 'voicemail', 'scheduledFor'] as const;
+const UPDATABLE = ['context', 'taskContext', 'greeting', 'content', 'waitToGreet', 'voicemail', 'scheduledFor', 'callingWindow', 'retryRules'] as const;
 const FINAL: readonly QueueState[] = ['finished', 'failed', 'canceled'];
 
 /** A YYYY-MM-DD string naming a day that exists (2026-02-30 does not). */
@@ -423,7 +429,7 @@ export function taskService(deps: TaskServiceDeps) {
       // (otherwise `{state: "canceled", reason: "…"}` would be refused for a running task).
       const given = UPDATABLE.filter((k) => fields[k] !== undefined);
       if (given.length === 0 && state === undefined) {
-        throw new Invalid('nothing to update: send state "canceled", or context, taskContext, greeting, content, waitToGreet, voicemail or scheduledFor');
+        throw new Invalid('nothing to update: send state "canceled", or context, taskContext, greeting, content, waitToGreet, voicemail, scheduledFor, callingWindow or retryRules');
       }
       let message = 'Task updated successfully.';
       if (given.length > 0) {
@@ -438,26 +444,37 @@ export function taskService(deps: TaskServiceDeps) {
           content: fields.content !== undefined ? fields.content : row.content,
           waitToGreet: fields.waitToGreet !== undefined ? fields.waitToGreet : row.wait_to_greet === 1,
           voicemail: fields.voicemail !== undefined ? fields.voicemail : row.voicemail,
+          // The campaign rules it set (docs/campaigns.md), with those sent now in their place.
+          ...storedCampaign(row.campaign),
+          ...(fields.callingWindow !== undefined ? { callingWindow: fields.callingWindow } : {}),
+          ...(fields.retryRules !== undefined ? { retryRules: fields.retryRules } : {}),
         };
         const checked = checkTask(merged, { orgId: t.org.id, defaultAccountId: row.account_id, allowedAccount: (a) => a === row.account_id, now });
         if (!checked.ok) throw new Invalid(checked.message);
         const set: Partial<TaskRow> = {
           context: checked.task.context, task_context: checked.task.task_context, greeting: checked.task.greeting,
-          content: checked.task.content, wait_to_greet: checked.task.wait_to_greet, voicemail: checked.task.voicemail, updated_at: now,
+          content: checked.task.content, wait_to_greet: checked.task.wait_to_greet, voicemail: checked.task.voicemail,
+          campaign: checked.task.campaign, updated_at: now,
         };
+        // A task held back by a limit is looked at again at once under its new rules (admission
+        // holds it anew, or lets it go), not at the opening its old window named.
+        const recheck = checked.task.campaign !== row.campaign && fields.scheduledFor === undefined;
         if (fields.scheduledFor !== undefined) {
           const sched = normalizeScheduledFor(fields.scheduledFor, now);
           if (!sched.ok) throw new Invalid(sched.message);
           set.scheduled_for = sched.scheduledForMs;
           set.run_at = sched.runAtMs;
         }
-        const updated = await db.transaction().execute(async (tx) => {
-          const r = await taskRepo.updatePending(tx, row.id, set);
-          if (r && set.run_at !== undefined) await queue.announce(tx);
-          return r;
+        const { updated, woken } = await db.transaction().execute(async (tx) => {
+          let r = await taskRepo.updatePending(tx, row.id, set);
+          const rechecked = r !== undefined && recheck && (await taskRepo.recheckHeld(tx, { orgId: t.org.id, id: row.id }, now)) > 0;
+          if (rechecked) r = await taskRepo.find(tx, t.org.id, row.id);
+          const wake = r !== undefined && (set.run_at !== undefined || rechecked);
+          if (wake) await queue.announce(tx);
+          return { updated: r, woken: wake };
         });
         if (!updated) throw new Conflict(`Task ${id} started running meanwhile; only a pending task can be changed`);
-        if (set.run_at !== undefined) queue.notify();
+        if (woken) queue.notify();
         row = updated;
       }
       if (state === 'canceled') ({ row, message } = await cancel(row));
@@ -529,4 +546,19 @@ export function taskService(deps: TaskServiceDeps) {
 }
 
 export type TaskService = ReturnType<typeof taskService>;
+
+/**
+ * The agents service's port for an agent whose live calling window changed (agents is below
+ * tasks): its calls and texts held back by a limit are due again at once, in the transaction that
+ * published the change, and admission holds them anew under the new window or lets them go.
+ */
+export function agentHeldTasks(queue: Pick<TaskQueue, 'announce' | 'notify'>): HeldTasks {
+  return {
+    async recheck(tx, agent, now) {
+      if (agent.org_id === null) return;
+      if ((await taskRepo.recheckHeld(tx, { orgId: agent.org_id, accountId: agent.id }, now)) > 0) await queue.announce(tx);
+    },
+    wake: () => queue.notify(),
+  };
+}
 export { FINAL as FINAL_STATES };
