@@ -6105,6 +6105,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -6325,6 +6327,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -16793,6 +16797,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -17003,6 +17009,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -17198,6 +17206,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -17381,6 +17391,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
