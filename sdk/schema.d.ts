@@ -19548,6 +19548,8 @@ export interface operations {
                             eventId: string;
                             id: string;
                             nextAttemptAt: number | null;
+                            /** @description The event as sent: the JSON body your endpoint receives (callplane extension) */
+                            payload?: unknown;
                             state: string;
                             type: string;
                             url: string;
@@ -19631,6 +19633,8 @@ export interface operations {
                             eventId: string;
                             id: string;
                             nextAttemptAt: number | null;
+                            /** @description The event as sent: the JSON body your endpoint receives (callplane extension) */
+                            payload?: unknown;
                             state: string;
                             type: string;
                             url: string;
