@@ -1883,6 +1883,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/sip/ingress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where to send SIP calls to this deployment (callplane extension)
+         * @description Read-only, from the deployment's configuration: the host peers reach (CALLPLANE_SIP_ADVERTISE_HOST, else the bind address or the first outside IPv4 address), the SIP port (CALLPLANE_SIP_PORT), the transports the listener takes, and the Request-URI forms an INVITE may use to reach an organization's agent. `enabled` false: this deployment takes no SIP calls.
+         */
+        get: operations["getSipIngress"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/sip/ipWhitelist": {
         parameters: {
             query?: never;
@@ -6234,6 +6254,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -6454,6 +6476,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -15399,6 +15423,80 @@ export interface operations {
             };
         };
     };
+    getSipIngress: {
+        parameters: {
+            query?: {
+                /** @description Organization (or one of its agents) to act on, for resellers and partners; an organization token acts on itself */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ingress: {
+                            /** @description Whether this deployment runs its SIP listener (CALLPLANE_SIP_ENABLED) */
+                            enabled: boolean;
+                            /** @description The host name or address to send INVITEs to */
+                            host: string;
+                            /** @description The SIP port; null when the listener picks a free one at start (CALLPLANE_SIP_PORT=0) */
+                            port: number | null;
+                            /** @description The transports the listener takes: udp, tcp */
+                            transports: string[];
+                            uriForms: ({
+                                /** @description A Request-URI template: <number> is one of the organization's numbers in E.164, <user> its registration's user */
+                                form: string;
+                                meaning: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listSipIpWhitelist: {
         parameters: {
             query?: {
@@ -15477,8 +15575,8 @@ export interface operations {
                 "application/json": {
                     /** @description IPv4 or IPv6 address, optionally a CIDR range (203.0.113.0/24) */
                     ip: string;
-                    /** @description Friendly label */
-                    label: string;
+                    /** @description Friendly label. Extension: optional (the contract requires it); without it an entry has none, or keeps the one it had */
+                    label?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -17000,6 +17098,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -17210,6 +17310,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -17405,6 +17507,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -17592,6 +17696,8 @@ export interface operations {
                                 providerRef: string | null;
                                 /** @description How it ended: the outcome (completed, no-answer, busy, voicemail, delivered …), failed, canceled; null while it is under way */
                                 result: string | null;
+                                /** @description With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it */
+                                roomId?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -19747,6 +19853,8 @@ export interface operations {
                             eventId: string;
                             id: string;
                             nextAttemptAt: number | null;
+                            /** @description The event as sent: the JSON body your endpoint receives (callplane extension) */
+                            payload?: unknown;
                             state: string;
                             type: string;
                             url: string;
@@ -19830,6 +19938,8 @@ export interface operations {
                             eventId: string;
                             id: string;
                             nextAttemptAt: number | null;
+                            /** @description The event as sent: the JSON body your endpoint receives (callplane extension) */
+                            payload?: unknown;
                             state: string;
                             type: string;
                             url: string;

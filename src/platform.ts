@@ -72,7 +72,7 @@ import { numberReleaseQueue, type NumberReleaseQueue, type NumberReleaseQueueDep
 import { NUMBER_RELEASES } from './modules/phone-numbers/releases.ts';
 import { numberTakenElsewhere } from './modules/phone-numbers/holders.ts';
 import { SIP_REGISTRATIONS, sipService, type SipService } from './modules/sip/service.ts';
-import { SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
+import { defaultAdvertiseHost, SipWorker, type SipWorkerDeps } from './modules/sip/sip-worker.ts';
 import { sipCallPlan } from './modules/sip/calls.ts';
 import { taskRepo } from './modules/tasks/repository.ts';
 import { agentHeldTasks, taskService, type TaskService } from './modules/tasks/service.ts';
@@ -260,6 +260,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       wake: () => wakeups.emit(SIP_REGISTRATIONS),
       wakeDeliveries,
       workerWaitMs: deps.sipWorkerWaitMs,
+      ingress: { enabled: config.sipEnabled, host: config.sipAdvertiseHost ?? defaultAdvertiseHost(config.sipHost), port: config.sipPort },
     }),
     context: contextService({ db }),
     compliance: complianceService({ db }),

@@ -69,6 +69,8 @@ export interface NumberProvider {
   configure(providerRef: string, hooks: NumberWebhooks, signal?: AbortSignal): Promise<void>;
   /** Gives the number back; a number the provider no longer holds is already released. */
   release(providerRef: string, signal?: AbortSignal): Promise<void>;
+  /** Where it has numbers in `country`, in words, when it can say (the simulated inventory's areas); for a search that found none. */
+  areas?(country: string): string | undefined;
 }
 
 /** A search the provider cannot do: the caller gets a 400 that says so, never an empty list. */

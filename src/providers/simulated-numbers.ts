@@ -83,6 +83,17 @@ export class SimulatedNumbers implements NumberProvider {
     return Promise.resolve(out);
   }
 
+  /** Its areas in `country`: "212 (New York, NY), 216 (Cleveland, OH), …"; the prefix a search can take. */
+  areas(country: string): string | undefined {
+    const blocks = SIMULATED_BLOCKS.filter((b) => b.country === country);
+    if (blocks.length === 0) return undefined;
+    return blocks.map((b) => {
+      const code = b.callingCode === '1' ? b.start.slice(0, 3) : b.start.slice(0, b.start.length - 3);
+      const place = [b.locality, b.region].filter(Boolean).join(', ') || (b.mobile ? 'mobile' : '');
+      return place ? `${code} (${place})` : code;
+    }).join(', ');
+  }
+
   /** The block a number of the inventory is in, or undefined. */
   static blockOf(number: string): Block | undefined {
     return SIMULATED_BLOCKS.find((b) => {

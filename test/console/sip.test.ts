@@ -70,12 +70,47 @@ describe('web console SIP page (Chromium, Kamailio)', { skip: toolsSkip('chromiu
     await c.shot('sip-registration');
   });
 
+  it('says where to send calls: our address, port, transports and the Request-URI, with the organization\'s number', async () => {
+    const { page } = c;
+    const bought = await h.call('POST', '/api/v2/phoneNumber/assign', { token: org.token, query: { targetAccountId: org.agentId }, body: { number: '+12125550142', country: 'US' } });
+    assert.equal(bought.status, 200, JSON.stringify(bought.body));
+    try {
+      await c.open('/sip', 'SIP');
+      await page.reload(); // the page was open already, with the numbers read before this one was bought
+      const api = (await h.call('GET', '/api/v2/sip/ingress', { token: org.token })).body.ingress;
+      const box = page.locator('.sip-ingress');
+      const at = api.port === null ? api.host : `${api.host}:${api.port}`;
+      await box.getByText(`sip:+12125550142@${at}`).waitFor();
+      const text = await page.locator('.sip-ingress').innerText();
+      assert.ok(text.includes(api.host), text);
+      if (api.port !== null) assert.ok(text.includes(String(api.port)), text);
+      assert.match(text, /UDP or TCP/);
+      assert.ok(text.includes(`sip:<number>@${at}`), text);
+      await c.shot('sip-ingress');
+    } finally {
+      await h.call('POST', '/api/v2/phoneNumber/return', { token: org.token, body: { number: '+12125550142' } });
+    }
+  });
+
+  it('adds a whitelist entry without a label', async () => {
+    const { page } = c;
+    await c.open('/sip', 'SIP');
+    const form = page.getByRole('form', { name: 'Add an address' });
+    await form.getByLabel('Address or range').fill('198.51.100.9');
+    await form.getByRole('button', { name: 'Add address' }).click();
+    await page.getByRole('button', { name: 'Remove 198.51.100.9' }).waitFor();
+    const listed = await h.call('GET', '/api/v2/sip/ipWhitelist', { token: org.token });
+    assert.deepEqual(listed.body.whitelist.map((w: { ip: string; label: string }) => [w.ip, w.label]), [['198.51.100.9', '']]);
+    await page.getByRole('button', { name: 'Remove 198.51.100.9' }).click();
+    await page.getByText('No addresses: every inbound INVITE is refused.').waitFor();
+  });
+
   it('adds and removes a whitelist entry', async () => {
     const { page } = c;
     await c.open('/sip', 'SIP');
     const form = page.getByRole('form', { name: 'Add an address' });
     await form.getByLabel('Address or range').fill('198.51.100.7');
-    await form.getByLabel('Label').fill('Office PBX');
+    await form.getByLabel('Label (optional)').fill('Office PBX');
     await form.getByRole('button', { name: 'Add address' }).click();
     const table = page.getByRole('table', { name: 'Whitelisted addresses' });
     await table.getByRole('cell', { name: 'Office PBX' }).waitFor();
@@ -83,7 +118,7 @@ describe('web console SIP page (Chromium, Kamailio)', { skip: toolsSkip('chromiu
     assert.deepEqual(listed.body.whitelist.map((w: { ip: string; label: string }) => [w.ip, w.label]), [['198.51.100.7', 'Office PBX']]);
     // A bad entry: the API's message, next to the form.
     await form.getByLabel('Address or range').fill('0.0.0.0/0');
-    await form.getByLabel('Label').fill('Everyone');
+    await form.getByLabel('Label (optional)').fill('Everyone');
     await form.getByRole('button', { name: 'Add address' }).click();
     await page.getByRole('alert').filter({ hasText: /ip/ }).waitFor();
     await c.shot('sip-whitelist');

@@ -56,6 +56,51 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
     await c.shot('tasks-list');
   });
 
+  it('a task on the simulated carrier says SIMULATED, its outcome in words (not JSON), and its attempt log', async () => {
+    const call = (await tasksNow()).find((t) => t.type === 'call')!;
+    await row(call.id).getByText('SIMULATED').waitFor();
+    await row(call.id).getByRole('link').first().click();
+    await c.page.getByRole('heading', { level: 1, name: `Task ${call.id}` }).waitFor();
+    await c.page.locator('main').getByText('SIMULATED', { exact: true }).first().waitFor();
+    await c.page.getByText(/SIMULATED: this task ran on the simulated carrier/).waitFor();
+    await c.page.locator('dl[aria-label="Result"]').waitFor();
+    assert.match(await c.page.locator('dl[aria-label="Result"]').innerText(), /Outcome\s+completed/);
+    assert.equal(await c.page.locator('pre.json').count(), 0, 'no raw JSON');
+    const api = (await h.call('GET', `/api/v2/tasks/${call.id}`, { token: org.token })).body.task;
+    const log = c.page.getByRole('table', { name: 'Attempt log' });
+    assert.equal(await log.locator('tbody tr').count(), api.attemptLog.length);
+    assert.match(await log.locator('tbody tr').first().innerText(), new RegExp(`1\\s+.*${api.attemptLog[0].result}.*none \\(SIMULATED\\)`, 's'));
+    await c.shot('tasks-detail-simulated');
+    await c.open('/tasks', 'Tasks');
+  });
+
+  it('a task held by its calling window says why and when it will be considered again', async () => {
+    const made = await h.call('POST', '/api/v2/tasks', { token: org.token, body: {
+      type: 'call', target: '+14155552698', greeting: 'Hi',
+      callingWindow: { days: [0, 1, 2, 3, 4, 5, 6], start: '00:00', end: '00:01', timezone: 'Pacific/Kiritimati' },
+    } });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const id = made.body.task.id as string;
+    try {
+      let held = '';
+      for (let i = 0; i < 100 && !held; i++) {
+        held = (await h.call('GET', `/api/v2/tasks/${id}`, { token: org.token })).body.task.heldReason ?? '';
+        if (!held) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.match(held, /calling window/);
+      await c.open(`/tasks/${id}`, `Task ${id}`);
+      const status = c.page.getByRole('status').filter({ hasText: 'Waiting:' });
+      await status.waitFor();
+      assert.ok((await status.innerText()).includes(held), await status.innerText());
+      await c.shot('tasks-detail-held');
+    } finally {
+      // Gone again, so the counts of the tests below are theirs.
+      await h.call('POST', `/api/v2/tasks/${id}`, { token: org.token, body: { state: 'canceled' } });
+      await h.call('DELETE', `/api/v2/tasks/${id}`, { token: org.token });
+      await c.open('/tasks', 'Tasks');
+    }
+  });
+
   it('shows the API\'s 400 next to the form', async () => {
     const form = c.page.getByRole('form', { name: 'New task' });
     await form.getByLabel('Type').selectOption('call');
@@ -85,7 +130,8 @@ describe('web console: tasks (Chromium)', { skip: toolsSkip('chromium') }, () =>
     await filters.getByRole('button', { name: 'Clear' }).click();
     await c.page.getByText('Tasks 1–2 of 2').waitFor();
     // The agents are offered by name; both tasks ran as the first one.
-    await filters.getByLabel('Agent').selectOption({ label: `Night shift (#${second.id})` });
+    await filters.getByLabel('Agent').selectOption({ label: 'Night shift' });
+    assert.equal(await filters.getByLabel('Agent').inputValue(), String(second.id), 'agents listed by name');
     await filters.getByRole('button', { name: 'Apply filters' }).click();
     await c.page.getByText('No tasks match.').waitFor();
     await filters.getByLabel('Agent').selectOption(String(org.agentId));

@@ -17,6 +17,7 @@ describe('web console: webhooks (Chromium)', { skip: toolsSkip('chromium') }, ()
   let rx: Receiver;
   let failing = true;
   let org: { id: number; agentId: number; token: string };
+  let reseller: { id: number; token: string };
   before(async () => {
     rx = await startReceiver(() => (failing ? { status: 500, body: 'database is down' } : { status: 200, body: 'thanks' }));
     h = await startHarness('sqlite', { CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true', CALLPLANE_SIMULATED_CALL_SECONDS: '0.1', CALLPLANE_PUBLIC_URL: 'https://relay.callplane.test' }, {
@@ -24,7 +25,7 @@ describe('web console: webhooks (Chromium)', { skip: toolsSkip('chromium') }, ()
       // One attempt per delivery: a failed one ends "failed" at once, which is what replay is for.
       deliveryRuntime: { retryDelay: () => null, dispatchEveryMs: 50 },
     });
-    const reseller = await h.reseller('Northwind Reseller');
+    reseller = await h.reseller('Northwind Reseller');
     org = await h.organization(reseller.id, { orgName: 'Acme Dental', vidaPremium: true });
     c = await openConsole(h);
     await c.signIn(org.token);
@@ -42,19 +43,26 @@ describe('web console: webhooks (Chromium)', { skip: toolsSkip('chromium') }, ()
     const form = c.page.getByRole('form', { name: 'Add a subscription' });
     await form.getByLabel('URL').fill(`${rx.url}/events`);
     await form.getByLabel('Label').fill('CRM');
-    await form.getByLabel('Events').selectOption('task');
+    // Events are a labelled multi-select, each with its meaning: task is ticked; conversation too.
+    const events = form.getByRole('group', { name: 'Events to send' });
+    assert.ok(await events.getByRole('checkbox', { name: /task: every state change of a task/ }).isChecked());
+    await events.getByRole('checkbox', { name: /conversation: a conversation ended/ }).check();
     await form.getByRole('button', { name: 'Add subscription' }).click();
     const note = form.getByRole('status').filter({ hasText: 'shown this once' });
     await note.waitFor();
-    const secret = (await note.locator('code').innerText()).trim();
+    assert.equal(await note.locator('code').count(), 2, 'one subscription, and secret, per event type');
+    const secret = (await note.locator('code').first().innerText()).trim();
+    const subs = (await h.call('GET', '/api/v2/webhooks', { token: org.token })).body.webhooks as { type: string; url: string }[];
+    assert.deepEqual(subs.map((w) => w.type).sort(), ['conversation', 'task']);
+    assert.equal((await h.call('DELETE', '/api/v2/webhooks', { token: org.token, body: { url: `${rx.url}/events`, type: 'conversation' } })).status, 200);
     assert.match(secret, /^whsec_/);
     const table = c.page.getByRole('table', { name: 'Subscriptions' });
-    await table.getByRole('row').filter({ hasText: `${rx.url}/events` }).waitFor();
+    await table.getByRole('row').filter({ hasText: `${rx.url}/events` }).first().waitFor();
     // Compared as text: the secret's last characters may be `+` or `/`, which a pattern would read as its own.
     assert.ok((await table.innerText()).includes(`****${secret.slice(-4)}`), 'the secret masked to its last four characters');
     assert.ok(!(await table.innerText()).includes(secret));
     await c.page.reload();
-    await table.getByRole('row').filter({ hasText: `${rx.url}/events` }).waitFor();
+    await table.getByRole('row').filter({ hasText: `${rx.url}/events` }).first().waitFor();
     assert.ok(!(await c.page.locator('main').innerText()).includes(secret), 'the full secret is never shown again');
   });
 
@@ -66,6 +74,11 @@ describe('web console: webhooks (Chromium)', { skip: toolsSkip('chromium') }, ()
     const finishedRow = log.getByRole('row').filter({ hasText: 'task.finished' });
     await finishedRow.getByText('failed', { exact: true }).waitFor({ timeout: 20_000 });
     assert.match(await finishedRow.innerText(), /500/);
+    // Its payload, as sent.
+    await finishedRow.getByText('Show payload').click();
+    const payload = JSON.parse(await finishedRow.getByLabel(/^Payload of/).innerText()) as { type: string; data: { id?: string; taskId?: string; task?: { id: string } } };
+    assert.equal(payload.type, 'task.finished');
+    assert.ok(JSON.stringify(payload).includes(made.body.task.id), 'the payload names the task');
     assert.equal(c.page.url(), url);
     const failed = (await deliveries()).find((d) => d.eventType === 'task.finished')!;
     assert.equal(failed.state, 'failed');
@@ -85,6 +98,21 @@ describe('web console: webhooks (Chromium)', { skip: toolsSkip('chromium') }, ()
     assert.equal(await log.getByText('delivered', { exact: true }).count(), 0);
     await c.page.getByLabel('Delivery state').selectOption('');
     await c.shot('webhooks-subscriptions');
+  });
+
+  it('without the premium setting, the relays page says why instead of showing a form that cannot work', async () => {
+    const down = await h.call('POST', '/api/v2/updateOrganization', { token: reseller.token, query: { targetOrganizationId: org.id }, body: { vidaPremium: false } });
+    assert.equal(down.status, 200, JSON.stringify(down.body));
+    try {
+      await c.open('/webhooks/relays', 'Webhook relays');
+      await c.page.getByText(/Relays are not available to this organization: they are a premium feature/).waitFor();
+      assert.equal(await c.page.getByRole('form', { name: /relay/i }).count(), 0, 'no relay form');
+      assert.equal(await c.page.getByRole('heading', { name: 'Configure a relay' }).count(), 0);
+      await c.shot('webhooks-relays-not-premium');
+    } finally {
+      await h.call('POST', '/api/v2/updateOrganization', { token: reseller.token, query: { targetOrganizationId: org.id }, body: { vidaPremium: true } });
+      await c.page.reload();
+    }
   });
 
   it('configures a generic relay, forwards what its ingress receives, and replays a forward', async () => {

@@ -79,6 +79,9 @@ forEachEngine('phone numbers (simulated inventory)', (h) => {
     assert.equal(res.body.strict, true);
     assert.equal(res.body.widenedTo, undefined);
     expectError(await n.prefix(o.token, { prefix: '5129', country: 'US' }), 404, 'No phone numbers');
+    // The simulated inventory names the areas it has, so the next search can find something.
+    expectError(await n.prefix(o.token, { prefix: '999', country: 'US' }), 404, 'these areas', '212 (New York, NY)', '737 (Austin, TX)');
+    expectError(await n.prefix(o.token, { prefix: '999', country: 'GB' }), 404, '161 (Manchester, England)', '7700 (mobile)');
     expectError(await n.prefix(o.token, { prefix: '5129', country: 'US', strict: true }), 404);
     const wide = await n.prefix(o.token, { prefix: '5129', country: 'US', strict: false });
     assert.equal(wide.status, 200, JSON.stringify(wide.body));

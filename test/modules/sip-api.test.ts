@@ -55,12 +55,40 @@ forEachEngine('SIP API', (h) => {
     assert.deepEqual((await call('GET', 'ipWhitelist', o.token)).body.whitelist.map((w: any) => w.ip), ['192.168.1.1', '2001:db8::1']);
   });
 
+  it('takes an entry without a label (an extension); re-added without one it keeps its label', async () => {
+    const { o } = await tenant();
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.1' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.2', label: '   ' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.3', label: 'Trunk' } })).status, 201);
+    assert.equal((await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.3' } })).status, 200);
+    const list = await call('GET', 'ipWhitelist', o.token);
+    assert.deepEqual(list.body.whitelist.map((w: any) => [w.ip, w.label]), [['10.0.0.1', ''], ['10.0.0.2', ''], ['10.0.0.3', 'Trunk']]);
+  });
+
+  it('says where to send calls, from the configuration: host, port, transports and the Request-URI forms', async () => {
+    const { o, r } = await tenant();
+    const res = await call('GET', 'ingress', o.token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const cfg = h().config;
+    const host = cfg.sipAdvertiseHost ?? (cfg.sipHost === '0.0.0.0' ? undefined : cfg.sipHost);
+    if (host !== undefined) assert.equal(res.body.ingress.host, host);
+    else assert.match(res.body.ingress.host, /^[\d.]+$/);
+    assert.equal(res.body.ingress.port, cfg.sipPort === 0 ? null : cfg.sipPort);
+    assert.equal(res.body.ingress.enabled, cfg.sipEnabled);
+    assert.deepEqual(res.body.ingress.transports, ['udp', 'tcp']);
+    const at = cfg.sipPort === 0 ? res.body.ingress.host : `${res.body.ingress.host}:${cfg.sipPort}`;
+    assert.deepEqual(res.body.ingress.uriForms.map((u: any) => u.form), [`sip:<number>@${at}`, `sip:<user>@${at}`]);
+    // A reseller reads it for its organization; a stranger's organization is not reachable.
+    assert.equal((await call('GET', 'ingress', r.token, { query: { targetAccountId: o.id } })).status, 200);
+    const other = await tenant();
+    assert.equal((await call('GET', 'ingress', other.r.token, { query: { targetAccountId: o.id } })).status, 404);
+  });
+
   it('refuses bad whitelist input naming the field', async () => {
     const { o } = await tenant();
     expectError(await call('POST', 'ipWhitelist', o.token, { body: { ip: 'pbx.example.com', label: 'x' } }), 400, 'ip', 'pbx.example.com');
     expectError(await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.0/40', label: 'x' } }), 400, 'ip', '/40');
-    expectError(await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.1' } }), 400, 'label');
-    expectError(await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.1', label: '   ' } }), 400, 'label');
+    expectError(await call('POST', 'ipWhitelist', o.token, { body: { ip: '10.0.0.1', label: 'x'.repeat(201) } }), 400, 'label');
     expectError(await call('POST', 'ipWhitelist', o.token, { body: { label: 'x' } }), 400, 'ip');
     expectError(await call('POST', 'ipWhitelist', o.token, { body: { ip: 7, label: 'x' } }), 400, 'ip');
     expectError(await call('DELETE', 'ipWhitelist', o.token, { body: {} }), 400, 'ip');

@@ -360,6 +360,11 @@ forEachEngine('webhook deliveries', (h) => {
         assert.equal(a.statusCode, 500);
         assert.equal(a.responseExcerpt, 'down for maintenance');
       }
+      // The payload as sent (extension): the body the receiver got on each attempt.
+      assert.equal(d.payload.type, d.eventType);
+      const sent = rcv.requests.find((r: { headers: Record<string, unknown> }) => r.headers['webhook-id'] === d.eventId);
+      assert.ok(sent, 'the receiver got it');
+      assert.deepEqual(d.payload, JSON.parse(String(sent.body)));
     }
     assert.deepEqual(listed.body.deliveries.map((d: { eventType: string }) => d.eventType).sort(), ['task.finished', 'task.pending', 'task.running']);
 

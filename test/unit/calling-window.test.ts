@@ -123,8 +123,8 @@ describe('attempt numbers and outside-effect keys', () => {
     assert.equal(attemptNumber(open), 1, 'a rerun after a crash is the same attempt');
     const rerun = { attempt_log: withAttempt(open, { attempt: 1, at: 2, result: null, callerId: null, conversationId: null, providerRef: 'CA1' }) };
     assert.equal(JSON.parse(rerun.attempt_log).length, 1, 'its open entry is replaced, not repeated');
-    const ended = { attempt_log: endingAttempt(rerun, 'no-answer', 'cnv_1')! };
-    assert.deepEqual(JSON.parse(ended.attempt_log)[0], { attempt: 1, at: 2, result: 'no-answer', callerId: null, conversationId: 'cnv_1', providerRef: 'CA1' });
+    const ended = { attempt_log: endingAttempt(rerun, 'no-answer', { id: 'cnv_1', roomId: '12:3' })! };
+    assert.deepEqual(JSON.parse(ended.attempt_log)[0], { attempt: 1, at: 2, result: 'no-answer', callerId: null, conversationId: 'cnv_1', roomId: '12:3', providerRef: 'CA1' });
     assert.equal(attemptNumber(ended), 2);
     assert.equal(effectKey('tsk_1', 2), 'tsk_1:attempt-2', 'a deliberate retry is a new call');
     assert.equal(endingAttempt(ended, 'busy'), null, 'nothing open to end');

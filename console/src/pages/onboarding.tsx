@@ -11,7 +11,7 @@ import { numberQueries, numbersChanged } from '../queries/numbers.ts';
 import { Link, navigate } from '../router.tsx';
 import { useSession } from '../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Section } from '../ui/parts.tsx';
-import { Confirm } from '../ui/confirm.tsx';
+import { BuyNumber } from '../ui/buy-number.tsx';
 
 type StepState = 'done' | 'now' | 'later';
 
@@ -185,11 +185,8 @@ function GetNumber({ agent }: { agent: { id: number; name: string } }) {
           {found.slice(0, 5).map((n) => (
             <li key={n.number}>
               <strong>{n.number}</strong> <span className="muted">{[n.locality, n.region].filter(Boolean).join(', ')}</span>{' '}
-              {n.simulated
-                ? <Button disabled={buy.isPending} onClick={() => buy.mutate(n)} aria-label={`Buy ${n.number} for ${agent.name}`}>Buy (simulated, free)</Button>
-                : <Confirm label={`Buy ${n.number}`} confirm={`Yes, buy ${n.number}${n.monthlyPrice ? ` for ${n.monthlyPrice.amount} ${n.monthlyPrice.currency} a month` : ''}`}
-                  question={`Buy ${n.number} for ${agent.name} at the organization's provider? ${n.monthlyPrice ? `It costs ${n.monthlyPrice.amount} ${n.monthlyPrice.currency} a month.` : 'The provider did not say its price.'}`}
-                  disabled={buy.isPending} onConfirm={() => buy.mutate(n)} />}
+              <BuyNumber n={n} agentName={agent.name} disabled={buy.isPending} onBuy={() => buy.mutate(n)}
+                simulatedLabel="Buy (simulated, free)" simulatedName={`Buy ${n.number} for ${agent.name}`} />
             </li>
           ))}
         </ul>

@@ -8,6 +8,7 @@ import type { Acting } from '../session.tsx';
 export const sipKeys = {
   registration: (orgId: number | undefined) => ['sip', orgId, 'registration'] as const,
   whitelist: (orgId: number | undefined) => ['sip', orgId, 'whitelist'] as const,
+  ingress: (orgId: number | undefined) => ['sip', orgId, 'ingress'] as const,
   routes: (orgId: number | undefined) => ['sip', orgId, 'routes'] as const,
   captureCalls: (orgId: number | undefined) => ['sip', orgId, 'capture-calls'] as const,
   /** `count`, the messages the call list last counted, is in the key: new messages of the same Call-ID are read again. */
@@ -30,6 +31,12 @@ const readWhitelist = (target: Acting['target']) => ok(api.GET('/api/v2/sip/ipWh
 const readRoutes = (target: Acting['target']) => ok(api.GET('/api/v2/sip/outboundRoutes', { params: { query: { ...target } } }));
 
 export const sipQueries = {
+  /** Where to send calls: the deployment's configuration, read once. */
+  ingress: ({ orgId, target }: Acting) => queryOptions({
+    queryKey: sipKeys.ingress(orgId),
+    queryFn: () => ok(api.GET('/api/v2/sip/ingress', { params: { query: { ...target } } })).then((r) => r.ingress),
+    staleTime: Infinity,
+  }),
   /** Refreshed every 3 s: its status changes on its own. */
   registration: ({ orgId, target }: Acting) => queryOptions({
     queryKey: sipKeys.registration(orgId),

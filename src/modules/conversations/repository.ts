@@ -67,10 +67,11 @@ export const roomRepo = {
 
 export const conversationRepo = {
   /** The latest conversation a task's call or text held, begun at or after `since` (ms): its attempt's (conversations_task). */
-  async latestOfTask(db: Executor, taskId: string, since: number): Promise<string | null> {
-    const row = await db.selectFrom('conversations').select('id').where('task_id', '=', taskId).where('started_at', '>=', since)
+  /** The latest conversation of a task since `since`: its id and its room's contract id (`<agent>:<room>`). */
+  async latestOfTask(db: Executor, taskId: string, since: number): Promise<{ id: string; roomId: string } | null> {
+    const row = await db.selectFrom('conversations').select(['id', 'account_id', 'room_id']).where('task_id', '=', taskId).where('started_at', '>=', since)
       .orderBy('started_at', 'desc').limit(1).executeTakeFirst();
-    return row?.id ?? null;
+    return row ? { id: row.id, roomId: `${row.account_id}:${row.room_id}` } : null;
   },
   async find(db: Executor, id: string): Promise<ConversationRow | undefined> {
     return db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();

@@ -147,7 +147,9 @@ export function numbersService(deps: NumbersServiceDeps) {
       numbers = await runSearch(t.org.id, p, { ...q, prefix: widenedTo });
     }
     if (numbers.length === 0) {
-      throw new NotFound(`No phone numbers available for this search at ${p.name}${p.simulated ? ' (simulated inventory)' : ''}. Please try a different area.`);
+      const areas = p.areas?.(country);
+      throw new NotFound(`No phone numbers available for this search at ${p.name}${p.simulated ? ' (simulated inventory)' : ''}. `
+        + (areas ? `It has numbers in ${country} in these areas: ${areas}.` : 'Please try a different area.'));
     }
     return {
       success: true,

@@ -47,10 +47,20 @@ const AvailableBody = Type.Object({
   sipRealm: Str('SIP domain, with username, when aor is omitted', 255),
 }, { additionalProperties: true });
 
+const SipIngress = Obj({
+  enabled: Type.Boolean({ description: 'Whether this deployment runs its SIP listener (CALLPLANE_SIP_ENABLED)' }),
+  host: Type.String({ description: 'The host name or address to send INVITEs to' }),
+  port: Nullable(Type.Integer({ description: 'The SIP port; null when the listener picks a free one at start (CALLPLANE_SIP_PORT=0)' })),
+  transports: Type.Array(Type.String(), { description: 'The transports the listener takes: udp, tcp' }),
+  uriForms: Type.Array(Obj({
+    form: Type.String({ description: 'A Request-URI template: <number> is one of the organization\'s numbers in E.164, <user> its registration\'s user' }),
+    meaning: Type.String(),
+  })),
+});
 const WhitelistEntry = Obj({ userId: Type.Number(), label: Type.String(), timestamp: Type.Number(), ip: Type.String() });
 const WhitelistBody = Type.Object({
   ip: Type.String({ description: 'IPv4 or IPv6 address, optionally a CIDR range (203.0.113.0/24)', maxLength: 100 }),
-  label: Type.String({ description: 'Friendly label', maxLength: 200 }),
+  label: Type.Optional(Type.String({ description: 'Friendly label. Extension: optional (the contract requires it); without it an entry has none, or keeps the one it had', maxLength: 200 })),
 }, { additionalProperties: true });
 const IpBody = Type.Object({ ip: Type.String({ description: 'The whitelisted address or range to remove', maxLength: 100 }) }, { additionalProperties: true });
 const RouteBody = (what: string) => Type.Object({
@@ -187,6 +197,16 @@ export async function sipRoutes(app: App, { sip }: { sip: SipService }): Promise
       querystring: TargetQuery, body: RouteBody('Outbound route to remove'), response: { 200: Envelope({}), ...errors(400, 403, 404) },
     },
   }, async (req) => sip.removeRoute(req.scope, req.query.targetAccountId, req.body));
+
+  app.get('/api/v2/sip/ingress', {
+    schema: {
+      operationId: 'getSipIngress', tags, security: Security,
+      summary: 'Where to send SIP calls to this deployment (callplane extension)',
+      description: 'Read-only, from the deployment\'s configuration: the host peers reach (CALLPLANE_SIP_ADVERTISE_HOST, else the bind address or the first outside IPv4 address), the SIP port (CALLPLANE_SIP_PORT), the transports the listener takes, and the Request-URI forms an INVITE may use to reach an organization\'s agent. `enabled` false: this deployment takes no SIP calls.',
+      querystring: TargetQuery,
+      response: { 200: Envelope({ ingress: SipIngress }), ...errors(403, 404) },
+    },
+  }, async (req) => sip.ingress(req.scope, req.query.targetAccountId));
 
   app.get('/api/v2/sip/captures/calls', {
     schema: {

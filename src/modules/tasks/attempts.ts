@@ -151,12 +151,15 @@ export function openAttemptStart(row: Pick<TaskRow, 'attempt_log'>): number {
 }
 
 /** The log with its last unfinished entry given `result` (a carrier's callback ended it); null when none is open. */
-export function endingAttempt(row: Pick<TaskRow, 'attempt_log'>, result: string, conversationId?: string | null): string | null {
+export function endingAttempt(row: Pick<TaskRow, 'attempt_log'>, result: string, conversation?: { id: string; roomId: string } | null): string | null {
   const log = attemptLog(row);
   const open = [...log].reverse().find((e) => e.result === null);
   if (!open) return null;
   open.result = result;
-  if (conversationId !== undefined && conversationId !== null) open.conversationId = conversationId;
+  if (conversation) {
+    open.conversationId = conversation.id;
+    open.roomId = conversation.roomId;
+  }
   return JSON.stringify(log);
 }
 
@@ -168,10 +171,10 @@ export function endingAttempt(row: Pick<TaskRow, 'attempt_log'>, result: string,
  * stopped when they did.
  */
 export async function settleByCallback(
-  db: Executor, task: TaskRow, state: 'finished' | 'failed' | 'canceled', result: Record<string, unknown>, error: string | null, now: number, conversationId: string | null,
+  db: Executor, task: TaskRow, state: 'finished' | 'failed' | 'canceled', result: Record<string, unknown>, error: string | null, now: number, conversation: { id: string; roomId: string } | null,
 ): Promise<{ to: 'pending' | 'finished' | 'failed' | 'canceled'; set: Partial<TaskRow> }> {
   const ended = state === 'finished' ? String(result.outcome) : state;
-  const log = endingAttempt(task, ended, conversationId) ?? task.attempt_log;
+  const log = endingAttempt(task, ended, conversation) ?? task.attempt_log;
   const n = attemptNumber(task);
   const agent = task.type === 'call' && state !== 'canceled' ? await agentCampaign(db, task.account_id) : NO_AGENT_RULES;
   const rules = task.type === 'call' ? retryRulesOf(task, agent) : undefined;

@@ -16,6 +16,8 @@ export interface AttemptEntry {
   callerId: string | null;
   callerIdBasis?: string;
   conversationId: string | null;
+  /** The conversation's room (`<agent>:<room>`), for GET /api/v2/conversation/{roomId}/{uuid}; absent on entries written before it was recorded. */
+  roomId?: string;
   providerRef: string | null;
 }
 

@@ -63,6 +63,7 @@ const Task = Obj({
     callerId: NullableText('The number it went out from, when one was chosen (else the provider\'s default)'),
     callerIdBasis: Type.Optional(Type.String({ description: 'Why that number: agent, area-code, time-zone, country or default (callerIdStrategy nearest)' })),
     conversationId: NullableText('The conversation it held, if any'),
+    roomId: Type.Optional(Type.String({ description: 'With conversationId: its room (<agent account id>:<room id>), so GET /api/v2/conversation/{roomId}/{conversationId} reads it' })),
     providerRef: NullableText('The carrier\'s id for it'),
   }), { description: 'callplane extension: each call or text attempt that went out (docs/campaigns.md)' }),
 }, 'A task; times are unix seconds. See docs/tasks.md for every field.');

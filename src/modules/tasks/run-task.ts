@@ -62,7 +62,7 @@ export interface TaskHandlerDeps {
    * The latest conversation a task's call or text held since `since` (ms): the conversations
    * module's, handed in (it sits above tasks). Without it an attempt records none.
    */
-  conversationOf?: (taskId: string, since: number) => Promise<string | null>;
+  conversationOf?: (taskId: string, since: number) => Promise<{ id: string; roomId: string } | null>;
   /** The queue's clock (ms): retries' times and the attempts' record. Default Date.now. */
   now?: () => number;
   /**
@@ -212,10 +212,10 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
     return awaitFinal(row, carrier, call.providerRef, signal, ref);
   }
 
-  function entryOf(started: AttemptStart, result: string | null, providerRef: string | null, conversationId: string | null): AttemptEntry {
+  function entryOf(started: AttemptStart, result: string | null, providerRef: string | null, conversation: { id: string; roomId: string } | null): AttemptEntry {
     return {
       attempt: started.n, at: Math.floor(started.at / 1000), result, callerId: started.callerId, callerIdBasis: started.callerIdBasis,
-      conversationId, providerRef,
+      conversationId: conversation?.id ?? null, ...(conversation ? { roomId: conversation.roomId } : {}), providerRef,
     };
   }
 
@@ -224,8 +224,8 @@ export function createTaskHandler(deps: TaskHandlerDeps) {
    * SIMULATED carrier, which holds no conversation: not looked for).
    */
   async function recorded(row: Row, signal: AbortSignal, started: AttemptStart, result: string, providerRef: string | null): Promise<string> {
-    const conversationId = deps.conversationOf && !started.simulated ? await afterSending(row, signal, () => deps.conversationOf!(row.id, started.at)) : null;
-    return withAttempt(row, entryOf(started, result, providerRef, conversationId));
+    const conversation = deps.conversationOf && !started.simulated ? await afterSending(row, signal, () => deps.conversationOf!(row.id, started.at)) : null;
+    return withAttempt(row, entryOf(started, result, providerRef, conversation));
   }
 
   /**

@@ -141,10 +141,10 @@ export function twilioCallbacks(deps: TwilioCallbackDeps) {
       // The attempt ends in the task's attempt log; a call whose retry rules name its result goes
       // back to the queue for the next attempt (docs/campaigns.md, "Retry rules").
       const now = Date.now();
-      const conversationId = task.type === 'call' && task.state === 'running'
+      const conversation = task.type === 'call' && task.state === 'running'
         ? await conversationRepo.latestOfTask(db, task.id, openAttemptStart(task)) : null;
       const settled = task.state === 'running'
-        ? await settleByCallback(db, task, state, event.final.result, state === 'failed' ? event.final.error ?? null : null, now, conversationId)
+        ? await settleByCallback(db, task, state, event.final.result, state === 'failed' ? event.final.error ?? null : null, now, conversation)
         : { to: state, set: { result: JSON.stringify(event.final.result), error: state === 'failed' ? event.final.error ?? null : null } };
       // Only a running task moves: a duplicate, or a callback after the task ended (or after it
       // went back to the queue), changes nothing.

@@ -11,6 +11,14 @@ import { DELIVERIES } from './dispatcher.ts';
 import { deliveryRepo } from './repository.ts';
 import { subscriptionRepo } from './subscriptions/repository.ts';
 
+function parsedPayload(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
 /** A delivery as the API shows it (times in unix seconds), with every attempt it made. */
 export function presentDelivery(d: WebhookDeliveryRow, attempts: readonly DeliveryAttemptRow[]) {
   return {
@@ -23,6 +31,8 @@ export function presentDelivery(d: WebhookDeliveryRow, attempts: readonly Delive
     nextAttemptAt: d.state === 'pending' ? toUnixSeconds(d.run_at) : null,
     lastStatusCode: d.last_status,
     lastError: d.last_error,
+    // A subscription's event as sent (the JSON body, issue 38); a relay's raw body is not shown here.
+    ...(d.payload !== null && d.payload !== undefined ? { payload: parsedPayload(d.payload) } : {}),
     attempts: attempts.map((a) => ({
       attempt: a.attempt,
       at: toUnixSeconds(a.started_at),

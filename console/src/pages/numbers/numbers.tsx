@@ -9,6 +9,7 @@ import { numberQueries, numbersChanged } from '../../queries/numbers.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
+import { BuyNumber } from '../../ui/buy-number.tsx';
 import './numbers.css';
 
 type SearchKind = 'prefix' | 'locality' | 'phrase';
@@ -26,7 +27,7 @@ export default function Numbers() {
   const nameOf = (id: number | null) => {
     if (id === null) return 'Nobody';
     const a = list.find((x) => x.id === id);
-    return a ? `${a.name} (#${id})` : `Agent #${id}`;
+    return a ? a.name : `Agent #${id}`;
   };
   return (
     <Page title="Numbers">
@@ -37,7 +38,7 @@ export default function Numbers() {
           {list.length === 0 && !agents.isPending ? <Note>This organization has no agents: a number is bought for an agent.</Note> : (
             <Select
               label="Buy for agent" value={chosen === undefined ? '' : String(chosen)} onChange={(e) => setAgentId(Number(e.target.value))}
-              options={list.map((a) => ({ value: String(a.id), label: `${a.name} (#${a.id})` }))}
+              options={list.map((a) => ({ value: String(a.id), label: a.name }))}
             />
           )}
           <Search agentId={chosen} agentName={chosen === undefined ? '' : nameOf(chosen)} />
@@ -152,7 +153,7 @@ function Search({ agentId, agentName }: { agentId: number | undefined; agentName
               { key: 'can', label: 'Can', cell: (n) => [n.capabilities.voice && 'voice', n.capabilities.sms && 'SMS', n.capabilities.mms && 'MMS'].filter(Boolean).join(', ') },
               { key: 'price', label: 'Monthly price', cell: (n) => (n.monthlyPrice ? `${n.monthlyPrice.amount} ${n.monthlyPrice.currency}` : n.simulated ? 'Free (simulated)' : 'Not said') },
               { key: 'buy', label: 'Buy', cell: (n) => (
-                <Button kind="primary" disabled={agentId === undefined || buy.isPending} onClick={() => buy.mutate({ number: n.number, country: n.country })}>Buy {n.number}</Button>
+                <BuyNumber n={n} agentName={agentName} disabled={agentId === undefined || buy.isPending} onBuy={() => buy.mutate({ number: n.number, country: n.country })} />
               ) },
             ]}
           />

@@ -5,6 +5,7 @@ import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
 import { registrationDeleted, registrationSaved, routeAdded, routeRemoved, sipQueries, whitelistAdded, whitelistRemoved, type Registration } from '../../queries/sip.ts';
+import { numberQueries } from '../../queries/numbers.ts';
 import { useSession } from '../../session.tsx';
 import { Badge, Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table } from '../../ui/parts.tsx';
 import { useBlobUrl } from '../../ui/blob-url.ts';
@@ -16,6 +17,7 @@ export default function Sip() {
   return (
     <Page title="SIP">
       <div className="sip-page">
+        <Ingress />
         <Registration />
         <div className="grid-2 sip-lists">
           <Whitelist />
@@ -24,6 +26,38 @@ export default function Sip() {
         <Captures />
       </div>
     </Page>
+  );
+}
+
+/** Where to send calls: our address, port, transports, and the Request-URIs that reach the organization (with its numbers filled in). */
+function Ingress() {
+  const acting = useSession();
+  const ingress = useQuery(sipQueries.ingress(acting));
+  const numbers = useQuery(numberQueries.list(acting));
+  const i = ingress.data;
+  const held = (numbers.data?.phoneNumbers ?? []).map((n) => n.number);
+  const at = i ? (i.port === null ? i.host : `${i.host}:${i.port}`) : '';
+  return (
+    <Section title="Where to send calls">
+      {ingress.isPending ? <Loading /> : ingress.error ? <ErrorNote error={ingress.error} /> : i ? (
+        <>
+          {!i.enabled ? <Note>This deployment runs no SIP listener (CALLPLANE_SIP_ENABLED is false): it takes no SIP calls.</Note> : null}
+          <dl className="sip-ingress" aria-label="Where to send calls">
+            <dt>Address</dt><dd><code>{i.host}</code></dd>
+            <dt>Port</dt><dd>{i.port === null ? 'chosen when the service starts' : <code>{i.port}</code>}</dd>
+            <dt>Transport</dt><dd>{i.transports.map((t) => t.toUpperCase()).join(' or ')}</dd>
+            <dt>Request-URI</dt>
+            <dd>
+              <ul className="plain-list">
+                {i.uriForms.map((u) => <li key={u.form}><code>{u.form}</code>: {u.meaning}</li>)}
+                {held.slice(0, 3).map((n) => <li key={n}>For example <code>{`sip:${n}@${at}`}</code></li>)}
+              </ul>
+            </dd>
+          </dl>
+          <p className="muted">Add your PBX's or carrier's address to the IP whitelist below first: an INVITE from any other address is refused.</p>
+        </>
+      ) : null}
+    </Section>
   );
 }
 
@@ -142,7 +176,7 @@ function Whitelist() {
   const [ip, setIp] = useState('');
   const [label, setLabel] = useState('');
   const add = useMutation({
-    mutationFn: () => ok(api.POST('/api/v2/sip/ipWhitelist', { params: { query: { ...target } }, body: { ip, label } })),
+    mutationFn: () => ok(api.POST('/api/v2/sip/ipWhitelist', { params: { query: { ...target } }, body: { ip, ...(label.trim() ? { label } : {}) } })),
     onSuccess: (data) => { whitelistAdded(client, orgId, data); setIp(''); setLabel(''); },
   });
   const remove = useMutation({
@@ -157,7 +191,7 @@ function Whitelist() {
           caption="Whitelisted addresses" rows={list.data.whitelist} rowKey={(w) => w.ip} empty="No addresses: every inbound INVITE is refused."
           columns={[
             { key: 'ip', label: 'Address', cell: (w) => <code>{w.ip}</code> },
-            { key: 'label', label: 'Label', cell: (w) => w.label },
+            { key: 'label', label: 'Label', cell: (w) => w.label || <span className="muted">none</span> },
             { key: 'added', label: 'Added', cell: (w) => when(w.timestamp) },
             { key: 'remove', label: 'Remove', cell: (w) => <Button kind="danger" onClick={() => remove.mutate(w.ip)} disabled={remove.isPending}>Remove {w.ip}</Button> },
           ]}
@@ -166,7 +200,7 @@ function Whitelist() {
       <ErrorNote error={remove.error} />
       <form className="inline-form" onSubmit={(e) => { e.preventDefault(); add.mutate(); }} aria-label="Add an address">
         <Field label="Address or range" value={ip} onChange={(e) => setIp(e.target.value)} required placeholder="203.0.113.10" />
-        <Field label="Label" value={label} onChange={(e) => setLabel(e.target.value)} required placeholder="Office PBX" />
+        <Field label="Label (optional)" value={label} onChange={(e) => setLabel(e.target.value)} placeholder="Office PBX" />
         <Button type="submit" kind="primary" disabled={add.isPending}>Add address</Button>
       </form>
       <ErrorNote error={add.error} />

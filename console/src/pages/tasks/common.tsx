@@ -21,6 +21,33 @@ export function StateBadge({ state }: { state: string }) {
   return <Badge tone={TONE[state] ?? 'neutral'}>{state}</Badge>;
 }
 
+/** Whether the task ran on the SIMULATED carrier: nothing was dialled or sent. */
+export const isSimulated = (t: Task): boolean =>
+  t.provider === 'simulated' || (t.result as Record<string, unknown> | null)?.simulated === true;
+
+/** The SIMULATED badge, said in words, for a task nothing real was dialled or sent for. */
+export function SimulatedBadge({ task }: { task: Task }) {
+  return isSimulated(task) ? <> <Badge tone="warn">SIMULATED</Badge></> : null;
+}
+
+const RESULT_LABELS: Record<string, string> = {
+  outcome: 'Outcome', status: 'Carrier status', duration: 'Duration (s)', durationSec: 'Duration (s)', answeredBy: 'Answered by',
+  simulated: 'Simulated', provider: 'Provider', providerRef: 'Provider reference', stopReason: 'Why retries stopped',
+  queueLatencyMs: 'Queue latency (ms)', databaseRoundTripMs: 'Database round trip (ms)', errorCode: 'Error code',
+};
+const words = (key: string) => RESULT_LABELS[key] ?? key.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^./, (c) => c.toUpperCase());
+const valueOf = (v: unknown) => (v === true ? 'yes' : v === false ? 'no' : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v as string | number));
+
+/** A task's result as labelled facts, not JSON: the outcome first. */
+export function ResultFacts({ result }: { result: Record<string, unknown> }) {
+  const keys = Object.keys(result).sort((a, b) => (a === 'outcome' ? -1 : b === 'outcome' ? 1 : 0));
+  return (
+    <dl className="kv" aria-label="Result">
+      {keys.map((k) => <div key={k} className="kv-row"><dt>{words(k)}</dt><dd>{valueOf(result[k])}</dd></div>)}
+    </dl>
+  );
+}
+
 export function Checkbox({ label, checked, onChange, hint }: { label: string; checked: boolean; onChange: (v: boolean) => void; hint?: string }) {
   const id = useId();
   return (
@@ -52,6 +79,6 @@ export function AgentChoice({ label, value, onChange, none, hint }: { label: str
   if (!agents.data) return <Field label={label} type="number" min={1} value={value} onChange={(e) => onChange(e.target.value)} hint={hint} />;
   return (
     <Select label={label} value={value} onChange={(e) => onChange(e.target.value)}
-      options={[{ value: '', label: none }, ...agents.data.accounts.map((a) => ({ value: String(a.id), label: `${a.name} (#${a.id})` }))]} />
+      options={[{ value: '', label: none }, ...agents.data.accounts.map((a) => ({ value: String(a.id), label: a.name }))]} />
   );
 }

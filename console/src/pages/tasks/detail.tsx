@@ -3,13 +3,13 @@
 // (deleteTask), each asked first.
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, when } from '../../api.ts';
-import { navigate } from '../../router.tsx';
+import { Link, navigate } from '../../router.tsx';
 import { taskQueries, tasksChanged } from '../../queries/tasks.ts';
 import { useSession } from '../../session.tsx';
-import { ErrorNote, Loading, Note, Page, Section } from '../../ui/parts.tsx';
+import { ErrorNote, Loading, Note, Page, Section, Table } from '../../ui/parts.tsx';
 import { Confirm } from '../../ui/confirm.tsx';
 import { AccountName } from '../../ui/names.tsx';
-import { StateBadge, type Task } from './common.tsx';
+import { isSimulated, ResultFacts, SimulatedBadge, StateBadge, type Task } from './common.tsx';
 import { TaskNav } from './list.tsx';
 
 export default function TaskDetail({ params }: { params: Record<string, string> }) {
@@ -41,14 +41,30 @@ export default function TaskDetail({ params }: { params: Record<string, string> 
                 : null}
             </>
           }>
-            <p><StateBadge state={t.state} /> {t.state === 'running' && t.cancelRequestedAt ? 'Asked to stop; it ends as soon as the carrier has hung up.' : null}</p>
+            <p><StateBadge state={t.state} /><SimulatedBadge task={t} /> {t.state === 'running' && t.cancelRequestedAt ? 'Asked to stop; it ends as soon as the carrier has hung up.' : null}</p>
+            {isSimulated(t) ? <Note>SIMULATED: this task ran on the simulated carrier; nothing was dialled or sent, and no conversation was held.</Note> : null}
+            {t.state === 'pending' && t.heldReason ? <p className="held" role="status"><strong>Waiting:</strong> {t.heldReason}. Next considered {when(t.runAt)}.</p> : null}
             <ErrorNote error={cancel.error ?? remove.error} />
             {cancel.isSuccess && cancel.data.task.state === 'canceled' ? <Note>Canceled.</Note> : null}
             <Facts task={t} />
           </Section>
           <Section title="Outcome">
             {t.error ? <p role="alert" className="error">{t.error}</p> : null}
-            {t.result ? <pre className="json" aria-label="Result">{JSON.stringify(t.result, null, 2)}</pre> : <p className="muted">No result yet.</p>}
+            {t.result ? <ResultFacts result={t.result as Record<string, unknown>} /> : <p className="muted">No result yet.</p>}
+          </Section>
+          <Section title="Attempts">
+            <Table
+              caption="Attempt log" rows={t.attemptLog} rowKey={(a) => `${a.attempt}-${a.at}`} empty="No call or text has gone out yet."
+              columns={[
+                { key: 'n', label: 'Attempt', cell: (a) => a.attempt },
+                { key: 'at', label: 'Went out', cell: (a) => when(a.at) },
+                { key: 'result', label: 'Result', cell: (a) => a.result ?? 'under way' },
+                { key: 'from', label: 'Caller ID', cell: (a) => (a.callerId ? `${a.callerId}${a.callerIdBasis ? ` (${a.callerIdBasis})` : ''}` : 'the provider\'s default') },
+                { key: 'conv', label: 'Conversation', cell: (a) => (a.conversationId && a.roomId
+                  ? <Link to={`/conversations/${encodeURIComponent(a.roomId)}/${encodeURIComponent(a.conversationId)}`}>Open the conversation</Link>
+                  : a.conversationId ? <code>{a.conversationId}</code> : isSimulated(t) ? 'none (SIMULATED)' : 'none') },
+              ]}
+            />
           </Section>
           <Section title="What it says">
             <dl className="kv">

@@ -7,7 +7,7 @@ import { Link, navigate, useRoute } from '../../router.tsx';
 import { taskQueries, tasksChanged } from '../../queries/tasks.ts';
 import { useSession } from '../../session.tsx';
 import { Button, ErrorNote, Field, Loading, Note, Page, Section, Select, Table, TextArea } from '../../ui/parts.tsx';
-import { AgentChoice, Checkbox, localToSeconds, StateBadge, TASK_STATES, TASK_TYPES, type Task } from './common.tsx';
+import { AgentChoice, Checkbox, localToSeconds, SimulatedBadge, StateBadge, TASK_STATES, TASK_TYPES, type Task } from './common.tsx';
 
 const PAGE = 25;
 
@@ -93,7 +93,7 @@ function TaskList({ filters, offset, setOffset, onFilters }: { filters: Filters;
               { key: 'id', label: 'Task', cell: (t) => <Link to={`/tasks/${encodeURIComponent(t.id)}`} className="break">{t.id}</Link> },
               { key: 'type', label: 'Type', cell: (t) => t.type },
               { key: 'target', label: 'Target', cell: (t) => t.target ?? '—' },
-              { key: 'state', label: 'State', cell: (t) => <StateBadge state={t.state} /> },
+              { key: 'state', label: 'State', cell: (t) => <><StateBadge state={t.state} /><SimulatedBadge task={t} /></> },
               { key: 'outcome', label: 'Outcome', cell: (t) => outcome(t) },
               { key: 'attempts', label: 'Attempts', cell: (t) => `${t.attempts} of ${t.maxAttempts}` },
               { key: 'created', label: 'Created', cell: (t) => when(t.createdAt) },

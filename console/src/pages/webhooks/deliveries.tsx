@@ -40,6 +40,9 @@ export function DeliveriesTable({ caption, rows, withTarget, onReplay, replaying
         { key: 'code', label: 'Response', cell: (d) => <span className="break">{count(d.lastStatusCode) ?? '—'}{text(d.lastError) ? <><br /><small>{text(d.lastError)}</small></> : null}</span> },
         { key: 'next', label: 'Next try', cell: (d) => (d.state === 'pending' ? when(d.nextAttemptAt) : '—') },
         { key: 'created', label: 'Created', cell: (d) => when(d.createdAt) },
+        { key: 'payload', label: 'Payload', cell: (d) => (d.payload === undefined ? <span className="muted">—</span> : (
+          <details><summary>Show payload</summary><pre className="json" aria-label={`Payload of ${d.eventId}`}>{JSON.stringify(d.payload, null, 2)}</pre></details>
+        )) },
         { key: 'log', label: 'Attempt log', cell: (d) => <AttemptLog attempts={d.attempts as Attempt[]} /> },
         {
           key: 'replay', label: 'Replay', cell: (d) => (d.state === 'pending' || d.state === 'running' ? <span className="muted">—</span>

@@ -5,7 +5,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { paths } from '../../../../sdk/schema.d.ts';
-import { api, ok } from '../../api.ts';
+import { api, CallplaneError, ok } from '../../api.ts';
 import { Link } from '../../router.tsx';
 import { relayChanged, webhookQueries } from '../../queries/webhooks.ts';
 import { useSession } from '../../session.tsx';
@@ -29,6 +29,19 @@ export function Verification({ config }: { config: RelayConfig }) {
 export default function RelaysPage() {
   const acting = useSession();
   const list = useQuery(webhookQueries.relays(acting));
+  // Relays are a premium feature: the API refuses every relay operation with 403 otherwise. Then the
+  // page says so, and why, instead of a form that cannot work.
+  const refused = list.error;
+  if (refused instanceof CallplaneError && refused.status === 403 && /premium/i.test(refused.message)) {
+    return (
+      <Page title="Webhook relays" actions={<WebhookNav />}>
+        <Section title="Relays">
+          <Note>Relays are not available to this organization: they are a premium feature (the organization&apos;s <code>vidaPremium</code> setting, which its reseller or partner turns on with <code>updateOrganization</code>). The API answered: {refused.message}</Note>
+          <p className="muted">Event subscriptions (the <Link to="/webhooks">Subscriptions</Link> page) work on every plan.</p>
+        </Section>
+      </Page>
+    );
+  }
   return (
     <Page title="Webhook relays" actions={<WebhookNav />}>
       <Section title="Relays">

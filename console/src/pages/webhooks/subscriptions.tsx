@@ -14,7 +14,16 @@ import { Confirm } from '../../ui/confirm.tsx';
 import { DeliveriesTable, type Delivery } from './deliveries.tsx';
 
 type Webhook = paths['/api/v2/webhooks']['get']['responses'][200]['content']['application/json']['webhooks'][number];
-const TYPES = ['task', 'conversation', 'incoming', 'agent', 'registration', 'contact', 'onboarding'] as const;
+/** Each subscription type and what it sends (docs/webhooks.md, "Which types have events today"). */
+const TYPES: readonly { type: string; meaning: string }[] = [
+  { type: 'task', meaning: 'every state change of a task (pending, running, finished, failed, canceled)' },
+  { type: 'conversation', meaning: 'a conversation ended, then its analysis done or failed' },
+  { type: 'incoming', meaning: 'an inbound conversation opened (a call or message to an agent)' },
+  { type: 'agent', meaning: 'an agent\'s live configuration changed (published or restored)' },
+  { type: 'registration', meaning: 'the SIP registration\'s status changed (registered, failed, unregistered, presence)' },
+  { type: 'contact', meaning: 'accepted for compatibility with the contract: nothing sends these events yet' },
+  { type: 'onboarding', meaning: 'accepted for compatibility with the contract: nothing sends these events yet' },
+];
 const STATES = ['pending', 'running', 'finished', 'failed', 'canceled'] as const;
 const PAGE = 25;
 
@@ -42,17 +51,27 @@ function Subscriptions() {
   const { orgId, target } = acting;
   const client = useQueryClient();
   const list = useQuery(webhookQueries.subscriptions(acting));
-  const [form, setForm] = useState({ url: '', label: '', type: 'task' });
+  const [form, setForm] = useState<{ url: string; label: string; types: string[] }>({ url: '', label: '', types: ['task'] });
+  // The API takes one type per subscription: one POST per event type ticked, each with its own secret.
   const add = useMutation({
-    mutationFn: () => ok(api.POST('/api/v2/webhooks', { params: { query: { ...target } }, body: form })),
-    onSuccess: () => { setForm({ url: '', label: '', type: form.type }); void subscriptionAdded(client, orgId); },
+    mutationFn: async () => {
+      const made: { type: string; signingSecret?: string }[] = [];
+      for (const type of form.types) {
+        const r = await ok(api.POST('/api/v2/webhooks', { params: { query: { ...target } }, body: { url: form.url, label: form.label, type } }));
+        made.push({ type, signingSecret: (r as { signingSecret?: string }).signingSecret });
+      }
+      return made;
+    },
+    onSuccess: () => { setForm({ url: '', label: '', types: form.types }); },
+    onSettled: () => void subscriptionAdded(client, orgId),
   });
   const remove = useMutation({
     mutationFn: (w: Webhook) => ok(api.DELETE('/api/v2/webhooks', { params: { query: { ...target } }, body: { url: w.url, type: w.type } })),
     onSuccess: () => { add.reset(); void subscriptionRemoved(client, orgId); },
   });
   const submit = (e: FormEvent) => { e.preventDefault(); add.mutate(); };
-  const created = add.data as (typeof add.data & { signingSecret?: string }) | undefined;
+  const created = add.data;
+  const toggle = (type: string, on: boolean) => setForm({ ...form, types: on ? [...form.types, type] : form.types.filter((t) => t !== type) });
   return (
     <Section title="Subscriptions">
       <p className="muted">Where the organization's events are sent, signed with each subscription's own secret (Standard Webhooks).</p>
@@ -65,7 +84,7 @@ function Subscriptions() {
           columns={[
             { key: 'label', label: 'Label', cell: (w) => w.label || '—' },
             { key: 'url', label: 'URL', cell: (w) => <span className="break">{w.url}</span> },
-            { key: 'type', label: 'Events', cell: (w) => w.type },
+            { key: 'type', label: 'Events', cell: (w) => <>{w.type}<br /><small className="muted">{TYPES.find((t) => t.type === w.type)?.meaning}</small></> },
             { key: 'secret', label: 'Signing secret', cell: (w) => <code>{w.signingSecret}</code> },
             { key: 'created', label: 'Created', cell: (w) => when(w.timestamp) },
             { key: 'remove', label: 'Remove', cell: (w) => <Confirm label={`Remove ${w.type} subscription`} question={`Stop sending ${w.type} events to ${w.url}?`} confirm="Yes, remove it" onConfirm={() => remove.mutate(w)} disabled={remove.isPending} /> },
@@ -78,13 +97,24 @@ function Subscriptions() {
         <div className="inline-form cp-inline">
           <Field label="URL" type="url" required value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} placeholder="https://hooks.example.com/callplane" />
           <Field label="Label" value={form.label} onChange={(e) => setForm({ ...form, label: e.target.value })} maxLength={200} />
-          <Select label="Events" value={form.type} onChange={(e) => setForm({ ...form, type: e.target.value })} options={TYPES} />
-          <Button kind="primary" type="submit" disabled={add.isPending}>Add subscription</Button>
         </div>
+        <fieldset className="event-types">
+          <legend>Events to send</legend>
+          {TYPES.map((t) => (
+            <label key={t.type} className="event-type">
+              <input type="checkbox" checked={form.types.includes(t.type)} onChange={(e) => toggle(t.type, e.target.checked)} />
+              {' '}<strong>{t.type}</strong>: <span className="muted">{t.meaning}</span>
+            </label>
+          ))}
+        </fieldset>
+        <Button kind="primary" type="submit" disabled={add.isPending || form.types.length === 0}>Add subscription</Button>
         <ErrorNote error={add.error} />
-        {created?.signingSecret ? (
-          <Note>Subscription added. Its signing secret is shown this once (copy it now; afterwards only its last four characters are shown): <code>{created.signingSecret}</code></Note>
-        ) : add.isSuccess ? <Note>That subscription already exists.</Note> : null}
+        {created && created.length > 0 ? (
+          <Note>
+            Added {created.map((c) => c.type).join(', ')}. Each signing secret is shown this once (copy it now; afterwards only its last four characters are shown):
+            {created.map((c) => <span key={c.type}><br />{c.type}: <code>{c.signingSecret ?? '(existing subscription)'}</code></span>)}
+          </Note>
+        ) : null}
       </form>
     </Section>
   );

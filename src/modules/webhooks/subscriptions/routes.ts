@@ -26,6 +26,7 @@ const Delivery = Obj({
   id: Type.String(), eventId: Type.String({ description: 'The webhook-id your endpoint sees; the same on every retry and replay' }),
   state: Type.String(), webhookId: Type.Number(), url: Type.String(), type: Type.String(),
   attempts: Type.Array(Type.Unknown()), nextAttemptAt: Type.Union([Type.Number(), Type.Null()]), createdAt: Type.Number(),
+  payload: Type.Optional(Type.Unknown({ description: 'The event as sent: the JSON body your endpoint receives (callplane extension)' })),
 }, 'One event sent to a subscription, with every attempt (times in unix seconds)');
 
 const CreateBody = Type.Object({
