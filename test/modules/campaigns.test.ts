@@ -13,23 +13,10 @@ import { uncachedSubscribers } from '../../src/modules/tasks/subscribers.ts';
 import type { Outcome } from '../../src/queue/runner.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { manualClock, task } from '../queue/fixtures.ts';
+import { nextMonday15, wall } from '../helpers/campaign-time.ts';
 
 const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 const BUSY = '+15005550002';
-
-/** The first Monday 15:00 UTC after now: 07:00 or 08:00 in Los Angeles, 10:00 or 11:00 in New York. */
-function nextMonday15(): number {
-  const d = new Date(Date.now() + DAY);
-  d.setUTCHours(15, 0, 0, 0);
-  while (d.getUTCDay() !== 1) d.setUTCDate(d.getUTCDate() + 1);
-  return d.getTime();
-}
-
-/** Wall time in `tz` as "Mon 09:00". */
-function wall(ms: number, tz: string): string {
-  return new Intl.DateTimeFormat('en-US', { timeZone: tz, weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(ms).replace(',', '');
-}
 
 forEachEngine('campaign rules: calling windows, retry rules, caller ID', (h) => {
   const start = nextMonday15();
