@@ -44,6 +44,7 @@ export const PAGES: PageDef[] = [
   { path: '/webhooks/relays/:type', title: 'Webhook relay', needsOrg: true, component: lazy(() => import('./webhooks/relay.tsx')) },
   { path: '/sip', title: 'SIP', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./sip/sip.tsx')) },
   { path: '/numbers', title: 'Numbers', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./numbers/numbers.tsx')) },
+  { path: '/do-not-call', title: 'Do-not-call list', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./compliance/do-not-call.tsx')) },
   { path: '/settings', title: 'Settings', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./settings/settings.tsx')) },
   { path: '/plans', title: 'Plans and billing', nav: true, kinds: ['partner', 'reseller'], component: lazy(() => import('./reseller/reseller.tsx')) },
   { path: '/billing', title: 'Billing', nav: true, kinds: ORG_AND_ABOVE, needsOrg: true, component: lazy(() => import('./billing/billing.tsx')) },
