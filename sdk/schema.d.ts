@@ -2408,6 +2408,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to one webhook (callplane extension)
+         * @description Queues one `webhook.test` event to this subscription, signed and retried like any other, and answers its delivery (follow it in the deliveries).
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/webhooks/deliveries": {
         parameters: {
             query?: never;
@@ -19786,6 +19806,81 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Every error has this shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: {
+                /** @description Organization to act on (resellers and partners; an organization token acts on itself) */
+                targetAccountId?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Subscription id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One event sent to a subscription, with every attempt (times in unix seconds) */
+                        delivery: {
+                            attempts: unknown[];
+                            createdAt: number;
+                            /** @description The webhook-id your endpoint sees; the same on every retry and replay */
+                            eventId: string;
+                            id: string;
+                            nextAttemptAt: number | null;
+                            /** @description The event as sent: the JSON body your endpoint receives (callplane extension) */
+                            payload?: unknown;
+                            state: string;
+                            type: string;
+                            url: string;
+                            webhookId: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        message?: string;
+                        success: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description Every error has this shape. */

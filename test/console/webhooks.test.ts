@@ -100,6 +100,21 @@ describe('web console: webhooks (Chromium)', { skip: toolsSkip('chromium') }, ()
     await c.shot('webhooks-subscriptions');
   });
 
+  it('sends a test event to a subscription: signed, received once, listed in the log', async () => {
+    failing = false;
+    const before = rx.requests.length;
+    await c.page.getByRole('button', { name: 'Send a test event to the task subscription' }).click();
+    await c.page.getByText(/A test event is on its way to/).waitFor();
+    const got = await rx.waitFor(before + 1);
+    assert.equal(got.length, before + 1, 'one request');
+    const body = JSON.parse(got[before]!.body.toString()) as { type: string; data: { subscriptionType: string } };
+    assert.deepEqual([body.type, body.data.subscriptionType], ['webhook.test', 'task']);
+    assert.ok(got[before]!.headers['webhook-signature'], 'signed like every event');
+    const log = c.page.getByRole('table', { name: 'Deliveries to subscriptions' });
+    await log.getByRole('row').filter({ hasText: 'webhook.test' }).getByText('delivered', { exact: true }).waitFor({ timeout: 20_000 });
+    assert.ok((await deliveries()).some((d) => d.eventType === 'webhook.test' && d.state === 'finished'));
+  });
+
   it('without the premium setting, the relays page says why instead of showing a form that cannot work', async () => {
     const down = await h.call('POST', '/api/v2/updateOrganization', { token: reseller.token, query: { targetOrganizationId: org.id }, body: { vidaPremium: false } });
     assert.equal(down.status, 200, JSON.stringify(down.body));

@@ -407,6 +407,33 @@ forEachEngine('webhook deliveries', (h) => {
     assert.equal(body.data.id, task.body.task.id);
     assert.equal((await delivery(h(), original.id)).state, 'failed', 'the original is left as it was');
   });
+
+  it('POST /api/v2/webhooks/{id}/test sends one signed webhook.test event to that subscription only; another organization\'s id is a 404', async () => {
+    const rcv = await receiver(() => ({ status: 200 }));
+    const r = await h().reseller();
+    const o = await h().organization(r.id);
+    const sub = await h().call('POST', '/api/v2/webhooks', { token: o.token, body: { url: `${rcv.url}/tasks`, label: 'tasks', type: 'task' } });
+    const other = await h().call('POST', '/api/v2/webhooks', { token: o.token, body: { url: `${rcv.url}/agents`, label: 'agents', type: 'agent' } });
+    assert.equal(sub.status, 201);
+    assert.equal(other.status, 201);
+    const id = sub.body.webhooks[0].id as number;
+    const stranger = await h().organization((await h().reseller()).id);
+    assert.equal((await h().call('POST', `/api/v2/webhooks/${id}/test`, { token: stranger.token })).status, 404, 'another organization\'s webhook');
+    assert.equal(rcv.requests.length, 0);
+    const sent = await h().call('POST', `/api/v2/webhooks/${id}/test`, { token: r.token, query: { targetAccountId: o.id } });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    assert.equal(sent.body.delivery.webhookId, id);
+    assert.equal(sent.body.delivery.eventType, 'webhook.test');
+    const done = await settled(h(), sent.body.delivery.id);
+    assert.equal(done.state, 'finished');
+    const [got] = await rcv.waitFor(1);
+    assert.equal(rcv.requests.length, 1, 'only the subscription tested');
+    assert.equal(got.path, '/tasks');
+    const body = new Webhook(sub.body.signingSecret).verify(got.body.toString(), sigHeaders(got)) as { type: string; data: { webhookId: number; subscriptionType: string } };
+    assert.deepEqual([body.type, body.data.webhookId, body.data.subscriptionType], ['webhook.test', id, 'task']);
+    const listed = await h().call('GET', '/api/v2/webhooks/deliveries', { token: o.token, query: { type: 'task' } });
+    assert.ok(listed.body.deliveries.some((d: { id: string; payload: { type: string } }) => d.id === sent.body.delivery.id && d.payload.type === 'webhook.test'), 'listed with its payload');
+  });
 }, ENV, { deliveries: true, worker: true, deliveryRuntime: { retryDelay: FAST, dispatchEveryMs: 50 } });
 
 forEachEngine('webhook delivery worker stopping', (h) => {

@@ -91,6 +91,30 @@ export async function queueSubscriptionEvent(tx: Executor, e: {
   return true;
 }
 
+/** The event type of a test delivery (POST /api/v2/webhooks/{id}/test). */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+/**
+ * Queues one test event to one subscription (signed and retried like every delivery), in the
+ * caller's transaction: `{type: 'webhook.test', timestamp, data: {webhookId, subscriptionType, message}}`.
+ */
+export async function queueTestDelivery(tx: Executor, hook: { id: number; org_id: number; type: string }, now: number): Promise<WebhookDeliveryRow> {
+  const eventId = newId('evt', now);
+  const payload = JSON.stringify({
+    type: TEST_EVENT_TYPE, timestamp: new Date(now).toISOString(),
+    data: { webhookId: hook.id, subscriptionType: hook.type, message: 'A test event from callplane: your endpoint is reached and can check our signature.' },
+  });
+  const row: WebhookDeliveryRow = {
+    id: newId('dlv', now), org_id: hook.org_id, kind: 'webhook', relay_id: null, relay_event_id: null, webhook_id: hook.id,
+    event_id: eventId, event_type: TEST_EVENT_TYPE, payload, state: 'pending', run_at: now, attempt: 0,
+    max_attempts: MAX_DELIVERY_ATTEMPTS, lease_owner: null, lease_expires_at: null, last_status: null, last_error: null,
+    created_at: now, updated_at: now, finished_at: null, target_url: null,
+  };
+  await deliveryRepo.insertMany(tx, [row]);
+  await notifyQueue(tx, DELIVERIES);
+  return row;
+}
+
 /**
  * Queues an agent's reply to receiveMessage for `url` (signed with the organization's message
  * secret, retried on the schedule like every delivery), in the caller's transaction.

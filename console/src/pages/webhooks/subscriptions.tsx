@@ -69,6 +69,11 @@ function Subscriptions() {
     mutationFn: (w: Webhook) => ok(api.DELETE('/api/v2/webhooks', { params: { query: { ...target } }, body: { url: w.url, type: w.type } })),
     onSuccess: () => { add.reset(); void subscriptionRemoved(client, orgId); },
   });
+  // One signed webhook.test event to one subscription (testWebhook), followed below in the deliveries.
+  const test = useMutation({
+    mutationFn: (w: Webhook) => ok(api.POST('/api/v2/webhooks/{id}/test', { params: { path: { id: w.id }, query: { ...target } } })),
+    onSuccess: () => void deliveriesChanged(client, orgId),
+  });
   const submit = (e: FormEvent) => { e.preventDefault(); add.mutate(); };
   const created = add.data;
   const toggle = (type: string, on: boolean) => setForm({ ...form, types: on ? [...form.types, type] : form.types.filter((t) => t !== type) });
@@ -87,10 +92,13 @@ function Subscriptions() {
             { key: 'type', label: 'Events', cell: (w) => <>{w.type}<br /><small className="muted">{TYPES.find((t) => t.type === w.type)?.meaning}</small></> },
             { key: 'secret', label: 'Signing secret', cell: (w) => <code>{w.signingSecret}</code> },
             { key: 'created', label: 'Created', cell: (w) => when(w.timestamp) },
+            { key: 'test', label: 'Test', cell: (w) => <Button onClick={() => test.mutate(w)} disabled={test.isPending} aria-label={`Send a test event to the ${w.type} subscription`}>Send a test event</Button> },
             { key: 'remove', label: 'Remove', cell: (w) => <Confirm label={`Remove ${w.type} subscription`} question={`Stop sending ${w.type} events to ${w.url}?`} confirm="Yes, remove it" onConfirm={() => remove.mutate(w)} disabled={remove.isPending} /> },
           ]}
         />
       )}
+      {test.isSuccess ? <Note>{test.data.message} It is listed below with its attempts.</Note> : null}
+      <ErrorNote error={test.error} />
       <ErrorNote error={remove.error} />
       <form onSubmit={submit} aria-label="Add a subscription">
         <h3>Add a subscription</h3>

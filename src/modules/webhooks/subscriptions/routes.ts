@@ -89,6 +89,16 @@ export async function subscriptionRoutes(app: App, { subscriptions }: { subscrip
     },
   }, async (req) => subscriptions.deliveries(req.scope, req.query.targetAccountId, req.query));
 
+  app.post('/api/v2/webhooks/:id/test', {
+    schema: {
+      operationId: 'testWebhook', tags, security: Security, summary: 'Send a test event to one webhook (callplane extension)',
+      description: 'Queues one `webhook.test` event to this subscription, signed and retried like any other, and answers its delivery (follow it in the deliveries).',
+      params: Type.Object({ id: Type.Integer({ minimum: 1, description: 'Subscription id' }) }),
+      querystring: TargetQuery,
+      response: { 200: Envelope({ delivery: Delivery }), ...errors(403, 404) },
+    },
+  }, async (req) => subscriptions.test(req.scope, req.query.targetAccountId, req.params.id));
+
   app.post('/api/v2/webhooks/deliveries/:id/replay', {
     schema: {
       operationId: 'replayWebhookDelivery', tags, security: Security, summary: 'Send a delivered or failed event again (callplane extension)',

@@ -10,7 +10,7 @@ import { toUnixSeconds } from '../../../lib/time.ts';
 import { newSigningSecret } from '../../../webhooks/deliver.ts';
 import { checkTargetUrl, type TargetPolicy } from '../../../webhooks/ssrf.ts';
 import { accountRepo } from '../../accounts/repository.ts';
-import { presentDelivery, replayDelivery } from '../deliveries.ts';
+import { presentDelivery, queueTestDelivery, replayDelivery } from '../deliveries.ts';
 import {
   attemptRepo, deliveryRepo, type SubscriptionDelivery, type SubscriptionDeliveryFilter,
 } from '../repository.ts';
@@ -157,6 +157,19 @@ export function subscriptionService(deps: SubscriptionServiceDeps) {
       return {
         success: true, message: 'Webhook deliveries fetched successfully', total, limit, offset,
         deliveries: rows.map((r) => presentSubscriptionDelivery(r, attempts.get(r.id) ?? [])),
+      };
+    },
+
+    /** Sends one test event to the subscription `id` of the organization (404 for another's). */
+    async test(scope: Scope, targetAccountId: number | undefined, id: number) {
+      const org = await organization(scope, targetAccountId);
+      const hook = await subscriptionRepo.findById(db, id);
+      if (!hook || hook.org_id !== org.id) throw new NotFound(`Webhook ${id} was not found`);
+      const created = await db.transaction().execute((tx) => queueTestDelivery(tx, hook, now()));
+      deps.notify?.();
+      return {
+        success: true, message: `A test event is on its way to ${hook.url}.`,
+        delivery: presentSubscriptionDelivery({ ...created, url: hook.url, type: hook.type }, []),
       };
     },
 
