@@ -475,14 +475,18 @@ for (const engine of ENGINES) {
       assert.match(other.twiml, /<Gather /);
     });
 
-    it('a call on the SIMULATED carrier works as before: no TwiML, no conversation', async () => {
+    it('a call on the SIMULATED carrier asks Twilio for nothing: its conversation is a simulated caller\'s, on the simulated channel', async () => {
       const o = await org(null);
+      const asked = fake.requests.length;
       const created = await h.call('POST', '/api/v2/tasks', { token: o.token, body: { type: 'call', target: nextTarget(), greeting: 'Hi' } });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       const done = await waitFor('simulated call finished', async () => { const x = await task(o, created.body.task.id); return x.state === 'finished' && x; });
       assert.equal(done.provider, 'simulated');
       assert.equal(done.result.outcome, 'completed');
-      assert.equal(await conversationRepo.byCarrierRef(h.database.db, o.id, done.providerRef), undefined);
+      assert.equal(fake.requests.length, asked, 'no Twilio request, no TwiML');
+      // Since issue 36 a simulated call talks with a simulated caller (docs/tasks.md, "Simulated calls").
+      const conversation = await conversationRepo.byCarrierRef(h.database.db, o.id, done.providerRef);
+      assert.equal(conversation?.channel, 'simulated');
     });
   });
 }
