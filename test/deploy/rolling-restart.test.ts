@@ -104,6 +104,10 @@ describe('a rolling restart of the workers on PostgreSQL with calls and tasks in
       CALLPLANE_SECRET_KEY: crypto.randomBytes(32).toString('hex'),
       CALLPLANE_DB_POOL_SIZE: '4',
       CALLPLANE_SIMULATED_CALL_SECONDS: '2',
+      // The call tasks stand for queue work that must not be lost, not for conversations: without
+      // their simulated callers (issue 36), whose model turns on the workers' event loop put a
+      // 510 ms gap into the SIP audio this test measures once.
+      CALLPLANE_SIMULATED_CALL_CONVERSATIONS: 'false',
       CALLPLANE_ALLOW_PRIVATE_TARGETS: 'true',
       CALLPLANE_DRAIN_SECONDS: String(DRAIN_SECONDS),
       CALLPLANE_CALL_MAX_SECONDS: '120',
