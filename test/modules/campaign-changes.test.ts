@@ -13,10 +13,9 @@ import { createTaskEngine } from '../../src/modules/tasks/queue-hooks.ts';
 import { createTaskHandler } from '../../src/modules/tasks/run-task.ts';
 import { uncachedSubscribers } from '../../src/modules/tasks/subscribers.ts';
 import { SIMULATED_TEST_NUMBERS } from '../../src/providers/simulated.ts';
-import type { Outcome } from '../../src/queue/runner.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { manualClock, task } from '../queue/fixtures.ts';
-import { nextMonday15, wall } from '../helpers/campaign-time.ts';
+import { claimOnly, nextMonday15, runClaimed, wall } from '../helpers/campaign-time.ts';
 
 const HOUR = 3_600_000;
 const WEEKDAYS = { days: [1, 2, 3, 4, 5], start: '09:00', end: '17:00' };
@@ -53,22 +52,8 @@ forEachEngine('campaign rules changed after submission', (h) => {
   const update = (token: string, id: string, body: unknown) => h().call('POST', `/api/v2/tasks/${id}`, { token, body });
   const view = async (token: string, id: string) => (await h().call('GET', `/api/v2/tasks/${id}`, { token })).body.task;
 
-  /** Claims due tasks of these ids (others' tasks claimed meanwhile are canceled at once, untouched). */
-  async function claim(ids: string[]): Promise<TaskRow[]> {
-    const e = engine();
-    const rows = await e.claim(h().database.db, 100);
-    for (const r of rows.filter((x) => !ids.includes(x.id))) await e.complete(h().database.db, r, { state: 'canceled' });
-    return rows.filter((r) => ids.includes(r.id));
-  }
-  /** Runs a claimed task with the handler and applies its outcome as the runner does. */
-  async function run(row: TaskRow): Promise<TaskRow> {
-    const e = engine();
-    const out = (await handler()(row, { signal: new AbortController().signal })) as Outcome<TaskRow>;
-    if (out.kind === 'complete') await e.complete(h().database.db, row, { state: out.state, set: out.set });
-    else if (out.kind === 'retry') await e.retry(h().database.db, row, { runAt: out.runAt, set: out.set });
-    else throw new Error(`unexpected outcome ${JSON.stringify(out)}`);
-    return task(h().database.db, row.id);
-  }
+  const claim = (ids: string[]): Promise<TaskRow[]> => claimOnly(engine(), h().database.db, ids);
+  const run = (row: TaskRow): Promise<TaskRow> => runClaimed(engine(), handler(), h().database.db, row);
   /** Holds `id` by its window: claimed while outside it, admission moves it on. */
   async function held(id: string): Promise<TaskRow> {
     assert.deepEqual(await claim([id]), [], 'held, not claimed');

@@ -10,10 +10,9 @@ import { conversationRepo } from '../../src/modules/conversations/repository.ts'
 import { createTaskEngine } from '../../src/modules/tasks/queue-hooks.ts';
 import { createTaskHandler } from '../../src/modules/tasks/run-task.ts';
 import { uncachedSubscribers } from '../../src/modules/tasks/subscribers.ts';
-import type { Outcome } from '../../src/queue/runner.ts';
 import { forEachEngine } from '../helpers/engines.ts';
 import { manualClock, task } from '../queue/fixtures.ts';
-import { nextMonday15, wall } from '../helpers/campaign-time.ts';
+import { claimOnly, nextMonday15, runClaimed, wall } from '../helpers/campaign-time.ts';
 
 const HOUR = 3_600_000;
 const BUSY = '+15005550002';
@@ -49,22 +48,8 @@ forEachEngine('campaign rules: calling windows, retry rules, caller ID', (h) => 
   }
   const view = async (token: string, id: string) => (await h().call('GET', `/api/v2/tasks/${id}`, { token })).body.task;
 
-  /** Claims due tasks of these ids (others' tasks claimed meanwhile are finished at once, untouched). */
-  async function claim(ids: string[]): Promise<TaskRow[]> {
-    const e = engine();
-    const rows = await e.claim(h().database.db, 100);
-    for (const r of rows.filter((x) => !ids.includes(x.id))) await e.complete(h().database.db, r, { state: 'canceled' });
-    return rows.filter((r) => ids.includes(r.id));
-  }
-  /** Runs a claimed task with the handler and applies its outcome as the runner does. */
-  async function run(row: TaskRow): Promise<TaskRow> {
-    const e = engine();
-    const out = (await handler()(row, { signal: new AbortController().signal })) as Outcome<TaskRow>;
-    if (out.kind === 'complete') await e.complete(h().database.db, row, { state: out.state, set: out.set });
-    else if (out.kind === 'retry') await e.retry(h().database.db, row, { runAt: out.runAt, set: out.set });
-    else throw new Error(`unexpected outcome ${JSON.stringify(out)}`);
-    return task(h().database.db, row.id);
-  }
+  const claim = (ids: string[]): Promise<TaskRow[]> => claimOnly(engine(), h().database.db, ids);
+  const run = (row: TaskRow): Promise<TaskRow> => runClaimed(engine(), handler(), h().database.db, row);
 
   it('a call to a number in another time zone is held until its window opens there, then runs; one where it is open runs now', async () => {
     clock.advance(start - clock.now());
